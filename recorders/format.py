@@ -1,0 +1,104 @@
+"""Run-log format v1: the names, schemas and file layout shared by every writer.
+
+This module is the single place where the on-disk contract
+(``docs/format.md``) is spelled out as code. It needs only pyarrow, so the
+analysis engine and the importers reuse it without pulling in torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+FORMAT = "runlens-run"
+FORMAT_VERSION = 1
+
+TABLES = ("scalars", "evals", "layers", "events")
+
+# r{rank}-{seq:08d}.parquet; a leading "." marks a part still being written.
+PART_RE = re.compile(r"^r(\d+)-(\d{8,})\.parquet$")
+
+EVENT_KINDS = frozenset(
+    {"nonfinite_loss", "nonfinite_grad", "grad_norm_spike", "loss_spike", "exception", "user"}
+)
+RUN_STATUSES = frozenset({"running", "finished", "crashed"})
+
+# Fixed columns of each table, with the exact Arrow types of the spec.
+SCALARS_FIELDS = {
+    "step": pa.int64(),
+    "time": pa.float64(),
+    "loss": pa.float64(),
+    "lr": pa.float64(),
+    "grad_norm": pa.float64(),
+    "epoch": pa.int64(),
+    "loss_scale": pa.float64(),
+    "step_skipped": pa.int64(),
+}
+SCALARS_REQUIRED = ("step", "time", "loss")
+
+EVALS_FIELDS = {"step": pa.int64(), "time": pa.float64(), "val_loss": pa.float64()}
+EVALS_REQUIRED = ("step", "time", "val_loss")
+
+LAYERS_FIELDS = {
+    "step": pa.int64(),
+    "layer": pa.dictionary(pa.int32(), pa.string()),
+    "grad_norm": pa.float32(),
+    "weight_norm": pa.float32(),
+    "update_norm": pa.float32(),
+    "grad_abs_max": pa.float32(),
+    "grad_zero_frac": pa.float32(),
+    "nonfinite": pa.int32(),
+}
+LAYERS_REQUIRED = ("step", "layer", "grad_norm", "weight_norm")
+
+EVENTS_FIELDS = {
+    "step": pa.int64(),
+    "time": pa.float64(),
+    "kind": pa.string(),
+    "layer": pa.string(),
+    "value": pa.float64(),
+    "message": pa.string(),
+}
+EVENTS_REQUIRED = tuple(EVENTS_FIELDS)
+
+FIELDS = {
+    "scalars": SCALARS_FIELDS,
+    "evals": EVALS_FIELDS,
+    "layers": LAYERS_FIELDS,
+    "events": EVENTS_FIELDS,
+}
+REQUIRED = {
+    "scalars": SCALARS_REQUIRED,
+    "evals": EVALS_REQUIRED,
+    "layers": LAYERS_REQUIRED,
+    "events": EVENTS_REQUIRED,
+}
+# Tables whose extra (user) columns are allowed; they must be int64 or float64.
+OPEN_TABLES = frozenset({"scalars", "evals"})
+
+# Dedup key per table (events are never deduplicated).
+KEYS = {"scalars": ("step",), "evals": ("step",), "layers": ("step", "layer"), "events": None}
+
+
+def part_name(rank: int, seq: int) -> str:
+    """Final file name of part ``seq`` written by ``rank``."""
+    return f"r{rank}-{seq:08d}.parquet"
+
+
+def temp_part_name(rank: int, seq: int) -> str:
+    """Name a part is written under before the atomic rename."""
+    return f".tmp-r{rank}-{seq:08d}.parquet"
+
+
+def parse_part_name(name: str) -> tuple[int, int] | None:
+    """``(rank, seq)`` of a final part name, or None for anything else."""
+    m = PART_RE.match(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def user_column_type(value: object) -> pa.DataType:
+    """Arrow type of a user scalar column: int64 for ints/bools, else float64."""
+    if isinstance(value, bool) or (isinstance(value, int)):
+        return pa.int64()
+    return pa.float64()

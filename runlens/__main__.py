@@ -1,0 +1,3 @@
+from runlens.cli import main
+
+main()

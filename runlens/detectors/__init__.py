@@ -1,0 +1,17 @@
+"""The detectors: one module per finding code, registered on import.
+
+Adding a detector is adding one module here (and its tests); importing this
+package imports every module in it, which registers them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from ._base import REGISTRY, Context, Detector, Needs, Skip, register
+
+for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
+    importlib.import_module(f"{__name__}.{_mod}")
+
+__all__ = ["REGISTRY", "Context", "Detector", "Needs", "Skip", "register"]

@@ -1,0 +1,136 @@
+"""Domain objects of a diagnosis: findings, the curve verdict, the diagnosis.
+
+They are frozen and hold plain data. Severity is data; how it looks is the
+renderers' business. ``Diagnosis.to_dict`` is the JSON object of the spec's
+"Analysis output" and nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+SEVERITIES = ("error", "warning", "info")
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+CURVES = ("healthy", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data")
+STATUSES = ("finished", "crashed", "killed", "running")
+
+
+def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+def jsonable(value: Any) -> Any:
+    """Turn evidence values into JSON-safe data (numpy scalars, tuples, NaN).
+
+    NaN and Inf are not JSON: they become the strings ``"nan"``, ``"inf"``,
+    ``"-inf"`` so the output stays valid and still says what was seen.
+    Floats are rounded to 6 significant digits so the JSON is stable across
+    platforms and readable.
+    """
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            value = value.item()
+        except (ValueError, TypeError):
+            value = value.tolist()
+            return jsonable(value)
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return float(f"{value:.6g}")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a detector saw, with the numbers behind it and what to try."""
+
+    code: str
+    severity: str
+    title: str
+    step: int | None = None
+    layers: tuple[str, ...] = ()
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    advice: str = ""
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity must be one of {SEVERITIES}, got {self.severity!r}")
+        object.__setattr__(self, "layers", tuple(self.layers))
+        object.__setattr__(self, "evidence", _freeze(self.evidence))
+        if self.step is not None:
+            object.__setattr__(self, "step", int(self.step))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "title": self.title,
+            "step": self.step,
+            "layers": list(self.layers),
+            "evidence": jsonable(self.evidence),
+            "advice": self.advice,
+        }
+
+
+@dataclass(frozen=True)
+class CurveVerdict:
+    """The one label for the shape of the loss curve, and the tests behind it."""
+
+    label: str
+    reason: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.label not in CURVES:
+            raise ValueError(f"curve label must be one of {CURVES}, got {self.label!r}")
+        object.__setattr__(self, "evidence", _freeze(self.evidence))
+
+
+@dataclass(frozen=True)
+class DetectorOutcome:
+    """How one detector's run went: ``ran``, ``skipped`` (with why) or ``crashed``."""
+
+    code: str
+    state: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Everything ``analyze`` concluded about one run."""
+
+    run: Any  # runlens.run.Run; typed loosely to keep this module free of IO
+    curve: CurveVerdict
+    findings: tuple[Finding, ...]
+    warnings: tuple[str, ...] = ()
+    outcomes: tuple[DetectorOutcome, ...] = ()
+
+    @property
+    def status(self) -> str:
+        return self.run.status
+
+    @property
+    def worst_severity(self) -> str | None:
+        return min((f.severity for f in self.findings), key=SEVERITY_RANK.get, default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec's analysis-output object, exactly."""
+        return {
+            "run": self.run.path,
+            "name": self.run.name,
+            "status": self.run.status,
+            "curve": self.curve.label,
+            "findings": [f.to_dict() for f in self.findings],
+            "warnings": list(self.warnings),
+        }

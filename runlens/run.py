@@ -1,0 +1,171 @@
+"""The in-memory run: metadata plus the four tables, deduplicated and ordered.
+
+``runlens.loader.load_run`` builds it; detectors and renderers only read it.
+Tables are Arrow tables (``None`` when the run has no such table or it was
+not loaded); the accessors below hand detectors numpy arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+@dataclass(frozen=True)
+class LayerMatrix:
+    """One per-layer column as a dense (steps x layers) matrix.
+
+    ``values[i, j]`` is the value for ``steps[i]`` and ``layers[j]``; NaN where
+    the layer was not recorded at that step or the value was null, and
+    ``present`` tells those apart from a recorded NaN. ``layers`` are in
+    depth order (``depth[j]`` is run.json's ``index``: 0 nearest the input).
+    """
+
+    steps: np.ndarray
+    layers: tuple[str, ...]
+    depth: np.ndarray
+    values: np.ndarray
+    present: np.ndarray
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run as read from disk. Frozen; detectors never change it."""
+
+    path: str
+    meta: Mapping[str, Any]
+    status: str  # finished | crashed | killed | running (killed is derived)
+    scalars: pa.Table | None = None
+    evals: pa.Table | None = None
+    layers: pa.Table | None = None
+    events: pa.Table | None = None
+    warnings: tuple[str, ...] = ()
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    # -- metadata -----------------------------------------------------------
+    @property
+    def name(self) -> str:
+        name = self.meta.get("name")
+        return name if isinstance(name, str) and name else _basename(self.path)
+
+    @property
+    def run_id(self) -> str:
+        rid = self.meta.get("run_id")
+        return rid if isinstance(rid, str) else ""
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        cfg = self.meta.get("config")
+        return cfg if isinstance(cfg, Mapping) else {}
+
+    @property
+    def error(self) -> Mapping[str, Any] | None:
+        err = self.meta.get("error")
+        return err if isinstance(err, Mapping) else None
+
+    @property
+    def layer_info(self) -> tuple[Mapping[str, Any], ...]:
+        """run.json ``layers`` entries that are well formed, in depth order."""
+        entries = [
+            e for e in self.meta.get("layers") or ()
+            if isinstance(e, Mapping) and isinstance(e.get("name"), str)
+        ]
+        return tuple(sorted(entries, key=lambda e: _int_or(e.get("index"), 1 << 62)))
+
+    # -- tables -------------------------------------------------------------
+    def has(self, table: str, column: str | None = None) -> bool:
+        """Whether ``table`` was loaded with at least one row (and ``column``)."""
+        t = getattr(self, table)
+        if t is None or t.num_rows == 0:
+            return False
+        return column is None or column in t.column_names
+
+    def steps(self, table: str = "scalars") -> np.ndarray:
+        """The ``step`` column of a table as int64 (empty if absent)."""
+        t = getattr(self, table)
+        if t is None or "step" not in t.column_names:
+            return np.empty(0, dtype=np.int64)
+        return t.column("step").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+    def column(self, table: str, name: str) -> np.ndarray | None:
+        """A numeric column as float64, nulls as NaN, aligned with ``steps``."""
+        key = (table, name)
+        if key in self._cache:
+            return self._cache[key]
+        t = getattr(self, table)
+        if t is None or name not in t.column_names:
+            return None
+        col = t.column(name)
+        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+            return None
+        arr = pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)
+        arr = np.asarray(arr, dtype=np.float64)
+        self._cache[key] = arr
+        return arr
+
+    def layer_names(self) -> tuple[str, ...]:
+        """Layer names in depth order: run.json order, then unknown ones as met."""
+        if "layer_names" in self._cache:
+            return self._cache["layer_names"]
+        names = [e["name"] for e in self.layer_info]
+        seen = set(names)
+        if self.layers is not None and "layer" in self.layers.column_names:
+            col = self.layers.column("layer")
+            uniq = pc.unique(col.combine_chunks() if col.num_chunks else col)
+            if pa.types.is_dictionary(uniq.type):
+                uniq = uniq.cast(uniq.type.value_type)
+            for n in uniq.to_pylist():
+                if n is not None and n not in seen:
+                    names.append(n)
+                    seen.add(n)
+        self._cache["layer_names"] = tuple(names)
+        return self._cache["layer_names"]
+
+    def layer_matrix(self, column: str) -> LayerMatrix | None:
+        """``column`` of the layers table as a dense steps x layers matrix."""
+        key = ("layer_matrix", column)
+        if key in self._cache:
+            return self._cache[key]
+        t = self.layers
+        if t is None or t.num_rows == 0 or column not in t.column_names:
+            return None
+        names = self.layer_names()
+        index = {n: j for j, n in enumerate(names)}
+        layer_col = t.column("layer").combine_chunks()
+        if pa.types.is_dictionary(layer_col.type):
+            dict_names = layer_col.dictionary.to_pylist()
+            lut = np.array([index.get(n, -1) if n is not None else -1 for n in dict_names] or [-1])
+            codes = layer_col.indices.to_numpy(zero_copy_only=False)
+            codes = np.where(layer_col.is_null().to_numpy(zero_copy_only=False), 0, codes)
+            cols = lut[codes.astype(np.int64)]
+            cols = np.where(layer_col.is_null().to_numpy(zero_copy_only=False), -1, cols)
+        else:
+            cols = np.array([index.get(n, -1) if n is not None else -1 for n in layer_col.to_pylist()])
+        step = self.steps("layers")
+        raw = t.column(column)
+        vals = np.asarray(pc.cast(raw, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+        valid = ~raw.is_null().to_numpy(zero_copy_only=False) if raw.null_count else np.ones(len(vals), bool)
+        ok = cols >= 0
+        steps, row = np.unique(step[ok], return_inverse=True)
+        values = np.full((len(steps), len(names)), np.nan)
+        present = np.zeros((len(steps), len(names)), dtype=bool)
+        values[row, cols[ok]] = vals[ok]
+        present[row, cols[ok]] = valid[ok]
+        depth_of = {e["name"]: _int_or(e.get("index"), -1) for e in self.layer_info}
+        depth = np.array([depth_of.get(n, len(depth_of) + j) for j, n in enumerate(names)], dtype=np.int64)
+        result = LayerMatrix(steps=steps, layers=names, depth=depth, values=values, present=present)
+        self._cache[key] = result
+        return result
+
+
+def _basename(path: str) -> str:
+    parts = [p for p in str(path).replace("\\", "/").split("/") if p]
+    return parts[-1] if parts else str(path)
+
+
+def _int_or(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
