@@ -134,32 +134,59 @@ class Run:
         if t is None or t.num_rows == 0 or column not in t.column_names:
             return None
         names = self.layer_names()
-        index = {n: j for j, n in enumerate(names)}
-        layer_col = t.column("layer").combine_chunks()
-        if pa.types.is_dictionary(layer_col.type):
-            dict_names = layer_col.dictionary.to_pylist()
-            lut = np.array([index.get(n, -1) if n is not None else -1 for n in dict_names] or [-1])
-            codes = layer_col.indices.to_numpy(zero_copy_only=False)
-            codes = np.where(layer_col.is_null().to_numpy(zero_copy_only=False), 0, codes)
-            cols = lut[codes.astype(np.int64)]
-            cols = np.where(layer_col.is_null().to_numpy(zero_copy_only=False), -1, cols)
-        else:
-            cols = np.array([index.get(n, -1) if n is not None else -1 for n in layer_col.to_pylist()])
-        step = self.steps("layers")
+        steps, row, cols, ok = self._layer_placement()
         raw = t.column(column)
         vals = np.asarray(pc.cast(raw, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
         valid = ~raw.is_null().to_numpy(zero_copy_only=False) if raw.null_count else np.ones(len(vals), bool)
-        ok = cols >= 0
-        steps, row = np.unique(step[ok], return_inverse=True)
+        if ok is not None:
+            vals, valid = vals[ok], valid[ok]
         values = np.full((len(steps), len(names)), np.nan)
         present = np.zeros((len(steps), len(names)), dtype=bool)
-        values[row, cols[ok]] = vals[ok]
-        present[row, cols[ok]] = valid[ok]
+        values[row, cols] = vals
+        present[row, cols] = valid
         depth_of = {e["name"]: _int_or(e.get("index"), -1) for e in self.layer_info}
         depth = np.array([depth_of.get(n, len(depth_of) + j) for j, n in enumerate(names)], dtype=np.int64)
         result = LayerMatrix(steps=steps, layers=names, depth=depth, values=values, present=present)
         self._cache[key] = result
         return result
+
+    def _layer_placement(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """Where each layers row goes in the dense matrix: (steps, row, col, kept rows or None).
+
+        Computed once and shared by every ``layer_matrix`` column. The loader
+        sorts layers by step, so unique steps come from one linear pass; a
+        hand-built unsorted table falls back to ``np.unique``.
+        """
+        if "layer_placement" in self._cache:
+            return self._cache["layer_placement"]
+        index = {n: j for j, n in enumerate(self.layer_names())}
+        layer_col = self.layers.column("layer").combine_chunks()
+        if pa.types.is_dictionary(layer_col.type):
+            dict_names = layer_col.dictionary.to_pylist()
+            lut = np.array([index.get(n, -1) if n is not None else -1 for n in dict_names] or [-1],
+                           dtype=np.int32)
+            codes = layer_col.indices.to_numpy(zero_copy_only=False)
+            if layer_col.null_count:
+                null = layer_col.is_null().to_numpy(zero_copy_only=False)
+                cols = np.where(null, -1, lut[np.where(null, 0, codes).astype(np.int64)])
+            else:
+                cols = lut[codes]
+        else:
+            cols = np.array([index.get(n, -1) if n is not None else -1 for n in layer_col.to_pylist()])
+        step = self.steps("layers")
+        ok = None if bool((cols >= 0).all()) else cols >= 0
+        if ok is not None:
+            step, cols = step[ok], cols[ok]
+        if len(step) and bool(np.all(step[1:] >= step[:-1])):
+            change = np.empty(len(step), dtype=bool)
+            change[0] = True
+            np.not_equal(step[1:], step[:-1], out=change[1:])
+            # int32 indices halve what the cache holds for a 10M-row table.
+            steps, row = step[change], np.cumsum(change, dtype=np.int32) - 1
+        else:
+            steps, row = np.unique(step, return_inverse=True)
+        self._cache["layer_placement"] = (steps, row, cols, ok)
+        return self._cache["layer_placement"]
 
 
 def _basename(path: str) -> str:

@@ -1,0 +1,233 @@
+"""Part files: Arrow tables with the spec's exact types, atomic writes, compaction.
+
+Every part is written under a dot-name and renamed into place, so a reader
+(or a SIGKILL) never meets half a part. Compaction merges one rank's parts of
+a table into a few large ones whose seq is higher than every part they
+replace; the old parts are removed only after the merged ones are on disk,
+and a merged part keeps, per key, the row a reader would have kept (highest
+seq), so a crash at any point leaves a run that reads the same.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from recorders.format import FIELDS, KEYS, REQUIRED, parse_part_name, part_name, temp_part_name
+
+COMPRESSION = "zstd"
+# Lets a reader that wants to be exact drop the sources of a merged part even
+# in the short window before they are deleted (matters only for events,
+# which are never deduplicated).
+REPLACES_KEY = b"runlens.replaces"
+
+
+def value_type(value: Any) -> pa.DataType | None:
+    """Arrow type of one user scalar, None when it is not a number."""
+    if isinstance(value, (bool, int, np.integer, np.bool_)):
+        return pa.int64()
+    if isinstance(value, (float, np.floating)):
+        return pa.float64()
+    return None
+
+
+def _column(values: list[Any], typ: pa.DataType) -> pa.Array:
+    if pa.types.is_integer(typ):
+        values = [None if v is None else int(v) for v in values]
+    else:
+        values = [None if v is None else float(v) for v in values]
+    return pa.array(values, type=typ)
+
+
+def rows_table(table: str, rows: Sequence[dict[str, Any]],
+               user_types: dict[str, pa.DataType]) -> pa.Table:
+    """scalars/evals/events rows as a table; a column exists if any row names it."""
+    fixed = FIELDS[table]
+    present: dict[str, None] = dict.fromkeys(REQUIRED[table])
+    for row in rows:
+        present.update(dict.fromkeys(row))
+    names = [c for c in fixed if c in present] + [c for c in present if c not in fixed]
+    arrays, fields = [], []
+    for name in names:
+        typ = fixed.get(name) or user_types[name]
+        values = [row.get(name) for row in rows]
+        arr = pa.array(values, type=typ) if pa.types.is_string(typ) else _column(values, typ)
+        arrays.append(arr)
+        fields.append(pa.field(name, typ))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+LAYER_VALUE_COLUMNS = ("grad_norm", "weight_norm", "update_norm", "grad_abs_max",
+                       "grad_zero_frac", "nonfinite")
+
+
+def _layer_column(chunks: Sequence[tuple[int, np.ndarray, dict[str, Any]]], col: str,
+                  typ: pa.DataType) -> pa.Array:
+    """One column over all chunks: a None chunk or a masked entry becomes null."""
+    dtype = typ.to_pandas_dtype()
+    values, masks, any_value, any_mask = [], [], False, False
+    for _, idx, cols in chunks:
+        v = cols.get(col)
+        if v is None:
+            values.append(np.zeros(len(idx), dtype))
+            masks.append(np.ones(len(idx), dtype=bool))
+            any_mask = True
+            continue
+        any_value = True
+        mask = np.ma.getmaskarray(v) if np.ma.isMaskedArray(v) else np.zeros(len(idx), dtype=bool)
+        any_mask = any_mask or bool(mask.any())
+        masks.append(mask)
+        values.append(np.asarray(np.ma.getdata(v), dtype=dtype).reshape(-1))
+    n = sum(len(v) for v in values)
+    if not any_value:
+        return pa.nulls(n, type=typ)
+    return pa.array(np.concatenate(values), type=typ, mask=np.concatenate(masks) if any_mask else None)
+
+
+def layers_table(chunks: Sequence[tuple[int, np.ndarray, dict[str, Any]]],
+                 dictionary: Sequence[str]) -> pa.Table:
+    """Chunks of ``(step, layer indices into dictionary, {column: array|None})``."""
+    steps = np.concatenate([np.full(len(idx), step, dtype=np.int64) for step, idx, _ in chunks])
+    indices = np.concatenate([idx for _, idx, _ in chunks]).astype(np.int32, copy=False)
+    layer = pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(list(dictionary), pa.string()))
+    arrays = [pa.array(steps, pa.int64()), layer]
+    arrays += [_layer_column(chunks, col, FIELDS["layers"][col]) for col in LAYER_VALUE_COLUMNS]
+    schema = pa.schema([pa.field(c, t) for c, t in FIELDS["layers"].items()])
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def write_part(folder: Path, rank: int, seq: int, table: pa.Table, *, fsync: bool = False) -> Path:
+    """Write ``table`` as part ``seq`` of ``rank``: dot-temp name first, then rename."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / temp_part_name(rank, seq)
+    pq.write_table(table, tmp, compression=COMPRESSION)
+    if fsync:
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    final = folder / part_name(rank, seq)
+    os.replace(tmp, final)
+    return final
+
+
+def list_parts(folder: Path, rank: int | None = None) -> list[tuple[int, int, Path]]:
+    """``(seq, rank, path)`` of final parts in ``folder``, ordered by seq."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        parsed = parse_part_name(name)
+        if parsed and (rank is None or parsed[0] == rank):
+            out.append((parsed[1], parsed[0], folder / name))
+    return sorted(out)
+
+
+def remove_stale_temps(folder: Path, rank: int) -> None:
+    """Drop dot-temp parts a killed writer of this rank left behind."""
+    prefix = f".tmp-r{rank}-"
+    for name in os.listdir(folder) if folder.is_dir() else ():
+        if name.startswith(prefix):
+            try:
+                os.remove(folder / name)
+            except OSError:
+                pass
+
+
+def max_step(folders: Iterable[Path]) -> int | None:
+    """Highest ``step`` in the scalars parts of ``folders`` (unreadable parts skipped)."""
+    best = None
+    for folder in folders:
+        for _, _, path in list_parts(folder):
+            try:
+                steps = pq.read_table(path, columns=["step"]).column("step")
+            except Exception:  # noqa: BLE001 - an unreadable part is a reader's warning, not ours
+                continue
+            top = pc.max(steps).as_py()
+            if top is not None and (best is None or top > best):
+                best = top
+    return best
+
+
+def _dedup_last(table: pa.Table, key: tuple[str, ...] | None) -> pa.Table:
+    """Keep, per key, the last row (the parts were concatenated in seq order)."""
+    if key is None or table.num_rows == 0:
+        return table
+    step = table.column("step").to_numpy().astype(np.int64)
+    if len(key) == 2:
+        codes = pc.dictionary_encode(table.column(key[1]).cast(pa.string())).combine_chunks()
+        idx = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        composite = np.stack([step, idx], axis=1)
+        _, first_in_reversed = np.unique(composite[::-1], axis=0, return_index=True)
+    else:
+        _, first_in_reversed = np.unique(step[::-1], return_index=True)
+    keep = np.sort(table.num_rows - 1 - first_in_reversed)
+    return table.take(pa.array(keep)) if len(keep) < table.num_rows else table
+
+
+def _unify(tables: list[pa.Table], table_name: str) -> pa.Table:
+    merged = pa.concat_tables(tables, promote_options="permissive")
+    fixed = FIELDS[table_name]
+    fields = []
+    for f in merged.schema:
+        if f.name in fixed:
+            fields.append(pa.field(f.name, fixed[f.name]))
+        elif pa.types.is_integer(f.type):
+            fields.append(pa.field(f.name, pa.int64()))
+        else:
+            fields.append(pa.field(f.name, pa.float64()))
+    merged = merged.cast(pa.schema(fields))
+    if "layer" in merged.column_names:
+        merged = merged.unify_dictionaries()
+    return merged
+
+
+def _groups(parts: list[tuple[int, int, Path]], target_rows: int) -> list[list[tuple[int, int, Path]]]:
+    groups, current, rows = [], [], 0
+    for part in parts:
+        n = pq.ParquetFile(part[2]).metadata.num_rows
+        if current and rows + n > target_rows:
+            groups.append(current)
+            current, rows = [], 0
+        current.append(part)
+        rows += n
+    if current:
+        groups.append(current)
+    return groups
+
+
+def compact(folder: Path, table_name: str, rank: int, next_seq: int,
+            target_rows: int = 2_000_000) -> int:
+    """Merge ``rank``'s parts of one table; returns the next free seq.
+
+    Groups of consecutive parts (in seq order) become one part each, written
+    with seqs above every existing one in the same order, so "highest seq
+    wins" still picks the newest row for a key.
+    """
+    parts = list_parts(folder, rank)
+    if len(parts) < 2:
+        return next_seq
+    groups = [g for g in _groups(parts, target_rows)]
+    if len(groups) >= len(parts):
+        return next_seq
+    written: list[tuple[int, int, Path]] = []
+    for group in groups:
+        tables = [pq.read_table(p) for _, _, p in group]
+        merged = _dedup_last(_unify(tables, table_name), KEYS[table_name])
+        replaces = ",".join(str(seq) for seq, _, _ in group).encode()
+        merged = merged.replace_schema_metadata({REPLACES_KEY: replaces})
+        write_part(folder, rank, next_seq, merged, fsync=True)
+        next_seq += 1
+        written.extend(group)
+    for _, _, path in written:
+        os.remove(path)
+    return next_seq

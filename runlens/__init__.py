@@ -1,0 +1,56 @@
+"""runlens: why did this training run go wrong?
+
+The public API::
+
+    run = runlens.load_run("runs/exp1")       # a Run: metadata + Arrow tables
+    diagnosis = runlens.analyze(run)          # or analyze("runs/exp1")
+    diagnosis.to_dict()                       # the spec's JSON object
+
+Attributes are imported on first use, so ``import runlens`` stays light
+(no scipy, no detectors) until an analysis actually runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .analysis import analyze
+    from .errors import (ImportFailedError, RunFormatError, RunlensError, UnsupportedVersionError,
+                         UsageError)
+    from .findings import CurveVerdict, DetectorOutcome, Diagnosis, Finding
+    from .loader import load_run
+    from .run import LayerMatrix, Run
+
+# public name -> module that defines it
+_EXPORTS = {
+    "CurveVerdict": "runlens.findings",
+    "DetectorOutcome": "runlens.findings",
+    "Diagnosis": "runlens.findings",
+    "Finding": "runlens.findings",
+    "ImportFailedError": "runlens.errors",
+    "LayerMatrix": "runlens.run",
+    "Run": "runlens.run",
+    "RunFormatError": "runlens.errors",
+    "RunlensError": "runlens.errors",
+    "UnsupportedVersionError": "runlens.errors",
+    "UsageError": "runlens.errors",
+    "analyze": "runlens.analysis",
+    "load_run": "runlens.loader",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runlens' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

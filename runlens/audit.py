@@ -1,0 +1,237 @@
+"""Audit many runs at once: find them, analyze them in parallel, rank them.
+
+::
+
+    result = audit(["sweeps/"], workers=4)             # a local process pool
+    result = audit(["/shared/runs"], client=client)    # a dask.distributed cluster
+    result.rows[0]          # the sickest run
+    result.failed("error")  # what the CI gate asks
+
+Where the work happens: the runs are found here (``runlens.discover``),
+then ``runlens.audit_worker.analyze_chunk`` reads and analyzes them in
+chunks, in this process (one worker), in a pool of processes that imported
+runlens once before forking, or on Dask workers (``runlens.dask_backend``).
+Only paths travel to the workers and only small records come back, so the
+cost of a run is its analysis, not its transport. The rows are sorted
+before anything is shown, so the result does not depend on which worker
+finished first: the local and the Dask audits of a tree are identical.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .audit_worker import WorkOptions, analyze_chunk, error_record
+from .discover import discover_runs
+from .errors import UsageError
+from .findings import SEVERITY_RANK
+
+FAIL_ON = ("error", "warning", "info", "never")
+Progress = Callable[[int, int], None]
+
+_STATUS_RANK = {"crashed": 0, "killed": 1, "running": 2, "finished": 3}
+# Enough chunks per worker to balance uneven runs, few enough to keep scheduling cheap.
+_CHUNKS_PER_WORKER = 4
+_MAX_CHUNK = 32
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One run of an audit: the spec's object plus the numbers of the table."""
+
+    run: str
+    name: str
+    status: str
+    curve: str
+    findings: tuple[Mapping[str, Any], ...]
+    warnings: tuple[str, ...] = ()
+    final_loss: float | None = None
+    best_loss: float | None = None
+    best_val_loss: float | None = None
+    best_val_step: int | None = None
+    steps: int | None = None
+    duration_s: float | None = None
+    error: str | None = None
+    report: str | None = None
+    outcomes: tuple[tuple[str, str, str], ...] = ()
+    seconds: float = field(default=0.0, compare=False)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> AuditRow:
+        obj, summary = record["object"], record.get("summary") or {}
+        return cls(run=obj["run"], name=obj["name"], status=obj["status"], curve=obj["curve"],
+                   findings=tuple(obj["findings"]), warnings=tuple(obj["warnings"]),
+                   error=record.get("error"), report=record.get("report"),
+                   outcomes=tuple(tuple(o) for o in record.get("outcomes") or ()),
+                   seconds=float(record.get("seconds") or 0.0),
+                   **{k: summary.get(k) for k in ("final_loss", "best_loss", "best_val_loss",
+                                                  "best_val_step", "steps", "duration_s")})
+
+    @property
+    def worst(self) -> str | None:
+        """The most severe finding's severity (None: no finding)."""
+        return min((f["severity"] for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
+
+    def worst_findings(self, limit: int = 3) -> list[Mapping[str, Any]]:
+        """The findings, most severe first (stable within a severity)."""
+        ranked = sorted(self.findings, key=lambda f: SEVERITY_RANK[f["severity"]])
+        return ranked[:limit]
+
+    def reaches(self, fail_on: str) -> bool:
+        """Whether a finding of this run is at least as severe as ``fail_on``."""
+        if fail_on == "never":
+            return False
+        limit = SEVERITY_RANK[fail_on]
+        return any(SEVERITY_RANK[f["severity"]] <= limit for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec's analysis-output object, exactly its keys."""
+        return {"run": self.run, "name": self.name, "status": self.status, "curve": self.curve,
+                "findings": [dict(f) for f in self.findings], "warnings": list(self.warnings)}
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """The rows of an audit, worst first, and how long it took."""
+
+    rows: tuple[AuditRow, ...]
+    workers: int
+    backend: str  # "inline", "processes" or "dask"
+    wall_seconds: float = field(default=0.0, compare=False)
+
+    def failed(self, fail_on: str = "error") -> bool:
+        return any(row.reaches(fail_on) for row in self.rows)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """What ``audit --format json`` prints: the spec objects, worst first."""
+        return [row.to_dict() for row in self.rows]
+
+    @property
+    def analysis_seconds(self) -> float:
+        """Time spent inside the workers on the runs themselves, summed."""
+        return sum(row.seconds for row in self.rows)
+
+    def counts(self) -> dict[str, int]:
+        out = {"runs": len(self.rows), "unreadable": sum(r.error is not None for r in self.rows)}
+        for sev in SEVERITY_RANK:
+            out[sev] = sum(r.worst == sev for r in self.rows)
+        out["clean"] = sum(r.worst is None for r in self.rows)
+        return out
+
+
+def sort_key(row: AuditRow) -> tuple:
+    """Worst first: unreadable, then worst severity, how many, read warnings, status; then path."""
+    worst = row.worst
+    rank = -1 if row.error else (SEVERITY_RANK[worst] if worst else len(SEVERITY_RANK))
+    at_worst = sum(f["severity"] == worst for f in row.findings)
+    return (rank, -at_worst, not row.warnings, _STATUS_RANK.get(row.status, 9), row.run)
+
+
+def default_workers() -> int:
+    """The CPUs this process may use (its affinity mask, where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None,
+          client: Any = None, scheduler: str | None = None, baseline: str | None = None,
+          reports_dir: str | None = None, progress: Progress | None = None) -> AuditResult:
+    """Find and analyze every run below ``paths``.
+
+    ``workers``: local processes (default: the CPUs available; 1 runs in
+    this process). ``client`` (a ``dask.distributed.Client``) or
+    ``scheduler`` (``tcp://host:port``) run the analysis on a Dask cluster
+    instead; its workers must see the same paths. ``baseline`` compares
+    every run against that run; ``reports_dir`` writes a per-run HTML
+    report there. ``progress(done, total)`` is called as runs finish.
+
+    Raises :class:`UsageError` when no run is found.
+    """
+    paths = [os.fspath(p) for p in paths]
+    if workers is not None and workers < 1:
+        raise UsageError(f"The 'workers' parameter of audit must be an int >= 1. Got {workers} instead.")
+    runs = discover_runs(paths)
+    if not runs:
+        raise UsageError(f"no runs found below {', '.join(paths)} (a run is a directory with run.json)")
+    options = WorkOptions(baseline=os.fspath(baseline) if baseline else None,
+                          reports_dir=os.path.abspath(reports_dir) if reports_dir else None)
+    if baseline:
+        _check_baseline(options.baseline)
+    start = time.perf_counter()
+    if client is not None or scheduler:
+        from .dask_backend import run_on_dask
+
+        records, n = run_on_dask(runs, options, client=client, scheduler=scheduler, progress=progress)
+        backend = "dask"
+    else:
+        n = min(workers or default_workers(), len(runs))
+        records = _run_inline(runs, options, progress) if n == 1 else _run_pool(runs, options, n, progress)
+        backend = "inline" if n == 1 else "processes"
+    rows = sorted((AuditRow.from_record(r) for r in records), key=sort_key)
+    return AuditResult(rows=tuple(rows), workers=n, backend=backend,
+                       wall_seconds=time.perf_counter() - start)
+
+
+def _check_baseline(path: str) -> None:
+    # A baseline that cannot be read is a usage error, not N identical error rows.
+    from .audit_worker import open_run
+
+    open_run(path)
+
+
+def chunked(runs: Sequence[str], workers: int) -> list[list[str]]:
+    """Split ``runs`` into chunks: a few per worker, none larger than ``_MAX_CHUNK``."""
+    size = max(1, min(_MAX_CHUNK, math.ceil(len(runs) / (workers * _CHUNKS_PER_WORKER))))
+    return [list(runs[i:i + size]) for i in range(0, len(runs), size)]
+
+
+def _run_inline(runs: Sequence[str], options: WorkOptions, progress: Progress | None) -> list[dict]:
+    records = []
+    for i, path in enumerate(runs, 1):
+        records.extend(analyze_chunk([path], options))
+        if progress:
+            progress(i, len(runs))
+    return records
+
+
+def _run_pool(runs: Sequence[str], options: WorkOptions, workers: int,
+              progress: Progress | None) -> list[dict]:
+    # Imported before the pool forks, so that workers start with the engine loaded.
+    from . import analysis  # noqa: F401
+
+    chunks = chunked(runs, workers)
+    records: list[dict] = []
+    with ProcessPoolExecutor(max_workers=workers, initializer=_warm_up) as pool:
+        pending = {pool.submit(analyze_chunk, chunk, options): chunk for chunk in chunks}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                chunk = pending.pop(future)
+                records.extend(collect(future, chunk))
+            if progress:
+                progress(len(records), len(runs))
+    return records
+
+
+def collect(future: Any, chunk: Sequence[str]) -> list[dict]:
+    """A finished chunk's records, or error records when its worker died."""
+    try:
+        return future.result()
+    except Exception as exc:  # a worker killed (OOM, signal): those runs get error rows
+        message = f"worker failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+        return [error_record(path, message, "analysis_crashed") for path in chunk]
+
+
+def _warm_up() -> None:
+    # Under "spawn" (macOS, Windows) a worker starts bare: import the engine once, not per run.
+    from . import analysis  # noqa: F401
+
+
+__all__ = ["FAIL_ON", "AuditResult", "AuditRow", "audit", "chunked", "default_workers", "sort_key"]

@@ -1,0 +1,119 @@
+"""``runlens audit PATH...``: analyze every run below the paths and print one summary.
+
+stdout carries only the summary (parseable in every format); progress and
+logs go to stderr. Exit status: 0 when no finding reaches ``--fail-on``,
+1 when one does (an unreadable run counts as an error), 2 for bad usage or
+when no run is found.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import click
+
+from ..audit import FAIL_ON
+
+FORMATS = ("text", "json", "md", "html", "csv", "junit")
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="text table, json (the spec's objects), md, html, csv or junit (CI test reports)")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the summary here, not stdout")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
+              help="exit 1 when a finding at least this severe is present")
+@click.option("--workers", type=click.IntRange(min=1), help="local worker processes [default: the CPUs]")
+@click.option("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler (tcp://host:port)")
+@click.option("--reports", "reports_dir", type=click.Path(file_okay=False),
+              help="also write an HTML report per run into this folder, linked from the summary")
+@click.option("--baseline", metavar="BASE", help="compare every run against this run")
+@click.option("-q", "--quiet", is_flag=True, help="no progress bar and no log lines on stderr")
+def audit(paths: tuple[str, ...], fmt: str, output: str | None, fail_on: str, workers: int | None,
+          scheduler: str | None, reports_dir: str | None, baseline: str | None, quiet: bool) -> None:
+    """Find every run below PATH... (run directories, filesystem URLs) and rank them, worst first."""
+    from ..audit import audit as run_audit
+
+    bar = Progress(enabled=not quiet and sys.stderr.isatty())
+    result = run_audit(paths, workers=workers, scheduler=scheduler, baseline=baseline,
+                       reports_dir=reports_dir, progress=bar.update)
+    bar.close()
+    text = render(result, fmt, fail_on=fail_on, reports_base=_reports_base(reports_dir, output))
+    if output:
+        with open(output, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+    else:
+        click.echo(text, nl=False)
+    if not quiet:
+        from ..render.audit_cells import summary
+
+        click.echo(f"runlens: {summary(result)} ({result.wall_seconds:.1f}s, {result.backend}, "
+                   f"{result.workers} worker{'s' if result.workers != 1 else ''})", err=True)
+    sys.exit(1 if result.failed(fail_on) else 0)
+
+
+def render(result, fmt: str, *, fail_on: str = "error", reports_base: str | None = None) -> str:
+    """The summary in ``fmt``."""
+    if fmt == "json":
+        from ..render.audit_json import render_audit_json
+
+        return render_audit_json(result)
+    if fmt == "csv":
+        from ..render.audit_csv import render_audit_csv
+
+        return render_audit_csv(result)
+    if fmt == "junit":
+        from ..render.audit_junit import render_audit_junit
+
+        return render_audit_junit(result, fail_on=fail_on)
+    if fmt == "md":
+        from ..render.audit_markdown import render_audit_markdown
+
+        return render_audit_markdown(result, reports_base=reports_base)
+    if fmt == "html":
+        from ..render.audit_html import render_audit_html
+
+        return render_audit_html(result, reports_base=reports_base)
+    from ..render.audit_text import render_audit_text
+
+    return render_audit_text(result)
+
+
+def _reports_base(reports_dir: str | None, output: str | None) -> str | None:
+    # Links must work from where the summary is opened: relative to its folder.
+    if not reports_dir:
+        return None
+    start = os.path.dirname(os.path.abspath(output)) if output else os.getcwd()
+    return os.path.relpath(os.path.abspath(reports_dir), start)
+
+
+class Progress:
+    """A one-line progress bar on stderr, redrawn at most ten times a second."""
+
+    def __init__(self, *, enabled: bool, width: int = 30) -> None:
+        self.enabled, self.width = enabled, width
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.drawn = False
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if done < total and now - self.last < 0.1:
+            return
+        self.last = now
+        filled = self.width * done // max(total, 1)
+        rate = done / max(now - self.start, 1e-9)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} runs "
+                         f"({rate:.1f}/s)")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()

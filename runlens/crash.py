@@ -1,0 +1,230 @@
+"""Decode the exception a crashed run recorded into a finding code, a cause and a fix.
+
+run.json's ``error`` holds the exception's type, message and traceback as
+the training process saw them. PyTorch's messages are stable enough to
+read: each :class:`Pattern` below matches one family of wordings (CUDA, CPU
+and MPS out-of-memory, the shape, device and dtype mismatches and their
+relatives), names the ``crash_*`` code it belongs to, and carries the
+usual cause and the fixes, most likely first. Numbers in the message
+(bytes requested, the two shapes, the two devices or dtypes) are pulled
+out for the evidence. The first matching pattern wins, so the order below
+goes from the most specific wording to the most general.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+MESSAGE_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Pattern:
+    code: str
+    kind: str
+    regex: re.Pattern[str]
+    cause: str
+    advice: str
+    types: tuple[str, ...] = ()  # exception type names that match on their own
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """What an exception means: the finding code, the pattern and what was read from it."""
+
+    code: str
+    kind: str
+    cause: str
+    advice: str
+    error_type: str
+    message: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _p(code: str, kind: str, regex: str, cause: str, advice: str, types: tuple[str, ...] = ()) -> Pattern:
+    return Pattern(code, kind, re.compile(regex, re.IGNORECASE | re.DOTALL), cause, advice, types)
+
+
+_OOM_ADVICE = ("Reduce the batch size (use gradient accumulation to keep the effective batch), "
+               "enable mixed precision or activation checkpointing, and make sure no tensor that "
+               "carries a graph is kept across steps (append loss.item(), not loss).")
+
+# "Input type (X) and weight type (Y) should be the same" is a device mismatch
+# when exactly one side names an accelerator, otherwise a dtype mismatch.
+_ON_ACCEL = r"(?=[^)]*(?:cuda|mps|xpu))[^)]*"
+_OFF_ACCEL = r"(?![^)]*(?:cuda|mps|xpu))[^)]*"
+_ACCEL = rf"Input type \({_ON_ACCEL}\) and (?:weight|bias) type \({_OFF_ACCEL}\)"
+_ACCEL_REVERSED = rf"Input type \({_OFF_ACCEL}\) and (?:weight|bias) type \({_ON_ACCEL}\)"
+
+PATTERNS: tuple[Pattern, ...] = (
+    _p("crash_oom", "cuda_oom", r"CUDA out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDA error: out of memory",
+       "the GPU ran out of memory while allocating a tensor", _OOM_ADVICE,
+       ("torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "OutOfMemoryError")),
+    _p("crash_oom", "mps_oom", r"MPS backend out of memory",
+       "the Apple GPU (MPS) ran out of memory", _OOM_ADVICE +
+       " On MPS, PYTORCH_MPS_HIGH_WATERMARK_RATIO limits how much unified memory may be used."),
+    _p("crash_oom", "cpu_oom", r"DefaultCPUAllocator: (can't|cannot) allocate memory|std::bad_alloc",
+       "the host ran out of RAM while allocating a tensor",
+       "Reduce the batch size or the data held in memory (stream the dataset instead of loading "
+       "it whole), and fewer DataLoader workers each holding a copy.", ("MemoryError",)),
+    _p("crash_oom", "gpu_oom", r"(HIP|XPU|NPU) out of memory|\bout of memory\b",
+       "an accelerator ran out of memory", _OOM_ADVICE),
+    _p("crash_oom", "host_killed_worker", r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) is killed by signal: Killed",
+       "a DataLoader worker was killed by the system, almost always the kernel's out-of-memory killer",
+       "Use fewer DataLoader workers or a smaller prefetch_factor, and avoid copying large Python "
+       "objects (lists of samples) into every worker."),
+    _p("crash_device_mismatch", "same_device",
+       r"Expected all tensors to be on the same device|expected (?:it|.*?) to be on the same device|"
+       r"Expected object of device type|is on CPU, but expected (?:it|them) to be on GPU|"
+       r"indices should be either on cpu or on the same device|"
+       r"module must have its parameters and buffers on device|"
+       r"Placeholder storage has not been allocated on MPS device",
+       "an operation received tensors that live on different devices (e.g. the model on the GPU "
+       "and a batch still on the CPU)",
+       "Move the batch (inputs and targets) to the model's device every step "
+       "(x = x.to(device)); create new tensors with device=...; after loading a checkpoint or "
+       "building an optimizer, call model.to(device) before the optimizer is created."),
+    _p("crash_device_mismatch", "input_weight_device",
+       _ACCEL + r"|" + _ACCEL_REVERSED,
+       "the input and the layer's weights are on different devices",
+       "Move the batch to the model's device every step (x = x.to(device)), and call "
+       "model.to(device) before creating the optimizer."),
+    _p("crash_device_mismatch", "checkpoint_device",
+       r"Attempting to deserialize object on (?:a )?CUDA device but torch\.cuda\.is_available\(\) is False",
+       "a checkpoint saved on a GPU was loaded on a machine without one",
+       "Load it with torch.load(path, map_location='cpu') (or the device you train on)."),
+    _p("crash_dtype_mismatch", "scalar_type",
+       r"expected (?:scalar type|object of scalar type) \w+ but (?:found|got)(?: scalar type)? \w+|"
+       r"must have the same dtype|to have the same dtype|Found dtype \w+ but expected \w+|"
+       r"\"[\w]+\" not implemented for '\w+'|can't be cast to the desired output type|"
+       r"to have one of the following scalar types|source and destination dtypes match|"
+       r"cannot be converted to type at::\w+ without overflow|expected both vectors to have same dtype|"
+       r"Input type \(\S+\) and (?:weight|bias) type \(\S+\) should be the same",
+       "an operation received tensors of different dtypes (e.g. float64 data from numpy into a "
+       "float32 model, or integer targets where floats are expected)",
+       "Convert at the boundary: x = x.float() (numpy arrays are float64), targets .long() for "
+       "cross-entropy and .float() for MSE/BCE; under autocast let the loss run in float32."),
+    _p("crash_shape_mismatch", "shape",
+       r"shapes cannot be multiplied|size mismatch|The size of tensor a \(\d+\) must match|"
+       r"shape '\[[^\]]*\]' is invalid for input of size|Expected input batch_size|"
+       r"Sizes of tensors must match|stack expects each tensor to be equal size|"
+       r"to have \d+ channels, but got \d+ channels|Expected \d+D .*input|"
+       r"Expected \d+-dimensional input|must be the same as input size|different to the input size|"
+       r"inconsistent tensor size|shape mismatch|Dimension out of range|"
+       r"only batches of spatial targets supported|doesn't match the broadcast shape|"
+       r"Expected target size|expected sequence of length",
+       "two tensors' shapes do not fit the operation (a layer's input size, a reshape, a "
+       "batch of targets that does not match the outputs)",
+       "Print x.shape before the failing layer; check the in_features of the first Linear after a "
+       "flatten, the number of output classes against the labels, the reshape arguments, and "
+       "that inputs and targets come from the same batch; drop_last=True for a ragged last batch."),
+    _p("crash_other", "device_side_assert", r"device-side assert triggered|Target -?\d+ is out of bounds|"
+       r"index out of range in self|srcIndex < srcSelectDimSize",
+       "an index was out of range: usually a class label >= the number of outputs, or a token id "
+       ">= the embedding size",
+       "Check that labels lie in [0, num_classes) and token ids in [0, vocab_size); rerun on the "
+       "CPU (or with CUDA_LAUNCH_BLOCKING=1) to see the exact failing operation."),
+    _p("crash_other", "autograd",
+       r"does not require grad and does not have a grad_fn|backward through the graph a second time|"
+       r"modified by an inplace operation",
+       "the autograd graph was used in a way it does not allow",
+       "Check for detached tensors or torch.no_grad() around the loss, in-place ops on tensors "
+       "needed for backward (x += ..., relu(inplace=True)), and graphs reused across steps."),
+    _p("crash_other", "distributed", r"NCCL|ProcessGroup|Watchdog caught collective operation timeout",
+       "a collective operation between ranks failed or timed out (one rank stalled or died)",
+       "Look at the other ranks' logs for the first failure; make every rank run the same number "
+       "of steps; raise the process-group timeout only once a hang is ruled out."),
+    _p("crash_other", "interrupted", r"(?!)", "the run was interrupted by the user (Ctrl-C)",
+       "Nothing to fix if this was intended.", ("KeyboardInterrupt",)),
+)
+
+_FALLBACK = Pattern("crash_other", "other", re.compile("$^"), "the training code raised an exception",
+                    "Read the traceback's last frames in run.json's error; rerun the failing step "
+                    "alone (same batch, same seed) to reproduce it.")
+
+
+def decode(error: Mapping[str, Any] | None) -> Decoded:
+    """Which ``crash_*`` code an exception record belongs to, and why."""
+    error = error if isinstance(error, Mapping) else {}
+    etype = str(error.get("type") or "")
+    message = str(error.get("message") or "")
+    text = message or _last_line(str(error.get("traceback") or ""))
+    pattern = next((p for p in PATTERNS if _matches(p, etype, text)), _FALLBACK)
+    return Decoded(code=pattern.code, kind=pattern.kind, cause=pattern.cause, advice=pattern.advice,
+                   error_type=etype or "unknown", message=_clip(text), details=_details(text))
+
+
+def _matches(p: Pattern, etype: str, text: str) -> bool:
+    short = etype.rsplit(".", 1)[-1]
+    if p.types and (etype in p.types or short in p.types):
+        return True
+    return bool(text) and p.regex.search(text) is not None
+
+
+def _details(text: str) -> dict[str, Any]:
+    """Numbers named in the message: sizes, shapes, devices, dtypes."""
+    out: dict[str, Any] = {}
+    m = re.search(r"Tried to allocate ([\d.]+ ?[KMGT]i?B)", text)
+    if m:
+        out["tried_to_allocate"] = m.group(1)
+    m = re.search(r"you tried to allocate (\d+) bytes", text)
+    if m:
+        out["tried_to_allocate_bytes"] = int(m.group(1))
+    m = re.search(r"([\d.]+ ?[KMGT]i?B) total capacity", text) or re.search(r"total capacity of ([\d.]+ ?[KMGT]i?B)", text)
+    if m:
+        out["total_capacity"] = m.group(1)
+    m = re.search(r"\((\d+x\d+) and (\d+x\d+)\)", text)
+    if m:
+        out["shapes"] = [m.group(1), m.group(2)]
+    m = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", text)
+    if m:
+        out["sizes"] = [int(m.group(1)), int(m.group(2))]
+    m = (re.search(r"found at least two devices, ([\w:]+) and ([\w:]+)", text)
+         or re.search(r"but got \w+ is on ([\w:]+), different from other tensors on ([\w:]+)", text))
+    if m:
+        out["devices"] = [m.group(1), m.group(2)]
+    m = (re.search(r"expected scalar type (\w+) but found (\w+)", text, re.I)
+         or re.search(r"Found dtype (\w+) but expected (\w+)", text)
+         or re.search(r"same dtype, but got:? (\w+) (?:and|!=) (\w+)", text))
+    if m:
+        out["dtypes"] = [m.group(1), m.group(2)]
+    return out
+
+
+def _last_line(traceback: str) -> str:
+    lines = [ln.strip() for ln in traceback.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+
+
+def last_signals(run: Any) -> dict[str, Any]:
+    """The last healthy readings before a run stopped: step, finite loss, grad norm, lr."""
+    steps = run.steps("scalars")
+    out: dict[str, Any] = {"last_recorded_step": int(steps.max()) if len(steps) else None}
+    for name in ("loss", "grad_norm", "lr"):
+        values = run.column("scalars", name)
+        if values is None or not len(values):
+            continue
+        ok = np.flatnonzero(np.isfinite(values))
+        if len(ok):
+            out[f"last_finite_{name}"] = float(values[ok[-1]])
+            out[f"last_finite_{name}_step"] = int(steps[ok[-1]])
+    return out
+
+
+def died_at(run: Any) -> int | None:
+    """The step being executed when the run stopped (error.step, else one past the last row)."""
+    err = run.error or {}
+    step = err.get("step")
+    if isinstance(step, int) and not isinstance(step, bool):
+        return step
+    steps = run.steps("scalars")
+    return int(steps.max()) + 1 if len(steps) else None

@@ -1,0 +1,68 @@
+"""Run an audit's analysis on a ``dask.distributed`` cluster.
+
+The cluster gets the same work as a local pool: chunks of run paths go to
+``runlens.audit_worker.analyze_chunk`` on the workers, which read the runs
+themselves and send back small records. So:
+
+- every worker must be able to read every run path: a shared filesystem
+  mounted at the same place, or a filesystem URL (``s3://...``,
+  ``gs://...``) with the filesystem's package installed on the workers;
+  relative paths are resolved in each worker's working directory, so give
+  absolute ones to a remote cluster;
+- runlens (and the same version of it) must be installed on the workers;
+  the client sends function references, not code.
+
+The records are the same as a local audit's, and the audit sorts them the
+same way, so ``--scheduler`` changes where the work runs, never the result.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .audit_worker import WorkOptions, analyze_chunk
+from .errors import UsageError
+
+#: How long to wait for the scheduler before calling the address unusable.
+CONNECT_TIMEOUT = "20s"
+
+
+def connect(scheduler: str):
+    """A ``Client`` for the scheduler at ``scheduler`` (``tcp://host:port``)."""
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise UsageError("--scheduler needs dask.distributed: pip install 'runlens[dask]'") from None
+    try:
+        return Client(scheduler, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+
+
+def run_on_dask(runs: Sequence[str], options: WorkOptions, *, client: Any = None,
+                scheduler: str | None = None,
+                progress: Callable[[int, int], None] | None = None) -> tuple[list[dict], int]:
+    """Analyze ``runs`` on the cluster; the records and the number of workers used."""
+    from dask.distributed import as_completed
+
+    from .audit import chunked, collect
+
+    own = client is None
+    if own:
+        client = connect(scheduler)
+    try:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        chunks = chunked(runs, workers)
+        # pure=False: the same paths read twice are two reads (runs change while training).
+        futures = client.map(analyze_chunk, chunks, options=options, pure=False)
+        by_key = {f.key: chunk for f, chunk in zip(futures, chunks)}
+        records: list[dict] = []
+        for future in as_completed(futures):
+            records.extend(collect(future, by_key[future.key]))
+            future.release()
+            if progress:
+                progress(len(records), len(runs))
+        return records, workers
+    finally:
+        if own:
+            client.close()

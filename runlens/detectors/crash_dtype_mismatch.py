@@ -1,0 +1,47 @@
+"""The ``crash_dtype_mismatch`` detector: tensors of incompatible dtypes."""
+
+from __future__ import annotations
+
+from ._base import register
+from ._crash import CrashDetector
+
+
+@register
+class CrashDtypeMismatch(CrashDetector):
+    """The run died because an operation received tensors of the wrong dtype.
+
+    What it detects:
+        A crashed run whose exception is a dtype error: ``expected scalar
+        type Float but found Double``, ``mat1 and mat2 must have the same
+        dtype``, ``Found dtype Long but expected Float``, ``"addmm" not
+        implemented for 'Half'``, ``Expected tensor for argument #1 'indices'
+        to have one of the following scalar types: Long, Int``, ``result
+        type Float can't be cast to the desired output type Long``,
+        ``Input type (torch.FloatTensor) and weight type
+        (torch.DoubleTensor) should be the same``, ``value cannot be
+        converted to type at::Half without overflow``.
+
+    Why it matters:
+        Data arrives in a dtype the model or loss does not take: numpy
+        arrays are float64 while modules are float32; cross-entropy wants
+        integer class targets, MSE and BCE want float ones; half precision
+        cannot hold a large constant such as ``-1e9`` in a mask.
+
+    How it decides:
+        Only for runs whose status is ``crashed``: the recorded exception is
+        matched against PyTorch's dtype wordings (``runlens.crash.PATTERNS``);
+        the dtypes named in the message go into the evidence.
+
+    What to try:
+        1. Convert at the data boundary: ``x.float()`` for inputs from
+           numpy, ``y.long()`` for classification targets, ``y.float()`` for
+           regression and BCE targets.
+        2. Under autocast, compute the loss in float32 and use
+           ``torch.finfo(dtype).min`` instead of hard-coded large constants.
+
+    Parameters:
+        None: the decision is a match on the recorded exception.
+    """
+
+    code = "crash_dtype_mismatch"
+    title = "Tensor dtype mismatch"

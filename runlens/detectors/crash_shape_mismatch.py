@@ -1,0 +1,47 @@
+"""The ``crash_shape_mismatch`` detector: the run died of a tensor shape mismatch."""
+
+from __future__ import annotations
+
+from ._base import register
+from ._crash import CrashDetector
+
+
+@register
+class CrashShapeMismatch(CrashDetector):
+    """The run died because two tensors' shapes did not fit an operation.
+
+    What it detects:
+        A crashed run whose exception is a shape or size mismatch:
+        ``mat1 and mat2 shapes cannot be multiplied (64x512 and 256x10)``,
+        ``size mismatch`` (also when loading a state dict), ``The size of
+        tensor a (3) must match the size of tensor b (4)``, ``shape '[...]'
+        is invalid for input of size N``, ``Expected input batch_size (64)
+        to match target batch_size (32)``, channel-count, dimensionality and
+        ``torch.cat``/``stack`` size errors.
+
+    Why it matters:
+        The model as written cannot process the data it is given: usually a
+        Linear layer's ``in_features`` does not match the flattened output
+        before it, the number of classes does not match the labels, or a
+        ragged last batch meets a hard-coded reshape.
+
+    How it decides:
+        Only for runs whose status is ``crashed``: the recorded exception's
+        message is matched against PyTorch's shape wordings
+        (``runlens.crash.PATTERNS``); the shapes or sizes named in the
+        message go into the evidence with the step it died at.
+
+    What to try:
+        1. Print ``x.shape`` before the failing layer and compare it with
+           the layer's expected input (the numbers are in the evidence).
+        2. Check the first Linear after a flatten, the classifier's output
+           size against the number of classes, and reshape arguments.
+        3. If it fails on the last batch of an epoch, use ``drop_last=True``
+           or avoid hard-coded batch sizes in ``view``/``reshape``.
+
+    Parameters:
+        None: the decision is a match on the recorded exception.
+    """
+
+    code = "crash_shape_mismatch"
+    title = "Tensor shape mismatch"

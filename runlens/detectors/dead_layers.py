@@ -1,0 +1,155 @@
+"""dead_layers: layers that get no gradient, or never move, while others learn."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from ..stats.growth import longest_true_run
+from ._base import Detector, Needs, Skip, register
+from ._layerstats import usable_rows
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..run import Run
+    from ._base import Context
+
+_FLOAT32_EPS = 2.0 ** -23
+
+
+@register
+class DeadLayers(Detector):
+    """Layers whose gradient is exactly zero, or whose weights do not change
+    at all, for a long stretch while the other layers learn.
+
+    What it detects:
+        Parameters that receive an exactly-zero gradient (every unit behind
+        them is a dead ReLU, or the output does not depend on them), and
+        parameters that receive a gradient but are never updated (left out
+        of the optimizer, or in a param group with learning rate 0).
+
+    Why it matters:
+        A dead layer is capacity the run pays for and does not use; a layer
+        missing from the optimizer is usually a bug (the optimizer was built
+        before the layer, or from ``model.head.parameters()`` only) that makes
+        the model silently worse.
+
+    How it decides:
+        At each recorded step a parameter is dead when its gradient norm is
+        exactly 0 (``grad_zero_frac`` = 1 means the same), or when it has a
+        non-zero gradient but its ``update_norm`` is exactly 0 (without
+        ``update_norm``: its weight norm is bit-for-bit unchanged since the
+        previous record), while at least one other parameter has a non-zero
+        gradient and update. It fires when a parameter's longest dead stretch
+        covers at least ``min_fraction`` of the recorded steps, at least
+        ``min_points`` of them, and at least ``min_steps`` training steps
+        (a dozen saturated steps before a blow-up are not a dead layer). A zero update is only believed when the
+        learning layers' updates are well above float32 resolution
+        (median update/weight >= ``min_learning_ratio``) and the layer's own
+        gradient relative to its weights is within ``max_gap_decades`` of
+        theirs: otherwise the update may simply round to nothing (a
+        learning rate too low, or a vanishing gradient under SGD).
+        A parameter with no gradient recorded at any step was frozen on
+        purpose (``requires_grad=False``) or is unused: it is not reported.
+
+    What to try:
+        For a zero update: build the optimizer after the model is complete
+        and from ``model.parameters()``; check param groups and their
+        learning rates; if the layer is meant to be frozen, set
+        ``requires_grad_(False)`` so no gradient is computed. For a zero
+        gradient: look for dead ReLUs (lower the learning rate, use
+        LeakyReLU/GELU, check bias initialization) and for a ``detach()``,
+        ``torch.no_grad()`` or an unused output cutting the layer off.
+
+    Parameters:
+        min_fraction: smallest share of recorded steps the dead stretch covers (0.25).
+        min_points: smallest number of recorded steps in the dead stretch (3).
+        min_steps: smallest number of training steps the dead stretch spans (50).
+        min_learning_ratio: smallest median update/weight of the learning layers (1e-6).
+        max_gap_decades: how far the layer's ||g||/||w|| may sit below theirs (3.0).
+    """
+
+    code = "dead_layers"
+    severity = "warning"
+    title = "Dead layers"
+    needs = Needs(layers=("grad_norm", "weight_norm", "update_norm"), requires=("layers.grad_norm",))
+
+    def __init__(self, *, min_fraction: float = 0.25, min_points: int = 3, min_steps: int = 50,
+                 min_learning_ratio: float = 1e-6, max_gap_decades: float = 3.0) -> None:
+        self.min_fraction = min_fraction
+        self.min_points = min_points
+        self.min_steps = min_steps
+        self.min_learning_ratio = min_learning_ratio
+        self.max_gap_decades = max_gap_decades
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        gm = run.layer_matrix("grad_norm")
+        wm = run.layer_matrix("weight_norm")
+        if gm is None or wm is None or gm.values.shape != wm.values.shape:
+            raise Skip("needs per-layer gradient and weight norms")
+        rows = usable_rows(gm, ctx)
+        g = np.where(gm.present, gm.values, np.nan)[rows]
+        w = np.where(wm.present, wm.values, np.nan)[rows]
+        um = run.layer_matrix("update_norm")
+        if um is not None and um.values.shape == gm.values.shape:
+            u = np.where(um.present, um.values, np.nan)[rows]
+        else:
+            u = np.abs(np.diff(w, axis=0, prepend=np.nan))
+            u[0] = np.nan
+        n = g.shape[0]
+        if n < self.min_points:
+            return []
+        has_grad = np.isfinite(g) & (g > 0)
+        zero_grad = g == 0
+        learning = has_grad & ~(u == 0)
+        no_update = has_grad & (u == 0) & self._update_believed(g, w, u, learning)
+        others = learning.sum(axis=1, keepdims=True) - learning >= 1
+        dead = (zero_grad | no_update) & others
+        need = max(self.min_points, int(np.ceil(self.min_fraction * n)))
+        steps = gm.steps[rows]
+        stride = float(np.median(np.diff(steps))) if n > 1 else 1.0
+        found = []
+        for j in range(g.shape[1]):
+            start, length = longest_true_run(dead[:, j])
+            if length >= need and steps[start + length - 1] - steps[start] + stride >= self.min_steps:
+                why = "zero gradient" if zero_grad[start:start + length, j].mean() >= 0.5 else "no update"
+                found.append((gm.layers[j], int(gm.steps[rows][start]), length, why))
+        if not found:
+            return []
+        names = [f[0] for f in found]
+        kinds = sorted({f[3] for f in found})
+        longest = max(f[2] for f in found)
+        learners = int(learning.any(axis=0).sum())
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        return [self.finding(
+            f"{len(names)} layer(s) with {' / '.join(kinds)} for up to {longest} of {n} recorded steps "
+            f"(>= {self.min_fraction:.0%}) while {learners} others learned: {shown}",
+            step=min(f[1] for f in found), layers=names,
+            evidence={
+                "layers": {f[0]: {"from_step": f[1], "recorded_steps": f[2], "kind": f[3]} for f in found},
+                "recorded_steps": n, "learning_layers": learners,
+                "step_range": [int(gm.steps[rows][0]), int(gm.steps[rows][-1])],
+            },
+            advice=("No update despite a gradient: the layer is missing from the optimizer (build it after the "
+                    "model, from model.parameters()) or its param group has lr 0; to freeze on purpose use "
+                    "requires_grad_(False). " if "no update" in kinds else "")
+                   + ("Zero gradient: look for dead ReLUs (lower the learning rate, LeakyReLU/GELU, bias init) "
+                      "or a detach()/no_grad() cutting the layer off." if "zero gradient" in kinds else ""),
+        )]
+
+    def _update_believed(self, g: np.ndarray, w: np.ndarray, u: np.ndarray, learning: np.ndarray) -> np.ndarray:
+        """Per column: whether an exact-zero update cannot be float32 rounding."""
+        with np.errstate(all="ignore"):
+            ratio = np.where(learning & (w > 0), u / w, np.nan)
+            rel_grad = np.log10(np.where(np.isfinite(g) & (g > 0) & (w > 0), g / w, np.nan))
+        if not np.isfinite(ratio).any():
+            return np.zeros(g.shape[1], dtype=bool)
+        learn_ratio = float(np.nanmedian(ratio))
+        learn_rel = float(np.nanmedian(np.where(learning, rel_grad, np.nan)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a column with no gradient gives NaN
+            own_rel = np.nanmedian(rel_grad, axis=0)
+        near = ~(own_rel < learn_rel - self.max_gap_decades)  # NaN (zero weights) counts as near
+        return (learn_ratio >= max(self.min_learning_ratio, 10 * _FLOAT32_EPS)) & near

@@ -1,0 +1,82 @@
+"""The ``killed`` detector: the run stopped without recording an exception."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import TYPE_CHECKING, Iterable
+
+from .. import crash
+from ..findings import Finding
+from ._base import Context, Detector, Needs, register
+
+if TYPE_CHECKING:
+    from ..run import Run
+
+
+@register
+class Killed(Detector):
+    """The run stopped from outside: no exception was recorded and the writer went silent.
+
+    What it detects:
+        A run whose run.json still says ``running`` although its writer is
+        gone: the heartbeat is older than ``3 * flush_seconds``, or the run
+        was written on this host by a process that no longer exists. The
+        loader gives such runs the status ``killed``.
+
+    Why it matters:
+        Something ended the process without Python seeing an exception:
+        SIGKILL, the kernel's out-of-memory killer, a scheduler's time or
+        memory limit, a preempted spot instance, a lost node. The rows
+        buffered since the last flush are lost; what was flushed is still
+        analysed by the other detectors.
+
+    How it decides:
+        ``status == "killed"`` as the loader derived it. The evidence names
+        which rule applied (pid gone on this host, or a stale heartbeat),
+        the last heartbeat, and the last step, finite loss and gradient
+        norm that were flushed.
+
+    What to try:
+        1. Look for the OOM killer (``dmesg``, ``journalctl -k``, the
+           scheduler's job report): host memory is the usual culprit.
+        2. Check the job's time and memory limits and preemption notices.
+        3. Checkpoint regularly and resume; lower ``flush_seconds`` to lose
+           fewer rows next time.
+
+    Parameters:
+        None: the decision is the loader's status.
+    """
+
+    code = "killed"
+    severity = "error"
+    title = "Run was killed without an exception"
+    needs = Needs(scalars=("loss", "grad_norm", "lr"))
+
+    def check(self, run: "Run", ctx: Context) -> Iterable[Finding]:
+        if run.status != "killed":
+            return []
+        step = crash.died_at(run)
+        evidence = {
+            "judged_by": _rule(run.meta),
+            "heartbeat_at": run.meta.get("heartbeat_at"),
+            "flush_seconds": run.meta.get("flush_seconds"),
+            **crash.last_signals(run),
+        }
+        where = f" after step {step - 1:,}" if step is not None else " before its first step"
+        return [self.finding(f"Run stopped{where} without an exception (killed from outside)",
+                             step=step, evidence=evidence,
+                             advice="Check the kernel log and the scheduler for the OOM killer, time "
+                                    "limits or preemption; checkpoint and resume.")]
+
+
+def _rule(meta) -> str:
+    pid = meta.get("pid")
+    if meta.get("host") == socket.gethostname() and isinstance(pid, int) and pid > 0:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return "writer process is gone on this host"
+        except OSError:
+            pass
+    return "heartbeat older than 3 x flush_seconds"

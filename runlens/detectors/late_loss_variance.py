@@ -1,0 +1,113 @@
+"""The step-to-step variance of the loss does not shrink late in training."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from ._loss import training_loss
+from ..findings import Finding
+from ..stats.robust import bucket_edges
+from ..stats.variance import levene_compare
+from ._base import Context, Detector, Needs, register
+
+if TYPE_CHECKING:
+    from ..run import Run
+
+
+@register
+class LateLossVariance(Detector):
+    """The loss keeps jumping from step to step late in training, as much as early on.
+
+    What it detects:
+        Step-to-step fluctuations of the training loss that do not shrink as
+        training goes on: in the last stretch of the run the loss still
+        jumps between consecutive steps as much as (or more than) it did
+        early, although its level fell.
+
+    Why it matters:
+        In a healthy run the minibatch noise of the loss shrinks with the
+        loss itself, and a decaying learning rate shrinks it further. Noise
+        that stays large means the optimizer is still bouncing around the
+        minimum instead of settling into it: the learning rate is too high
+        for this stage (no decay), the batch too small, or the data order is
+        broken. The final weights then depend on which step training stopped.
+
+    How it decides:
+        The loss is differenced (which removes its trend) and cut into 8
+        windows. The reference is the earlier window whose differences
+        spread the most (robust sd): the noisiest stretch before the end, so
+        that a quiet start (at initialization, on a plateau) does not make
+        everything after it look noisy. The last window is compared with it by a median-centred
+        Levene test. Minibatch noise of a loss shrinks at least like the
+        square root of its level (a mean over a batch of losses that fall),
+        so the reference variance is first scaled by ``late level / reference
+        level`` (capped at 1). It fires when the late variance exceeds that
+        expectation by ``min_ratio`` or more, significantly (one-sided Levene
+        p < ``alpha``), and the late noise is material: its sd is at least
+        ``min_cv`` of the late loss level. Severity warning.
+
+    What to try:
+        Decay the learning rate (cosine, step or linear decay to ~0), or
+        lower it; increase the batch size (or accumulate gradients); check
+        that the data is shuffled every epoch.
+
+    Parameters:
+        min_ratio: late variance over its expected value that counts as not
+        shrinking (2.0). alpha: significance level of the Levene test
+        (0.001). min_cv: late noise sd relative to the late loss level
+        (0.05). min_points: finite losses needed (100).
+    """
+
+    code = "late_loss_variance"
+    severity = "warning"
+    title = "Loss variance does not shrink late in training"
+    needs = Needs(scalars=("loss", "step_skipped"), requires=("scalars.loss",))
+
+    def __init__(self, *, min_ratio: float = 2.0, alpha: float = 0.001, min_cv: float = 0.05,
+                 min_points: int = 100) -> None:
+        self.min_ratio = min_ratio
+        self.alpha = alpha
+        self.min_cv = min_cv
+        self.min_points = min_points
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        steps, x, _ = training_loss(run)
+        if x.size < self.min_points:
+            return []
+        edges = bucket_edges(x.size, 8)
+        windows = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+        d = np.diff(x)
+        spread = [_sd(d[a:b - 1]) for a, b in windows[:6]]
+        r = int(np.argmax(spread))
+        (ra, rb), (la, lb) = windows[r], (windows[6][0], windows[7][1])
+        ref_level, late_level = float(np.median(x[ra:rb])), float(np.median(x[la:lb]))
+        shrink = 1.0
+        if ref_level > 0 and late_level > 0:
+            shrink = min(1.0, late_level / ref_level)
+        ref = d[ra:rb - 1] * np.sqrt(shrink)
+        late = d[la:lb - 1]
+        cmp = levene_compare(ref, late)
+        late_sd = _sd(late) / np.sqrt(2.0)  # a difference of two steps has twice the variance
+        cv = late_sd / abs(late_level) if late_level != 0 else np.inf
+        if not (cmp.ratio >= self.min_ratio and cmp.p_smaller > 1 - self.alpha and cv >= self.min_cv):
+            return []
+        p_larger = 1.0 - cmp.p_smaller
+        return [self.finding(
+            f"late step-to-step loss variance is {cmp.ratio:.1f}x what its level predicts "
+            f"(>= {self.min_ratio:g}; Levene W={cmp.statistic:.1f}, p={p_larger:.1e}); "
+            f"late noise sd {late_sd:.3g} = {cv:.0%} of the loss",
+            step=int(steps[la]),
+            evidence={"reference_steps": [int(steps[ra]), int(steps[rb - 1])],
+                      "late_steps": [int(steps[la]), int(steps[lb - 1])],
+                      "variance_ratio": cmp.ratio, "levene_statistic": cmp.statistic, "levene_p": p_larger,
+                      "reference_level": ref_level, "late_level": late_level, "level_shrink": shrink,
+                      "late_noise_sd": late_sd, "late_noise_relative": cv},
+            advice="Decay the learning rate (cosine or step decay), or lower it; use a larger batch or "
+                   "gradient accumulation; check that the data is reshuffled every epoch.")]
+
+
+def _sd(x: np.ndarray) -> float:
+    x = x[np.isfinite(x)]
+    return float(1.4826 * np.median(np.abs(x - np.median(x)))) if x.size else 0.0

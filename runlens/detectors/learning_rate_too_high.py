@@ -1,0 +1,102 @@
+"""Oscillating or diverging loss with updates large relative to the weights."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from ..findings import Finding
+from ._base import Context, Detector, Needs, Skip, register
+from ._layerstats import column_medians, module_matrix
+
+if TYPE_CHECKING:
+    from ..run import Run
+
+ADVICE = ("Lower the learning rate (3-10x at a time, or run a learning-rate range test); add a "
+          "warmup and a decay schedule; clip gradient norms; with Adam, check eps and beta2.")
+
+
+@register
+class LearningRateTooHigh(Detector):
+    """The loss oscillates or diverges while each step changes the weights by a large fraction.
+
+    What it detects:
+        A run whose loss curve is ``unstable`` (bounces without settling) or
+        ``diverged`` (NaN/Inf, or grows without bound) while its optimizer
+        steps are large relative to the weights they change.
+
+    Why it matters:
+        A healthy step moves a weight matrix by around 1e-3 of its norm (up
+        to ~1e-2 early with Adam). Steps of several percent jump across the
+        valley instead of descending it: the loss oscillates, and with a
+        little more, explodes. Lowering the learning rate is then the fix;
+        for a NaN with ordinary step sizes (a log(0), a division by zero) it
+        is not, which is why the step size is measured, not assumed.
+
+    How it decides:
+        Only when the curve verdict is ``unstable`` or ``diverged``. For each
+        weight matrix (ndim >= 2; every parameter when there are fewer than
+        3) the median over the run, before any non-finite loss, of
+        ``update_norm / weight_norm``; then the median over modules. It
+        fires when that exceeds ``min_update_ratio`` (1e-2: ten times the
+        1e-3 rule of thumb, above what Adam does on a healthy run). Severity
+        error when diverged (the run is broken), warning when unstable.
+        Without per-layer update norms an ``unstable`` curve still fires, as
+        a warning that says the step size was not measured (an unstable
+        finite curve is, in practice, a learning rate too high); a
+        ``diverged`` curve alone does not (it could be a numerical bug).
+
+    What to try:
+        Lower the learning rate (3-10x at a time, or run a learning-rate
+        range test); add a warmup and a decay schedule; clip gradient norms;
+        with Adam, check eps and beta2.
+
+    Parameters:
+        min_update_ratio: median update/weight ratio above which steps count
+        as too large (1e-2).
+    """
+
+    code = "learning_rate_too_high"
+    severity = "warning"
+    title = "Learning rate too high"
+    needs = Needs(scalars=("loss", "lr"), layers=("weight_norm", "update_norm"), requires=("scalars.loss",))
+
+    def __init__(self, *, min_update_ratio: float = 1e-2) -> None:
+        self.min_update_ratio = min_update_ratio
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        label = ctx.curve.label if ctx.curve is not None else None
+        if label not in ("unstable", "diverged"):
+            return []
+        severity = "error" if label == "diverged" else "warning"
+        lr = run.column("scalars", "lr")
+        lr_med = float(np.nanmedian(lr)) if lr is not None and np.isfinite(lr).any() else None
+        upd = module_matrix(run, "update_norm", ctx)
+        wts = module_matrix(run, "weight_norm", ctx)
+        if upd is None or wts is None or upd.values.shape != wts.values.shape or upd.values.shape[0] == 0:
+            if label != "unstable":
+                raise Skip("needs per-layer update and weight norms to tell a too-high learning rate "
+                           "from a numerical NaN")
+            return [self.finding(
+                "the loss is unstable (update sizes not recorded, so the step size is not measured)",
+                evidence={"curve": label, "lr_median": lr_med, "median_update_ratio": None},
+                advice=ADVICE)]
+        with np.errstate(all="ignore"):
+            ratio = np.where(wts.values > 0, upd.values / wts.values, np.nan)
+        per_module = column_medians(ratio)
+        if not np.isfinite(per_module).any():
+            return []
+        median_ratio = float(np.nanmedian(per_module))
+        if not median_ratio > self.min_update_ratio:
+            return []
+        big = [m for m, r in zip(upd.modules, per_module) if r > self.min_update_ratio]
+        layers = [n for m, group in zip(upd.modules, upd.members) if m in big for n in group]
+        return [self.finding(
+            f"the loss is {label} and each step changes the weights by {median_ratio:.1%} of their norm "
+            f"(median update/weight {median_ratio:.2g} > {self.min_update_ratio:g})",
+            severity=severity, layers=layers,
+            evidence={"curve": label, "median_update_ratio": median_ratio,
+                      "update_ratio_by_module": {m: float(r) for m, r in zip(upd.modules, per_module)},
+                      "lr_median": lr_med, "min_update_ratio": self.min_update_ratio},
+            advice=ADVICE)]

@@ -1,0 +1,148 @@
+"""learning_rate_too_low: tiny updates, healthy gradients, a loss that barely moves."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from ..stats.depth import depth_trend
+from ..stats.growth import Growth, growth
+from ._base import Detector, Needs, Skip, register
+from ._layerstats import MIN_MODULES, column_medians, module_matrix
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..run import Run
+    from ._base import Context
+
+
+@register
+class LearningRateTooLow(Detector):
+    """The loss barely moves while gradients are healthy in every layer and
+    the updates are tiny relative to the weights.
+
+    What it detects:
+        A run whose optimizer steps change each weight matrix by a tiny
+        fraction of its norm, although every layer gets a usable gradient,
+        and whose loss consequently hardly falls.
+
+    Why it matters:
+        The usual healthy size of one update is around 1e-3 of the weight
+        (from ~1e-2 early with Adam to ~1e-4 late in a decayed schedule). Far
+        below that, the run spends its whole budget barely leaving the
+        initialization: it looks converged, but nothing was learned.
+
+    How it decides:
+        For each weight matrix (ndim >= 2; every parameter when there are
+        fewer than 3 matrices) the median over the run of
+        ``update_norm / weight_norm`` is taken, then the median over layers.
+        It fires when that ratio is below ``max_update_ratio`` and:
+        the loss barely moved (the curve was labelled ``underfitting``; or the
+        median of its last 10% is less than ``max_loss_drop`` of the first
+        10%'s magnitude below it; or Kendall's test finds no falling trend at
+        ``alpha``, i.e. what moved is batch noise), the curve is not ``diverged`` (an
+        ``unstable`` label is not trusted over the ratio: with updates this
+        small the loss's wobble is batch noise), every layer has a finite non-zero gradient, and the
+        gradient profile over depth does not rise toward the loss by
+        ``vanishing_decades`` or more (that is ``vanishing_gradients``, where
+        the fix is different). Comparing updates with the weights makes the
+        test independent of the model's scale and of the optimizer: SGD and
+        Adam both get the same yardstick.
+
+    What to try:
+        Raise the learning rate (10x at a time, or run a learning-rate range
+        test); check that the scheduler is not stuck in warm-up or decayed
+        to ~0, and that the learning rate is not divided by something large
+        (batch size, world size) by mistake.
+
+    Parameters:
+        max_update_ratio: largest median update/weight ratio that counts as tiny (1e-4).
+        max_loss_drop: largest relative fall of the loss that counts as barely moving (0.1).
+        vanishing_decades: depth rise, in decades, that points to vanishing gradients instead (2.0).
+        alpha: significance level of the Kendall test for a falling loss (0.01).
+    """
+
+    code = "learning_rate_too_low"
+    severity = "warning"
+    title = "Learning rate too low"
+    needs = Needs(scalars=("loss", "lr"), layers=("grad_norm", "weight_norm", "update_norm"),
+                  requires=("layers.update_norm", "scalars.loss"))
+
+    def __init__(self, *, max_update_ratio: float = 1e-4, max_loss_drop: float = 0.1,
+                 vanishing_decades: float = 2.0, alpha: float = 0.01) -> None:
+        self.max_update_ratio = max_update_ratio
+        self.max_loss_drop = max_loss_drop
+        self.vanishing_decades = vanishing_decades
+        self.alpha = alpha
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        label = ctx.curve.label if ctx.curve is not None else None
+        if label in ("diverged", "insufficient_data"):
+            return []
+        upd = module_matrix(run, "update_norm", ctx)
+        wts = module_matrix(run, "weight_norm", ctx)
+        grads = module_matrix(run, "grad_norm", ctx)
+        if upd is None or wts is None or grads is None or upd.values.shape != wts.values.shape:
+            raise Skip("needs per-layer update and weight norms")
+        with np.errstate(all="ignore"):
+            ratio = np.where(wts.values > 0, upd.values / wts.values, np.nan)
+        per_layer = column_medians(ratio)
+        if not np.isfinite(per_layer).any():
+            return []
+        median_ratio = float(np.nanmedian(per_layer))
+        if median_ratio >= self.max_update_ratio:
+            return []
+        with np.errstate(all="ignore"):
+            grad_level = np.log10(column_medians(grads.values))
+        if not np.isfinite(grad_level).all():
+            return []  # a layer whose typical gradient is zero or missing: dead, not a learning rate
+        drop, loss_trend = _loss_drop(run, ctx)
+        falling = loss_trend is not None and loss_trend.p <= self.alpha and loss_trend.slope < 0
+        if not (label == "underfitting" or (drop is not None and drop < self.max_loss_drop) or not falling):
+            return []
+        trend = depth_trend(grad_level) if len(grad_level) >= MIN_MODULES else None
+        if trend is not None and min(trend.gap, trend.fitted) >= self.vanishing_decades and trend.rho > 0:
+            return []
+        lr = run.column("scalars", "lr")
+        lr_med = float(np.nanmedian(lr)) if lr is not None and np.isfinite(lr).any() else None
+        moved = "n/a" if drop is None else f"{drop:.1%}"
+        if not falling:
+            moved += " (no significant downward trend)"
+        return [self.finding(
+            f"updates are tiny relative to the weights (median update/weight {median_ratio:.1e} < "
+            f"{self.max_update_ratio:.0e}) while the loss fell {moved}",
+            layers=[n for group in upd.members for n in group],
+            evidence={
+                "median_update_ratio": median_ratio,
+                "update_ratio_range": [float(np.nanmin(per_layer)), float(np.nanmax(per_layer))],
+                "loss_relative_drop": drop, "curve": label, "lr_median": lr_med,
+                "loss_kendall_tau": None if loss_trend is None else loss_trend.tau,
+                "loss_kendall_p": None if loss_trend is None else loss_trend.p,
+                "grad_norm_log10_range": [float(grad_level.min()), float(grad_level.max())],
+                "depth_gap_decades": None if trend is None else trend.gap,
+                "modules": len(upd.modules),
+                "step_range": [int(upd.steps[0]), int(upd.steps[-1])] if len(upd.steps) else None,
+            },
+            advice="Raise the learning rate (10x at a time, or run a learning-rate range test); check that the "
+                   "scheduler is not stuck in warm-up or decayed to ~0 and that the learning rate is not divided "
+                   "by a large factor by mistake.",
+        )]
+
+
+def _loss_drop(run: Run, ctx: Context) -> tuple[float | None, Growth | None]:
+    """Fall of the loss from its first 10% to its last 10% relative to the
+    start, and its Kendall/Theil-Sen trend over steps."""
+    loss = run.column("scalars", "loss")
+    if loss is None:
+        return None, None
+    steps = run.steps("scalars")
+    keep = np.isfinite(loss)
+    if ctx.first_nonfinite_step is not None:
+        keep &= steps < ctx.first_nonfinite_step
+    loss, steps = loss[keep], steps[keep]
+    if len(loss) < 10:
+        return None, None
+    k = max(1, len(loss) // 10)
+    early, late = float(np.median(loss[:k])), float(np.median(loss[-k:]))
+    return (None if early == 0 else (early - late) / abs(early)), growth(steps, loss)

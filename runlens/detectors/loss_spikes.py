@@ -1,0 +1,156 @@
+"""Isolated upward spikes of the training loss that recover."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from ._loss import training_loss
+from ..findings import Finding
+from ..stats.robust import robust_z, runs_of
+from ._base import Context, Detector, Needs, register
+
+if TYPE_CHECKING:
+    from ..run import Run
+
+
+@register
+class LossSpikes(Detector):
+    """The training loss jumps far above its running level for a few steps and comes back.
+
+    What it detects:
+        Short upward excursions of the per-step training loss: a few steps
+        far above the loss's own rolling median, after which the loss returns
+        to where it was. A jump that does not come back is a level shift
+        (the ``unstable`` or ``diverged`` curve), not a spike.
+
+    Why it matters:
+        Each spike is an optimizer step that threw the model backwards: a
+        bad or mislabeled batch, a learning rate too high for a sharp region,
+        an attention-logit or loss-scale blow-up. They waste the progress of
+        the steps that recover from them, and are often the warning before a
+        divergence.
+
+    How it decides:
+        Robust z-scores of the loss (of its logarithm when it is positive:
+        minibatch noise is multiplicative and right-skewed, nearly symmetric
+        on the log scale) against its centred rolling median (window
+        ``n/200`` steps, 11 to 201) and rolling MAD (4x that window).
+        A step is spiking when ``z >= z_min`` and the jump is material: at
+        least ``min_rise`` of the local level and ``min_progress`` of the
+        progress made so far (start level minus local level), so that the
+        spread of an almost-converged minibatch loss is not called a spike.
+        Consecutive spiking steps (gaps up to 2) form one spike of at most
+        ``max_width`` steps; it counts when, within the next ``recovery``
+        steps, the loss's median is back below half of the jump. Fires when
+        at least ``min_spikes`` spikes count. Severity warning: the run still
+        trains.
+
+    What to try:
+        Look at the batches at the spike steps (corrupt or mislabeled
+        samples, empty sequences); lower the learning rate or lengthen the
+        warmup; clip gradients (``clip_grad_norm_``); with mixed precision
+        check the loss scaler; for transformers, QK-norm or a lower Adam
+        beta2 / larger eps.
+
+    Parameters:
+        z_min: robust z-score a spike must reach (6.0). min_rise: jump
+        relative to the local loss level (0.25). min_progress: jump relative
+        to the progress made so far (0.2). max_width: longest spike in steps
+        (10). recovery: steps within which the loss must come back (20).
+        min_spikes: spikes needed to fire (1). min_points: finite losses
+        needed to judge (50).
+    """
+
+    code = "loss_spikes"
+    severity = "warning"
+    title = "Loss spikes"
+    needs = Needs(scalars=("loss", "step_skipped"), requires=("scalars.loss",))
+
+    def __init__(self, *, z_min: float = 6.0, tail_factor: float = 3.6, min_rise: float = 0.25, min_progress: float = 0.05,
+                 max_width: int = 10, recovery: int = 20, min_spikes: int = 1,
+                 min_points: int = 50) -> None:
+        self.z_min = z_min
+        self.tail_factor = tail_factor
+        self.min_rise = min_rise
+        self.min_progress = min_progress
+        self.max_width = max_width
+        self.recovery = recovery
+        self.min_spikes = min_spikes
+        self.min_points = min_points
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        steps, x, _ = training_loss(run)
+        if x.size < self.min_points:
+            return []
+        spikes = find_spikes(x, z_min=self.z_min, tail_factor=self.tail_factor, min_rise=self.min_rise,
+                             min_progress=self.min_progress, max_width=self.max_width,
+                             recovery=self.recovery)
+        if len(spikes) < self.min_spikes:
+            return []
+        top = sorted(spikes, key=lambda s: -s["z"])[:20]
+        top.sort(key=lambda s: s["index"])
+        first = spikes[0]
+        evidence = {
+            "count": len(spikes),
+            "steps": [int(steps[s["index"]]) for s in top],
+            "z_scores": [s["z"] for s in top],
+            "values": [s["value"] for s in top],
+            "local_levels": [s["level"] for s in top],
+            "z_min": self.z_min,
+        }
+        ratios = [s["value"] / s["level"] for s in spikes if s["level"] > 0]
+        biggest = f"up to {max(ratios):.3g}x the running level, " if ratios else ""
+        title = (f"{len(spikes)} loss spike{'s' if len(spikes) > 1 else ''} ({biggest}"
+                 f"robust z up to {max(s['z'] for s in spikes):.1f} >= {self.z_min:g})")
+        return [self.finding(title, step=int(steps[first["index"]]), evidence=evidence,
+                             advice="Inspect the batches at these steps; lower the learning rate or "
+                                    "lengthen warmup; clip gradient norms.")]
+
+
+def find_spikes(x: np.ndarray, *, z_min: float, tail_factor: float, min_rise: float,
+                min_progress: float, max_width: int, recovery: int) -> list[dict[str, float]]:
+    """Spikes of a finite series, as dicts (index, z, value, level); see LossSpikes."""
+    n = x.size
+    window = int(np.clip(n // 200, 5, 100)) * 2 + 1
+    # Minibatch noise of a loss is multiplicative and right-skewed; on the
+    # log scale it is close to symmetric, so a z-score there means the same
+    # rarity at every loss level and noise shape.
+    logs = bool(np.all(x > 0))
+    z, base, _ = robust_z(np.log(x) if logs else x, window)
+    if logs:
+        base = np.exp(base)
+    start = float(np.median(x[: int(np.clip(n // 20, 5, 50))]))
+    need = np.maximum(min_rise * np.abs(base), min_progress * np.maximum(start - base, 0.0))
+    # A spike must also stand out from the run's own upper tail: where the
+    # noise itself is heavy-tailed (a few hard examples in a small batch),
+    # big z-scores are routine and only a jump well beyond them is a spike.
+    z_cut = max(z_min, tail_factor * float(np.quantile(z, 0.95)))
+    hot = (z >= z_cut) & (x - base >= need)
+    # The first half-window has no past to compare with: a mirrored median
+    # there sits below a falling curve and would call the start a spike.
+    hot[: window // 2] = False
+    out = []
+    for a, b in _merge(runs_of(hot), gap=2):
+        if b - a > max_width or b >= n:
+            continue
+        level = float(base[a])
+        peak = a + int(np.argmax(x[a:b]))
+        after = x[b:b + recovery]
+        if after.size < min(3, recovery):
+            continue
+        if np.median(after) > level + 0.5 * (x[peak] - level):
+            continue
+        out.append({"index": peak, "z": float(z[peak]), "value": float(x[peak]), "level": level})
+    return out
+
+
+def _merge(runs: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
+    merged: list[list[int]] = []
+    for a, b in runs:
+        if merged and a - merged[-1][1] <= gap:
+            merged[-1][1] = b
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]

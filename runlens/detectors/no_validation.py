@@ -1,0 +1,62 @@
+"""The ``no_validation`` detector: no validation loss was logged."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from ..findings import Finding
+from ._base import Context, Detector, Needs, register
+
+if TYPE_CHECKING:
+    from ..run import Run
+
+
+@register
+class NoValidation(Detector):
+    """No validation loss was logged, so overfitting cannot be judged.
+
+    What it detects:
+        A run whose ``evals`` table is missing, empty, or holds no
+        ``val_loss`` value at all (only nulls).
+
+    Why it matters:
+        A falling training loss says the model fits its training data, not
+        that it generalizes. Without a held-out loss the curve cannot be
+        called ``overfitting`` and the best checkpoint cannot be chosen.
+        This is information, not a problem with the training itself.
+
+    How it decides:
+        Counts the non-null ``val_loss`` values of the evals table; fires
+        when there are none. A NaN validation loss counts as logged (it is
+        a value, and a problem the curve classifier reports).
+
+    What to try:
+        1. Evaluate on a held-out split every few hundred steps and log it
+           as ``val_loss`` (``Recorder.log_eval`` or the framework callback).
+        2. Keep the split fixed across runs so curves stay comparable.
+
+    Parameters:
+        None.
+    """
+
+    code = "no_validation"
+    severity = "info"
+    title = "No validation loss logged"
+    needs = Needs(evals=("val_loss",))
+
+    def check(self, run: "Run", ctx: Context) -> Iterable[Finding]:
+        val = run.column("evals", "val_loss")
+        logged = 0 if val is None else int(np.count_nonzero(~_null_mask(run)))
+        if logged:
+            return []
+        rows = 0 if run.evals is None else run.evals.num_rows
+        return [self.finding("No validation loss was logged; overfitting cannot be judged",
+                             evidence={"eval_rows": rows, "val_loss_values": 0},
+                             advice="Log a held-out loss as val_loss every few hundred steps.")]
+
+
+def _null_mask(run: "Run") -> np.ndarray:
+    col = run.evals.column("val_loss")
+    return col.is_null().to_numpy(zero_copy_only=False)

@@ -1,0 +1,161 @@
+"""The loss stays flat for a long stretch and later falls again."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+import numpy as np
+
+from ._loss import training_loss
+from ..findings import Finding
+from ..stats.robust import bucket_medians, rolling_median
+from ..stats.trend import trend
+from ._base import Context, Detector, Needs, register
+
+if TYPE_CHECKING:
+    from ..run import Run
+
+
+@register
+class Plateau(Detector):
+    """The training loss was stuck on a flat stretch, then fell substantially.
+
+    What it detects:
+        A long stretch where the training loss does not move, followed later
+        by a substantial fall: the run was stuck (a saddle point, a poor
+        initialization, or a learning rate too low before a schedule change
+        raised it) and wasted those steps. A converged tail that stays flat
+        to the end is not a plateau, and neither is the normal drop of a
+        step schedule when the learning rate is decayed.
+
+    Why it matters:
+        Every step on the plateau is compute spent learning nothing; a run
+        stopped during one looks like underfitting. The cause is usually
+        cheap to fix once seen.
+
+    How it decides:
+        The loss is reduced to bucket medians (at most 200, of 5 points or
+        more) and lightly smoothed
+        (rolling median of 5). ``R`` is the curve's range (highest minus
+        lowest smoothed level). A stretch is flat when it lasts at least
+        ``min_length`` of the run and its smoothed level stays within a band
+        of ``flat_band`` of ``R`` (or 4 noise sd of the bucket medians, if
+        larger), and its Theil-Sen line, over the plateau's length, drifts
+        by less than ``flat_band`` of ``R`` at both ends of its 95%
+        confidence interval (confidently flat, not merely too noisy to tell). It is a plateau when, within as many steps as the plateau
+        lasted, the loss then falls at least ``min_fall`` of ``R`` below the
+        plateau's level (and 6 noise sd), i.e. at least
+        ``min_fall / flat_band`` times faster than on the plateau, and the
+        last 10% of the run stays at least half that fall below it. When the
+        learning rate is logged and was cut by ``lr_cut`` or more between
+        the plateau and the fall, the fall is the schedule doing its job and
+        nothing is reported. The finding shows the plateau's Theil-Sen slope
+        and Kendall p. Severity warning: training was stuck.
+
+    What to try:
+        If the learning rate was small during the plateau (warmup too long,
+        schedule starting too low), start higher or shorten the warmup. For a
+        saddle or poor initialization: use a standard init (He/Xavier), add
+        normalization, momentum, or a short learning-rate warmup to a larger
+        peak.
+
+    Parameters:
+        min_length: shortest plateau, as a fraction of the run (0.1).
+        flat_band: band the plateau stays in, relative to the curve's range
+        (0.05). min_fall: fall after the plateau relative to the range
+        (0.25). lr_cut: relative learning-rate decrease that explains the
+        fall (0.2). min_points: finite losses needed (50).
+    """
+
+    code = "plateau"
+    severity = "warning"
+    title = "Loss plateau"
+    needs = Needs(scalars=("loss", "lr", "step_skipped"), requires=("scalars.loss",))
+
+    def __init__(self, *, min_length: float = 0.1, flat_band: float = 0.05, min_fall: float = 0.25,
+                 lr_cut: float = 0.2, min_points: int = 50) -> None:
+        self.min_length = min_length
+        self.flat_band = flat_band
+        self.min_fall = min_fall
+        self.lr_cut = lr_cut
+        self.min_points = min_points
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        label = ctx.curve.label if ctx.curve is not None else None
+        if label in ("diverged", "unstable", "insufficient_data"):
+            return []
+        steps, x, _ = training_loss(run)
+        if x.size < self.min_points:
+            return []
+        found = self._find(steps, x)
+        if found is None or self._schedule_cut(run, found):
+            return []
+        t = found["trend"]
+        length = int(found["end_step"] - found["start_step"])
+        return [self.finding(
+            f"loss flat for {length:,} steps from step {found['start_step']:,} at {found['level']:.4g} "
+            f"(Theil-Sen slope {t.slope:.2g}/step, Kendall p={t.p:.2g}), then fell by "
+            f"{found['fall']:.3g} ({found['fall_relative']:.0%} of its range)",
+            step=found["start_step"],
+            evidence={"start_step": found["start_step"], "end_step": found["end_step"], "length": length,
+                      "level": found["level"], "fall": found["fall"], "fall_relative": found["fall_relative"],
+                      "fall_step": found["fall_step"], "theil_sen_slope": t.slope, "kendall_tau": t.tau,
+                      "kendall_p": t.p, "band": found["band"]},
+            advice="If the learning rate was small during the plateau, start higher or shorten the warmup; "
+                   "otherwise use a standard initialization, normalization or momentum to leave the saddle.")]
+
+    def _find(self, steps: np.ndarray, x: np.ndarray) -> dict[str, Any] | None:
+        # Buckets of 5 points at least: a median of one or two is just noise.
+        pos, med = bucket_medians(x, int(np.clip(x.size // 5, 10, 200)))
+        c = rolling_median(med, 5)
+        k = c.size
+        R = float(c.max() - c.min())
+        if k < 10 or R <= 0:
+            return None
+        # 10 raw points at least: a shape, not a run of noise.
+        min_len = max(3, int(np.ceil(self.min_length * k)), int(np.ceil(10 * k / x.size)))
+        # Noise of the bucket medians, locally: it shrinks with the loss, and
+        # a quiet tail must not make a noisy plateau look like it is moving.
+        noise = rolling_median(np.abs(np.diff(med, prepend=med[0])), min_len) * 1.4826 / np.sqrt(2.0)
+        candidates = []
+        for a in range(k - min_len):
+            band = max(self.flat_band * R, 4 * float(noise[a + min_len // 2]))
+            hi = np.maximum.accumulate(c[a:])
+            lo = np.minimum.accumulate(c[a:])
+            over = np.flatnonzero(hi - lo > band)
+            b = a + (int(over[0]) if over.size else k - a)
+            if b - a < min_len or b >= k:
+                continue
+            level = float(np.median(med[a:b]))
+            need = max(self.min_fall * R, 6 * float(np.median(noise[a:b])))
+            hit = np.flatnonzero(c[b:min(k, b + (b - a))] <= level - need)
+            # The fall must hold: a series that dips and comes back (a random
+            # walk, an oscillation) did not leave a plateau.
+            if hit.size and float(np.median(c[-max(1, k // 10):])) <= level - 0.5 * need:
+                candidates.append((b - a, a, b, level, b + int(hit[0]), band))
+        for _, a, b, level, f, band in sorted(candidates, key=lambda t: (-t[0], t[1])):
+            ia, ib = int(pos[a]), int(pos[b - 1]) + 1
+            t = trend(x[ia:ib], steps[ia:ib].astype(float))
+            # The band allows for noise; the Theil-Sen line (robust to it) must
+            # be confidently flat too (its 95% interval inside the band), or a
+            # slow start that keeps accelerating, or mere noise, passes.
+            drift = max(abs(t.slope_low), abs(t.slope_high)) * (steps[ib - 1] - steps[ia])
+            if not drift <= self.flat_band * R:
+                continue
+            fall = level - float(c[b:].min())
+            return {"start_step": int(steps[ia]), "end_step": int(steps[ib - 1]),
+                    "fall_step": int(steps[int(pos[f])]), "level": level, "fall": fall,
+                    "fall_relative": fall / R, "band": band, "range": R, "trend": t}
+        return None
+
+    def _schedule_cut(self, run: Run, found: dict[str, Any]) -> bool:
+        """Whether the learning rate was cut between the plateau and the fall."""
+        lr = run.column("scalars", "lr")
+        if lr is None:
+            return False
+        s = run.steps("scalars")
+        during = lr[(s >= found["start_step"]) & (s <= found["end_step"]) & np.isfinite(lr)]
+        at_fall = lr[(s > found["end_step"]) & (s <= found["fall_step"]) & np.isfinite(lr)]
+        if during.size == 0 or at_fall.size == 0:
+            return False
+        return float(np.min(at_fall)) <= (1 - self.lr_cut) * float(np.median(during))

@@ -1,0 +1,154 @@
+"""vanishing_gradients: gradients shrink toward the input."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from ..stats.depth import depth_trend
+from ._base import Detector, Needs, Skip, register
+from ._layerstats import MIN_MODULES, column_medians, fmt_p, log10_positive, module_matrix
+
+WINDOWS = 4
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..run import Run
+    from ._base import Context
+
+
+@register
+class VanishingGradients(Detector):
+    """Gradient norms shrink with distance from the loss, so the layers near
+    the input barely learn.
+
+    What it detects:
+        A per-layer gradient profile that falls steadily, by orders of
+        magnitude, from the layers next to the loss to the layers next to the
+        input, and stays that way for most of the run.
+
+    Why it matters:
+        Backpropagation multiplies one Jacobian per layer; with saturating
+        activations (sigmoid, tanh) or too-small weights each factor is below
+        one and the product decays exponentially with depth. The first layers
+        then receive almost no signal and stay near their initialization,
+        so the network behaves like a much shallower one.
+
+    How it decides:
+        Each module's weight matrices are combined into one gradient norm
+        (biases and norm gains have much smaller norms and would zig-zag the
+        profile), and the modules are ordered by depth (run.json ``index``).
+        The median log10 gradient norm per module is the profile, taken over
+        the whole run and then over each quarter of it (an adaptive optimizer
+        may repair the profile late, after the early layers were starved).
+        It fires when, in one of these windows, all of these hold: the profile rises toward
+        the loss by at least ``min_decades`` decades, both as the Theil-Sen
+        slope times the depth span and as the gap between the loss-side and
+        input-side quarters of the modules; Spearman's rho with depth is at
+        least ``min_rho`` and the Theil-Sen 95% interval excludes zero;
+        Kendall's tau is significant at ``alpha`` (with fewer than 5 modules
+        no rank test can reach that, so a strictly monotone profile is
+        required instead); the same gap of ``min_decades`` shows at a
+        fraction ``min_consistency`` of the window's recorded steps; and the gradient
+        relative to the weight norm (||g||/||w||) falls toward the input by
+        at least half as many decades, so that widths alone cannot explain it.
+        A gradient that is small in every layer has no depth trend and does
+        not fire (that is a learning rate or loss-scale question).
+        Needs at least 3 modules; steps after a non-finite loss are ignored.
+
+    What to try:
+        Replace saturating activations (sigmoid, tanh) with ReLU/GELU; use the
+        initialization made for the activation (He for ReLU, Xavier for
+        tanh); add normalization (BatchNorm, LayerNorm) or residual
+        connections; make the network shallower. Adam-style optimizers hide
+        part of the effect but do not remove it.
+
+    Parameters:
+        min_decades: smallest rise, in decades, from input to loss (2.0).
+        min_rho: smallest Spearman correlation of log gradient with depth (0.8).
+        alpha: significance level of Kendall's test over the modules (0.01).
+        min_consistency: fraction of a window's recorded steps that must show the gap (0.5).
+    """
+
+    code = "vanishing_gradients"
+    severity = "warning"
+    title = "Vanishing gradients"
+    needs = Needs(layers=("grad_norm", "weight_norm", "update_norm"), requires=("layers.grad_norm",))
+
+    def __init__(self, *, min_decades: float = 2.0, min_rho: float = 0.8, alpha: float = 0.01,
+                 min_consistency: float = 0.5) -> None:
+        self.min_decades = min_decades
+        self.min_rho = min_rho
+        self.alpha = alpha
+        self.min_consistency = min_consistency
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        grads = module_matrix(run, "grad_norm", ctx)
+        if grads is None or len(grads.modules) < MIN_MODULES:
+            raise Skip(f"needs per-layer gradients of at least {MIN_MODULES} modules")
+        logg = log10_positive(grads.values)
+        rows = np.isfinite(logg).sum(axis=1) >= MIN_MODULES
+        if not rows.any():
+            raise Skip("no recorded step has finite gradients in 3 modules")
+        weights = module_matrix(run, "weight_norm", ctx)
+        with np.errstate(all="ignore"):
+            logr = None if weights is None or weights.values.shape != grads.values.shape else \
+                log10_positive(grads.values / weights.values)
+        idx = np.flatnonzero(rows)
+        # The whole run first, then each quarter: an adaptive optimizer can
+        # repair the profile late in the run, and the early stretch still
+        # starved the first layers.
+        for window in [idx, *np.array_split(idx, WINDOWS)]:
+            found = self._window(grads, logg, logr, window)
+            if found is not None:
+                return [found]
+        return []
+
+    def _window(self, grads, logg: np.ndarray, logr: np.ndarray | None, window: np.ndarray) -> Finding | None:
+        if len(window) == 0 or logr is None:
+            return None
+        profile = column_medians(logg[window])
+        trend = depth_trend(profile)
+        if trend is None or not self._profile_vanishes(trend):
+            return None
+        k = max(1, len(grads.modules) // 4)
+        gaps = _nanmean(logg[window][:, -k:]) - _nanmean(logg[window][:, :k])
+        consistency = float(np.mean(gaps >= self.min_decades))
+        rel = depth_trend(column_medians(logr[window]))
+        if consistency < self.min_consistency or rel is None or rel.gap < self.min_decades / 2:
+            return None
+        drop = min(trend.gap, trend.fitted)
+        starved = [m for j, m in enumerate(grads.members) if profile[j] <= profile[-k:].mean() - self.min_decades]
+        steps = grads.steps[window]
+        return self.finding(
+            f"gradient norm falls {drop:.1f} decades from the loss to the input (>= {self.min_decades:g}; "
+            f"{trend.slope:.2f} decades/layer, Spearman rho={trend.rho:.2f}, Kendall p={fmt_p(trend.tau_p)})",
+            step=int(steps[np.flatnonzero(gaps >= self.min_decades)[0]]),
+            layers=[name for group in starved for name in group],
+            evidence={
+                "decades": drop, "edge_gap_decades": trend.gap, "fitted_decades": trend.fitted,
+                "slope_decades_per_layer": trend.slope, "slope_ci95": [trend.slope_low, trend.slope_high],
+                "spearman_rho": trend.rho, "spearman_p": trend.rho_p, "kendall_tau": trend.tau,
+                "kendall_p": trend.tau_p, "modules": len(grads.modules),
+                "steps_showing_gap": consistency, "relative_gap_decades": rel.gap,
+                "step_range": [int(steps[0]), int(steps[-1])],
+                "profile_log10": {m: float(v) for m, v in zip(grads.modules, profile)},
+            },
+            advice="Use a non-saturating activation (ReLU, GELU) instead of sigmoid/tanh and the matching "
+                   "initialization (He/Xavier); add normalization layers or residual connections; or make "
+                   "the network shallower.",
+        )
+
+    def _profile_vanishes(self, trend) -> bool:
+        if min(trend.gap, trend.fitted) < self.min_decades or trend.rho < self.min_rho or trend.slope_low <= 0:
+            return False
+        if trend.n < 5:
+            return trend.tau >= 1.0
+        return trend.tau_p <= self.alpha and trend.tau > 0
+
+
+def _nanmean(a: np.ndarray) -> np.ndarray:
+    n = np.isfinite(a).sum(axis=1)
+    s = np.where(np.isfinite(a), a, 0).sum(axis=1)
+    return np.where(n > 0, s / np.maximum(n, 1), np.nan)

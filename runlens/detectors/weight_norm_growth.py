@@ -1,0 +1,114 @@
+"""weight_norm_growth: weight norms grow fast and without bound."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from ..stats.growth import growth, level_change
+from ._base import Detector, Needs, Skip, register
+from ._layerstats import fmt_p, usable_rows
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..run import Run
+    from ._base import Context
+
+
+@register
+class WeightNormGrowth(Detector):
+    """Weight norms grow fast and without bound.
+
+    What it detects:
+        A total weight norm that ends the run many times larger than it
+        started and is still growing at the end, rather than settling.
+
+    Why it matters:
+        Weights that keep growing make the logits, activations and the
+        effective learning rate drift; the run becomes over-confident and
+        brittle and often ends in an overflow. Typical causes are no weight
+        decay with a loss that rewards scale (separable data, unbounded
+        logits) or a learning rate high enough to push the weights outward.
+
+    How it decides:
+        The series is the root sum of squares of the per-parameter weight
+        norms over the parameters recorded at every step (a zero-initialized
+        bias growing from nothing cannot dominate it), cut at the first
+        non-finite loss. It fires when all hold: the median of the last 10%
+        is at least ``min_factor`` times the median of the first 10%; Kendall's
+        test on log10 of the whole series (at most 500 bucket medians) finds an
+        increasing trend at ``alpha`` with a Theil-Sen 95% interval above zero;
+        and the growth has not saturated: the last third of the run added at
+        least ``min_late_share`` of the total growth and is itself a
+        significant increasing trend. Healthy runs grow their weights too,
+        typically by a small factor that levels off.
+
+    What to try:
+        Add or increase weight decay (AdamW's decoupled decay); lower the
+        learning rate; use label smoothing or a bounded output when the data
+        are separable; add normalization layers; clip the gradient norm.
+
+    Parameters:
+        min_factor: smallest growth of the total weight norm, late level over early (10.0).
+        alpha: significance level of the Kendall trend tests (0.01).
+        min_late_share: smallest share of the growth added in the last third of the run (0.15).
+    """
+
+    code = "weight_norm_growth"
+    severity = "warning"
+    title = "Weight norm growth"
+    needs = Needs(layers=("weight_norm",), requires=("layers.weight_norm",))
+
+    def __init__(self, *, min_factor: float = 10.0, alpha: float = 0.01, min_late_share: float = 0.15) -> None:
+        self.min_factor = min_factor
+        self.alpha = alpha
+        self.min_late_share = min_late_share
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        lm = run.layer_matrix("weight_norm")
+        if lm is None or lm.values.size == 0:
+            raise Skip("needs per-layer weight norms")
+        rows = usable_rows(lm, ctx)
+        w = np.where(lm.present, lm.values, np.nan)[rows]
+        steps = lm.steps[rows]
+        cols = np.isfinite(w).all(axis=0) if len(w) else np.zeros(w.shape[1], bool)
+        if len(w) < 10 or not cols.any():
+            return []
+        total = np.sqrt((w[:, cols] ** 2).sum(axis=1))
+        ok = np.isfinite(total) & (total > 0)
+        steps, total = steps[ok], total[ok]
+        if len(total) < 10:
+            return []
+        logt = np.log10(total)
+        factor = 10 ** level_change(logt, 0.1)
+        if not factor >= self.min_factor:
+            return []
+        whole = growth(steps, logt)
+        third = len(total) * 2 // 3
+        late = growth(steps[third:], logt[third:])
+        if whole is None or late is None:
+            return []
+        k = max(1, len(total) // 10)
+        start, end = np.median(total[:k]), np.median(total[-k:])
+        share = float((end - np.median(total[third - k // 2: third + k // 2 + 1])) / (end - start))
+        if not (whole.p <= self.alpha and whole.slope_low > 0 and late.p <= self.alpha and late.slope > 0
+                and share >= self.min_late_share):
+            return []
+        grew = np.log10(np.median(w[-k:], axis=0) / np.median(w[:k], axis=0))
+        top = [lm.layers[j] for j in np.argsort(-np.nan_to_num(grew, nan=-np.inf))[:5] if grew[j] > 0]
+        return [self.finding(
+            f"total weight norm grew {factor:.0f}x (>= {self.min_factor:g}x) over {int(steps[-1] - steps[0])} steps "
+            f"and is still growing (Kendall tau={whole.tau:.2f}, p={fmt_p(whole.p)}; the last third added "
+            f"{share:.0%} of the growth)",
+            step=int(steps[0]), layers=top,
+            evidence={
+                "growth_factor": factor, "early_norm": float(start), "late_norm": float(end),
+                "theil_sen_decades_per_step": whole.slope, "kendall_tau": whole.tau, "kendall_p": whole.p,
+                "late_kendall_p": late.p, "late_share": share, "points_tested": whole.n,
+                "parameters": int(cols.sum()), "step_range": [int(steps[0]), int(steps[-1])],
+                "top_growth_log10": {lm.layers[j]: float(grew[j]) for j in np.argsort(-np.nan_to_num(grew))[:5]},
+            },
+            advice="Add or increase weight decay (AdamW's decoupled decay); lower the learning rate; use label "
+                   "smoothing or a bounded output if the data are separable; add normalization; clip gradients.",
+        )]

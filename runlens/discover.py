@@ -1,0 +1,192 @@
+"""Find the runs below a set of paths: local folders and filesystem URLs.
+
+A run is a directory holding ``run.json``; its subfolders are its tables,
+so the walk does not descend into it. Anything an importer recognises
+(``runlens.importers.detect_kind``, when that exists) is a run as well.
+Directories whose name starts with ``.`` are skipped: they are writers'
+temporary files, ``.git``, virtual environments and caches.
+
+Symlinks are followed, but every directory is entered at most once (by
+device and inode), so a symlink cycle ends the walk instead of looping and
+a run reachable twice is reported once. The result is sorted, so the same
+tree always gives the same list whatever the filesystem's listing order.
+
+URLs (``s3://bucket/runs``, ``gs://...``, ``file:///...``) are walked with
+``pyarrow.fs``, or with fsspec when pyarrow does not know the scheme; the
+runs found are URLs too, and ``runlens.audit_worker`` reads them the same
+way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable, Iterable
+
+from .errors import UsageError
+
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` names a filesystem URL rather than a local path."""
+    return bool(_URL_RE.match(str(path)))
+
+
+def discover_runs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Every run below ``paths``, as strings that start with the path given.
+
+    Raises :class:`UsageError` for a local path that does not exist or a URL
+    whose filesystem is not installed.
+    """
+    found: list[str] = []
+    for given in paths:
+        given = os.fspath(given)
+        if is_url(given):
+            found.extend(_discover_url(given))
+        elif not os.path.exists(given):
+            raise UsageError(f"{given}: no such file or directory")
+        else:
+            found.extend(_discover_local(given, _importer_probe()))
+    return list(dict.fromkeys(found))
+
+
+# -- local ------------------------------------------------------------------
+
+def _importer_probe() -> Callable[[str], bool]:
+    """``probe(path)``: whether an importer can read ``path`` (never raises)."""
+    try:
+        from .importers import detect_kind  # type: ignore[attr-defined]
+    except ImportError:
+        return lambda path: False
+
+    def probe(path: str) -> bool:
+        try:
+            return bool(detect_kind(path))
+        except Exception:  # an importer's bug must not end the discovery
+            return False
+
+    return probe
+
+
+def _discover_local(root: str, probe: Callable[[str], bool]) -> list[str]:
+    if os.path.isfile(os.path.join(root, "run.json")):
+        return [root]
+    if not os.path.isdir(root) or probe(root):
+        return [root] if probe(root) else []
+    runs: list[str] = []
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = os.stat(folder)
+        except OSError:
+            continue  # a dangling symlink or a folder removed under us
+        if (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        if folder != root and os.path.isfile(os.path.join(folder, "run.json")):
+            runs.append(folder)
+            continue
+        if folder != root and probe(folder):
+            runs.append(folder)
+            continue
+        subdirs = _scan(folder, probe, runs)
+        # Reversed so that the stack pops them in name order.
+        stack.extend(reversed(subdirs))
+    return sorted(runs, key=_natural)
+
+
+def _scan(folder: str, probe: Callable[[str], bool], runs: list[str]) -> list[str]:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return []  # unreadable folder: nothing below it can be audited
+    subdirs = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        path = os.path.join(folder, entry.name)
+        try:
+            is_dir = entry.is_dir()  # follows symlinks
+        except OSError:
+            continue
+        if is_dir:
+            subdirs.append(path)
+        elif probe(path):
+            runs.append(path)
+    return subdirs
+
+
+def _natural(path: str) -> list:
+    # "run-10" after "run-9": sweeps number their runs without zero padding.
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
+
+
+# -- URLs -------------------------------------------------------------------
+
+def file_url_path(url: str) -> str:
+    """The local path of a ``file://`` URL (percent-escapes decoded)."""
+    from urllib.parse import unquote, urlsplit
+
+    return unquote(urlsplit(url).path)
+
+
+def url_filesystem(url: str):
+    """``(pyarrow FileSystem, path inside it)`` for ``url``.
+
+    pyarrow's own filesystems first (s3, gs, hdfs, file); otherwise fsspec
+    (wrapped for pyarrow), which knows every scheme of its installed plugins.
+    """
+    import pyarrow.fs as pafs
+
+    try:
+        return pafs.FileSystem.from_uri(url)
+    except (ValueError, NotImplementedError, OSError):  # ArrowInvalid is a ValueError
+        pass
+    try:
+        import fsspec
+    except ImportError:
+        raise UsageError(f"{url}: pyarrow cannot open this URL and fsspec is not installed") from None
+    try:
+        fs, inner = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise UsageError(f"{url}: no filesystem for this URL ({exc})") from None
+    return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), inner
+
+
+def _discover_url(root_url: str) -> list[str]:
+    import pyarrow.fs as pafs
+
+    if root_url.lower().startswith("file://"):
+        # Local files may hold symlink cycles, which only the local walk guards against.
+        local = file_url_path(root_url)
+        if not os.path.exists(local):
+            raise UsageError(f"{root_url}: no such file or directory")
+        prefix = root_url.rstrip("/")
+        found = _discover_local(local.rstrip("/") or "/", _importer_probe())
+        return [prefix + p[len(local.rstrip("/")):] for p in found]
+    fs, root = url_filesystem(root_url)
+    root = root.rstrip("/")
+    base = root_url.rstrip("/")
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=False))
+    except FileNotFoundError:
+        raise UsageError(f"{root_url}: no such file or directory") from None
+    except OSError:
+        infos = []  # not a folder: maybe the URL is a run's run.json folder itself
+    if fs.get_file_info(f"{root}/run.json").type == pafs.FileType.File:
+        return [root_url]
+    run_dirs = set()
+    for info in infos:
+        if info.type != pafs.FileType.File or info.base_name != "run.json":
+            continue
+        rel = info.path[len(root):].strip("/")
+        parts = rel.split("/")[:-1]
+        if any(p.startswith(".") for p in parts):
+            continue
+        run_dirs.add("/".join(parts))
+    # A run's tables never hold run.json, but drop nested hits to match the local walk.
+    kept = [d for d in run_dirs if not any(d.startswith(o + "/") for o in run_dirs if o != d)]
+    return sorted((f"{base}/{d}" for d in kept), key=_natural)

@@ -1,0 +1,182 @@
+"""Hugging Face ``Trainer`` logs: ``trainer_state.json`` and the console output.
+
+``trainer_state.json`` (written with every checkpoint) holds
+``log_history``: one dict per ``on_log`` call, training entries
+(``loss``, ``grad_norm``, ``learning_rate``, ``epoch``, ``step``), eval
+entries (``eval_loss``, ...) and a final summary (``train_runtime``, ...).
+
+The console output is often all a crashed job left: the same dicts printed
+with ``str(dict)`` (transformers 5 prints values as ``'0.166'`` strings,
+older versions as bare floats, NaN as ``nan``), among progress bars and
+warnings. Those lines carry no step: the importer counts them and
+multiplies by ``logging_steps`` when the caller knows it.
+
+Steps: the Trainer's ``global_step`` counts optimizer steps done (the first
+log says ``step: 1``); format v1 steps are 0-based, so HF step N is step
+N - 1, here and in the Hugging Face callback alike.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import ImportFailedError
+from ._common import Imported, Series, column_name
+
+_SKIP = frozenset({"step", "epoch", "total_flos"})
+_TRAIN_ROLES = {"loss": "loss", "learning_rate": "lr", "grad_norm": "grad_norm"}
+_SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second")
+_DICT = re.compile(r"\{'(?:loss|eval_loss|train_runtime|grad_norm|learning_rate)'.*\}")
+_BARE = re.compile(r"(?<=[:\s\[(])(-?inf|nan|NaN|-?Infinity)(?=\s*[,})\]])")
+_BAR_STEP = re.compile(r"(\d+)/(\d+) \[[^\]]*\]?\s*$")
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.train: dict[str, tuple[list[int], list[float]]] = {}
+        self.evals: dict[str, tuple[list[int], list[float]]] = {}
+        self.summary: dict[str, Any] = {}
+
+    def add(self, entry: dict[str, Any], step: int) -> None:
+        if any(k in entry for k in _SUMMARY_KEYS) and "loss" not in entry:
+            self.summary.update({k: v for k, v in entry.items() if _number(v) is not None})
+            return
+        is_eval = any(k.startswith("eval_") for k in entry)
+        target = self.evals if is_eval else self.train
+        if "epoch" in entry and _number(entry["epoch"]) is not None and not is_eval:
+            self._put(target, "epoch", step, math.floor(_number(entry["epoch"])))
+        for key, raw in entry.items():
+            value = _number(raw)
+            if key in _SKIP or value is None:
+                continue
+            if is_eval:
+                name = "val_loss" if key == "eval_loss" else column_name(key)
+            else:
+                name = _TRAIN_ROLES.get(key) or column_name(key)
+            self._put(target, name, step, value)
+
+    @staticmethod
+    def _put(target, name, step, value) -> None:
+        steps, values = target.setdefault(name, ([], []))
+        steps.append(step)
+        values.append(value)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _finish(log: _Log, source: Path, kind: str, warnings: list[str], config: dict) -> Imported:
+    imp = Imported(kind=kind, source=source, warnings=warnings, config=config)
+    imp.train = {k: Series.from_lists(*v) for k, v in log.train.items()}
+    imp.evals = {k: Series.from_lists(*v) for k, v in log.evals.items()}
+    if log.summary:
+        imp.config["train_summary"] = log.summary
+    return imp
+
+
+def read_state(path: Path) -> Imported:
+    """Read ``trainer_state.json``: every ``log_history`` entry at its own step."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ImportFailedError(f"{path}: not a readable trainer_state.json ({exc})") from exc
+    history = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(history, list):
+        raise ImportFailedError(f"{path}: no 'log_history' list: not a Trainer state file")
+    log, warnings, missing = _Log(), [], 0
+    for entry in history:
+        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+            missing += 1
+            continue
+        log.add(entry, max(entry["step"] - 1, 0))
+    if missing:
+        warnings.append(f"{missing} log_history entries without an integer 'step': skipped")
+    keep = ("global_step", "max_steps", "num_train_epochs", "logging_steps", "eval_steps",
+            "save_steps", "train_batch_size", "best_metric", "best_model_checkpoint")
+    config = {"trainer_state": {k: state[k] for k in keep if k in state},
+              "step_convention": "HF global_step N is step N-1 (0-based optimizer steps)"}
+    return _finish(log, path, "hf", warnings, config)
+
+
+def read_console(path: Path, *, logging_steps: int | None = None) -> Imported:
+    """Read the dicts a Trainer printed; steps from the progress bar, else counted."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ImportFailedError(f"{path}: cannot read ({exc})") from exc
+    log, warnings = _Log(), []
+    every = logging_steps or 1
+    n_train, last, bad, from_bar = 0, 0, 0, 0
+    for raw_line in text.splitlines():
+        for piece in raw_line.split("\r"):
+            m = _DICT.search(piece)
+            if not m:
+                continue
+            entry = _parse_dict(m.group(0))
+            if entry is None:
+                bad += 1
+                continue
+            bar = _BAR_STEP.search(piece[: m.start()])
+            if "loss" in entry or ("grad_norm" in entry and "eval_loss" not in entry):
+                n_train += 1
+                if bar:
+                    last, from_bar = max(int(bar.group(1)) - 1, 0), from_bar + 1
+                else:
+                    last = n_train * every - 1
+            log.add(entry, last)
+    if not n_train and not log.evals:
+        raise ImportFailedError(f"{path}: no Trainer log lines ({{'loss': ...}} or {{'eval_loss': ...}}) found")
+    if bad:
+        warnings.append(f"{bad} log dicts that could not be parsed: skipped")
+    if from_bar < n_train:
+        how = (f"logging_steps={logging_steps}" if logging_steps else
+               "logging_steps unknown: step = index of the log line (pass logging_steps to fix)")
+        warnings.append(f"console lines carry no step; {how}; eval lines take the step of the log line before")
+    config = {"step_convention": "HF global_step N is step N-1 (0-based optimizer steps)"}
+    if logging_steps:
+        config["logging_steps"] = logging_steps
+    return _finish(log, path, "hf", warnings, config)
+
+
+def _parse_dict(text: str) -> dict[str, Any] | None:
+    try:
+        value = ast.literal_eval(_BARE.sub(lambda m: f"'{m.group(1)}'", text))
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read(source: str | Path, *, logging_steps: int | None = None) -> Imported:
+    """A ``trainer_state.json``, a checkpoint/output folder holding one, or a console log."""
+    path = Path(source)
+    if path.is_dir():
+        found = sorted(path.rglob("trainer_state.json"), key=lambda p: _checkpoint_number(p))
+        if not found:
+            raise ImportFailedError(f"{path}: no trainer_state.json below this folder")
+        path = found[-1]
+    if not path.is_file():
+        raise ImportFailedError(f"{path}: no such file")
+    if path.suffix == ".json":
+        return read_state(path)
+    return read_console(path, logging_steps=logging_steps)
+
+
+def _checkpoint_number(path: Path) -> tuple[int, float]:
+    """The last checkpoint holds the longest history; folder numbers order them, mtime breaks ties."""
+    m = re.search(r"checkpoint-(\d+)", str(path))
+    return (int(m.group(1)) if m else 1 << 62, path.stat().st_mtime)

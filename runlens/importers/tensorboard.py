@@ -1,0 +1,228 @@
+"""TensorBoard event files (``events.out.tfevents.*``) to format v1.
+
+Scalars come from ``simple_value`` (``SummaryWriter.add_scalar``, TF1) and
+from 0-d ``tensor`` summaries (TF2 ``tf.summary.scalar``, Keras). Every
+value is kept: no reservoir sampling, NaN and Inf stay data.
+
+Tags are mapped to the format's columns by name (first match wins, case
+ignored; the caller overrides each with ``loss_tag=`` etc.); the other
+scalar tags become user columns of the scalars table, or of the evals
+table when they look like validation metrics. A folder with event files in
+subfolders (Keras writes ``train/`` and ``validation/``) prefixes each tag
+with its subfolder: ``validation/epoch_loss``.
+
+Histograms become per-layer norms only where that is exact: a
+``HistogramProto`` carries ``sum_squares``, so ``sqrt(sum_squares)`` *is*
+the L2 norm of the histogrammed tensor. That is used when the tag names a
+parameter (``fc.weight``, ``weights/fc.weight``) or its gradient
+(``grad/fc.weight``, ``fc.weight.grad``, ``fc.weight/grad``). TF2 histogram
+tensors hold only bucket counts, so they are skipped with a note.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ImportFailedError
+from ._common import Imported, Series, column_name
+from ._tfrecord import read_events
+
+LOSS_TAGS = ("train/loss", "loss", "train_loss", "training/loss", "loss/train", "train/loss_step",
+             "train_loss_step", "batch_loss", "train/batch_loss", "train/epoch_loss", "epoch_loss")
+VAL_LOSS_TAGS = ("val_loss", "eval/loss", "validation/loss", "val/loss", "valid/loss", "loss/val",
+                 "loss/validation", "eval_loss", "validation_loss", "test/loss",
+                 "validation/epoch_loss", "val_loss_epoch")
+LR_TAGS = ("lr", "learning_rate", "train/lr", "train/learning_rate", "optimizer/lr", "lr-adam",
+           "lr-adamw", "lr-sgd", "epoch_learning_rate", "train/epoch_learning_rate")
+GRAD_NORM_TAGS = ("grad_norm", "train/grad_norm", "gradient_norm", "train/gradient_norm",
+                  "grad_2.0_norm_total", "grad_norm/total")
+EPOCH_TAGS = ("epoch", "train/epoch")
+
+_GRAD = re.compile(r"^(?:grads?|gradients?)[/.](.+)$|^(.+?)(?:[/.](?:grads?|gradients?))$")
+_WEIGHT = re.compile(r"^(?:weights?|params?|parameters?)/(.+)$")
+_PARAM = re.compile(r"^(.+[./](?:weight|bias))$")
+_NUMERIC_DTYPES = {1: "float_val", 2: "double_val", 3: "int_val", 9: "int64_val", 19: "half_val"}
+
+
+def find_event_files(source: Path) -> list[tuple[str, Path]]:
+    """``(subfolder prefix, file)`` for every event file at or below ``source``."""
+    if source.is_file():
+        return [("", source)]
+    if not source.is_dir():
+        raise ImportFailedError(f"{source}: no such file or folder")
+    files = sorted(source.rglob("*tfevents*"))
+    if not files:
+        raise ImportFailedError(f"{source}: no TensorBoard event files (events.out.tfevents.*) here")
+    out = []
+    for f in files:
+        rel = f.parent.relative_to(source).as_posix()
+        out.append(("" if rel == "." else rel + "/", f))
+    return out
+
+
+class _Others:
+    """Events the fast path could not decode, parsed with TensorBoard's compiled protos."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.scalars: dict[str, tuple[list[int], list[float], list[float]]] = defaultdict(lambda: ([], [], []))
+        self.histos: dict[str, dict[int, tuple[float, int]]] = defaultdict(dict)
+        self.skipped: dict[str, int] = defaultdict(int)
+        self.no_proto = 0
+        try:
+            from tensorboard.compat.proto import event_pb2
+        except ImportError:
+            self._event = None
+        else:
+            self._event = event_pb2.Event
+
+    def __call__(self, data: bytes) -> None:
+        if self._event is None:
+            self.no_proto += 1
+            return
+        ev = self._event.FromString(data)
+        if not ev.HasField("summary"):
+            return
+        for v in ev.summary.value:
+            tag = self.prefix + v.tag
+            kind = v.WhichOneof("value")
+            if kind == "simple_value":
+                self._scalar(tag, ev, v.simple_value)
+            elif kind == "histo":
+                self._histo(tag, ev.step, v.histo)
+            elif kind == "tensor" and _tensor_scalar(v.tensor) is not None:
+                self._scalar(tag, ev, _tensor_scalar(v.tensor))
+            else:
+                plugin = v.metadata.plugin_data.plugin_name if v.HasField("metadata") else ""
+                self.skipped[f"{kind or 'empty'}{'/' + plugin if plugin else ''}"] += 1
+
+    def _scalar(self, tag: str, ev, value: float) -> None:
+        steps, walls, values = self.scalars[tag]
+        steps.append(ev.step)
+        walls.append(ev.wall_time)
+        values.append(value)
+
+    def _histo(self, tag: str, step: int, h) -> None:
+        if h.num > 0 and h.sum_squares == 0 and (h.max != 0 or h.min != 0):
+            self.skipped["histo without sum_squares"] += 1
+            return
+        self.histos[tag][step] = (math.sqrt(h.sum_squares), int(h.num))
+
+
+def _tensor_scalar(t) -> float | None:
+    if len(t.tensor_shape.dim) != 0:
+        return None
+    field = _NUMERIC_DTYPES.get(t.dtype)
+    if field is None:
+        return None
+    vals = getattr(t, field)
+    if len(vals):
+        return float(vals[0])
+    if t.tensor_content:
+        fmt = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}[t.dtype]
+        return float(np.frombuffer(t.tensor_content, dtype=fmt)[0])
+    return None
+
+
+def _role(tags: list[str], given: str | None, defaults: tuple[str, ...], role: str) -> str | None:
+    if given is not None:
+        if given not in tags:
+            raise ImportFailedError(f"no {role} tag {given!r}; scalar tags are: {', '.join(sorted(tags)[:40])}")
+        return given
+    lower = {t.lower(): t for t in tags}
+    return next((lower[d] for d in defaults if d in lower), None)
+
+
+def _layer_of(tag: str) -> tuple[str, str] | None:
+    """``(parameter name, 'grad_norm' | 'weight_norm')`` when ``tag`` names one, else None."""
+    if m := _GRAD.match(tag):
+        return (m.group(1) or m.group(2)).replace("/", "."), "grad_norm"
+    if m := _WEIGHT.match(tag):
+        return m.group(1).replace("/", "."), "weight_norm"
+    if m := _PARAM.match(tag):
+        return m.group(1).replace("/", "."), "weight_norm"
+    return None
+
+
+def read(source: str | Path, *, loss_tag: str | None = None, val_loss_tag: str | None = None,
+         lr_tag: str | None = None, grad_norm_tag: str | None = None) -> Imported:
+    """Read every event file at or below ``source`` into an :class:`Imported`."""
+    src = Path(source)
+    scalars: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = defaultdict(list)
+    histos: dict[str, dict[int, tuple[float, int]]] = {}
+    imp = Imported(kind="tensorboard", source=src)
+    skipped: dict[str, int] = defaultdict(int)
+    for prefix, path in find_event_files(src):
+        others = _Others(prefix)
+        fast, notes = read_events(path, others)
+        imp.warnings.extend(notes)
+        for tag, arrays in fast.by_tag().items():
+            scalars[prefix + tag].append(arrays)
+        for tag, (steps, walls, values) in others.scalars.items():
+            scalars[tag].append((np.asarray(steps, np.int64), np.asarray(walls), np.asarray(values)))
+        for tag, by_step in others.histos.items():
+            histos.setdefault(tag, {}).update(by_step)
+        for kind, n in others.skipped.items():
+            skipped[kind] += n
+        if others.no_proto:
+            imp.warnings.append(f"{path.name}: {others.no_proto} events need the tensorboard package "
+                                "to be read (pip install tensorboard): skipped")
+    for kind, n in sorted(skipped.items()):
+        imp.warnings.append(f"{n} summary values of kind {kind!r} have no place in a run log: skipped")
+    series = {tag: _merge(parts) for tag, parts in scalars.items()}
+    _map_scalars(imp, series, loss_tag, val_loss_tag, lr_tag, grad_norm_tag)
+    _map_histograms(imp, histos)
+    return imp
+
+
+def _merge(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Series:
+    steps, walls, values = (np.concatenate(c) for c in zip(*parts))
+    order = np.argsort(walls, kind="stable") if len(parts) > 1 else slice(None)
+    return Series(steps[order], values[order], walls[order])
+
+
+def _map_scalars(imp: Imported, series: dict[str, Series], *tags_given) -> None:
+    tags = list(series)
+    roles = {"loss": _role(tags, tags_given[0], LOSS_TAGS, "loss"),
+             "val_loss": _role(tags, tags_given[1], VAL_LOSS_TAGS, "validation-loss"),
+             "lr": _role(tags, tags_given[2], LR_TAGS, "learning-rate"),
+             "grad_norm": _role(tags, tags_given[3], GRAD_NORM_TAGS, "gradient-norm"),
+             "epoch": _role(tags, None, EPOCH_TAGS, "epoch")}
+    imp.config["import_tags"] = {k: v for k, v in roles.items() if v}
+    used = set(roles.values())
+    for role, tag in roles.items():
+        if tag is not None:
+            (imp.evals if role == "val_loss" else imp.train)[role] = series[tag]
+    for tag in tags:
+        if tag in used:
+            continue
+        low = tag.lower()
+        is_eval = any(k in low for k in ("val", "eval", "valid", "test"))
+        (imp.evals if is_eval else imp.train)[column_name(tag)] = series[tag]
+
+
+def _map_histograms(imp: Imported, histos: dict[str, dict[int, tuple[float, int]]]) -> None:
+    unmapped = []
+    numel: dict[str, int] = {}
+    for tag, by_step in histos.items():
+        target = _layer_of(tag)
+        if target is None:
+            unmapped.append(tag)
+            continue
+        name, column = target
+        steps = sorted(by_step)
+        imp.layer_rows.setdefault(name, {})[column] = Series.from_lists(steps, [by_step[s][0] for s in steps])
+        numel.setdefault(name, by_step[steps[-1]][1])
+    if unmapped:
+        imp.warnings.append(f"{len(unmapped)} histogram tags name no parameter or gradient "
+                            f"({', '.join(sorted(unmapped)[:5])}): skipped")
+    if imp.layer_rows:
+        imp.layers = [{"name": n, "index": i, "module": n.rsplit(".", 1)[0] if "." in n else "",
+                       "kind": "unknown", "shape": [], "numel": numel[n]} for i, n in enumerate(imp.layer_rows)]
+        imp.warnings.append("per-layer norms are sqrt(sum_squares) of the histograms; layer depth order is "
+                            "the order the tags first appear, module kinds and shapes are unknown")

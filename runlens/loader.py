@@ -1,0 +1,404 @@
+"""Read a run directory (format v1) into one in-memory :class:`~runlens.run.Run`.
+
+What the loader decides, so detectors do not have to:
+
+- **Parts**: every ``r{rank}-{seq}.parquet`` of a table is read with Arrow
+  (only the projected columns); names starting with ``.`` and unknown files
+  are ignored. A part that cannot be read (truncated, zero bytes, not
+  Parquet, lacking a required column, a column of the wrong type) is skipped
+  with a line in ``Run.warnings``; loading never fails because of a part.
+- **Union of columns**: parts may carry different user columns; the table
+  has all of them, null where a part lacked one. A user column that is an
+  integer in one part and a float in another becomes float64.
+- **Resumes**: for the same key (``step``; ``(step, layer)`` for layers) the
+  row from the highest ``seq`` wins, and within one part the last row.
+  Events are never deduplicated. Tables come out sorted by step (layers by
+  step, then depth).
+- **Ranks**: in distributed training each rank writes its own parts. The
+  training curve (``scalars``, ``evals``) is the lowest rank that wrote
+  that table (rank 0 normally): other ranks log the loss of their own
+  shard, and mixing them would turn one curve into several interleaved
+  ones. ``layers`` take the union of all ranks (sharded models record
+  different parameters on different ranks); for a key written by several
+  ranks the lowest rank wins. ``events`` keep every rank's flags.
+- **Status**: a run.json left ``running`` is ``killed`` when its heartbeat
+  is older than ``3 * flush_seconds``, or when it was written on this host
+  by a pid that no longer exists; otherwise it stays ``running``.
+- **Not a run directory**: when ``path`` has no ``run.json``, the importers
+  (``runlens.importers``) are asked whether they recognise it (a CSV log, a
+  TensorBoard folder, ...) and the converted run is loaded instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from recorders import format as fmt
+
+from .errors import RunFormatError, UnsupportedVersionError
+from .run import Run
+
+# A run.json without a usable flush_seconds is judged against this interval.
+DEFAULT_FLUSH_SECONDS = 30.0
+
+Columns = Mapping[str, "Iterable[str] | None"]
+
+
+@dataclass(frozen=True)
+class _Part:
+    path: Path
+    rank: int
+    seq: int
+
+
+def load_run(path: str | os.PathLike[str], columns: Columns | None = None) -> Run:
+    """Read the run at ``path``.
+
+    ``columns`` projects the read: ``{"scalars": ["loss"], "layers": None}``
+    loads only the listed columns of the listed tables (``None``: every
+    column of that table); tables not named are not read at all. Key columns
+    (``step``, and ``layer`` for layers) are always read. ``columns=None``
+    reads everything.
+
+    Raises :class:`RunFormatError` when ``path`` is neither a run directory
+    nor something an importer recognises, or run.json is unusable, and
+    :class:`UnsupportedVersionError` for an unknown ``format_version``.
+    """
+    shown = os.fspath(path)
+    root = Path(shown)
+    if not (root / "run.json").is_file():
+        return _load_foreign(shown, columns)
+    meta = read_meta(root)
+    warnings: list[str] = []
+    order = _layer_order(meta)
+    tables: dict[str, pa.Table | None] = {}
+    for table in fmt.TABLES:
+        if columns is not None and table not in columns:
+            tables[table] = None
+            continue
+        wanted = None if columns is None else columns[table]
+        tables[table] = _load_table(root, table, wanted, warnings, order)
+    return Run(path=shown, meta=MappingProxyType(meta), status=_status(meta),
+               warnings=tuple(warnings), **tables)
+
+
+# -- run.json ---------------------------------------------------------------
+
+def read_meta(root: Path) -> dict[str, Any]:
+    """Parse and check ``root/run.json``; one-line errors for anything unusable."""
+    where = root / "run.json"
+    try:
+        meta = json.loads(where.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise RunFormatError(f"{where}: not readable as JSON ({_one_line(exc)})") from None
+    if not isinstance(meta, dict):
+        raise RunFormatError(f"{where}: not a JSON object")
+    if meta.get("format") != fmt.FORMAT:
+        raise RunFormatError(f"{where}: \"format\" is {meta.get('format')!r}, expected {fmt.FORMAT!r}")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise RunFormatError(f"{where}: \"format_version\" is missing or not an integer")
+    if version != fmt.FORMAT_VERSION:
+        raise UnsupportedVersionError(
+            f"{where}: format_version {version} is not supported (this runlens reads "
+            f"version {fmt.FORMAT_VERSION}); upgrade runlens to read this run")
+    if meta.get("status") not in fmt.RUN_STATUSES:
+        raise RunFormatError(f"{where}: \"status\" is {meta.get('status')!r}, expected one of "
+                             f"{', '.join(sorted(fmt.RUN_STATUSES))}")
+    return meta
+
+
+def _status(meta: Mapping[str, Any], now: float | None = None) -> str:
+    status = meta["status"]
+    if status != "running":
+        return status
+    now = time.time() if now is None else now
+    flush = meta.get("flush_seconds")
+    if not isinstance(flush, (int, float)) or isinstance(flush, bool) or not flush > 0:
+        flush = DEFAULT_FLUSH_SECONDS
+    beat = _parse_time(meta.get("heartbeat_at")) or _parse_time(meta.get("started_at"))
+    if beat is not None and now - beat > 3 * float(flush):
+        return "killed"
+    if meta.get("host") == socket.gethostname() and not _pid_alive(meta.get("pid")):
+        return "killed"
+    return "running"
+
+
+def _parse_time(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return stamp.timestamp() if stamp.tzinfo is not None else None
+
+
+def _pid_alive(pid: Any) -> bool:
+    # Without a usable pid we cannot tell, and a live run must not be called killed.
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+# -- tables -----------------------------------------------------------------
+
+def _parts(root: Path, table: str) -> list[_Part]:
+    folder = root / table
+    if not folder.is_dir():
+        return []
+    found = []
+    for entry in folder.iterdir():
+        parsed = fmt.parse_part_name(entry.name)
+        if parsed is not None and entry.is_file():
+            found.append(_Part(entry, *parsed))
+    return found
+
+
+def _ordered(parts: list[_Part], table: str) -> list[_Part]:
+    """Parts in ascending preference: a later part's row wins a duplicate key."""
+    if not parts:
+        return []
+    if table in ("scalars", "evals"):
+        primary = min(p.rank for p in parts)
+        return sorted((p for p in parts if p.rank == primary), key=lambda p: p.seq)
+    # Lowest rank is preferred, so it comes last.
+    return sorted(parts, key=lambda p: (-p.rank, p.seq))
+
+
+def _load_table(root: Path, table: str, wanted: Iterable[str] | None,
+                warnings: list[str], order: Mapping[str, int]) -> pa.Table | None:
+    parts = _ordered(_parts(root, table), table)
+    if not parts:
+        return None
+    keys = fmt.KEYS[table] or ("step",)
+    want = None if wanted is None else list(dict.fromkeys([*keys, *wanted]))
+    pieces = [t for t in (_read_part(p, table, want, root, warnings) for p in parts) if t is not None]
+    if not pieces:
+        return None
+    merged = _concat(pieces, table, warnings)
+    return _dedup_and_sort(merged, table, order)
+
+
+def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
+               warnings: list[str]) -> pa.Table | None:
+    rel = part.path.relative_to(root)
+    try:
+        schema = pq.read_schema(part.path)
+        missing = [c for c in fmt.REQUIRED[table] if c not in schema.names]
+        if missing:
+            warnings.append(f"skipped {rel}: lacks required column(s) {', '.join(missing)}")
+            return None
+        cols = schema.names if want is None else [c for c in want if c in schema.names]
+        data = _normalise(pq.read_table(part.path, columns=cols), table)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        warnings.append(f"skipped {rel}: unreadable part ({_one_line(exc)})")
+        return None
+    if data.column("step").null_count:
+        warnings.append(f"{rel}: dropped {data.column('step').null_count} row(s) without a step")
+        data = data.filter(pc.is_valid(data.column("step")))
+    return data
+
+
+def _normalise(data: pa.Table, table: str) -> pa.Table:
+    """Cast the spec's columns to their exact types (raises ArrowInvalid if impossible)."""
+    known = fmt.FIELDS[table]
+    fields, arrays = [], []
+    for name, col in zip(data.column_names, data.columns):
+        target = known.get(name)
+        if target is not None and col.type != target:
+            if pa.types.is_dictionary(target):
+                col = pc.cast(col, target.value_type).dictionary_encode()
+                col = col.cast(target)
+            else:
+                col = _safe_cast(col, target, name)
+        fields.append(pa.field(name, col.type))
+        arrays.append(col)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _safe_cast(col: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
+    numeric = pa.types.is_integer(col.type) or pa.types.is_floating(col.type)
+    if not numeric and not pa.types.is_null(col.type):
+        raise pa.ArrowInvalid(f"column {name} is {col.type}, expected {target}")
+    # Float columns may hold NaN/Inf on purpose; only an int key must be exact.
+    return pc.cast(col, target, safe=pa.types.is_integer(target))
+
+
+def _concat(pieces: list[pa.Table], table: str, warnings: list[str]) -> pa.Table:
+    if len(pieces) == 1:
+        return pieces[0]
+    types: dict[str, set[pa.DataType]] = {}
+    for piece in pieces:
+        for f in piece.schema:
+            types.setdefault(f.name, set()).add(f.type)
+    unified = {}
+    for name, seen in types.items():
+        target = _unify(seen)
+        if target is None:
+            warnings.append(f"dropped {table} column {name}: parts disagree on its type")
+            continue
+        unified[name] = target
+    fixed = []
+    for piece in pieces:
+        piece = piece.select([c for c in piece.column_names if c in unified])
+        fixed.append(piece.cast(pa.schema([pa.field(c, unified[c]) for c in piece.column_names])))
+    return pa.concat_tables(fixed, promote_options="default")
+
+
+def _unify(seen: set[pa.DataType]) -> pa.DataType | None:
+    seen = {t for t in seen if not pa.types.is_null(t)} or seen
+    if len(seen) == 1:
+        return next(iter(seen))
+    if all(pa.types.is_integer(t) for t in seen):
+        return pa.int64()
+    if all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in seen):
+        return pa.float64()
+    if all(pa.types.is_dictionary(t) or pa.types.is_string(t) for t in seen):
+        return pa.dictionary(pa.int32(), pa.string())
+    return None
+
+
+def _dedup_and_sort(data: pa.Table, table: str, order: Mapping[str, int]) -> pa.Table:
+    """Keep the last row of each key, then order by step (and depth for layers)."""
+    if data.num_rows == 0:
+        return data
+    # Chunk by chunk: combining a 10M-row table first would double its memory.
+    step = _numpy(data.column("step"))
+    if table == "layers":
+        data, step, depth = _layer_depth(data, step, order)
+    else:
+        depth = None
+    if fmt.KEYS[table] is None:
+        if _sorted(step, None, strict=False):
+            return data
+        return data.take(pa.array(np.argsort(step, kind="stable")))
+    if _sorted(step, depth, strict=True):
+        return data
+    idx = np.lexsort((step,) if depth is None else (depth, step))
+    s, d = step[idx], None if depth is None else depth[idx]
+    # lexsort is stable, so the last row of each key group is the latest written.
+    last = np.ones(len(idx), dtype=bool)
+    same = s[1:] == s[:-1]
+    if d is not None:
+        same &= d[1:] == d[:-1]
+    last[:-1] = ~same
+    return data.take(pa.array(idx[last]))
+
+
+def _numpy(col: pa.ChunkedArray) -> np.ndarray:
+    parts = [c.to_numpy(zero_copy_only=False) for c in col.chunks]
+    return np.concatenate(parts) if len(parts) != 1 else parts[0]
+
+
+def _sorted(step: np.ndarray, depth: np.ndarray | None, *, strict: bool, block: int = 1 << 20) -> bool:
+    """Whether rows are already in key order (strict: and without duplicate keys).
+
+    Checked in blocks so the temporaries stay small next to a 10M-row column.
+    """
+    for a in range(0, max(len(step) - 1, 0), block):
+        b = min(a + block + 1, len(step))
+        ds = np.diff(step[a:b])
+        if np.any(ds < 0):
+            return False
+        if not strict:
+            continue
+        tie = ds == 0
+        if tie.any() and (depth is None or np.any(np.diff(depth[a:b])[tie] <= 0)):
+            return False
+    return True
+
+
+def _layer_depth(data: pa.Table, step: np.ndarray,
+                 order: Mapping[str, int]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """A per-row depth rank (run.json order, unknown names after); rows without a name dropped."""
+    chunks = [c if pa.types.is_dictionary(c.type) else pc.cast(c, pa.string()).dictionary_encode()
+              for c in data.column("layer").chunks]
+    names = set().union(*(c.dictionary.to_pylist() for c in chunks))
+    rank_of = _depth_ranks(names, order)
+    depth = np.concatenate([_chunk_depth(c, rank_of) for c in chunks])
+    if np.any(depth < 0):
+        keep = depth >= 0
+        return data.filter(pa.array(keep)), step[keep], depth[keep]
+    return data, step, depth
+
+
+def _chunk_depth(chunk: pa.DictionaryArray, rank_of: Mapping[str, int]) -> np.ndarray:
+    lut = np.array([rank_of.get(n, -1) if n is not None else -1 for n in chunk.dictionary.to_pylist()]
+                   or [-1], dtype=np.int32)
+    codes = chunk.indices.to_numpy(zero_copy_only=False)
+    if not chunk.null_count:
+        return lut[codes]
+    null = chunk.is_null().to_numpy(zero_copy_only=False)
+    return np.where(null, -1, lut[np.where(null, 0, codes).astype(np.int64)])
+
+
+def _layer_order(meta: Mapping[str, Any]) -> dict[str, int]:
+    """Depth rank of each run.json layer (by ``index``, then listing order)."""
+    entries = [e for e in meta.get("layers") or () if isinstance(e, Mapping)
+               and isinstance(e.get("name"), str)]
+    def index(e: Mapping[str, Any]) -> int:
+        i = e.get("index")
+        return i if isinstance(i, int) and not isinstance(i, bool) else 1 << 62
+    ranked = sorted(enumerate(entries), key=lambda pair: (index(pair[1]), pair[0]))
+    order: dict[str, int] = {}
+    for _, e in ranked:
+        order.setdefault(e["name"], len(order))
+    return order
+
+
+def _depth_ranks(names: Iterable[str | None], order: Mapping[str, int]) -> dict[str, int]:
+    # Names run.json does not list sort after the listed ones, by name, so the order is stable.
+    ranks = dict(order)
+    for n in sorted(n for n in names if n is not None and n not in ranks):
+        ranks[n] = len(ranks)
+    return ranks
+
+
+# -- foreign logs -----------------------------------------------------------
+
+def _load_foreign(shown: str, columns: Columns | None) -> Run:
+    try:
+        from .importers import detect_kind, import_run
+    except (ImportError, AttributeError):
+        detect_kind = import_run = None
+    kind = detect_kind(shown) if detect_kind is not None and os.path.exists(shown) else None
+    if not kind:
+        if not os.path.exists(shown):
+            raise RunFormatError(f"{shown}: no such file or directory")
+        raise RunFormatError(f"{shown} is not a run directory (no run.json) "
+                             "and no importer recognises it")
+    source = Path(shown)
+    # The run is named after its source, not the temporary folder, so the output stays the same.
+    label = (source.stem if source.is_file() else source.name) or "imported"
+    with tempfile.TemporaryDirectory(prefix="runlens-import-") as tmp:
+        made = import_run(kind, shown, Path(tmp) / label)
+        where = Path(made) if made is not None else Path(tmp) / label
+        run = load_run(where, columns)
+    return Run(path=shown, meta=run.meta, status=run.status, scalars=run.scalars, evals=run.evals,
+               layers=run.layers, events=run.events, warnings=run.warnings)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

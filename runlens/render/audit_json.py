@@ -1,0 +1,11 @@
+"""The audit as JSON: the list of the spec's per-run analysis objects, worst first."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def render_audit_json(result: Any) -> str:
+    """Exactly the spec's objects (``run``, ``name``, ``status``, ``curve``, ``findings``, ``warnings``)."""
+    return json.dumps(result.to_list(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"

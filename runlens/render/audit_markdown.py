@@ -1,0 +1,37 @@
+"""The audit as a GitHub-flavoured Markdown table (a CI job summary, a PR comment)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .audit_cells import COLUMNS, cells, report_href, summary
+from .escape import md_cell, md_inline
+
+_BADGE = {"unreadable": "⛔ unreadable", "error": "🔴 error", "warning": "🟠 warning",
+          "info": "🔵 info", "ok": "🟢 ok"}
+
+
+def render_audit_markdown(result: Any, *, reports_base: str | None = None,
+                          title: str = "runlens audit") -> str:
+    """A heading, the summary line, one table row per run (names link to reports), errors."""
+    lines = [f"## {md_inline(title)}", "", md_inline(summary(result)), ""]
+    lines.append("| " + " | ".join(head for head, _ in COLUMNS) + " |")
+    lines.append("|" + "|".join("---:" if key in _NUMERIC else "---" for _, key in COLUMNS) + "|")
+    for row in result.rows:
+        c = cells(row)
+        c["severity"] = _BADGE[c["severity"]]
+        # Numbers, labels and badges are ours and safe; only run-supplied text needs escaping.
+        out = {key: md_cell(c[key]) if key in _FREE_TEXT else (c[key] or " ") for _, key in COLUMNS}
+        href = report_href(row, reports_base)
+        if href:
+            out["name"] = f"[{out['name']}]({href})"
+        lines.append("| " + " | ".join(out[key] for _, key in COLUMNS) + " |")
+    errors = [row for row in result.rows if row.error]
+    if errors:
+        lines += ["", "**Runs that could not be analyzed**", ""]
+        lines += [f"- {md_inline(row.run)}: {md_inline(row.error)}" for row in errors]
+    return "\n".join(lines) + "\n"
+
+
+_FREE_TEXT = {"name", "findings"}
+_NUMERIC = {"final_loss", "best_loss", "best_val", "steps", "duration"}

@@ -1,0 +1,111 @@
+"""A baseline comparison as text, JSON, Markdown or HTML.
+
+Each renderer shows the same three parts: the verdict (findings, most
+severe first), the table of checks with their numbers, and notes on what
+could not be compared. Nothing is computed here beyond formatting.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jinja2
+
+from .audit_cells import number
+from .escape import md_cell, md_inline
+
+
+def rows(c: Any) -> list[tuple[str, str, str, str]]:
+    """(check, run, baseline, test) for the table of every renderer."""
+    out = []
+    for level in (c.loss, c.val_loss):
+        if level is not None:
+            name = "final loss" if level.metric == "loss" else "final val loss"
+            test = (f"{level.relative_change:+.1%}, {level.test} p={level.p_value:.2g}, "
+                    f"Cliff's delta {level.effect_size:.2f}, steps {level.first_step:,}-{level.last_step:,}")
+            out.append((name, number(level.run_median), number(level.baseline_median), test))
+    conv = c.convergence
+    if conv is not None:
+        ratio = "never" if conv.run_step is None else f"{conv.ratio:.2f}x"
+        out.append((f"steps to loss {conv.target_loss:.4g}", _step(conv.run_step),
+                    _step(conv.baseline_step), f"{ratio} the baseline's ({conv.fraction:.0%} of its improvement)"))
+    out.append(("first non-finite step", _step(c.run_nonfinite_step), _step(c.baseline_nonfinite_step), ""))
+    if c.spikes is not None:
+        out.append(("loss spikes", str(c.spikes.run_count), str(c.spikes.baseline_count),
+                    f"binomial p={c.spikes.p_value:.2g}"))
+    for g in c.gradient_shifts[:10]:
+        out.append((f"grad norm {g.layer}", number(g.run_median), number(g.baseline_median),
+                    f"10^{g.log10_ratio:+.1f}"))
+    return out
+
+
+def _step(step: int | None) -> str:
+    return "—" if step is None else f"{step:,}"
+
+
+def _verdict(c: Any) -> str:
+    if not c.findings:
+        return "no regression against the baseline"
+    return f"{len(c.findings)} regression finding(s), worst: {c.worst}"
+
+
+def render_compare_text(c: Any) -> str:
+    lines = [f"{c.run_name} vs baseline {c.baseline_name}  ({c.shared_steps:,} shared steps)",
+             f"verdict: {_verdict(c)}", ""]
+    for f in c.findings:
+        lines.append(f"{f.severity.upper():7} {f.code}: {f.title}")
+        if f.advice:
+            lines.append(f"        try: {f.advice}")
+    if c.findings:
+        lines.append("")
+    table = [("check", "run", "baseline", "test"), *rows(c)]
+    widths = [max(len(r[i]) for r in table) for i in range(3)]
+    for r in table:
+        lines.append("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+    lines += [f"note: {n}" for n in c.notes]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def render_compare_json(c: Any) -> str:
+    return json.dumps(c.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def render_compare_markdown(c: Any) -> str:
+    lines = [f"## {md_inline(c.run_name)} vs baseline {md_inline(c.baseline_name)}", "",
+             f"**{md_inline(_verdict(c))}** ({c.shared_steps:,} shared steps)", ""]
+    for f in c.findings:
+        lines.append(f"- **{f.severity}** `{f.code}`: {md_inline(f.title)}")
+    if c.findings:
+        lines.append("")
+    lines += ["| check | run | baseline | test |", "|---|---:|---:|---|"]
+    lines += ["| " + " | ".join(md_cell(x) for x in r) + " |" for r in rows(c)]
+    if c.notes:
+        lines += [""] + [f"- note: {md_inline(n)}" for n in c.notes]
+    return "\n".join(lines) + "\n"
+
+
+_TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{ c.run_name }} vs {{ c.baseline_name }}</title>
+<style>body{font:14px/1.45 system-ui,sans-serif;margin:2rem;color:#1f2328}
+table{border-collapse:collapse}th,td{padding:.3rem .6rem;border-bottom:1px solid #d1d9e0;text-align:left}
+.error{color:#a40e26}.warning{color:#7d4e00}.info{color:#0550ae}small{color:#59636e}</style></head><body>
+<h1>{{ c.run_name }} <small>vs baseline</small> {{ c.baseline_name }}</h1>
+<p><b>{{ verdict }}</b> <small>({{ "{:,}".format(c.shared_steps) }} shared steps; {{ c.run }} vs {{ c.baseline }})</small></p>
+<ul>{% for f in c.findings %}<li class="{{ f.severity }}"><b>{{ f.severity }}</b> <code>{{ f.code }}</code>: {{ f.title }}
+{% if f.advice %}<br><small>{{ f.advice }}</small>{% endif %}</li>{% endfor %}</ul>
+<table><thead><tr><th>check</th><th>run</th><th>baseline</th><th>test</th></tr></thead><tbody>
+{% for r in rows %}<tr>{% for x in r %}<td>{{ x }}</td>{% endfor %}</tr>{% endfor %}
+</tbody></table>
+{% for n in c.notes %}<p><small>note: {{ n }}</small></p>{% endfor %}
+</body></html>
+"""
+_ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+
+
+def render_compare_html(c: Any) -> str:
+    return _ENV.from_string(_TEMPLATE).render(c=c, rows=rows(c), verdict=_verdict(c))
+
+
+RENDERERS = {"text": render_compare_text, "json": render_compare_json,
+             "md": render_compare_markdown, "html": render_compare_html}

@@ -1,0 +1,75 @@
+"""Plain-text rendering of a diagnosis, for a terminal.
+
+The verdict comes first (status and curve label), then the findings in the
+diagnosis's order (most severe first), each with its step, layers, the
+numbers behind it and what to try, then reading warnings. No analysis
+happens here: everything shown is in the :class:`~runlens.findings.Diagnosis`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any, Mapping
+
+from ..findings import Diagnosis, Finding, jsonable
+
+WIDTH = 88
+_MARK = {"error": "ERROR", "warning": "WARN ", "info": "INFO "}
+_MAX_LAYERS = 6
+
+
+def render(diagnosis: Diagnosis) -> str:
+    """The diagnosis as text lines ending in a newline."""
+    run = diagnosis.run
+    lines = [f"{run.name}  ({run.path})",
+             f"status: {run.status}    curve: {diagnosis.curve.label}"]
+    if diagnosis.curve.reason:
+        lines += _wrap(diagnosis.curve.reason, "  ")
+    lines.append("")
+    if not diagnosis.findings:
+        lines.append("No findings.")
+    for finding in diagnosis.findings:
+        lines += _finding(finding)
+        lines.append("")
+    if diagnosis.warnings:
+        lines.append("Warnings while reading or analysing:")
+        lines += [f"  - {w}" for w in diagnosis.warnings]
+        lines.append("")
+    lines.append(_summary(diagnosis))
+    return "\n".join(lines) + "\n"
+
+
+def _finding(f: Finding) -> list[str]:
+    lines = [f"{_MARK[f.severity]} {f.code}: {f.title}"]
+    if f.step is not None:
+        lines.append(f"      step: {f.step:,}")
+    if f.layers:
+        shown = ", ".join(f.layers[:_MAX_LAYERS])
+        more = f" (+{len(f.layers) - _MAX_LAYERS} more)" if len(f.layers) > _MAX_LAYERS else ""
+        lines += _wrap(f"layers: {shown}{more}", "      ")
+    for key, value in jsonable(f.evidence).items():
+        lines += _wrap(f"{key}: {_value(value)}", "      ")
+    if f.advice:
+        lines += _wrap(f"try: {f.advice}", "      ")
+    return lines
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_value(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        items = [_value(v) for v in value[:8]]
+        return "[" + ", ".join(items) + (", ..." if len(value) > 8 else "") + "]"
+    return str(value)
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False) or [indent]
+
+
+def _summary(diagnosis: Diagnosis) -> str:
+    counts = {s: sum(f.severity == s for f in diagnosis.findings) for s in ("error", "warning", "info")}
+    return f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info"

@@ -1,0 +1,133 @@
+"""How a per-layer quantity changes with the layer's depth.
+
+The x axis is a layer's position from the input (0) to the loss (n-1); the
+y axis is ``log10`` of the quantity, so a slope is decades per layer and the
+effect is a number of decades, whatever the model's scale. Theil-Sen and
+rank correlations are used because a network's profile has odd members
+(an embedding, a small head) that would drag a least-squares fit.
+Pure numpy/scipy; knows nothing about runs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Hashable, Sequence
+
+import numpy as np
+from scipy import stats
+
+from .growth import bucket_medians
+
+__all__ = ["DepthTrend", "depth_trend", "edge_gap", "group_norms", "row_slopes"]
+
+
+@dataclass(frozen=True)
+class DepthTrend:
+    """Trend of a log10 profile over layer position (0 = input side).
+
+    ``slope`` is the Theil-Sen slope in decades per layer (positive: the
+    quantity grows toward the loss) with its 95% interval; ``rho``/``rho_p``
+    Spearman's correlation with position; ``tau``/``tau_p`` Kendall's, whose
+    exact p-value stays honest for a handful of layers; ``gap`` the
+    loss-side level minus the input-side level (``edge_gap``) and
+    ``fitted`` the slope times the span, both in decades.
+    """
+
+    slope: float
+    slope_low: float
+    slope_high: float
+    rho: float
+    rho_p: float
+    tau: float
+    tau_p: float
+    gap: float
+    fitted: float
+    n: int
+
+
+def edge_gap(profile: np.ndarray, frac: float = 0.25) -> float:
+    """Mean of the last ``frac`` of a profile minus the mean of the first.
+
+    Each end holds at least one value; averaging a few layers keeps one odd
+    layer at either end from deciding the gap alone.
+    """
+    y = np.asarray(profile, dtype=np.float64)
+    k = max(1, int(len(y) * frac))
+    if len(y) < 2:
+        return float("nan")
+    return float(np.mean(y[-k:]) - np.mean(y[:k]))
+
+
+def depth_trend(profile: np.ndarray, max_points: int = 500) -> DepthTrend | None:
+    """Trend of ``profile`` (log10 values ordered input -> loss) over position.
+
+    Non-finite entries are dropped (positions keep their place); ``None``
+    with fewer than 3 finite layers or a constant profile. Profiles longer
+    than ``max_points`` are reduced to medians of consecutive layers first,
+    since Theil-Sen costs O(n^2) time and memory.
+    """
+    y = np.asarray(profile, dtype=np.float64)
+    x, y = bucket_medians(np.arange(len(y), dtype=np.float64), y, max_points)
+    if len(y) < 3 or np.ptp(y) == 0:
+        return None
+    slope, _, low, high = stats.theilslopes(y, x, alpha=0.95)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tiny n: scipy warns about its own approximations
+        rho, rho_p = stats.spearmanr(x, y)
+        tau, tau_p = stats.kendalltau(x, y)
+    return DepthTrend(
+        slope=float(slope), slope_low=float(low), slope_high=float(high),
+        rho=float(np.nan_to_num(rho)), rho_p=_p(rho_p), tau=float(np.nan_to_num(tau)), tau_p=_p(tau_p),
+        gap=edge_gap(y), fitted=float(slope * (x[-1] - x[0])), n=len(y),
+    )
+
+
+def group_norms(values: np.ndarray, groups: Sequence[Hashable]) -> tuple[np.ndarray, list[Hashable]]:
+    """Combine columns that share a group label into one L2 norm per row.
+
+    ``values`` is (rows x columns) of norms; a group's norm is the root of
+    the sum of its members' squares over the members that are finite (NaN
+    when none is). Groups come back in order of first appearance.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    order: list[Hashable] = []
+    index: dict[Hashable, int] = {}
+    for g in groups:
+        if g not in index:
+            index[g] = len(order)
+            order.append(g)
+    cols = np.array([index[g] for g in groups], dtype=np.int64)
+    finite = np.isfinite(values)
+    sq = np.where(finite, values, 0.0) ** 2
+    out = np.zeros((values.shape[0], len(order)))
+    count = np.zeros((values.shape[0], len(order)))
+    np.add.at(out.T, cols, sq.T)
+    np.add.at(count.T, cols, finite.T.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        return np.where(count > 0, np.sqrt(out), np.nan), order
+
+
+def row_slopes(logm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares slope of each row of ``logm`` over column position.
+
+    Returns ``(slope, n)`` per row, ignoring non-finite cells; the slope is
+    NaN for rows with fewer than 3 finite cells. Cheap enough to run on
+    every recorded step, to see whether a profile holds over time.
+    """
+    logm = np.asarray(logm, dtype=np.float64)
+    ok = np.isfinite(logm)
+    x = np.broadcast_to(np.arange(logm.shape[1], dtype=np.float64), logm.shape)
+    n = ok.sum(axis=1).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.where(ok, x, 0).sum(axis=1) / n
+        my = np.where(ok, logm, 0).sum(axis=1) / n
+        dx = np.where(ok, x - mx[:, None], 0)
+        dy = np.where(ok, logm - my[:, None], 0)
+        slope = (dx * dy).sum(axis=1) / (dx * dx).sum(axis=1)
+    slope = np.where(n >= 3, slope, np.nan)
+    return slope, n.astype(np.int64)
+
+
+def _p(p: float) -> float:
+    return float(p) if np.isfinite(p) else 1.0

@@ -1,0 +1,124 @@
+"""Growth of a positive series over steps, measured in decades.
+
+Gradient and weight norms span orders of magnitude, so everything here works
+on ``log10`` of the series: a slope is decades per step and a change is a
+number of decades, which means the same thing for a norm of 1e-6 and 1e6.
+Long series are reduced to at most ``max_points`` bucket medians before the
+O(n^2) Theil-Sen estimator sees them (a median per bucket also ignores the
+odd spike). Pure numpy/scipy; knows nothing about runs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["Growth", "bucket_medians", "growth", "level_change", "longest_true_run", "rolling_median"]
+
+
+@dataclass(frozen=True)
+class Growth:
+    """Trend of a log10 series over steps.
+
+    ``slope`` is the Theil-Sen slope in decades per step with its 95%
+    interval (``slope_low``, ``slope_high``); ``tau``/``p`` are Kendall's
+    tau and its two-sided p-value on the same points; ``decades`` is the
+    change from the early level to the late level (``level_change``);
+    ``n`` is the number of points the estimators saw.
+    """
+
+    slope: float
+    slope_low: float
+    slope_high: float
+    tau: float
+    p: float
+    decades: float
+    n: int
+
+
+def bucket_medians(x: np.ndarray, y: np.ndarray, max_points: int = 500) -> tuple[np.ndarray, np.ndarray]:
+    """Finite (x, y) pairs reduced to at most ``max_points`` bucket medians.
+
+    Buckets hold consecutive points in equal counts; shorter series come
+    back unchanged (finite pairs only).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    n = len(y)
+    if n <= max_points:
+        return x, y
+    edges = np.linspace(0, n, max_points + 1).astype(np.int64)
+    xs = np.array([np.median(x[a:b]) for a, b in zip(edges[:-1], edges[1:]) if b > a])
+    ys = np.array([np.median(y[a:b]) for a, b in zip(edges[:-1], edges[1:]) if b > a])
+    return xs, ys
+
+
+def level_change(y: np.ndarray, frac: float = 0.1, min_points: int = 1) -> float:
+    """Late level minus early level: medians of the first and last ``frac``.
+
+    Each window holds at least ``min_points`` points (and at least one); NaN
+    when the finite series is too short for two windows.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    y = y[np.isfinite(y)]
+    k = max(min_points, 1, int(round(frac * len(y))))
+    if len(y) < 2 or 2 * k > len(y) + 1:
+        return float("nan")
+    return float(np.median(y[-k:]) - np.median(y[:k]))
+
+
+def growth(x: np.ndarray, logy: np.ndarray, *, max_points: int = 500, frac: float = 0.1) -> Growth | None:
+    """Theil-Sen slope and Kendall test of ``logy`` against ``x``.
+
+    ``None`` with fewer than 3 finite points or a constant series, where
+    neither statistic is defined.
+    """
+    xs, ys = bucket_medians(x, logy, max_points)
+    if len(ys) < 3 or np.ptp(ys) == 0 or np.ptp(xs) == 0:
+        return None
+    slope, _, low, high = stats.theilslopes(ys, xs, alpha=0.95)
+    tau, p = stats.kendalltau(xs, ys)
+    p = 1.0 if not np.isfinite(p) else float(p)
+    return Growth(slope=float(slope), slope_low=float(low), slope_high=float(high),
+                  tau=float(np.nan_to_num(tau)), p=p, decades=level_change(ys, frac), n=len(ys))
+
+
+def rolling_median(y: np.ndarray, window: int) -> np.ndarray:
+    """Centred rolling median (NaN-aware), same length as ``y``.
+
+    Used to read a level that a single spike cannot move.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    window = max(1, int(window))
+    if window == 1 or len(y) == 0:
+        return y.copy()
+    half = window // 2
+    padded = np.pad(y, (half, window - 1 - half), constant_values=np.nan)
+    view = np.lib.stride_tricks.sliding_window_view(padded, window)
+    if not np.isnan(padded).any():
+        return np.median(view, axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows give NaN, as wanted
+        return np.nanmedian(view, axis=1)
+
+
+def longest_true_run(mask: np.ndarray) -> tuple[int, int]:
+    """``(start, length)`` of the longest run of consecutive True values.
+
+    ``(0, 0)`` when there is none; ties go to the earliest run.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    if not mask.any():
+        return 0, 0
+    padded = np.concatenate(([False], mask, [False])).astype(np.int8)
+    diff = np.diff(padded)
+    starts = np.flatnonzero(diff == 1)
+    ends = np.flatnonzero(diff == -1)
+    lengths = ends - starts
+    i = int(np.argmax(lengths))
+    return int(starts[i]), int(lengths[i])

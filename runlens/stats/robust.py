@@ -1,0 +1,108 @@
+"""Robust location, scale and outlier scores for long, noisy series.
+
+Pure numpy/scipy; knows nothing about runs. Everything here is linear (or
+``n * window`` with a small constant) in the length of the series, so it can
+be fed a million training steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import ndimage
+
+#: MAD times this estimates the standard deviation of Gaussian data.
+MAD_TO_SD = 1.4826
+
+
+def finite(x: np.ndarray) -> np.ndarray:
+    """``x`` as float64 with NaN/Inf dropped."""
+    x = np.asarray(x, dtype=np.float64)
+    return x[np.isfinite(x)]
+
+
+def mad_sd(x: np.ndarray) -> float:
+    """Robust standard deviation (1.4826 * MAD) of the finite values; NaN if none."""
+    x = finite(x)
+    if x.size == 0:
+        return float("nan")
+    return float(MAD_TO_SD * np.median(np.abs(x - np.median(x))))
+
+
+def bucket_edges(n: int, max_points: int) -> np.ndarray:
+    """Boundaries splitting ``range(n)`` into at most ``max_points`` near-equal buckets."""
+    k = max(1, min(int(n), int(max_points)))
+    return np.linspace(0, n, k + 1).round().astype(np.int64)
+
+
+def bucket_medians(x: np.ndarray, max_points: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+    """Downsample ``x`` to at most ``max_points`` bucket medians.
+
+    Returns ``(position, median)``: each bucket's centre as a (fractional)
+    index into ``x``, and its median. Medians rather than means so that a
+    few spikes do not move the downsampled curve. Series no longer than
+    ``max_points`` are returned as they are.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    if n <= max_points:
+        return np.arange(n, dtype=np.float64), x.copy()
+    size = -(-n // max_points)  # equal buckets except the last: one reshape
+    full = (n // size) * size
+    med = np.median(x[:full].reshape(-1, size), axis=1)
+    pos = np.arange(med.size, dtype=np.float64) * size + (size - 1) / 2.0
+    if full < n:
+        med = np.append(med, np.median(x[full:]))
+        pos = np.append(pos, (full + n - 1) / 2.0)
+    return pos, med
+
+
+def rolling_median(x: np.ndarray, window: int, *, mode: str = "mirror") -> np.ndarray:
+    """Centred rolling median, same length as ``x``.
+
+    Edges are mirrored by default: padding with the nearest value would fill
+    half of the first window with copies of ``x[0]`` and pin the median (and
+    a MAD computed this way) to it. ``mode="nearest"`` keeps a monotone
+    series unchanged, edges included.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    window = max(1, int(window)) | 1  # odd, so the window is centred
+    if x.size == 0:
+        return x.copy()
+    if x.size == 1:
+        return x.copy()
+    return ndimage.median_filter(x, size=min(window, 2 * x.size - 1) | 1, mode=mode)
+
+
+def robust_z(x: np.ndarray, window: int, *, scale_window: int | None = None,
+             min_scale: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Robust z-scores of ``x`` against its rolling median and rolling MAD.
+
+    Returns ``(z, baseline, scale)``. ``scale`` is 1.4826 times the rolling
+    median of the absolute residuals over ``scale_window`` (default 4x
+    ``window``: the spread needs more points than the level to be stable),
+    floored at ``min_scale`` and at a tiny fraction of the series' overall
+    spread so a locally constant stretch does not give infinite scores.
+    ``x`` must be finite.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    base = rolling_median(x, window)
+    resid = x - base
+    sw = scale_window if scale_window is not None else 4 * int(window)
+    scale = MAD_TO_SD * rolling_median(np.abs(resid), sw)
+    overall = MAD_TO_SD * np.median(np.abs(resid)) if x.size else 0.0
+    level = float(np.max(np.abs(x))) if x.size else 0.0
+    floor = max(float(min_scale), 1e-3 * float(overall), 1e-12 * level, np.finfo(float).tiny)
+    scale = np.maximum(scale, floor)
+    with np.errstate(over="ignore"):
+        return resid / scale, base, scale
+
+
+def runs_of(mask: np.ndarray) -> list[tuple[int, int]]:
+    """``[start, stop)`` index pairs of the runs of True in a boolean array."""
+    m = np.asarray(mask, dtype=bool)
+    if m.size == 0:
+        return []
+    d = np.diff(np.concatenate(([0], m.view(np.int8), [0])))
+    starts = np.flatnonzero(d == 1)
+    stops = np.flatnonzero(d == -1)
+    return list(zip(starts.tolist(), stops.tolist()))

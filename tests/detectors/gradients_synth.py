@@ -1,0 +1,96 @@
+"""Synthetic per-layer runs for the gradient and weight detector tests.
+
+A "network" here is ``n_layers`` modules, each with a weight matrix and a
+bias, whose log10 norms follow a per-module level plus a time trend plus
+noise. ``make_run`` turns the matrices into a ``Run`` without disk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from runlens.detectors import REGISTRY, Context
+from runlens.findings import CurveVerdict
+from runlens.run import Run
+
+
+def make_run(grad: np.ndarray, weight: np.ndarray, update: np.ndarray | None = None, *,
+             steps: np.ndarray | None = None, loss: np.ndarray | None = None,
+             scalars: dict | None = None, biases: bool = True, zero_frac: np.ndarray | None = None,
+             null_grad: np.ndarray | None = None) -> Run:
+    """A run whose layers table holds ``grad``/``weight``/``update`` (steps x modules).
+
+    Each module gets a ``weight`` matrix row and, with ``biases``, a bias
+    row whose norms are 1/30 of the weight's (as real biases are).
+    ``null_grad`` (steps x modules, bool) writes null gradients there.
+    """
+    n, m = grad.shape
+    steps = np.arange(n) if steps is None else np.asarray(steps)
+    meta_layers, cols = [], {k: [] for k in ("step", "layer", "grad_norm", "weight_norm", "update_norm",
+                                            "grad_zero_frac")}
+    params = [(j, "weight", 1.0) for j in range(m)]
+    if biases:
+        params = [p for j in range(m) for p in ((j, "weight", 1.0), (j, "bias", 1 / 30))]
+    for idx, (j, kind, scale) in enumerate(params):
+        shape = [64, 64] if kind == "weight" else [64]
+        meta_layers.append({"name": f"l{j}.{kind}", "index": idx, "module": f"l{j}", "kind": "Linear",
+                            "shape": shape, "numel": int(np.prod(shape))})
+    for i in range(n):
+        for j, kind, scale in params:
+            cols["step"].append(int(steps[i]))
+            cols["layer"].append(f"l{j}.{kind}")
+            nullg = null_grad is not None and null_grad[i, j]
+            cols["grad_norm"].append(None if nullg else float(grad[i, j] * scale))
+            cols["weight_norm"].append(float(weight[i, j] * scale))
+            cols["update_norm"].append(None if update is None else float(update[i, j] * scale))
+            cols["grad_zero_frac"].append(None if nullg else float(0.0 if zero_frac is None else zero_frac[i, j]))
+    layers = pa.table({
+        "step": pa.array(cols["step"], pa.int64()),
+        "layer": pa.array(cols["layer"]).dictionary_encode(),
+        **{k: pa.array(cols[k], pa.float32()) for k in ("grad_norm", "weight_norm", "update_norm", "grad_zero_frac")},
+    })
+    if update is None:
+        layers = layers.drop_columns(["update_norm"])
+    loss = np.ones(n) if loss is None else np.asarray(loss, dtype=float)
+    sc_steps = steps if len(loss) == n else np.arange(len(loss))  # scalars may be denser than layers
+    sc = {"step": pa.array(sc_steps, pa.int64()), "time": pa.array(sc_steps.astype(float)),
+          "loss": pa.array(loss, pa.float64())}
+    for k, v in (scalars or {}).items():
+        sc[k] = pa.array(v, pa.float64())
+    return Run(path="synthetic", meta={"layers": meta_layers}, status="finished",
+               scalars=pa.table(sc), layers=layers)
+
+
+def healthy_net(seed: int, n: int = 200, m: int = 8, *, depth_var: float = 0.3, tilt: float = 0.08,
+                noise: float = 0.15, ratio: float = 1e-3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(grad, weight, update) of a healthy net: mild depth variation, noisy, slowly falling.
+
+    ``tilt`` is a real (but small) rise of log gradient toward the loss,
+    decades per module, as deep nets show without vanishing; ``ratio`` is
+    the typical update/weight ratio.
+    """
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)[:, None]
+    level = rng.normal(0, depth_var, m) + tilt * rng.uniform(-0.5, 1.0) * np.arange(m)
+    logg = level - 0.5 * t + noise * rng.standard_normal((n, m))
+    logw = rng.uniform(0.5, 1.5, m) + 0.05 * t
+    logr = np.log10(ratio) + rng.normal(0, 0.3, m) + 0.2 * rng.standard_normal((n, m))
+    w = 10 ** logw
+    return 10 ** logg, w, w * 10 ** logr
+
+
+def falling_loss(seed: int, n: int, *, start: float = 2.3, floor: float = 0.3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    return (floor + (start - floor) * np.exp(-5 * t)) * np.exp(0.05 * rng.standard_normal(n))
+
+
+def flat_loss(seed: int, n: int, *, level: float = 2.3) -> np.ndarray:
+    return level * np.exp(0.02 * np.random.default_rng(seed).standard_normal(n))
+
+
+def check(code: str, run: Run, *, curve: str | None = None, first_nonfinite: int | None = None, **params):
+    """The findings of detector ``code`` on ``run``."""
+    ctx = Context(curve=CurveVerdict(curve, "test") if curve else None, first_nonfinite_step=first_nonfinite)
+    return list(REGISTRY[code](**params).check(run, ctx))

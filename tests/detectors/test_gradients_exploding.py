@@ -1,0 +1,101 @@
+"""exploding_gradients: growth, blow-up, and the steady or numerical twins."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradients_synth import check, falling_loss, healthy_net, make_run
+from runlens.detectors import Skip
+
+
+def scalar_run(grad_norm, *, loss=None, step_skipped=None, weights=None):
+    n = len(grad_norm)
+    g, w, u = healthy_net(0, n=n, m=4) if weights is None else weights
+    sc = {"grad_norm": grad_norm}
+    loss = falling_loss(0, n) if loss is None else loss
+    if step_skipped is not None:
+        sc["step_skipped"] = step_skipped
+    return make_run(g, w, u, loss=loss, scalars=sc)
+
+
+def noisy(level, n, seed, sd=0.15):
+    return 10 ** (level + sd * np.random.default_rng(seed).standard_normal(n))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_fires_on_sustained_growth(seed):
+    n = 300
+    g = noisy(np.linspace(0, 4, n), n, seed)
+    [f] = check("exploding_gradients", scalar_run(g))
+    assert f.severity == "error"
+    assert f.evidence["growth_decades"] >= 3
+    assert f.evidence["kendall_p"] < 1e-6
+    assert "decades over the run (>= 2" in f.title
+
+
+def test_silent_on_steady_high_gradients_for_every_seed():
+    fired = [s for s in range(100) if check("exploding_gradients", scalar_run(noisy(4.0, 150, s, sd=0.3)))]
+    assert fired == []
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_silent_on_a_healthy_rise_of_under_two_decades(seed):
+    n = 300
+    level = np.concatenate([np.linspace(-1, 0.5, n // 2), np.full(n - n // 2, 0.5)])
+    assert check("exploding_gradients", scalar_run(noisy(level, n, seed))) == []
+
+
+def test_fires_when_growth_ends_in_a_blowup():
+    g = noisy(np.zeros(100), 100, 1)
+    g[95:100] = [1e1, 1e2, 1e3, 1e5, np.inf]
+    loss = falling_loss(1, 100)
+    [f] = check("exploding_gradients", scalar_run(g, loss=loss))
+    assert f.step == 99 and f.evidence["rise_decades"] >= 4
+
+
+def test_numerical_nan_with_healthy_gradients_is_not_an_explosion():
+    g = noisy(np.zeros(100), 100, 2)
+    g[60:] = np.nan
+    loss = falling_loss(2, 100)
+    loss[60:] = np.nan
+    assert check("exploding_gradients", scalar_run(g, loss=loss), first_nonfinite=60) == []
+
+
+def test_skipped_mixed_precision_steps_are_not_a_blowup():
+    g = noisy(np.zeros(200), 200, 3)
+    skipped = np.zeros(200)
+    g[::40] = np.inf
+    skipped[::40] = 1
+    assert check("exploding_gradients", scalar_run(g, step_skipped=skipped)) == []
+
+
+def test_fires_on_a_first_step_gradient_that_dwarfs_the_weights():
+    n = 3
+    gw = healthy_net(0, n=n, m=4)
+    g = np.array([1e10, np.nan, np.nan])
+    loss = np.array([6.0, np.nan, np.nan])
+    [f] = check("exploding_gradients", scalar_run(g, loss=loss, weights=gw), first_nonfinite=1)
+    assert f.evidence["grad_to_weight"] > 1e6
+
+
+def test_falls_back_to_per_layer_norms():
+    n = 200
+    g, w, u = healthy_net(5, n=n, m=4, noise=0.1)
+    g *= 10 ** np.linspace(0, 3.5, n)[:, None]
+    [f] = check("exploding_gradients", make_run(g, w, u))
+    assert f.evidence["source"] == "layers.grad_norm"
+
+
+def test_long_runs_are_bucketed():
+    n = 100_000
+    [f] = check("exploding_gradients", scalar_run(noisy(np.linspace(0, 3, n), n, 6), weights=healthy_net(0, 2, 3)))
+    assert f.evidence["points_tested"] <= 500
+
+
+def test_no_gradient_norm_at_all_is_skipped():
+    from runlens.run import Run
+    import pyarrow as pa
+    run = Run(path="x", meta={}, status="finished", scalars=pa.table({"step": [0, 1], "loss": [1.0, 0.9]}))
+    with pytest.raises(Skip):
+        check("exploding_gradients", run)

@@ -1,0 +1,71 @@
+"""learning_rate_too_low: tiny updates with healthy gradients and a flat loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradients_synth import check, falling_loss, flat_loss, healthy_net, make_run
+from runlens.detectors import Skip
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fires_on_tiny_updates_and_a_flat_loss(seed):
+    g, w, u = healthy_net(seed, n=80, m=5, ratio=1e-6)
+    [f] = check("learning_rate_too_low", make_run(g, w, u, loss=flat_loss(seed, 80)))
+    assert f.evidence["median_update_ratio"] < 1e-5
+    assert "< 1e-04" in f.title
+    assert f.severity == "warning"
+
+
+@pytest.mark.parametrize("ratio", [1e-3, 3e-4])
+def test_silent_with_healthy_updates_for_every_seed(ratio):
+    fired = [s for s in range(100) if check(
+        "learning_rate_too_low", make_run(*healthy_net(s, n=30, m=4, ratio=ratio), loss=flat_loss(s, 30)))]
+    assert fired == []
+
+
+def test_silent_when_the_loss_fell_a_lot():
+    g, w, u = healthy_net(1, n=80, m=5, ratio=1e-6)
+    assert check("learning_rate_too_low", make_run(g, w, u, loss=falling_loss(1, 80))) == []
+
+
+def test_underfitting_curve_counts_as_barely_moving():
+    g, w, u = healthy_net(2, n=80, m=5, ratio=1e-6)
+    loss = np.linspace(2.3, 1.8, 80)  # -22%: the curve detector said underfitting
+    assert check("learning_rate_too_low", make_run(g, w, u, loss=loss)) == []
+    assert len(check("learning_rate_too_low", make_run(g, w, u, loss=loss), curve="underfitting")) == 1
+
+
+def test_diverged_curve_is_not_a_low_learning_rate():
+    g, w, u = healthy_net(3, n=80, m=5, ratio=1e-6)
+    assert check("learning_rate_too_low", make_run(g, w, u, loss=flat_loss(3, 80)), curve="diverged") == []
+
+
+def test_vanishing_profile_is_left_to_vanishing_gradients():
+    g, w, u = healthy_net(4, n=80, m=6, ratio=1e-6)
+    g *= 10 ** (-0.8 * (5 - np.arange(6)))
+    assert check("learning_rate_too_low", make_run(g, w, u, loss=flat_loss(4, 80))) == []
+
+
+def test_a_layer_without_gradient_is_not_a_learning_rate():
+    g, w, u = healthy_net(5, n=80, m=5, ratio=1e-6)
+    g[:, 1] = 0.0
+    assert check("learning_rate_too_low", make_run(g, w, u, loss=flat_loss(5, 80))) == []
+
+
+def test_updates_rounded_to_zero_count_as_tiny():
+    g, w, u = healthy_net(6, n=80, m=5)
+    assert len(check("learning_rate_too_low", make_run(g, w, np.zeros_like(u), loss=flat_loss(6, 80)))) == 1
+
+
+def test_uniformly_small_gradient_with_normal_updates_is_silent():
+    # Adam normalizes the step: a small gradient everywhere does not mean small updates.
+    g, w, u = healthy_net(7, n=80, m=5, ratio=1e-3)
+    assert check("learning_rate_too_low", make_run(g * 1e-8, w, u, loss=flat_loss(7, 80))) == []
+
+
+def test_without_update_norm_it_is_skipped():
+    g, w, _ = healthy_net(8, n=20, m=4)
+    with pytest.raises(Skip):
+        check("learning_rate_too_low", make_run(g, w, None, loss=flat_loss(8, 20)))

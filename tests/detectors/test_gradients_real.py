@@ -1,0 +1,146 @@
+"""The gradient and weight detectors on small real PyTorch runs, recorded
+through ``recorders.torch.Recorder`` and read back from disk.
+
+Each run is a few hundred CPU steps of a tiny model on a synthetic task,
+one per failure it is built to show, plus healthy twins that must stay
+silent. Recorded once per module.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
+
+from recorders.torch import Recorder  # noqa: E402
+from runlens.analysis import analyze  # noqa: E402
+
+OURS = ("vanishing_gradients", "exploding_gradients", "dead_layers", "learning_rate_too_low",
+        "weight_norm_growth")
+
+
+def _data(seed=0, n=2048, d=32, k=10):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g)
+    y = (torch.tanh(x @ torch.randn(d, 64, generator=g)) @ torch.randn(64, k, generator=g)).argmax(1)
+    return x, y
+
+
+def _mlp(widths, act=nn.ReLU):
+    layers = []
+    for a, b in zip(widths[:-1], widths[1:]):
+        layers += [nn.Linear(a, b), act()]
+    return nn.Sequential(*layers[:-1])
+
+
+def _train(path, model, opt, steps, loss_fn, seed=0):
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    with Recorder(path, model, opt, config={"test": path.name}, seed=seed, handle_signals=False) as rec:
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = loss_fn(model, g)
+            loss.backward()
+            opt.step()
+            rec.step(loss)
+    return path
+
+
+def _clf(x, y, bs=64):
+    def fn(model, g):
+        idx = torch.randint(0, len(x), (bs,), generator=g)
+        return F.cross_entropy(model(x[idx]), y[idx])
+    return fn
+
+
+def _scenarios():
+    x, y = _data()
+    xr = torch.randn(1024, 16)
+    yr = xr @ torch.randn(16, 1)
+
+    def mse(model, g):
+        idx = torch.randint(0, 1024, (64,), generator=g)
+        return F.mse_loss(model(xr[idx]), yr[idx])
+
+    def unbounded(model, g):  # rewards scale: nothing stops the weights growing
+        idx = torch.randint(0, 1024, (64,), generator=g)
+        return -model(xr[idx]).mean()
+
+    def healthy_adam():
+        m = _mlp([32, 128, 64, 10])
+        return m, torch.optim.Adam(m.parameters(), 1e-3), 200, _clf(x, y)
+
+    def healthy_sgd():
+        m = _mlp([32, 128, 128, 64, 10])
+        return m, torch.optim.SGD(m.parameters(), 0.05, momentum=0.9), 200, _clf(x, y)
+
+    def healthy_deep_relu():
+        m = _mlp([32] + [64] * 8 + [10])
+        return m, torch.optim.AdamW(m.parameters(), 1e-3), 200, _clf(x, y)
+
+    def vanishing():
+        m = _mlp([32] + [64] * 10 + [10], act=nn.Sigmoid)
+        return m, torch.optim.SGD(m.parameters(), 0.1), 150, _clf(x, y)
+
+    def too_low():
+        m = _mlp([32, 128, 64, 10])
+        return m, torch.optim.Adam(m.parameters(), 1e-7), 200, _clf(x, y)
+
+    def dead():
+        m = _mlp([32, 128, 64, 10])
+        return m, torch.optim.Adam(list(m.parameters())[2:], 1e-3), 150, _clf(x, y)
+
+    def exploding():
+        m = _mlp([16, 64, 64, 1])
+        return m, torch.optim.SGD(m.parameters(), 0.3), 100, mse
+
+    def growth():
+        m = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1))
+        return m, torch.optim.Adam(m.parameters(), 0.02), 300, unbounded
+
+    return {f.__name__: f for f in (healthy_adam, healthy_sgd, healthy_deep_relu, vanishing, too_low, dead,
+                                    exploding, growth)}
+
+
+@pytest.fixture(scope="module")
+def diagnoses(tmp_path_factory):
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("real")
+    out = {}
+    for name, make in _scenarios().items():
+        torch.manual_seed(0)
+        model, opt, steps, loss_fn = make()
+        out[name] = analyze(_train(root / name, model, opt, steps, loss_fn))
+    return out
+
+
+def _codes(diag):
+    return {f.code for f in diag.findings if f.code in OURS and f.severity in ("warning", "error")}
+
+
+@pytest.mark.parametrize("name", ["healthy_adam", "healthy_sgd", "healthy_deep_relu"])
+def test_healthy_runs_are_silent(diagnoses, name):
+    assert _codes(diagnoses[name]) == set()
+
+
+@pytest.mark.parametrize("name, code", [
+    ("vanishing", "vanishing_gradients"),
+    ("too_low", "learning_rate_too_low"),
+    ("dead", "dead_layers"),
+    ("exploding", "exploding_gradients"),
+    ("growth", "weight_norm_growth"),
+])
+def test_each_failure_is_named(diagnoses, name, code):
+    assert code in _codes(diagnoses[name]), [f.title for f in diagnoses[name].findings]
+
+
+def test_vanishing_is_not_also_a_low_learning_rate(diagnoses):
+    assert "learning_rate_too_low" not in _codes(diagnoses["vanishing"])
+    assert "vanishing_gradients" not in _codes(diagnoses["too_low"])
+
+
+def test_dead_layer_names_the_layer_left_out(diagnoses):
+    [f] = [f for f in diagnoses["dead"].findings if f.code == "dead_layers"]
+    assert set(f.layers) == {"0.weight", "0.bias"}

@@ -1,0 +1,95 @@
+"""vanishing_gradients: firing cases and their healthy twins on synthetic nets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradients_synth import check, healthy_net, make_run
+from runlens.detectors import Skip
+
+
+def vanishing_net(seed: int, n: int = 100, m: int = 8, per_layer: float = 0.5, noise: float = 0.15):
+    rng = np.random.default_rng(seed)
+    level = -per_layer * (m - 1 - np.arange(m)) + rng.normal(0, 0.1, m)
+    logg = level + noise * rng.standard_normal((n, m))
+    w = np.full((n, m), 8.0) * 10 ** rng.normal(0, 0.1, m)
+    return 10 ** logg, w, w * 1e-3
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fires_on_a_profile_falling_toward_the_input(seed):
+    g, w, u = vanishing_net(seed)
+    [f] = check("vanishing_gradients", make_run(g, w, u))
+    assert f.severity == "warning"
+    assert f.evidence["decades"] >= 2.0
+    assert f.evidence["kendall_p"] < 0.01
+    assert "l0.weight" in f.layers and "l7.weight" not in f.layers
+    assert "decades from the loss to the input (>= 2" in f.title
+
+
+def test_silent_on_healthy_nets_for_every_seed():
+    fired = [s for s in range(100)
+             if check("vanishing_gradients", make_run(*healthy_net(s, n=60), biases=False))]
+    assert fired == []
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_uniformly_small_gradient_is_not_vanishing(seed):
+    g, w, u = healthy_net(seed, n=60)
+    assert check("vanishing_gradients", make_run(g * 1e-9, w, u * 1e-6)) == []
+
+
+def test_one_odd_input_layer_is_not_a_trend():
+    g, w, u = healthy_net(3, n=60)
+    g[:, 0] *= 1e-4  # an embedding with a tiny, sparse gradient
+    assert check("vanishing_gradients", make_run(g, w, u)) == []
+
+
+def test_needs_a_monotone_profile_with_few_modules():
+    g, w, u = vanishing_net(0, m=3, per_layer=1.5)
+    assert len(check("vanishing_gradients", make_run(g, w, u))) == 1
+    g[:, [1, 2]] = g[:, [2, 1]]  # not monotone any more
+    assert check("vanishing_gradients", make_run(g, w, u)) == []
+
+
+def test_two_modules_are_skipped():
+    g, w, u = vanishing_net(0, m=2, per_layer=3)
+    with pytest.raises(Skip):
+        check("vanishing_gradients", make_run(g, w, u))
+
+
+def test_a_gap_seen_only_briefly_is_not_enough():
+    g, w, u = vanishing_net(1)
+    hg, _, _ = healthy_net(1, n=100)
+    g[10:] = hg[10:]  # vanishing for the first 10% of steps only
+    assert check("vanishing_gradients", make_run(g, w, u)) == []
+
+
+def test_fires_when_an_adaptive_optimizer_repairs_the_profile_late():
+    g, w, u = vanishing_net(7, n=200)
+    hg, _, _ = healthy_net(7, n=200)
+    g[80:] = hg[80:]  # vanishing for the first 40% of the run, then fixed
+    [f] = check("vanishing_gradients", make_run(g, w, u))
+    assert f.evidence["step_range"][1] < 80
+
+
+def test_widths_alone_do_not_fire():
+    # Gradients rise toward the loss exactly as the weight norms do: ||g||/||w|| is flat.
+    g, w, u = vanishing_net(2)
+    w = g * 100
+    assert check("vanishing_gradients", make_run(g, w, w * 1e-3)) == []
+
+
+def test_ignores_steps_after_a_nonfinite_loss():
+    hg, w, u = healthy_net(4, n=100)
+    vg, _, _ = vanishing_net(4)
+    g = np.vstack([hg[:30], vg[30:]])
+    assert check("vanishing_gradients", make_run(g, w, u), first_nonfinite=30) == []
+    assert len(check("vanishing_gradients", make_run(g, w, u))) == 1
+
+
+def test_thousands_of_layers():
+    g, w, u = vanishing_net(0, n=4, m=3000, per_layer=0.002, noise=0.05)
+    [f] = check("vanishing_gradients", make_run(g, w, u, biases=False))
+    assert f.evidence["modules"] == 3000

@@ -1,0 +1,126 @@
+"""Build format-v1 run directories with pyarrow alone, for engine tests.
+
+``write_run(dir, scalars=..., layers=...)`` writes run.json and one part per
+table (or several: pass a list of column dicts, or ``(rank, seq, columns)``
+tuples). ``healthy(...)`` gives the columns of a healthy-looking run:
+a loss that decays with noise and then settles, stable gradient norms,
+slowly moving weights, a validation loss that follows training.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from recorders import format as fmt
+
+
+def meta(name: str = "run", *, status: str = "finished", layers: list[str] = (), **extra: Any) -> dict:
+    m = {
+        "format": fmt.FORMAT, "format_version": fmt.FORMAT_VERSION, "run_id": "0" * 32,
+        "name": name, "status": status,
+        "started_at": "2026-01-01T00:00:00+00:00", "ended_at": None,
+        "heartbeat_at": "2026-01-01T00:00:00+00:00",
+        "flush_every": 100, "flush_seconds": 30.0, "host": "elsewhere", "pid": 1,
+        "config": {"lr": 0.001}, "seed": 0, "environment": {"python": "3.12"},
+        "layers": [{"name": n, "index": i, "module": n.rsplit(".", 1)[0], "kind": "Linear",
+                    "shape": [4, 4], "numel": 16} for i, n in enumerate(layers)],
+        "attempts": [{"started_at": "2026-01-01T00:00:00+00:00", "first_step": 0}],
+        "error": None,
+    }
+    m.update(extra)
+    return m
+
+
+def to_table(table: str, columns: Mapping[str, Any]) -> pa.Table:
+    known = fmt.FIELDS[table]
+    arrays = {}
+    for name, values in columns.items():
+        if name in known:
+            typ = known[name]
+            if pa.types.is_dictionary(typ):
+                arrays[name] = pa.array(list(values), pa.string()).dictionary_encode()
+            else:
+                arrays[name] = pa.array(np.asarray(values).tolist() if isinstance(values, np.ndarray)
+                                        else list(values), typ)
+        else:
+            arrays[name] = pa.array(np.asarray(values))
+    return pa.table(arrays)
+
+
+def write_part(root: Path, table: str, columns: Mapping[str, Any] | pa.Table, rank: int = 0,
+               seq: int = 0) -> Path:
+    folder = Path(root) / table
+    folder.mkdir(parents=True, exist_ok=True)
+    data = columns if isinstance(columns, pa.Table) else to_table(table, columns)
+    path = folder / fmt.part_name(rank, seq)
+    pq.write_table(data, path)
+    return path
+
+
+def write_run(root: os.PathLike | str, *, run_meta: dict | None = None, **tables: Any) -> Path:
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "run.json").write_text(json.dumps(run_meta or meta(root.name)), encoding="utf-8")
+    for table, parts in tables.items():
+        if parts is None:
+            continue
+        if isinstance(parts, (Mapping, pa.Table)):
+            parts = [parts]
+        for i, part in enumerate(parts):
+            rank, seq, cols = part if isinstance(part, tuple) else (0, i, part)
+            write_part(root, table, cols, rank, seq)
+    return root
+
+
+def healthy(n: int = 600, n_layers: int = 4, *, seed: int = 0, layers_every: int = 10,
+            evals_every: int = 50) -> dict[str, Any]:
+    """Columns (and layer names) of a run that trains well: nothing should fire on it."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n, dtype=np.int64)
+    loss = 0.3 + 2.0 * np.exp(-steps / (n / 6)) + rng.normal(0, 0.02, n) * np.exp(-steps / n)
+    grad = 1.0 + 0.5 * np.exp(-steps / (n / 4)) + rng.normal(0, 0.05, n)
+    scalars = {"step": steps, "time": 1.7e9 + steps * 0.1, "loss": loss, "lr": np.full(n, 1e-3),
+               "grad_norm": np.abs(grad), "epoch": steps // 100}
+    names = [f"layer{i}.weight" for i in range(n_layers)]
+    ls = steps[::layers_every]
+    rows = len(ls) * n_layers
+    lay_step = np.repeat(ls, n_layers)
+    lay_name = names * len(ls)
+    base = np.tile(np.linspace(0.2, 0.3, n_layers), len(ls))
+    weight = np.tile(np.linspace(5, 6, n_layers), len(ls)) * (1 + 0.1 * lay_step / n)
+    layers = {"step": lay_step, "layer": lay_name,
+              "grad_norm": base * np.exp(rng.normal(0, 0.1, rows)),
+              "weight_norm": weight, "update_norm": weight * 1e-3 * np.exp(rng.normal(0, 0.1, rows)),
+              "grad_abs_max": base * 0.1, "grad_zero_frac": np.zeros(rows),
+              "nonfinite": np.zeros(rows, dtype=np.int32)}
+    es = steps[evals_every - 1::evals_every]
+    evals = {"step": es, "time": 1.7e9 + es * 0.1, "val_loss": loss[es] + 0.05}
+    return {"scalars": scalars, "layers": layers, "evals": evals, "layer_names": names}
+
+
+def write_healthy(root: os.PathLike | str, n: int = 600, n_layers: int = 4, **kw: Any) -> Path:
+    cols = healthy(n, n_layers, **kw)
+    return write_run(root, run_meta=meta(Path(root).name, layers=cols["layer_names"]),
+                     scalars=cols["scalars"], layers=cols["layers"], evals=cols["evals"])
+
+
+def live_meta(**extra: Any) -> dict:
+    """run.json of a run still being written by this very process."""
+    from datetime import datetime, timezone
+
+    now = datetime.now(timezone.utc).isoformat()
+    return meta(status="running", heartbeat_at=now, started_at=now, host=socket.gethostname(),
+                pid=os.getpid(), **extra)
+
+
+def nan() -> float:
+    return math.nan

@@ -1,0 +1,114 @@
+"""The public API, ``runlens analyze`` / ``runlens explain``, and the generated reference page."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from engine_runs import meta, write_healthy, write_run
+
+import runlens
+from runlens.cli import main
+from runlens.docs_reference import PAGE, documented, render_markdown
+
+SPEC_KEYS = ["run", "name", "status", "curve", "findings", "warnings"]
+FINDING_KEYS = ["code", "severity", "title", "step", "layers", "evidence", "advice"]
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(map(str, args)))
+
+
+def test_public_api_is_pinned():
+    assert runlens.__all__ == [
+        "CurveVerdict", "DetectorOutcome", "Diagnosis", "Finding", "ImportFailedError", "LayerMatrix",
+        "Run", "RunFormatError", "RunlensError", "UnsupportedVersionError", "UsageError", "analyze",
+        "load_run",
+    ]
+    assert runlens.__all__ == sorted(runlens.__all__)
+    for name in runlens.__all__:
+        assert getattr(runlens, name) is not None
+
+
+def test_import_runlens_is_light_and_analysis_never_imports_torch():
+    code = ("import sys, runlens; assert 'scipy' not in sys.modules and 'runlens.detectors' not in "
+            "sys.modules; import runlens.analysis, runlens.cli.analyze, runlens.render.text; "
+            "runlens.analyze; assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_analyze_json_is_exactly_the_spec_object_and_byte_identical(tmp_path):
+    path = write_healthy(tmp_path / "h", n=300)
+    first = invoke("analyze", path, "--format", "json")
+    assert first.exit_code == 0, first.output
+    obj = json.loads(first.output)
+    assert list(obj) == SPEC_KEYS
+    assert obj["run"] == str(path) and obj["name"] == "h" and obj["status"] == "finished"
+    assert all(list(f) == FINDING_KEYS for f in obj["findings"])
+    assert first.output == json.dumps(obj, indent=2) + "\n"
+    assert invoke("analyze", path, "--format", "json").output == first.output
+
+
+def test_analyze_text_puts_the_verdict_first_and_shows_evidence(tmp_path):
+    cols_meta = meta("boom", status="crashed", error={"type": "RuntimeError", "step": 2,
+                                                      "message": "mat1 and mat2 shapes cannot be multiplied (64x512 and 256x10)"})
+    path = write_run(tmp_path / "c", run_meta=cols_meta,
+                     scalars={"step": [0, 1], "time": [0.0, 1.0], "loss": [2.0, 1.9]})
+    result = invoke("analyze", path)
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert lines[1].startswith("status: crashed") and "curve:" in lines[1]
+    assert "ERROR crash_shape_mismatch" in result.output
+    assert "64x512" in result.output and "try:" in result.output
+    assert result.output.index("ERROR") < result.output.index("INFO")
+
+
+def test_fail_on(tmp_path):
+    path = write_healthy(tmp_path / "h", n=300, evals_every=10_000)  # no evals -> an info finding
+    assert invoke("analyze", path, "--fail-on", "warning").exit_code == 0
+    assert invoke("analyze", path, "--fail-on", "info").exit_code == 1
+
+
+@pytest.mark.parametrize("setup", ["missing", "empty_dir", "bad_json", "future_version"])
+def test_unreadable_input_exits_2_with_one_line(tmp_path, setup):
+    target = tmp_path / "run"
+    if setup != "missing":
+        target.mkdir()
+    if setup == "bad_json":
+        (target / "run.json").write_text("{")
+    if setup == "future_version":
+        (target / "run.json").write_text(json.dumps(meta(format_version=9)))
+    proc = subprocess.run([sys.executable, "-m", "runlens", "analyze", str(target)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("runlens: ")
+    assert "Traceback" not in proc.stderr
+
+
+def test_explain_lists_codes_and_prints_a_detectors_doc():
+    listing = invoke("explain")
+    assert listing.exit_code == 0
+    assert {line.split()[0] for line in listing.output.splitlines()} == set(documented())
+    doc = invoke("explain", "nonfinite_loss")
+    assert doc.exit_code == 0
+    for section in ("What it detects:", "Why it matters:", "How it decides:", "What to try:", "Parameters:"):
+        assert section in doc.output
+    assert "explosion_ratio" in doc.output
+
+
+def test_explain_unknown_code_exits_2():
+    result = invoke("explain", "no_such_code")
+    assert result.exit_code == 2
+    assert "unknown code" in result.output
+
+
+def test_reference_page_is_up_to_date():
+    assert PAGE.exists(), "run: python -m runlens.docs_reference"
+    assert PAGE.read_text(encoding="utf-8") == render_markdown(), \
+        "docs/detectors.md is stale: run python -m runlens.docs_reference"
+    for code in documented():
+        assert f"## {code}\n" in render_markdown()

@@ -1,0 +1,150 @@
+"""The contract every registered detector (and the curve classifier) is held to.
+
+Documented in the fixed sections, keyword-only parameters stored verbatim,
+deterministic, silent on healthy runs, and never crashing on odd data.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import numpy as np
+import pytest
+from edge_runs import EDGE_RUNS
+from engine_runs import healthy, write_healthy
+
+from runlens import analyze
+from runlens.analysis import run_detector
+from runlens.detectors import REGISTRY, Context
+from runlens.detectors._base import DOC_SECTIONS
+from runlens.docs_reference import documented, missing_sections
+from runlens.findings import CURVES
+
+CODES = sorted(REGISTRY)
+SPEC_KEYS = ["run", "name", "status", "curve", "findings", "warnings"]
+FINDING_KEYS = ["code", "severity", "title", "step", "layers", "evidence", "advice"]
+SPEC_CODES = {"nonfinite_loss", "nonfinite_gradient", "exploding_gradients", "vanishing_gradients",
+              "dead_layers", "learning_rate_too_low", "learning_rate_too_high", "loss_spikes", "plateau",
+              "weight_norm_growth", "late_loss_variance", "no_validation", "crash_oom",
+              "crash_shape_mismatch", "crash_device_mismatch", "crash_dtype_mismatch", "crash_other",
+              "killed"}
+
+
+def assert_spec_object(obj: dict) -> None:
+    assert list(obj) == SPEC_KEYS
+    assert obj["curve"] in CURVES
+    assert obj["status"] in ("finished", "crashed", "killed", "running")
+    for f in obj["findings"]:
+        assert list(f) == FINDING_KEYS
+        assert f["severity"] in ("error", "warning", "info")
+        assert f["step"] is None or isinstance(f["step"], int)
+        assert all(isinstance(layer, str) for layer in f["layers"])
+    assert all(isinstance(w, str) for w in obj["warnings"])
+    json.dumps(obj, allow_nan=False)
+
+
+@pytest.mark.parametrize("code", [*CODES, "curve"])
+def test_documented_in_every_section(code):
+    entry = documented().get(code)
+    assert entry is not None, f"{code} has no documentation entry"
+    assert missing_sections(entry) == [], f"{code}: missing {missing_sections(entry)} of {DOC_SECTIONS}"
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_parameters_are_keyword_only_and_stored_verbatim(code):
+    cls = REGISTRY[code]
+    if cls.__init__ is object.__init__:
+        return
+    params = [p for p in inspect.signature(cls.__init__).parameters.values() if p.name != "self"]
+    for p in params:
+        assert p.kind is inspect.Parameter.KEYWORD_ONLY, f"{code}: parameter {p.name} is not keyword-only"
+        assert p.default is not inspect.Parameter.empty, f"{code}: parameter {p.name} has no default"
+        assert getattr(cls(), p.name) == p.default
+        assert p.name in cls.doc_sections()["Parameters"], f"{code}: {p.name} is not documented"
+
+
+def test_registry_codes_are_module_names():
+    for code, cls in REGISTRY.items():
+        assert cls.__module__ == f"runlens.detectors.{code}"
+
+
+def test_every_registered_code_is_a_spec_code_or_new():
+    # Codes not in the spec may be added; spec codes must keep their spec meaning (checked elsewhere).
+    assert "no_validation" in CODES and "nonfinite_loss" in CODES
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("n", [400, 2500])
+def test_silent_on_a_healthy_run(tmp_path, seed, n):
+    diagnosis = analyze(write_healthy(tmp_path / "h", n=n, seed=seed))
+    loud = [(f.code, f.title) for f in diagnosis.findings if f.severity != "info"]
+    assert loud == []
+    assert diagnosis.curve.label == "healthy", diagnosis.curve.reason
+    assert [o for o in diagnosis.outcomes if o.state == "crashed"] == []
+    assert diagnosis.warnings == ()
+
+
+def test_deterministic_byte_identical_json(tmp_path):
+    path = write_healthy(tmp_path / "h", n=800, seed=3)
+    first = json.dumps(analyze(path).to_dict(), indent=2)
+    for _ in range(2):
+        assert json.dumps(analyze(path).to_dict(), indent=2) == first
+
+
+@pytest.mark.parametrize("case", sorted(EDGE_RUNS))
+def test_no_detector_crashes_on_odd_runs(case):
+    run = EDGE_RUNS[case]()
+    diagnosis = analyze(run)
+    crashed = [(o.code, o.reason) for o in diagnosis.outcomes if o.state == "crashed"]
+    assert crashed == []
+    assert not [w for w in diagnosis.warnings if "crashed" in w]
+    assert_spec_object(diagnosis.to_dict())
+    # deterministic on odd data too
+    assert analyze(run).to_dict() == diagnosis.to_dict()
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_each_detector_alone_on_a_three_step_run(code):
+    run = EDGE_RUNS["3-steps"]()
+    outcome, found = run_detector(REGISTRY[code](), run, Context())
+    assert outcome.state in ("ran", "skipped")
+    assert all(f.code == code for f in found)
+
+
+def test_no_crash_code_and_no_error_on_a_finished_run_with_a_stale_error_record(tmp_path):
+    cols = healthy(300, 3)
+    from engine_runs import meta, write_run
+
+    m = meta("resumed", layers=cols["layer_names"],
+             attempts=[{"started_at": "2026-01-01T00:00:00Z", "first_step": 0, "status": "crashed",
+                        "error": {"type": "torch.OutOfMemoryError", "message": "CUDA out of memory"}}],
+             error={"type": "torch.OutOfMemoryError", "message": "CUDA out of memory", "step": 5})
+    write_run(tmp_path / "r", run_meta=m, scalars=cols["scalars"], evals=cols["evals"], layers=cols["layers"])
+    codes = [f.code for f in analyze(tmp_path / "r").findings]
+    assert not [c for c in codes if c.startswith("crash_") or c == "killed"]
+
+
+def test_a_crashing_detector_is_reported_and_the_others_go_on(tmp_path):
+    from runlens.detectors import Detector
+
+    class Broken(Detector):
+        code = "broken"
+        title = "broken"
+
+        def check(self, run, ctx):
+            raise ZeroDivisionError("oops")
+
+    path = write_healthy(tmp_path / "h", n=100)
+    diagnosis = analyze(path, detectors=[Broken(), "no_validation"])
+    states = {o.code: o.state for o in diagnosis.outcomes}
+    assert states == {"broken": "crashed", "no_validation": "ran"}
+    assert diagnosis.warnings == ("detector broken crashed: ZeroDivisionError: oops",)
+
+
+def test_missing_requirements_skip_with_a_reason():
+    run = EDGE_RUNS["no-optional-columns"]()
+    diagnosis = analyze(run)
+    skipped = {o.code: o.reason for o in diagnosis.outcomes if o.state == "skipped"}
+    assert all(reason for reason in skipped.values())
+    assert not np.isnan(run.column("scalars", "loss")).any()

@@ -1,0 +1,90 @@
+"""Property tests: whatever tables a run holds, analysis returns a valid spec object, no traceback."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from edge_runs import make_run
+from engine_runs import meta, write_run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runlens import analyze, load_run
+
+from test_contract import assert_spec_object
+
+floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
+                   st.sampled_from([0.0, 1.0, 0.693, 1e-12, 1e12]))
+steps = st.lists(st.integers(min_value=0, max_value=60), min_size=0, max_size=60)
+LAYERS = ["emb.weight", "h0.weight", "h1.weight", "head.weight"]
+
+
+@st.composite
+def tables(draw):
+    s = draw(steps)
+    n = len(s)
+    col = lambda: draw(st.lists(floats, min_size=n, max_size=n))  # noqa: E731
+    scalars = {"step": s, "time": [float(i) for i in range(n)], "loss": col()}
+    for name in draw(st.sets(st.sampled_from(["lr", "grad_norm", "loss_scale", "acc"]))):
+        scalars[name] = col()
+    if draw(st.booleans()):
+        scalars["step_skipped"] = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
+    layers = None
+    if draw(st.booleans()):
+        ls = draw(st.lists(st.tuples(st.integers(0, 60), st.sampled_from(LAYERS + ["stray"])), max_size=80))
+        k = len(ls)
+        fl = lambda: draw(st.lists(floats, min_size=k, max_size=k))  # noqa: E731
+        layers = {"step": [a for a, _ in ls], "layer": [b for _, b in ls], "grad_norm": fl(),
+                  "weight_norm": fl(), "update_norm": fl(),
+                  "nonfinite": np.array(draw(st.lists(st.integers(0, 3), min_size=k, max_size=k)), np.int32)}
+    evals = None
+    if draw(st.booleans()):
+        es = draw(st.lists(st.integers(0, 60), max_size=10))
+        evals = {"step": es, "time": [0.0] * len(es),
+                 "val_loss": draw(st.lists(floats, min_size=len(es), max_size=len(es)))}
+    status = draw(st.sampled_from(["finished", "crashed", "killed", "running"]))
+    error = draw(st.one_of(st.none(), st.fixed_dictionaries(
+        {"type": st.sampled_from(["RuntimeError", "torch.OutOfMemoryError", ""]),
+         "message": st.text(max_size=80), "step": st.one_of(st.none(), st.integers(0, 99))})))
+    return status, error, {"scalars": scalars if n or draw(st.booleans()) else None,
+                           "layers": layers, "evals": evals}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables())
+def test_analyze_any_in_memory_run(spec):
+    status, error, tabs = spec
+    run = make_run("prop", status=status, layer_names=LAYERS,
+                   run_meta=meta("prop", status=status, layers=LAYERS, error=error), **tabs)
+    diagnosis = analyze(run)
+    assert_spec_object(diagnosis.to_dict())
+    assert [o for o in diagnosis.outcomes if o.state == "crashed"] == []
+    if status == "finished":
+        assert not [f for f in diagnosis.findings if f.code.startswith("crash_") or f.code == "killed"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.integers(1, 3))
+def test_load_and_analyze_any_run_on_disk(spec, n_parts):
+    status, error, tabs = spec
+    disk_status = "running" if status == "killed" else status
+    with tempfile.TemporaryDirectory() as tmp:
+        parts = {}
+        for table, cols in tabs.items():
+            if cols is None or not len(cols["step"]):
+                continue
+            cut = np.array_split(np.arange(len(cols["step"])), n_parts)
+            parts[table] = [{k: [v[i] for i in idx] if isinstance(v, list) else np.asarray(v)[idx]
+                             for k, v in cols.items()} for idx in cut if len(idx)]
+        path = write_run(Path(tmp) / "r", run_meta=meta("r", status=disk_status, layers=LAYERS,
+                                                        error=error), **parts)
+        run = load_run(path)
+        for table in ("scalars", "evals", "layers"):
+            s = run.steps(table)
+            assert np.all(np.diff(s) >= 0), f"{table} not sorted by step"
+        out = analyze(path).to_dict()
+        assert_spec_object(out)
+        assert json.dumps(out) == json.dumps(analyze(path).to_dict())

@@ -1,0 +1,110 @@
+"""Plumbing shared by the reliability campaign: child processes and run checks."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[2]
+CHILD = Path(__file__).with_name("_train_child.py")
+CHECKER = ROOT.parent / "shared" / "tools" / "check-runlog"
+TABLES = ("scalars", "evals", "layers", "events")
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def start_child(run_dir: Path, progress: Path, *extra: str, preexec=None) -> subprocess.Popen:
+    cmd = [sys.executable, str(CHILD), str(run_dir), str(progress), *extra]
+    return subprocess.Popen(cmd, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=preexec)
+
+
+def progress_steps(progress: Path) -> list[int]:
+    """Steps the child reported as handed to the recorder (complete lines only)."""
+    if not progress.exists():
+        return []
+    text = progress.read_text()
+    lines = text.split("\n")[:-1]  # the last piece may be a half-written line
+    return [int(s) for s in lines if s.strip().isdigit()]
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.01) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
+
+
+def sigkill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+
+
+def _load_checker():
+    loader = importlib.machinery.SourceFileLoader("check_runlog", str(CHECKER))
+    spec = importlib.util.spec_from_loader("check_runlog", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+_CHECKER = None
+
+
+def format_problems(run_dir: Path) -> list[str]:
+    """Problems ../shared/tools/check-runlog finds in ``run_dir`` (empty: conforms)."""
+    global _CHECKER
+    if _CHECKER is None:
+        _CHECKER = _load_checker()
+    problems, _notes = _CHECKER.check_run(Path(run_dir))
+    return problems
+
+
+def unreadable_parts(run_dir: Path) -> list[str]:
+    """Final-named parts that pyarrow cannot read: the format says there are none, ever."""
+    bad = []
+    for table in TABLES:
+        folder = run_dir / table
+        if not folder.is_dir():
+            continue
+        for part in sorted(folder.iterdir()):
+            if part.name.startswith(".") or not part.name.endswith(".parquet"):
+                continue
+            try:
+                pq.read_table(part)
+            except Exception as exc:  # noqa: BLE001 - any failure to read counts
+                bad.append(f"{table}/{part.name}: {exc}")
+    return bad
+
+
+def run_json_valid(run_dir: Path) -> bool:
+    try:
+        meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == "runlens-run"
+
+
+def recorded_steps(run_dir: Path) -> list[int]:
+    """Scalar steps as runlens reads them (deduplicated, ordered)."""
+    import runlens
+
+    run = runlens.load_run(str(run_dir))
+    return [int(s) for s in run.steps("scalars")]

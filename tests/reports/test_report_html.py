@@ -1,0 +1,94 @@
+"""The HTML report: self-contained, escaped, deterministic, complete."""
+
+from __future__ import annotations
+
+import re
+
+from report_fixtures import HOSTILE, make_diagnosis, make_run
+
+from runlens.render.html import render_html, render_index
+from runlens.render.view import build_view
+
+# Attributes and CSS that would make the browser fetch something.
+_FETCHING = re.compile(r"""(?:src|href|srcset|poster|data|action|xlink:href)\s*=\s*["']?\s*(?:https?:|//|ftp:)""", re.I)
+_CSS_FETCH = re.compile(r"@import|url\(\s*['\"]?\s*(?:https?:|//)", re.I)
+
+
+def assert_self_contained(page: str) -> None:
+    assert not _FETCHING.search(page), _FETCHING.search(page).group(0)
+    assert not _CSS_FETCH.search(page)
+    assert "<script" not in page.lower()  # no script at all: readable with JS off by construction
+    assert "<link" not in page.lower() and "<iframe" not in page.lower()
+
+
+def test_report_is_self_contained_and_complete(demo_diagnosis):
+    page = render_html(demo_diagnosis)
+    assert_self_contained(page)
+    assert page.startswith("<!DOCTYPE html>")
+    for key in ("loss", "loss_alt", "lr", "grad_norm", "grad_heatmap", "update_ratio", "weight_norm"):
+        assert f'id="chart-{key}"' in page, key
+    assert page.count("<svg") == 7
+    assert 'id="crash"' in page and "RuntimeError" in page and "Traceback (most recent call last)" in page
+    assert "prefers-color-scheme:dark" in page and 'name="viewport"' in page
+    # The verdict comes before the charts: it is the first screen.
+    verdict, charts = page.index('id="verdict"'), page.index('id="charts"')
+    assert verdict < charts and "curve: unstable" in page[verdict:charts] and "status: crashed" in page[verdict:charts]
+    assert page.index("nonfinite_loss", verdict) < charts
+    for finding in demo_diagnosis.findings:
+        assert f'href="docs/detectors.md#{finding.code}"' in page
+    assert "1,234" in page  # seed
+    assert "part r0-00000003.parquet could not be read" in page
+
+
+def test_hostile_input_is_escaped(hostile_diagnosis):
+    page = render_html(hostile_diagnosis)
+    assert_self_contained(page)
+    assert HOSTILE not in page and "<script>alert(2)" not in page
+    assert "onerror=alert(1)" in page  # still shown, as text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert page.count("<img") == 0
+
+
+def test_byte_identical_twice(demo_diagnosis):
+    first = render_html(demo_diagnosis)
+    again = render_html(make_diagnosis(make_run(spikes=(100, 300), nan_at=550, crash=True)))
+    assert first == again
+
+
+def test_learn_more_comes_from_the_detector_docstring():
+    from runlens.detectors import REGISTRY
+
+    code = next(iter(sorted(REGISTRY)))
+    run = make_run()
+    from runlens.findings import CurveVerdict, Diagnosis, Finding
+
+    diagnosis = Diagnosis(run=run, curve=CurveVerdict("healthy", "fine"),
+                          findings=(Finding(code, "warning", "something"),))
+    page = render_html(diagnosis)
+    sections = REGISTRY[code].doc_sections()
+    assert "<details class=\"learn\"><summary>Learn more about" in page
+    assert "<h4>How it decides</h4>" in page
+    first_line = sections["How it decides"].splitlines()[0]
+    assert first_line.replace("'", "&#39;").replace('"', "&#34;").replace("<", "&lt;").replace(">", "&gt;") \
+        in page or first_line.split()[0] in page
+
+
+def test_run_without_tables_still_renders():
+    from runlens.findings import CurveVerdict, Diagnosis, Finding
+    from runlens.run import Run
+
+    run = Run(path="/runs/empty", meta={"name": "empty", "run_id": "x", "error": {
+        "type": "torch.OutOfMemoryError", "message": "CUDA out of memory", "traceback": "tb", "step": None}},
+        status="crashed")
+    diagnosis = Diagnosis(run=run, curve=CurveVerdict("insufficient_data", "no steps"),
+                          findings=(Finding("crash_oom", "error", "out of memory"),))
+    page = render_html(diagnosis)
+    assert_self_contained(page)
+    assert "<svg" not in page and "no recorded steps" in page
+    assert "before training started" in page
+
+
+def test_index_links_every_run(demo_diagnosis, hostile_diagnosis):
+    page = render_index([(build_view(demo_diagnosis), "demo-run.html"), (build_view(hostile_diagnosis), None)])
+    assert_self_contained(page)
+    assert 'href="demo-run.html"' in page and HOSTILE not in page

@@ -1,0 +1,71 @@
+"""`runlens report` over every shipped sample run, both formats, and the CLI's
+contract (one file per run, an index for several, exit 2 on bad input)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from report_fixtures import MD
+from test_report_html import assert_self_contained
+
+from runlens.analysis import analyze
+from runlens.cli import main
+from runlens.loader import load_run
+from runlens.render.markdown import MAX_CHARS
+from runlens.render.write import write_reports
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = sorted(p for p in (ROOT / "sample_runs").iterdir() if p.is_dir() and (p / "run.json").is_file())
+
+
+def test_samples_exist():
+    assert len(SAMPLES) >= 10, "sample_runs/ is missing: run python sample_runs/generate.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_every_sample_renders_in_both_formats(run, tmp_path):
+    diagnosis = analyze(load_run(run))
+    html_path, md_path = write_reports(diagnosis, tmp_path, ("html", "md"))
+    page = html_path.read_text(encoding="utf-8")
+    assert_self_contained(page)
+    assert diagnosis.curve.label in page and "<svg" in page
+    text = md_path.read_text(encoding="utf-8")
+    assert len(text) <= MAX_CHARS
+    assert text.startswith(f"<!-- runlens:report run={diagnosis.run.run_id} -->")
+    html = MD.render(text)
+    assert html.count("<table>") >= 1 and html.count("<details") == html.count("</details>")
+    for finding in diagnosis.findings:
+        assert f"`{finding.code}`" in text
+
+
+def test_cli_writes_reports_and_an_index(tmp_path):
+    runs = [str(SAMPLES[0]), str(SAMPLES[1])]
+    result = CliRunner().invoke(main, ["report", *runs, "-o", str(tmp_path), "--format", "both"])
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted([f"{SAMPLES[0].name}.html", f"{SAMPLES[0].name}.md",
+                            f"{SAMPLES[1].name}.html", f"{SAMPLES[1].name}.md", "index.html"])
+    index = (tmp_path / "index.html").read_text()
+    assert f'href="{SAMPLES[0].name}.html"' in index
+
+
+def test_cli_markdown_only_and_duplicate_names(tmp_path):
+    run = str(SAMPLES[0])
+    result = CliRunner().invoke(main, ["report", run, run, "-o", str(tmp_path), "--format", "md"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{SAMPLES[0].name}-2.md", f"{SAMPLES[0].name}.md"]
+
+
+@pytest.mark.parametrize("bad", ["missing-dir", "not-a-run"])
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, bad):
+    target = tmp_path / bad
+    if bad == "not-a-run":
+        target.mkdir()
+        (target / "run.json").write_text("{not json")
+    result = CliRunner().invoke(main, ["report", str(target), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("runlens: ")
