@@ -93,8 +93,10 @@ def report(results: list[dict]) -> str:
             f"{r['html_bytes'] / 1e6:.2f} MB | {r['open_s']:.2f} / {r['open_max_s']:.2f} | {r['charts']} | "
             f"{r['errors']} | {len(r['requests'])} | {r['md_s']:.2f} | {r['md_chars']:,} |")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    lines += ["", f"Machine: a shared 2-core container (load average {load} when written); times are "
-              "indicative, sizes are exact.", ""]
+    lines += ["", f"Machine: a shared 2-core container (load average {load} when written, other jobs "
+              "running); times are indicative, sizes are exact. `analyze s` is the engine's time "
+              "(load_run of every column + analyze), shown for context only: the engine's own numbers "
+              "are in engine_scale.md.", ""]
     return "\n".join(lines)
 
 

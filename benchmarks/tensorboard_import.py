@@ -34,7 +34,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-DATA = ROOT / "benchmarks" / "_data"
+DATA = ROOT / "benchmarks" / "_data" / "tensorboard_import"
 RESULTS = ROOT / "benchmarks" / "results" / "tensorboard_import.md"
 
 
@@ -121,7 +121,7 @@ def generate(path: Path, steps: int, n_tags: int, seed: int = 0) -> None:
         head = len(first).to_bytes(8, "little")
         f.write(head + one_crc(head).to_bytes(4, "little") + first + one_crc(first).to_bytes(4, "little"))
         bounds = [0, 1, 128, 16384, 1 << 21]
-        for lo, hi in zip(bounds, bounds[1:]):
+        for lo, hi in zip(bounds, bounds[1:], strict=False):
             for start in range(lo, min(hi, steps), 5000):
                 s = np.arange(start, min(start + 5000, hi, steps), dtype=np.int64)
                 walls = 1.7e9 + s * 0.05 + rng.random(len(s)) * 1e-3
@@ -199,6 +199,7 @@ def main() -> None:
             if not path.exists():
                 print(f"generating {path} ...", flush=True)
                 print(f"  {_time(lambda p=path, s=steps: generate(p, s, args.tags)):.1f} s", flush=True)
+        mb_full, mb_sub = full.stat().st_size / 1e6, subset.stat().st_size / 1e6
         n_sub = args.ea_steps * args.tags
         t_ea = _time(lambda: ea_load(subset))
         t_sub = _time(lambda: ours_read(subset))
@@ -212,8 +213,8 @@ def main() -> None:
 {platform.machine()} with {os.cpu_count()} cores shared with other jobs (numbers are wall clock, one run).
 
 Event file: {args.steps:,} steps x {args.tags} tags = {n_full:,} scalar events (one `add_scalar`-style
-event per step and tag), {full.stat().st_size / 1e6:.0f} MB. Subset for EventAccumulator: the first
-{args.ea_steps:,} steps, same tags ({n_sub:,} events, {subset.stat().st_size / 1e6:.0f} MB).
+event per step and tag), {mb_full:.0f} MB. Subset for EventAccumulator: the first
+{args.ea_steps:,} steps, same tags ({n_sub:,} events, {mb_sub:.0f} MB).
 
 | what | events | seconds | events/s |
 |---|---:|---:|---:|
@@ -226,6 +227,9 @@ event per step and tag), {full.stat().st_size / 1e6:.0f} MB. Subset for EventAcc
 - EventAccumulator on the full file, extrapolated linearly from the subset: ~{ea_full_est:.0f} s;
   runlens reads it in {t_full:.1f} s (**{ea_full_est / t_full:.0f}x**) and imports it, writing the run
   directory, in {t_full_import:.1f} s (**{ea_full_est / t_full_import:.0f}x**).
+- Of the import, {t_full_import - t_full:.0f} s is writing: the importer goes through `RunWriter`, one
+  `add_scalars` call per step with {args.tags - 1} user columns, and the writer's per-value checks
+  dominate. A bulk `RunWriter` method taking whole columns would remove most of it.
 - EventAccumulator was not run on the full file: on this shared machine it would need far more than the
   2 minutes the brief allows (extrapolation above). Its cost is linear in events (it streams records and
   verifies each CRC32C in pure Python), so the subset ratio is the fair comparison.

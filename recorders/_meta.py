@@ -12,9 +12,10 @@ import os
 import platform
 import socket
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from recorders.format import FORMAT, FORMAT_VERSION
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-
-import numpy as np
+from collections.abc import Iterable
 
 
 class SpikeDetector:
@@ -19,7 +18,7 @@ class SpikeDetector:
     """
 
     def __init__(self, *, window: int = 100, threshold: float = 6.0, min_history: int = 20,
-                 min_ratio: float = 3.0, refresh: int = 8) -> None:
+                 min_ratio: float = 3.0, refresh: int = 16) -> None:
         self.window = window
         self.threshold = threshold
         self.min_history = min_history
@@ -51,10 +50,16 @@ class SpikeDetector:
         # Median and MAD move slowly; recomputing them every few steps keeps
         # the per-step cost to a comparison.
         if self._center is None or self._since_refresh >= self.refresh:
-            hist = np.fromiter(self._history, dtype=np.float64, count=len(self._history))
-            med = float(np.median(hist))
-            mad = float(np.median(np.abs(hist - med)))
+            med = _median(self._history)
+            mad = _median([abs(v - med) for v in self._history])
             # A floor on the spread keeps a flat history from turning noise into spikes.
             self._center = (med, max(1.4826 * mad, 0.02))
             self._since_refresh = 0
         return self._center
+
+
+def _median(values: Iterable[float]) -> float:
+    # A hundred floats: sorting in Python beats numpy's call overhead.
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])

@@ -11,8 +11,9 @@ seq), so a crash at any point leaves a run that reads the same.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -216,8 +217,14 @@ def compact(folder: Path, table_name: str, rank: int, next_seq: int,
     parts = list_parts(folder, rank)
     if len(parts) < 2:
         return next_seq
-    groups = [g for g in _groups(parts, target_rows)]
-    if len(groups) >= len(parts):
+    groups = _groups(parts, target_rows)
+    # Leading parts already full-sized (an earlier close compacted them) stay:
+    # they are older than everything merged after them, so order holds.
+    # A full part further on must be rewritten, or an older merge would
+    # outrank it.
+    while groups and len(groups[0]) == 1:
+        groups.pop(0)
+    if sum(len(g) for g in groups) == len(groups):
         return next_seq
     written: list[tuple[int, int, Path]] = []
     for group in groups:

@@ -11,7 +11,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -87,11 +88,12 @@ class BackwardEnd:
 
     def __init__(self, params: Sequence[nn.Parameter], callback: Callable[[], None]) -> None:
         self.pending = False
+        self.active = True  # the recorder turns it off for steps it does not read gradients on
         self._callback = callback
         self._handles = [p.register_post_accumulate_grad_hook(self._accumulated) for p in params]
 
     def _accumulated(self, param: torch.Tensor) -> None:
-        if not self.pending:
+        if self.active and not self.pending:
             self.pending = True
             Variable._execution_engine.queue_callback(self._after_queued)
 

@@ -37,8 +37,9 @@ the run ``running`` (read as killed) unless the script calls
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 from transformers import TrainerCallback
@@ -54,7 +55,7 @@ _STATE_KEYS = ("global_step", "max_steps", "num_train_epochs", "epoch", "logging
 class RunlensCallback(TrainerCallback):
     """Records ``Trainer.train`` into the run directory ``path`` (format v1).
 
-    ``config`` is merged over the TrainingArguments; the other keywords go
+    ``config`` entries go beside ``training_args`` in run.json; the other keywords go
     to the Recorder (``layers_every``, ``flush_every``, ...).
     """
 
@@ -76,8 +77,6 @@ class RunlensCallback(TrainerCallback):
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
                        optimizer: Any = None, **kwargs: Any) -> None:
         """The model is wrapped and the optimizer created; no step has run (or a checkpoint's have)."""
-        if not state.is_world_process_zero and not self.recorder_options.get("scalars_all_ranks", True):
-            return
         inner = getattr(optimizer, "optimizer", optimizer)  # accelerate wraps it; hooks go on the real one
         config = {"training_args": _args_dict(args), "recorded_by": "recorders.huggingface.RunlensCallback",
                   **self.config}

@@ -13,8 +13,9 @@ per-layer statistics as a hand-written loop. Steps are Lightning's
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
@@ -58,10 +59,9 @@ class RunlensCallback(Callback):
         self._losses: list[torch.Tensor] = []
 
     # -- the fit begins and ends -------------------------------------------
-    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
-        """Optimizers are configured and a checkpoint, if any, is restored: open the run here."""
-        if trainer.global_rank != 0 and not self.recorder_options.get("scalars_all_ranks", True):
-            return
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        """Optimizers exist and a checkpoint's ``global_step`` is restored (it is not yet at
+        ``on_fit_start``), the sanity check is over: open the run here."""
         optimizer = trainer.optimizers[0] if trainer.optimizers else None
         self.recorder = Recorder(self.path, pl_module, optimizer, name=self.name,
                                  config=self._config(trainer, pl_module), seed=self._seed(),

@@ -19,9 +19,10 @@ from __future__ import annotations
 import copy
 import math
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn

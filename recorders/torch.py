@@ -14,15 +14,15 @@ Moments and what the recorder assumes at each (docs/recorder.md has more):
 
 - *first forward pass*: module call order gives run.json ``layers`` its depth order.
 - *end of each backward pass* (after accumulation and DDP all-reduce, before
-  clipping or unscaling): per-parameter gradient norms are taken, and on
-  layer steps a sample of the weights before the optimizer step.
+  clipping or unscaling): every gradient column, and on layer steps a
+  sample of the weights before the optimizer step.
 - *optimizer step pre-hook*: the learning rate this step uses.
-- ``rec.step``: everything else, then one host transfer for the whole step.
+- ``rec.step``: weight and update norms, then one host transfer for the
+  whole step, the rows and the events.
 
-Gradient statistics are "before clipping": norms come from the end of
-backward; the other gradient columns are read at ``rec.step`` and divided
-by each parameter's measured post/pre norm ratio, which is exact for norm
-clipping (one factor for all) and for ``GradScaler`` unscaling.
+Because the gradient columns are taken at the end of backward they are
+"before clipping" whatever clipping the loop does; under a ``GradScaler``
+they are divided by the loss scale the backward used.
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ import sys
 import threading
 import traceback
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from recorders import _meta
-from recorders import _torch_norms as tn
 from recorders._online import SpikeDetector
 from recorders._torch_hooks import ActivationWatch, BackwardEnd, FirstForward, depth_order
 from recorders._torch_step import StepMath
@@ -57,14 +57,15 @@ class Recorder:
                  *, name: str | None = None, config: Mapping[str, Any] | None = None,
                  seed: int | None = None, flush_every: int = 100, flush_seconds: float = 30.0,
                  layers_every: int = 1, start_step: int | None = None, watch_activations: bool = False,
+                 grad_norm_every: int = 1,
                  layer_ranks: tuple[int, ...] = (0,), scalars_all_ranks: bool = True,
-                 sample_size: int = 4096, exact_zero_frac: bool = False,
+                 sample_size: int = 4096, exact_zero_frac: bool = False, grad_abs_max: bool = True,
                  spike_threshold: float = 6.0, spike_window: int = 100,
                  handle_signals: bool = True, compact_on_close: bool = True) -> None:
-        if not isinstance(layers_every, int) or layers_every < 1:
-            raise ValueError(f"The 'layers_every' parameter of Recorder must be an int >= 1. "
-                             f"Got {layers_every!r} instead.")
+        _check_every("layers_every", layers_every)
+        _check_every("grad_norm_every", grad_norm_every)
         self.model, self.optimizer, self.layers_every = model, optimizer, layers_every
+        self.grad_norm_every = grad_norm_every
         rank, world = _dist_rank()
         self.rank = rank
         self._write_scalars = scalars_all_ranks or rank == 0
@@ -79,18 +80,25 @@ class Recorder:
                                  start_step=start_step, compact_on_close=compact_on_close)
         last = self._writer.last_step
         self._step = start_step if start_step is not None else (0 if last is None else last + 1)
-        self._math = StepMath(self._params, sample_size=sample_size, exact_zero_frac=exact_zero_frac)
+        self._math = StepMath(self._params, sample_size=sample_size, exact_zero_frac=exact_zero_frac,
+                              abs_max=grad_abs_max)
         self._spikes = SpikeDetector(window=spike_window, threshold=spike_threshold)
         self._closed = False
         self._warned_step = False
         self._lr: Any = None
         self._set_layers({})
-        self._first = FirstForward(model, self._after_first_forward)
+        self._attach(watch_activations, handle_signals)
+
+    def _attach(self, watch_activations: bool, handle_signals: bool) -> None:
+        self._first = FirstForward(self.model, self._after_first_forward)
         self._backward = BackwardEnd(self._params, self._at_backward_end)
-        self._lr_hook = optimizer.register_step_pre_hook(self._before_optimizer_step) if optimizer else None
-        self._watch = ActivationWatch(model) if watch_activations else None
+        self._backward.active = self._reads_grads(self._step)
+        opt = self.optimizer
+        self._lr_hook = opt.register_step_pre_hook(self._before_optimizer_step) if opt is not None else None
+        self._watch = ActivationWatch(self.model) if watch_activations else None
         self._prev_sigterm: Any = None
         self._prev_excepthook = None
+        self._pid = os.getpid()
         if handle_signals:
             self._install_handlers()
 
@@ -104,9 +112,15 @@ class Recorder:
         self._depth = np.array([position[n] for n in self._names], dtype=np.int64)
         self._writer.set_layers(layers)
 
+    def _is_layer_step(self, step: int) -> bool:
+        return self._record_layers and step % self.layers_every == 0
+
+    def _reads_grads(self, step: int) -> bool:
+        return self._is_layer_step(step) or step % self.grad_norm_every == 0
+
     def _at_backward_end(self) -> None:
         """After accumulation and all-reduce, before clipping: see StepMath.capture."""
-        layer_step = self._record_layers and self._step % self.layers_every == 0
+        layer_step = self._is_layer_step(self._step)
         self._guard("reading gradients", lambda: self._math.capture(layer_step))
 
     def _before_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
@@ -132,6 +146,7 @@ class Recorder:
         except Exception as e:  # noqa: BLE001 - recording must never break training
             self._writer.report_error("recording a step", e)
         self._step = s + 1
+        self._backward.active = self._reads_grads(self._step)
 
     def validation(self, val_loss: Any, **scalars: Any) -> None:
         """Record a validation pass run after the last recorded step."""
@@ -142,6 +157,10 @@ class Recorder:
     def close(self) -> None:
         """Flush, compact and finish the run (status ``finished``). Idempotent."""
         self._finish("finished", None)
+
+    def record_exception(self, exc: BaseException) -> None:
+        """End the run as ``crashed`` with ``exc`` (for frameworks that catch it before ``with`` can)."""
+        self._crashed(type(exc), exc, exc.__traceback__)
 
     def __enter__(self) -> Recorder:
         return self
@@ -167,11 +186,14 @@ class Recorder:
 
     # -- one step ----------------------------------------------------------
     def _record(self, s: int, loss: Any, scaler: Any, scalars: dict[str, Any]) -> None:
-        layer_step = self._record_layers and s % self.layers_every == 0
-        res = self._math.finish(loss, layer_step=layer_step, scaler=scaler, extra=scalars)
+        res = self._math.finish(loss, layer_step=self._is_layer_step(s), grads=self._reads_grads(s),
+                                scaler=scaler, extra=scalars)
         columns = dict(res.user)
-        if self._lr is not None or self.optimizer is not None:
-            columns["lr"] = _host(self._lr if self._lr is not None else self.optimizer.param_groups[0]["lr"])
+        lr = self._lr
+        if lr is None and self.optimizer is not None:  # stepped without the pre-hook firing
+            lr = self.optimizer.param_groups[0].get("lr")
+        if lr is not None:
+            columns["lr"] = _host(lr)
         self._lr = None
         columns["grad_norm"] = res.grad_norm
         if res.loss_scale is not None:
@@ -241,7 +263,8 @@ class Recorder:
             signal.signal(signal.SIGTERM, self._prev_sigterm)
 
     def _excepthook(self, exc_type: type, exc: BaseException, tb: Any) -> None:
-        self._guard("recording the exception", lambda: self._crashed(exc_type, exc, tb))
+        if os.getpid() == self._pid:  # not in a forked DataLoader worker
+            self._guard("recording the exception", lambda: self._crashed(exc_type, exc, tb))
         (self._prev_excepthook or sys.__excepthook__)(exc_type, exc, tb)
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
@@ -250,7 +273,8 @@ class Recorder:
             self._writer.add_event(max(self._step - 1, 0), "user",
                                    f"SIGTERM received at step {self._step}; buffered rows flushed")
             self._writer.flush()
-        self._guard("flushing on SIGTERM", flush)
+        if os.getpid() == self._pid:  # a forked DataLoader worker inherits this handler
+            self._guard("flushing on SIGTERM", flush)
         prev = self._prev_sigterm
         if callable(prev):
             prev(signum, frame)
@@ -263,6 +287,11 @@ class Recorder:
             fn()
         except Exception as e:  # noqa: BLE001 - recording must never break training
             self._writer.report_error(what, e)
+
+
+def _check_every(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"The '{name}' parameter of Recorder must be an int >= 1. Got {value!r} instead.")
 
 
 def _host(value: Any) -> Any:

@@ -20,11 +20,13 @@ writing works again, a ``user`` event records what happened.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -65,6 +67,33 @@ class RunWriter:
         self._failing: str | None = None
         self._failed_writes = 0
         self._reported: set[str] = set()
+        self._in_flush = False
+        self._meta_written = -1e9
+        self._pid = os.getpid()
+        self._init_buffers()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._meta_path = self.path / ("run.json" if self.rank == 0 else f"run-r{self.rank}.json")
+        self._seq = self._open_tables()
+        self.last_step: int | None = _parts.max_step([self.path / "scalars"])
+        env = {**_meta.default_environment(self.rank, int(world_size)), **(environment or {})}
+        self.meta = self._open_meta(name=name, config=config, seed=seed, environment=env,
+                                    first_step=None if start_step is None else int(start_step))
+        self._write_meta(durable=True)
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
+        if heartbeat and self.flush_seconds > 0:
+            self._timer = threading.Thread(target=self._beat, name=f"runlens-heartbeat-r{self.rank}",
+                                           daemon=True)
+            self._timer.start()
+
+    def _open_meta(self, **kw: Any) -> dict[str, Any]:
+        # Without an explicit start, an attempt's first_step is the first row it writes.
+        kw.update(flush_every=self.flush_every, flush_seconds=self.flush_seconds)
+        if self._meta_path.exists():
+            return _meta.resume_meta(_meta.read_meta(self._meta_path), **kw)
+        return _meta.new_meta(self.path, **kw)
+
+    def _init_buffers(self) -> None:
         self._pending_rows: dict[str, list[dict[str, Any]]] = {t: [] for t in ("scalars", "evals", "events")}
         self._pending_layers: list[tuple[int, np.ndarray, dict[str, Any]]] = []
         self._layer_rows = 0
@@ -74,26 +103,6 @@ class RunWriter:
         self._names_cache: tuple[Sequence[str] | None, np.ndarray] = (None, np.empty(0, np.int32))
         self._since_flush = 0
         self._last_flush = time.monotonic()
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._meta_path = self.path / ("run.json" if self.rank == 0 else f"run-r{self.rank}.json")
-        self._seq = self._open_tables()
-        self.last_step: int | None = _parts.max_step([self.path / "scalars"])
-        env = {**_meta.default_environment(self.rank, int(world_size)), **(environment or {})}
-        # Without an explicit start, the attempt's first step is the first row it writes.
-        first = None if start_step is None else int(start_step)
-        kw = dict(name=name, config=config, seed=seed, environment=env, flush_every=self.flush_every,
-                  flush_seconds=self.flush_seconds, first_step=first)
-        if self._meta_path.exists():
-            self.meta = _meta.resume_meta(_meta.read_meta(self._meta_path), **kw)
-        else:
-            self.meta = _meta.new_meta(self.path, **kw)
-        self._write_meta()
-        self._stop = threading.Event()
-        self._timer: threading.Thread | None = None
-        if heartbeat and self.flush_seconds > 0:
-            self._timer = threading.Thread(target=self._beat, name=f"runlens-heartbeat-r{self.rank}",
-                                           daemon=True)
-            self._timer.start()
 
     def _open_tables(self) -> dict[str, int]:
         seq = {}
@@ -230,11 +239,22 @@ class RunWriter:
 
     def flush(self) -> None:
         """Write pending rows as parts now and rewrite run.json (refreshing the heartbeat)."""
+        if os.getpid() != self._pid:
+            return  # a forked copy (a DataLoader worker) must never write the parent's run
         with self._lock:
-            self._since_flush = 0
-            self._last_flush = time.monotonic()
-            ok = all([self._flush_rows(t) for t in ("scalars", "evals", "events")]
-                     + [self._flush_layers(), self._write_meta()])
+            if self._in_flush:
+                # Re-entered from a signal handler on this thread: the outer
+                # flush owns the part being written; writing it again here
+                # would truncate the file under it.
+                return
+            self._in_flush = True
+            try:
+                self._since_flush = 0
+                self._last_flush = time.monotonic()
+                ok = all([self._flush_rows(t) for t in ("scalars", "evals", "events")]
+                         + [self._flush_layers(), self._refresh_meta()])
+            finally:
+                self._in_flush = False
             if ok and self._failing is not None:
                 self._recovered()
 
@@ -268,10 +288,23 @@ class RunWriter:
         self._layer_rows = 0
         return True
 
-    def _write_meta(self) -> bool:
+    def _refresh_meta(self) -> bool:
+        # A flush every few steps need not rename run.json each time (a rename
+        # costs milliseconds on some filesystems): the heartbeat thread keeps
+        # it fresh, and a second-old heartbeat is as good as a new one.
+        if time.monotonic() - self._meta_written < 1.0:
+            return True
+        return self._write_meta()
+
+    def _write_meta(self, durable: bool = False) -> bool:
+        # fsync only where the moment matters (open, close): a routine
+        # heartbeat costs milliseconds of fsync otherwise, and a process
+        # crash cannot lose a renamed file anyway.
         self.meta["heartbeat_at"] = _meta.now_iso()
         try:
-            _meta.atomic_write_json(self._meta_path, self.meta, fsync=self.fsync_meta)
+            self._meta_path.parent.mkdir(parents=True, exist_ok=True)
+            _meta.atomic_write_json(self._meta_path, self.meta, fsync=durable and self.fsync_meta)
+            self._meta_written = time.monotonic()
         except Exception as e:  # noqa: BLE001
             self._failed(f"writing {self._meta_path.name}", e)
             return False
@@ -318,6 +351,8 @@ class RunWriter:
     # -- closing -------------------------------------------------------------
     def close(self, status: str = "finished", error: Mapping[str, Any] | None = None) -> None:
         """Flush, compact the parts, and write the final run.json. Idempotent."""
+        if os.getpid() != self._pid:
+            return
         with self._lock:
             if self._closed:
                 return
@@ -328,7 +363,7 @@ class RunWriter:
                 self._compact()
             self.meta.update(status=status, error=dict(error) if error else None,
                              ended_at=_meta.now_iso())
-            self._write_meta()
+            self._write_meta(durable=True)
 
     def _compact(self) -> None:
         for table in TABLES:

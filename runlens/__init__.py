@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .analysis import analyze
-    from .errors import (ImportFailedError, RunFormatError, RunlensError, UnsupportedVersionError,
-                         UsageError)
+    from .errors import ImportFailedError, RunFormatError, RunlensError, UnsupportedVersionError, UsageError
     from .findings import CurveVerdict, DetectorOutcome, Diagnosis, Finding
     from .loader import load_run
     from .run import LayerMatrix, Run
@@ -40,7 +39,21 @@ _EXPORTS = {
     "load_run": "runlens.loader",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CurveVerdict",
+    "DetectorOutcome",
+    "Diagnosis",
+    "Finding",
+    "ImportFailedError",
+    "LayerMatrix",
+    "Run",
+    "RunFormatError",
+    "RunlensError",
+    "UnsupportedVersionError",
+    "UsageError",
+    "analyze",
+    "load_run",
+]
 
 
 def __getattr__(name: str) -> Any:

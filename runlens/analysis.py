@@ -16,15 +16,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings as pywarnings
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
 from .detectors import REGISTRY, Context, Detector, Needs, Skip
+from .detectors._nonfinite import nonfinite_mask
 from .errors import UsageError
 from .findings import SEVERITY_RANK, CurveVerdict, DetectorOutcome, Diagnosis, Finding
 from .loader import load_run
 from .run import Run
+from .runmeta import one_line
 
 # What the context and the curve classifier read, whatever detectors run.
 BASE_NEEDS = Needs(scalars=("loss", "grad_norm", "lr", "step_skipped"), evals=("val_loss",))
@@ -85,18 +87,17 @@ def run_detector(det: Detector, run: Run, ctx: Context) -> tuple[DetectorOutcome
             raise TypeError(f"check() yielded {type(bad[0]).__name__}, not Finding")
     except Skip as why:
         return DetectorOutcome(det.code, "skipped", str(why) or "skipped"), []
+    except UsageError:
+        raise  # a detector configured with bad parameters is the caller's mistake, not the data's
     except Exception as exc:  # noqa: BLE001 - the guard: one broken detector must not stop the rest
-        return DetectorOutcome(det.code, "crashed", f"{type(exc).__name__}: {exc}"), []
+        return DetectorOutcome(det.code, "crashed", f"{type(exc).__name__}: {one_line(exc)}"), []
     return DetectorOutcome(det.code, "ran"), found
 
 
 def first_nonfinite_step(run: Run) -> int | None:
-    """The first step whose training loss is NaN or +/-Inf (None if none or no loss)."""
-    loss = run.column("scalars", "loss")
-    if loss is None:
-        return None
-    bad = ~np.isfinite(loss)
-    if not bad.any():
+    """The first step whose training loss is NaN or +/-Inf (None if none; nulls are not NaN)."""
+    bad = nonfinite_mask(run, "scalars", "loss")
+    if bad is None or not bad.any():
         return None
     return int(run.steps("scalars")[bad.argmax()])
 
@@ -141,7 +142,7 @@ def _classify(run: Run, ctx: Context, notes: list[str]) -> CurveVerdict:
             raise TypeError(f"classify() returned {type(verdict).__name__}, not CurveVerdict")
         return verdict
     except Exception as exc:  # noqa: BLE001 - same guard as the detectors
-        notes.append(f"curve classifier crashed: {type(exc).__name__}: {exc}")
+        notes.append(f"curve classifier crashed: {type(exc).__name__}: {one_line(exc)}")
         return CurveVerdict("insufficient_data", "the curve classifier failed on this run")
 
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from .audit_worker import WorkOptions, analyze_chunk, error_record
 from .discover import discover_runs
@@ -60,6 +61,7 @@ class AuditRow:
     report: str | None = None
     outcomes: tuple[tuple[str, str, str], ...] = ()
     seconds: float = field(default=0.0, compare=False)
+    cpu_seconds: float = field(default=0.0, compare=False)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> AuditRow:
@@ -69,6 +71,7 @@ class AuditRow:
                    error=record.get("error"), report=record.get("report"),
                    outcomes=tuple(tuple(o) for o in record.get("outcomes") or ()),
                    seconds=float(record.get("seconds") or 0.0),
+                   cpu_seconds=float(record.get("cpu_seconds") or 0.0),
                    **{k: summary.get(k) for k in ("final_loss", "best_loss", "best_val_loss",
                                                   "best_val_step", "steps", "duration_s")})
 
@@ -165,6 +168,8 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
     if baseline:
         _check_baseline(options.baseline)
     start = time.perf_counter()
+    if progress:
+        progress(0, len(runs))
     if client is not None or scheduler:
         from .dask_backend import run_on_dask
 
@@ -208,7 +213,8 @@ def _run_pool(runs: Sequence[str], options: WorkOptions, workers: int,
 
     chunks = chunked(runs, workers)
     records: list[dict] = []
-    with ProcessPoolExecutor(max_workers=workers, initializer=_warm_up) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_warm_up)
+    try:
         pending = {pool.submit(analyze_chunk, chunk, options): chunk for chunk in chunks}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -217,6 +223,11 @@ def _run_pool(runs: Sequence[str], options: WorkOptions, workers: int,
                 records.extend(collect(future, chunk))
             if progress:
                 progress(len(records), len(runs))
+    except BaseException:
+        # Ctrl-C: drop the chunks not started instead of waiting for all of them.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return records
 
 

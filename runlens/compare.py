@@ -8,8 +8,9 @@ statistical test with a practical threshold, so that a seed twin (the same
 recipe, another seed) stays quiet and a real regression does not:
 
 - **final loss / validation loss**: the last window of shared steps (10%,
-  at least 20 points) of each run; one-sided Mann-Whitney U (Welch's t for
-  the few points of a validation curve), Cliff's delta as the effect size,
+  at least 20 points; a quarter, at least 5, of a validation curve) of each
+  run; one-sided Mann-Whitney U (Welch's t below 5 points a side), Cliff's
+  delta as the effect size,
   and a relative change of at least ``min_change`` that is also at least
   ``min_range_change`` of the baseline's own improvement over training.
 - **convergence speed**: the step at which each (rolling-median smoothed)
@@ -151,14 +152,21 @@ class Comparison:
             "spikes": obj(self.spikes),
             "gradient_shifts": [obj(g) for g in self.gradient_shifts],
             "findings": [f.to_dict() for f in self.findings], "notes": list(self.notes),
+            "thresholds": obj(self.thresholds),
         })
 
 
 def compare_runs(run: Run | str | os.PathLike[str], baseline: Run | str | os.PathLike[str], *,
                  thresholds: Thresholds | None = None) -> Comparison:
     """Compare ``run`` with ``baseline`` (runs, or paths to read)."""
-    from .compare_checks import (check_convergence, check_gradients, check_levels, check_nonfinite,
-                                 check_spikes, findings_for)
+    from .compare_checks import (
+        check_convergence,
+        check_gradients,
+        check_levels,
+        check_nonfinite,
+        check_spikes,
+        findings_for,
+    )
 
     th = thresholds or Thresholds()
     run, baseline = _as_run(run), _as_run(baseline)

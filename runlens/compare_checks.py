@@ -16,8 +16,18 @@ import warnings
 import numpy as np
 from scipy import stats as sps
 
-from .compare import (Comparison, Convergence, GradientShift, LevelTest, SpikeTest, Thresholds,
-                      binom_more, cliffs_delta, smooth, spike_steps)
+from .compare import (
+    Comparison,
+    Convergence,
+    GradientShift,
+    LevelTest,
+    SpikeTest,
+    Thresholds,
+    binom_more,
+    cliffs_delta,
+    smooth,
+    spike_steps,
+)
 from .findings import Finding
 from .run import Run
 
@@ -42,7 +52,9 @@ def check_levels(run: Run, base: Run, table: str, column: str, th: Thresholds) -
     if pool is None:
         r_idx, b_idx = _tail(rs <= last, th), _tail(bs <= last, th)
     else:
-        n = max(th.min_window if table == "scalars" else 3, int(np.ceil(th.window * len(pool))))
+        # Evals are few: a wider window, so that a clear shift can reach significance at all.
+        n = (max(th.min_window, int(np.ceil(th.window * len(pool)))) if table == "scalars"
+             else max(5, int(np.ceil(2.5 * th.window * len(pool)))))
         window = pool[-n:]
         r_idx, b_idx = np.isin(rs, window), np.isin(bs, window)
     a, b = rv[r_idx], bv[b_idx]
@@ -53,7 +65,8 @@ def check_levels(run: Run, base: Run, table: str, column: str, th: Thresholds) -
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         mw = sps.mannwhitneyu(a, b, alternative="greater")
-        if len(a) >= 20 and len(b) >= 20:
+        # Exact Mann-Whitney from 5 points a side (p can reach 0.004); below that, Welch's t.
+        if len(a) >= 5 and len(b) >= 5:
             test, p = "mann-whitney", float(mw.pvalue)
         else:
             test, p = "welch", float(sps.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue)
@@ -72,7 +85,7 @@ def check_levels(run: Run, base: Run, table: str, column: str, th: Thresholds) -
 
 def _tail(mask: np.ndarray, th: Thresholds) -> np.ndarray:
     idx = np.flatnonzero(mask)
-    keep = idx[-max(3, int(np.ceil(th.window * len(idx)))):]
+    keep = idx[-max(5, int(np.ceil(2.5 * th.window * len(idx)))):]
     out = np.zeros(len(mask), bool)
     out[keep] = True
     return out

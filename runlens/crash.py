@@ -14,12 +14,15 @@ goes from the most specific wording to the most general.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 MESSAGE_CHARS = 400
+MATCH_CHARS = 10_000
+CODES = ("crash_oom", "crash_shape_mismatch", "crash_device_mismatch", "crash_dtype_mismatch", "crash_other")
 
 
 @dataclass(frozen=True)
@@ -64,14 +67,16 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("crash_oom", "cuda_oom", r"CUDA out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDA error: out of memory",
        "the GPU ran out of memory while allocating a tensor", _OOM_ADVICE,
        ("torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "OutOfMemoryError")),
-    _p("crash_oom", "mps_oom", r"MPS backend out of memory",
+    _p("crash_oom", "mps_oom", r"MPS backend out of memory|Invalid buffer size: [\d.]+ ?[KMGT]i?B",
        "the Apple GPU (MPS) ran out of memory", _OOM_ADVICE +
        " On MPS, PYTORCH_MPS_HIGH_WATERMARK_RATIO limits how much unified memory may be used."),
-    _p("crash_oom", "cpu_oom", r"DefaultCPUAllocator: (can't|cannot) allocate memory|std::bad_alloc",
+    _p("crash_oom", "cpu_oom", r"DefaultCPUAllocator: (can't|cannot) allocate memory|std::bad_alloc|"
+       r"Unable to allocate [\d.]+ ?[KMGTP]i?B for an array",
        "the host ran out of RAM while allocating a tensor",
        "Reduce the batch size or the data held in memory (stream the dataset instead of loading "
-       "it whole), and fewer DataLoader workers each holding a copy.", ("MemoryError",)),
-    _p("crash_oom", "gpu_oom", r"(HIP|XPU|NPU) out of memory|\bout of memory\b",
+       "it whole), and fewer DataLoader workers each holding a copy.", ("MemoryError", "_ArrayMemoryError")),
+    _p("crash_oom", "gpu_oom", r"(HIP|XPU|NPU) out of memory|\bout of memory\b|CUDNN_STATUS_ALLOC_FAILED|"
+       r"CUFFT_ALLOC_FAILED|CUSOLVER_STATUS_ALLOC_FAILED",
        "an accelerator ran out of memory", _OOM_ADVICE),
     _p("crash_oom", "host_killed_worker", r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) is killed by signal: Killed",
        "a DataLoader worker was killed by the system, almost always the kernel's out-of-memory killer",
@@ -79,6 +84,8 @@ PATTERNS: tuple[Pattern, ...] = (
        "objects (lists of samples) into every worker."),
     _p("crash_device_mismatch", "same_device",
        r"Expected all tensors to be on the same device|expected (?:it|.*?) to be on the same device|"
+       r"is not on the expected device|must be on the same device|are not at the same device|"
+       r"to have the same device as|device type for generator|"
        r"Expected object of device type|is on CPU, but expected (?:it|them) to be on GPU|"
        r"indices should be either on cpu or on the same device|"
        r"module must have its parameters and buffers on device|"
@@ -100,9 +107,12 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("crash_dtype_mismatch", "scalar_type",
        r"expected (?:scalar type|object of scalar type) \w+ but (?:found|got)(?: scalar type)? \w+|"
        r"must have the same dtype|to have the same dtype|Found dtype \w+ but expected \w+|"
-       r"\"[\w]+\" not implemented for '\w+'|can't be cast to the desired output type|"
+       r"\"?\w+\"? not implemented for '\w+'|can't be cast to the desired output type|"
+       r"Expected floating point type for target|Only Tensors of floating point and complex dtype|"
+       r"mask dtype|only supports boolean masks|Input dtype must be either|"
+       r"Expected a floating point or complex tensor|can't convert np\.ndarray of type|"
        r"to have one of the following scalar types|source and destination dtypes match|"
-       r"cannot be converted to type at::\w+ without overflow|expected both vectors to have same dtype|"
+       r"cannot be converted to type \S+ without overflow|expected both vectors to have same dtype|"
        r"Input type \(\S+\) and (?:weight|bias) type \(\S+\) should be the same",
        "an operation received tensors of different dtypes (e.g. float64 data from numpy into a "
        "float32 model, or integer targets where floats are expected)",
@@ -116,7 +126,11 @@ PATTERNS: tuple[Pattern, ...] = (
        r"Expected \d+-dimensional input|must be the same as input size|different to the input size|"
        r"inconsistent tensor size|shape mismatch|Dimension out of range|"
        r"only batches of spatial targets supported|doesn't match the broadcast shape|"
-       r"Expected target size|expected sequence of length",
+       r"Expected target size|expected sequence of length|expected input with shape|"
+       r"Expected size for first two dimensions|must be equal to input_size|Expected hidden size|"
+       r"must match the existing size|Kernel size can't be greater than actual input size|"
+       r"Output size is too small|multi-target not supported|does not match the shape of the indexed|"
+       r"number of dims don't match|view size is not compatible|too many indices for tensor",
        "two tensors' shapes do not fit the operation (a layer's input size, a reshape, a "
        "batch of targets that does not match the outputs)",
        "Print x.shape before the failing layer; check the in_features of the first Linear after a "
@@ -153,16 +167,35 @@ def decode(error: Mapping[str, Any] | None) -> Decoded:
     etype = str(error.get("type") or "")
     message = str(error.get("message") or "")
     text = message or _last_line(str(error.get("traceback") or ""))
-    pattern = next((p for p in PATTERNS if _matches(p, etype, text)), _FALLBACK)
+    # Both ends of a huge message are kept: wrappers put the original error last.
+    probe = text if len(text) <= 2 * MATCH_CHARS else text[:MATCH_CHARS] + "\n" + text[-MATCH_CHARS:]
+    pattern, where = _FALLBACK, None
+    for p in PATTERNS:
+        where = _matches(p, etype, probe)
+        if where is not None:
+            pattern = p
+            break
     return Decoded(code=pattern.code, kind=pattern.kind, cause=pattern.cause, advice=pattern.advice,
-                   error_type=etype or "unknown", message=_clip(text), details=_details(text))
+                   error_type=etype or "unknown", message=_clip(_line_at(probe, where) or text),
+                   details=_details(probe))
 
 
-def _matches(p: Pattern, etype: str, text: str) -> bool:
+def _matches(p: Pattern, etype: str, text: str) -> int | None:
+    """Where ``p`` matched ``text`` (0 when the exception type alone matched), else None."""
     short = etype.rsplit(".", 1)[-1]
     if p.types and (etype in p.types or short in p.types):
-        return True
-    return bool(text) and p.regex.search(text) is not None
+        return 0
+    m = p.regex.search(text) if text else None
+    return m.start() if m else None
+
+
+def _line_at(text: str, pos: int | None) -> str:
+    """The line of ``text`` holding ``pos``: for a wrapped error, the original one, not the wrapper."""
+    if not pos:
+        return ""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return text[start:end if end >= 0 else len(text)]
 
 
 def _details(text: str) -> dict[str, Any]:
@@ -184,7 +217,8 @@ def _details(text: str) -> dict[str, Any]:
     if m:
         out["sizes"] = [int(m.group(1)), int(m.group(2))]
     m = (re.search(r"found at least two devices, ([\w:]+) and ([\w:]+)", text)
-         or re.search(r"but got \w+ is on ([\w:]+), different from other tensors on ([\w:]+)", text))
+         or re.search(r"but got \w+ is on ([\w:]+), different from other tensors on ([\w:]+)", text)
+         or re.search(r"on device ([\w:]+) is not on the expected device ([\w:]+)", text))
     if m:
         out["devices"] = [m.group(1), m.group(2)]
     m = (re.search(r"expected scalar type (\w+) but found (\w+)", text, re.I)

@@ -19,25 +19,33 @@ Why it matters:
 How it decides:
     The loss is read up to the first non-finite value (a step the loss
     scaler skipped does not count). Levels are medians: the start level
-    ``S`` over the first 5% of points (5 to 50 points), the end level ``E``
-    over the last 10%, the minimum ``m`` of the curve downsampled to bucket
-    medians. The late spread ``D`` is the robust sd (1.4826 MAD) of the last
-    third.
+    ``S`` over the first 5 steps (a learning rate too high throws the loss
+    up within a few steps; a long run falls a long way in its first 5%),
+    the end level ``E`` over the last 10%, the minimum ``m`` of the curve
+    downsampled to bucket medians. The late spread ``D`` is the robust sd
+    (1.4826 MAD) of the last third.
 
     - diverged: a non-finite loss; or, after its minimum, a significant
       upward Mann-Kendall trend (one-sided p < ``alpha_strong``) that ends
-      far above it: ``E - m >= max(S - m, growth * |S|)`` (it gave back all
-      its progress and more), or ``E > S`` and ``E >= 10 m`` for a positive
-      loss (an order of magnitude above its best).
-    - unstable: the late third does not settle (the variance of its
-      step-to-step differences is not both significantly smaller than the
-      first third's, Levene median-centred one-sided p < ``alpha``, and
-      below ``settle_ratio`` of it), and either the fluctuations dwarf the
-      progress (``(S - E) / D < min_progress`` while ``D >= dispersion *
-      |S|``), or the late loss level wanders far beyond what independent
-      minibatch noise allows (variance ratio of bucket means, chi-square
-      p < ``alpha_strong``, ratio >= ``wander_ratio``, wandering amplitude at
-      least ``dispersion`` of the start level and of the progress).
+      far above it, the final level ``F`` (median of the last 2%) meeting
+      ``F - m >= max(S - m, growth * |S|)`` (it gave back all its progress
+      and more), or ``F > S`` and ``F >= 10 m`` for a positive loss (an
+      order of magnitude above its best).
+    - unstable: the validation loss (6 late evaluations at least) jumps
+      between evaluations by ``val_jumps`` of its level or more, and by
+      ``val_jumps_progress`` of its fall from the first evaluation to its
+      minimum (jumps: RMS of the residuals of the later half from a rolling
+      median of 5, which a monotone fall or rise does not have); or the late third of the training loss does not
+      settle (the variance of its step-to-step differences is not both
+      significantly smaller than the middle third's, Levene median-centred
+      one-sided p < ``alpha``, and below ``settle_ratio`` of it) and either
+      its fluctuations dwarf the progress (``(S - E) / D < min_progress``
+      while ``D >= dispersion * |S|``), or its level wanders far beyond what
+      independent minibatch noise allows (variance ratio of 20 bucket
+      means of the detrended loss, chi-square p < ``alpha_strong`` and
+      < ``alpha`` in each half, ratio >= ``wander_ratio``, and a wandering
+      amplitude of at least ``dispersion`` of the progress ``S - E`` and 2%
+      of the level ``E``).
     - overfitting (needs at least 5 evals): the validation loss has a
       minimum followed by at least ``min_evals_after`` evaluations that rise
       (Mann-Kendall on the evals after the minimum, one-sided p < ``alpha``),
@@ -45,10 +53,12 @@ How it decides:
       of its minimum, while the training loss at the end is no higher than
       at the validation minimum.
     - underfitting: the relative drop ``(S - E) / |S|`` is below
-      ``min_drop``. The evidence says when the end level sits at ln K for a
-      K in 2..1000 (ln 2 = 0.693): a classifier predicting chance. A curve
-      that fell by more and then flattened is a plateau after progress,
-      i.e. healthy.
+      ``min_drop``. The evidence says when the loss started within 10% of
+      ln K and ends within 2% of ln K (ln 2 = 0.693), K the config's number
+      of classes, else any K in 2..1000 that matches unambiguously (within
+      a quarter of the gap to ln(K +- 1)): a classifier predicting chance.
+      A curve that fell by more and then flattened is a plateau after
+      progress, i.e. healthy.
     - healthy: none of the above.
 
 What to try:
@@ -65,15 +75,18 @@ Parameters:
     variance tests (0.05). alpha_strong: level for the tests that alone
     change the label to diverged or unstable (0.001). growth: rise above the
     start, relative to it, that counts as unbounded when the curve made no
-    progress first (0.5). min_progress: progress over late spread below which
-    a noisy curve has not settled (2.0). dispersion: late spread relative to
-    the start level that counts as large (0.2). wander_ratio: variance ratio
-    of the wandering test (4.0). min_drop: relative drop below which the
-    curve is underfitting (0.1). min_evals_after: evaluations after the
-    validation minimum needed to call overfitting (4). min_val_rise: rise of
-    the validation loss relative to its minimum (0.02). settle_ratio: late
-    over early variance of the differenced loss below which (if significant)
-    the curve is settling (0.5).
+    progress first (0.5). min_progress: progress over late spread below
+    which a noisy curve has not settled (2.0). dispersion: late spread
+    relative to the start level, or wandering relative to the progress,
+    that counts as large (0.1). wander_ratio: variance ratio of the
+    wandering test (3.0). min_drop: relative drop below which the curve is
+    underfitting (0.1). min_evals_after: evaluations after the validation
+    minimum needed to call overfitting (4). min_val_rise: rise of the
+    validation loss relative to its minimum (0.1). settle_ratio: late over
+    middle variance of the differenced loss below which (if significant)
+    the curve is settling (0.5). val_jumps, val_jumps_progress: jumps of
+    the validation loss, relative to its level (0.02) and to its fall
+    (0.08), that make it unstable.
 """
 
 from __future__ import annotations
@@ -100,16 +113,38 @@ NEEDS = Needs(scalars=("loss", "lr", "step_skipped"), evals=("val_loss",))
 MAX_CLASSES = 1000
 
 
-def chance_level(value: float, *, rel_tol: float = 0.02) -> dict[str, Any] | None:
-    """The K in 2..1000 whose ln K is nearest ``value``, if within ``rel_tol``."""
+def chance_level(value: float, *, classes: int | None = None,
+                 rel_tol: float = 0.02) -> dict[str, Any] | None:
+    """The K whose ln K is ``value`` (within ``rel_tol``), if it is unambiguous.
+
+    With ``classes`` known (from the run's config) only that K is tried.
+    Otherwise K = 2..1000 are, and ``value`` must also be within a quarter
+    of the gap to the neighbours' ln(K +- 1): beyond K ~ 12 the ln K are
+    closer together than 2%, and a wider tolerance would match anything.
+    """
     if not math.isfinite(value) or value <= 0:
         return None
-    k = int(round(math.exp(value)))
-    best = min((kk for kk in (k - 1, k, k + 1) if 2 <= kk <= MAX_CLASSES),
-               key=lambda kk: abs(value - math.log(kk)), default=None)
-    if best is None or abs(value - math.log(best)) > rel_tol * math.log(best):
+    if classes is not None:
+        best, tol = classes, rel_tol * math.log(classes)
+    else:
+        k = int(round(math.exp(value)))
+        best = min((kk for kk in (k - 1, k, k + 1) if 2 <= kk <= MAX_CLASSES),
+                   key=lambda kk: abs(value - math.log(kk)), default=None)
+        if best is None:
+            return None
+        tol = min(rel_tol * math.log(best), 0.25 * (math.log(best + 1) - math.log(best)))
+    if abs(value - math.log(best)) > tol:
         return None
     return {"chance_classes": best, "chance_loss": math.log(best)}
+
+
+def config_classes(config: Any) -> int | None:
+    """The number of classes the run's config states, if any."""
+    for key in ("classes", "num_classes", "n_classes", "num_labels"):
+        v = config.get(key) if hasattr(config, "get") else None
+        if isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 10**6:
+            return v
+    return None
 
 
 class CurveClassifier:
@@ -117,8 +152,9 @@ class CurveClassifier:
 
     def __init__(self, *, min_points: int = 20, alpha: float = 0.05, alpha_strong: float = 0.001,
                  growth: float = 0.5, min_progress: float = 2.0, dispersion: float = 0.1,
-                 wander_ratio: float = 4.0, min_drop: float = 0.1, min_evals_after: int = 4,
-                 min_val_rise: float = 0.02, settle_ratio: float = 0.5, val_jumps: float = 0.05) -> None:
+                 wander_ratio: float = 3.0, min_drop: float = 0.1, min_evals_after: int = 4,
+                 min_val_rise: float = 0.1, settle_ratio: float = 0.5, val_jumps: float = 0.02,
+                 val_jumps_progress: float = 0.08) -> None:
         self.min_points = min_points
         self.alpha = alpha
         self.alpha_strong = alpha_strong
@@ -131,8 +167,9 @@ class CurveClassifier:
         self.min_val_rise = min_val_rise
         self.settle_ratio = settle_ratio
         self.val_jumps = val_jumps
+        self.val_jumps_progress = val_jumps_progress
 
-    def classify(self, run: "Run", ctx: Context | None = None) -> CurveVerdict:
+    def classify(self, run: Run, ctx: Context | None = None) -> CurveVerdict:
         steps, x, bad_step = training_loss(run)
         if bad_step is not None:
             return CurveVerdict("diverged", f"the training loss became non-finite at step {bad_step}",
@@ -150,12 +187,14 @@ class CurveClassifier:
         verdict = self._overfitting(steps, x, vs, vl, f)
         if verdict is not None:
             return verdict
-        return self._underfitting(f) or CurveVerdict(
+        return self._underfitting(f, config_classes(run.config)) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and settled", _ev(f))
 
     # -- labels, in precedence order -------------------------------------------
     def _diverged(self, f: dict[str, Any]) -> CurveVerdict | None:
-        S, E, m = f["start_level"], f["end_level"], f["min_level"]
+        # The last 2%, not 10%: a blow-up often takes only the final steps
+        # before the run is stopped.
+        S, E, m = f["start_level"], f["final_level"], f["min_level"]
         t = f["after_min_trend"]
         if t is None or not t.p_increasing < self.alpha_strong:
             return None
@@ -169,10 +208,12 @@ class CurveClassifier:
             _ev(f, after_min_trend=t.to_dict()))
 
     def _unstable(self, f: dict[str, Any]) -> CurveVerdict | None:
-        if f["val_jumps"] >= self.val_jumps:
+        jumps, progress = f["val_jumps"], f["val_progress"]
+        if jumps >= self.val_jumps and jumps * f["val_level"] >= self.val_jumps_progress * progress:
+            of_fall = f", {jumps * f['val_level'] / progress:.0%} of its fall" if progress > 0 else ""
             return CurveVerdict(
-                "unstable", f"the validation loss jumps by {f['val_jumps']:.0%} of its level between "
-                f"evaluations late in training (>= {self.val_jumps:.0%})", _ev(f))
+                "unstable", f"the validation loss jumps by {jumps:.1%} of its level between evaluations "
+                f"late in training (>= {self.val_jumps:.0%}){of_fall}", _ev(f))
         lev = f["late_vs_early"]
         # Settling needs both significance and an effect: with 10^5 steps a
         # 5% smaller late variance is "significant" and means nothing.
@@ -182,9 +223,13 @@ class CurveClassifier:
         progress = (S - E) / D if D > 0 else math.inf
         noisy = progress < self.min_progress and D >= self.dispersion * scale
         w = f["wander"]
-        amp = w["amplitude"]
+        # Wandering must undo a real share of the progress, be visible at the
+        # loss's own level, and be present in both halves of the late third
+        # (one step of a schedule is a single jump, not wandering).
         wandering = (w["p"] < self.alpha_strong and w["ratio"] >= self.wander_ratio
-                     and amp >= self.dispersion * max(scale, S - E))
+                     and w["halves_p"] < self.alpha
+                     and w["excess"] >= self.dispersion * max(S - E, 0.0)
+                     and w["excess"] >= 0.02 * abs(E))
         if not (noisy or wandering):
             return None
         what = ("fluctuates by more than it improved" if noisy
@@ -204,7 +249,8 @@ class CurveClassifier:
         t = trend(after, vs[i + 1:].astype(float))
         noise = mad_sd(np.diff(vl)) / math.sqrt(2.0)
         rise = float(np.median(vl[-min(3, after.size):]) - vl[i])
-        train_at_min = float(np.median(x[np.abs(steps - vs[i]) <= max(1, (steps[-1] - steps[0]) // 40)]))
+        near = np.abs(steps - vs[i]) <= max(1, (steps[-1] - steps[0]) // 40)
+        train_at_min = float(np.median(x[near]) if near.any() else x[np.argmin(np.abs(steps - vs[i]))])
         ev = _ev(f, val_min=float(vl[i]), val_min_step=int(vs[i]), val_rise=rise,
                  val_noise_sd=noise, val_trend=t.to_dict(), train_at_val_min=train_at_min)
         if not (t.p_increasing < self.alpha and rise >= 3 * noise
@@ -214,10 +260,13 @@ class CurveClassifier:
             "overfitting", f"validation loss rose from {vl[i]:.4g} at step {int(vs[i])} to "
             f"{vl[-1]:.4g} (Kendall p={t.p_increasing:.2g}) while the training loss kept falling", ev)
 
-    def _underfitting(self, f: dict[str, Any]) -> CurveVerdict | None:
+    def _underfitting(self, f: dict[str, Any], classes: int | None) -> CurveVerdict | None:
         if not f["relative_drop"] < self.min_drop:
             return None
-        chance = chance_level(f["end_level"])
+        chance = chance_level(f["end_level"], classes=classes)
+        # Pinned at chance: it also started there, as a fresh classifier does.
+        if chance is not None and abs(f["start_level"] - chance["chance_loss"]) > 0.1 * chance["chance_loss"]:
+            chance = None
         extra = {} if chance is None else chance
         reason = f"the loss barely moved: {f['relative_drop']:.1%} below its start {f['start_level']:.4g}"
         if chance is not None:
@@ -226,7 +275,7 @@ class CurveClassifier:
         return CurveVerdict("underfitting", reason, _ev(f, **extra))
 
 
-def validation_loss(run: "Run", steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def validation_loss(run: Run, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(steps, val_loss)``: finite validation losses by step, up to the last training step."""
     vs, vl = run.steps("evals"), run.column("evals", "val_loss")
     if vl is None or vs.size != vl.size:
@@ -257,6 +306,7 @@ def val_jumps(vl: np.ndarray, min_evals: int = 6) -> float:
 
 def curve_features(steps: np.ndarray, x: np.ndarray, vl: np.ndarray | None = None) -> dict[str, Any]:
     """The numbers every label reads, computed once (``x`` finite, ordered)."""
+    vl = np.empty(0) if vl is None else vl
     n = x.size
     # The first few steps, not the first 5%: a learning rate too high throws
     # the loss far above its initial value within a few steps, and a long
@@ -268,13 +318,14 @@ def curve_features(steps: np.ndarray, x: np.ndarray, vl: np.ndarray | None = Non
     i_min = int(round(pos[j]))
     m = float(med[j])
     tail = x[i_min:]
-    after = trend(tail, steps[i_min:].astype(float)) if tail.size >= max(10, n // 20) else None
+    after = trend(tail, steps[i_min:].astype(float)) if tail.size >= 10 else None
     third = max(3, n // 3)
     late = x[-third:]
     D = mad_sd(late)
     scale = max(abs(S), abs(E), 1e-12)
     return {
         "points": int(n), "start_level": S, "end_level": E, "min_level": m,
+        "final_level": float(np.median(x[-max(5, n // 50):])),
         "min_step": int(steps[i_min]), "relative_drop": (S - E) / scale if S != 0 else 0.0,
         "late_spread": D, "scale": abs(S) if S != 0 else scale,
         "after_min_trend": after,
@@ -283,7 +334,9 @@ def curve_features(steps: np.ndarray, x: np.ndarray, vl: np.ndarray | None = Non
         # transient, which calms down even in a run that never settles.
         "late_vs_early": levene_compare(np.diff(x[third:2 * third]), np.diff(late)),
         "wander": wander_test(late),
-        "val_jumps": val_jumps(vl if vl is not None else np.empty(0)),
+        "val_jumps": val_jumps(vl),
+        "val_level": float(np.median(vl[vl.size // 2:])) if vl.size else math.nan,
+        "val_progress": float(vl[0] - vl.min()) if vl.size else 0.0,
     }
 
 
@@ -294,21 +347,31 @@ def wander_test(x: np.ndarray, buckets: int = 20) -> dict[str, float]:
     equal buckets; with independent noise the bucket means vary by
     var/size, so ``ratio = size * var(bucket means) / var(residuals)`` is
     about 1 and ``(buckets - 1) * ratio`` is chi-square distributed.
-    ``amplitude`` is the sd of the bucket means (in loss units).
+    ``excess`` is the sd of the bucket means beyond that noise (loss units);
+    ``halves_p`` the larger p of the same test on each half of ``x``.
     """
-    size = x.size // buckets
+    whole = _variance_ratio(x, buckets)
+    halves = [_variance_ratio(h, buckets) for h in (x[: x.size // 2], x[x.size // 2:])]
+    whole["halves_p"] = max(h["p"] for h in halves) if all(h["p"] == h["p"] for h in halves) else math.nan
+    return whole
+
+
+def _variance_ratio(x: np.ndarray, buckets: int) -> dict[str, float]:
+    buckets = min(buckets, x.size // 5)  # short series: fewer buckets of 5
+    size = x.size // buckets if buckets >= 4 else 0
     if size < 3:
-        return {"ratio": math.nan, "p": math.nan, "amplitude": 0.0}
-    t = trend(x)
+        return {"ratio": math.nan, "p": math.nan, "excess": 0.0}
+    t = trend(x, max_points=200)  # a detrending line needs no more precision than this
     r = x - (t.intercept + t.slope * np.arange(x.size))
-    r = r[-size * buckets:]
-    means = r.reshape(buckets, size).mean(axis=1)
-    within = float(np.var(r.reshape(buckets, size) - means[:, None], ddof=1))
+    r = r[-size * buckets:].reshape(buckets, size)
+    means = r.mean(axis=1)
+    within = float(np.var(r - means[:, None], ddof=1))
     if within <= 0:
-        return {"ratio": math.nan, "p": math.nan, "amplitude": 0.0}
-    ratio = size * float(np.var(means, ddof=1)) / within
+        return {"ratio": math.nan, "p": math.nan, "excess": 0.0}
+    between = float(np.var(means, ddof=1))
+    ratio = size * between / within
     p = float(sps.chi2.sf((buckets - 1) * ratio, buckets - 1))
-    return {"ratio": ratio, "p": p, "amplitude": float(np.std(means, ddof=1))}
+    return {"ratio": ratio, "p": p, "excess": math.sqrt(max(between - within / size, 0.0))}
 
 
 def _ev(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -317,7 +380,8 @@ def _ev(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
                             "relative_drop", "late_spread")}
     ev.update(levene_late_vs_early=lev.statistic, levene_p_smaller=lev.p_smaller,
               variance_ratio_late_early=lev.ratio, wander_ratio=f["wander"]["ratio"],
-              wander_p=f["wander"]["p"], val_jumps=f["val_jumps"])
+              wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"],
+              val_jumps=f["val_jumps"], val_progress=f["val_progress"])
     ev.update(extra)
     return ev
 
@@ -325,6 +389,6 @@ def _ev(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
 _DEFAULT = CurveClassifier()
 
 
-def classify(run: "Run", ctx: Context | None = None) -> CurveVerdict:
+def classify(run: Run, ctx: Context | None = None) -> CurveVerdict:
     """The curve verdict for ``run`` with the default thresholds."""
     return _DEFAULT.classify(run, ctx)

@@ -18,7 +18,8 @@ same way, so ``--scheduler`` changes where the work runs, never the result.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .audit_worker import WorkOptions, analyze_chunk
 from .errors import UsageError
@@ -55,7 +56,7 @@ def run_on_dask(runs: Sequence[str], options: WorkOptions, *, client: Any = None
         chunks = chunked(runs, workers)
         # pure=False: the same paths read twice are two reads (runs change while training).
         futures = client.map(analyze_chunk, chunks, options=options, pure=False)
-        by_key = {f.key: chunk for f, chunk in zip(futures, chunks)}
+        by_key = {f.key: chunk for f, chunk in zip(futures, chunks, strict=True)}
         records: list[dict] = []
         for future in as_completed(futures):
             records.extend(collect(future, by_key[future.key]))

@@ -1,8 +1,12 @@
 """Find the runs below a set of paths: local folders and filesystem URLs.
 
 A run is a directory holding ``run.json``; its subfolders are its tables,
-so the walk does not descend into it. Anything an importer recognises
-(``runlens.importers.detect_kind``, when that exists) is a run as well.
+so the walk does not descend into it. Another tool's log is a run as well
+when ``runlens.importers.detect_kind`` recognises it: a file named on the
+command line, or a folder that holds a log's marker file (TensorBoard
+events, a Lightning ``metrics.csv``, Hugging Face's ``trainer_state.json``);
+a CSV, Parquet or text file met during the walk is not, because most are
+data, not logs.
 Directories whose name starts with ``.`` are skipped: they are writers'
 temporary files, ``.git``, virtual environments and caches.
 
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from .errors import UsageError
 
@@ -72,7 +76,8 @@ def _importer_probe() -> Callable[[str], bool]:
 def _discover_local(root: str, probe: Callable[[str], bool]) -> list[str]:
     if os.path.isfile(os.path.join(root, "run.json")):
         return [root]
-    if not os.path.isdir(root) or probe(root):
+    if not os.path.isdir(root):
+        # A file named on the command line: the user says it is a log; let the importers judge.
         return [root] if probe(root) else []
     runs: list[str] = []
     seen: set[tuple[int, int]] = set()
@@ -86,37 +91,47 @@ def _discover_local(root: str, probe: Callable[[str], bool]) -> list[str]:
         if (st.st_dev, st.st_ino) in seen:
             continue
         seen.add((st.st_dev, st.st_ino))
-        if folder != root and os.path.isfile(os.path.join(folder, "run.json")):
+        files, subdirs = _scan(folder)
+        if "run.json" in files or (_has_marker(folder, files, subdirs) and probe(folder)):
             runs.append(folder)
             continue
-        if folder != root and probe(folder):
-            runs.append(folder)
-            continue
-        subdirs = _scan(folder, probe, runs)
         # Reversed so that the stack pops them in name order.
-        stack.extend(reversed(subdirs))
+        stack.extend(reversed([os.path.join(folder, d) for d in subdirs]))
     return sorted(runs, key=_natural)
 
 
-def _scan(folder: str, probe: Callable[[str], bool], runs: list[str]) -> list[str]:
+def _scan(folder: str) -> tuple[set[str], list[str]]:
+    """Names of the files and (symlinks followed) subfolders of ``folder``, dot-names left out."""
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
-        return []  # unreadable folder: nothing below it can be audited
-    subdirs = []
+        return set(), []  # unreadable folder: nothing below it can be audited
+    files, subdirs = set(), []
     for entry in entries:
         if entry.name.startswith("."):
             continue
-        path = os.path.join(folder, entry.name)
         try:
             is_dir = entry.is_dir()  # follows symlinks
         except OSError:
             continue
-        if is_dir:
-            subdirs.append(path)
-        elif probe(path):
-            runs.append(path)
-    return subdirs
+        (subdirs.append if is_dir else files.add)(entry.name)
+    return files, subdirs
+
+
+def _has_marker(folder: str, files: set[str], subdirs: list[str]) -> bool:
+    """Whether ``folder`` itself holds another tool's run log, by the files that name one.
+
+    Only unambiguous markers count: TensorBoard event files, a Lightning
+    ``metrics.csv``, Hugging Face's ``trainer_state.json`` (here or in a
+    ``checkpoint-*`` folder). Any CSV, Parquet or text file could be a log
+    but is usually data, so such logs are audited only when named.
+    """
+    if "metrics.csv" in files or "trainer_state.json" in files:
+        return True
+    if any("tfevents" in name for name in files):
+        return True
+    return any(d.startswith("checkpoint-") and os.path.isfile(os.path.join(folder, d, "trainer_state.json"))
+               for d in subdirs)
 
 
 def _natural(path: str) -> list:

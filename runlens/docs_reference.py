@@ -13,11 +13,12 @@ A test runs the check, so the page cannot drift from the code.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from .detectors import REGISTRY
 from .detectors._base import DOC_SECTIONS, parse_doc_sections
@@ -74,10 +75,15 @@ def render_markdown() -> str:
     out += [f"| [`{e.code}`](#{e.code}) | {e.severity} | {e.title} |" for e in docs.values()]
     out.append("")
     for e in docs.values():
-        out += [f"## {e.code}", "", f"*{e.severity}* - {e.sections.get('', '')}", ""]
+        out += [f"## {e.code}", "", f"*{e.severity}* - {_md(e.sections.get('', ''))}", ""]
         for name in DOC_SECTIONS:
-            out += [f"### {name}", "", "```text", e.sections.get(name, "(not documented)"), "```", ""]
+            out += [f"### {name}", "", _md(e.sections.get(name, "(not documented)")), ""]
     return "\n".join(out)
+
+
+def _md(text: str) -> str:
+    """Docstring text as Markdown: RST ``literals`` become `code`."""
+    return re.sub(r"``([^`]+)``", r"`\1`", text)
 
 
 def _curve_entry() -> Entry | None:

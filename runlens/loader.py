@@ -24,6 +24,8 @@ What the loader decides, so detectors do not have to:
 - **Status**: a run.json left ``running`` is ``killed`` when its heartbeat
   is older than ``3 * flush_seconds``, or when it was written on this host
   by a pid that no longer exists; otherwise it stays ``running``.
+- **Paths**: ``path`` is the run directory (or its run.json); ``Run.path``
+  keeps it exactly as given, since the analysis output echoes it.
 - **Not a run directory**: when ``path`` has no ``run.json``, the importers
   (``runlens.importers``) are asked whether they recognise it (a CSV log, a
   TensorBoard folder, ...) and the converted run is loaded instead.
@@ -31,16 +33,13 @@ What the loader decides, so detectors do not have to:
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import tempfile
-import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -49,11 +48,9 @@ import pyarrow.parquet as pq
 
 from recorders import format as fmt
 
-from .errors import RunFormatError, UnsupportedVersionError
+from .errors import RunFormatError, RunlensError, UsageError
 from .run import Run
-
-# A run.json without a usable flush_seconds is judged against this interval.
-DEFAULT_FLUSH_SECONDS = 30.0
+from .runmeta import derive_status, one_line, read_meta
 
 Columns = Mapping[str, "Iterable[str] | None"]
 
@@ -78,8 +75,14 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None) -> Ru
     nor something an importer recognises, or run.json is unusable, and
     :class:`UnsupportedVersionError` for an unknown ``format_version``.
     """
+    unknown = sorted(set(columns or ()) - set(fmt.TABLES))
+    if unknown:
+        raise UsageError(f"columns names unknown table(s) {', '.join(unknown)}; tables are "
+                         f"{', '.join(fmt.TABLES)}")
     shown = os.fspath(path)
     root = Path(shown)
+    if root.name == "run.json" and root.is_file():
+        root = root.parent
     if not (root / "run.json").is_file():
         return _load_foreign(shown, columns)
     meta = read_meta(root)
@@ -92,73 +95,8 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None) -> Ru
             continue
         wanted = None if columns is None else columns[table]
         tables[table] = _load_table(root, table, wanted, warnings, order)
-    return Run(path=shown, meta=MappingProxyType(meta), status=_status(meta),
+    return Run(path=shown, meta=MappingProxyType(meta), status=derive_status(meta)[0],
                warnings=tuple(warnings), **tables)
-
-
-# -- run.json ---------------------------------------------------------------
-
-def read_meta(root: Path) -> dict[str, Any]:
-    """Parse and check ``root/run.json``; one-line errors for anything unusable."""
-    where = root / "run.json"
-    try:
-        meta = json.loads(where.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise RunFormatError(f"{where}: not readable as JSON ({_one_line(exc)})") from None
-    if not isinstance(meta, dict):
-        raise RunFormatError(f"{where}: not a JSON object")
-    if meta.get("format") != fmt.FORMAT:
-        raise RunFormatError(f"{where}: \"format\" is {meta.get('format')!r}, expected {fmt.FORMAT!r}")
-    version = meta.get("format_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise RunFormatError(f"{where}: \"format_version\" is missing or not an integer")
-    if version != fmt.FORMAT_VERSION:
-        raise UnsupportedVersionError(
-            f"{where}: format_version {version} is not supported (this runlens reads "
-            f"version {fmt.FORMAT_VERSION}); upgrade runlens to read this run")
-    if meta.get("status") not in fmt.RUN_STATUSES:
-        raise RunFormatError(f"{where}: \"status\" is {meta.get('status')!r}, expected one of "
-                             f"{', '.join(sorted(fmt.RUN_STATUSES))}")
-    return meta
-
-
-def _status(meta: Mapping[str, Any], now: float | None = None) -> str:
-    status = meta["status"]
-    if status != "running":
-        return status
-    now = time.time() if now is None else now
-    flush = meta.get("flush_seconds")
-    if not isinstance(flush, (int, float)) or isinstance(flush, bool) or not flush > 0:
-        flush = DEFAULT_FLUSH_SECONDS
-    beat = _parse_time(meta.get("heartbeat_at")) or _parse_time(meta.get("started_at"))
-    if beat is not None and now - beat > 3 * float(flush):
-        return "killed"
-    if meta.get("host") == socket.gethostname() and not _pid_alive(meta.get("pid")):
-        return "killed"
-    return "running"
-
-
-def _parse_time(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return stamp.timestamp() if stamp.tzinfo is not None else None
-
-
-def _pid_alive(pid: Any) -> bool:
-    # Without a usable pid we cannot tell, and a live run must not be called killed.
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
 
 
 # -- tables -----------------------------------------------------------------
@@ -204,15 +142,16 @@ def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
                warnings: list[str]) -> pa.Table | None:
     rel = part.path.relative_to(root)
     try:
-        schema = pq.read_schema(part.path)
-        missing = [c for c in fmt.REQUIRED[table] if c not in schema.names]
-        if missing:
-            warnings.append(f"skipped {rel}: lacks required column(s) {', '.join(missing)}")
-            return None
-        cols = schema.names if want is None else [c for c in want if c in schema.names]
-        data = _normalise(pq.read_table(part.path, columns=cols), table)
+        with pq.ParquetFile(part.path) as pf:
+            names = pf.schema_arrow.names
+            missing = [c for c in fmt.REQUIRED[table] if c not in names]
+            if missing:
+                warnings.append(f"skipped {rel}: lacks required column(s) {', '.join(missing)}")
+                return None
+            data = pf.read(columns=names if want is None else [c for c in want if c in names])
+        data = _normalise(data, table)
     except (OSError, ValueError, pa.ArrowException) as exc:
-        warnings.append(f"skipped {rel}: unreadable part ({_one_line(exc)})")
+        warnings.append(f"skipped {rel}: unreadable part ({one_line(exc)})")
         return None
     if data.column("step").null_count:
         warnings.append(f"{rel}: dropped {data.column('step').null_count} row(s) without a step")
@@ -224,7 +163,7 @@ def _normalise(data: pa.Table, table: str) -> pa.Table:
     """Cast the spec's columns to their exact types (raises ArrowInvalid if impossible)."""
     known = fmt.FIELDS[table]
     fields, arrays = [], []
-    for name, col in zip(data.column_names, data.columns):
+    for name, col in zip(data.column_names, data.columns, strict=True):
         target = known.get(name)
         if target is not None and col.type != target:
             if pa.types.is_dictionary(target):
@@ -238,6 +177,11 @@ def _normalise(data: pa.Table, table: str) -> pa.Table:
 
 
 def _safe_cast(col: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
+    if pa.types.is_string(target):
+        kind = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)):
+            raise pa.ArrowInvalid(f"column {name} is {col.type}, expected {target}")
+        return pc.cast(col, target)
     numeric = pa.types.is_integer(col.type) or pa.types.is_floating(col.type)
     if not numeric and not pa.types.is_null(col.type):
         raise pa.ArrowInvalid(f"column {name} is {col.type}, expected {target}")
@@ -378,27 +322,30 @@ def _depth_ranks(names: Iterable[str | None], order: Mapping[str, int]) -> dict[
 # -- foreign logs -----------------------------------------------------------
 
 def _load_foreign(shown: str, columns: Columns | None) -> Run:
+    if not os.path.exists(shown):
+        raise RunFormatError(f"{shown}: no such file or directory")
     try:
         from .importers import detect_kind, import_run
     except (ImportError, AttributeError):
         detect_kind = import_run = None
-    kind = detect_kind(shown) if detect_kind is not None and os.path.exists(shown) else None
+    try:
+        kind = detect_kind(shown) if detect_kind is not None else None
+    except OSError:
+        kind = None
     if not kind:
-        if not os.path.exists(shown):
-            raise RunFormatError(f"{shown}: no such file or directory")
         raise RunFormatError(f"{shown} is not a run directory (no run.json) "
                              "and no importer recognises it")
     source = Path(shown)
     # The run is named after its source, not the temporary folder, so the output stays the same.
     label = (source.stem if source.is_file() else source.name) or "imported"
     with tempfile.TemporaryDirectory(prefix="runlens-import-") as tmp:
-        made = import_run(kind, shown, Path(tmp) / label)
-        where = Path(made) if made is not None else Path(tmp) / label
-        run = load_run(where, columns)
+        try:
+            made = import_run(kind, shown, Path(tmp) / label)
+        except RunlensError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a broken log must end in one line, not a traceback
+            raise RunFormatError(f"{shown}: the {kind} importer failed "
+                                 f"({type(exc).__name__}: {one_line(exc)})") from None
+        run = load_run(Path(made) if made is not None else Path(tmp) / label, columns)
     return Run(path=shown, meta=run.meta, status=run.status, scalars=run.scalars, evals=run.evals,
                layers=run.layers, events=run.events, warnings=run.warnings)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

@@ -41,11 +41,11 @@ from recorders.torch import Recorder  # noqa: E402
 
 CRASH_KINDS = ("oom", "shape", "dtype", "device", "other")
 
-# Image and sequence models see the same 64 features as an 8x8 image or as 16
-# tokens of 4 features, so every model kind trains on the same tasks.
+# Image and sequence models see the same 64 features as an 8x8 image or as 8
+# tokens of 8 features, so every model kind trains on the same tasks.
 DIM = 64
 IMAGE = (1, 8, 8)
-SEQ = (16, 4)
+SEQ = (8, 8)
 
 
 @dataclass(frozen=True)

@@ -180,15 +180,15 @@ def overfits(d: RunData) -> tuple[bool, dict]:
 
 
 def flat(d: RunData) -> tuple[bool, dict]:
-    """The loss barely moves: the last 10% within 3% of the first 10%."""
+    """The loss barely moves: the last 10% within 5% of the first 10%."""
     change = abs(d.tail() - d.head()) / abs(d.head())
-    return _ok(np.isfinite(d.loss).all() and change < 0.03, relative_change=change)
+    return _ok(np.isfinite(d.loss).all() and change < 0.05, relative_change=change)
 
 
 def at_chance(d: RunData) -> tuple[bool, dict]:
     """The loss sits at ln(K): the model predicts the class prior."""
     k = int(d.meta["config"]["classes"])
-    return _ok(abs(d.tail() - math.log(k)) < 0.03 * math.log(k), tail=d.tail(), ln_k=math.log(k))
+    return _ok(abs(d.tail() - math.log(k)) < 0.05 * math.log(k), tail=d.tail(), ln_k=math.log(k))
 
 
 def tiny_updates_healthy_grads(d: RunData) -> tuple[bool, dict]:
@@ -272,11 +272,14 @@ def no_dead_layer(d: RunData) -> tuple[bool, dict]:
 
 
 def spikes(d: RunData) -> tuple[bool, dict]:
-    """>= 2 steps jump above 4x the median of the previous 20, each back under 1.5x within 10 steps."""
+    """>= 2 steps jump above 1.8x the median of the previous 20 steps and > 8 robust sd (MAD) over
+    it, each back under 1.5x within 10 steps. On healthy runs no step reaches 1.4x or 6 sd."""
     found, recovered = [], 0
     for i in range(20, len(d.loss)):
-        base = np.median(d.loss[i - 20:i])
-        if d.loss[i] > 4 * base:
+        window = d.loss[i - 20:i]
+        base = np.median(window)
+        sd = 1.4826 * np.median(np.abs(window - base))
+        if d.loss[i] > 1.8 * base and d.loss[i] - base > 8 * sd:
             found.append(int(d.steps[i]))
             after = d.loss[i + 1:i + 11]
             recovered += int(after.size > 0 and np.min(after) < 1.5 * base)
@@ -284,12 +287,14 @@ def spikes(d: RunData) -> tuple[bool, dict]:
 
 
 def plateau_then_falls(d: RunData) -> tuple[bool, dict]:
-    """Flat for the first 40% (< 3% change), then ends below 70% of the plateau level."""
+    """Flat (< 5% change) until the schedule's jump (config ``jump_at``, else 40% of the run),
+    then ends below 70% of the plateau level."""
     n = len(d.loss)
-    first = d.loss[: int(0.4 * n)]
+    first = d.loss[: int(0.9 * float(d.meta["config"].get("jump_at") or 0.4) * n)]
     level = float(np.mean(first[-max(1, len(first) // 4):]))
     start = float(np.mean(first[: max(1, len(first) // 4)]))
-    return _ok(abs(level - start) / start < 0.03 and d.tail() < 0.7 * level, plateau=level, tail=d.tail())
+    return _ok(abs(level - start) / start < 0.05 and d.tail() < 0.7 * level, start=start, plateau=level,
+               tail=d.tail())
 
 
 def weight_growth(d: RunData) -> tuple[bool, dict]:
@@ -297,6 +302,11 @@ def weight_growth(d: RunData) -> tuple[bool, dict]:
     w0 = math.sqrt(sum(v["weight_norm"][0] ** 2 for v in d.layers.values()))
     w1 = math.sqrt(sum(v["weight_norm"][-1] ** 2 for v in d.layers.values()))
     return _ok(w1 >= 10 * w0, start=w0, end=w1)
+
+
+def long_enough(d: RunData) -> tuple[bool, dict]:
+    """At least 50 recorded steps: a curve label is not asked of a shorter run."""
+    return _ok(len(d.loss) >= 50, steps=len(d.loss))
 
 
 def status_is(expected: str):
@@ -318,12 +328,18 @@ def crashed_with(*needles: str):
 
 
 def resumed(d: RunData) -> tuple[bool, dict]:
-    """Two attempts, the first crashed, and some steps written twice."""
+    """Two attempts, the first crashed, the second restarted before the crash step; uncompacted
+    runs also keep the repeated steps on disk (compaction on close deduplicates them)."""
     attempts = d.meta.get("attempts", [])
     repeated = int(len(d.raw_steps) - len(np.unique(d.raw_steps)))
     first_status = attempts[0].get("status") if attempts else None
-    return _ok(len(attempts) == 2 and first_status == "crashed" and repeated > 0,
-               attempts=len(attempts), first_status=first_status, repeated_steps=repeated)
+    crash_step = ((attempts[0].get("error") or {}).get("step") if attempts else None)
+    restart = attempts[1].get("first_step") if len(attempts) > 1 else None
+    went_back = crash_step is not None and restart is not None and restart < crash_step
+    compacted = d.meta.get("config", {}).get("compact", True)
+    return _ok(len(attempts) == 2 and first_status == "crashed" and went_back and (compacted or repeated > 0),
+               attempts=len(attempts), first_status=first_status, crash_step=crash_step, restart_step=restart,
+               repeated_steps_on_disk=repeated)
 
 
 def no_validation(d: RunData) -> tuple[bool, dict]:

@@ -57,6 +57,21 @@ def test_samples_cover_every_curve_and_status():
     assert statuses == {"finished", "crashed", "killed"}
 
 
+def test_shipped_labels_match_the_generator():
+    """expected.json is what generate.py writes: a label edited in one place only is caught."""
+    pytest.importorskip("torch")
+    sys.dont_write_bytecode = True  # no __pycache__ inside sample_runs/
+    sys.path.insert(0, str(SAMPLES))
+    try:
+        import generate
+    finally:
+        sys.path.remove(str(SAMPLES))
+    by_name = {s.spec.name: s for s in generate.SAMPLES}
+    assert sorted(by_name) == IDS
+    for run in RUNS:
+        assert _expected(run) == by_name[run.name].expected(), run.name
+
+
 @pytest.mark.parametrize("run", RUNS, ids=IDS)
 def test_sample_conforms_to_format(run, check_runlog):
     check_runlog(run)

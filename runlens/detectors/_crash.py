@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .. import crash
 from ..findings import Finding
@@ -18,7 +19,7 @@ class CrashDetector(Detector):
     severity = "error"
     needs = Needs(scalars=("loss", "grad_norm", "lr"), events=("kind", "message"))
 
-    def check(self, run: "Run", ctx: Context) -> Iterable[Finding]:
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         # A run that finished (or still runs) did not crash, whatever its attempts say.
         if run.status != "crashed":
             return []
@@ -45,12 +46,12 @@ class CrashDetector(Detector):
         return f"{self.title} {where} ({decoded.error_type})"
 
 
-def _exception_event(run: "Run") -> dict | None:
+def _exception_event(run: Run) -> dict | None:
     """The writer's ``exception`` event, for a crashed run whose run.json lost its error."""
     ev = run.events
     if ev is None or "kind" not in ev.column_names or "message" not in ev.column_names:
         return None
-    for kind, message in zip(ev.column("kind").to_pylist(), ev.column("message").to_pylist()):
+    for kind, message in zip(ev.column("kind").to_pylist(), ev.column("message").to_pylist(), strict=True):
         if kind == "exception" and message:
             etype, _, rest = str(message).partition(": ")
             return {"type": etype if rest else "", "message": rest or etype}

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from ._base import Context
 
 MIN_MODULES = 3  # below this a depth profile has no shape to test
+MAX_ROWS = 2000  # evenly spaced recorded steps that profile medians are taken over
+MAX_NAMED = 20  # layers a finding names; the count of the rest goes in its evidence
 
 
 @dataclass(frozen=True)
@@ -49,32 +51,48 @@ def layer_shapes(run: Run) -> dict[str, tuple[str, int]]:
         shape = e.get("shape")
         ndim = len(shape) if isinstance(shape, list) else -1
         module = e.get("module")
-        out[e["name"]] = (module if isinstance(module, str) and module else e["name"], ndim)
+        if not isinstance(module, str):
+            module = _owner(e["name"])
+        out[e["name"]] = (module or e["name"], ndim)
     return out
 
 
-def module_matrix(run: Run, column: str, ctx: Context, *, weights_only: bool = True) -> ModuleMatrix | None:
+def _owner(name: str) -> str:
+    # Writers that do not say which module owns a parameter still name it
+    # PyTorch-style ("encoder.0.weight"): the owner is what precedes the last dot.
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def module_matrix(run: Run, column: str, ctx: Context, *, weights_only: bool = True,
+                  max_rows: int | None = None) -> ModuleMatrix | None:
     """``column`` combined per module, rows cut at the first non-finite loss.
 
     With ``weights_only`` the matrices (ndim >= 2) are used when at least
     ``MIN_MODULES`` modules have one; otherwise every parameter counts.
+    ``max_rows`` keeps that many evenly spaced rows: medians over a run's
+    profile need a systematic sample, not all 100,000 recorded steps.
     """
     lm = run.layer_matrix(column)
     if lm is None or lm.values.size == 0:
         return None
-    rows = usable_rows(lm, ctx)
+    rows = np.flatnonzero(usable_rows(lm, ctx))
+    if max_rows is not None and len(rows) > max_rows:
+        rows = rows[np.linspace(0, len(rows) - 1, max_rows).round().astype(np.int64)]
     info = layer_shapes(run)
-    module = [info.get(n, (n, -1))[0] for n in lm.layers]
+    module = [info.get(n, (_owner(n), -1))[0] for n in lm.layers]
     keep = np.ones(len(lm.layers), dtype=bool)
     if weights_only:
         matrices = np.array([info.get(n, (n, -1))[1] >= 2 for n in lm.layers])
-        if len({m for m, w in zip(module, matrices) if w}) >= MIN_MODULES:
+        if len({m for m, w in zip(module, matrices, strict=True) if w}) >= MIN_MODULES:
             keep = matrices
     cols = np.flatnonzero(keep)
     values = np.where(lm.present[rows][:, cols], lm.values[rows][:, cols], np.nan)
     labels = [module[j] for j in cols]
     combined, order = group_norms(values, labels)
-    members = tuple(tuple(lm.layers[j] for j in cols if module[j] == g) for g in order)
+    by_module: dict[str, list[str]] = {}
+    for j in cols:
+        by_module.setdefault(module[j], []).append(lm.layers[j])
+    members = tuple(tuple(by_module[g]) for g in order)
     return ModuleMatrix(steps=lm.steps[rows], modules=tuple(order), members=members, values=combined)
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..stats.growth import longest_true_run
 from ._base import Detector, Needs, Skip, register
-from ._layerstats import usable_rows
+from ._layerstats import MAX_NAMED, MAX_ROWS, usable_rows
 
 if TYPE_CHECKING:
     from ..findings import Finding
@@ -42,12 +43,15 @@ class DeadLayers(Detector):
         non-zero gradient but its ``update_norm`` is exactly 0 (without
         ``update_norm``: its weight norm is bit-for-bit unchanged since the
         previous record), while at least one other parameter has a non-zero
-        gradient and update. It fires when a parameter's longest dead stretch
-        covers at least ``min_fraction`` of the recorded steps, at least
-        ``min_points`` of them, and at least ``min_steps`` training steps
-        (a dozen saturated steps before a blow-up are not a dead layer). A zero update is only believed when the
-        learning layers' updates are well above float32 resolution
-        (median update/weight >= ``min_learning_ratio``) and the layer's own
+        gradient and update. It fires when a parameter's dead stretch lasts
+        to the end of the run and covers at least ``min_fraction`` of the
+        recorded steps (a stretch that ends earlier, like a layer unfrozen
+        on schedule, needs twice that share), at least ``min_points`` of
+        them, and at least ``min_steps`` training steps (a dozen saturated
+        steps before a blow-up are not a dead layer). A zero update is
+        only believed when the learning layers' updates are well above
+        float32 resolution (median update/weight >= ``min_learning_ratio``)
+        and the layer's own
         gradient relative to its weights is within ``max_gap_decades`` of
         theirs: otherwise the update may simply round to nothing (a
         learning rate too low, or a vanishing gradient under SGD).
@@ -90,11 +94,11 @@ class DeadLayers(Detector):
         if gm is None or wm is None or gm.values.shape != wm.values.shape:
             raise Skip("needs per-layer gradient and weight norms")
         rows = usable_rows(gm, ctx)
-        g = np.where(gm.present, gm.values, np.nan)[rows]
-        w = np.where(wm.present, wm.values, np.nan)[rows]
+        cut = (lambda a: a) if rows.all() else (lambda a: a[rows])  # the matrices are large: no copies
+        g, w = cut(gm.values), cut(wm.values)  # null and unrecorded cells are NaN already
         um = run.layer_matrix("update_norm")
         if um is not None and um.values.shape == gm.values.shape:
-            u = np.where(um.present, um.values, np.nan)[rows]
+            u = cut(um.values)
         else:
             u = np.abs(np.diff(w, axis=0, prepend=np.nan))
             u[0] = np.nan
@@ -111,9 +115,14 @@ class DeadLayers(Detector):
         steps = gm.steps[rows]
         stride = float(np.median(np.diff(steps))) if n > 1 else 1.0
         found = []
+        anywhere = max(need, int(np.ceil(2 * self.min_fraction * n)))
         for j in range(g.shape[1]):
-            start, length = longest_true_run(dead[:, j])
-            if length >= need and steps[start + length - 1] - steps[start] + stride >= self.min_steps:
+            col = dead[:, j]
+            tail = n - 1 - int(np.flatnonzero(~col)[-1]) if not col.all() else n
+            start, length = (n - tail, tail) if tail >= need else longest_true_run(col)
+            if length < (need if start + length == n else anywhere):
+                continue
+            if steps[start + length - 1] - steps[start] + stride >= self.min_steps:
                 why = "zero gradient" if zero_grad[start:start + length, j].mean() >= 0.5 else "no update"
                 found.append((gm.layers[j], int(gm.steps[rows][start]), length, why))
         if not found:
@@ -126,9 +135,10 @@ class DeadLayers(Detector):
         return [self.finding(
             f"{len(names)} layer(s) with {' / '.join(kinds)} for up to {longest} of {n} recorded steps "
             f"(>= {self.min_fraction:.0%}) while {learners} others learned: {shown}",
-            step=min(f[1] for f in found), layers=names,
+            step=min(f[1] for f in found), layers=names[:MAX_NAMED],
             evidence={
-                "layers": {f[0]: {"from_step": f[1], "recorded_steps": f[2], "kind": f[3]} for f in found},
+                "layers": {f[0]: {"from_step": f[1], "recorded_steps": f[2], "kind": f[3]} for f in found[:MAX_NAMED]},
+                "dead_layers": len(found),
                 "recorded_steps": n, "learning_layers": learners,
                 "step_range": [int(gm.steps[rows][0]), int(gm.steps[rows][-1])],
             },
@@ -141,6 +151,9 @@ class DeadLayers(Detector):
 
     def _update_believed(self, g: np.ndarray, w: np.ndarray, u: np.ndarray, learning: np.ndarray) -> np.ndarray:
         """Per column: whether an exact-zero update cannot be float32 rounding."""
+        if len(g) > MAX_ROWS:  # medians only: an evenly spaced sample of steps will do
+            pick = np.linspace(0, len(g) - 1, MAX_ROWS).round().astype(np.int64)
+            g, w, u, learning = g[pick], w[pick], u[pick], learning[pick]
         with np.errstate(all="ignore"):
             ratio = np.where(learning & (w > 0), u / w, np.nan)
             rel_grad = np.log10(np.where(np.isfinite(g) & (g > 0) & (w > 0), g / w, np.nan))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..stats.growth import growth, level_change, rolling_median
+from ..stats.growth import bucket_medians, growth, level_change, rolling_median
 from ._base import Detector, Needs, Skip, register
 from ._layerstats import fmt_p
 
@@ -42,19 +43,20 @@ class ExplodingGradients(Detector):
         ``min_decades`` above the median of the first 10%, and Kendall's test
         on (at most 500 bucket medians of) the series finds an increasing
         trend at ``alpha`` with a Theil-Sen 95% interval above zero.
-        Jump: a rolling median of the series (window 2% of the points, at
-        least 3) reaches ``min_jump_decades`` above the first recorded
-        gradient norm; this catches a run whose first updates threw the
-        weights out (the rise happens before any early window exists), and a
-        lone spike cannot move a rolling median.
+        Jump: a rolling median of the series (at most 2,000 bucket medians,
+        window 2% of them and at least 5, so three elevated steps in a row)
+        reaches ``min_jump_decades`` above the first recorded gradient norm;
+        this catches a run whose first updates threw the weights out (the
+        rise happens before any early window exists), while a brief spike
+        cannot move a rolling median.
         Blow-up: the gradient norm or the loss becomes non-finite, and the
         last finite gradient norm before that is at least
         ``min_blowup_decades`` above the median of the history before the
         final ``tail`` steps, or (when the run blew up too soon to have a
         history) it was at least ``max_grad_to_weight`` times the total
-        weight norm, a step no optimizer survives. A NaN that arrives while the gradients were at
-        their usual size is a numerical fault, not an explosion, and is left
-        to ``nonfinite_loss`` / ``nonfinite_gradient``.
+        weight norm, a step no optimizer survives. A NaN that arrives while
+        the gradients were at their usual size is a numerical fault, not an
+        explosion, and is left to ``nonfinite_loss`` / ``nonfinite_gradient``.
 
     What to try:
         Clip the gradient norm (``torch.nn.utils.clip_grad_norm_``, max_norm
@@ -68,7 +70,8 @@ class ExplodingGradients(Detector):
         min_blowup_decades: smallest rise above the usual level before a blow-up (1.0).
         tail: how many final finite points may hold the rise before a blow-up (5).
         max_grad_to_weight: gradient/weight norm ratio before a blow-up that counts as exploded
-            even without a visible rise, e.g. on the first step (1000.0).
+            even without a visible rise, e.g. on the first step (100.0: one SGD step at lr 0.01
+            would move the weights by their own size).
         min_jump_decades: smallest jump of the held level above the first recorded gradient (3.0).
     """
 
@@ -78,7 +81,7 @@ class ExplodingGradients(Detector):
     needs = Needs(scalars=("grad_norm", "step_skipped", "loss"), layers=("grad_norm", "weight_norm"))
 
     def __init__(self, *, min_decades: float = 2.0, alpha: float = 0.01, min_blowup_decades: float = 1.0,
-                 tail: int = 5, max_grad_to_weight: float = 1000.0, min_jump_decades: float = 3.0) -> None:
+                 tail: int = 5, max_grad_to_weight: float = 100.0, min_jump_decades: float = 3.0) -> None:
         self.min_decades = min_decades
         self.alpha = alpha
         self.min_blowup_decades = min_blowup_decades
@@ -123,15 +126,17 @@ class ExplodingGradients(Detector):
         # A jump right after the first updates leaves no early window to
         # compare with: the first recorded gradient is the yardstick, and
         # the level is a rolling median so that a lone spike cannot count.
-        level = rolling_median(logn, max(3, len(logn) // 50))
+        xs, ys = bucket_medians(steps, logn, 2000)
+        level = rolling_median(ys, max(5, len(ys) // 50))
         peak = int(np.nanargmax(level)) if np.isfinite(level).any() else 0
         jump = float(level[peak] - logn[0])
         if len(logn) >= 3 and jump >= self.min_jump_decades:
+            at = int(xs[peak])
             evidence |= {"jump_decades": jump, "first_log10": float(logn[0]), "peak_log10": float(level[peak]),
-                         "peak_step": int(steps[peak])}
+                         "peak_step": at}
             return [self._finding(
                 f"gradient norm jumped {jump:.1f} decades above its first value (>= {self.min_jump_decades:g}) "
-                f"and held there (rolling median, peak at step {int(steps[peak])})", int(steps[peak]), evidence)]
+                f"and held there (rolling median, peak at step {at})", at, evidence)]
         return []
 
     def _finding(self, title: str, step: int, evidence: dict) -> Finding:

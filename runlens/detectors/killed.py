@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import socket
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .. import crash
 from ..findings import Finding
+from ..runmeta import STALE_HEARTBEAT, derive_status
 from ._base import Context, Detector, Needs, register
 
 if TYPE_CHECKING:
@@ -53,12 +53,12 @@ class Killed(Detector):
     title = "Run was killed without an exception"
     needs = Needs(scalars=("loss", "grad_norm", "lr"))
 
-    def check(self, run: "Run", ctx: Context) -> Iterable[Finding]:
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         if run.status != "killed":
             return []
         step = crash.died_at(run)
         evidence = {
-            "judged_by": _rule(run.meta),
+            "judged_by": derive_status(run.meta)[1] or STALE_HEARTBEAT,
             "heartbeat_at": run.meta.get("heartbeat_at"),
             "flush_seconds": run.meta.get("flush_seconds"),
             **crash.last_signals(run),
@@ -68,15 +68,3 @@ class Killed(Detector):
                              step=step, evidence=evidence,
                              advice="Check the kernel log and the scheduler for the OOM killer, time "
                                     "limits or preemption; checkpoint and resume.")]
-
-
-def _rule(meta) -> str:
-    pid = meta.get("pid")
-    if meta.get("host") == socket.gethostname() and isinstance(pid, int) and pid > 0:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return "writer process is gone on this host"
-        except OSError:
-            pass
-    return "heartbeat older than 3 x flush_seconds"

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._loss import training_loss
 from ..findings import Finding
 from ..stats.robust import bucket_edges
+from ..stats.trend import trend
 from ..stats.variance import levene_compare
 from ._base import Context, Detector, Needs, register
+from ._loss import training_loss
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -46,7 +48,10 @@ class LateLossVariance(Detector):
         level`` (capped at 1). It fires when the late variance exceeds that
         expectation by ``min_ratio`` or more, significantly (one-sided Levene
         p < ``alpha``), and the late noise is material: its sd is at least
-        ``min_cv`` of the late loss level. Severity warning.
+        ``min_cv`` of the late loss level. A run still falling fast in its
+        last quarter (more than ``max_late_fall`` of its total fall) is not
+        judged: its noise grows while the model separates easy samples from
+        hard ones, and it has not reached "late" yet. Severity warning.
 
     What to try:
         Decay the learning rate (cosine, step or linear decay to ~0), or
@@ -57,7 +62,10 @@ class LateLossVariance(Detector):
         min_ratio: late variance over its expected value that counts as not
         shrinking (2.0). alpha: significance level of the Levene test
         (0.001). min_cv: late noise sd relative to the late loss level
-        (0.05). min_points: finite losses needed (100).
+        (0.05). max_late_fall: how much of its total fall (start level minus
+        late level) the loss may still make over the last quarter, along its
+        Theil-Sen line, for the run to count as late (0.1). min_points:
+        finite losses needed (100).
     """
 
     code = "late_loss_variance"
@@ -66,10 +74,11 @@ class LateLossVariance(Detector):
     needs = Needs(scalars=("loss", "step_skipped"), requires=("scalars.loss",))
 
     def __init__(self, *, min_ratio: float = 2.0, alpha: float = 0.001, min_cv: float = 0.05,
-                 min_points: int = 100) -> None:
+                 max_late_fall: float = 0.1, min_points: int = 100) -> None:
         self.min_ratio = min_ratio
         self.alpha = alpha
         self.min_cv = min_cv
+        self.max_late_fall = max_late_fall
         self.min_points = min_points
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
@@ -77,12 +86,18 @@ class LateLossVariance(Detector):
         if x.size < self.min_points:
             return []
         edges = bucket_edges(x.size, 8)
-        windows = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+        windows = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
         d = np.diff(x)
         spread = [_sd(d[a:b - 1]) for a, b in windows[:6]]
         r = int(np.argmax(spread))
         (ra, rb), (la, lb) = windows[r], (windows[6][0], windows[7][1])
         ref_level, late_level = float(np.median(x[ra:rb])), float(np.median(x[la:lb]))
+        # A run still learning fast at its end has not reached "late": its
+        # noise grows while the model separates easy samples from hard ones.
+        t = trend(x[la:lb], steps[la:lb].astype(float))
+        late_fall = abs(t.slope) * float(steps[lb - 1] - steps[la])
+        if not late_fall <= self.max_late_fall * abs(float(np.median(x[:5])) - late_level):
+            return []
         shrink = 1.0
         if ref_level > 0 and late_level > 0:
             shrink = min(1.0, late_level / ref_level)

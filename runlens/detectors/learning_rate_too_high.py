@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..findings import Finding
 from ._base import Context, Detector, Needs, Skip, register
 from ._layerstats import column_medians, module_matrix
+from ._nonfinite import global_grad_norm
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -39,9 +41,12 @@ class LearningRateTooHigh(Detector):
         weight matrix (ndim >= 2; every parameter when there are fewer than
         3) the median over the run, before any non-finite loss, of
         ``update_norm / weight_norm``; then the median over modules. It
-        fires when that exceeds ``min_update_ratio`` (1e-2: ten times the
-        1e-3 rule of thumb, above what Adam does on a healthy run). Severity
-        error when diverged (the run is broken), warning when unstable.
+        fires when that exceeds ``min_update_ratio`` (5e-3: five times the
+        1e-3 rule of thumb). A NaN reached while the gradient norm was steady
+        (the last 5 norms before it below ``healthy_growth`` times the
+        median of the 200 before) is a numerical fault and does not count.
+        Severity error when diverged (the run is broken), warning when
+        unstable.
         Without per-layer update norms an ``unstable`` curve still fires, as
         a warning that says the step size was not measured (an unstable
         finite curve is, in practice, a learning rate too high); a
@@ -54,7 +59,8 @@ class LearningRateTooHigh(Detector):
 
     Parameters:
         min_update_ratio: median update/weight ratio above which steps count
-        as too large (1e-2).
+        as too large (5e-3). healthy_growth: growth of the gradient norm just
+        before a NaN below which the NaN is numerical (3.0).
     """
 
     code = "learning_rate_too_high"
@@ -62,14 +68,17 @@ class LearningRateTooHigh(Detector):
     title = "Learning rate too high"
     needs = Needs(scalars=("loss", "lr"), layers=("weight_norm", "update_norm"), requires=("scalars.loss",))
 
-    def __init__(self, *, min_update_ratio: float = 1e-2) -> None:
+    def __init__(self, *, min_update_ratio: float = 5e-3, healthy_growth: float = 3.0) -> None:
         self.min_update_ratio = min_update_ratio
+        self.healthy_growth = healthy_growth
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         label = ctx.curve.label if ctx.curve is not None else None
         if label not in ("unstable", "diverged"):
             return []
         severity = "error" if label == "diverged" else "warning"
+        if label == "diverged" and ctx.first_nonfinite_step is not None and self._numerical(run, ctx):
+            return []
         lr = run.column("scalars", "lr")
         lr_med = float(np.nanmedian(lr)) if lr is not None and np.isfinite(lr).any() else None
         upd = module_matrix(run, "update_norm", ctx)
@@ -90,13 +99,34 @@ class LearningRateTooHigh(Detector):
         median_ratio = float(np.nanmedian(per_module))
         if not median_ratio > self.min_update_ratio:
             return []
-        big = [m for m, r in zip(upd.modules, per_module) if r > self.min_update_ratio]
-        layers = [n for m, group in zip(upd.modules, upd.members) if m in big for n in group]
+        top = np.argsort(-np.nan_to_num(per_module, nan=-1.0))[:20]
+        big = [m for m, r in zip(upd.modules, per_module, strict=True) if r > self.min_update_ratio]
+        layers = [n for m, group in zip(upd.modules, upd.members, strict=True) if m in big for n in group]
         return [self.finding(
             f"the loss is {label} and each step changes the weights by {median_ratio:.1%} of their norm "
             f"(median update/weight {median_ratio:.2g} > {self.min_update_ratio:g})",
             severity=severity, layers=layers,
             evidence={"curve": label, "median_update_ratio": median_ratio,
-                      "update_ratio_by_module": {m: float(r) for m, r in zip(upd.modules, per_module)},
+                      "largest_update_ratios": {upd.modules[j]: float(per_module[j]) for j in top},
                       "lr_median": lr_med, "min_update_ratio": self.min_update_ratio},
             advice=ADVICE)]
+
+    def _numerical(self, run: Run, ctx: Context) -> bool:
+        """Whether the gradient norm was steady right up to the first NaN loss.
+
+        Then the NaN is a numerical fault (log(0), 0/0, fp16 overflow), not
+        steps too large: the last 5 finite norms before it stay below
+        ``healthy_growth`` times the median of the 200 before those.
+        """
+        found = global_grad_norm(run)
+        if found is None:
+            return False
+        steps, norms, _ = found
+        before = norms[(steps < ctx.first_nonfinite_step)]
+        if before.size < 10 or not np.isfinite(before[-5:]).all():
+            return False
+        base = before[-205:-5]
+        base = base[np.isfinite(base)]
+        if base.size == 0 or not np.median(base) > 0:
+            return False
+        return bool(np.max(before[-5:]) < self.healthy_growth * np.median(base))

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..stats.depth import depth_trend
 from ..stats.growth import Growth, growth
 from ._base import Detector, Needs, Skip, register
-from ._layerstats import MIN_MODULES, column_medians, module_matrix
+from ._layerstats import MAX_ROWS, MIN_MODULES, column_medians, module_matrix
 
 if TYPE_CHECKING:
     from ..findings import Finding
@@ -37,18 +38,18 @@ class LearningRateTooLow(Detector):
         For each weight matrix (ndim >= 2; every parameter when there are
         fewer than 3 matrices) the median over the run of
         ``update_norm / weight_norm`` is taken, then the median over layers.
-        It fires when that ratio is below ``max_update_ratio`` and:
-        the loss barely moved (the curve was labelled ``underfitting``; or the
-        median of its last 10% is less than ``max_loss_drop`` of the first
-        10%'s magnitude below it; or Kendall's test finds no falling trend at
-        ``alpha``, i.e. what moved is batch noise), the curve is not ``diverged`` (an
-        ``unstable`` label is not trusted over the ratio: with updates this
-        small the loss's wobble is batch noise), every layer has a finite non-zero gradient, and the
-        gradient profile over depth does not rise toward the loss by
-        ``vanishing_decades`` or more (that is ``vanishing_gradients``, where
-        the fix is different). Comparing updates with the weights makes the
-        test independent of the model's scale and of the optimizer: SGD and
-        Adam both get the same yardstick.
+        It fires when that ratio is below ``max_update_ratio`` and: the loss
+        barely moved (the curve was labelled ``underfitting``; or the median
+        of its last 10% is less than ``max_loss_drop`` of the first 10%'s
+        magnitude below it; or Kendall's test finds no falling trend at
+        ``alpha``, i.e. what moved is batch noise); the curve is not
+        ``diverged`` (an ``unstable`` label is not trusted over the ratio:
+        with updates this small the loss's wobble is batch noise); every
+        layer has a finite non-zero gradient; and the gradient profile over
+        depth does not rise toward the loss by ``vanishing_decades`` or more
+        (that is ``vanishing_gradients``, where the fix is different).
+        Comparing updates with the weights makes the test independent of the
+        model's scale and of the optimizer: SGD and Adam get one yardstick.
 
     What to try:
         Raise the learning rate (10x at a time, or run a learning-rate range
@@ -80,9 +81,9 @@ class LearningRateTooLow(Detector):
         label = ctx.curve.label if ctx.curve is not None else None
         if label in ("diverged", "insufficient_data"):
             return []
-        upd = module_matrix(run, "update_norm", ctx)
-        wts = module_matrix(run, "weight_norm", ctx)
-        grads = module_matrix(run, "grad_norm", ctx)
+        upd = module_matrix(run, "update_norm", ctx, max_rows=MAX_ROWS)
+        wts = module_matrix(run, "weight_norm", ctx, max_rows=MAX_ROWS)
+        grads = module_matrix(run, "grad_norm", ctx, max_rows=MAX_ROWS)
         if upd is None or wts is None or grads is None or upd.values.shape != wts.values.shape:
             raise Skip("needs per-layer update and weight norms")
         with np.errstate(all="ignore"):
@@ -112,7 +113,6 @@ class LearningRateTooLow(Detector):
         return [self.finding(
             f"updates are tiny relative to the weights (median update/weight {median_ratio:.1e} < "
             f"{self.max_update_ratio:.0e}) while the loss fell {moved}",
-            layers=[n for group in upd.members for n in group],
             evidence={
                 "median_update_ratio": median_ratio,
                 "update_ratio_range": [float(np.nanmin(per_layer)), float(np.nanmax(per_layer))],

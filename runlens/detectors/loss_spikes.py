@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._loss import training_loss
 from ..findings import Finding
 from ..stats.robust import robust_z, runs_of
 from ._base import Context, Detector, Needs, register
+from ._loss import training_loss
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -36,16 +37,19 @@ class LossSpikes(Detector):
         Robust z-scores of the loss (of its logarithm when it is positive:
         minibatch noise is multiplicative and right-skewed, nearly symmetric
         on the log scale) against its centred rolling median (window
-        ``n/200`` steps, 11 to 201) and rolling MAD (4x that window).
-        A step is spiking when ``z >= z_min`` and the jump is material: at
-        least ``min_rise`` of the local level and ``min_progress`` of the
-        progress made so far (start level minus local level), so that the
-        spread of an almost-converged minibatch loss is not called a spike.
-        Consecutive spiking steps (gaps up to 2) form one spike of at most
-        ``max_width`` steps; it counts when, within the next ``recovery``
-        steps, the loss's median is back below half of the jump. Fires when
-        at least ``min_spikes`` spikes count. Severity warning: the run still
-        trains.
+        ``n/200`` steps, 11 to 201) and rolling MAD (4x that window). A step
+        is spiking when ``z >= z_min``; when z also exceeds ``tail_factor``
+        times the run's own 95th percentile of z (where the noise itself is
+        heavy-tailed, e.g. a few hard examples in a small batch, big scores
+        are routine and only a jump well beyond them counts); and when the
+        jump is material: at least ``min_rise`` of the local level and
+        ``min_progress`` of the progress made so far (start level minus
+        local level), so that the spread of an almost converged loss is not
+        called a spike. Consecutive spiking steps (gaps up to 2) form one
+        spike of at most ``max_width`` steps; it counts when, within the
+        next ``recovery`` steps, the loss's median is back below half of the
+        jump. Fires when at least ``min_spikes`` spikes count. Severity
+        warning: the run still trains.
 
     What to try:
         Look at the batches at the spike steps (corrupt or mislabeled
@@ -55,12 +59,13 @@ class LossSpikes(Detector):
         beta2 / larger eps.
 
     Parameters:
-        z_min: robust z-score a spike must reach (6.0). min_rise: jump
-        relative to the local loss level (0.25). min_progress: jump relative
-        to the progress made so far (0.2). max_width: longest spike in steps
-        (10). recovery: steps within which the loss must come back (20).
-        min_spikes: spikes needed to fire (1). min_points: finite losses
-        needed to judge (50).
+        z_min: robust z-score a spike must reach (6.0). tail_factor: how far
+        beyond the 95th percentile of z it must also be (3.6, which is 6 sd
+        for Gaussian noise). min_rise: jump relative to the local loss level
+        (0.25). min_progress: jump relative to the progress made so far
+        (0.05). max_width: longest spike in steps (10). recovery: steps
+        within which the loss must come back (20). min_spikes: spikes needed
+        to fire (1). min_points: finite losses needed to judge (50).
     """
 
     code = "loss_spikes"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,7 +47,7 @@ class NoValidation(Detector):
     title = "No validation loss logged"
     needs = Needs(evals=("val_loss",))
 
-    def check(self, run: "Run", ctx: Context) -> Iterable[Finding]:
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         val = run.column("evals", "val_loss")
         logged = 0 if val is None else int(np.count_nonzero(~_null_mask(run)))
         if logged:
@@ -57,6 +58,6 @@ class NoValidation(Detector):
                              advice="Log a held-out loss as val_loss every few hundred steps.")]
 
 
-def _null_mask(run: "Run") -> np.ndarray:
+def _null_mask(run: Run) -> np.ndarray:
     col = run.evals.column("val_loss")
     return col.is_null().to_numpy(zero_copy_only=False)

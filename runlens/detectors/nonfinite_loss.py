@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import UsageError
 from ..findings import Finding
 from ._base import Context, Detector, Needs, register
-from ._nonfinite import global_grad_norm, skipped_steps
+from ._nonfinite import activation_culprit, global_grad_norm, nonfinite_mask, recent_growth, skipped_steps
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -37,9 +39,10 @@ class NonfiniteLoss(Detector):
         steps a loss scaler skipped) is split into the last ``recent``
         recorded values before that step and up to ``baseline`` values
         before those. ``growth`` is the largest recent value over the
-        baseline median; with the robust z-score of its log against the
-        baseline's median/MAD. growth >= ``explosion_ratio`` or a
-        non-finite gradient norm before the loss means explosion; growth
+        baseline median (the evidence adds the robust z-score of its log
+        against the baseline's median/MAD); the same growth is taken of the
+        loss itself. A growth >= ``explosion_ratio`` of either, or a
+        non-finite gradient norm before the loss, means explosion; both
         below ``healthy_ratio`` means a numerical fault (said so in the
         evidence); in between, or without gradient norms, the cause is left
         ``unclear``.
@@ -51,7 +54,9 @@ class NonfiniteLoss(Detector):
         to find the operation; guard ``log``/``sqrt``/division with an
         epsilon, use ``F.cross_entropy`` on logits rather than
         ``log(softmax)``, keep the loss in float32 under autocast, and check
-        the batch at that step for NaN inputs or labels.
+        the batch at that step for NaN inputs or labels. When the recorder
+        watched activations, the evidence names the module whose output
+        went non-finite first (``first_nonfinite_activation``): start there.
 
     Parameters:
         recent (int, default 5): recorded gradient norms just before the
@@ -68,7 +73,7 @@ class NonfiniteLoss(Detector):
     severity = "error"
     title = "Loss became NaN/Inf"
     needs = Needs(scalars=("loss", "grad_norm", "lr", "step_skipped", "loss_scale"),
-                  layers=("grad_norm",), requires=("scalars.loss",))
+                  layers=("grad_norm",), events=("kind", "layer"), requires=("scalars.loss",))
 
     def __init__(self, *, recent: int = 5, baseline: int = 200, explosion_ratio: float = 10.0,
                  healthy_ratio: float = 3.0) -> None:
@@ -77,20 +82,32 @@ class NonfiniteLoss(Detector):
         self.explosion_ratio = explosion_ratio
         self.healthy_ratio = healthy_ratio
 
-    def check(self, run: "Run", ctx: Context) -> Iterable[Finding]:
+    def _validate(self) -> None:
+        checks = [("recent", isinstance(self.recent, int) and self.recent >= 1, "an int >= 1"),
+                  ("baseline", isinstance(self.baseline, int) and self.baseline >= 3, "an int >= 3"),
+                  ("healthy_ratio", _number(self.healthy_ratio) and self.healthy_ratio >= 1, "a number >= 1"),
+                  ("explosion_ratio", _number(self.explosion_ratio)
+                   and self.explosion_ratio >= self.healthy_ratio, "a number >= healthy_ratio")]
+        for name, ok, what in checks:
+            if not ok:
+                raise UsageError(f"The {name!r} parameter of {type(self).__name__} must be {what}. "
+                                 f"Got {getattr(self, name)!r} instead.")
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        self._validate()
         loss = run.column("scalars", "loss")
         steps = run.steps("scalars")
-        bad = ~np.isfinite(loss)
-        if not bad.any():
+        bad = nonfinite_mask(run, "scalars", "loss")
+        if bad is None or not bad.any():
             return []
         i = int(bad.argmax())
         step = int(steps[i])
-        finite_before = np.flatnonzero(~bad[:i])
+        finite_before = np.flatnonzero(np.isfinite(loss[:i]))
         evidence: dict[str, Any] = {
             "first_nonfinite_step": step,
             "value": _word(loss[i]),
             "nonfinite_loss_steps": int(bad.sum()),
-            "finite_again_after": bool((~bad[i + 1:]).any()),
+            "finite_again_after": bool(np.isfinite(loss[i + 1:]).any()),
         }
         if len(finite_before):
             evidence["last_finite_loss"] = float(loss[finite_before[-1]])
@@ -98,16 +115,36 @@ class NonfiniteLoss(Detector):
         lr = run.column("scalars", "lr")
         if lr is not None and np.isfinite(lr[i]):
             evidence["lr"] = float(lr[i])
+        culprit = activation_culprit(run, step)
+        if culprit:
+            evidence["first_nonfinite_activation"] = culprit
         cause = self._precursor(run, step, evidence)
         title = f"Loss became {evidence['value']} at step {step:,} ({_CAUSE_TEXT[cause]})"
         return [self.finding(title, step=step, evidence=evidence, advice=_ADVICE[cause])]
 
-    def _precursor(self, run: "Run", step: int, evidence: dict[str, Any]) -> str:
+    def _precursor(self, run: Run, step: int, evidence: dict[str, Any]) -> str:
+        loss, lsteps = run.column("scalars", "loss"), run.steps("scalars")
+        before = (lsteps < step) & np.isfinite(loss)
+        loss_growth = self._growth(loss[before], "loss", evidence)
+        grad_growth, grad_blew_up = self._grad_growth(run, step, evidence)
+        if grad_blew_up or max(grad_growth or 0.0, loss_growth or 0.0) >= self.explosion_ratio:
+            cause = "explosion"
+        elif grad_growth is not None and grad_growth < self.healthy_ratio and \
+                (loss_growth is None or loss_growth < self.healthy_ratio):
+            cause = "numerical"
+            evidence["why"] = "gradient norms were healthy just before the loss became non-finite"
+        else:
+            cause = "unclear"
+            evidence.setdefault("why", "gradients grew, but by less than an order of magnitude"
+                                if grad_growth is not None else "no gradient norms before it")
+        evidence["cause"] = cause
+        return cause
+
+    def _grad_growth(self, run: Run, step: int, evidence: dict[str, Any]) -> tuple[float | None, bool]:
+        """Growth of the gradient norm just before ``step``, and whether it was already non-finite."""
         series = global_grad_norm(run)
         if series is None:
-            evidence["cause"] = "unclear"
-            evidence["why"] = "no gradient norms recorded"
-            return "unclear"
+            return None, False
         gsteps, norms, source = series
         keep = (gsteps < step) & ~np.isin(gsteps, skipped_steps(run)) & ~np.isnan(norms)
         gsteps, norms = gsteps[keep], norms[keep]
@@ -115,34 +152,19 @@ class NonfiniteLoss(Detector):
         inf_before = np.flatnonzero(~np.isfinite(norms))
         if len(inf_before):
             evidence["first_nonfinite_grad_norm_step"] = int(gsteps[inf_before[0]])
-            evidence["cause"] = "explosion"
-            return "explosion"
-        cause = self._growth(norms, evidence)
-        evidence["cause"] = cause
-        return cause
+            return None, True
+        return self._growth(norms, "grad_norm", evidence), False
 
-    def _growth(self, norms: np.ndarray, evidence: dict[str, Any]) -> str:
-        if len(norms) < self.recent + 3:
-            evidence["why"] = f"only {len(norms)} gradient norms before it"
-            return "unclear"
-        recent, base = norms[-self.recent:], norms[:-self.recent][-self.baseline:]
-        med = float(np.median(base))
-        peak = float(recent.max())
-        evidence["grad_norm_baseline_median"] = med
-        evidence["grad_norm_recent_max"] = peak
-        if med <= 0:
-            return "explosion" if peak > 0 else "numerical"
-        growth = peak / med
-        logs = np.log10(np.maximum(base, 1e-300))
-        mad = float(np.median(np.abs(logs - np.median(logs)))) * 1.4826
-        evidence["grad_norm_growth"] = growth
-        evidence["robust_z"] = (np.log10(max(peak, 1e-300)) - float(np.median(logs))) / mad if mad > 0 else None
-        if growth >= self.explosion_ratio:
-            return "explosion"
-        if growth < self.healthy_ratio:
-            evidence["why"] = "gradient norms were healthy just before the loss became non-finite"
-            return "numerical"
-        return "unclear"
+    def _growth(self, values: np.ndarray, name: str, evidence: dict[str, Any]) -> float | None:
+        g = recent_growth(values, self.recent, self.baseline)
+        if g is None:
+            return None
+        evidence.update({f"{name}_{k}": v for k, v in g.items()})
+        return g["growth"]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _word(value: float) -> str:
@@ -150,7 +172,7 @@ def _word(value: float) -> str:
 
 
 _CAUSE_TEXT = {
-    "explosion": "gradients exploded first",
+    "explosion": "an explosion: gradients or loss grew by orders of magnitude first",
     "numerical": "gradients were healthy just before: a numerical fault",
     "unclear": "cause unclear",
 }

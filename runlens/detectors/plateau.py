@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._loss import training_loss
 from ..findings import Finding
 from ..stats.robust import bucket_medians, rolling_median
 from ..stats.trend import trend
 from ._base import Context, Detector, Needs, register
+from ._loss import training_loss
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -35,22 +36,21 @@ class Plateau(Detector):
 
     How it decides:
         The loss is reduced to bucket medians (at most 200, of 5 points or
-        more) and lightly smoothed
-        (rolling median of 5). ``R`` is the curve's range (highest minus
-        lowest smoothed level). A stretch is flat when it lasts at least
-        ``min_length`` of the run and its smoothed level stays within a band
-        of ``flat_band`` of ``R`` (or 4 noise sd of the bucket medians, if
-        larger), and its Theil-Sen line, over the plateau's length, drifts
-        by less than ``flat_band`` of ``R`` at both ends of its 95%
-        confidence interval (confidently flat, not merely too noisy to tell). It is a plateau when, within as many steps as the plateau
-        lasted, the loss then falls at least ``min_fall`` of ``R`` below the
-        plateau's level (and 6 noise sd), i.e. at least
-        ``min_fall / flat_band`` times faster than on the plateau, and the
-        last 10% of the run stays at least half that fall below it. When the
-        learning rate is logged and was cut by ``lr_cut`` or more between
-        the plateau and the fall, the fall is the schedule doing its job and
-        nothing is reported. The finding shows the plateau's Theil-Sen slope
-        and Kendall p. Severity warning: training was stuck.
+        more) and lightly smoothed (rolling median of 5); ``R`` is the
+        smoothed curve's range. A stretch is flat when it lasts at least
+        ``min_length`` of the run, its smoothed level stays within a band of
+        ``flat_band`` of ``R`` (or 4 local noise sd of the bucket medians,
+        if larger), and its Theil-Sen line drifts, over the stretch, by less
+        than ``flat_band`` of ``R`` at both ends of its 95% confidence
+        interval: confidently flat, not merely too noisy to tell. It is a
+        plateau when, within half as many steps as it lasted, the loss then
+        falls at least ``min_fall`` of ``R`` (and 6 noise sd) below its
+        level, i.e. 10 times faster than it drifted on the plateau, and the
+        last 10% of the run stays at least half that fall below it. When
+        the learning rate is logged and was cut by ``lr_cut`` or more
+        between the plateau and the fall, the fall is a step schedule doing
+        its job and nothing is reported. Severity warning: training was
+        stuck.
 
     What to try:
         If the learning rate was small during the plateau (warmup too long,
@@ -128,7 +128,7 @@ class Plateau(Detector):
                 continue
             level = float(np.median(med[a:b]))
             need = max(self.min_fall * R, 6 * float(np.median(noise[a:b])))
-            hit = np.flatnonzero(c[b:min(k, b + (b - a))] <= level - need)
+            hit = np.flatnonzero(c[b:min(k, b + max(1, (b - a) // 2))] <= level - need)
             # The fall must hold: a series that dips and comes back (a random
             # walk, an oscillation) did not leave a plateau.
             if hit.size and float(np.median(c[-max(1, k // 10):])) <= level - 0.5 * need:

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..stats.depth import depth_trend
 from ._base import Detector, Needs, Skip, register
-from ._layerstats import MIN_MODULES, column_medians, fmt_p, log10_positive, module_matrix
+from ._layerstats import (
+    MAX_NAMED,
+    MAX_ROWS,
+    MIN_MODULES,
+    column_medians,
+    fmt_p,
+    log10_positive,
+    module_matrix,
+)
 
 WINDOWS = 4
 
@@ -41,9 +50,11 @@ class VanishingGradients(Detector):
         profile), and the modules are ordered by depth (run.json ``index``).
         The median log10 gradient norm per module is the profile, taken over
         the whole run and then over each quarter of it (an adaptive optimizer
-        may repair the profile late, after the early layers were starved).
-        It fires when, in one of these windows, all of these hold: the profile rises toward
-        the loss by at least ``min_decades`` decades, both as the Theil-Sen
+        may repair the profile late, after the early layers were starved;
+        evidence from a quarter alone must be twice as strong,
+        ``min_window_decades``). It fires when, in one of these windows, all
+        of these hold: the profile rises toward the loss by at least
+        ``min_decades`` decades, both as the Theil-Sen
         slope times the depth span and as the gap between the loss-side and
         input-side quarters of the modules; Spearman's rho with depth is at
         least ``min_rho`` and the Theil-Sen 95% interval excludes zero;
@@ -65,7 +76,8 @@ class VanishingGradients(Detector):
         part of the effect but do not remove it.
 
     Parameters:
-        min_decades: smallest rise, in decades, from input to loss (2.0).
+        min_decades: smallest rise, in decades, from input to loss over the whole run (2.0).
+        min_window_decades: the same when only a quarter of the run shows it (4.0).
         min_rho: smallest Spearman correlation of log gradient with depth (0.8).
         alpha: significance level of Kendall's test over the modules (0.01).
         min_consistency: fraction of a window's recorded steps that must show the gap (0.5).
@@ -76,72 +88,91 @@ class VanishingGradients(Detector):
     title = "Vanishing gradients"
     needs = Needs(layers=("grad_norm", "weight_norm", "update_norm"), requires=("layers.grad_norm",))
 
-    def __init__(self, *, min_decades: float = 2.0, min_rho: float = 0.8, alpha: float = 0.01,
-                 min_consistency: float = 0.5) -> None:
+    def __init__(self, *, min_decades: float = 2.0, min_window_decades: float = 4.0, min_rho: float = 0.8,
+                 alpha: float = 0.01, min_consistency: float = 0.5) -> None:
         self.min_decades = min_decades
+        self.min_window_decades = min_window_decades
         self.min_rho = min_rho
         self.alpha = alpha
         self.min_consistency = min_consistency
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        grads = module_matrix(run, "grad_norm", ctx)
+        grads = module_matrix(run, "grad_norm", ctx, max_rows=MAX_ROWS)
         if grads is None or len(grads.modules) < MIN_MODULES:
             raise Skip(f"needs per-layer gradients of at least {MIN_MODULES} modules")
         logg = log10_positive(grads.values)
         rows = np.isfinite(logg).sum(axis=1) >= MIN_MODULES
         if not rows.any():
             raise Skip("no recorded step has finite gradients in 3 modules")
-        weights = module_matrix(run, "weight_norm", ctx)
+        weights = module_matrix(run, "weight_norm", ctx, max_rows=MAX_ROWS)
         with np.errstate(all="ignore"):
             logr = None if weights is None or weights.values.shape != grads.values.shape else \
                 log10_positive(grads.values / weights.values)
         idx = np.flatnonzero(rows)
+        updates = module_matrix(run, "update_norm", ctx, max_rows=MAX_ROWS)
+        with np.errstate(all="ignore"):
+            upd = None if updates is None or weights is None or updates.values.shape != weights.values.shape \
+                else updates.values / weights.values
         # The whole run first, then each quarter: an adaptive optimizer can
         # repair the profile late in the run, and the early stretch still
         # starved the first layers.
-        for window in [idx, *np.array_split(idx, WINDOWS)]:
-            found = self._window(grads, logg, logr, window)
+        windows = [(idx, self.min_decades), *((w, self.min_window_decades) for w in np.array_split(idx, WINDOWS))]
+        for window, decades in windows:
+            found = self._window(grads, logg, logr, window, decades, upd)
             if found is not None:
                 return [found]
         return []
 
-    def _window(self, grads, logg: np.ndarray, logr: np.ndarray | None, window: np.ndarray) -> Finding | None:
+    def _window(self, grads, logg: np.ndarray, logr: np.ndarray | None, window: np.ndarray,
+                decades: float, upd: np.ndarray | None) -> Finding | None:
         if len(window) == 0 or logr is None:
             return None
         profile = column_medians(logg[window])
         trend = depth_trend(profile)
-        if trend is None or not self._profile_vanishes(trend):
+        if trend is None or not self._profile_vanishes(trend, decades):
             return None
         k = max(1, len(grads.modules) // 4)
         gaps = _nanmean(logg[window][:, -k:]) - _nanmean(logg[window][:, :k])
-        consistency = float(np.mean(gaps >= self.min_decades))
+        consistency = float(np.mean(gaps >= decades))
         rel = depth_trend(column_medians(logr[window]))
-        if consistency < self.min_consistency or rel is None or rel.gap < self.min_decades / 2:
+        if consistency < self.min_consistency or rel is None or rel.gap < decades / 2:
             return None
         drop = min(trend.gap, trend.fitted)
         starved = [m for j, m in enumerate(grads.members) if profile[j] <= profile[-k:].mean() - self.min_decades]
         steps = grads.steps[window]
+        span = "" if decades == self.min_decades else f" in steps {int(steps[0])}-{int(steps[-1])}"
         return self.finding(
-            f"gradient norm falls {drop:.1f} decades from the loss to the input (>= {self.min_decades:g}; "
+            f"gradient norm falls {drop:.1f} decades from the loss to the input{span} (>= {decades:g}; "
             f"{trend.slope:.2f} decades/layer, Spearman rho={trend.rho:.2f}, Kendall p={fmt_p(trend.tau_p)})",
-            step=int(steps[np.flatnonzero(gaps >= self.min_decades)[0]]),
-            layers=[name for group in starved for name in group],
+            step=int(steps[np.flatnonzero(gaps >= decades)[0]]),
+            layers=[name for group in starved for name in group][:MAX_NAMED],
             evidence={
                 "decades": drop, "edge_gap_decades": trend.gap, "fitted_decades": trend.fitted,
                 "slope_decades_per_layer": trend.slope, "slope_ci95": [trend.slope_low, trend.slope_high],
                 "spearman_rho": trend.rho, "spearman_p": trend.rho_p, "kendall_tau": trend.tau,
                 "kendall_p": trend.tau_p, "modules": len(grads.modules),
                 "steps_showing_gap": consistency, "relative_gap_decades": rel.gap,
+                "starved_modules": len(starved), **self._update_ratios(upd, window, k),
                 "step_range": [int(steps[0]), int(steps[-1])],
-                "profile_log10": {m: float(v) for m, v in zip(grads.modules, profile)},
+                "profile_log10": {m: float(v) for m, v in zip(grads.modules[:50], profile[:50], strict=True)},
             },
             advice="Use a non-saturating activation (ReLU, GELU) instead of sigmoid/tanh and the matching "
                    "initialization (He/Xavier); add normalization layers or residual connections; or make "
                    "the network shallower.",
         )
 
-    def _profile_vanishes(self, trend) -> bool:
-        if min(trend.gap, trend.fitted) < self.min_decades or trend.rho < self.min_rho or trend.slope_low <= 0:
+    @staticmethod
+    def _update_ratios(upd: np.ndarray | None, window: np.ndarray, k: int) -> dict:
+        """Median update/weight of the input-side and loss-side quarters: with
+        SGD the starved layers barely move; Adam rescales their steps."""
+        if upd is None:
+            return {}
+        level = column_medians(upd[window])
+        return {"update_ratio_input_side": float(np.nanmedian(level[:k])) if np.isfinite(level[:k]).any() else None,
+                "update_ratio_loss_side": float(np.nanmedian(level[-k:])) if np.isfinite(level[-k:]).any() else None}
+
+    def _profile_vanishes(self, trend, decades: float) -> bool:
+        if min(trend.gap, trend.fitted) < decades or trend.rho < self.min_rho or trend.slope_low <= 0:
             return False
         if trend.n < 5:
             return trend.tau >= 1.0

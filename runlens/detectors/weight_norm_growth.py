@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..stats.growth import growth, level_change
+from ..stats.growth import growth
 from ._base import Detector, Needs, Skip, register
 from ._layerstats import fmt_p, usable_rows
 
@@ -36,13 +37,16 @@ class WeightNormGrowth(Detector):
         norms over the parameters recorded at every step (a zero-initialized
         bias growing from nothing cannot dominate it), cut at the first
         non-finite loss. It fires when all hold: the median of the last 10%
-        is at least ``min_factor`` times the median of the first 10%; Kendall's
+        is at least ``min_factor`` times the first recorded norm; Kendall's
         test on log10 of the whole series (at most 500 bucket medians) finds an
         increasing trend at ``alpha`` with a Theil-Sen 95% interval above zero;
         and the growth has not saturated: the last third of the run added at
         least ``min_late_share`` of the total growth and is itself a
         significant increasing trend. Healthy runs grow their weights too,
-        typically by a small factor that levels off.
+        typically by a small factor that levels off. A run whose curve
+        ``diverged`` is left to the divergence findings (``exploding_gradients``,
+        ``nonfinite_loss``): weights blowing up with the loss are a symptom,
+        not a separate problem.
 
     What to try:
         Add or increase weight decay (AdamW's decoupled decay); lower the
@@ -50,7 +54,7 @@ class WeightNormGrowth(Detector):
         are separable; add normalization layers; clip the gradient norm.
 
     Parameters:
-        min_factor: smallest growth of the total weight norm, late level over early (10.0).
+        min_factor: smallest growth of the total weight norm, late level over the first (10.0).
         alpha: significance level of the Kendall trend tests (0.01).
         min_late_share: smallest share of the growth added in the last third of the run (0.15).
     """
@@ -69,19 +73,26 @@ class WeightNormGrowth(Detector):
         lm = run.layer_matrix("weight_norm")
         if lm is None or lm.values.size == 0:
             raise Skip("needs per-layer weight norms")
+        if ctx.curve is not None and ctx.curve.label == "diverged":
+            return []  # weights blowing up with the loss are the divergence itself, reported as such
         rows = usable_rows(lm, ctx)
-        w = np.where(lm.present, lm.values, np.nan)[rows]
+        w = lm.values if rows.all() else lm.values[rows]  # unrecorded and null cells are NaN already
         steps = lm.steps[rows]
         cols = np.isfinite(w).all(axis=0) if len(w) else np.zeros(w.shape[1], bool)
         if len(w) < 10 or not cols.any():
             return []
-        total = np.sqrt((w[:, cols] ** 2).sum(axis=1))
+        wc = w if cols.all() else w[:, cols]
+        total = np.sqrt(np.einsum("ij,ij->i", wc, wc))
         ok = np.isfinite(total) & (total > 0)
         steps, total = steps[ok], total[ok]
         if len(total) < 10:
             return []
         logt = np.log10(total)
-        factor = 10 ** level_change(logt, 0.1)
+        k = max(1, len(total) // 10)
+        # The yardstick is the first recorded norm (the initialization): the
+        # weights move smoothly, and by the end of a 10% window a fast
+        # grower has already left it far behind.
+        factor = float(np.median(total[-k:]) / total[0])
         if not factor >= self.min_factor:
             return []
         whole = growth(steps, logt)
@@ -89,8 +100,7 @@ class WeightNormGrowth(Detector):
         late = growth(steps[third:], logt[third:])
         if whole is None or late is None:
             return []
-        k = max(1, len(total) // 10)
-        start, end = np.median(total[:k]), np.median(total[-k:])
+        start, end = total[0], np.median(total[-k:])
         share = float((end - np.median(total[third - k // 2: third + k // 2 + 1])) / (end - start))
         if not (whole.p <= self.alpha and whole.slope_low > 0 and late.p <= self.alpha and late.slope > 0
                 and share >= self.min_late_share):

@@ -107,7 +107,8 @@ def _table(series: dict[str, Series], key: str, label: str, warnings: list[str])
     """Rows keyed on the steps of ``series[key]``: (steps, times, {column: (values, present)})."""
     base, dup = _last_per_step(series[key])
     if dup:
-        warnings.append(f"{label}: {dup} repeated steps of {key!r} (a resumed run?); kept the last value of each")
+        warnings.append(f"{label}: {dup} repeated steps of {key!r} (a resumed run, or several logs per "
+                        "optimizer step); kept the last value of each")
     columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, s in series.items():
         if name == key:
@@ -164,9 +165,9 @@ def _write_rows(writer: RunWriter, table, *, is_eval: bool) -> None:
     pres = [columns[n][1].tolist() for n in names]
     times = base.times.tolist() if base.times is not None else None
     add = writer.add_eval if is_eval else writer.add_scalars
-    for i, (step, value) in enumerate(zip(base.steps.tolist(), base.values.tolist())):
+    for i, (step, value) in enumerate(zip(base.steps.tolist(), base.values.tolist(), strict=True)):
         extra = {}
-        for n, v, p in zip(names, vals, pres):
+        for n, v, p in zip(names, vals, pres, strict=True):
             if p[i]:
                 extra[n] = int(v[i]) if n in INT_COLUMNS and math.isfinite(v[i]) else v[i]
         t = math.nan if times is None else times[i]
@@ -179,7 +180,7 @@ def _write_layers(writer: RunWriter, imp: Imported) -> None:
         return
     steps = sorted({int(s) for cols in imp.layer_rows.values() for ser in cols.values() for s in ser.steps})
     lookup = {
-        (layer, col): dict(zip(ser.steps.tolist(), ser.values.tolist()))
+        (layer, col): dict(zip(ser.steps.tolist(), ser.values.tolist(), strict=True))
         for layer, cols in imp.layer_rows.items() for col, ser in cols.items()
     }
     names = [layer["name"] for layer in imp.layers if layer["name"] in imp.layer_rows]

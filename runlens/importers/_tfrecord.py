@@ -58,7 +58,7 @@ class ScalarChunks:
         """``tag -> (steps, wall_times, values)`` in file order."""
         if not self.parts:
             return {}
-        ids, steps, walls, values = (np.concatenate(c) for c in zip(*self.parts))
+        ids, steps, walls, values = (np.concatenate(c) for c in zip(*self.parts, strict=True))
         order = np.argsort(ids, kind="stable")  # radix sort on int16 ids: linear time
         bounds = np.searchsorted(ids[order], np.arange(len(self.tags) + 1))
         out = {}

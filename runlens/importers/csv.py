@@ -102,7 +102,7 @@ def read_rows(path: Path, *, conflict: str | None, warnings: list[str]) -> tuple
         if len(row) != len(header):
             bad += 1
             continue
-        for h, cell in zip(header, row):
+        for h, cell in zip(header, row, strict=True):
             cols[h].append(parse_float(cell))
     if bad:
         warnings.append(f"{bad} rows whose number of cells differs from the header: skipped")
@@ -154,18 +154,18 @@ def build(path: Path, header: list[str], cols: dict[str, list], *, kind: str, wa
     for role, col in roles.items():
         if col is None:
             continue
-        s = _series(steps[valid], [v for v, ok in zip(cols[col], valid) if ok])
+        s = _series(steps[valid], [v for v, ok in zip(cols[col], valid, strict=True) if ok])
         if s is not None:
             (imp.evals if role == "val_loss" else imp.train)[role] = s
     if epoch_col is not None and epoch_col not in used:
-        s = _series(steps[valid], [v for v, ok in zip(cols[epoch_col], valid) if ok])
+        s = _series(steps[valid], [v for v, ok in zip(cols[epoch_col], valid, strict=True) if ok])
         if s is not None:
             imp.train["epoch"] = s
         used.add(epoch_col)
     for col in header:
         if col in used or col not in cols:
             continue
-        s = _series(steps[valid], [v for v, ok in zip(cols[col], valid) if ok])
+        s = _series(steps[valid], [v for v, ok in zip(cols[col], valid, strict=True) if ok])
         if s is None:
             warnings.append(f"column {col!r} holds no numbers: not imported")
             continue

@@ -181,7 +181,7 @@ def read(source: str | Path, *, loss_tag: str | None = None, val_loss_tag: str |
 
 
 def _merge(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Series:
-    steps, walls, values = (np.concatenate(c) for c in zip(*parts))
+    steps, walls, values = (np.concatenate(c) for c in zip(*parts, strict=True))
     order = np.argsort(walls, kind="stable") if len(parts) > 1 else slice(None)
     return Series(steps[order], values[order], walls[order])
 

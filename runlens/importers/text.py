@@ -28,7 +28,7 @@ _LLMC_TRAIN = re.compile(rf"^s:(\d+) trl:{_NUM}(?: lr:{_NUM})?(?: norm:{_NUM})?"
 _LLMC_VAL = re.compile(rf"^s:(\d+) tel:{_NUM}")
 _MEG_TRAIN = re.compile(r"iteration\s+(\d+)\s*/\s*\d+\s*\|(.*)")
 _MEG_VAL = re.compile(rf"validation loss at iteration\s+(\d+)\s*\|\s*lm loss value:\s*{_NUM}")
-_WLM_TRAIN = re.compile(rf"\|\s*epoch\s+(\d+)\s*\|\s*(\d+)\s*/\s*(\d+) batches\s*\|(.*)")
+_WLM_TRAIN = re.compile(r"\|\s*epoch\s+(\d+)\s*\|\s*(\d+)\s*/\s*(\d+) batches\s*\|(.*)")
 _WLM_VAL = re.compile(rf"\|\s*end of epoch\s+(\d+)\s*\|.*valid loss\s+{_NUM}")
 _GENERIC = re.compile(r"^\s*step[\s:]+(\d+)(?:\s*/\s*\d+)?\s*[|,]?(.*)$", re.IGNORECASE)
 _FIELD = re.compile(rf"([A-Za-z][A-Za-z _/-]*?)\s*[:=]?\s+{_NUM}(?=\s*(?:\||,|$|\s[A-Za-z]))")

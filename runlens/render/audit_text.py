@@ -24,7 +24,7 @@ def render_audit_text(result: Any) -> str:
     errors = [row for row in result.rows if row.error]
     if errors:
         lines.append("")
-        lines += [f"unreadable: {row.run}: {row.error}" for row in errors]
+        lines += [f"not analyzed: {row.run}: {row.error}" for row in errors]
     lines += ["", summary(result)]
     return "\n".join(lines) + "\n"
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 import html
 import io
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -28,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 from matplotlib.transforms import blended_transform_factory
 
+from ..findings import SEVERITY_RANK
 from .downsample import DEFAULT_BUCKETS, downsample, reduce_rows
 
 # Sentinel colours (never used for data) replaced by CSS variables in the SVG.
@@ -83,10 +85,10 @@ def render_charts(diagnosis: Any) -> tuple[Chart, ...]:
             *_loss_charts(run, marks),
             _line_chart(run, "lr", "learning rate", "Learning rate", LR_C, marks, log=False),
             _line_chart(run, "grad_norm", "global grad norm", "Global gradient norm", GRAD_C, marks, log=True),
-            _heatmap(run, "grad_heatmap", "Gradient norm by depth and step", "grad norm",
+            _heatmap(run, marks, "grad_heatmap", "Gradient norm by depth and step", "grad norm",
                      _layer_values(run, "grad_norm"),
                      "Vanishing gradients show as dark rows near depth 0, explosions as a bright band."),
-            _heatmap(run, "update_ratio", "Update-to-weight ratio by depth and step", "update / weight",
+            _heatmap(run, marks, "update_ratio", "Update-to-weight ratio by depth and step", "update / weight",
                      _update_ratio(run),
                      "Around 1e-3 is typical; far below means the layer barely learns, far above that it thrashes."),
             _weight_norms(run, diagnosis),
@@ -104,6 +106,7 @@ class _Marks:
     stop: int | None
     stop_label: str
     finding_steps: dict[str, int]
+    layers: tuple[tuple[str, tuple[str, ...]], ...]  # (code, layers named), most severe first
 
     @classmethod
     def of(cls, diagnosis: Any) -> _Marks:
@@ -128,7 +131,12 @@ class _Marks:
             stop, label = int(error["step"]), f"crash ({error.get('type', 'error')})"
         elif run.status in ("crashed", "killed") and len(run.steps("scalars")):
             stop, label = int(run.steps("scalars")[-1]), run.status
-        return cls(tuple(sorted(spikes)), first_nan, stop, label, steps)
+        named = tuple((f.code, tuple(f.layers)) for f in sorted(diagnosis.findings, key=_severity) if f.layers)
+        return cls(tuple(sorted(spikes)), first_nan, stop, label, steps, named)
+
+
+def _severity(finding: Any) -> int:
+    return SEVERITY_RANK.get(finding.severity, 9)
 
 
 def _int_list(evidence: Any) -> Iterable[int]:
@@ -298,8 +306,8 @@ def _update_ratio(run: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     return upd.steps, ratio, upd.present & wn.present
 
 
-def _heatmap(run: Any, key: str, title: str, unit: str, data: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-             hint: str) -> Chart | None:
+def _heatmap(run: Any, marks: _Marks, key: str, title: str, unit: str,
+             data: tuple[np.ndarray, np.ndarray, np.ndarray] | None, hint: str) -> Chart | None:
     if data is None:
         return None
     steps, values, present = data
@@ -310,7 +318,7 @@ def _heatmap(run: Any, key: str, title: str, unit: str, data: tuple[np.ndarray, 
     shown = np.where(present & np.isfinite(values) & (values > 0), values, np.nan)
     shown = np.where(zero, 0.0, shown)
     # Reduce steps (rows), then layers (transpose): each keeps its maximum.
-    shown, bad, starts = reduce_rows(shown, HEAT_COLS, bad)
+    shown, bad, _ = reduce_rows(shown, HEAT_COLS, bad)
     shown_t, bad_t, layer_starts = reduce_rows(shown.T, HEAT_ROWS, bad.T)
     positive = shown_t[np.isfinite(shown_t) & (shown_t > 0)]
     if not len(positive):
@@ -327,14 +335,36 @@ def _heatmap(run: Any, key: str, title: str, unit: str, data: tuple[np.ndarray, 
     ax.imshow(rgba, aspect="auto", origin="lower", interpolation="none",
               extent=(x0, x1, -0.5, n_layers - 0.5))
     ax.grid(False)
+    _flag_layers(ax, marks, run.layer_names())
     ax.set_xlabel("step")
     ax.set_ylabel("layer depth (0 = input)")
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, pad=0.01, fraction=0.04)
     bar.set_label(unit)
     _log_axis(bar.ax.yaxis)
     grouped = f", {n_layers:,} layers in {len(layer_starts)} rows (max per row)" if len(layer_starts) < n_layers else ""
-    caption = f"Log colour scale{grouped}; red: NaN/Inf, dark grey: exactly zero, blank: not recorded. {hint}"
+    caption = (f"Log colour scale{grouped}; red: NaN/Inf, dark grey: exactly zero, blank: not recorded; "
+               f"arrows: layers a finding names. {hint}")
     return _finish(fig, key, title, caption)
+
+
+_FLAG_COLORS = ("#e377c2", "#ff7f0e", "#17becf")
+
+
+def _flag_layers(ax: Any, marks: _Marks, names: tuple[str, ...]) -> None:
+    """Arrows just inside the left edge of a heatmap pointing at the rows
+    (layers) that findings named, one colour per finding code."""
+    index = {n: j for j, n in enumerate(names)}
+    trans = blended_transform_factory(ax.transAxes, ax.transData)
+    drawn = 0
+    for code, layers in marks.layers:
+        rows = sorted({index[n] for n in layers if n in index})
+        if not rows or drawn == len(_FLAG_COLORS):
+            continue
+        ax.plot(np.full(len(rows), 0.008), rows, ">", color=_FLAG_COLORS[drawn], markersize=6,
+                markeredgecolor="white", markeredgewidth=0.6, transform=trans, clip_on=False, label=f"{code} ({len(rows):,} layer{'s' if len(rows) > 1 else ''})")
+        drawn += 1
+    if drawn:
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, fontsize=7.5, borderaxespad=0.2)
 
 
 # -- figure plumbing --------------------------------------------------------

@@ -8,14 +8,15 @@ Jinja autoescaping escapes everything that came from the run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from .charts import render_charts
 from ._templates import templates_dir
+from .charts import render_charts
 from .view import ReportView, build_view, curve_doc
 
 

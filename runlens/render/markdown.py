@@ -22,8 +22,8 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from .escape import md_cell, md_code_block, md_code_span, md_inline
 from ._templates import templates_dir
+from .escape import md_cell, md_code_block, md_code_span, md_inline
 from .view import ReportView, build_view, fmt
 
 MAX_CHARS = 60_000
@@ -181,7 +181,7 @@ def sparkline(values: np.ndarray, width: int = 40) -> str:
         return ""
     edges = np.linspace(0, len(v), min(width, len(v)) + 1).astype(int)
     peaks = np.array([v[a:b].max() if np.isfinite(v[a:b]).all() else np.nan
-                      for a, b in zip(edges[:-1], edges[1:])])
+                      for a, b in zip(edges[:-1], edges[1:], strict=True)])
     finite = np.isfinite(peaks)
     if not finite.any():
         return NONFINITE_GLYPH * len(peaks)
@@ -192,7 +192,7 @@ def sparkline(values: np.ndarray, width: int = 40) -> str:
     span = hi - lo
     level = np.zeros(len(peaks), dtype=int) if span <= 0 else \
         np.clip(((scaled - lo) / span * (len(GLYPHS) - 1)).round(), 0, len(GLYPHS) - 1).astype(int)
-    return "".join(GLYPHS[lv] if ok else NONFINITE_GLYPH for lv, ok in zip(level, finite))
+    return "".join(GLYPHS[lv] if ok else NONFINITE_GLYPH for lv, ok in zip(level, finite, strict=True))
 
 
 def _trend_rows(v: ReportView) -> tuple[tuple[str, str, str, str, str], ...]:

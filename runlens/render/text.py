@@ -9,13 +9,15 @@ happens here: everything shown is in the :class:`~runlens.findings.Diagnosis`.
 from __future__ import annotations
 
 import textwrap
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..findings import Diagnosis, Finding, jsonable
 
 WIDTH = 88
 _MARK = {"error": "ERROR", "warning": "WARN ", "info": "INFO "}
 _MAX_LAYERS = 6
+_MAX_ITEMS = 8
 
 
 def render(diagnosis: Diagnosis) -> str:
@@ -57,11 +59,13 @@ def _finding(f: Finding) -> list[str]:
 def _value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
+    # Evidence can name thousands of layers; a terminal shows the first few.
     if isinstance(value, Mapping):
-        return ", ".join(f"{k}={_value(v)}" for k, v in value.items())
+        items = [f"{k}={_value(v)}" for k, v in list(value.items())[:_MAX_ITEMS]]
+        return ", ".join(items) + (", ..." if len(value) > _MAX_ITEMS else "")
     if isinstance(value, list):
-        items = [_value(v) for v in value[:8]]
-        return "[" + ", ".join(items) + (", ..." if len(value) > 8 else "") + "]"
+        items = [_value(v) for v in value[:_MAX_ITEMS]]
+        return "[" + ", ".join(items) + (", ..." if len(value) > _MAX_ITEMS else "") + "]"
     return str(value)
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -218,10 +219,15 @@ def _attempts(attempts: Any) -> tuple[tuple[str, str, str, str], ...]:
 def _run_facts(run: Any) -> tuple[tuple[str, str], ...]:
     meta = run.meta
     facts = [("run id", run.run_id or "–"), ("path", str(run.path)), ("status", run.status),
-             ("seed", fmt(meta.get("seed"))), ("host", str(meta.get("host") or "–")),
-             ("pid", fmt(meta.get("pid"))), ("started", str(meta.get("started_at") or "–")),
+             ("seed", _plain(meta.get("seed"))), ("host", str(meta.get("host") or "–")),
+             ("pid", _plain(meta.get("pid"))), ("started", str(meta.get("started_at") or "–")),
              ("ended", str(meta.get("ended_at") or "–")), ("format version", fmt(meta.get("format_version")))]
     return tuple(facts)
+
+
+def _plain(value: Any) -> str:
+    """Identifiers (seed, pid) without thousands separators."""
+    return "–" if value is None else str(value)
 
 
 def _version() -> str:

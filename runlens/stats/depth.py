@@ -11,8 +11,8 @@ Pure numpy/scipy; knows nothing about runs.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 import numpy as np
 from scipy import stats
@@ -98,12 +98,13 @@ def group_norms(values: np.ndarray, groups: Sequence[Hashable]) -> tuple[np.ndar
             index[g] = len(order)
             order.append(g)
     cols = np.array([index[g] for g in groups], dtype=np.int64)
+    if len(order) == len(cols) and np.array_equal(cols, np.arange(len(cols))):
+        return np.abs(values), order  # one member per group: nothing to combine
     finite = np.isfinite(values)
-    sq = np.where(finite, values, 0.0) ** 2
-    out = np.zeros((values.shape[0], len(order)))
-    count = np.zeros((values.shape[0], len(order)))
-    np.add.at(out.T, cols, sq.T)
-    np.add.at(count.T, cols, finite.T.astype(np.float64))
+    onehot = np.zeros((len(cols), len(order)))
+    onehot[np.arange(len(cols)), cols] = 1.0
+    out = (np.where(finite, values, 0.0) ** 2) @ onehot
+    count = finite.astype(np.float64) @ onehot
     with np.errstate(invalid="ignore"):
         return np.where(count > 0, np.sqrt(out), np.nan), order
 

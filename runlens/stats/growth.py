@@ -42,8 +42,8 @@ class Growth:
 def bucket_medians(x: np.ndarray, y: np.ndarray, max_points: int = 500) -> tuple[np.ndarray, np.ndarray]:
     """Finite (x, y) pairs reduced to at most ``max_points`` bucket medians.
 
-    Buckets hold consecutive points in equal counts; shorter series come
-    back unchanged (finite pairs only).
+    Buckets hold equal counts of consecutive points (the last may hold
+    fewer); shorter series come back unchanged (finite pairs only).
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -52,9 +52,13 @@ def bucket_medians(x: np.ndarray, y: np.ndarray, max_points: int = 500) -> tuple
     n = len(y)
     if n <= max_points:
         return x, y
-    edges = np.linspace(0, n, max_points + 1).astype(np.int64)
-    xs = np.array([np.median(x[a:b]) for a, b in zip(edges[:-1], edges[1:]) if b > a])
-    ys = np.array([np.median(y[a:b]) for a, b in zip(edges[:-1], edges[1:]) if b > a])
+    size = -(-n // max_points)
+    k = -(-n // size)
+    pad = k * size - n
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        xs = np.nanmedian(np.pad(x, (0, pad), constant_values=np.nan).reshape(k, size), axis=1)
+        ys = np.nanmedian(np.pad(y, (0, pad), constant_values=np.nan).reshape(k, size), axis=1)
     return xs, ys
 
 

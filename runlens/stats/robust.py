@@ -105,4 +105,4 @@ def runs_of(mask: np.ndarray) -> list[tuple[int, int]]:
     d = np.diff(np.concatenate(([0], m.view(np.int8), [0])))
     starts = np.flatnonzero(d == 1)
     stops = np.flatnonzero(d == -1)
-    return list(zip(starts.tolist(), stops.tolist()))
+    return list(zip(starts.tolist(), stops.tolist(), strict=True))

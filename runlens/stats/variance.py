@@ -80,7 +80,7 @@ def windows_levene(x: np.ndarray, n_windows: int) -> tuple[float, float]:
     """
     x = np.asarray(x, dtype=np.float64)
     edges = bucket_edges(x.size, n_windows)
-    groups = [finite(x[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+    groups = [finite(x[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True)]
     groups = [g for g in groups if g.size >= 3]
     if len(groups) < 2 or all(np.ptp(g) == 0 for g in groups):
         return math.nan, math.nan

@@ -84,7 +84,7 @@ def test_file_url_audit_matches_the_local_one(inline, tree):
     url = "file://" + str(tree)
     result = audit([url], workers=1)
     local = inline.to_list()
-    for a, b in zip(result.to_list(), local):
+    for a, b in zip(result.to_list(), local, strict=True):
         assert a["run"] == "file://" + b["run"]
         assert {**a, "run": b["run"], "warnings": len(a["warnings"]), "findings": len(a["findings"])} == \
                {**b, "warnings": len(b["warnings"]), "findings": len(b["findings"])}

@@ -66,3 +66,35 @@ def test_file_urls_are_walked_like_folders(tree):
     found = discover_runs([url])
     assert [u[len(url) + 1:] for u in found] == EXPECTED
     assert all(is_url(u) for u in found)
+
+
+def lightning_log(folder, steps=200):
+    folder.mkdir(parents=True)
+    lines = ["epoch,step,train_loss,val_loss"]
+    for s in range(steps):
+        lines.append(f"0,{s},{2.0 / (1 + s / 20):.5f},")
+        if s % 50 == 49:
+            lines.append(f"0,{s},,{2.1 / (1 + s / 20):.5f}")
+    (folder / "metrics.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_other_tools_logs_are_runs_by_their_marker_files(tmp_path):
+    write_run(tmp_path / "ours", steps=60, layers=False, evals=False)
+    lightning_log(tmp_path / "lightning_logs" / "version_0")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.csv").write_text("a,b\n1,2\n")
+    found = rel(discover_runs([tmp_path]), tmp_path)
+    assert found == ["lightning_logs/version_0", "ours"]
+    # A CSV named on the command line is the user's call: the importers judge it.
+    log = tmp_path / "loss.csv"
+    log.write_text("step,loss\n" + "".join(f"{s},{1 / (s + 1)}\n" for s in range(50)))
+    assert discover_runs([log]) == [str(log)]
+
+
+def test_imported_logs_are_audited(tmp_path):
+    from runlens.audit import audit
+
+    lightning_log(tmp_path / "lightning_logs" / "version_0")
+    row = audit([tmp_path], workers=1).rows[0]
+    assert row.error is None, row.error
+    assert row.steps == 200 and row.best_val_loss is not None

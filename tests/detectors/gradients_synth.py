@@ -32,7 +32,7 @@ def make_run(grad: np.ndarray, weight: np.ndarray, update: np.ndarray | None = N
     params = [(j, "weight", 1.0) for j in range(m)]
     if biases:
         params = [p for j in range(m) for p in ((j, "weight", 1.0), (j, "bias", 1 / 30))]
-    for idx, (j, kind, scale) in enumerate(params):
+    for idx, (j, kind, _) in enumerate(params):
         shape = [64, 64] if kind == "weight" else [64]
         meta_layers.append({"name": f"l{j}.{kind}", "index": idx, "module": f"l{j}", "kind": "Linear",
                             "shape": shape, "numel": int(np.prod(shape))})

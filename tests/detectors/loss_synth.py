@@ -86,3 +86,26 @@ def make_run(loss: np.ndarray, *, steps: np.ndarray | None = None, val_loss: np.
 
 def ln(k: int) -> float:
     return math.log(k)
+
+
+def layers_table(n_steps: int, ratio: float, *, n_layers: int = 3, every: int = 10,
+                 seed: int = 0) -> tuple[pa.Table, list[dict]]:
+    """A layers table whose updates are ``ratio`` of the weights, and run.json ``layers``."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(0, n_steps, every, dtype=np.int64)
+    names = [f"{i}.weight" for i in range(n_layers)]
+    rows_step = np.repeat(steps, n_layers)
+    rows_layer = np.tile(names, steps.size)
+    w = np.full(rows_step.size, 10.0)
+    u = w * ratio * np.exp(0.1 * rng.standard_normal(rows_step.size))
+    g = np.exp(0.1 * rng.standard_normal(rows_step.size))
+    table = pa.table({
+        "step": pa.array(rows_step),
+        "layer": pa.array(rows_layer).dictionary_encode(),
+        "grad_norm": pa.array(g, pa.float32()),
+        "weight_norm": pa.array(w, pa.float32()),
+        "update_norm": pa.array(u, pa.float32()),
+    })
+    meta = [{"name": n, "index": i, "module": str(i), "kind": "Linear", "shape": [16, 16], "numel": 256}
+            for i, n in enumerate(names)]
+    return table, meta

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gradients_synth import check, healthy_net, make_run
 
 
@@ -80,3 +79,18 @@ def test_too_few_steps_say_nothing():
     g, w, u = healthy_net(8, n=3, m=4)
     u[:, 0] = 0
     assert check("dead_layers", make_run(g, w, u)) == []
+
+
+def test_a_layer_unfrozen_on_schedule_is_not_dead():
+    g, w, u = healthy_net(9, n=100, m=4)
+    u[:40, 0] = 0.0  # its param group had lr 0 for the first 40% of the run
+    assert check("dead_layers", make_run(g, w, u)) == []
+    u[:60, 0] = 0.0  # most of the run is too long to shrug off
+    assert len(check("dead_layers", make_run(g, w, u))) == 1
+
+
+def test_a_layer_dying_late_counts_when_it_stays_dead():
+    g, w, u = healthy_net(10, n=300, m=4)
+    g[210:, 1] = 0.0
+    [f] = check("dead_layers", make_run(g, w, u))
+    assert f.step == 210

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gradients_synth import check, falling_loss, healthy_net, make_run
+
 from runlens.detectors import Skip
 
 
@@ -94,8 +94,35 @@ def test_long_runs_are_bucketed():
 
 
 def test_no_gradient_norm_at_all_is_skipped():
-    from runlens.run import Run
     import pyarrow as pa
+
+    from runlens.run import Run
     run = Run(path="x", meta={}, status="finished", scalars=pa.table({"step": [0, 1], "loss": [1.0, 0.9]}))
     with pytest.raises(Skip):
         check("exploding_gradients", run)
+
+
+def test_fires_on_a_jump_after_the_first_update_that_holds():
+    # Adam at lr=1: the first step throws the weights out; the gradient jumps
+    # five decades and decays only slowly, so no early window saw it low.
+    n = 200
+    g = noisy(np.linspace(5.5, 4.0, n), n, 7, sd=0.2)
+    g[0] = 2.0
+    [f] = check("exploding_gradients", scalar_run(g))
+    assert f.evidence["jump_decades"] >= 4
+    assert "above its first value (>= 3)" in f.title
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_lone_spikes_are_not_a_jump(seed):
+    n = 200
+    g = noisy(np.zeros(n), n, seed)
+    g[[50, 120, 121]] = 1e5  # isolated spikes: the rolling median does not move
+    assert check("exploding_gradients", scalar_run(g)) == []
+
+
+def test_a_numerical_nan_right_after_the_start_is_not_an_explosion():
+    gw = healthy_net(0, n=3, m=4)  # weights ~3-30, gradients ~1
+    g = np.array([1.3, np.nan, np.nan])
+    loss = np.array([2.3, np.nan, np.nan])
+    assert check("exploding_gradients", scalar_run(g, loss=loss, weights=gw), first_nonfinite=1) == []

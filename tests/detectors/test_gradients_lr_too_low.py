@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gradients_synth import check, falling_loss, flat_loss, healthy_net, make_run
+
 from runlens.detectors import Skip
 
 

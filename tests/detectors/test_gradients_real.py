@@ -30,7 +30,7 @@ def _data(seed=0, n=2048, d=32, k=10):
 
 def _mlp(widths, act=nn.ReLU):
     layers = []
-    for a, b in zip(widths[:-1], widths[1:]):
+    for a, b in zip(widths[:-1], widths[1:], strict=True):
         layers += [nn.Linear(a, b), act()]
     return nn.Sequential(*layers[:-1])
 
@@ -94,7 +94,7 @@ def _scenarios():
 
     def exploding():
         m = _mlp([16, 64, 64, 1])
-        return m, torch.optim.SGD(m.parameters(), 0.3), 100, mse
+        return m, torch.optim.SGD(m.parameters(), 0.5), 100, mse
 
     def growth():
         m = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gradients_synth import check, healthy_net, make_run
+
 from runlens.detectors import Skip
 
 
@@ -66,12 +66,20 @@ def test_a_gap_seen_only_briefly_is_not_enough():
     assert check("vanishing_gradients", make_run(g, w, u)) == []
 
 
-def test_fires_when_an_adaptive_optimizer_repairs_the_profile_late():
-    g, w, u = vanishing_net(7, n=200)
+def test_fires_when_an_adaptive_optimizer_repairs_a_deep_profile_late():
+    g, w, u = vanishing_net(7, n=200, per_layer=0.8)
     hg, _, _ = healthy_net(7, n=200)
-    g[80:] = hg[80:]  # vanishing for the first 40% of the run, then fixed
+    g[80:] = hg[80:]  # 5.6 decades for the first 40% of the run, then fixed
     [f] = check("vanishing_gradients", make_run(g, w, u))
     assert f.evidence["step_range"][1] < 80
+    assert "(>= 4;" in f.title
+
+
+def test_a_shallow_profile_in_part_of_the_run_is_not_enough():
+    g, w, u = vanishing_net(8, n=200, per_layer=0.4)
+    hg, _, _ = healthy_net(8, n=200)
+    g[80:] = hg[80:]  # 2.8 decades, but only for the first 40%: Adam made it harmless
+    assert check("vanishing_gradients", make_run(g, w, u)) == []
 
 
 def test_widths_alone_do_not_fire():
@@ -93,3 +101,13 @@ def test_thousands_of_layers():
     g, w, u = vanishing_net(0, n=4, m=3000, per_layer=0.002, noise=0.05)
     [f] = check("vanishing_gradients", make_run(g, w, u, biases=False))
     assert f.evidence["modules"] == 3000
+
+
+def test_without_metadata_parameters_are_grouped_by_their_names():
+    from runlens.run import Run
+
+    g, w, u = vanishing_net(9)
+    full = make_run(g, w, u)  # biases sit 1.5 decades under their weights
+    bare = Run(path="x", meta={}, status="finished", scalars=full.scalars, layers=full.layers)
+    [f] = check("vanishing_gradients", bare)
+    assert f.evidence["modules"] == 8

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gradients_synth import check, healthy_net, make_run
 
 
@@ -56,3 +55,9 @@ def test_ignores_steps_after_a_nonfinite_loss():
 
 def test_short_runs_say_nothing():
     assert check("weight_norm_growth", with_weights(np.array([1.0, 10, 100, 1000]))) == []
+
+
+def test_a_diverged_run_is_left_to_the_divergence_findings():
+    t = np.linspace(0, 1, 200)
+    assert check("weight_norm_growth", with_weights(np.exp(4 * t)), curve="diverged") == []
+    assert len(check("weight_norm_growth", with_weights(np.exp(4 * t)), curve="healthy")) == 1

@@ -10,11 +10,11 @@ slowly moving weights, a validation loss that follows training.
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -122,5 +122,36 @@ def live_meta(**extra: Any) -> dict:
                 pid=os.getpid(), **extra)
 
 
-def nan() -> float:
-    return math.nan
+HEALTHY_VARIANTS = ("base", "noisy", "cosine_lr", "amp_skips", "no_layers", "short", "long", "dense_evals")
+
+
+def healthy_variant(root: os.PathLike | str, variant: str, seed: int = 0) -> Path:
+    """A healthy run in one of several shapes real healthy runs take; nothing may fire on any."""
+    n = {"short": 150, "long": 20_000}.get(variant, 1200)
+    cols = healthy(n, 4, seed=seed, layers_every=50 if variant == "long" else 10,
+                   evals_every=10 if variant == "dense_evals" else max(n // 12, 1))
+    s, steps = cols["scalars"], cols["scalars"]["step"]
+    rng = np.random.default_rng(1000 + seed)
+    if variant == "noisy":
+        # minibatch noise scales with the loss level, as it does in practice
+        s["loss"] = (s["loss"] * np.exp(rng.normal(0, 0.08, n))).astype(float)
+    if variant == "cosine_lr":
+        s["lr"] = 1e-3 * 0.5 * (1 + np.cos(np.pi * steps / n))
+    if variant == "amp_skips":
+        _amp_skips(cols, [0, 1, 2, 3, n // 3])
+    layers = None if variant == "no_layers" else cols["layers"]
+    return write_run(root, run_meta=meta(Path(root).name, layers=cols["layer_names"]),
+                     scalars=s, layers=layers, evals=cols["evals"])
+
+
+def _amp_skips(cols: dict, skipped: list[int]) -> None:
+    """GradScaler behaviour: inf gradients on the skipped steps, the scale halved each time."""
+    s, lay = cols["scalars"], cols["layers"]
+    n = len(s["step"])
+    s["step_skipped"] = np.isin(s["step"], skipped).astype(np.int64)
+    s["grad_norm"] = np.where(s["step_skipped"] == 1, np.inf, s["grad_norm"])
+    s["loss_scale"] = 65536.0 / 2.0 ** np.cumsum(s["step_skipped"])
+    hit = np.isin(lay["step"], skipped)
+    lay["grad_norm"] = np.where(hit, np.inf, lay["grad_norm"])
+    lay["nonfinite"] = np.where(hit, 7, lay["nonfinite"]).astype(np.int32)
+    assert len(s["loss_scale"]) == n

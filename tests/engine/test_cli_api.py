@@ -28,7 +28,7 @@ def test_public_api_is_pinned():
         "Run", "RunFormatError", "RunlensError", "UnsupportedVersionError", "UsageError", "analyze",
         "load_run",
     ]
-    assert runlens.__all__ == sorted(runlens.__all__)
+    assert runlens.__all__ == sorted(runlens.__all__) == sorted(runlens._EXPORTS)
     for name in runlens.__all__:
         assert getattr(runlens, name) is not None
 
@@ -72,21 +72,30 @@ def test_fail_on(tmp_path):
     assert invoke("analyze", path, "--fail-on", "info").exit_code == 1
 
 
-@pytest.mark.parametrize("setup", ["missing", "empty_dir", "bad_json", "future_version"])
-def test_unreadable_input_exits_2_with_one_line(tmp_path, setup):
-    target = tmp_path / "run"
+def _unreadable(tmp_path, setup):
+    target = tmp_path / setup
     if setup != "missing":
         target.mkdir()
     if setup == "bad_json":
         (target / "run.json").write_text("{")
     if setup == "future_version":
         (target / "run.json").write_text(json.dumps(meta(format_version=9)))
-    proc = subprocess.run([sys.executable, "-m", "runlens", "analyze", str(target)],
+    return target
+
+
+@pytest.mark.parametrize("setup", ["empty_dir", "bad_json", "future_version"])
+def test_unreadable_input_exits_2_with_one_line(tmp_path, setup):
+    result = invoke("analyze", _unreadable(tmp_path, setup))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("runlens: ")
+
+
+def test_unreadable_input_from_a_real_process_has_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "runlens", "analyze", str(_unreadable(tmp_path, "missing"))],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2
-    assert proc.stdout == ""
-    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("runlens: ")
-    assert "Traceback" not in proc.stderr
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.startswith("runlens: RunFormatError: ") and len(proc.stderr.splitlines()) == 1
 
 
 def test_explain_lists_codes_and_prints_a_detectors_doc():
@@ -112,3 +121,26 @@ def test_reference_page_is_up_to_date():
         "docs/detectors.md is stale: run python -m runlens.docs_reference"
     for code in documented():
         assert f"## {code}\n" in render_markdown()
+
+
+def test_no_runlens_module_imports_torch():
+    import re
+    from pathlib import Path
+
+    pattern = re.compile(r"^\s*(import torch\b|from torch\b)", re.MULTILINE)
+    root = Path(runlens.__file__).parent
+    offenders = [str(p.relative_to(root)) for p in sorted(root.rglob("*.py")) if pattern.search(p.read_text())]
+    assert offenders == []
+
+
+def test_text_renderer_keeps_huge_evidence_short():
+    from runlens.findings import CurveVerdict, Diagnosis, Finding
+    from runlens.render.text import render
+    from runlens.run import Run
+
+    f = Finding("x", "warning", "many layers", step=3, layers=[f"l{i}" for i in range(10_000)],
+                evidence={"per_layer": {f"l{i}": i for i in range(10_000)}, "ratio": 0.123456})
+    text = render(Diagnosis(run=Run(path="p", meta={"name": "n"}, status="finished"),
+                            curve=CurveVerdict("healthy", "fine"), findings=(f,)))
+    assert "(+9994 more)" in text and "ratio: 0.1235" in text
+    assert len(text.splitlines()) < 20

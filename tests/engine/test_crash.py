@@ -58,6 +58,8 @@ WORDINGS = [
     ("RuntimeError", "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be "
      "the same or input should be a MKLDNN tensor and weight is a dense tensor",
      "crash_device_mismatch", None),
+    ("RuntimeError", "Tensor on device meta is not on the expected device cpu!", "crash_device_mismatch",
+     "devices"),
     ("RuntimeError", "Placeholder storage has not been allocated on MPS device!", "crash_device_mismatch", None),
     ("RuntimeError", "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
      "False. If you are running on a CPU-only machine, please use torch.load with "
@@ -85,6 +87,26 @@ WORDINGS = [
     ("RuntimeError", "value cannot be converted to type at::Half without overflow", "crash_dtype_mismatch", None),
     ("RuntimeError", "Expected object of scalar type Long but got scalar type Float for argument #2 "
      "'target' in call to _thnn_nll_loss_forward", "crash_dtype_mismatch", None),
+    ("RuntimeError", "Given normalized_shape=[512], expected input with shape [*, 512], but got input of "
+     "size[8, 10, 256]", "crash_shape_mismatch", None),
+    ("RuntimeError", "input.size(-1) must be equal to input_size. Expected 10, got 20", "crash_shape_mismatch", None),
+    ("RuntimeError", "The expanded size of the tensor (3) must match the existing size (4) at non-singleton "
+     "dimension 1.  Target sizes: [2, 3].  Tensor sizes: [2, 4]", "crash_shape_mismatch", None),
+    ("RuntimeError", "0D or 1D target tensor expected, multi-target not supported", "crash_shape_mismatch", None),
+    ("RuntimeError", "Caught RuntimeError in DataLoader worker process 0.\nOriginal Traceback (most recent "
+     "call last):\n  ...\nRuntimeError: stack expects each tensor to be equal size, but got [3, 32, 32] at "
+     "entry 0 and [1, 32, 32] at entry 3", "crash_shape_mismatch", None),
+    ("numpy.core._exceptions._ArrayMemoryError", "Unable to allocate 7.45 GiB for an array with shape "
+     "(1000000000,) and data type float64", "crash_oom", None),
+    ("RuntimeError", "Invalid buffer size: 64.00 GB", "crash_oom", None),
+    ("RuntimeError", "Input and hidden tensors are not at the same device, found input tensor at cuda:0 and "
+     "hidden tensor at cpu", "crash_device_mismatch", None),
+    ("RuntimeError", "Expected floating point type for target with class probabilities, got Long",
+     "crash_dtype_mismatch", None),
+    ("RuntimeError", "bitwise_and_cpu not implemented for 'Float'", "crash_dtype_mismatch", None),
+    ("RuntimeError", "value cannot be converted to type float without overflow", "crash_dtype_mismatch", None),
+    ("RuntimeError", "Boolean value of Tensor with more than one value is ambiguous", "crash_other", None),
+    ("RuntimeError", "CUDA error: an illegal memory access was encountered", "crash_other", None),
     ("RuntimeError", "CUDA error: device-side assert triggered", "crash_other", None),
     ("IndexError", "Target 10 is out of bounds.", "crash_other", None),
     ("RuntimeError", "element 0 of tensors does not require grad and does not have a grad_fn",
@@ -174,3 +196,11 @@ def test_killed_detected_end_to_end_from_a_stale_heartbeat(tmp_path):
     diagnosis = analyze(tmp_path / "k")
     assert diagnosis.status == "killed"
     assert "killed" in [f.code for f in diagnosis.findings]
+
+
+def test_a_wrapped_error_shows_the_original_line():
+    msg = ("Caught RuntimeError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n"
+           "  File \"x.py\", line 1\nRuntimeError: stack expects each tensor to be equal size, but got [3] at "
+           "entry 0 and [1] at entry 3\n")
+    decoded = decode({"type": "RuntimeError", "message": msg})
+    assert decoded.message.startswith("RuntimeError: stack expects each tensor")

@@ -246,3 +246,57 @@ def test_path_is_kept_as_given(tmp_path):
     write_run(tmp_path / "r", scalars=_scalars([0]))
     os.chdir(tmp_path)
     assert load_run("r").path == "r"
+
+
+def test_layers_from_parts_with_different_dictionaries_sort_by_depth(tmp_path):
+    p0 = {"step": [0, 0], "layer": ["c", "a"], "grad_norm": [3.0, 1.0], "weight_norm": [1.0, 1.0]}
+    p1 = {"step": [0, 1], "layer": ["b", "zz"], "grad_norm": [2.0, 4.0], "weight_norm": [1.0, 1.0]}
+    write_run(tmp_path, run_meta=meta(layers=["a", "b", "c"]), layers=[p0, p1])
+    run = load_run(tmp_path)
+    assert _col(run, "layers", "layer") == ["a", "b", "c", "zz"]
+    assert _col(run, "layers", "grad_norm") == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_a_log_another_tool_wrote_goes_through_the_importers(tmp_path):
+    log = tmp_path / "train_log.csv"
+    log.write_text("step,loss\n" + "".join(f"{i},{1.0 / (i + 1)}\n" for i in range(20)))
+    from runlens.importers import detect_kind
+
+    if detect_kind(log) is None:
+        pytest.skip("no importer reads plain CSV logs")
+    run = load_run(log)
+    assert run.path == str(log) and run.name == "train_log"
+    assert run.scalars.num_rows == 20
+    from runlens import analyze
+
+    # nothing of the temporary import folder leaks into the output
+    assert analyze(log).to_dict() == analyze(log).to_dict()
+
+
+def test_string_columns_of_other_string_types_are_accepted(tmp_path):
+    ev = pa.table({"step": pa.array([1, 2], pa.int64()), "time": [0.0, 1.0],
+                   "kind": pa.array(["user", "nonfinite_grad"], pa.large_string()),
+                   "layer": pa.array([None, None], pa.null()), "value": pa.array([None, 2.0]),
+                   "message": pa.array(["a", "b"]).dictionary_encode()})
+    lay = pa.table({"step": pa.array([0], pa.int32()), "layer": pa.array(["a"], pa.large_string()),
+                    "grad_norm": pa.array([1.0], pa.float64()), "weight_norm": pa.array([1], pa.int64())})
+    write_run(tmp_path, run_meta=meta(layers=["a"]), events=ev, layers=lay)
+    run = load_run(tmp_path)
+    assert run.warnings == ()
+    assert _col(run, "events", "kind") == ["user", "nonfinite_grad"]
+    assert run.layers.schema.field("grad_norm").type == pa.float32()
+    assert run.layers.schema.field("step").type == pa.int64()
+
+
+def test_projection_on_an_unknown_table_is_a_usage_error(tmp_path):
+    from runlens.errors import UsageError
+
+    write_run(tmp_path, scalars=_scalars([0]))
+    with pytest.raises(UsageError, match="unknown table"):
+        load_run(tmp_path, columns={"scalar": ["loss"]})
+
+
+def test_the_run_json_path_itself_is_accepted(tmp_path):
+    write_run(tmp_path / "r", scalars=_scalars([0, 1]))
+    run = load_run(tmp_path / "r" / "run.json")
+    assert run.scalars.num_rows == 2 and run.name == "r"

@@ -129,6 +129,17 @@ def test_events_give_the_earlier_step_and_the_writers_layer():
     assert f.step == 123 and f.layers == ("layer2.weight",) and f.evidence["sources"] == ["events"]
 
 
+def test_at_the_same_step_the_writers_event_names_the_layer():
+    cols = healthy(300, 4)
+    _nan_grad_in_layers(100, ["layer1.weight", "layer3.weight"])(cols)
+    events = {"step": [100], "time": [1.0], "kind": ["nonfinite_grad"], "layer": ["layer1.weight"],
+              "value": [2.0], "message": ["NaN gradient"]}
+    run = make_run("r", layer_names=cols["layer_names"], scalars=cols["scalars"], layers=cols["layers"],
+                   events=events)
+    (f,) = _findings("nonfinite_gradient", run)
+    assert f.layers == ("layer1.weight",) and f.evidence["sources"] == ["events", "layers"]
+
+
 def test_null_grad_norm_is_not_a_nan_gradient():
     import pyarrow as pa
 
@@ -151,3 +162,46 @@ def test_findings_are_ordered_by_severity_then_step_then_code():
              for f in found]
     assert ranks == sorted(ranks)
     assert found[-1].code == "no_validation"
+
+
+def test_a_null_loss_is_missing_not_nan():
+    import pyarrow as pa
+
+    cols = healthy(100, 2)
+    loss = cols["scalars"]["loss"].tolist()
+    loss[40:60] = [None] * 20
+    cols["scalars"]["loss"] = pa.array(loss, pa.float64())
+    run = make_run("r", scalars=cols["scalars"])
+    assert _findings("nonfinite_loss", run) == []
+    from runlens.analysis import first_nonfinite_step
+
+    assert first_nonfinite_step(run) is None
+
+
+def test_loss_blowing_up_before_nan_is_an_explosion_even_with_flat_gradient_norms():
+    # Adam-like: clipped, steady gradient norms while the loss itself runs away.
+    def mutate(cols):
+        cols["scalars"]["loss"][240:250] = np.logspace(0, 3, 10)
+        cols["scalars"]["loss"][250:] = np.nan
+    (f,) = _findings("nonfinite_loss", _run(mutate=mutate))
+    assert f.evidence["cause"] == "explosion" and f.evidence["loss_growth"] > 100
+
+
+def test_the_writers_activation_culprit_is_in_the_evidence():
+    cols = healthy(300, 4)
+    cols["scalars"]["loss"][200:] = np.nan
+    events = {"step": [200], "time": [1.0], "kind": ["nonfinite_loss"], "layer": ["encoder.norm"],
+              "value": [np.nan], "message": ["loss is nan"]}
+    run = make_run("r", layer_names=cols["layer_names"], scalars=cols["scalars"], events=events)
+    (f,) = _findings("nonfinite_loss", run)
+    assert f.evidence["first_nonfinite_activation"] == "encoder.norm"
+
+
+def test_bad_parameters_are_reported_in_the_template():
+    from runlens.detectors.nonfinite_loss import NonfiniteLoss
+    from runlens.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"The 'recent' parameter of NonfiniteLoss must be an int >= 1. Got 0"):
+        analyze(_run(), detectors=[NonfiniteLoss(recent=0)])
+    with pytest.raises(UsageError, match="explosion_ratio"):
+        analyze(_run(), detectors=[NonfiniteLoss(explosion_ratio=2.0)])

@@ -11,10 +11,9 @@ from edge_runs import make_run
 from engine_runs import meta, write_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_contract import assert_spec_object
 
 from runlens import analyze, load_run
-
-from test_contract import assert_spec_object
 
 floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
                    st.sampled_from([0.0, 1.0, 0.693, 1e-12, 1e12]))
@@ -88,3 +87,61 @@ def test_load_and_analyze_any_run_on_disk(spec, n_parts):
         out = analyze(path).to_dict()
         assert_spec_object(out)
         assert json.dumps(out) == json.dumps(analyze(path).to_dict())
+
+
+part_rows = st.lists(st.tuples(st.integers(0, 30), st.sampled_from(LAYERS), st.integers(0, 999)),
+                     min_size=1, max_size=25)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(part_rows, min_size=1, max_size=4), st.permutations(range(4)))
+def test_layers_dedup_matches_a_reference(parts, seqs):
+    """Last row per (step, layer) by seq then row order, sorted by step then depth: as a dict would."""
+    expected: dict[tuple[int, str], int] = {}
+    for seq in sorted(range(len(parts)), key=lambda i: seqs[i]):
+        for step, layer, value in parts[seq]:
+            expected[(step, layer)] = value
+    want = sorted(expected.items(), key=lambda kv: (kv[0][0], LAYERS.index(kv[0][1])))
+    with tempfile.TemporaryDirectory() as tmp:
+        tables = [(0, seqs[i], {"step": [r[0] for r in rows], "layer": [r[1] for r in rows],
+                                "grad_norm": [float(r[2]) for r in rows], "weight_norm": [1.0] * len(rows)})
+                  for i, rows in enumerate(parts)]
+        run = load_run(write_run(Path(tmp) / "r", run_meta=meta("r", layers=LAYERS), layers=tables))
+        got = list(zip(zip(run.layers.column("step").to_pylist(), run.layers.column("layer").to_pylist(),
+                           strict=True), run.layers.column("grad_norm").to_pylist(), strict=True))
+    assert got == [(k, float(v)) for k, v in want]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(st.none(), st.dictionaries(st.sampled_from(["type", "message", "traceback", "step"]),
+                                            st.one_of(st.text(max_size=300), st.integers(), st.none()))))
+def test_crash_decoding_never_fails(error):
+    from runlens.crash import CODES, decode
+
+    decoded = decode(error)
+    assert decoded.code in CODES and decoded.cause and decoded.advice
+    assert len(decoded.message) <= 400
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), part_rows), min_size=1, max_size=5,
+                unique_by=lambda p: (p[0], p[1])))
+def test_ranks_scalars_from_the_lowest_rank_layers_lowest_rank_wins(parts):
+    primary = min(rank for rank, _, _ in parts)
+    want_scalars: dict[int, int] = {}
+    for rank, _seq, rows in sorted(parts, key=lambda p: p[1]):
+        if rank == primary:
+            want_scalars.update({step: value for step, _, value in rows})
+    want_layers: dict[tuple[int, str], int] = {}
+    for _rank, _seq, rows in sorted(parts, key=lambda p: (-p[0], p[1])):
+        want_layers.update({(step, layer): value for step, layer, value in rows})
+    with tempfile.TemporaryDirectory() as tmp:
+        scal = [(r, q, {"step": [x[0] for x in rows], "time": [0.0] * len(rows),
+                        "loss": [float(x[2]) for x in rows]}) for r, q, rows in parts]
+        lay = [(r, q, {"step": [x[0] for x in rows], "layer": [x[1] for x in rows],
+                       "grad_norm": [float(x[2]) for x in rows], "weight_norm": [1.0] * len(rows)})
+               for r, q, rows in parts]
+        run = load_run(write_run(Path(tmp) / "r", run_meta=meta("r", layers=LAYERS), scalars=scal, layers=lay))
+        assert run.scalars.column("loss").to_pylist() == [float(want_scalars[k]) for k in sorted(want_scalars)]
+        keys = sorted(want_layers, key=lambda k: (k[0], LAYERS.index(k[1])))
+        assert run.layers.column("grad_norm").to_pylist() == [float(want_layers[k]) for k in keys]

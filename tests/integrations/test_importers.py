@@ -189,3 +189,45 @@ def test_cli_import_and_one_line_errors(tmp_path):
 
 def test_kinds_are_the_documented_ones():
     assert set(KINDS) == {"tensorboard", "lightning-csv", "hf", "csv", "text"}
+
+
+def test_generic_step_lines(tmp_path, check_runlog):
+    log = tmp_path / "train.log"
+    log.write_text("loading data...\n"
+                   "step 0/100 | loss 2.5000 | lr 1.0e-03 | norm 1.20\n"
+                   "step 10/100 | loss 2.1000 | lr 1.0e-03 | norm 0.90\n"
+                   "step 20/100 | loss nan | lr 1.0e-03 | norm inf\n"
+                   "step 20/100 | val loss 2.3\n")
+    assert detect_kind(log) == "text"
+    run = import_run("text", log, tmp_path / "run")
+    check_runlog(run)
+    s = table(run, "scalars").to_pydict()
+    assert s["step"] == [0, 10, 20] and s["lr"] == [1e-3] * 3
+    assert math.isnan(s["loss"][2]) and math.isinf(s["grad_norm"][2])
+    assert table(run, "evals").to_pydict()["val_loss"] == [2.3]
+
+
+def test_importing_never_loads_torch(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from runlens.importers import import_run; "
+            f"import_run('csv', {str(KERAS[0])!r}, {str(tmp_path / 'run')!r}); "
+            "import runlens.importers.tensorboard, runlens.importers.hf, runlens.importers.text; "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2], timeout=120)
+
+
+def test_hf_console_bare_nan_and_progress_bar_steps(tmp_path):
+    # transformers 4.x printed floats bare (NaN as nan) right after the tqdm bar, on the same line.
+    log = tmp_path / "job.out"
+    log.write_text(
+        " 20%|##        | 2/10 [00:01<00:04,  1.9it/s]{'loss': 2.5, 'grad_norm': 1.5, 'learning_rate': 0.001, 'epoch': 0.2}\n"
+        " 40%|####      | 4/10 [00:02<00:03,  1.9it/s]{'loss': nan, 'grad_norm': inf, 'learning_rate': 0.001, 'epoch': 0.4}\n"
+        "{'eval_loss': 2.7, 'eval_runtime': 0.5, 'epoch': 0.4}\n")
+    run = import_run("hf", log, tmp_path / "run")
+    s = table(run, "scalars").to_pydict()
+    assert s["step"] == [1, 3]  # from the bars: HF step N is step N-1
+    assert math.isnan(s["loss"][1]) and math.isinf(s["grad_norm"][1])
+    assert table(run, "evals").to_pydict()["step"] == [3]
+    assert not any("carry no step" in w for w in meta(run)["config"]["import_warnings"])

@@ -102,8 +102,10 @@ def test_fit_records_pre_clip_gradients_validation_and_csvlogger_imports_alike(t
     im = meta(imported)
     assert im["config"]["import_columns"]["loss"] == "train_loss"
     assert im["config"]["hparams"]["lr"] == 0.05
-    # The logged per-batch loss is the last micro-batch's; the callback's is the step's mean.
-    assert table(imported, "scalars").num_rows == 12
+    # Lightning's CSV steps are 0-based optimizer steps too, so both runs line up; the logged
+    # per-batch loss is the last micro-batch's, the callback's is the step's mean.
+    assert table(imported, "scalars").column("step").to_pylist() == list(range(12))
+    assert ie.column("step").to_pylist() == e.column("step").to_pylist()
 
 
 def test_exception_in_fit_ends_the_run_crashed(tmp_path, check_runlog):
@@ -145,3 +147,16 @@ def test_diverging_fit_is_labeled_diverged(tmp_path):
     d = runlens.analyze(run).to_dict()
     assert d["curve"] == "diverged"
     assert "nonfinite_loss" in {f["code"] for f in d["findings"]}
+
+
+def test_resumed_fit_appends_to_the_same_run(tmp_path, check_runlog):
+    run = tmp_path / "run"
+    first = trainer(tmp_path, RunlensCallback(run), max_epochs=1, enable_checkpointing=True)
+    first.fit(Tiny(), loader())
+    ckpt = next(tmp_path.rglob("*.ckpt"))
+    trainer(tmp_path, RunlensCallback(run), max_epochs=2).fit(Tiny(), loader(), ckpt_path=str(ckpt))
+    check_runlog(run)
+    m = meta(run)
+    assert m["status"] == "finished"
+    assert [a["first_step"] for a in m["attempts"]] == [0, 8]
+    assert sorted(table(run, "scalars").column("step").to_pylist()) == list(range(16))

@@ -110,7 +110,7 @@ def test_fast_framing_agrees_with_plain_framing(tmp_path):
     others: list[bytes] = []
     fast, notes = read_events(path, others.append)
     got = [(tag, int(st), float(v)) for tag, (steps, _, vals) in fast.by_tag().items()
-           for st, v in zip(steps, vals)]
+           for st, v in zip(steps, vals, strict=True)]
     assert sorted(got) == sorted(plain) and not notes
     assert len(others) == 1 + 6  # file_version + the histograms go to the protobuf path
 

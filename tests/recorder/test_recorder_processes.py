@@ -109,7 +109,7 @@ def test_resume_repeats_steps_and_appends_an_attempt(tmp_path, check_runlog):
     assert m["config"]["attempt"] == 2
     t = read_table(run_dir, "scalars")
     assert t.column("step").to_pylist() == list(range(20))
-    attempt = dict(zip(t.column("step").to_pylist(), t.column("attempt").to_pylist()))
+    attempt = dict(zip(t.column("step").to_pylist(), t.column("attempt").to_pylist(), strict=True))
     assert [attempt[s] for s in (9, 10, 14, 15)] == [1, 2, 2, 2]  # repeated steps: newest wins
     layers = read_table(run_dir, "layers")
     assert layers.num_rows == 20 * len(m["layers"])
@@ -148,7 +148,7 @@ def test_two_rank_gloo_training_writes_per_rank_parts(tmp_path, check_runlog):
     layers = read_table(run_dir, "layers")
     got = {name: g for name, g, s in zip(layers.column("layer").to_pylist(),
                                          layers.column("grad_norm").to_pylist(),
-                                         layers.column("step").to_pylist()) if s == 0}
+                                         layers.column("step").to_pylist(), strict=True) if s == 0}
     assert set(got) == {"module." + k for k in expected} or set(got) == set(expected)
     for name, value in expected.items():
         key = name if name in got else "module." + name

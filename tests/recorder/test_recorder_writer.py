@@ -151,7 +151,7 @@ def test_rank_above_zero_keeps_its_own_metadata_file(tmp_path, check_runlog):
     assert {(r, p.name[:2]) for _, r, p in parts(run, "scalars")} == {(0, "r0"), (1, "r1")}
 
 
-def test_heartbeat_is_refreshed_without_any_rows(tmp_path):
+def test_heartbeat_is_refreshed_without_any_rows(tmp_path, check_runlog):
     w = RunWriter(tmp_path / "r", flush_seconds=0.05)
     first = meta(tmp_path / "r")["heartbeat_at"]
     deadline = time.monotonic() + 20
@@ -159,6 +159,7 @@ def test_heartbeat_is_refreshed_without_any_rows(tmp_path):
         assert time.monotonic() < deadline, "heartbeat never refreshed"
         time.sleep(0.05)
     w.close()
+    check_runlog(tmp_path / "r")
 
 
 def test_rows_that_fail_to_write_are_kept_and_written_later(tmp_path, monkeypatch, check_runlog):
@@ -185,8 +186,47 @@ def test_rows_that_fail_to_write_are_kept_and_written_later(tmp_path, monkeypatc
     assert any("written late" in m for m in messages)
 
 
-def test_event_kind_is_checked(tmp_path):
+def test_event_kind_is_checked(tmp_path, check_runlog):
     w = RunWriter(tmp_path / "r", heartbeat=False)
     with pytest.raises(ValueError, match="'kind' parameter"):
         w.add_event(0, "weird", "x")
     w.close()
+    check_runlog(tmp_path / "r")
+
+
+def test_a_forked_copy_never_writes_the_parents_run(tmp_path, check_runlog):
+    import os
+
+    w = RunWriter(tmp_path / "r", heartbeat=False)
+    w.add_scalars(0, 1.0)
+    pid = os.fork()
+    if pid == 0:  # a DataLoader worker, say, that inherited the writer
+        try:
+            w.add_scalars(1, 2.0)
+            w.flush()
+            w.close("crashed", {"type": "X", "message": "", "traceback": "", "step": 1})
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert parts(tmp_path / "r", "scalars") == []
+    assert meta(tmp_path / "r")["status"] == "running"
+    w.close()
+    check_runlog(tmp_path / "r")
+    assert read_table(tmp_path / "r", "scalars").column("step").to_pylist() == [0]
+
+
+def test_compaction_keeps_full_parts_and_the_newest_rows(tmp_path, monkeypatch, check_runlog):
+    run = tmp_path / "r"
+    monkeypatch.setattr(_parts, "compact", lambda *a, **k: _real_compact(*a, target_rows=6, **k))
+    for attempt in range(3):  # three resumes, each writing steps 0..7 again in parts of 2 rows
+        w = RunWriter(run, heartbeat=False, flush_every=2, start_step=0)
+        for s in range(8):
+            w.add_scalars(s, float(10 * attempt + s))
+        w.close()
+        check_runlog(run)
+        assert read_table(run, "scalars").column("loss").to_pylist() == [10.0 * attempt + s for s in range(8)]
+    sizes = [pq.ParquetFile(p).metadata.num_rows for _, _, p in parts(run, "scalars")]
+    assert len(sizes) < 12 and max(sizes) <= 8
+
+
+_real_compact = _parts.compact

@@ -83,9 +83,10 @@ class Browser:
 
     def open(self, path: str | os.PathLike[str], *, evaluate: str | None = None,
              screenshot: bool = False, javascript: bool = True, dark: bool = False,
-             timeout: float = 60) -> PageReport:
+             viewport: tuple[int, int] | None = None, timeout: float = 60) -> PageReport:
         """Load ``path`` in a new tab and report what happened; ``evaluate``
-        runs after the load event, ``dark`` emulates prefers-color-scheme."""
+        runs after the load event, ``dark`` emulates prefers-color-scheme,
+        ``viewport`` (width, height) emulates a phone-sized screen."""
         from websockets.sync.client import connect
 
         url = Path(path).resolve().as_uri()
@@ -95,8 +96,9 @@ class Browser:
             session = self._call(browser, "Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
             for method in ("Page.enable", "Network.enable", "Runtime.enable", "Log.enable"):
                 self._call(browser, method, {}, session, report)
+            width, height = viewport or (self.width, self.height)
             self._call(browser, "Emulation.setDeviceMetricsOverride",
-                       {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
+                       {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": viewport is not None},
                        session, report)
             if not javascript:
                 self._call(browser, "Emulation.setScriptExecutionDisabled", {"value": True}, session, report)

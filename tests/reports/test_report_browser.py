@@ -27,7 +27,9 @@ PROBE = """(() => {
   const drawn = charts.filter(s => { const r = s.getBoundingClientRect(); return r.width > 100 && r.height > 50; });
   return {charts: charts.length, drawn: drawn.length, paths: document.querySelectorAll('svg.chart path').length,
           verdict: (document.getElementById('verdict') || document.body).innerText,
-          bg: getComputedStyle(document.body).backgroundColor, imgs: document.images.length};
+          bg: getComputedStyle(document.body).backgroundColor, imgs: document.images.length,
+          verdictBottom: (document.getElementById('verdict') || document.body).getBoundingClientRect().bottom,
+          overflow: document.documentElement.scrollWidth - window.innerWidth, height: window.innerHeight};
 })()"""
 
 
@@ -72,13 +74,15 @@ def test_reports_render_without_errors_or_requests(browser, pages):
         assert probe["charts"] >= 5 and probe["drawn"] == probe["charts"], probe
         assert probe["paths"] > 20 and probe["imgs"] == 0
         assert diagnosis.curve.label in probe["verdict"] and diagnosis.run.status in probe["verdict"]
+        assert probe["verdictBottom"] <= probe["height"]  # the verdict fits the first screen
+        assert probe["overflow"] <= 0
         (ARTIFACTS / f"report-{page.stem}.png").write_bytes(report.screenshot)
     index = out / "index.html"
     report = browser.open(index)
     _check(report, index)
 
 
-def test_readable_without_javascript_and_in_dark_mode(browser, pages):
+def test_readable_without_javascript_in_dark_mode_and_on_a_phone(browser, pages):
     _, entries = pages
     page = entries[0][1]
     light = browser.open(page, evaluate=PROBE, javascript=False)
@@ -88,3 +92,8 @@ def test_readable_without_javascript_and_in_dark_mode(browser, pages):
     _check(dark, page)
     assert dark.evaluated["bg"] != light.evaluated["bg"]
     (ARTIFACTS / "report-dark.png").write_bytes(dark.screenshot)
+    phone = browser.open(page, evaluate=PROBE, viewport=(390, 844), screenshot=True)
+    _check(phone, page)
+    assert phone.evaluated["overflow"] <= 0  # no sideways scrolling of the page itself
+    assert phone.evaluated["drawn"] == phone.evaluated["charts"]
+    (ARTIFACTS / "report-phone.png").write_bytes(phone.screenshot)

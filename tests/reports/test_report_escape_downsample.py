@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from report_fixtures import HOSTILE_NAMES, MD, table_rows
 
 from runlens.render.downsample import downsample, minmax_indices, reduce_rows
 from runlens.render.escape import md_cell, md_code_block, md_code_span, md_inline
 
-from report_fixtures import HOSTILE_NAMES, MD, table_rows
 
 def test_hostile_cells_keep_table_shape():
     table = "| a | b |\n|---|---|\n" + "".join(f"| {md_cell(n)} | {md_code_span(n)} |\n" for n in HOSTILE_NAMES)

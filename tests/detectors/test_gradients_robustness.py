@@ -1,0 +1,110 @@
+"""The gradient and weight detectors on odd data: never a crash, at most a Skip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from gradients_synth import check, healthy_net, make_run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runlens.detectors import Skip
+from runlens.findings import Finding
+from runlens.run import Run
+
+CODES = ("vanishing_gradients", "exploding_gradients", "dead_layers", "learning_rate_too_low",
+         "weight_norm_growth")
+
+
+def outcome(code, run, **kw):
+    try:
+        found = check(code, run, **kw)
+    except Skip:
+        return "skip"
+    assert all(isinstance(f, Finding) for f in found)
+    return found
+
+
+@pytest.mark.parametrize("code", CODES)
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_tiny_runs(code, n):
+    g, w, u = healthy_net(0, n=n, m=4)
+    assert outcome(code, make_run(g, w, u)) in ("skip", [])
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_all_nan_columns(code):
+    nan = np.full((20, 4), np.nan)
+    assert outcome(code, make_run(nan, nan, nan, loss=np.full(20, np.nan)), first_nonfinite=0) in ("skip", [])
+    assert outcome(code, make_run(nan, nan, nan)) in ("skip", [])
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_inf_and_zero_everywhere(code):
+    g, w, u = healthy_net(1, n=30, m=4)
+    g[::3] = np.inf
+    w[1::3] = 0.0
+    u[2::3] = -np.inf
+    outcome(code, make_run(g, w, u))
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_no_layers_table_or_metadata(code):
+    run = Run(path="x", meta={}, status="finished",
+              scalars=pa.table({"step": pa.array([0, 1, 2], pa.int64()), "loss": [1.0, 0.9, 0.8]}))
+    assert outcome(code, run) in ("skip", [])
+    g, w, u = healthy_net(2, n=30, m=4)
+    bare = make_run(g, w, u)
+    assert outcome(code, Run(path="x", meta={}, status="finished", scalars=bare.scalars,
+                             layers=bare.layers)) is not None
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_a_layer_missing_in_some_steps(code):
+    g, w, u = healthy_net(3, n=60, m=5)
+    run = make_run(g, w, u)
+    keep = ~((run.layers.column("layer").to_pylist() == np.array("l2.weight")) & (np.arange(run.layers.num_rows) % 2 == 0))
+    run = Run(path="x", meta=run.meta, status="finished", scalars=run.scalars, layers=run.layers.filter(pa.array(keep)))
+    assert outcome(code, run) in ("skip", [])
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_ten_thousand_layers(code):
+    rng = np.random.default_rng(0)
+    n, m = 3, 10_000
+    g, w, u = 10 ** rng.normal(0, 0.2, (n, m)), np.full((n, m), 5.0), np.full((n, m), 5e-3)
+    assert outcome(code, make_run(g, w, u, biases=False)) in ("skip", [])
+
+
+finite_or_odd = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.just(0.0), st.none())
+
+
+@st.composite
+def tables(draw):
+    n = draw(st.integers(0, 6))
+    m = draw(st.integers(1, 4))
+    steps = draw(st.lists(st.integers(-2, 8), min_size=n, max_size=n))
+    rows = {"step": [], "layer": [], "grad_norm": [], "weight_norm": [], "update_norm": []}
+    for s in steps:
+        for j in range(m):
+            if draw(st.booleans()) or m == 1:
+                rows["step"].append(s)
+                rows["layer"].append(f"p{j}")
+                for k in ("grad_norm", "weight_norm", "update_norm"):
+                    rows[k].append(draw(finite_or_odd))
+    layers = pa.table({"step": pa.array(rows["step"], pa.int64()),
+                       "layer": pa.array(rows["layer"], pa.string()).dictionary_encode(),
+                       **{k: pa.array(rows[k], pa.float32()) for k in ("grad_norm", "weight_norm", "update_norm")}})
+    loss = draw(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.none()), min_size=n, max_size=n))
+    scalars = pa.table({"step": pa.array(steps, pa.int64()), "loss": pa.array(loss, pa.float64()),
+                        "grad_norm": pa.array(loss, pa.float64())})
+    meta = {"layers": [{"name": f"p{j}", "index": j, "module": f"m{j // 2}", "shape": [2, 2] if j % 2 == 0 else [2]}
+                       for j in range(m)]}
+    return Run(path="x", meta=meta, status="finished", scalars=scalars, layers=layers)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(run=tables(), code=st.sampled_from(CODES))
+def test_generated_tables_never_crash(run, code):
+    outcome(code, run)

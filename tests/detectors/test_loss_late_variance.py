@@ -1,0 +1,83 @@
+"""late_loss_variance: noise that does not shrink late; silent while it shrinks with the loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from loss_synth import healthy, make_run, noise, random_walk
+
+from runlens.curve import classify
+from runlens.detectors import Context
+from runlens.detectors.late_loss_variance import LateLossVariance
+
+
+def findings(x, det=None):
+    run = make_run(x)
+    return (det or LateLossVariance()).check(run, Context(curve=classify(run)))
+
+
+def noisier_late(n: int, seed: int, *, jump_at: float = 0.7) -> np.ndarray:
+    """The learning rate is raised late: the loss keeps falling on average but
+    jumps from step to step far more than before."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    base = 0.3 + 2.0 * np.exp(-6 * t)
+    sd = np.where(t > jump_at, 0.3, 0.05)
+    return np.where(t > jump_at, 1.3, 1.0) * base * np.exp(sd * rng.standard_normal(n))
+
+
+def growing_noise(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    return (0.3 + 2.0 * np.exp(-6 * t)) * np.exp((0.05 + 0.3 * t) * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize("n", [400, 5000, 100_000])
+def test_fires_when_late_noise_grows(n):
+    for seed in range(10):
+        # A gradual growth is compared with the noisiest earlier window, so
+        # it takes more than a few hundred steps to be significant.
+        for x in (noisier_late(n, seed), growing_noise(n, seed))[: 1 if n < 1000 else 2]:
+            (f,) = findings(x)
+            assert f.code == "late_loss_variance" and f.severity == "warning"
+            assert f.evidence["variance_ratio"] >= 2 and f.evidence["levene_p"] < 1e-3
+            assert f.step >= 0.7 * n
+
+
+@pytest.mark.parametrize("n", [100, 600, 5000])
+def test_healthy_twin_is_silent(n):
+    for seed in range(100):
+        x = healthy(n, seed, noise=(0.02, 0.1, 0.3)[seed % 3], schedule=("none", "step", "cosine")[seed % 3],
+                    warmup=seed % 2 == 0, scale=10.0 ** (seed % 7 - 3))
+        assert findings(x) == [], seed
+
+
+def test_long_healthy_run_is_silent():
+    assert findings(healthy(200_000, 1, noise=0.2, schedule="cosine", warmup=True)) == []
+
+
+def test_noise_that_stays_constant_while_the_loss_stays_is_silent():
+    # Nothing was learned, so nothing had to shrink: that is underfitting.
+    for seed in range(20):
+        assert findings(noise(3000, seed, sd=0.1)) == []
+        assert findings(random_walk(3000, seed)) == []
+
+
+def test_quiet_plateau_then_normal_training_is_silent():
+    # Tiny noise while stuck, ordinary noise afterwards: not a late problem.
+    rng = np.random.default_rng(0)
+    t = np.arange(600) / 600
+    x = np.where(t < 0.5, 1.386 * np.exp(0.002 * rng.standard_normal(600)),
+                 (0.5 + 0.9 * np.exp(-10 * (t - 0.5))) * np.exp(0.1 * rng.standard_normal(600)))
+    assert findings(x) == []
+
+
+def test_parameters_are_stored_and_used():
+    det = LateLossVariance(min_ratio=1e9)
+    assert det.min_ratio == 1e9
+    assert findings(noisier_late(2000, 0), det) == []
+
+
+@pytest.mark.parametrize("x", [np.array([]), np.full(300, np.nan), np.ones(500), np.zeros(500)])
+def test_degenerate_input_is_silent(x):
+    assert findings(x) == []

@@ -1,0 +1,85 @@
+"""learning_rate_too_high: unstable or diverged loss with large updates, and its twins."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from loss_synth import diverging, healthy, layers_table, make_run, oscillating
+
+from runlens.curve import classify
+from runlens.detectors import Context, Skip
+from runlens.detectors.learning_rate_too_high import LearningRateTooHigh
+from runlens.run import Run
+
+
+def run_with(x, ratio=None, *, grad_norm=None):
+    n = x.size
+    layers, meta = layers_table(n, ratio) if ratio is not None else (None, [])
+    run = make_run(x, layers=layers, meta={"layers": meta})
+    if grad_norm is not None:
+        run = Run(path="x", meta=run.meta, status="finished", layers=run.layers,
+                  scalars=run.scalars.append_column("grad_norm", pa.array(grad_norm)))
+    return run
+
+
+def check(run, det=None):
+    return (det or LearningRateTooHigh()).check(run, Context(
+        curve=classify(run), first_nonfinite_step=_first_bad(run)))
+
+
+def _first_bad(run):
+    loss = run.column("scalars", "loss")
+    bad = ~np.isfinite(loss)
+    return int(run.steps("scalars")[bad.argmax()]) if bad.any() else None
+
+
+def test_fires_on_unstable_loss_with_large_updates():
+    for seed in range(10):
+        (f,) = check(run_with(oscillating(2000, seed), 0.05))
+        assert f.code == "learning_rate_too_high" and f.severity == "warning"
+        assert f.evidence["median_update_ratio"] == pytest.approx(0.05, rel=0.1)
+        assert f.evidence["curve"] == "unstable"
+        assert len(f.layers) == 3
+
+
+def test_fires_as_error_on_divergence_with_large_updates():
+    (f,) = check(run_with(diverging(2000, 0), 0.2))
+    assert f.severity == "error" and f.evidence["curve"] == "diverged"
+
+
+def test_silent_when_updates_are_ordinary():
+    assert check(run_with(oscillating(2000, 0), 1e-3)) == []
+
+
+def test_healthy_twin_is_silent_even_with_large_updates():
+    for seed in range(20):
+        assert check(run_with(healthy(2000, seed), 0.05)) == []
+
+
+def test_numerical_nan_with_steady_gradients_is_not_a_learning_rate():
+    x = healthy(1000, 0)
+    x[700:] = np.nan
+    assert check(run_with(x, 0.05, grad_norm=np.ones(1000))) == []
+
+
+def test_nan_after_exploding_gradients_fires():
+    x = healthy(1000, 0)
+    x[700:] = np.nan
+    g = np.ones(1000)
+    g[690:700] = np.geomspace(10, 1e6, 10)
+    (f,) = check(run_with(x, 0.05, grad_norm=g))
+    assert f.severity == "error"
+
+
+def test_without_layer_data_unstable_still_warns_and_diverged_skips():
+    (f,) = check(run_with(oscillating(2000, 0)))
+    assert f.severity == "warning" and f.evidence["median_update_ratio"] is None
+    with pytest.raises(Skip):
+        check(run_with(diverging(2000, 0)))
+
+
+def test_parameters_are_stored_and_used():
+    det = LearningRateTooHigh(min_update_ratio=0.5)
+    assert det.min_update_ratio == 0.5
+    assert check(run_with(oscillating(2000, 0), 0.05), det) == []

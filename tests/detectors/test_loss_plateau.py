@@ -1,0 +1,111 @@
+"""plateau: flat, then a real fall; silent on converged tails and schedule drops."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from loss_synth import healthy, make_run, noise, random_walk
+
+from runlens.curve import classify
+from runlens.detectors import Context
+from runlens.detectors.plateau import Plateau
+
+
+def findings(x, det=None, **kw):
+    run = make_run(x, **kw)
+    return (det or Plateau()).check(run, Context(curve=classify(run)))
+
+
+def stuck_then_falls(n: int, seed: int, *, frac: float = 0.4, level: float = math.log(4),
+                     sd: float = 0.02) -> np.ndarray:
+    """Flat at chance for ``frac`` of the run (a saddle, or lr too low), then learns."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    base = np.where(t < frac, level, 0.3 + (level - 0.3) * np.exp(-8 * (t - frac) / (1 - frac)))
+    return base * np.exp(sd * rng.standard_normal(n))
+
+
+def saddle(n: int, seed: int) -> np.ndarray:
+    """Falls, sticks on a saddle for 30% of the run, falls again."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    b = np.where(t < 0.2, 2.3 - 1.3 * t / 0.2, np.where(t < 0.5, 1.0, 0.2 + 0.8 * np.exp(-8 * (t - 0.5) / 0.5)))
+    return b * np.exp(0.03 * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize("n", [100, 600, 5000, 100_000])
+def test_fires_when_stuck_at_the_start_then_falls(n):
+    found = [f for seed in range(10) for f in findings(stuck_then_falls(n, seed))]
+    # 100 steps of 2% noise leave the flatness of a 40-step stretch barely
+    # provable; longer runs must all fire.
+    assert len(found) >= (9 if n <= 100 else 10)
+    for f in found:
+        assert f.code == "plateau" and f.severity == "warning"
+        assert f.evidence["start_step"] <= 0.1 * n
+        assert 0.3 * n <= f.evidence["end_step"] <= 0.45 * n
+        assert f.evidence["fall_relative"] > 0.8
+
+
+@pytest.mark.parametrize("n", [300, 5000])
+def test_fires_on_a_saddle_after_progress(n):
+    for seed in range(10):
+        (f,) = findings(saddle(n, seed))
+        assert 0.15 * n <= f.evidence["start_step"] <= 0.3 * n
+        assert abs(f.evidence["level"] - 1.0) < 0.05
+
+
+def test_fires_when_the_learning_rate_rises_after_the_plateau():
+    n = 600
+    lr = np.where(np.arange(n) < 0.4 * n, 1e-5, 1e-3)
+    assert len(findings(stuck_then_falls(n, 0), lr=lr)) == 1
+
+
+def test_silent_when_a_step_schedule_cut_the_learning_rate_before_the_fall():
+    n = 600
+    lr = np.where(np.arange(n) < 0.4 * n, 0.1, 0.01)
+    for seed in range(10):
+        assert findings(stuck_then_falls(n, seed), lr=lr) == []
+
+
+@pytest.mark.parametrize("n", [50, 300, 3000])
+def test_healthy_twin_is_silent(n):
+    for seed in range(100):
+        x = healthy(n, seed, noise=(0.02, 0.1, 0.3)[seed % 3], schedule=("none", "step", "cosine")[seed % 3],
+                    warmup=seed % 2 == 0, scale=10.0 ** (seed % 7 - 3))
+        assert findings(x) == [], seed
+
+
+def test_converged_tail_flat_to_the_end_is_not_a_plateau():
+    for seed in range(20):
+        assert findings(healthy(5000, seed, rate=40)) == []
+
+
+def test_flat_from_start_to_end_is_not_a_plateau():
+    for seed in range(20):
+        assert findings(noise(2000, seed)) == []
+
+
+def test_slow_start_that_keeps_accelerating_is_not_a_plateau():
+    t = np.linspace(0, 1, 250)
+    for seed in range(20):
+        x = (0.5 + 0.9 / (1 + np.exp((t - 0.3) * 12))) * np.exp(0.01 * np.random.default_rng(seed).standard_normal(250))
+        assert findings(x) == []
+
+
+def test_mostly_silent_on_random_walks():
+    hits = sum(bool(findings(random_walk(3000, seed, sd=0.003))) for seed in range(20))
+    assert hits <= 3
+
+
+def test_silent_on_unstable_and_diverged_curves():
+    x = stuck_then_falls(600, 0)
+    x[500] = np.nan
+    assert findings(x) == []
+
+
+def test_parameters_are_stored_and_used():
+    det = Plateau(min_length=0.6)
+    assert det.min_length == 0.6
+    assert findings(stuck_then_falls(600, 0), det) == []

@@ -1,0 +1,63 @@
+"""Median-centred Levene comparisons."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from runlens.stats.variance import early_late, levene_compare, windows_levene
+
+
+def test_same_spread_is_not_significant_for_any_seed():
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        c = levene_compare(rng.standard_normal(500), rng.standard_normal(500))
+        assert c.p > 1e-4 and c.p_smaller > 1e-4, seed
+        assert 0.55 < c.ratio < 1.8
+
+
+def test_smaller_late_spread_is_significant_with_its_effect_size():
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        c = levene_compare(rng.standard_normal(2000), 0.5 * rng.standard_normal(2000))
+        assert c.p_smaller < 1e-10 and c.p < 1e-10
+        assert c.ratio == pytest.approx(0.25, rel=0.2)
+        assert c.n_a == c.n_b == 2000
+
+
+def test_larger_spread_has_a_large_one_sided_p_smaller():
+    rng = np.random.default_rng(0)
+    c = levene_compare(rng.standard_normal(1000), 3 * rng.standard_normal(1000))
+    assert c.p_smaller > 0.999 and c.ratio > 5
+
+
+def test_heavy_tails_do_not_fool_the_median_centred_test():
+    rng = np.random.default_rng(3)
+    a = rng.standard_t(2, 3000)
+    b = rng.standard_t(2, 3000)
+    assert levene_compare(a, b).p > 1e-3
+
+
+def test_early_late_and_skip():
+    x = np.r_[5 * np.random.default_rng(0).standard_normal(500), np.random.default_rng(1).standard_normal(1500)]
+    assert early_late(x, fraction=0.25).p_smaller < 1e-10
+    assert early_late(x, fraction=0.25, skip=0.5).p_smaller > 1e-3
+
+
+def test_windows_levene_sees_a_change_in_spread():
+    rng = np.random.default_rng(0)
+    same = rng.standard_normal(4000)
+    assert windows_levene(same, 8)[1] > 1e-3
+    grows = same * np.linspace(1, 4, 4000)
+    assert windows_levene(grows, 8)[1] < 1e-10
+
+
+def test_degenerate_input():
+    c = levene_compare(np.array([1.0, 2.0]), np.arange(10.0))
+    assert math.isnan(c.p) and c.n_a == 2
+    const = levene_compare(np.ones(10), np.ones(10))
+    assert (const.p, const.ratio) == (1.0, 1.0)
+    assert math.isnan(windows_levene(np.ones(5), 4)[0])
+    assert set(c.to_dict()) == {"statistic", "p", "p_smaller", "ratio", "n_a", "n_b"}
