@@ -140,6 +140,13 @@ def healthy() -> list[Variant]:
             over = {"n_train": 8192, "label_noise": 0.1, "clip": 1.0 if i % 2 else None}
         spec = _healthy_spec(i, f"healthy-{i:02d}-{HEALTHY_BASES[i % len(HEALTHY_BASES)][0]}", **over)
         out.append(Variant("healthy", spec, "healthy", "finished", (), HEALTHY + (V.starts_falling,)))
+    # Tiny batches: every step's loss is noisy, the curve is still healthy.
+    for j, (model, opt, lr, batch, steps) in enumerate([("mlp", "adam", 3e-4, 8, 2000), ("mlp", "sgd", 0.02, 16, 1500),
+                                                        ("resmlp", "adamw", 3e-4, 8, 1000), ("cnn", "adam", 5e-4, 16, 500)]):
+        spec = Spec(f"healthy-{42 + j:02d}-{model}-batch{batch}", model=model, optimizer=opt, lr=lr, batch_size=batch,
+                    steps=steps, schedule=("cosine", "constant")[j % 2], eval_every=50, seed=150 + j,
+                    layers_every=_layers_every(steps))
+        out.append(Variant("healthy", spec, "healthy", "finished", (), HEALTHY + (V.starts_falling,)))
     return out
 
 
@@ -239,7 +246,15 @@ def vanishing() -> list[Variant]:
         Variant("vanishing", Spec(f"vanish-{8 + i:02d}-cnn-sigmoid{d}", model="cnn", activation="sigmoid", depth=d,
                                   width=8, init_gain=g, optimizer="sgd", lr=0.5, steps=s, seed=750 + i),
                 "underfitting", "finished", ("vanishing_gradients",), (V.vanishing, V.flat))
-        for i, (d, g, s) in enumerate([(6, 0.5, 300), (8, 0.7, 400)])]
+        for i, (d, g, s) in enumerate([(6, 0.5, 300), (8, 0.7, 400)])] + [
+        # Wider sigmoid nets at (near) PyTorch's default init, trained with momentum: the
+        # saturating activation alone starves the input side.
+        Variant("vanishing", Spec(f"vanish-{10 + i:02d}-{a}{d}-gain{g:g}", activation=a, depth=d, width=w,
+                                  init_gain=g, optimizer="momentum", lr=lr, steps=s, seed=780 + i,
+                                  layers_every=_layers_every(s)),
+                "underfitting", "finished", ("vanishing_gradients",), (V.vanishing, V.flat))
+        for i, (a, d, w, g, lr, s) in enumerate([("sigmoid", 6, 64, 1.0, 0.5, 1500), ("sigmoid", 5, 64, 0.8, 1.0, 1500),
+                                                 ("sigmoid", 7, 64, 1.0, 0.5, 1500)])]
 
 
 def exploding() -> list[Variant]:
@@ -303,6 +318,14 @@ def crashes() -> list[Variant]:
                        steps=max(base.steps, at + 10), seed=1100 + i)
         code, needles = _CRASH[kind]
         out.append(Variant("crashes", spec, "healthy", "crashed", (code,), (V.crashed_with(*needles), V.learns)))
+    # Dying at once: too few steps for a curve.
+    for i, (kind, at) in enumerate([("shape", 0), ("dtype", 4), ("oom", 1), ("device", 6)]):
+        base = _healthy_spec(i * 3, "x")
+        code, needles = _CRASH[kind]
+        spec = replace(base, name=f"crash-{15 + i:02d}-{kind}-at{at}-{base.model}", crash=kind, crash_at=at,
+                       seed=1150 + i)
+        out.append(Variant("crashes", spec, "insufficient_data", "crashed", (code,),
+                           (V.crashed_with(*needles), V.few_steps), may=("no_validation",)))
     return out
 
 
@@ -421,7 +444,8 @@ def _labels_from_data(variant: Variant, label: dict) -> None:
             label["may_include"] = [*label["may_include"], code]
 
     if data.val_loss.size == 0:
-        allow("no_validation", must=True)
+        # With no step recorded at all, saying "no validation" is true but beside the point.
+        allow("no_validation", must=data.loss.size > 0)
     try:
         grew = V.weight_growth(data)[0]
     except (KeyError, IndexError, ValueError):

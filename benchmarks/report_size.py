@@ -95,7 +95,7 @@ def report(results: list[dict]) -> str:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines += ["", f"Machine: a shared 2-core container (load average {load} when written, other jobs "
               "running); times are indicative, sizes are exact. `analyze s` is the engine's time "
-              "(load_run of every column + analyze), shown for context only: the engine's own numbers "
+              "(`analyze` of the run already loaded with every column), shown for context only: the engine's own numbers "
               "are in engine_scale.md.", ""]
     return "\n".join(lines)
 

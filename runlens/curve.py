@@ -7,7 +7,8 @@ What it detects:
     training loss keeps falling while the validation loss passed a minimum
     and rose again), ``underfitting`` (the loss barely moved from where it
     started), ``healthy`` (it fell and settled), or ``insufficient_data``
-    (fewer than ``min_points`` finite losses: too few to say anything).
+    (fewer than ``min_points`` finite losses: too few to say anything,
+    unless they already grew tenfold, steadily: diverged).
     Labels are checked in that order of precedence: a NaN makes every other
     signal meaningless, and an unstable curve's train/val gap means nothing.
 
@@ -19,8 +20,9 @@ Why it matters:
 How it decides:
     The loss is read up to the first non-finite value (a step the loss
     scaler skipped does not count). Levels are medians: the start level
-    ``S`` over the first 5 steps (a learning rate too high throws the loss
-    up within a few steps; a long run falls a long way in its first 5%),
+    ``S`` over the first 5 steps, or the very first loss if lower (a
+    learning rate too high throws the loss up within a step or two; a long
+    run falls a long way in its first 5%),
     the end level ``E`` over the last 10%, the minimum ``m`` of the curve
     downsampled to bucket medians. The late spread ``D`` is the robust sd
     (1.4826 MAD) of the last third.
@@ -32,10 +34,13 @@ How it decides:
       and more), or ``F > S`` and ``F >= 10 m`` for a positive loss (an
       order of magnitude above its best).
     - unstable: the validation loss (6 late evaluations at least) jumps
-      between evaluations by ``val_jumps`` of its level or more, and by
-      ``val_jumps_progress`` of its fall from the first evaluation to its
-      minimum (jumps: RMS of the residuals of the later half from a rolling
-      median of 5, which a monotone fall or rise does not have); or the late third of the training loss does not
+      between evaluations by ``val_jumps`` of its level or more (RMS of the
+      residuals of the later half from a rolling median of 5, which a
+      monotone fall or rise does not have; evaluations right after a
+      training-loss spike are left out, their jump is the spike's). A
+      validation set is fixed, so its loss only moves when the weights do:
+      jumps of several percent between evaluations mean the weights are
+      thrown around (healthy runs of the labeled set stay below 3.2%); or the late third of the training loss does not
       settle (the variance of its step-to-step differences is not both
       significantly smaller than the middle third's, Levene median-centred
       one-sided p < ``alpha``, and below ``settle_ratio`` of it) and either
@@ -84,9 +89,8 @@ Parameters:
     minimum needed to call overfitting (4). min_val_rise: rise of the
     validation loss relative to its minimum (0.1). settle_ratio: late over
     middle variance of the differenced loss below which (if significant)
-    the curve is settling (0.5). val_jumps, val_jumps_progress: jumps of
-    the validation loss, relative to its level (0.02) and to its fall
-    (0.08), that make it unstable.
+    the curve is settling (0.5). val_jumps: jumps of the validation loss,
+    relative to its level, that make it unstable (0.035).
 """
 
 from __future__ import annotations
@@ -95,14 +99,13 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import stats as sps
 
 from .detectors._base import Context, Needs
 from .detectors._loss import training_loss
 from .findings import CurveVerdict
-from .stats.robust import bucket_medians, mad_sd, rolling_median
+from .stats.robust import bucket_medians, find_spikes, mad_sd, rolling_median
 from .stats.trend import trend
-from .stats.variance import levene_compare
+from .stats.variance import levene_compare, wander_test
 
 if TYPE_CHECKING:
     from .run import Run
@@ -153,8 +156,7 @@ class CurveClassifier:
     def __init__(self, *, min_points: int = 20, alpha: float = 0.05, alpha_strong: float = 0.001,
                  growth: float = 0.5, min_progress: float = 2.0, dispersion: float = 0.1,
                  wander_ratio: float = 3.0, min_drop: float = 0.1, min_evals_after: int = 4,
-                 min_val_rise: float = 0.1, settle_ratio: float = 0.5, val_jumps: float = 0.02,
-                 val_jumps_progress: float = 0.08) -> None:
+                 min_val_rise: float = 0.1, settle_ratio: float = 0.5, val_jumps: float = 0.035) -> None:
         self.min_points = min_points
         self.alpha = alpha
         self.alpha_strong = alpha_strong
@@ -167,7 +169,6 @@ class CurveClassifier:
         self.min_val_rise = min_val_rise
         self.settle_ratio = settle_ratio
         self.val_jumps = val_jumps
-        self.val_jumps_progress = val_jumps_progress
 
     def classify(self, run: Run, ctx: Context | None = None) -> CurveVerdict:
         steps, x, bad_step = training_loss(run)
@@ -175,11 +176,22 @@ class CurveClassifier:
             return CurveVerdict("diverged", f"the training loss became non-finite at step {bad_step}",
                                 {"first_nonfinite_step": bad_step, "finite_points_before": int(x.size)})
         if x.size < self.min_points:
+            if x.size >= 5:
+                t = trend(x, steps.astype(float))
+                first, last = float(np.median(x[:3])), float(x[-1])
+                # Too short to judge a shape, not an explosion: an order of
+                # magnitude up, steadily, before the run was stopped.
+                if first > 0 and last >= 10 * first and t.p_increasing < self.alpha_strong:
+                    return CurveVerdict(
+                        "diverged", f"the loss grew from {first:.4g} to {last:.4g} in {x.size} steps "
+                        f"(Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
+                        {"points": int(x.size), "start_level": first, "final_level": last,
+                         "trend": t.to_dict()})
             return CurveVerdict("insufficient_data",
                                 f"only {x.size} finite training losses (< {self.min_points})",
                                 {"finite_points": int(x.size), "min_points": self.min_points})
         vs, vl = validation_loss(run, steps)
-        f = curve_features(steps, x, vl)
+        f = curve_features(steps, x, vs, vl)
         for check in (self._diverged, self._unstable):
             verdict = check(f)
             if verdict is not None:
@@ -208,12 +220,10 @@ class CurveClassifier:
             _ev(f, after_min_trend=t.to_dict()))
 
     def _unstable(self, f: dict[str, Any]) -> CurveVerdict | None:
-        jumps, progress = f["val_jumps"], f["val_progress"]
-        if jumps >= self.val_jumps and jumps * f["val_level"] >= self.val_jumps_progress * progress:
-            of_fall = f", {jumps * f['val_level'] / progress:.0%} of its fall" if progress > 0 else ""
+        if f["val_jumps"] >= self.val_jumps:
             return CurveVerdict(
-                "unstable", f"the validation loss jumps by {jumps:.1%} of its level between evaluations "
-                f"late in training (>= {self.val_jumps:.0%}){of_fall}", _ev(f))
+                "unstable", f"the validation loss jumps by {f['val_jumps']:.1%} of its level between "
+                f"evaluations late in training (>= {self.val_jumps:.1%})", _ev(f))
         lev = f["late_vs_early"]
         # Settling needs both significance and an effect: with 10^5 steps a
         # 5% smaller late variance is "significant" and means nothing.
@@ -304,14 +314,16 @@ def val_jumps(vl: np.ndarray, min_evals: int = 6) -> float:
     return float(np.sqrt(np.mean(resid ** 2)) / abs(level))
 
 
-def curve_features(steps: np.ndarray, x: np.ndarray, vl: np.ndarray | None = None) -> dict[str, Any]:
+def curve_features(steps: np.ndarray, x: np.ndarray, vs: np.ndarray | None = None,
+                   vl: np.ndarray | None = None) -> dict[str, Any]:
     """The numbers every label reads, computed once (``x`` finite, ordered)."""
+    vs = np.empty(0, np.int64) if vs is None else vs
     vl = np.empty(0) if vl is None else vl
     n = x.size
-    # The first few steps, not the first 5%: a learning rate too high throws
-    # the loss far above its initial value within a few steps, and a long
-    # run falls a long way during its first 5%.
-    S = float(np.median(x[:5]))
+    # The first steps, not the first 5%: a long run falls a long way in its
+    # first 5%, and a learning rate too high throws the loss far above its
+    # initial value within a step or two (hence also the very first loss).
+    S = min(float(x[0]), float(np.median(x[:5])))
     E = float(np.median(x[-max(5, n // 10):]))
     pos, med = bucket_medians(x, int(np.clip(n // 5, 10, 200)))
     j = int(np.argmin(med))
@@ -334,44 +346,25 @@ def curve_features(steps: np.ndarray, x: np.ndarray, vl: np.ndarray | None = Non
         # transient, which calms down even in a run that never settles.
         "late_vs_early": levene_compare(np.diff(x[third:2 * third]), np.diff(late)),
         "wander": wander_test(late),
-        "val_jumps": val_jumps(vl),
-        "val_level": float(np.median(vl[vl.size // 2:])) if vl.size else math.nan,
-        "val_progress": float(vl[0] - vl.min()) if vl.size else 0.0,
+        "val_jumps": val_jumps(_after_spikes_removed(steps, x, vs, vl)),
     }
 
 
-def wander_test(x: np.ndarray, buckets: int = 20) -> dict[str, float]:
-    """Does the level of ``x`` wander more than independent noise allows?
+def _after_spikes_removed(steps: np.ndarray, x: np.ndarray, vs: np.ndarray, vl: np.ndarray) -> np.ndarray:
+    """The validation losses, less those evaluated right after a training-loss spike.
 
-    The series is detrended with its Theil-Sen line and cut into ``buckets``
-    equal buckets; with independent noise the bucket means vary by
-    var/size, so ``ratio = size * var(bucket means) / var(residuals)`` is
-    about 1 and ``(buckets - 1) * ratio`` is chi-square distributed.
-    ``excess`` is the sd of the bucket means beyond that noise (loss units);
-    ``halves_p`` the larger p of the same test on each half of ``x``.
+    A corrupt batch throws the model back for a moment: the evaluation that
+    follows it jumps too, and that jump belongs to the spike, not to an
+    unstable optimization.
     """
-    whole = _variance_ratio(x, buckets)
-    halves = [_variance_ratio(h, buckets) for h in (x[: x.size // 2], x[x.size // 2:])]
-    whole["halves_p"] = max(h["p"] for h in halves) if all(h["p"] == h["p"] for h in halves) else math.nan
-    return whole
-
-
-def _variance_ratio(x: np.ndarray, buckets: int) -> dict[str, float]:
-    buckets = min(buckets, x.size // 5)  # short series: fewer buckets of 5
-    size = x.size // buckets if buckets >= 4 else 0
-    if size < 3:
-        return {"ratio": math.nan, "p": math.nan, "excess": 0.0}
-    t = trend(x, max_points=200)  # a detrending line needs no more precision than this
-    r = x - (t.intercept + t.slope * np.arange(x.size))
-    r = r[-size * buckets:].reshape(buckets, size)
-    means = r.mean(axis=1)
-    within = float(np.var(r - means[:, None], ddof=1))
-    if within <= 0:
-        return {"ratio": math.nan, "p": math.nan, "excess": 0.0}
-    between = float(np.var(means, ddof=1))
-    ratio = size * between / within
-    p = float(sps.chi2.sf((buckets - 1) * ratio, buckets - 1))
-    return {"ratio": ratio, "p": p, "excess": math.sqrt(max(between - within / size, 0.0))}
+    if vl.size == 0 or x.size < 50:
+        return vl
+    spike_steps = steps[[s["index"] for s in find_spikes(x)]]
+    if spike_steps.size == 0:
+        return vl
+    prev = np.concatenate(([np.iinfo(np.int64).min], vs[:-1]))
+    hit = np.array([np.any((spike_steps > p) & (spike_steps <= v)) for p, v in zip(prev, vs, strict=True)])
+    return vl[~hit]
 
 
 def _ev(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -381,7 +374,7 @@ def _ev(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
     ev.update(levene_late_vs_early=lev.statistic, levene_p_smaller=lev.p_smaller,
               variance_ratio_late_early=lev.ratio, wander_ratio=f["wander"]["ratio"],
               wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"],
-              val_jumps=f["val_jumps"], val_progress=f["val_progress"])
+              val_jumps=f["val_jumps"])
     ev.update(extra)
     return ev
 

@@ -57,9 +57,9 @@ def missing_sections(entry: Entry) -> list[str]:
 def explain_text(entry: Entry) -> str:
     """What ``runlens explain CODE`` prints."""
     head = f"{entry.code} ({entry.severity}): {entry.title}"
-    out = [head, "=" * len(head), "", entry.sections.get("", ""), ""]
+    out = [head, "=" * len(head), "", _md(entry.sections.get("", "")), ""]
     for name in DOC_SECTIONS:
-        out += [f"{name}:", _indent(entry.sections.get(name, "(not documented)")), ""]
+        out += [f"{name}:", _indent(_md(entry.sections.get(name, "(not documented)"))), ""]
     return "\n".join(out)
 
 

@@ -101,16 +101,17 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None) -> Ru
 
 # -- tables -----------------------------------------------------------------
 
-def _parts(root: Path, table: str) -> list[_Part]:
+def _parts(root: Path, table: str, warnings: list[str]) -> list[_Part]:
     folder = root / table
     if not folder.is_dir():
         return []
-    found = []
-    for entry in folder.iterdir():
-        parsed = fmt.parse_part_name(entry.name)
-        if parsed is not None and entry.is_file():
-            found.append(_Part(entry, *parsed))
-    return found
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        warnings.append(f"skipped {table}/: cannot list it ({one_line(exc)})")
+        return []
+    return [_Part(e, *parsed) for e in entries
+            if (parsed := fmt.parse_part_name(e.name)) is not None and e.is_file()]
 
 
 def _ordered(parts: list[_Part], table: str) -> list[_Part]:
@@ -126,7 +127,7 @@ def _ordered(parts: list[_Part], table: str) -> list[_Part]:
 
 def _load_table(root: Path, table: str, wanted: Iterable[str] | None,
                 warnings: list[str], order: Mapping[str, int]) -> pa.Table | None:
-    parts = _ordered(_parts(root, table), table)
+    parts = _ordered(_parts(root, table, warnings), table)
     if not parts:
         return None
     keys = fmt.KEYS[table] or ("step",)

@@ -31,7 +31,7 @@ def read_meta(root: Path) -> dict[str, Any]:
     """Parse and check ``root/run.json``; one-line errors for anything unusable."""
     where = root / "run.json"
     try:
-        meta = json.loads(where.read_text(encoding="utf-8"))
+        meta = json.loads(where.read_text(encoding="utf-8-sig"))  # a BOM some editors add is harmless
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunFormatError(f"{where}: not readable as JSON ({one_line(exc)})") from None
     if not isinstance(meta, dict):

@@ -143,6 +143,11 @@ SAMPLES: tuple[Sample, ...] = (
            "device (the CPU's only other device)"),
     _crash("other", "crash_other", ("out of bounds",),
            "at step 250 a label outside the class range reaches cross_entropy (IndexError)"),
+    Sample(Spec("crash_at_start", crash="shape", crash_at=0, **BASE), "insufficient_data", "crashed",
+           ("crash_shape_mismatch",),
+           "the first batch already has 3 extra feature columns: the run dies on step 0 and leaves "
+           "run.json and the exception event, no scalars", (V.crashed_with("shapes cannot be multiplied"), V.no_scalars),
+           may=("no_validation",)),
     Sample(Spec("killed", kill_at=350, **BASE), "healthy", "killed", ("killed",),
            "the training process is SIGKILLed at step 350: run.json still says running, the pid is "
            "gone, rows after the last flush (step 299) are lost", (V.status_is("running"), V.learns)),

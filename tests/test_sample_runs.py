@@ -53,7 +53,7 @@ def test_every_expected_label_is_well_formed():
 def test_samples_cover_every_curve_and_status():
     curves = {_expected(r)["curve"] for r in RUNS}
     statuses = {_expected(r)["status"] for r in RUNS}
-    assert {"healthy", "overfitting", "underfitting", "unstable", "diverged"} <= curves
+    assert curves == {"healthy", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data"}
     assert statuses == {"finished", "crashed", "killed"}
 
 

@@ -42,7 +42,10 @@ class ExplodingGradients(Detector):
         Growth: the median of the last 10% of the finite series is at least
         ``min_decades`` above the median of the first 10%, and Kendall's test
         on (at most 500 bucket medians of) the series finds an increasing
-        trend at ``alpha`` with a Theil-Sen 95% interval above zero.
+        trend at ``alpha`` with a Theil-Sen 95% interval above zero; where
+        per-layer updates were recorded, the gradient of the parameters that
+        are actually updated must have grown as much (a layer left out of the
+        optimizer can grow a gradient that is never applied).
         Jump: a rolling median of the series (at most 2,000 bucket medians,
         window 2% of them and at least 5, so three elevated steps in a row)
         reaches ``min_jump_decades`` above the first recorded gradient norm;
@@ -114,7 +117,8 @@ class ExplodingGradients(Detector):
                     f"before it blew up at step {blowup}", blowup, evidence)]
         trend = growth(steps, logn)
         decades = level_change(logn, 0.1)
-        if trend is not None and decades >= self.min_decades and trend.p <= self.alpha and trend.slope_low > 0:
+        if trend is not None and decades >= self.min_decades and trend.p <= self.alpha and trend.slope_low > 0 \
+                and _applied_growth(run, steps[-1]) >= self.min_decades:
             evidence |= {"growth_decades": decades, "theil_sen_decades_per_step": trend.slope,
                          "slope_ci95": [trend.slope_low, trend.slope_high], "kendall_tau": trend.tau,
                          "kendall_p": trend.p, "points_tested": trend.n}
@@ -166,6 +170,30 @@ def _global_grad_norm(run: Run) -> tuple[np.ndarray, np.ndarray, str]:
     total = np.where(nonfinite, np.inf, total)
     total = np.where(any_present, total, np.nan)
     return lm.steps, total, "layers.grad_norm"
+
+
+def _applied_growth(run: Run, last_step: int) -> float:
+    """Growth, in decades, of the gradient of the parameters that are updated.
+
+    A layer left out of the optimizer can see its gradient grow without
+    bound while training is fine (the layers after it grow and nothing ever
+    applies its gradient); such growth is a dead layer, not an explosion.
+    ``inf`` (no objection) when per-layer updates were not recorded.
+    """
+    gm, um = run.layer_matrix("grad_norm"), run.layer_matrix("update_norm")
+    if gm is None or um is None or gm.values.shape != um.values.shape:
+        return float("inf")
+    rows = gm.steps <= last_step
+    with np.errstate(invalid="ignore"):
+        applied = np.nanmean(np.where(np.isnan(um.values[rows]), np.nan, um.values[rows] > 0), axis=0) >= 0.5
+    if not applied.any() or rows.sum() < 3:
+        return float("inf")
+    g = gm.values[rows][:, applied]
+    total = np.sqrt(np.nansum(g * g, axis=1))
+    with np.errstate(divide="ignore"):
+        logt = np.log10(total)
+    change = level_change(np.where(np.isfinite(logt), logt, np.nan), 0.1)
+    return float("inf") if np.isnan(change) else change
 
 
 def _grad_to_weight(run: Run, last_step: int, grad: float) -> float | None:

@@ -35,7 +35,8 @@ class Killed(Detector):
         ``status == "killed"`` as the loader derived it. The evidence names
         which rule applied (pid gone on this host, or a stale heartbeat),
         the last heartbeat, and the last step, finite loss and gradient
-        norm that were flushed.
+        norm that were flushed; when the recorder saw a SIGTERM (it flushes
+        and notes it), that note too: the process was told to stop.
 
     What to try:
         1. Look for the OOM killer (``dmesg``, ``journalctl -k``, the
@@ -51,7 +52,7 @@ class Killed(Detector):
     code = "killed"
     severity = "error"
     title = "Run was killed without an exception"
-    needs = Needs(scalars=("loss", "grad_norm", "lr"))
+    needs = Needs(scalars=("loss", "grad_norm", "lr"), events=("kind", "message"))
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         if run.status != "killed":
@@ -63,8 +64,22 @@ class Killed(Detector):
             "flush_seconds": run.meta.get("flush_seconds"),
             **crash.last_signals(run),
         }
+        term = _sigterm_note(run)
+        if term:
+            evidence["sigterm"] = term
         where = f" after step {step - 1:,}" if step is not None else " before its first step"
         return [self.finding(f"Run stopped{where} without an exception (killed from outside)",
                              step=step, evidence=evidence,
                              advice="Check the kernel log and the scheduler for the OOM killer, time "
                                     "limits or preemption; checkpoint and resume.")]
+
+
+def _sigterm_note(run: Run) -> str | None:
+    """The recorder's note that SIGTERM arrived (preemption, a scheduler's stop), if it left one."""
+    ev = run.events
+    if ev is None or not {"kind", "message"} <= set(ev.column_names):
+        return None
+    for kind, message in zip(ev.column("kind").to_pylist(), ev.column("message").to_pylist(), strict=True):
+        if kind == "user" and isinstance(message, str) and "SIGTERM" in message:
+            return message
+    return None

@@ -41,8 +41,9 @@ class LearningRateTooHigh(Detector):
         weight matrix (ndim >= 2; every parameter when there are fewer than
         3) the median over the run, before any non-finite loss, of
         ``update_norm / weight_norm``; then the median over modules. It
-        fires when that exceeds ``min_update_ratio`` (5e-3: five times the
-        1e-3 rule of thumb). A NaN reached while the gradient norm was steady
+        fires when that exceeds ``min_update_ratio`` (1e-2: ten times the
+        1e-3 rule of thumb; healthy runs do reach it early with Adam, which
+        is why the curve has to be unstable or diverged too). A NaN reached while the gradient norm was steady
         (the last 5 norms before it below ``healthy_growth`` times the
         median of the 200 before) is a numerical fault and does not count.
         Severity error when diverged (the run is broken), warning when
@@ -59,7 +60,7 @@ class LearningRateTooHigh(Detector):
 
     Parameters:
         min_update_ratio: median update/weight ratio above which steps count
-        as too large (5e-3). healthy_growth: growth of the gradient norm just
+        as too large (1e-2). healthy_growth: growth of the gradient norm just
         before a NaN below which the NaN is numerical (3.0).
     """
 
@@ -68,7 +69,7 @@ class LearningRateTooHigh(Detector):
     title = "Learning rate too high"
     needs = Needs(scalars=("loss", "lr"), layers=("weight_norm", "update_norm"), requires=("scalars.loss",))
 
-    def __init__(self, *, min_update_ratio: float = 5e-3, healthy_growth: float = 3.0) -> None:
+    def __init__(self, *, min_update_ratio: float = 1e-2, healthy_growth: float = 3.0) -> None:
         self.min_update_ratio = min_update_ratio
         self.healthy_growth = healthy_growth
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import html
 import io
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,10 +25,10 @@ from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogFormatter
+from matplotlib.ticker import FuncFormatter, LogFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from ..findings import SEVERITY_RANK
+from .chart_marks import Marks
 from .downsample import DEFAULT_BUCKETS, downsample, reduce_rows
 
 # Sentinel colours (never used for data) replaced by CSS variables in the SVG.
@@ -79,7 +78,7 @@ class Chart:
 def render_charts(diagnosis: Any) -> tuple[Chart, ...]:
     """Every chart the run has data for, in reading order."""
     run = diagnosis.run
-    marks = _Marks.of(diagnosis)
+    marks = Marks.of(diagnosis)
     with matplotlib.rc_context(_RC):  # tick labels read rcParams at draw time
         charts: list[Chart | None] = [
             *_loss_charts(run, marks),
@@ -94,56 +93,6 @@ def render_charts(diagnosis: Any) -> tuple[Chart, ...]:
             _weight_norms(run, diagnosis),
         ]
     return tuple(c for c in charts if c is not None)
-
-
-# -- markers ----------------------------------------------------------------
-@dataclass(frozen=True)
-class _Marks:
-    """Steps the findings point at, gathered once for every chart."""
-
-    spikes: tuple[int, ...]
-    first_nan: int | None
-    stop: int | None
-    stop_label: str
-    finding_steps: dict[str, int]
-    layers: tuple[tuple[str, tuple[str, ...]], ...]  # (code, layers named), most severe first
-
-    @classmethod
-    def of(cls, diagnosis: Any) -> _Marks:
-        run = diagnosis.run
-        spikes: set[int] = set()
-        steps: dict[str, int] = {}
-        for f in diagnosis.findings:
-            if f.step is not None:
-                steps.setdefault(f.code, f.step)
-            if f.code == "loss_spikes":
-                spikes.update(_int_list(f.evidence))
-                if f.step is not None:
-                    spikes.add(f.step)
-        first_nan = steps.get("nonfinite_loss")
-        if first_nan is None:
-            loss = run.column("scalars", "loss")
-            if loss is not None and not np.isfinite(loss).all():
-                first_nan = int(run.steps("scalars")[np.argmin(np.isfinite(loss))])
-        stop, label = None, ""
-        error = run.error
-        if error is not None and isinstance(error.get("step"), int):
-            stop, label = int(error["step"]), f"crash ({error.get('type', 'error')})"
-        elif run.status in ("crashed", "killed") and len(run.steps("scalars")):
-            stop, label = int(run.steps("scalars")[-1]), run.status
-        named = tuple((f.code, tuple(f.layers)) for f in sorted(diagnosis.findings, key=_severity) if f.layers)
-        return cls(tuple(sorted(spikes)), first_nan, stop, label, steps, named)
-
-
-def _severity(finding: Any) -> int:
-    return SEVERITY_RANK.get(finding.severity, 9)
-
-
-def _int_list(evidence: Any) -> Iterable[int]:
-    """Integer step lists in a finding's evidence (``steps``, ``spike_steps`` ...)."""
-    for key, value in evidence.items():
-        if "step" in str(key) and isinstance(value, (list, tuple)):
-            yield from (int(v) for v in value if isinstance(v, (int, np.integer)))
 
 
 def _vline(ax: Any, step: int | None, label: str, color: str, style: str = "--", *, top: bool = True) -> None:
@@ -178,7 +127,7 @@ def _nonfinite_ticks(ax: Any, x: np.ndarray, y: np.ndarray) -> None:
 
 
 # -- line charts ------------------------------------------------------------
-def _loss_charts(run: Any, marks: _Marks) -> tuple[Chart | None, Chart | None]:
+def _loss_charts(run: Any, marks: Marks) -> tuple[Chart | None, Chart | None]:
     """The loss chart (``loss``) and the same on the other y scale
     (``loss_alt``). Log comes first when the finite loss spans more than
     three decades: on a linear axis a blow-up flattens everything before it."""
@@ -189,7 +138,7 @@ def _loss_charts(run: Any, marks: _Marks) -> tuple[Chart | None, Chart | None]:
     return first, _loss_chart(run, marks, log=not log_first, key="loss_alt")
 
 
-def _loss_chart(run: Any, marks: _Marks, *, log: bool, key: str) -> Chart | None:
+def _loss_chart(run: Any, marks: Marks, *, log: bool, key: str) -> Chart | None:
     loss = run.column("scalars", "loss")
     if loss is None or not len(loss):
         return None
@@ -227,7 +176,7 @@ def _loss_chart(run: Any, marks: _Marks, *, log: bool, key: str) -> Chart | None
     return _finish(fig, key, title, caption)
 
 
-def _line_chart(run: Any, column: str, label: str, title: str, color: str, marks: _Marks, *, log: bool) -> Chart | None:
+def _line_chart(run: Any, column: str, label: str, title: str, color: str, marks: Marks, *, log: bool) -> Chart | None:
     values = run.column("scalars", column)
     if values is None or not len(values) or not np.isfinite(values).any():
         return None
@@ -306,7 +255,7 @@ def _update_ratio(run: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     return upd.steps, ratio, upd.present & wn.present
 
 
-def _heatmap(run: Any, marks: _Marks, key: str, title: str, unit: str,
+def _heatmap(run: Any, marks: Marks, key: str, title: str, unit: str,
              data: tuple[np.ndarray, np.ndarray, np.ndarray] | None, hint: str) -> Chart | None:
     if data is None:
         return None
@@ -350,7 +299,7 @@ def _heatmap(run: Any, marks: _Marks, key: str, title: str, unit: str,
 _FLAG_COLORS = ("#e377c2", "#ff7f0e", "#17becf")
 
 
-def _flag_layers(ax: Any, marks: _Marks, names: tuple[str, ...]) -> None:
+def _flag_layers(ax: Any, marks: Marks, names: tuple[str, ...]) -> None:
     """Arrows just inside the left edge of a heatmap pointing at the rows
     (layers) that findings named, one colour per finding code."""
     index = {n: j for j, n in enumerate(names)}
@@ -370,7 +319,22 @@ def _flag_layers(ax: Any, marks: _Marks, names: tuple[str, ...]) -> None:
 # -- figure plumbing --------------------------------------------------------
 def _figure(height: float = 2.8) -> tuple[Figure, Any]:
     fig = Figure(figsize=(9.0, height), layout="constrained")
-    return fig, fig.add_subplot()
+    ax = fig.add_subplot()
+    ax.xaxis.set_major_formatter(_STEPS)
+    return fig, ax
+
+
+def _step_label(value: float, _pos: Any = None) -> str:
+    """Step ticks as ``250k`` / ``1.5M`` rather than an offset like ``1e6``."""
+    size = abs(value)
+    if size >= 1e6:
+        return f"{value / 1e6:g}M"
+    if size >= 1e4:
+        return f"{value / 1e3:g}k"
+    return f"{value:g}"
+
+
+_STEPS = FuncFormatter(_step_label)
 
 
 def _finish(fig: Figure, key: str, title: str, caption: str) -> Chart:

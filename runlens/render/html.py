@@ -15,7 +15,6 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ._templates import templates_dir
 from .charts import render_charts
 from .view import ReportView, build_view, curve_doc
 
@@ -24,7 +23,7 @@ from .view import ReportView, build_view, curve_doc
 def environment() -> jinja2.Environment:
     """The Jinja environment for HTML templates (autoescaping always on)."""
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        loader=jinja2.PackageLoader("reports", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,

@@ -22,7 +22,6 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from ._templates import templates_dir
 from .escape import md_cell, md_code_block, md_code_span, md_inline
 from .view import ReportView, build_view, fmt
 
@@ -220,7 +219,7 @@ def _cut_text(value: Any, limit: int | None) -> str:
 def environment() -> jinja2.Environment:
     """Jinja environment for Markdown: no autoescaping (it is not HTML);
     every run string passes an explicit Markdown-escaping filter instead."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=False,
+    env = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"), autoescape=False,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
     env.filters.update({

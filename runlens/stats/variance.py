@@ -14,6 +14,7 @@ import numpy as np
 from scipy import stats
 
 from .robust import MAD_TO_SD, bucket_edges, finite
+from .trend import trend
 
 
 @dataclass(frozen=True)
@@ -86,3 +87,41 @@ def windows_levene(x: np.ndarray, n_windows: int) -> tuple[float, float]:
         return math.nan, math.nan
     stat, p = stats.levene(*groups, center="median")
     return float(stat), float(p)
+
+
+def wander_test(x: np.ndarray, buckets: int = 20) -> dict[str, float]:
+    """Does the level of ``x`` wander more than independent noise allows?
+
+    A variance-ratio test: it tells a loss whose level drifts up and down
+    (a learning rate too high, momentum oscillation) from one whose steps
+    are independent noise around a trend.
+
+    The series is detrended with its Theil-Sen line and cut into ``buckets``
+    equal buckets; with independent noise the bucket means vary by
+    var/size, so ``ratio = size * var(bucket means) / var(residuals)`` is
+    about 1 and ``(buckets - 1) * ratio`` is chi-square distributed.
+    ``excess`` is the sd of the bucket means beyond that noise (loss units);
+    ``halves_p`` the larger p of the same test on each half of ``x``.
+    """
+    whole = _variance_ratio(x, buckets)
+    halves = [_variance_ratio(h, buckets) for h in (x[: x.size // 2], x[x.size // 2:])]
+    whole["halves_p"] = max(h["p"] for h in halves) if all(h["p"] == h["p"] for h in halves) else math.nan
+    return whole
+
+
+def _variance_ratio(x: np.ndarray, buckets: int) -> dict[str, float]:
+    buckets = min(buckets, x.size // 5)  # short series: fewer buckets of 5
+    size = x.size // buckets if buckets >= 4 else 0
+    if size < 3:
+        return {"ratio": math.nan, "p": math.nan, "excess": 0.0}
+    t = trend(x, max_points=200)  # a detrending line needs no more precision than this
+    r = x - (t.intercept + t.slope * np.arange(x.size))
+    r = r[-size * buckets:].reshape(buckets, size)
+    means = r.mean(axis=1)
+    within = float(np.var(r - means[:, None], ddof=1))
+    if within <= 0:
+        return {"ratio": math.nan, "p": math.nan, "excess": 0.0}
+    between = float(np.var(means, ddof=1))
+    ratio = size * between / within
+    p = float(stats.chi2.sf((buckets - 1) * ratio, buckets - 1))
+    return {"ratio": ratio, "p": p, "excess": math.sqrt(max(between - within / size, 0.0))}

@@ -8,9 +8,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# Under the pytest script the checkout is not on sys.path, and tests/reports (a folder without
-# __init__) would shadow the top-level ``reports`` package that the HTML reports load.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from runtree import build_tree  # noqa: E402
 

@@ -57,6 +57,13 @@ def test_too_few_points_is_insufficient_data(n):
     assert v.evidence["finite_points"] == n
 
 
+def test_a_short_run_that_explodes_is_diverged_not_insufficient():
+    x = 1.5 * np.geomspace(1, 1e8, 13) * np.exp(0.05 * np.random.default_rng(0).standard_normal(13))
+    v = classify(make_run(x))
+    assert v.label == "diverged" and v.evidence["points"] == 13
+    assert label(np.linspace(2, 1, 13)) == "insufficient_data"
+
+
 def test_no_scalars_is_insufficient_data():
     run = Run(path="x", meta={}, status="finished")
     assert classify(run).label == "insufficient_data"
@@ -132,6 +139,17 @@ def test_validation_jitter_small_against_its_fall_is_not_unstable():
     vs = np.arange(0, 2000, 50)
     v = (0.5 + 2.0 * np.exp(-5 * vs / 2000)) * np.exp(0.025 * rng.standard_normal(vs.size))
     assert label(healthy(2000, 0), val_loss=v, val_steps=vs) == "healthy"
+
+
+def test_validation_jump_right_after_a_training_spike_is_the_spike_not_instability():
+    rng = np.random.default_rng(1)
+    x = healthy(1200, 1)
+    vs = np.arange(24, 1200, 25)
+    v = (0.5 + 1.0 * np.exp(-5 * vs / 1200)) * np.exp(0.003 * rng.standard_normal(vs.size))
+    for step in (700, 900, 1100):
+        x[step] *= 8  # a corrupt batch...
+        v[np.searchsorted(vs, step)] *= 1.5  # ...throws the next evaluation off too
+    assert label(x, val_loss=v, val_steps=vs) == "healthy"
 
 
 def test_validation_that_keeps_jumping_is_unstable():

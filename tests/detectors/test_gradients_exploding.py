@@ -12,6 +12,8 @@ from runlens.detectors import Skip
 def scalar_run(grad_norm, *, loss=None, step_skipped=None, weights=None):
     n = len(grad_norm)
     g, w, u = healthy_net(0, n=n, m=4) if weights is None else weights
+    if weights is None:  # the per-layer gradients move with the global norm
+        g = g * np.nan_to_num(np.asarray(grad_norm, dtype=float), nan=1.0, posinf=1.0)[:, None]
     sc = {"grad_norm": grad_norm}
     loss = falling_loss(0, n) if loss is None else loss
     if step_skipped is not None:
@@ -126,3 +128,18 @@ def test_a_numerical_nan_right_after_the_start_is_not_an_explosion():
     g = np.array([1.3, np.nan, np.nan])
     loss = np.array([2.3, np.nan, np.nan])
     assert check("exploding_gradients", scalar_run(g, loss=loss, weights=gw), first_nonfinite=1) == []
+
+
+def test_growth_of_a_gradient_that_is_never_applied_is_not_an_explosion():
+    # Layer 0 is left out of the optimizer: its gradient grows as the layers
+    # after it grow, but nothing applies it; the learning layers are steady.
+    n = 300
+    g, w, u = healthy_net(11, n=n, m=4, noise=0.1)
+    g[:, 0] *= 10 ** np.linspace(0, 4, n)
+    u[:, 0] = 0.0
+    total = np.sqrt((g ** 2).sum(axis=1) + ((g / 30) ** 2).sum(axis=1))
+    run = make_run(g, w, u, loss=falling_loss(11, n), scalars={"grad_norm": total})
+    assert check("exploding_gradients", run) == []
+    u[:, 0] = u[:, 1]  # the same growth in a layer that is updated is an explosion
+    run = make_run(g, w, u, loss=falling_loss(11, n), scalars={"grad_norm": total})
+    assert len(check("exploding_gradients", run)) == 1

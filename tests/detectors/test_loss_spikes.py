@@ -8,7 +8,8 @@ from loss_synth import chaotic, healthy, make_run, noise, oscillating, random_wa
 
 from runlens.curve import classify
 from runlens.detectors import Context
-from runlens.detectors.loss_spikes import LossSpikes, find_spikes
+from runlens.detectors.loss_spikes import LossSpikes
+from runlens.stats.robust import find_spikes
 
 
 def findings(x, det=None):

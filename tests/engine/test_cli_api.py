@@ -144,3 +144,23 @@ def test_text_renderer_keeps_huge_evidence_short():
                             curve=CurveVerdict("healthy", "fine"), findings=(f,)))
     assert "(+9994 more)" in text and "ratio: 0.1235" in text
     assert len(text.splitlines()) < 20
+
+
+def test_json_is_byte_identical_across_processes_and_hash_seeds():
+    # Set iteration order changes with PYTHONHASHSEED: evidence built from sets would show it here.
+    import os
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "sample_runs"
+    runs = [str(p.parent) for p in sorted(root.glob("*/run.json"))]
+    if not runs:
+        pytest.skip("no sample runs")
+    code = ("import sys, json; from runlens.analysis import analyze; "
+            "print(json.dumps([analyze(r).to_dict() for r in sys.argv[1:]], indent=2))")
+    outs = []
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        proc = subprocess.run([sys.executable, "-c", code, *runs], capture_output=True, text=True,
+                              env=env, timeout=600, check=True)
+        outs.append(proc.stdout)
+    assert outs[0] == outs[1]

@@ -204,3 +204,13 @@ def test_a_wrapped_error_shows_the_original_line():
            "entry 0 and [1] at entry 3\n")
     decoded = decode({"type": "RuntimeError", "message": msg})
     assert decoded.message.startswith("RuntimeError: stack expects each tensor")
+
+
+def test_killed_run_with_the_recorders_sigterm_note():
+    cols = healthy(80, 2)
+    events = {"step": [79], "time": [1.0], "kind": ["user"], "layer": [None], "value": [None],
+              "message": ["SIGTERM received at step 80; buffered rows flushed"]}
+    run = make_run("k", status="killed", run_meta=meta("k", status="running"), scalars=cols["scalars"],
+                   events=events)
+    (f,) = [f for f in analyze(run).findings if f.code == "killed"]
+    assert "SIGTERM" in f.evidence["sigterm"] and f.step == 80

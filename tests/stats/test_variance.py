@@ -61,3 +61,18 @@ def test_degenerate_input():
     assert (const.p, const.ratio) == (1.0, 1.0)
     assert math.isnan(windows_levene(np.ones(5), 4)[0])
     assert set(c.to_dict()) == {"statistic", "p", "p_smaller", "ratio", "n_a", "n_b"}
+
+
+def test_wander_test_tells_independent_noise_from_a_wandering_level():
+    from runlens.stats.variance import wander_test
+
+    for seed in range(50):
+        rng = np.random.default_rng(seed)
+        iid = np.linspace(2, 1, 2000) + 0.1 * rng.standard_normal(2000)
+        w = wander_test(iid)
+        assert w["p"] > 1e-4 and w["ratio"] < 2.5, seed
+    rng = np.random.default_rng(0)
+    level = np.repeat(rng.standard_normal(40), 50)  # the level moves every 50 steps
+    w = wander_test(1 + 0.3 * level + 0.1 * rng.standard_normal(2000))
+    assert w["p"] < 1e-10 and w["halves_p"] < 1e-3 and w["excess"] > 0.1
+    assert math.isnan(wander_test(np.ones(10))["ratio"])

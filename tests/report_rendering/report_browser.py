@@ -159,7 +159,7 @@ def _record(event: dict, report: PageReport) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python tests/reports/report_browser.py REPORT.html OUT.png [WIDTH HEIGHT]``:
+    """``python tests/report_rendering/report_browser.py REPORT.html OUT.png [WIDTH HEIGHT]``:
     a screenshot of a report (how docs/images/report-screenshot.png is made)."""
     import sys
 
