@@ -11,6 +11,7 @@ import math
 import os
 import platform
 import socket
+import traceback
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -147,3 +148,10 @@ def exception_type(exc: BaseException) -> str:
     cls = type(exc)
     module = cls.__module__
     return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+def error_object(exc: BaseException, step: int | None) -> dict[str, Any]:
+    """run.json ``error`` for ``exc`` raised while executing ``step``."""
+    return {"type": exception_type(exc), "message": str(exc),
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+            "step": step}

@@ -11,6 +11,7 @@ seq), so a crash at any point leaves a run that reads the same.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,20 @@ COMPRESSION = "zstd"
 # in the short window before they are deleted (matters only for events,
 # which are never deduplicated).
 REPLACES_KEY = b"runlens.replaces"
+
+
+def now(t: float | None = None) -> float:
+    """A row's ``time``: ``t`` or the current Unix time."""
+    return time.time() if t is None else float(t)
+
+
+def plain_number(value: Any) -> Any:
+    """Plain Python number from numpy/torch scalars; bools become ints (the format has no bool)."""
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    if isinstance(value, bool):
+        return int(value)
+    return value
 
 
 def value_type(value: Any) -> pa.DataType | None:

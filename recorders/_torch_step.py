@@ -63,13 +63,15 @@ class StepMath:
     """Per-step gradient, weight and update statistics for a fixed parameter list."""
 
     def __init__(self, params: Sequence[torch.nn.Parameter], *, sample_size: int = 4096,
-                 exact_zero_frac: bool = False, abs_max: bool = True) -> None:
+                 zero_sample_size: int = 1024, exact_zero_frac: bool = False, abs_max: bool = True) -> None:
         self.params = list(params)
         self.abs_max = abs_max
         self.numel = np.array([p.numel() for p in self.params], dtype=np.float64)
         self.sample_size = sample_size
+        self.zero_sample_size = zero_sample_size
         self.exact_zero_frac = exact_zero_frac
         self._sample: tn.Sample | None = None
+        self._zero_sample: tn.Sample | None = None
         self._pre: _Capture | None = None
         self._scale_after_update: float | None = None
 
@@ -79,6 +81,15 @@ class StepMath:
             device = self.params[0].device
             self._sample = tn.Sample([p.shape for p in self.params], self.sample_size, device)
         return self._sample
+
+    def zero_sample(self) -> tn.Sample:
+        # Smaller than the update sample: a gather's cost is its cache misses,
+        # and a fraction needs fewer elements than a norm for the same error.
+        if self._zero_sample is None:
+            device = self.params[0].device
+            self._zero_sample = tn.Sample([p.shape for p in self.params], self.zero_sample_size, device,
+                                          seed=1)
+        return self._zero_sample
 
     @torch.no_grad()
     def capture(self, layer_step: bool) -> None:
@@ -95,7 +106,7 @@ class StepMath:
         cap = _Capture(present, tn.l2_norms(grads))
         if layer_step and grads:
             cap.amax = tn.abs_maxes(grads) if self.abs_max else None
-            cap.zero = tn.nonzero_counts(grads) if self.exact_zero_frac else self.sample().zero_fracs(full)
+            cap.zero = tn.nonzero_counts(grads) if self.exact_zero_frac else self.zero_sample().zero_fracs(full)
         if layer_step and before:
             cap.before = self.sample().gather(self.params)
         return cap

@@ -231,9 +231,9 @@ class Recorder:
         if self._closed:
             return
         started = self._first.started or self._step > 0 or self._writer.last_step is not None
-        error = {"type": _meta.exception_type(exc), "message": str(exc),
-                 "traceback": "".join(traceback.format_exception(exc_type, exc, tb)),
-                 "step": self._step if started else None}
+        error = _meta.error_object(exc, self._step if started else None)
+        if tb is not None and exc.__traceback__ is None:  # handed in apart from the exception
+            error["traceback"] = "".join(traceback.format_exception(exc_type, exc, tb))
         self._guard("recording the exception", lambda: self._writer.add_event(
             self._step, "exception", f"{error['type']}: {str(exc).splitlines()[0] if str(exc) else ''}"))
         self._finish("crashed", error)

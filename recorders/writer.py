@@ -32,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 
 from recorders import _meta, _parts
+from recorders._parts import now as _now
+from recorders._parts import plain_number as _num
 from recorders.format import EVENT_KINDS, FIELDS, TABLES
 
 __all__ = ["RunWriter", "UnsupportedRunError"]
@@ -166,6 +168,9 @@ class RunWriter:
         """
         cols = {"grad_norm": grad_norm, "weight_norm": weight_norm, "update_norm": update_norm,
                 "grad_abs_max": grad_abs_max, "grad_zero_frac": grad_zero_frac, "nonfinite": nonfinite}
+        # Copies: a caller may reuse its buffers for the next step.
+        cols = {k: None if v is None else np.ma.array(v, copy=True) if np.ma.isMaskedArray(v)
+                else np.array(v, copy=True) for k, v in cols.items()}
         with self._lock:
             idx = self._indices(names)
             self._pending_layers.append((int(step), idx, cols))
@@ -201,7 +206,8 @@ class RunWriter:
     def _accept_user(self, table: str, key: str, value: Any) -> bool:
         typ = _parts.value_type(value) if value is not None else None
         if value is not None and typ is None:
-            self._warn(f"runlens: {table} column {key!r} dropped: {type(value).__name__} is not a number")
+            self._warn_once(f"drop {table}.{key}",
+                            f"runlens: {table} column {key!r} dropped: {type(value).__name__} is not a number")
             return False
         known = self._user_types[table].get(key)
         if known is None:
@@ -231,7 +237,8 @@ class RunWriter:
             _, idx, _ = self._pending_layers.pop(0)
             self._layer_rows -= len(idx)
             dropped += len(idx)
-        self._warn(f"runlens: dropped {dropped} buffered layer rows that could not be written")
+        self._warn_once("drop layers", f"runlens: dropping the oldest buffered layer rows ({dropped} so far "
+                        f"this time) that could not be written")
 
     # -- flushing ------------------------------------------------------------
     def _due(self) -> bool:
@@ -312,10 +319,8 @@ class RunWriter:
 
     def report_error(self, what: str, error: BaseException) -> None:
         """A failure outside writing (e.g. in a recorder's hook): one warning per kind, never raised."""
-        if what not in self._reported:
-            self._reported.add(what)
-            self._warn(f"runlens: {what} failed ({type(error).__name__}: {error}); training goes on "
-                       f"without it")
+        self._warn_once(what, f"runlens: {what} failed ({type(error).__name__}: {error}); training goes on "
+                        f"without it")
 
     def _failed(self, what: str, error: BaseException) -> None:
         """Turn a failing write into one warning per failure spell; training goes on."""
@@ -333,6 +338,11 @@ class RunWriter:
                    f"({self._failing}); buffered rows were written late")
         self._failing, self._failed_writes = None, 0
         self.add_event(self.last_step or 0, "user", message)
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._reported:
+            self._reported.add(key)
+            self._warn(message)
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -383,20 +393,5 @@ class RunWriter:
         if exc is None:
             self.close()
         else:
-            import traceback
-            self.close("crashed", {"type": _meta.exception_type(exc), "message": str(exc),
-                                   "traceback": "".join(traceback.format_exception(exc_type, exc, tb)),
-                                   "step": None if self.last_step is None else self.last_step + 1})
-
-
-def _now(t: float | None) -> float:
-    return time.time() if t is None else float(t)
-
-
-def _num(value: Any) -> Any:
-    """Plain Python number from numpy/torch scalars; bools become ints (the format has no bool)."""
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        value = value.item()
-    if isinstance(value, bool):
-        return int(value)
-    return value
+            step = None if self.last_step is None else self.last_step + 1
+            self.close("crashed", _meta.error_object(exc, step))

@@ -62,6 +62,8 @@ class Spec:
     n_train: int | None = None  # None: a fresh sample every step (no overfitting possible)
     label_noise: float = 0.0
     batch_size: int = 64
+    late_batch_size: int | None = None  # from late_at of the run on, batches of this size
+    late_at: float = 0.75
     n_val: int = 512
     eval_every: int | None = 25  # None: no validation at all
     # model: mlp | resmlp | cnn | gru | lstm | rnn | transformer | linear
@@ -80,7 +82,7 @@ class Spec:
     jump_factor: float = 1.0
     steps: int = 400
     clip: float | None = None
-    loss: str = "ce"  # ce | mse (one-hot regression)
+    loss: str = "ce"  # ce | mse (one-hot regression) | nll_raw (nll_loss on logits: log_softmax forgotten)
     # faults
     frozen_first: bool = False  # first layer left out of the optimizer
     spike_every: int | None = None  # a batch with shuffled labels and scaled inputs every N steps
@@ -147,6 +149,8 @@ class Data:
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         g = _gen(self.spec.seed, 1_000 + step)
         b = self.spec.batch_size
+        if self.spec.late_batch_size and step >= self.spec.late_at * self.spec.steps:
+            b = self.spec.late_batch_size
         if self.train_set is None:
             return self._draw(b, g, noisy=True)
         x, y = self.train_set
@@ -353,6 +357,10 @@ class Preempted(RuntimeError):
 def _loss(spec: Spec, logits: torch.Tensor, y: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
     if spec.loss == "mse":
         return F.mse_loss(logits, F.one_hot(y, spec.classes).to(logits.dtype))
+    if spec.loss == "nll_raw":
+        # the classic bug: nll_loss expects log-probabilities; on raw logits it is -logit[y],
+        # unbounded below, so the optimizer grows the weights for ever
+        return F.nll_loss(logits, y)
     return F.cross_entropy(logits, y, weight=weight)
 
 

@@ -309,6 +309,16 @@ def weight_growth(d: RunData) -> tuple[bool, dict]:
     return _ok(w1 >= 10 * w0, start=w0, end=w1)
 
 
+def late_noise(d: RunData) -> tuple[bool, dict]:
+    """The loss's step-to-step change in the last fifth is >= 3x its size in the middle half."""
+    loss = d.loss[np.isfinite(d.loss)]
+    diff = np.abs(np.diff(loss))
+    n = len(diff)
+    middle, late = diff[n // 4: n // 2 + n // 4 - n // 20], diff[n - n // 5:]
+    ratio = float(np.median(late) / max(np.median(middle), 1e-30)) if n >= 40 else 0.0
+    return _ok(ratio >= 3, ratio=ratio)
+
+
 def long_enough(d: RunData) -> tuple[bool, dict]:
     """At least 50 recorded steps: a curve label is not asked of a shorter run."""
     return _ok(len(d.loss) >= 50, steps=len(d.loss))

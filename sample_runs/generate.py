@@ -124,6 +124,16 @@ SAMPLES: tuple[Sample, ...] = (
                 schedule="cosine"), "healthy", "finished", ("loss_spikes",),
            "every 150 steps a corrupted batch (shuffled labels, inputs x3) spikes the loss ~14x; the "
            "next step is back to normal", (V.spikes, V.val_follows)),
+    Sample(Spec("weight_norm_growth", loss="nll_raw", steps=1000, eval_every=50), "healthy", "finished",
+           ("weight_norm_growth",),
+           "nll_loss applied to raw logits (log_softmax forgotten): the loss is -logit[y], unbounded "
+           "below, so Adam grows the weights steadily (>10x) and the loss falls without end",
+           (V.weight_growth,), may=("exploding_gradients",)),
+    Sample(Spec("late_loss_variance", late_batch_size=2, late_at=0.75, steps=800, batch_size=128),
+           "unstable", "finished", ("late_loss_variance",),
+           "for the last quarter the batches shrink from 128 examples to 2 (an accumulation setting "
+           "lost on resume): the loss's step-to-step noise grows ~30x while its level stays",
+           (V.late_noise,), may=("loss_spikes",)),
     Sample(Spec("underfitting", task="random_labels", classes=10, steps=500), "underfitting", "finished", (),
            "labels independent of the inputs: the loss is pinned at ln(10)=2.303, nothing to learn",
            (V.flat, V.at_chance)),

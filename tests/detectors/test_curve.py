@@ -8,11 +8,14 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from loss_synth import chaotic, diverging, healthy, make_run, oscillating
 
 import runlens.curve
 from runlens.curve import CurveClassifier, chance_level, classify
 from runlens.detectors._base import DOC_SECTIONS, parse_doc_sections
+from runlens.findings import CURVES, jsonable
 from runlens.run import Run
 
 
@@ -266,3 +269,16 @@ def test_docstring_has_the_detector_sections():
 
 def test_a_million_points_classify():
     assert label(healthy(1_000_000, 0)) == "healthy"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=0, max_size=300),
+       st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=0, max_size=30))
+def test_any_series_gets_a_valid_deterministic_label(loss, val):
+    x = np.array(loss, dtype=float)
+    vs = np.arange(len(val), dtype=np.int64) * 10
+    run = make_run(x, val_loss=np.array(val, dtype=float), val_steps=vs)
+    with np.errstate(all="ignore"):
+        v = classify(run)
+        assert v.label in CURVES and v == classify(run)
+    jsonable(v.evidence)

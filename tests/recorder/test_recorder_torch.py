@@ -102,7 +102,7 @@ def test_sampled_update_and_zero_fraction_estimates_are_close(tmp_path, check_ru
     for step, (update, zero) in enumerate(exact):
         row = rows[(step, "0.weight")]  # 65,536 elements: estimated from 4,096
         assert row["update_norm"] == pytest.approx(update, rel=0.05)
-        assert row["grad_zero_frac"] == pytest.approx(zero, abs=0.03)
+        assert row["grad_zero_frac"] == pytest.approx(zero, abs=0.05)  # 1,024-element sample
     assert g is not None
 
 
