@@ -20,12 +20,16 @@ Variants:
 
 - ``full``: the run as recorded (copied, so paths are comparable).
 - ``layers_required``: layers keep only step, layer, grad_norm, weight_norm.
+- ``layers_required_noconfig``: ``layers_required`` with run.json ``config``
+  emptied: the learning rate is logged, the optimizer is not named.
 - ``scalars_required``: scalars keep only step, time, loss.
 - ``no_events``: the events table is removed.
-- ``minimal``: all three, plus run.json ``layers[].module``/``kind`` emptied and
-  ``config`` emptied (a writer that knows nothing about the training code).
-- ``minimal_sparse``: ``minimal`` with layers kept only at steps divisible by 10
-  and run.json ``layers`` without ``shape``/``numel``.
+- ``minimal``: all three, plus run.json ``layers[].module``/``kind`` emptied
+  (``config`` is kept: hyperparameters are what a user passes to any writer).
+- ``minimal_noconfig``: ``minimal`` with ``config`` emptied too (a writer that
+  knows nothing about the training code).
+- ``minimal_sparse``: ``minimal_noconfig`` with layers kept only at steps
+  divisible by 10 and run.json ``layers`` without ``shape``/``numel``.
 """
 
 from __future__ import annotations
@@ -50,7 +54,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 SAMPLES = ROOT / "sample_runs"
 REPORT = ROOT / "benchmarks" / "results" / "minimal_columns.md"
-VARIANTS = ("full", "layers_required", "scalars_required", "no_events", "minimal", "minimal_sparse")
+VARIANTS = ("full", "layers_required", "layers_required_noconfig", "scalars_required", "no_events", "minimal",
+            "minimal_noconfig", "minimal_sparse")
 HEALTHY_FAMILIES = ("healthy", "no_validation", "resumed")
 LOUD = ("warning", "error")
 REQUIRED = {"scalars": ("step", "time", "loss"), "layers": ("step", "layer", "grad_norm", "weight_norm"),
@@ -98,21 +103,22 @@ def _accuracy_runs() -> list[tuple[str, Path, dict]]:
 def strip(src: Path, dst: Path, variant: str) -> None:
     """Copy run ``src`` to ``dst`` with what ``variant`` removes taken out, part by part."""
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("expected.json", "label.json", "*.py"))
-    minimal = variant in ("minimal", "minimal_sparse")
-    if variant in ("layers_required", "scalars_required") or minimal:
-        tables = {"layers_required": ("layers",), "scalars_required": ("scalars",)}.get(variant,
-                                                                                     ("layers", "scalars"))
+    minimal = variant.startswith("minimal")
+    if variant.startswith(("layers_required", "scalars_required")) or minimal:
+        tables = {"layers_required": ("layers",), "layers_required_noconfig": ("layers",),
+                  "scalars_required": ("scalars",)}.get(variant, ("layers", "scalars"))
         for table in tables:
             for part in sorted((dst / table).glob("*.parquet")) if (dst / table).is_dir() else ():
                 _keep_columns(part, REQUIRED[table], every=10 if variant == "minimal_sparse" and
                               table == "layers" else None)
     if variant == "no_events" or minimal:
         shutil.rmtree(dst / "events", ignore_errors=True)
-    if minimal:
+    if minimal or variant.endswith("noconfig"):
         meta_path = dst / "run.json"
         meta = json.loads(meta_path.read_text())
-        meta["config"] = {}
-        for e in meta.get("layers") or ():
+        if variant != "minimal":
+            meta["config"] = {}
+        for e in meta.get("layers") or () if minimal else ():
             e["module"], e["kind"] = "", ""
             if variant == "minimal_sparse":
                 e.pop("shape", None)

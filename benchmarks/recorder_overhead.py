@@ -38,6 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -210,7 +211,12 @@ def main() -> None:
     ap.add_argument("--transformer-steps", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    ap.add_argument("--render", metavar="JSON", help="only re-render the Markdown of an earlier run's JSON")
     args = ap.parse_args()
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        write_markdown(Path(args.out), saved["results"], saved["meta"])
+        return
     torch.set_num_threads(args.threads)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.machine(),
             "device": args.device, "torch": torch.__version__, "threads": args.threads,
@@ -228,8 +234,15 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.device == "cpu" else f"_{args.device}"
     (out / f"recorder_overhead{suffix}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    write_markdown(out, results, meta)
+
+
+def write_markdown(out: Path, results: list[dict], meta: dict) -> None:
+    """The table, then the hand-written analysis kept in ``recorder_overhead_notes.md``."""
     notes = Path(__file__).parent / "results" / "recorder_overhead_notes.md"
     text = markdown(results, meta) + ("\n" + notes.read_text() if notes.exists() else "")
+    suffix = "" if meta["device"] == "cpu" else f"_{meta['device']}"
+    out.mkdir(parents=True, exist_ok=True)
     (out / f"recorder_overhead{suffix}.md").write_text(text)
 
 

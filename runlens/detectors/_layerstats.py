@@ -51,7 +51,9 @@ def layer_shapes(run: Run) -> dict[str, tuple[str, int]]:
         shape = e.get("shape")
         ndim = len(shape) if isinstance(shape, list) else -1
         module = e.get("module")
-        if not isinstance(module, str):
+        if not isinstance(module, str) or not module:
+            # Absent or empty (a writer that does not know the owner, or the root
+            # module): PyTorch-style names still tell the owner.
             module = _owner(e["name"])
         out[e["name"]] = (module or e["name"], ndim)
     return out
@@ -64,7 +66,7 @@ def _owner(name: str) -> str:
 
 
 def module_matrix(run: Run, column: str, ctx: Context, *, weights_only: bool = True,
-                  max_rows: int | None = None) -> ModuleMatrix | None:
+                  max_rows: int | None = None, with_next: bool = False) -> ModuleMatrix | None:
     """``column`` combined per module, rows cut at the first non-finite loss.
 
     With ``weights_only`` the matrices (ndim >= 2) are used when at least
@@ -77,7 +79,10 @@ def module_matrix(run: Run, column: str, ctx: Context, *, weights_only: bool = T
         return None
     rows = np.flatnonzero(usable_rows(lm, ctx))
     if max_rows is not None and len(rows) > max_rows:
-        rows = rows[np.linspace(0, len(rows) - 1, max_rows).round().astype(np.int64)]
+        pick = np.linspace(0, len(rows) - 1, max_rows).round().astype(np.int64)
+        if with_next:
+            pick = np.unique(np.concatenate([pick, np.minimum(pick + 1, len(rows) - 1)]))
+        rows = rows[pick]
     info = layer_shapes(run)
     module = [info.get(n, (_owner(n), -1))[0] for n in lm.layers]
     keep = np.ones(len(lm.layers), dtype=bool)

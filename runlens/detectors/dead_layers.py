@@ -39,11 +39,14 @@ class DeadLayers(Detector):
 
     How it decides:
         At each recorded step a parameter is dead when its gradient norm is
-        exactly 0 (``grad_zero_frac`` = 1 means the same), or when it has a
-        non-zero gradient but its ``update_norm`` is exactly 0 (without
-        ``update_norm``: its weight norm is bit-for-bit unchanged since the
-        previous record), while at least one other parameter has a non-zero
-        gradient and update. It fires when a parameter's dead stretch lasts
+        exactly 0 (``grad_zero_frac`` = 1 means the same; the required
+        ``grad_norm`` is what is read, so a log without ``grad_zero_frac``
+        loses nothing), or when it has a non-zero gradient but its
+        ``update_norm`` is exactly 0 (without ``update_norm``: its weight
+        norm is bit-for-bit unchanged since the previous record, however many
+        steps apart; the evidence's ``no_update_source`` says which), while
+        at least one other parameter has a non-zero gradient and update.
+        It fires when a parameter's dead stretch lasts
         to the end of the run and covers at least ``min_fraction`` of the
         recorded steps (a stretch that ends earlier, like a layer unfrozen
         on schedule, needs twice that share), at least ``min_points`` of
@@ -97,9 +100,11 @@ class DeadLayers(Detector):
         cut = (lambda a: a) if rows.all() else (lambda a: a[rows])  # the matrices are large: no copies
         g, w = cut(gm.values), cut(wm.values)  # null and unrecorded cells are NaN already
         um = run.layer_matrix("update_norm")
+        source = "update_norm"
         if um is not None and um.values.shape == gm.values.shape:
             u = cut(um.values)
         else:
+            source = "weight_norm unchanged since the previous record (update_norm not logged)"
             u = np.abs(np.diff(w, axis=0, prepend=np.nan))
             u[0] = np.nan
         n = g.shape[0]
@@ -139,7 +144,8 @@ class DeadLayers(Detector):
             evidence={
                 "layers": {f[0]: {"from_step": f[1], "recorded_steps": f[2], "kind": f[3]} for f in found[:MAX_NAMED]},
                 "dead_layers": len(found),
-                "recorded_steps": n, "learning_layers": learners,
+                "recorded_steps": n, "learning_layers": learners, "zero_gradient_source": "grad_norm == 0",
+                "no_update_source": source,
                 "step_range": [int(gm.steps[rows][0]), int(gm.steps[rows][-1])],
             },
             advice=("No update despite a gradient: the layer is missing from the optimizer (build it after the "

@@ -42,16 +42,18 @@ class ExplodingGradients(Detector):
         Growth: the median of the last 10% of the finite series is at least
         ``min_decades`` above the median of the first 10%, and Kendall's test
         on (at most 500 bucket medians of) the series finds an increasing
-        trend at ``alpha`` with a Theil-Sen 95% interval above zero; where
-        per-layer updates were recorded, the gradient of the parameters that
-        are actually updated must have grown as much (a layer left out of the
-        optimizer can grow a gradient that is never applied).
+        trend at ``alpha`` with a Theil-Sen 95% interval above zero; the
+        gradient of the parameters that are actually updated must have grown
+        as much (a layer left out of the optimizer can grow a gradient that
+        is never applied): updated means a non-zero ``update_norm`` or,
+        without it, a weight norm that changed since the previous record.
         Jump: a rolling median of the series (at most 2,000 bucket medians,
         window 2% of them and at least 5, so three elevated steps in a row)
         reaches ``min_jump_decades`` above the first recorded gradient norm;
         this catches a run whose first updates threw the weights out (the
         rise happens before any early window exists), while a brief spike
-        cannot move a rolling median.
+        cannot move a rolling median; the updated parameters' gradient must
+        have jumped as much, as for growth.
         Blow-up: the gradient norm or the loss becomes non-finite, and the
         last finite gradient norm before that is at least
         ``min_blowup_decades`` above the median of the history before the
@@ -118,7 +120,7 @@ class ExplodingGradients(Detector):
         trend = growth(steps, logn)
         decades = level_change(logn, 0.1)
         if trend is not None and decades >= self.min_decades and trend.p <= self.alpha and trend.slope_low > 0 \
-                and _applied_growth(run, steps[-1]) >= self.min_decades:
+                and _applied_growth(run, steps[-1])[0] >= self.min_decades:
             evidence |= {"growth_decades": decades, "theil_sen_decades_per_step": trend.slope,
                          "slope_ci95": [trend.slope_low, trend.slope_high], "kendall_tau": trend.tau,
                          "kendall_p": trend.p, "points_tested": trend.n}
@@ -134,7 +136,8 @@ class ExplodingGradients(Detector):
         level = rolling_median(ys, max(5, len(ys) // 50))
         peak = int(np.nanargmax(level)) if np.isfinite(level).any() else 0
         jump = float(level[peak] - logn[0])
-        if len(logn) >= 3 and jump >= self.min_jump_decades:
+        if len(logn) >= 3 and jump >= self.min_jump_decades \
+                and _applied_growth(run, steps[-1])[1] >= self.min_jump_decades:
             at = int(xs[peak])
             evidence |= {"jump_decades": jump, "first_log10": float(logn[0]), "peak_log10": float(level[peak]),
                          "peak_step": at}
@@ -172,28 +175,48 @@ def _global_grad_norm(run: Run) -> tuple[np.ndarray, np.ndarray, str]:
     return lm.steps, total, "layers.grad_norm"
 
 
-def _applied_growth(run: Run, last_step: int) -> float:
-    """Growth, in decades, of the gradient of the parameters that are updated.
+def _applied_growth(run: Run, last_step: int) -> tuple[float, float]:
+    """Growth and jump, in decades, of the gradient of the parameters that are updated.
 
     A layer left out of the optimizer can see its gradient grow without
     bound while training is fine (the layers after it grow and nothing ever
     applies its gradient); such growth is a dead layer, not an explosion.
-    ``inf`` (no objection) when per-layer updates were not recorded.
+    Without ``update_norm`` a parameter counts as updated where its weight
+    norm changed since the previous record (an unchanged float32 norm at
+    most records means it was not updated). ``inf`` (no objection) when
+    neither was recorded, and for the jump when every parameter is updated
+    (the whole series was measured already). The growth is
+    ``level_change`` of the updated parameters' total norm, the jump the
+    peak of its rolling median above its first value, as for the whole.
     """
+    none = (float("inf"), float("inf"))
     gm, um = run.layer_matrix("grad_norm"), run.layer_matrix("update_norm")
-    if gm is None or um is None or gm.values.shape != um.values.shape:
-        return float("inf")
+    if gm is None:
+        return none
+    if um is not None and um.values.shape == gm.values.shape:
+        moved = um.values
+    else:
+        wm = run.layer_matrix("weight_norm")
+        if wm is None or wm.values.shape != gm.values.shape or len(wm.steps) < 2:
+            return none
+        moved = np.abs(np.diff(wm.values, axis=0, prepend=np.nan))
     rows = gm.steps <= last_step
     with np.errstate(invalid="ignore"):
-        applied = np.nanmean(np.where(np.isnan(um.values[rows]), np.nan, um.values[rows] > 0), axis=0) >= 0.5
+        applied = np.nanmean(np.where(np.isnan(moved[rows]), np.nan, moved[rows] > 0), axis=0) >= 0.5
     if not applied.any() or rows.sum() < 3:
-        return float("inf")
+        return none
     g = gm.values[rows][:, applied]
     total = np.sqrt(np.nansum(g * g, axis=1))
     with np.errstate(divide="ignore"):
         logt = np.log10(total)
-    change = level_change(np.where(np.isfinite(logt), logt, np.nan), 0.1)
-    return float("inf") if np.isnan(change) else change
+    ok = np.isfinite(logt)
+    change = level_change(np.where(ok, logt, np.nan), 0.1)
+    if ok.sum() < 3 or applied.all():  # the whole is the updated part: its jump was measured already
+        return (float("inf") if np.isnan(change) else change), float("inf")
+    _, ys = bucket_medians(gm.steps[rows][ok], logt[ok], 2000)
+    level = rolling_median(ys, max(5, len(ys) // 50))
+    jump = float(np.nanmax(level) - logt[ok][0]) if np.isfinite(level).any() else float("inf")
+    return (float("inf") if np.isnan(change) else change), jump
 
 
 def _grad_to_weight(run: Run, last_step: int, grad: float) -> float | None:

@@ -43,10 +43,13 @@ class WeightNormGrowth(Detector):
         and the growth has not saturated: the last third of the run added at
         least ``min_late_share`` of the total growth and is itself a
         significant increasing trend. Healthy runs grow their weights too,
-        typically by a small factor that levels off. A run whose curve
-        ``diverged`` is left to the divergence findings (``exploding_gradients``,
-        ``nonfinite_loss``): weights blowing up with the loss are a symptom,
-        not a separate problem.
+        typically by a small factor that levels off. A run whose loss became
+        non-finite is left to the divergence findings (``exploding_gradients``,
+        ``nonfinite_loss``): weights blowing up into a NaN are a symptom, not
+        a separate problem. A loss that diverged while staying finite, with
+        the weights growing steadily throughout, is reported: the growth is
+        then the mechanism of the divergence (no or negative weight decay,
+        unbounded logits), and its fix is different.
 
     What to try:
         Add or increase weight decay (AdamW's decoupled decay); lower the
@@ -73,8 +76,8 @@ class WeightNormGrowth(Detector):
         lm = run.layer_matrix("weight_norm")
         if lm is None or lm.values.size == 0:
             raise Skip("needs per-layer weight norms")
-        if ctx.curve is not None and ctx.curve.label == "diverged":
-            return []  # weights blowing up with the loss are the divergence itself, reported as such
+        if ctx.curve is not None and ctx.curve.label == "diverged" and ctx.first_nonfinite_step is not None:
+            return []  # weights blowing up into a NaN are the divergence itself, reported as such
         rows = usable_rows(lm, ctx)
         w = lm.values if rows.all() else lm.values[rows]  # unrecorded and null cells are NaN already
         steps = lm.steps[rows]

@@ -94,3 +94,51 @@ def check(code: str, run: Run, *, curve: str | None = None, first_nonfinite: int
     """The findings of detector ``code`` on ``run``."""
     ctx = Context(curve=CurveVerdict(curve, "test") if curve else None, first_nonfinite_step=first_nonfinite)
     return list(REGISTRY[code](**params).check(run, ctx))
+
+
+def required_run(grad: np.ndarray, weight: np.ndarray, *, loss: np.ndarray | None = None,
+                 lr: np.ndarray | float | None = None, config: dict | None = None, shapes: bool = True,
+                 steps: np.ndarray | None = None) -> Run:
+    """A run with only the columns format v1 requires, as another writer may log it.
+
+    Layers: step, layer, grad_norm, weight_norm (one weight matrix per module,
+    ``l{j}.weight``, 64x64 when ``shapes``); run.json ``module``/``kind``
+    empty; scalars: step, time, loss, plus ``lr`` when given; no events.
+    """
+    n, m = grad.shape
+    steps = np.arange(n) if steps is None else np.asarray(steps)
+    meta_layers = [{"name": f"l{j}.weight", "index": j, "module": "", "kind": "",
+                    **({"shape": [64, 64], "numel": 4096} if shapes else {})} for j in range(m)]
+    layers = pa.table({
+        "step": pa.array(np.repeat(steps, m), pa.int64()),
+        "layer": pa.array([f"l{j}.weight" for _ in range(n) for j in range(m)]).dictionary_encode(),
+        "grad_norm": pa.array(grad.reshape(-1), pa.float32()),
+        "weight_norm": pa.array(weight.reshape(-1), pa.float32()),
+    })
+    loss = np.ones(n) if loss is None else np.asarray(loss, dtype=float)
+    sc_steps = steps if len(loss) == n else np.arange(len(loss))
+    sc = {"step": pa.array(sc_steps, pa.int64()), "time": pa.array(sc_steps.astype(float)),
+          "loss": pa.array(loss, pa.float64())}
+    if lr is not None:
+        sc["lr"] = pa.array(np.broadcast_to(np.asarray(lr, dtype=float), len(sc_steps)), pa.float64())
+    return Run(path="synthetic", meta={"layers": meta_layers, "config": config or {}}, status="finished",
+               scalars=pa.table(sc), layers=layers)
+
+
+def sgd_weights(seed: int, grad: np.ndarray, lr: float, *, w0: float = 5.0, drift: float = 0.5) -> np.ndarray:
+    """Weight norms that plain SGD at ``lr`` could produce: each step changes a
+    module's norm by at most ``drift`` of ``lr x ||g||`` (float32 as recorded)."""
+    rng = np.random.default_rng(seed)
+    step = lr * grad * rng.uniform(-drift, drift, grad.shape)
+    step[0] = 0.0
+    return (w0 * np.exp(rng.normal(0, 0.2, grad.shape[1])) + np.cumsum(step, axis=0)).astype(np.float32)
+
+
+def adam_weights(seed: int, n: int, m: int, lr: float, *, numel: int = 4096, w0: float = 5.0) -> np.ndarray:
+    """Weight norms of an Adam-like run: each element moves by ~lr a step, so a
+    module's norm drifts by a fraction of ``lr x sqrt(numel)`` per step,
+    whatever its gradient."""
+    rng = np.random.default_rng(seed)
+    step = lr * np.sqrt(numel) * rng.normal(0.02, 0.1, (n, m))
+    step[0] = 0.0
+    return (w0 * np.exp(rng.normal(0, 0.2, m)) + np.cumsum(step, axis=0)).astype(np.float32)

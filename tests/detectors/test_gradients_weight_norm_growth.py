@@ -57,7 +57,14 @@ def test_short_runs_say_nothing():
     assert check("weight_norm_growth", with_weights(np.array([1.0, 10, 100, 1000]))) == []
 
 
-def test_a_diverged_run_is_left_to_the_divergence_findings():
+def test_a_run_that_blew_up_into_nan_is_left_to_the_divergence_findings():
     t = np.linspace(0, 1, 200)
-    assert check("weight_norm_growth", with_weights(np.exp(4 * t)), curve="diverged") == []
+    assert check("weight_norm_growth", with_weights(np.exp(4 * t)), curve="diverged", first_nonfinite=200) == []
     assert len(check("weight_norm_growth", with_weights(np.exp(4 * t)), curve="healthy")) == 1
+
+
+def test_a_finite_divergence_driven_by_growing_weights_is_reported():
+    # e.g. negative weight decay: the loss grows without bound but stays finite,
+    # and the weights grow steadily throughout; the growth is the mechanism.
+    t = np.linspace(0, 1, 200)
+    assert len(check("weight_norm_growth", with_weights(np.exp(4 * t)), curve="diverged")) == 1
