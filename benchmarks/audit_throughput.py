@@ -98,6 +98,17 @@ def cpu_now() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def machine_busy() -> float:
+    """CPU seconds all processes on the machine have used (from /proc/stat; 0 elsewhere)."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+    except OSError:
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def worker_cpu(client) -> float:
     """CPU seconds used so far by the Dask worker processes (not their nannies)."""
     import psutil
@@ -107,17 +118,20 @@ def worker_cpu(client) -> float:
 
 
 def measure(label: str, fn, workers: int, cpu=cpu_now) -> dict:
-    cpu0, t0 = cpu(), time.perf_counter()
+    cpu0, busy0, t0 = cpu(), machine_busy(), time.perf_counter()
     result = fn()
     wall, used = time.perf_counter() - t0, cpu() - cpu0
+    # What other jobs took from the machine meanwhile, in cores: the noise this run competed with.
+    others = max(0.0, (machine_busy() - busy0 - used) / wall)
     per_run = sum(r.seconds for r in result.rows)
     per_run_cpu = sum(r.cpu_seconds for r in result.rows)
     out = {"label": label, "runs": len(result.rows), "wall": wall, "runs_per_s": len(result.rows) / wall,
            "overhead_wall": (workers * wall - per_run) / per_run,
            "overhead_cpu": (used - per_run_cpu) / per_run_cpu, "cpu_ms": 1000 * per_run_cpu / len(result.rows),
-           "analysis_ms": 1000 * per_run / len(result.rows), "json": json.dumps(result.to_list())}
+           "analysis_ms": 1000 * per_run / len(result.rows), "json": json.dumps(result.to_list()),
+           "others": others}
     print(f"{label:>10}: {out['runs_per_s']:.1f} runs/s, wall {wall:.1f}s, "
-          f"overhead {out['overhead_wall']:+.1%} (wall)", file=sys.stderr)
+          f"overhead {out['overhead_wall']:+.1%} (wall), other jobs {others:.2f} cores", file=sys.stderr)
     return out
 
 
@@ -167,7 +181,8 @@ def main() -> None:
 
 def render(args, results, large_runs, cluster_start, load_before, load_after, same) -> str:
     med = {k: {f: statistics.median(r[f] for r in v) for f in ("runs_per_s", "wall", "overhead_wall",
-                                                              "analysis_ms")} for k, v in results.items()}
+                                                              "analysis_ms", "others")}
+           for k, v in results.items()}
     cpu_over = {k: statistics.median(r["overhead_cpu"] for r in v) for k, v in results.items()}
     cpu_ms = {k: statistics.median(r["cpu_ms"] for r in v) for k, v in results.items()}
     base = med["1 worker"]["runs_per_s"]
@@ -183,14 +198,24 @@ def render(args, results, large_runs, cluster_start, load_before, load_after, sa
         f"Runs: {args.runs} runs of {args.steps:,} steps (8 layers recorded every 10 steps, an eval every "
         "100 steps; every tenth run diverges to NaN).", "",
         "| configuration | runs/s | wall (s) | speed-up vs 1 worker | per-run load+analysis wall (ms) | "
-        "per-run CPU (ms) | audit overhead (wall) | audit overhead (CPU) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "per-run CPU (ms) | audit overhead (wall) | audit overhead (CPU) | other jobs (cores) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for k, m in med.items():
         lines.append(f"| {k} | {m['runs_per_s']:.1f} | {m['wall']:.1f} | {m['runs_per_s'] / base:.2f}x | "
                      f"{m['analysis_ms']:.1f} | {cpu_ms[k]:.1f} | {m['overhead_wall']:+.1%} | "
-                     f"{cpu_over[k]:+.1%} |")
+                     f"{cpu_over[k]:+.1%} | {m['others']:.2f} |")
     large = statistics.median(r["wall"] for r in large_runs)
+    lines += [
+        "", "Every repeat (runs/s, and the cores other jobs took meanwhile): "
+        + "; ".join(f"{k}: " + ", ".join(f"{r['runs_per_s']:.1f} ({r['others']:.2f})" for r in v)
+                    for k, v in results.items()) + "."]
+    lines += [
+        "", f"CPU-bound speed-up of 2 workers (2 x per-run CPU of 1 worker / per-run CPU of 2 workers, "
+        f"net of the CPU overhead): **{bound:.2f}x**, what the wall-clock speed-up reaches when both "
+        "cores are free; the wall figure above is lower by what the other jobs took (last column). "
+        "All repeats: " + "; ".join(f"{k}: " + ", ".join(f"{r['runs_per_s']:.1f}/s ({r['others']:.2f} "
+                                    "cores taken)" for r in v) for k, v in results.items()) + "."]
     lines += [
         "", f"One large run ({args.large_steps:,} steps, {args.large_steps // 10 * 8:,} layer rows): "
         f"**{large:.2f} s** (median wall, 1 worker, load + analysis + summary).", "",

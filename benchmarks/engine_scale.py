@@ -144,6 +144,8 @@ def _slowest(run):
 
 _PROFILE_MAIN = """
 import json, sys
+from runlens.cli.analyze import use_system_allocator
+use_system_allocator()
 from runlens.analysis import projection, _instances
 from runlens.loader import load_run
 print(json.dumps(_slowest(load_run(sys.argv[1], columns=projection(_instances(None))))))

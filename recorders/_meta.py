@@ -102,7 +102,7 @@ def read_meta(path: Path) -> dict[str, Any]:
     """Load an existing run.json, refusing anything this writer cannot extend."""
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # RecursionError: absurdly nested JSON
         raise UnsupportedRunError(f"{path}: cannot resume: run.json is unreadable ({e})") from e
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise UnsupportedRunError(f"{path}: cannot resume: not a runlens run.json")

@@ -100,7 +100,7 @@ class RunlensCallback(TrainerCallback):
         """Call from an ``except`` around ``trainer.train()`` that does not re-raise: the run ends crashed."""
         if self.recorder is not None:
             self._unhook()
-            self.recorder._crashed(type(exc), exc, exc.__traceback__)
+            self.recorder.record_exception(exc)
             self.recorder = None
 
     # -- one step ------------------------------------------------------------

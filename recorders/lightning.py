@@ -80,7 +80,7 @@ class RunlensCallback(Callback):
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         """Any exception out of ``fit``, a ``KeyboardInterrupt`` included: the run ends ``crashed``."""
         if self.recorder is not None:
-            self.recorder._crashed(type(exception), exception, exception.__traceback__)
+            self.recorder.record_exception(exception)
             self.recorder = None
 
     # -- a training step ---------------------------------------------------

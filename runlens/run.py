@@ -136,22 +136,29 @@ class Run:
         names = self.layer_names()
         steps, row, cols, ok = self._layer_placement()
         raw = t.column(column)
-        vals = np.asarray(pc.cast(raw, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+        vals = _as_float64(raw)
         valid = ~raw.is_null().to_numpy(zero_copy_only=False) if raw.null_count else np.ones(len(vals), bool)
         if ok is not None:
             vals, valid = vals[ok], valid[ok]
-        values = np.full((len(steps), len(names)), np.nan)
-        present = np.zeros((len(steps), len(names)), dtype=bool)
-        values[row, cols] = vals
-        present[row, cols] = valid
+        shape = (len(steps), len(names))
+        if self._cache.get("layer_regular"):
+            # Every step holds every layer in depth order (the recorder's layout): no scatter needed.
+            values, present = vals.reshape(shape), valid.reshape(shape)
+        else:
+            values, present = np.full(shape, np.nan), np.zeros(shape, dtype=bool)
+            values[row, cols] = vals
+            present[row, cols] = valid
         depth_of = {e["name"]: _int_or(e.get("index"), -1) for e in self.layer_info}
         depth = np.array([depth_of.get(n, len(depth_of) + j) for j, n in enumerate(names)], dtype=np.int64)
         result = LayerMatrix(steps=steps, layers=names, depth=depth, values=values, present=present)
         self._cache[key] = result
         return result
 
-    def _layer_placement(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    def _layer_placement(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
         """Where each layers row goes in the dense matrix: (steps, row, col, kept rows or None).
+
+        ``row`` and ``col`` are None for a regular grid (every step holds
+        every layer, in depth order): a reshape places it.
 
         Computed once and shared by every ``layer_matrix`` column. The loader
         sorts layers by step, so unique steps come from one linear pass; a
@@ -185,8 +192,30 @@ class Run:
             steps, row = step[change], np.cumsum(change, dtype=np.int32) - 1
         else:
             steps, row = np.unique(step, return_inverse=True)
-        self._cache["layer_placement"] = (steps, row, cols, ok)
+        n = len(self.layer_names())
+        regular = len(cols) == len(steps) * n and n > 0 and bool(
+            (cols.reshape(-1, n) == np.arange(n)).all()
+            and (row.reshape(-1, n) == np.arange(len(steps))[:, None]).all())
+        self._cache["layer_regular"] = regular
+        # A regular grid is placed by a reshape: the row/column indices need not be kept.
+        self._cache["layer_placement"] = (steps, None, None, ok) if regular else (steps, row, cols, ok)
         return self._cache["layer_placement"]
+
+
+def _as_float64(col: pa.ChunkedArray) -> np.ndarray:
+    """A numeric column as one float64 array, nulls as NaN, filled chunk by chunk.
+
+    Casting the whole column in Arrow first would hold a second full copy
+    of a 10M-row column for a moment, the analysis's largest temporary.
+    """
+    out = np.empty(len(col), dtype=np.float64)
+    pos = 0
+    for chunk in col.chunks:
+        if not pa.types.is_floating(chunk.type):
+            chunk = pc.cast(chunk, pa.float64())
+        out[pos:pos + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+        pos += len(chunk)
+    return out
 
 
 def _basename(path: str) -> str:

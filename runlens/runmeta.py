@@ -34,6 +34,8 @@ def read_meta(root: Path) -> dict[str, Any]:
         meta = json.loads(where.read_text(encoding="utf-8-sig"))  # a BOM some editors add is harmless
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunFormatError(f"{where}: not readable as JSON ({one_line(exc)})") from None
+    except RecursionError:
+        raise RunFormatError(f"{where}: nested too deeply to be a run.json") from None
     if not isinstance(meta, dict):
         raise RunFormatError(f"{where}: not a JSON object")
     if meta.get("format") != fmt.FORMAT:
@@ -45,7 +47,8 @@ def read_meta(root: Path) -> dict[str, Any]:
         raise UnsupportedVersionError(
             f"{where}: format_version {version} is not supported (this runlens reads "
             f"version {fmt.FORMAT_VERSION}); upgrade runlens to read this run")
-    if meta.get("status") not in fmt.RUN_STATUSES:
+    status = meta.get("status")
+    if not isinstance(status, str) or status not in fmt.RUN_STATUSES:
         raise RunFormatError(f"{where}: \"status\" is {meta.get('status')!r}, expected one of "
                              f"{', '.join(sorted(fmt.RUN_STATUSES))}")
     return meta

@@ -95,9 +95,11 @@ def lr_at(run: Run, steps: np.ndarray) -> tuple[np.ndarray | None, str]:
     """The learning rate at ``steps`` and where it came from, or (None, "").
 
     ``scalars.lr`` interpolated linearly; else a constant from run.json
-    ``config`` (``lr`` / ``learning_rate``), which is the base of any
-    schedule: at least the rate actually used, except during a warm-up
-    above it, so an upper estimate stays an upper estimate.
+    ``config`` (``lr`` / ``learning_rate``, at its top level or under
+    ``optimizer``, ``optim``, ``optimizer_params``, ``optimizer_kwargs``):
+    the base rate, which warm-up and decay schedules stay below, so an
+    upper estimate made with it stays an upper estimate (a one-cycle
+    schedule whose peak is set elsewhere is the exception).
     """
     lr = run.column("scalars", "lr")
     if lr is not None:
@@ -107,10 +109,14 @@ def lr_at(run: Run, steps: np.ndarray) -> tuple[np.ndarray | None, str]:
             order = np.argsort(s[ok], kind="stable")
             return np.interp(steps.astype(np.float64), s[ok][order].astype(np.float64),
                              lr[ok][order]), "scalars.lr"
-    for key in ("lr", "learning_rate"):
-        v = run.config.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v >= 0:
-            return np.full(len(steps), float(v)), f"config.{key} (constant: scalars.lr not logged)"
+    cfg = run.config
+    places = [("", cfg)] + [(f"{k}.", cfg[k]) for k in ("optimizer", "optim", "optimizer_params", "optimizer_kwargs")
+                            if isinstance(cfg.get(k), Mapping)]
+    for prefix, where in places:
+        for key in ("lr", "learning_rate"):
+            v = where.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v >= 0:
+                return np.full(len(steps), float(v)), f"config.{prefix}{key} (constant: scalars.lr not logged)"
     return None, ""
 
 

@@ -145,3 +145,80 @@ def test_ranks_scalars_from_the_lowest_rank_layers_lowest_rank_wins(parts):
         assert run.scalars.column("loss").to_pylist() == [float(want_scalars[k]) for k in sorted(want_scalars)]
         keys = sorted(want_layers, key=lambda k: (k[0], LAYERS.index(k[1])))
         assert run.layers.column("grad_norm").to_pylist() == [float(want_layers[k]) for k in keys]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.booleans(), st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3)), max_size=20))
+def test_layer_matrix_matches_a_reference(n_steps, full_grid, holes):
+    """Dense matrix = the (step, layer) cells, NaN/absent elsewhere; regular grids take a fast path."""
+    cells = {(s, layer): float(10 * s + i) for s in range(n_steps) for i, layer in enumerate(LAYERS)}
+    if not full_grid:
+        for s, i in holes:
+            cells.pop((s, LAYERS[i]), None)
+    if not cells:
+        return
+    keys = sorted(cells, key=lambda k: (k[0], LAYERS.index(k[1])))
+    cols = {"step": [k[0] for k in keys], "layer": [k[1] for k in keys],
+            "grad_norm": [cells[k] for k in keys], "weight_norm": [1.0] * len(keys)}
+    with tempfile.TemporaryDirectory() as tmp:
+        run = load_run(write_run(Path(tmp) / "r", run_meta=meta("r", layers=LAYERS), layers=cols))
+    m = run.layer_matrix("grad_norm")
+    assert m.layers == tuple(LAYERS) and m.steps.tolist() == sorted({k[0] for k in keys})
+    for i, s in enumerate(m.steps.tolist()):
+        for j, layer in enumerate(LAYERS):
+            want = cells.get((s, layer))
+            assert m.present[i, j] == (want is not None)
+            assert (np.isnan(m.values[i, j]) if want is None else m.values[i, j] == want)
+    m.values[0, 0] = 1.0  # writable, as the scatter path always was
+
+
+ODDITIES = ("nan_tail", "inf_spike", "constant", "zeros", "negative", "huge", "backwards", "null_grad")
+
+
+@st.composite
+def longer_runs(draw):
+    """Runs long enough to reach every detector's statistics, with oddities injected."""
+    n = draw(st.integers(0, 400))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    odd = draw(st.sets(st.sampled_from(ODDITIES), max_size=3))
+    steps = np.arange(n, dtype=np.int64)
+    loss = np.exp(-steps / max(n / 4, 1)) + rng.normal(0, draw(st.sampled_from([0.0, 0.01, 0.3])), n)
+    grad = np.abs(rng.lognormal(0, draw(st.sampled_from([0.1, 1.0, 3.0])), n))
+    if "constant" in odd:
+        loss[:] = 0.693
+    if "zeros" in odd:
+        grad[:] = 0.0
+    if "negative" in odd:
+        loss -= 10
+    if "huge" in odd:
+        grad *= 1e30
+    if n and "nan_tail" in odd:
+        loss[rng.integers(0, n):] = np.nan
+    if n and "inf_spike" in odd:
+        grad[rng.integers(0, n)] = np.inf
+    if "backwards" in odd:
+        steps = steps[::-1].copy()
+    lsteps = steps[::draw(st.sampled_from([1, 7]))]
+    k = len(lsteps)
+    layer_grad = np.abs(rng.lognormal(0, 1, (k, len(LAYERS)))) * (0 if "zeros" in odd else 1)
+    layers = {"step": np.repeat(lsteps, len(LAYERS)), "layer": LAYERS * k,
+              "grad_norm": layer_grad.ravel(), "weight_norm": np.abs(rng.normal(5, 1, k * len(LAYERS))),
+              "update_norm": np.abs(rng.normal(1e-3, 1e-3, k * len(LAYERS)))}
+    scalars = {"step": steps, "time": steps * 1.0, "loss": loss, "grad_norm": grad, "lr": np.full(n, 1e-3)}
+    if "null_grad" in odd:
+        import pyarrow as pa
+
+        scalars["grad_norm"] = pa.array([None] * n, pa.float64())
+    es = steps[:: max(n // 8, 1)]
+    evals = {"step": es, "time": es * 1.0, "val_loss": loss[: len(es)] * 1.1} if draw(st.booleans()) else None
+    return {"scalars": scalars, "layers": layers if draw(st.booleans()) else None, "evals": evals}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(longer_runs(), st.sampled_from(["finished", "crashed", "killed"]))
+def test_analyze_longer_odd_runs(tabs, status):
+    run = make_run("odd", status=status, layer_names=LAYERS, run_meta=meta("odd", status=status, layers=LAYERS),
+                   **tabs)
+    diagnosis = analyze(run)
+    assert_spec_object(diagnosis.to_dict())
+    assert [(o.code, o.reason) for o in diagnosis.outcomes if o.state == "crashed"] == []

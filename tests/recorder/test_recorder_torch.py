@@ -91,7 +91,6 @@ def test_sampled_update_and_zero_fraction_estimates_are_close(tmp_path, check_ru
         for _ in range(5):
             opt.zero_grad()
             nn.functional.mse_loss(model(x), y).backward()
-            g = model[2].weight.grad  # 256 elements: sampled exactly
             before = model[0].weight.detach().clone()
             zero = (model[0].weight.grad == 0).float().mean().item()
             opt.step()
@@ -103,7 +102,6 @@ def test_sampled_update_and_zero_fraction_estimates_are_close(tmp_path, check_ru
         row = rows[(step, "0.weight")]  # 65,536 elements: estimated from 4,096
         assert row["update_norm"] == pytest.approx(update, rel=0.05)
         assert row["grad_zero_frac"] == pytest.approx(zero, abs=0.05)  # 1,024-element sample
-    assert g is not None
 
 
 class Reversed(nn.Module):

@@ -20,16 +20,20 @@ import sys
 import time
 
 
-def _install_pause(kind: str, marker: str) -> None:
+def _install_pause(kind: str, marker: str, nth: int) -> None:
     real_replace = os.replace
+    seen = 0
 
     def stalling_replace(src, dst, *args, **kwargs):
+        nonlocal seen
         name = os.path.basename(os.fspath(src))
         is_part = name.startswith(".tmp-r")
         if (kind == "replace-part" and is_part) or (kind == "replace-meta" and not is_part):
-            with open(marker, "a") as f:
-                f.write(f"{name}\n")
-            time.sleep(0.5)  # the parent kills us here, the temp file fully written, not yet renamed
+            seen += 1
+            if seen == nth:
+                with open(marker, "a") as f:
+                    f.write(f"{name}\n")
+                time.sleep(30)  # the parent kills us here: temp file fully written, not yet renamed
         return real_replace(src, dst, *args, **kwargs)
 
     os.replace = stalling_replace
@@ -64,6 +68,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--layers-every", type=int, default=1)
     p.add_argument("--pause-in", choices=["replace-part", "replace-meta"])
     p.add_argument("--marker")
+    p.add_argument("--pause-at", type=int, default=1, help="stall at the N-th matching rename")
     p.add_argument("--step-sleep", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--slow-io", type=float, default=0.0, help="seconds added to every rename")
@@ -85,7 +90,7 @@ def main(argv: list[str]) -> int:
     x = torch.randn(256, 16)
     y = (x[:, :4].argmax(dim=1))
     if args.pause_in:
-        _install_pause(args.pause_in, args.marker)
+        _install_pause(args.pause_in, args.marker, args.pause_at)
     step_times: list[float] = []
     fd = os.open(args.progress, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     with Recorder(args.run_dir, model, opt, config={"campaign": True}, seed=args.seed,

@@ -43,16 +43,15 @@ def kill_trial(workdir: Path, rng: random.Random, mode: str) -> KillTrial:
     args = ["--flush-every", str(flush_every), "--flush-seconds", str(flush_seconds),
             "--layers-every", str(rng.choice([1, 3])), "--seed", str(rng.randrange(1000))]
     if mode != "random":
-        args += ["--pause-in", mode, "--marker", str(marker)]
+        # a random window, so kills land early and late in the run
+        args += ["--pause-in", mode, "--marker", str(marker), "--pause-at", str(rng.randint(1, 30 if mode == "replace-part" else 3))]
     proc = h.start_child(run, progress, *args)
     try:
         started = h.wait_for(lambda: len(h.progress_steps(progress)) > 0 or proc.poll() is not None, 120)
         if mode == "random":
             h.wait_for(lambda: proc.poll() is not None, rng.uniform(0.0, 1.5))
         else:
-            # skip a random number of windows so kills land early and late in the run
-            target = rng.randint(1, 30)
-            h.wait_for(lambda: _lines(marker) >= target or proc.poll() is not None, 120)
+            h.wait_for(lambda: _lines(marker) >= 1 or proc.poll() is not None, 120)
     finally:
         h.sigkill(proc)
     if not started:
