@@ -33,6 +33,38 @@ def start_child(run_dir: Path, progress: Path, *extra: str, preexec=None) -> sub
                             preexec_fn=preexec)
 
 
+class Forked:
+    """A training child forked by the zygote: poll and kill it by pid."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return 0  # gone; the zygote reaped it, so its status is not ours to read
+        return None
+
+
+class Zygote:
+    """``with Zygote() as z: child = z.spawn(args)``: trainers without a torch import each."""
+
+    def __enter__(self) -> "Zygote":
+        self.proc = subprocess.Popen([sys.executable, str(CHILD.with_name("_zygote.py"))], env=child_env(),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        return self
+
+    def spawn(self, run_dir: Path, progress: Path, *extra: str) -> Forked:
+        self.proc.stdin.write(json.dumps([str(run_dir), str(progress), *extra]) + "\n")
+        self.proc.stdin.flush()
+        return Forked(int(self.proc.stdout.readline()))
+
+    def __exit__(self, *exc) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
 def progress_steps(progress: Path) -> list[int]:
     """Steps the child reported as handed to the recorder (complete lines only)."""
     if not progress.exists():
@@ -51,10 +83,17 @@ def wait_for(predicate, timeout: float, interval: float = 0.01) -> bool:
     return False
 
 
-def sigkill(proc: subprocess.Popen) -> None:
+def sigkill(proc) -> None:
+    """SIGKILL a child (a Popen or a Forked one) and wait until it is gone."""
     if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if isinstance(proc, subprocess.Popen):
+        proc.communicate(timeout=30)
+    else:
+        wait_for(lambda: proc.poll() is not None, 30)
 
 
 def _load_checker():

@@ -32,9 +32,10 @@ class KillTrial:
     run_json_valid: bool
     format_ok: bool
     detail: str = ""
+    before_first_meta: bool = False  # killed inside the very first run.json write: no run yet, nothing lost
 
 
-def kill_trial(workdir: Path, rng: random.Random, mode: str) -> KillTrial:
+def kill_trial(workdir: Path, rng: random.Random, mode: str, zygote: h.Zygote) -> KillTrial:
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     run, progress, marker = workdir / "run", workdir / "progress", workdir / "marker"
@@ -44,10 +45,12 @@ def kill_trial(workdir: Path, rng: random.Random, mode: str) -> KillTrial:
             "--layers-every", str(rng.choice([1, 3])), "--seed", str(rng.randrange(1000))]
     if mode != "random":
         # a random window, so kills land early and late in the run
-        args += ["--pause-in", mode, "--marker", str(marker), "--pause-at", str(rng.randint(1, 30 if mode == "replace-part" else 3))]
-    proc = h.start_child(run, progress, *args)
+        args += ["--pause-in", mode, "--marker", str(marker), "--pause-at", str(rng.randint(1, 30 if mode == "replace-part" else 6))]
+    proc = zygote.spawn(run, progress, *args)
     try:
-        started = h.wait_for(lambda: len(h.progress_steps(progress)) > 0 or proc.poll() is not None, 120)
+        # a stall in the very first run.json write comes before any step
+        started = h.wait_for(lambda: len(h.progress_steps(progress)) > 0 or _lines(marker) >= 1
+                             or proc.poll() is not None, 120)
         if mode == "random":
             h.wait_for(lambda: proc.poll() is not None, rng.uniform(0.0, 1.5))
         else:
@@ -65,6 +68,8 @@ def _lines(path: Path) -> int:
 
 def _verify(run: Path, progress: Path, mode: str, flush_every: int) -> KillTrial:
     handed = h.progress_steps(progress)
+    if not (run / "run.json").exists() and not handed and not h.unreadable_parts(run):
+        return KillTrial(mode, flush_every, 0, 0, True, 0, 0, True, True, "", before_first_meta=True)
     bad_parts = h.unreadable_parts(run)
     json_ok = h.run_json_valid(run)
     problems = h.format_problems(run) if (run / "run.json").exists() else ["no run.json"]
@@ -85,10 +90,11 @@ def _verify(run: Path, progress: Path, mode: str, flush_every: int) -> KillTrial
 def campaign(workdir: Path, trials: int, seed: int = 0) -> list[KillTrial]:
     rng = random.Random(seed)
     results = []
-    for i in range(trials):
-        mode = MODES[i % len(MODES)]
-        results.append(kill_trial(workdir / f"t{i:04d}", rng, mode))
-        shutil.rmtree(workdir / f"t{i:04d}", ignore_errors=True)
+    with h.Zygote() as zygote:
+        for i in range(trials):
+            mode = MODES[i % len(MODES)]
+            results.append(kill_trial(workdir / f"t{i:04d}", rng, mode, zygote))
+            shutil.rmtree(workdir / f"t{i:04d}", ignore_errors=True)
     return results
 
 
@@ -98,6 +104,8 @@ def figures(results: list[KillTrial]) -> dict[str, object]:
         "kills": n,
         "kills during a part rename window": sum(r.mode == "replace-part" for r in results),
         "kills during a run.json rewrite window": sum(r.mode == "replace-meta" for r in results),
+        "kills inside the very first run.json write (no run yet, no step lost)":
+            sum(r.before_first_meta for r in results),
         "runs readable (must be all)": f"{sum(r.readable for r in results)} / {n}",
         "runs conforming to format v1": f"{sum(r.format_ok for r in results)} / {n}",
         "parts unreadable (must be 0)": sum(r.unreadable_parts for r in results),
