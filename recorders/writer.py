@@ -256,6 +256,11 @@ class RunWriter:
                 return
             self._in_flush = True
             try:
+                if self._meta_written > 0 and not self._meta_path.exists():
+                    # The run directory (or its run.json) was removed under a live run: keep
+                    # recording into a new one, but say so: what was flushed before is gone.
+                    self._warn_once("vanished", f"runlens: {self._meta_path} was removed while "
+                                    "recording; writing it anew, rows flushed before are lost")
                 self._since_flush = 0
                 self._last_flush = time.monotonic()
                 ok = all([self._flush_rows(t) for t in ("scalars", "evals", "events")]

@@ -23,7 +23,6 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ import numpy as np
 from .discover import file_url_path, is_url, url_filesystem
 from .errors import RunlensError
 from .findings import STATUSES, Finding
+from .runmeta import parse_time
 
 # Baselines read in this process, by path (and the projection, by key): computed once per worker.
 _CACHE: dict[Any, Any] = {}
@@ -188,24 +188,14 @@ def summarize(run) -> dict[str, Any]:
 
 def _duration(run) -> float | None:
     meta = run.meta
-    start = _timestamp(meta.get("started_at"))
-    end = _timestamp(meta.get("ended_at")) or _timestamp(meta.get("heartbeat_at"))
+    start = parse_time(meta.get("started_at"))
+    end = parse_time(meta.get("ended_at")) or parse_time(meta.get("heartbeat_at"))
     if start is not None and end is not None and end >= start:
         return end - start
     times = run.column("scalars", "time")
     if times is not None and np.isfinite(times).sum() >= 2:
         return float(np.nanmax(times) - np.nanmin(times))
     return None
-
-
-def _timestamp(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return stamp.timestamp() if stamp.tzinfo is not None else None
 
 
 # -- errors and reports -----------------------------------------------------

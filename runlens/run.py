@@ -7,8 +7,9 @@ not loaded); the accessors below hand detectors numpy arrays.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import SEVERITIES, CurveVerdict, Finding
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 DOC_SECTIONS = ("What it detects", "Why it matters", "How it decides", "What to try", "Parameters")
 _CODE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
-REGISTRY: dict[str, type["Detector"]] = {}
+REGISTRY: dict[str, type[Detector]] = {}
 
 
 class Skip(Exception):
@@ -69,7 +70,7 @@ class Detector:
     title: ClassVar[str] = ""
     needs: ClassVar[Needs] = Needs()
 
-    def check(self, run: "Run", ctx: Context) -> Iterable[Finding]:
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         raise NotImplementedError
 
     def finding(self, title: str, *, severity: str | None = None, step: int | None = None,

@@ -51,7 +51,10 @@ class LearningRateTooHigh(Detector):
         Without per-layer update norms an ``unstable`` curve still fires, as
         a warning that says the step size was not measured (an unstable
         finite curve is, in practice, a learning rate too high); a
-        ``diverged`` curve alone does not (it could be a numerical bug).
+        ``diverged`` curve fires (error) only if the global gradient norm grew
+        ``min_explosion`` times (100x) above its early median before the loss
+        diverged: an explosion, which steps too large cause, rather than a
+        numerical bug.
 
     What to try:
         Lower the learning rate (3-10x at a time, or run a learning-rate
@@ -61,17 +64,22 @@ class LearningRateTooHigh(Detector):
     Parameters:
         min_update_ratio: median update/weight ratio above which steps count
         as too large (1e-2). healthy_growth: growth of the gradient norm just
-        before a NaN below which the NaN is numerical (3.0).
+        before a NaN below which the NaN is numerical (3.0). min_explosion:
+        growth of the gradient norm over its early median that counts as an
+        explosion when update norms were not recorded (100.0).
     """
 
     code = "learning_rate_too_high"
     severity = "warning"
     title = "Learning rate too high"
-    needs = Needs(scalars=("loss", "lr"), layers=("weight_norm", "update_norm"), requires=("scalars.loss",))
+    needs = Needs(scalars=("loss", "lr", "grad_norm"), layers=("weight_norm", "update_norm", "grad_norm"),
+                  requires=("scalars.loss",))
 
-    def __init__(self, *, min_update_ratio: float = 1e-2, healthy_growth: float = 3.0) -> None:
+    def __init__(self, *, min_update_ratio: float = 1e-2, healthy_growth: float = 3.0,
+                 min_explosion: float = 100.0) -> None:
         self.min_update_ratio = min_update_ratio
         self.healthy_growth = healthy_growth
+        self.min_explosion = min_explosion
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         label = ctx.curve.label if ctx.curve is not None else None
@@ -86,8 +94,7 @@ class LearningRateTooHigh(Detector):
         wts = module_matrix(run, "weight_norm", ctx)
         if upd is None or wts is None or upd.values.shape != wts.values.shape or upd.values.shape[0] == 0:
             if label != "unstable":
-                raise Skip("needs per-layer update and weight norms to tell a too-high learning rate "
-                           "from a numerical NaN")
+                return self._explosion_without_updates(run, ctx, lr_med)
             return [self.finding(
                 "the loss is unstable (update sizes not recorded, so the step size is not measured)",
                 evidence={"curve": label, "lr_median": lr_med, "median_update_ratio": None},
@@ -110,6 +117,37 @@ class LearningRateTooHigh(Detector):
             evidence={"curve": label, "median_update_ratio": median_ratio,
                       "largest_update_ratios": {upd.modules[j]: float(per_module[j]) for j in top},
                       "lr_median": lr_med, "min_update_ratio": self.min_update_ratio},
+            advice=ADVICE)]
+
+    def _explosion_without_updates(self, run: Run, ctx: Context, lr_med: float | None) -> list[Finding]:
+        """A diverged run without update norms: fire only on a gradient explosion before it.
+
+        A gradient norm that grew ``min_explosion`` times above its early level
+        before the loss diverged is what steps too large produce; without that
+        (or without a logged gradient norm) a too-high learning rate cannot be
+        told from a numerical bug, and the detector says nothing.
+        """
+        found = global_grad_norm(run)
+        if found is None:
+            raise Skip("needs per-layer update norms or a gradient norm to tell a too-high learning "
+                       "rate from a numerical NaN")
+        steps, norms, _ = found
+        end = ctx.first_nonfinite_step
+        norms = norms[steps < end] if end is not None else norms
+        norms = norms[np.isfinite(norms)]
+        if norms.size < 10:
+            return []
+        early = float(np.median(norms[: max(5, norms.size // 10)]))
+        peak = float(np.max(norms))
+        if not (early > 0 and peak >= self.min_explosion * early):
+            return []
+        growth = float(np.log10(peak / early))
+        return [self.finding(
+            f"the loss diverged after the gradient norm grew {growth:.1f} decades (>= "
+            f"{np.log10(self.min_explosion):.0f}); update sizes were not recorded, so the step size "
+            "is inferred, not measured", severity="error",
+            evidence={"curve": "diverged", "grad_norm_early_median": early, "grad_norm_peak": peak,
+                      "growth_decades": growth, "lr_median": lr_med, "median_update_ratio": None},
             advice=ADVICE)]
 
     def _numerical(self, run: Run, ctx: Context) -> bool:

@@ -50,7 +50,7 @@ class Forked:
 class Zygote:
     """``with Zygote() as z: child = z.spawn(args)``: trainers without a torch import each."""
 
-    def __enter__(self) -> "Zygote":
+    def __enter__(self) -> Zygote:
         self.proc = subprocess.Popen([sys.executable, str(CHILD.with_name("_zygote.py"))], env=child_env(),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         return self

@@ -16,9 +16,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import _train_child  # noqa: E402
 import torch  # noqa: E402,F401 - the point: imported once, before any fork
 
-import _train_child  # noqa: E402
 import recorders.torch  # noqa: E402,F401
 
 torch.set_num_threads(1)

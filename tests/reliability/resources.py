@@ -78,9 +78,9 @@ def audit_handles(workdir: Path, n: int, fd_limit: int = 256) -> HandlesResult:
     tree = workdir / "tree"
     if not tree.exists():
         tiny_run_tree(tree, n)
-    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({0}, {0}));"
+    code = (f"import resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({fd_limit}, {fd_limit}));"
             "from runlens.cli import main; sys.argv=['runlens','audit',sys.argv[1],'--format','json',"
-            "'--workers','2','--quiet','--fail-on','never']; main()").format(fd_limit)
+            "'--workers','2','--quiet','--fail-on','never']; main()")
     proc = subprocess.run([sys.executable, "-c", code, str(tree)], env=h.child_env(),
                           capture_output=True, text=True, timeout=1800)
     rows = 0

@@ -38,6 +38,7 @@ def test_faults_never_stop_training(tmp_path, scenario):
     if scenario == "disk_full":
         assert result.warnings >= 1, "a failing write must be reported"
     if scenario == "deleted":
+        assert result.warnings >= 1, "a vanished run directory must be reported"
         # the rows recorded after the deletion are kept (those before went with the directory)
         assert result.rows_on_disk >= result.steps - result.steps // 3 - 10
     if scenario == "disk_full":
