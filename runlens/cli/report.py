@@ -15,7 +15,10 @@ from ..errors import UsageError
               show_default=True, help="directory to write the reports into")
 @click.option("--format", "fmt", type=click.Choice(["html", "md", "both"]), default="both",
               show_default=True, help="which reports to write")
-def report(runs: tuple[str, ...], out_dir: str, fmt: str) -> None:
+@click.option("--docs-url", default="", metavar="URL",
+              help="prefix for links to the detector reference in the Markdown report, e.g. "
+                   "https://github.com/ORG/runlens/blob/main/ (relative links do not resolve in a PR comment)")
+def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str) -> None:
     """Write a report for each run directory RUN (an index.html too when there are several)."""
     from ..analysis import analyze
     from ..loader import load_run
@@ -31,7 +34,7 @@ def report(runs: tuple[str, ...], out_dir: str, fmt: str) -> None:
         # Every column, not the detectors' projection: the charts draw more than they test.
         diagnosis = analyze(load_run(path))
         stem = _unique(report_stem(diagnosis.run.name), stems)
-        for written in write_reports(diagnosis, out_dir, formats, stem=stem):
+        for written in write_reports(diagnosis, out_dir, formats, stem=stem, docs_base=docs_url):
             click.echo(str(written))
         entries.append((diagnosis, f"{stem}.html" if "html" in formats else None))
     if len(entries) > 1 and "html" in formats:

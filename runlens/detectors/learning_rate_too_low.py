@@ -123,12 +123,15 @@ class LearningRateTooLow(Detector):
             return []
         lr = run.column("scalars", "lr")
         lr_med = float(np.nanmedian(lr)) if lr is not None and np.isfinite(lr).any() else None
-        moved = "n/a" if drop is None else f"{drop:.1%}"
+        if drop is None:
+            moved = "moved by an unknown amount"
+        else:
+            moved = f"fell {drop:.1%}" if drop >= 0 else f"rose {-drop:.1%}"
         if not falling:
             moved += " (no significant downward trend)"
         return [self.finding(
             f"updates are tiny relative to the weights (median update/weight {median_ratio:.1e} < "
-            f"{self.max_update_ratio:.0e}{_HOW.get(ratios.source, '')}) while the loss fell {moved}",
+            f"{self.max_update_ratio:.0e}{_HOW.get(ratios.source, '')}) while the loss {moved}",
             evidence={
                 "median_update_ratio": median_ratio,
                 "update_ratio_range": [float(np.nanmin(per_layer)), float(np.nanmax(per_layer))],

@@ -18,9 +18,11 @@ def report_stem(name: str) -> str:
 
 
 def write_reports(diagnosis: Any, out_dir: str | os.PathLike[str], formats: Iterable[str] = FORMATS,
-                  *, stem: str | None = None) -> list[Path]:
+                  *, stem: str | None = None, docs_base: str = "") -> list[Path]:
     """Write ``<stem>.html`` and/or ``<stem>.md`` for one diagnosis into
-    ``out_dir`` (created if needed); returns the paths written.
+    ``out_dir`` (created if needed); returns the paths written. ``docs_base``
+    prefixes the Markdown report's links to the detector reference (a PR
+    comment has no repository-relative links).
 
     Files are written to a temporary name and renamed, so a reader (a CI job
     uploading artifacts) never sees half a report.
@@ -40,7 +42,7 @@ def write_reports(diagnosis: Any, out_dir: str | os.PathLike[str], formats: Iter
     if "md" in formats:
         from .markdown import render_markdown
 
-        written.append(_write(out / f"{stem}.md", render_markdown(diagnosis)))
+        written.append(_write(out / f"{stem}.md", render_markdown(diagnosis, docs_base=docs_base)))
     return written
 
 

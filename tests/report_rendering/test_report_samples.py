@@ -61,6 +61,17 @@ def test_cli_markdown_only_and_duplicate_names(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{SAMPLES[0].name}-2.md", f"{SAMPLES[0].name}.md"]
 
 
+def test_cli_docs_url_makes_reference_links_absolute(tmp_path):
+    run = ROOT / "sample_runs" / "lr_too_low"
+    base = "https://example.org/runlens/blob/main/"
+    result = CliRunner().invoke(main, ["report", str(run), "-o", str(tmp_path), "--format", "md",
+                                       "--docs-url", base])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "lr_too_low.md").read_text()
+    assert f"]({base}docs/detectors.md#learning_rate_too_low)" in text
+    assert "](docs/detectors.md" not in text
+
+
 @pytest.mark.parametrize("bad", ["missing-dir", "not-a-run"])
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, bad):
     target = tmp_path / bad
