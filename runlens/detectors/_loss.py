@@ -23,22 +23,19 @@ def training_loss(run: Run) -> tuple[np.ndarray, np.ndarray, int | None]:
     if loss is None:
         return np.empty(0, np.int64), np.empty(0), None
     steps = run.steps("scalars")
+    skipped = run.column("scalars", "step_skipped")
     raw = run.scalars.column("loss")
     if raw.null_count:
         # a null loss is a step whose loss was not logged, not a NaN: nonfinite_loss agrees
         logged = ~raw.is_null().to_numpy(zero_copy_only=False)
         steps, loss = steps[logged], loss[logged]
-        skipped_all = run.column("scalars", "step_skipped")
-        skipped_all = None if skipped_all is None else skipped_all[logged]
-    else:
-        skipped_all = run.column("scalars", "step_skipped")
+        skipped = None if skipped is None else skipped[logged]
     if steps.size > 1 and np.any(np.diff(steps) < 0):
         order = np.argsort(steps, kind="stable")
         steps, loss = steps[order], loss[order]
     else:
         order = None
     bad = ~np.isfinite(loss)
-    skipped = skipped_all
     if skipped is not None and bad.any():
         skipped = skipped if order is None else skipped[order]
         drop = bad & (skipped == 1)
