@@ -102,7 +102,7 @@ print(json.dumps({"seconds": dt, "peak_mb": resource.getrusage(resource.RUSAGE_S
 ANALYZE = """
 import contextlib, io, json, resource, sys, time, psutil
 from runlens.cli import main
-import runlens.analysis, runlens.curve, runlens.render.text  # imports are not the analysis
+import runlens.analysis, runlens.detectors.curve, runlens.render.text  # imports are not the analysis
 base = psutil.Process().memory_info().rss / 2**20
 out = io.StringIO()
 t0 = time.perf_counter()
@@ -119,8 +119,8 @@ SPLIT = """
 import json, sys, time
 from runlens.cli.analyze import use_system_allocator
 from runlens.analysis import analyze, projection, _instances
-from runlens.loader import load_run
-import runlens.curve
+from runlens.io.loader import load_run
+import runlens.detectors.curve
 use_system_allocator()
 t0 = time.perf_counter()
 run = load_run(sys.argv[1], columns=projection(_instances(None)))
@@ -147,7 +147,7 @@ import json, sys
 from runlens.cli.analyze import use_system_allocator
 use_system_allocator()
 from runlens.analysis import projection, _instances
-from runlens.loader import load_run
+from runlens.io.loader import load_run
 print(json.dumps(_slowest(load_run(sys.argv[1], columns=projection(_instances(None))))))
 """
 

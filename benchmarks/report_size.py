@@ -34,7 +34,7 @@ from engine_scale import DATA, generate  # noqa: E402
 from report_browser import Browser  # noqa: E402
 
 from runlens.analysis import analyze  # noqa: E402
-from runlens.loader import load_run  # noqa: E402
+from runlens.io.loader import load_run  # noqa: E402
 from runlens.render.html import render_html  # noqa: E402
 from runlens.render.markdown import render_markdown  # noqa: E402
 

@@ -140,7 +140,7 @@ def check_against_tensorboard(workdir: Path) -> None:
     """The generator's bytes pass TensorBoard's CRC checks and read back the same as ours."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from runlens.importers.tensorboard import read
+    from runlens.io.importers.tensorboard import read
 
     small = workdir / "check" / "events.out.tfevents.check"
     generate(small, 300, 7, seed=1)
@@ -172,14 +172,14 @@ def ea_load(path: Path) -> int:
 
 
 def ours_read(path: Path) -> int:
-    from runlens.importers.tensorboard import read
+    from runlens.io.importers.tensorboard import read
 
     imp = read(path)
     return sum(len(s.values) for s in (*imp.train.values(), *imp.evals.values()))
 
 
 def ours_import(path: Path, out: Path) -> None:
-    from runlens.importers import import_run
+    from runlens.io.importers import import_run
 
     shutil.rmtree(out, ignore_errors=True)
     import_run("tensorboard", path, out)

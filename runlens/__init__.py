@@ -16,27 +16,33 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .analysis import analyze
-    from .errors import ImportFailedError, RunFormatError, RunlensError, UnsupportedVersionError, UsageError
-    from .findings import CurveVerdict, DetectorOutcome, Diagnosis, Finding
-    from .loader import load_run
-    from .run import LayerMatrix, Run
+    from runlens.analysis import analyze
+    from runlens.diagnosis import CurveVerdict, DetectorOutcome, Diagnosis, Finding
+    from runlens.errors import (
+        ImportFailedError,
+        RunFormatError,
+        RunlensError,
+        UnsupportedVersionError,
+        UsageError,
+    )
+    from runlens.io.loader import load_run
+    from runlens.io.run import LayerMatrix, Run
 
 # public name -> module that defines it
 _EXPORTS = {
-    "CurveVerdict": "runlens.findings",
-    "DetectorOutcome": "runlens.findings",
-    "Diagnosis": "runlens.findings",
-    "Finding": "runlens.findings",
+    "CurveVerdict": "runlens.diagnosis",
+    "DetectorOutcome": "runlens.diagnosis",
+    "Diagnosis": "runlens.diagnosis",
+    "Finding": "runlens.diagnosis",
     "ImportFailedError": "runlens.errors",
-    "LayerMatrix": "runlens.run",
-    "Run": "runlens.run",
+    "LayerMatrix": "runlens.io.run",
+    "Run": "runlens.io.run",
     "RunFormatError": "runlens.errors",
     "RunlensError": "runlens.errors",
     "UnsupportedVersionError": "runlens.errors",
     "UsageError": "runlens.errors",
     "analyze": "runlens.analysis",
-    "load_run": "runlens.loader",
+    "load_run": "runlens.io.loader",
 }
 
 __all__ = [

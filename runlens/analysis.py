@@ -20,13 +20,13 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .detectors import REGISTRY, Context, Detector, Needs, Skip
-from .detectors._nonfinite import nonfinite_mask
-from .errors import UsageError
-from .findings import SEVERITY_RANK, CurveVerdict, DetectorOutcome, Diagnosis, Finding
-from .loader import load_run
-from .run import Run
-from .runmeta import one_line
+from runlens.detectors import REGISTRY, Context, Detector, Needs, Skip
+from runlens.detectors._nonfinite import nonfinite_mask
+from runlens.diagnosis import SEVERITY_RANK, CurveVerdict, DetectorOutcome, Diagnosis, Finding
+from runlens.errors import UsageError
+from runlens.io.loader import load_run
+from runlens.io.run import Run
+from runlens.io.runmeta import one_line
 
 # What the context and the curve classifier read, whatever detectors run.
 BASE_NEEDS = Needs(scalars=("loss", "grad_norm", "lr", "step_skipped"), evals=("val_loss",))
@@ -119,7 +119,7 @@ def _instances(detectors: Iterable[str | Detector] | None) -> list[Detector]:
 
 def _curve_module():
     try:
-        from . import curve
+        from runlens.detectors import curve
     except ImportError:
         return None
     return curve if callable(getattr(curve, "classify", None)) else None

@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from ..errors import RunlensError
+from runlens.errors import RunlensError
 
 # name -> "module:attribute"; the module is imported on first use.
 COMMANDS = {

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from ..findings import SEVERITY_RANK
+from runlens.diagnosis import SEVERITY_RANK
 
 FAIL_LEVELS = ("error", "warning", "info", "never")
 
@@ -21,14 +21,14 @@ FAIL_LEVELS = ("error", "warning", "info", "never")
               help="exit 1 when a finding at least this severe is present")
 def analyze(run: str, fmt: str, fail_on: str) -> None:
     """Diagnose the run directory RUN (or a log another tool wrote)."""
-    from ..analysis import analyze as run_analysis
+    from runlens.analysis import analyze as run_analysis
 
     use_system_allocator()
     diagnosis = run_analysis(run)
     if fmt == "json":
         click.echo(to_json(diagnosis))
     else:
-        from ..render.text import render
+        from runlens.render.text import render
 
         click.echo(render(diagnosis), nl=False)
     if fail_on != "never" and any(SEVERITY_RANK[f.severity] <= SEVERITY_RANK[fail_on]

@@ -14,7 +14,7 @@ import time
 
 import click
 
-from ..audit import FAIL_ON
+from runlens.audit import FAIL_ON
 
 FORMATS = ("text", "json", "md", "html", "csv", "junit")
 
@@ -35,7 +35,7 @@ FORMATS = ("text", "json", "md", "html", "csv", "junit")
 def audit(paths: tuple[str, ...], fmt: str, output: str | None, fail_on: str, workers: int | None,
           scheduler: str | None, reports_dir: str | None, baseline: str | None, quiet: bool) -> None:
     """Find every run below PATH... (run directories, filesystem URLs) and rank them, worst first."""
-    from ..audit import audit as run_audit
+    from runlens.audit import audit as run_audit
 
     bar = Progress(enabled=not quiet and sys.stderr.isatty())
     result = run_audit(paths, workers=workers, scheduler=scheduler, baseline=baseline,
@@ -48,7 +48,7 @@ def audit(paths: tuple[str, ...], fmt: str, output: str | None, fail_on: str, wo
     else:
         click.echo(text, nl=False)
     if not quiet:
-        from ..render.audit_cells import summary
+        from runlens.render.audit_cells import summary
 
         click.echo(f"runlens: {summary(result)} ({result.wall_seconds:.1f}s, {result.backend}, "
                    f"{result.workers} worker{'s' if result.workers != 1 else ''})", err=True)
@@ -58,26 +58,26 @@ def audit(paths: tuple[str, ...], fmt: str, output: str | None, fail_on: str, wo
 def render(result, fmt: str, *, fail_on: str = "error", reports_base: str | None = None) -> str:
     """The summary in ``fmt``."""
     if fmt == "json":
-        from ..render.audit_json import render_audit_json
+        from runlens.render.audit_json import render_audit_json
 
         return render_audit_json(result)
     if fmt == "csv":
-        from ..render.audit_csv import render_audit_csv
+        from runlens.render.audit_csv import render_audit_csv
 
         return render_audit_csv(result)
     if fmt == "junit":
-        from ..render.audit_junit import render_audit_junit
+        from runlens.render.audit_junit import render_audit_junit
 
         return render_audit_junit(result, fail_on=fail_on)
     if fmt == "md":
-        from ..render.audit_markdown import render_audit_markdown
+        from runlens.render.audit_markdown import render_audit_markdown
 
         return render_audit_markdown(result, reports_base=reports_base)
     if fmt == "html":
-        from ..render.audit_html import render_audit_html
+        from runlens.render.audit_html import render_audit_html
 
         return render_audit_html(result, reports_base=reports_base)
-    from ..render.audit_text import render_audit_text
+    from runlens.render.audit_text import render_audit_text
 
     return render_audit_text(result)
 

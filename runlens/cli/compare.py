@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from ..audit import FAIL_ON
+from runlens.audit import FAIL_ON
 
 
 @click.command()
@@ -23,8 +23,8 @@ from ..audit import FAIL_ON
               help="exit 1 when a regression at least this severe is found")
 def compare(run: str, baseline: str, fmt: str, output: str | None, fail_on: str) -> None:
     """Compare RUN with the baseline run BASE, aligned by step."""
-    from ..compare import compare_runs
-    from ..render.compare_render import RENDERERS
+    from runlens.compare import compare_runs
+    from runlens.render.compare_render import RENDERERS
 
     result = compare_runs(run, baseline)
     text = RENDERERS[fmt](result)

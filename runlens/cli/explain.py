@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from ..errors import UsageError
+from runlens.errors import UsageError
 
 
 @click.command()
 @click.argument("code", required=False)
 def explain(code: str | None) -> None:
     """Explain finding CODE (or ``curve``); without CODE, list every code."""
-    from ..docs_reference import documented, explain_text
+    from runlens.detectors.catalog import documented, explain_text
 
     docs = documented()
     if code is None:

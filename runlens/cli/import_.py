@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..importers import KINDS
+from runlens.io.importers import KINDS
 
 
 @click.command(name="import")
@@ -33,8 +33,8 @@ def import_cmd(kind: str, source: str, out_run: str, loss_tag: str | None, val_l
 
     Options that KIND does not use are refused rather than ignored.
     """
-    from ..errors import UsageError
-    from ..importers import import_run
+    from runlens.errors import UsageError
+    from runlens.io.importers import import_run
 
     by_kind = {
         "tensorboard": dict(loss_tag=loss_tag, val_loss_tag=val_loss_tag, lr_tag=lr_tag,

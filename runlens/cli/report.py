@@ -6,7 +6,7 @@ import os
 
 import click
 
-from ..errors import UsageError
+from runlens.errors import UsageError
 
 
 @click.command()
@@ -20,9 +20,9 @@ from ..errors import UsageError
                    "https://github.com/ORG/runlens/blob/main/ (relative links do not resolve in a PR comment)")
 def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str) -> None:
     """Write a report for each run directory RUN (an index.html too when there are several)."""
-    from ..analysis import analyze
-    from ..loader import load_run
-    from ..render.write import report_stem, write_index, write_reports
+    from runlens.analysis import analyze
+    from runlens.io.loader import load_run
+    from runlens.render.write import report_stem, write_index, write_reports
 
     formats = ("html", "md") if fmt == "both" else (fmt,)
     for path in runs:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ._base import REGISTRY, Context, Detector, Needs, Skip, register
+from runlens.detectors._base import REGISTRY, Context, Detector, Needs, Skip, register
 
 for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     importlib.import_module(f"{__name__}.{_mod}")

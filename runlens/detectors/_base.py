@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import SEVERITIES, CurveVerdict, Finding
+from runlens.diagnosis import SEVERITIES, CurveVerdict, Finding
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 DOC_SECTIONS = ("What it detects", "Why it matters", "How it decides", "What to try", "Parameters")
 _CODE_RE = re.compile(r"^[a-z][a-z0-9_]*$")

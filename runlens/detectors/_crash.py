@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .. import crash
-from ..findings import Finding
-from ._base import Context, Detector, Needs
+from runlens.detectors import _crashtext as crash
+from runlens.detectors._base import Context, Detector, Needs
+from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 
 class CrashDetector(Detector):

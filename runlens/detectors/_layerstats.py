@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..stats.depth import group_norms
+from runlens.stats.depth import group_norms
 
 if TYPE_CHECKING:
-    from ..run import LayerMatrix, Run
-    from ._base import Context
+    from runlens.detectors._base import Context
+    from runlens.io.run import LayerMatrix, Run
 
 MIN_MODULES = 3  # below this a depth profile has no shape to test
 MAX_ROWS = 2000  # evenly spaced recorded steps that profile medians are taken over

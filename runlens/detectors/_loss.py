@@ -1,6 +1,6 @@
 """The training loss as detectors read it: ordered, finite, cut at the first NaN.
 
-Shared by the curve classifier (``runlens.curve``) and the loss detectors;
+Shared by the curve classifier (``runlens.detectors.curve``) and the loss detectors;
 it lives here, not in ``curve``, so that importing a detector never imports
 the classifier (which imports the detector package).
 """
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 
 def training_loss(run: Run) -> tuple[np.ndarray, np.ndarray, int | None]:

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._layerstats import ModuleMatrix
+from runlens.detectors._layerstats import ModuleMatrix
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 _ROUNDING = 2.0 ** -22  # two float32 norms, each rounded to 2**-24 of its value, then subtracted
 SGD_MARGIN = 2.0  # gradients of the unrecorded steps between two records may differ from the recorded one

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._base import register
-from ._crash import CrashDetector
+from runlens.detectors._base import register
+from runlens.detectors._crash import CrashDetector
 
 
 @register
@@ -29,7 +29,7 @@ class CrashDtypeMismatch(CrashDetector):
 
     How it decides:
         Only for runs whose status is ``crashed``: the recorded exception is
-        matched against PyTorch's dtype wordings (``runlens.crash.PATTERNS``);
+        matched against PyTorch's dtype wordings (``runlens.detectors._crashtext.PATTERNS``);
         the dtypes named in the message go into the evidence.
 
     What to try:

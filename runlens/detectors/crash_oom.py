@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._base import register
-from ._crash import CrashDetector
+from runlens.detectors._base import register
+from runlens.detectors._crash import CrashDetector
 
 
 @register
@@ -28,7 +28,7 @@ class CrashOom(CrashDetector):
     How it decides:
         Only for runs whose status is ``crashed``: run.json's ``error`` type
         and message are matched against PyTorch's out-of-memory wordings
-        (``runlens.crash.PATTERNS``). The evidence carries the size the
+        (``runlens.detectors._crashtext.PATTERNS``). The evidence carries the size the
         allocator asked for and the device's capacity when the message names
         them, the step it died at and the last finite loss and gradient norm.
 

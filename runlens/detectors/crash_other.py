@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._base import register
-from ._crash import CrashDetector
+from runlens.detectors._base import register
+from runlens.detectors._crash import CrashDetector
 
 
 @register
@@ -27,7 +27,7 @@ class CrashOther(CrashDetector):
 
     How it decides:
         Only for runs whose status is ``crashed`` (a finished run never gets
-        a crash code): the exception is decoded by ``runlens.crash.decode``
+        a crash code): the exception is decoded by ``runlens.detectors._crashtext.decode``
         and this detector takes what no specific pattern claimed.
 
     What to try:

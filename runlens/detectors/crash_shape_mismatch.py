@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._base import register
-from ._crash import CrashDetector
+from runlens.detectors._base import register
+from runlens.detectors._crash import CrashDetector
 
 
 @register
@@ -28,7 +28,7 @@ class CrashShapeMismatch(CrashDetector):
     How it decides:
         Only for runs whose status is ``crashed``: the recorded exception's
         message is matched against PyTorch's shape wordings
-        (``runlens.crash.PATTERNS``); the shapes or sizes named in the
+        (``runlens.detectors._crashtext.PATTERNS``); the shapes or sizes named in the
         message go into the evidence with the step it died at.
 
     What to try:

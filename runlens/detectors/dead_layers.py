@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..stats.growth import longest_true_run
-from ._base import Detector, Needs, Skip, register
-from ._layerstats import MAX_NAMED, MAX_ROWS, usable_rows
+from runlens.detectors._base import Detector, Needs, Skip, register
+from runlens.detectors._layerstats import MAX_NAMED, MAX_ROWS, usable_rows
+from runlens.stats.growth import longest_true_run
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..run import Run
-    from ._base import Context
+    from runlens.detectors._base import Context
+    from runlens.diagnosis import Finding
+    from runlens.io.run import Run
 
 _FLOAT32_EPS = 2.0 ** -23
 

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..stats.growth import bucket_medians, growth, level_change, rolling_median
-from ._base import Detector, Needs, Skip, register
-from ._layerstats import fmt_p
+from runlens.detectors._base import Detector, Needs, Skip, register
+from runlens.detectors._layerstats import fmt_p
+from runlens.stats.growth import bucket_medians, growth, level_change, rolling_median
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..run import Run
-    from ._base import Context
+    from runlens.detectors._base import Context
+    from runlens.diagnosis import Finding
+    from runlens.io.run import Run
 
 
 @register

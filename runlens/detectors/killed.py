@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .. import crash
-from ..findings import Finding
-from ..runmeta import STALE_HEARTBEAT, derive_status
-from ._base import Context, Detector, Needs, register
+from runlens.detectors import _crashtext as crash
+from runlens.detectors._base import Context, Detector, Needs, register
+from runlens.diagnosis import Finding
+from runlens.io.runmeta import STALE_HEARTBEAT, derive_status
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 
 @register

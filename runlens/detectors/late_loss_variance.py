@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..findings import Finding
-from ..stats.robust import bucket_edges
-from ..stats.trend import trend
-from ..stats.variance import levene_compare
-from ._base import Context, Detector, Needs, register
-from ._loss import training_loss
+from runlens.detectors._base import Context, Detector, Needs, register
+from runlens.detectors._loss import training_loss
+from runlens.diagnosis import Finding
+from runlens.stats.robust import bucket_edges
+from runlens.stats.trend import trend
+from runlens.stats.variance import levene_compare
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 
 @register

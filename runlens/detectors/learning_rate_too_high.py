@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..findings import Finding
-from ._base import Context, Detector, Needs, Skip, register
-from ._layerstats import column_medians, module_matrix
-from ._nonfinite import global_grad_norm
+from runlens.detectors._base import Context, Detector, Needs, Skip, register
+from runlens.detectors._layerstats import column_medians, module_matrix
+from runlens.detectors._nonfinite import global_grad_norm
+from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 ADVICE = ("Lower the learning rate (3-10x at a time, or run a learning-rate range test); add a "
           "warmup and a decay schedule; clip gradient norms; with Adam, check eps and beta2.")

@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..stats.depth import depth_trend
-from ..stats.growth import Growth, growth
-from ._base import Detector, Needs, Skip, register
-from ._layerstats import MAX_ROWS, MIN_MODULES, column_medians, module_matrix
-from ._updates import UpdateRatios, lower_ratios, upper_ratios
+from runlens.detectors._base import Detector, Needs, Skip, register
+from runlens.detectors._layerstats import MAX_ROWS, MIN_MODULES, column_medians, module_matrix
+from runlens.detectors._updates import UpdateRatios, lower_ratios, upper_ratios
+from runlens.stats.depth import depth_trend
+from runlens.stats.growth import Growth, growth
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..run import Run
-    from ._base import Context
+    from runlens.detectors._base import Context
+    from runlens.diagnosis import Finding
+    from runlens.io.run import Run
 
 
 @register

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..findings import Finding
-from ..stats.robust import find_spikes
-from ._base import Context, Detector, Needs, register
-from ._loss import training_loss
+from runlens.detectors._base import Context, Detector, Needs, register
+from runlens.detectors._loss import training_loss
+from runlens.diagnosis import Finding
+from runlens.stats.robust import find_spikes
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 
 @register

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..findings import Finding
-from ._base import Context, Detector, Needs, register
+from runlens.detectors._base import Context, Detector, Needs, register
+from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 
 @register

@@ -9,12 +9,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..findings import Finding
-from ._base import Context, Detector, Needs, register
-from ._nonfinite import skipped_steps
+from runlens.detectors._base import Context, Detector, Needs, register
+from runlens.detectors._nonfinite import skipped_steps
+from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 
 @register

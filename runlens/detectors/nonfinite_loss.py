@@ -7,13 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import UsageError
-from ..findings import Finding
-from ._base import Context, Detector, Needs, register
-from ._nonfinite import activation_culprit, global_grad_norm, nonfinite_mask, recent_growth, skipped_steps
+from runlens.detectors._base import Context, Detector, Needs, register
+from runlens.detectors._nonfinite import (
+    activation_culprit,
+    global_grad_norm,
+    nonfinite_mask,
+    recent_growth,
+    skipped_steps,
+)
+from runlens.diagnosis import Finding
+from runlens.errors import UsageError
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 
 @register

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..findings import Finding
-from ..stats.robust import bucket_medians, rolling_median
-from ..stats.trend import trend
-from ._base import Context, Detector, Needs, register
-from ._loss import training_loss
+from runlens.detectors._base import Context, Detector, Needs, register
+from runlens.detectors._loss import training_loss
+from runlens.diagnosis import Finding
+from runlens.stats.robust import bucket_medians, rolling_median
+from runlens.stats.trend import trend
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from runlens.io.run import Run
 
 
 @register

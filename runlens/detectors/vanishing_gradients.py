@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..stats.depth import depth_trend
-from ._base import Detector, Needs, Skip, register
-from ._layerstats import (
+from runlens.detectors._base import Detector, Needs, Skip, register
+from runlens.detectors._layerstats import (
     MAX_NAMED,
     MAX_ROWS,
     MIN_MODULES,
@@ -18,13 +17,14 @@ from ._layerstats import (
     log10_positive,
     module_matrix,
 )
+from runlens.stats.depth import depth_trend
 
 WINDOWS = 4
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..run import Run
-    from ._base import Context
+    from runlens.detectors._base import Context
+    from runlens.diagnosis import Finding
+    from runlens.io.run import Run
 
 
 @register

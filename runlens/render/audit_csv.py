@@ -6,7 +6,7 @@ import csv
 import io
 from typing import Any
 
-from .audit_cells import severity
+from runlens.render.audit_cells import severity
 
 FIELDS = ("run", "name", "status", "curve", "worst", "findings", "final_loss", "best_loss",
           "best_val_loss", "best_val_step", "steps", "duration_s", "report", "error")

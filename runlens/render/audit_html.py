@@ -10,7 +10,7 @@ from typing import Any
 
 import jinja2
 
-from .audit_cells import COLUMNS, cells, report_href, summary
+from runlens.render.audit_cells import COLUMNS, cells, report_href, summary
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

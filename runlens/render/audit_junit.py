@@ -13,7 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from ..findings import SEVERITY_RANK
+from runlens.diagnosis import SEVERITY_RANK
 
 
 def render_audit_junit(result: Any, *, fail_on: str = "error") -> str:

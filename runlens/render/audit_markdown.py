@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .audit_cells import COLUMNS, cells, report_href, summary
-from .escape import md_cell, md_inline
+from runlens.render.audit_cells import COLUMNS, cells, report_href, summary
+from runlens.render.escape import md_cell, md_inline
 
 _BADGE = {"unreadable": "⛔ unreadable", "error": "🔴 error", "warning": "🟠 warning",
           "info": "🔵 info", "ok": "🟢 ok"}

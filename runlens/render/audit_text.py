@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .audit_cells import COLUMNS, cells, summary
+from runlens.render.audit_cells import COLUMNS, cells, summary
 
 _MAX_NAME = 40
 _MAX_FINDINGS = 48

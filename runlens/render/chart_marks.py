@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..findings import SEVERITY_RANK
+from runlens.diagnosis import SEVERITY_RANK
 
 
 @dataclass(frozen=True)

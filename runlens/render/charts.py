@@ -1,6 +1,6 @@
 """The report's charts: matplotlib (Agg, no display) drawn to inline SVG.
 
-Every chart is built from a :class:`~runlens.findings.Diagnosis` and its run;
+Every chart is built from a :class:`~runlens.diagnosis.Diagnosis` and its run;
 nothing here decides anything about the run, it only draws what the tables
 hold and marks where the findings point.
 
@@ -28,8 +28,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from .chart_marks import Marks
-from .downsample import DEFAULT_BUCKETS, downsample, reduce_rows
+from runlens.render.chart_marks import Marks
+from runlens.render.downsample import DEFAULT_BUCKETS, downsample, reduce_rows
 
 # Sentinel colours (never used for data) replaced by CSS variables in the SVG.
 _FG, _GRID, _MUTED = "#010203", "#020304", "#030405"

@@ -12,8 +12,8 @@ from typing import Any
 
 import jinja2
 
-from .audit_cells import number
-from .escape import md_cell, md_inline
+from runlens.render.audit_cells import number
+from runlens.render.escape import md_cell, md_inline
 
 
 def rows(c: Any) -> list[tuple[str, str, str, str]]:

@@ -15,8 +15,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from .charts import render_charts
-from .view import ReportView, build_view, curve_doc
+from runlens.render.charts import render_charts
+from runlens.render.view import ReportView, build_view, curve_doc
 
 
 @lru_cache(maxsize=1)

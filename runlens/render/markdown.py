@@ -22,8 +22,8 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from .escape import md_cell, md_code_block, md_code_span, md_inline
-from .view import ReportView, build_view, fmt
+from runlens.render.escape import md_cell, md_code_block, md_code_span, md_inline
+from runlens.render.view import ReportView, build_view, fmt
 
 MAX_CHARS = 60_000
 GLYPHS = "▁▂▃▄▅▆▇█"

@@ -3,7 +3,7 @@
 The verdict comes first (status and curve label), then the findings in the
 diagnosis's order (most severe first), each with its step, layers, the
 numbers behind it and what to try, then reading warnings. No analysis
-happens here: everything shown is in the :class:`~runlens.findings.Diagnosis`.
+happens here: everything shown is in the :class:`~runlens.diagnosis.Diagnosis`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-from ..findings import Diagnosis, Finding, jsonable
+from runlens.diagnosis import Diagnosis, Finding, jsonable
 
 WIDTH = 88
 _MARK = {"error": "ERROR", "warning": "WARN ", "info": "INFO "}

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..findings import SEVERITY_RANK, Finding
+from runlens.diagnosis import SEVERITY_RANK, Finding
 
 DOCS_PAGE = "docs/detectors.md"
 MAX_LIST = 20  # layers or evidence items shown inline before "+N more"
@@ -184,7 +184,7 @@ def _finding_view(i: int, f: Finding) -> FindingView:
 
 def _detector_doc(code: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     """The detector's own docstring sections (the "learn more" text)."""
-    from ..detectors import REGISTRY  # imported late: registering detectors is not free
+    from runlens.detectors import REGISTRY  # imported late: registering detectors is not free
 
     cls = REGISTRY.get(code)
     if cls is None:
@@ -308,8 +308,8 @@ def _series(run: Any) -> dict[str, np.ndarray]:
 def curve_doc() -> tuple[str, tuple[tuple[str, str], ...]]:
     """The curve classifier's documentation sections, when the engine has one."""
     try:
-        from .. import curve
-        from ..detectors._base import parse_doc_sections
+        from runlens.detectors import curve
+        from runlens.detectors._base import parse_doc_sections
     except ImportError:
         return "", ()
     doc = inspect.getdoc(curve) or ""  # the module docstring holds the sections

@@ -36,11 +36,11 @@ def write_reports(diagnosis: Any, out_dir: str | os.PathLike[str], formats: Iter
     stem = stem or report_stem(diagnosis.run.name)
     written = []
     if "html" in formats:
-        from .html import render_html
+        from runlens.render.html import render_html
 
         written.append(_write(out / f"{stem}.html", render_html(diagnosis)))
     if "md" in formats:
-        from .markdown import render_markdown
+        from runlens.render.markdown import render_markdown
 
         written.append(_write(out / f"{stem}.md", render_markdown(diagnosis, docs_base=docs_base)))
     return written
@@ -49,8 +49,8 @@ def write_reports(diagnosis: Any, out_dir: str | os.PathLike[str], formats: Iter
 def write_index(entries: Sequence[tuple[Any, str | None]], out_dir: str | os.PathLike[str]) -> Path:
     """Write ``index.html`` over several runs: ``(diagnosis, html file name
     or None)`` per run, in the order given."""
-    from .html import render_index
-    from .view import build_view
+    from runlens.render.html import render_index
+    from runlens.render.view import build_view
 
     page = render_index([(build_view(d), href) for d, href in entries])
     return _write(Path(out_dir) / "index.html", page)

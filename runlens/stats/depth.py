@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .growth import bucket_medians
+from runlens.stats.growth import bucket_medians
 
 __all__ = ["DepthTrend", "depth_trend", "edge_gap", "group_norms", "row_slopes"]
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from .robust import bucket_medians
+from runlens.stats.robust import bucket_medians
 
 #: Largest series ``theilslopes`` is fed (about 10 ms at 1,000 points).
 MAX_THEIL_POINTS = 1000

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from .robust import MAD_TO_SD, bucket_edges, finite
-from .trend import trend
+from runlens.stats.robust import MAD_TO_SD, bucket_edges, finite
+from runlens.stats.trend import trend
 
 
 @dataclass(frozen=True)

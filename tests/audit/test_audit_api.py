@@ -9,7 +9,7 @@ import pytest
 from runtree import write_run
 
 from runlens.audit import AuditRow, audit, chunked
-from runlens.audit_worker import analyze_path
+from runlens.audit.worker import analyze_path
 from runlens.errors import UsageError
 
 SPEC_KEYS = ["run", "name", "status", "curve", "findings", "warnings"]

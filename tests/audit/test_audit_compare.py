@@ -10,7 +10,7 @@ from runtree import write_run
 
 from runlens.cli import main
 from runlens.compare import Thresholds, compare_runs
-from runlens.loader import load_run
+from runlens.io.loader import load_run
 
 
 @pytest.fixture(scope="module")

@@ -47,6 +47,6 @@ def test_baseline_on_dask_matches_local(tree, cluster):
 
 
 def test_unreachable_scheduler_is_a_usage_error(tree, monkeypatch):
-    monkeypatch.setattr("runlens.dask_backend.CONNECT_TIMEOUT", "2s")
+    monkeypatch.setattr("runlens.audit.dask_backend.CONNECT_TIMEOUT", "2s")
     result = CliRunner().invoke(main, ["audit", str(tree), "-q", "--scheduler", "tcp://127.0.0.1:9"])
     assert result.exit_code == 2 and "Dask scheduler" in result.stderr

@@ -7,8 +7,8 @@ import os
 import pytest
 from runtree import write_run
 
-from runlens.discover import discover_runs, is_url
 from runlens.errors import UsageError
+from runlens.io.discover import discover_runs, is_url
 
 EXPECTED = ["broken-json", "crashed run", "part-broken", "sweep/lr-0.01", "sweep/lr-10", "ünïcode näme"]
 

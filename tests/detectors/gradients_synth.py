@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 
 from runlens.detectors import REGISTRY, Context
-from runlens.findings import CurveVerdict
-from runlens.run import Run
+from runlens.diagnosis import CurveVerdict
+from runlens.io.run import Run
 
 
 def make_run(grad: np.ndarray, weight: np.ndarray, update: np.ndarray | None = None, *,

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from runlens.run import Run
+from runlens.io.run import Run
 
 
 def healthy(n: int, seed: int, *, scale: float = 1.0, noise: float = 0.08, floor: float = 0.1,

@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from loss_synth import chaotic, diverging, healthy, make_run, oscillating
 
-import runlens.curve
-from runlens.curve import CurveClassifier, chance_level, classify
+import runlens.detectors.curve
 from runlens.detectors._base import DOC_SECTIONS, parse_doc_sections
-from runlens.findings import CURVES, jsonable
-from runlens.run import Run
+from runlens.detectors.curve import CurveClassifier, chance_level, classify
+from runlens.diagnosis import CURVES, jsonable
+from runlens.io.run import Run
 
 
 def label(x, **kw) -> str:
@@ -263,7 +263,7 @@ def test_thresholds_are_stored_verbatim():
 
 
 def test_docstring_has_the_detector_sections():
-    sections = parse_doc_sections(runlens.curve.__doc__)
+    sections = parse_doc_sections(runlens.detectors.curve.__doc__)
     assert all(sections.get(s) for s in DOC_SECTIONS)
 
 

@@ -98,7 +98,7 @@ def test_long_runs_are_bucketed():
 def test_no_gradient_norm_at_all_is_skipped():
     import pyarrow as pa
 
-    from runlens.run import Run
+    from runlens.io.run import Run
     run = Run(path="x", meta={}, status="finished", scalars=pa.table({"step": [0, 1], "loss": [1.0, 0.9]}))
     with pytest.raises(Skip):
         check("exploding_gradients", run)

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runlens.detectors import Skip
-from runlens.findings import Finding
-from runlens.run import Run
+from runlens.diagnosis import Finding
+from runlens.io.run import Run
 
 CODES = ("vanishing_gradients", "exploding_gradients", "dead_layers", "learning_rate_too_low",
          "weight_norm_growth")

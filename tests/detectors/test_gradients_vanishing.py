@@ -104,7 +104,7 @@ def test_thousands_of_layers():
 
 
 def test_without_metadata_parameters_are_grouped_by_their_names():
-    from runlens.run import Run
+    from runlens.io.run import Run
 
     g, w, u = vanishing_net(9)
     full = make_run(g, w, u)  # biases sit 1.5 decades under their weights

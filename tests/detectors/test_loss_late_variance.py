@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from loss_synth import healthy, make_run, noise, random_walk
 
-from runlens.curve import classify
 from runlens.detectors import Context
+from runlens.detectors.curve import classify
 from runlens.detectors.late_loss_variance import LateLossVariance
 
 

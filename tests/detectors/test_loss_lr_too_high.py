@@ -7,10 +7,10 @@ import pyarrow as pa
 import pytest
 from loss_synth import diverging, healthy, layers_table, make_run, oscillating
 
-from runlens.curve import classify
 from runlens.detectors import Context, Skip
+from runlens.detectors.curve import classify
 from runlens.detectors.learning_rate_too_high import LearningRateTooHigh
-from runlens.run import Run
+from runlens.io.run import Run
 
 
 def run_with(x, ratio=None, *, grad_norm=None):

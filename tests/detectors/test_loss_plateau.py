@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from loss_synth import healthy, make_run, noise, random_walk
 
-from runlens.curve import classify
 from runlens.detectors import Context
+from runlens.detectors.curve import classify
 from runlens.detectors.plateau import Plateau
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from loss_synth import chaotic, healthy, make_run, noise, oscillating, random_walk
 
-from runlens.curve import classify
 from runlens.detectors import Context
+from runlens.detectors.curve import classify
 from runlens.detectors.loss_spikes import LossSpikes
 from runlens.stats.robust import find_spikes
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 from engine_runs import healthy, meta, to_table
 
-from runlens.run import Run
+from runlens.io.run import Run
 
 
 def make_run(name: str = "edge", *, status: str = "finished", layer_names=(), run_meta=None,

@@ -12,7 +12,7 @@ from engine_runs import meta, write_healthy, write_run
 
 import runlens
 from runlens.cli import main
-from runlens.docs_reference import PAGE, documented, render_markdown
+from runlens.detectors.catalog import PAGE, documented, render_markdown
 
 SPEC_KEYS = ["run", "name", "status", "curve", "findings", "warnings"]
 FINDING_KEYS = ["code", "severity", "title", "step", "layers", "evidence", "advice"]
@@ -116,9 +116,9 @@ def test_explain_unknown_code_exits_2():
 
 
 def test_reference_page_is_up_to_date():
-    assert PAGE.exists(), "run: python -m runlens.docs_reference"
+    assert PAGE.exists(), "run: python -m runlens.detectors.catalog"
     assert PAGE.read_text(encoding="utf-8") == render_markdown(), \
-        "docs/detectors.md is stale: run python -m runlens.docs_reference"
+        "docs/detectors.md is stale: run python -m runlens.detectors.catalog"
     for code in documented():
         assert f"## {code}\n" in render_markdown()
 
@@ -134,9 +134,9 @@ def test_no_runlens_module_imports_torch():
 
 
 def test_text_renderer_keeps_huge_evidence_short():
-    from runlens.findings import CurveVerdict, Diagnosis, Finding
+    from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
+    from runlens.io.run import Run
     from runlens.render.text import render
-    from runlens.run import Run
 
     f = Finding("x", "warning", "many layers", step=3, layers=[f"l{i}" for i in range(10_000)],
                 evidence={"per_layer": {f"l{i}": i for i in range(10_000)}, "ratio": 0.123456})

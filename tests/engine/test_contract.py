@@ -18,8 +18,8 @@ from runlens import analyze
 from runlens.analysis import run_detector
 from runlens.detectors import REGISTRY, Context
 from runlens.detectors._base import DOC_SECTIONS
-from runlens.docs_reference import documented, missing_sections
-from runlens.findings import CURVES
+from runlens.detectors.catalog import documented, missing_sections
+from runlens.diagnosis import CURVES
 
 CODES = sorted(REGISTRY)
 SPEC_KEYS = ["run", "name", "status", "curve", "findings", "warnings"]

@@ -260,7 +260,7 @@ def test_layers_from_parts_with_different_dictionaries_sort_by_depth(tmp_path):
 def test_a_log_another_tool_wrote_goes_through_the_importers(tmp_path):
     log = tmp_path / "train_log.csv"
     log.write_text("step,loss\n" + "".join(f"{i},{1.0 / (i + 1)}\n" for i in range(20)))
-    from runlens.importers import detect_kind
+    from runlens.io.importers import detect_kind
 
     if detect_kind(log) is None:
         pytest.skip("no importer reads plain CSV logs")

@@ -20,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("accelerate")  # the Trainer needs it
 
 from recorders.huggingface import RunlensCallback  # noqa: E402
-from runlens.importers import detect_kind, import_run  # noqa: E402
+from runlens.io.importers import detect_kind, import_run  # noqa: E402
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import pytest
 
 import runlens
 from runlens.errors import ImportFailedError
-from runlens.importers import KINDS, detect_kind, import_run, read
+from runlens.io.importers import KINDS, detect_kind, import_run, read
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "real-logs"
 KERAS = sorted(p for p in (REAL / "autotrainer").rglob("*.csv") if p.name != "case16.csv")
@@ -211,9 +211,9 @@ def test_importing_never_loads_torch(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from runlens.importers import import_run; "
+    code = ("import sys; from runlens.io.importers import import_run; "
             f"import_run('csv', {str(KERAS[0])!r}, {str(tmp_path / 'run')!r}); "
-            "import runlens.importers.tensorboard, runlens.importers.hf, runlens.importers.text; "
+            "import runlens.io.importers.tensorboard, runlens.io.importers.hf, runlens.io.importers.text; "
             "assert 'torch' not in sys.modules, 'torch was imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2], timeout=120)
 

@@ -17,7 +17,7 @@ from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 import runlens  # noqa: E402
 from recorders.lightning import RunlensCallback  # noqa: E402
-from runlens.importers import detect_kind, import_run  # noqa: E402
+from runlens.io.importers import detect_kind, import_run  # noqa: E402
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")

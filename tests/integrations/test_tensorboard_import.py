@@ -16,9 +16,9 @@ pytest.importorskip("tensorboard")
 from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 
 import runlens  # noqa: E402
-from runlens.importers import detect_kind, import_run  # noqa: E402
-from runlens.importers._tfrecord import read_events  # noqa: E402
-from runlens.importers.tensorboard import read  # noqa: E402
+from runlens.io.importers import detect_kind, import_run  # noqa: E402
+from runlens.io.importers._tfrecord import read_events  # noqa: E402
+from runlens.io.importers.tensorboard import read  # noqa: E402
 
 torch.set_num_threads(1)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st  # noqa: E402
 from tensorboard.compat.proto import event_pb2, summary_pb2  # noqa: E402
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 
-from runlens.importers._tfrecord import read_events  # noqa: E402
+from runlens.io.importers._tfrecord import read_events  # noqa: E402
 
 tags = st.text(min_size=0, max_size=40)
 floats = st.floats(width=32, allow_nan=True, allow_infinity=True)

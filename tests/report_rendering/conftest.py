@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from report_fixtures import HOSTILE, make_diagnosis, make_run
 
-from runlens.findings import Diagnosis
+from runlens.diagnosis import Diagnosis
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 from markdown_it import MarkdownIt
 
-from runlens.findings import CurveVerdict, Diagnosis, Finding
-from runlens.run import Run
+from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
+from runlens.io.run import Run
 
 # GitHub's dialect minus linkify (which needs an extra package): tables and
 # strikethrough are what matter for cells.

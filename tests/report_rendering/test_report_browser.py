@@ -10,7 +10,7 @@ import pytest
 from report_browser import CHROMIUM, Browser
 
 from runlens.analysis import analyze
-from runlens.loader import load_run
+from runlens.io.loader import load_run
 from runlens.render.write import write_index, write_reports
 
 pytestmark = pytest.mark.browser

@@ -77,7 +77,7 @@ def test_learn_more_comes_from_the_detector_docstring():
     from markupsafe import escape
 
     from runlens.detectors import REGISTRY
-    from runlens.findings import CurveVerdict, Diagnosis, Finding
+    from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
 
     for code in sorted(REGISTRY)[:3]:
         diagnosis = Diagnosis(run=make_run(), curve=CurveVerdict("healthy", "fine"),
@@ -91,8 +91,8 @@ def test_learn_more_comes_from_the_detector_docstring():
 
 
 def test_run_without_tables_still_renders():
-    from runlens.findings import CurveVerdict, Diagnosis, Finding
-    from runlens.run import Run
+    from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
+    from runlens.io.run import Run
 
     run = Run(path="/runs/empty", meta={"name": "empty", "run_id": "x", "error": {
         "type": "torch.OutOfMemoryError", "message": "CUDA out of memory", "traceback": "tb", "step": None}},

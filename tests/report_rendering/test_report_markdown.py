@@ -7,7 +7,7 @@ import re
 import pytest
 from report_fixtures import HOSTILE, MD, make_diagnosis, make_run, table_rows
 
-from runlens.findings import CurveVerdict, Diagnosis, Finding
+from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
 from runlens.render.markdown import MAX_CHARS, render_markdown, sparkline
 
 

@@ -12,7 +12,7 @@ from test_report_html import assert_self_contained
 
 from runlens.analysis import analyze
 from runlens.cli import main
-from runlens.loader import load_run
+from runlens.io.loader import load_run
 from runlens.render.markdown import MAX_CHARS
 from runlens.render.write import write_reports
 

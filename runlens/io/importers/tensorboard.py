@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ImportFailedError
-from ._common import Imported, Series, column_name
-from ._tfrecord import read_events
+from runlens.errors import ImportFailedError
+from runlens.io.importers._common import Imported, Series, column_name
+from runlens.io.importers._tfrecord import read_events
 
 LOSS_TAGS = ("train/loss", "loss", "train_loss", "training/loss", "loss/train", "train/loss_step",
              "train_loss_step", "batch_loss", "train/batch_loss", "train/epoch_loss", "epoch_loss")

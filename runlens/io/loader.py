@@ -1,4 +1,4 @@
-"""Read a run directory (format v1) into one in-memory :class:`~runlens.run.Run`.
+"""Read a run directory (format v1) into one in-memory :class:`~runlens.io.run.Run`.
 
 What the loader decides, so detectors do not have to:
 
@@ -27,7 +27,7 @@ What the loader decides, so detectors do not have to:
 - **Paths**: ``path`` is the run directory (or its run.json); ``Run.path``
   keeps it exactly as given, since the analysis output echoes it.
 - **Not a run directory**: when ``path`` has no ``run.json``, the importers
-  (``runlens.importers``) are asked whether they recognise it (a CSV log, a
+  (``runlens.io.importers``) are asked whether they recognise it (a CSV log, a
   TensorBoard folder, ...) and the converted run is loaded instead.
 """
 
@@ -47,10 +47,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from recorders import format as fmt
-
-from .errors import RunFormatError, RunlensError, UsageError
-from .run import Run
-from .runmeta import derive_status, one_line, read_meta
+from runlens.errors import RunFormatError, RunlensError, UsageError
+from runlens.io.run import Run
+from runlens.io.runmeta import derive_status, one_line, read_meta
 
 Columns = Mapping[str, "Iterable[str] | None"]
 
@@ -326,7 +325,7 @@ def _load_foreign(shown: str, columns: Columns | None) -> Run:
     if not os.path.exists(shown):
         raise RunFormatError(f"{shown}: no such file or directory")
     try:
-        from .importers import detect_kind, import_run
+        from runlens.io.importers import detect_kind, import_run
     except (ImportError, AttributeError):
         detect_kind = import_run = None
     try:

@@ -2,7 +2,7 @@
 
 A run is a directory holding ``run.json``; its subfolders are its tables,
 so the walk does not descend into it. Another tool's log is a run as well
-when ``runlens.importers.detect_kind`` recognises it: a file named on the
+when ``runlens.io.importers.detect_kind`` recognises it: a file named on the
 command line, or a folder that holds a log's marker file (TensorBoard
 events, a Lightning ``metrics.csv``, Hugging Face's ``trainer_state.json``);
 a CSV, Parquet or text file met during the walk is not, because most are
@@ -17,7 +17,7 @@ tree always gives the same list whatever the filesystem's listing order.
 
 URLs (``s3://bucket/runs``, ``gs://...``, ``file:///...``) are walked with
 ``pyarrow.fs``, or with fsspec when pyarrow does not know the scheme; the
-runs found are URLs too, and ``runlens.audit_worker`` reads them the same
+runs found are URLs too, and ``runlens.audit.worker`` reads them the same
 way.
 """
 
@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 
-from .errors import UsageError
+from runlens.errors import UsageError
 
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -60,7 +60,7 @@ def discover_runs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
 def _importer_probe() -> Callable[[str], bool]:
     """``probe(path)``: whether an importer can read ``path`` (never raises)."""
     try:
-        from .importers import detect_kind  # type: ignore[attr-defined]
+        from runlens.io.importers import detect_kind  # type: ignore[attr-defined]
     except ImportError:
         return lambda path: False
 

@@ -100,15 +100,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .detectors._base import Context, Needs
-from .detectors._loss import training_loss
-from .findings import CurveVerdict
-from .stats.robust import bucket_medians, find_spikes, mad_sd, rolling_median
-from .stats.trend import trend
-from .stats.variance import levene_compare, wander_test
+from runlens.detectors._base import Context, Needs
+from runlens.detectors._loss import training_loss
+from runlens.diagnosis import CurveVerdict
+from runlens.stats.robust import bucket_medians, find_spikes, mad_sd, rolling_median
+from runlens.stats.trend import trend
+from runlens.stats.variance import levene_compare, wander_test
 
 if TYPE_CHECKING:
-    from .run import Run
+    from runlens.io.run import Run
 
 NEEDS = Needs(scalars=("loss", "lr", "step_skipped"), evals=("val_loss",))
 

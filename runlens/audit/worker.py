@@ -16,21 +16,21 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import re
-import shutil
-import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .discover import file_url_path, is_url, url_filesystem
-from .errors import RunlensError
-from .findings import STATUSES, Finding
-from .runmeta import parse_time
+from runlens.diagnosis import STATUSES, Finding
+from runlens.errors import RunlensError
+from runlens.io.discover import is_url
+from runlens.io.remote import open_run
+from runlens.io.runmeta import parse_time
 
 # Baselines read in this process, by path (and the projection, by key): computed once per worker.
 _CACHE: dict[Any, Any] = {}
@@ -71,14 +71,14 @@ def analyze_path(path: str, options: WorkOptions = WorkOptions()) -> dict[str, A
 
 
 def _analyze(path: str, options: WorkOptions) -> dict[str, Any]:
-    from .analysis import analyze
+    from runlens.analysis import analyze
 
     # A report draws every chart, so it needs every column; the audit alone reads only what it uses.
     columns = None if options.reports_dir else _columns(bool(options.baseline))
     run = open_run(path, columns=columns)
     diagnosis = analyze(run)
     if options.baseline:
-        from .compare import compare_runs
+        from runlens.compare import compare_runs
 
         extra = compare_runs(run, _baseline(options.baseline)).findings
         diagnosis = dataclasses.replace(diagnosis, findings=tuple(diagnosis.findings) + tuple(extra))
@@ -96,13 +96,13 @@ def _columns(with_baseline: bool) -> dict[str, list[str]]:
     """What the detectors (and a baseline comparison) read: the loader projects on it."""
     key = ("columns", with_baseline)
     if key not in _CACHE:
-        from .analysis import projection
-        from .detectors import REGISTRY
+        from runlens.analysis import projection
+        from runlens.detectors import REGISTRY
 
         wanted = {t: list(c) for t, c in projection([REGISTRY[c]() for c in sorted(REGISTRY)]).items()}
         extra = {"scalars": ["time"]}
         if with_baseline:
-            from .compare import COLUMNS
+            from runlens.compare import COLUMNS
 
             extra = {**COLUMNS, "scalars": COLUMNS["scalars"] + ["time"]}
         for table, cols in extra.items():
@@ -112,56 +112,33 @@ def _columns(with_baseline: bool) -> dict[str, list[str]]:
 
 
 def _baseline(path: str):
-    from .compare import COLUMNS
+    from runlens.compare import COLUMNS
 
     if path not in _CACHE:
         _CACHE[path] = open_run(path, columns=COLUMNS)
     return _CACHE[path]
 
 
-# -- reading ----------------------------------------------------------------
+# -- chunks ------------------------------------------------------------------
 
-def open_run(path: str, columns: Mapping[str, Any] | None = None):
-    """``load_run`` for a local path or a filesystem URL (staged to a temp dir)."""
-    from .loader import load_run
-
-    if not is_url(path):
-        return load_run(path, columns=columns)
-    if path.lower().startswith("file://"):
-        local = file_url_path(path)
-        return _renamed(load_run(local, columns=columns), local, path)
-    with tempfile.TemporaryDirectory(prefix="runlens-") as tmp:
-        local = os.path.join(tmp, "run")
-        _stage(path, local)
-        return _renamed(load_run(local, columns=columns), local, path)
+# Enough chunks per worker to balance uneven runs, few enough to keep scheduling cheap.
+_CHUNKS_PER_WORKER = 4
+_MAX_CHUNK = 32
 
 
-def _renamed(run, local: str, path: str):
-    # Readers report the run under the name the user gave it, not where it was staged.
-    return dataclasses.replace(run, path=path, warnings=tuple(
-        w.replace(local, path) for w in run.warnings))
+def chunked(runs: Sequence[str], workers: int) -> list[list[str]]:
+    """Split ``runs`` into chunks: a few per worker, none larger than ``_MAX_CHUNK``."""
+    size = max(1, min(_MAX_CHUNK, math.ceil(len(runs) / (workers * _CHUNKS_PER_WORKER))))
+    return [list(runs[i:i + size]) for i in range(0, len(runs), size)]
 
 
-def _stage(url: str, local: str) -> None:
-    """Copy the files a reader needs (run.json and the final parts) from ``url``."""
-    import pyarrow.fs as pafs
-
-    fs, root = url_filesystem(url)
-    root = root.rstrip("/")
+def collect(future: Any, chunk: Sequence[str]) -> list[dict]:
+    """A finished chunk's records, or error records when its worker died."""
     try:
-        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
-    except (FileNotFoundError, OSError) as exc:
-        raise RunlensError(f"{url}: cannot list the run ({_one_line(exc)})") from None
-    for info in infos:
-        rel = info.path[len(root):].strip("/")
-        if info.type != pafs.FileType.File or any(p.startswith(".") for p in rel.split("/")):
-            continue
-        if rel != "run.json" and not rel.endswith(".parquet"):
-            continue
-        target = os.path.join(local, *rel.split("/"))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with fs.open_input_stream(info.path) as src, open(target, "wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
+        return future.result()
+    except Exception as exc:  # a worker killed (OOM, signal): those runs get error rows
+        message = f"worker failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+        return [error_record(path, message, "analysis_crashed") for path in chunk]
 
 
 # -- per-run numbers --------------------------------------------------------
@@ -252,7 +229,7 @@ def report_name(path: str, name: str) -> str:
 
 
 def _write_report(diagnosis, reports_dir: str) -> str:
-    from .render.html import render_html
+    from runlens.render.html import render_html
 
     name = report_name(diagnosis.run.path, diagnosis.run.name)
     os.makedirs(reports_dir, exist_ok=True)
@@ -269,5 +246,5 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-__all__ = ["WorkOptions", "analyze_chunk", "analyze_path", "error_record", "open_run",
+__all__ = ["WorkOptions", "analyze_chunk", "analyze_path", "chunked", "collect", "error_record", "open_run",
            "report_name", "summarize"]

@@ -21,16 +21,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import ImportFailedError
+from runlens.errors import ImportFailedError
 
 __all__ = ["KINDS", "detect_kind", "import_run", "read"]
 
 KINDS = {
-    "tensorboard": "runlens.importers.tensorboard",
-    "lightning-csv": "runlens.importers.lightning_csv",
-    "hf": "runlens.importers.hf",
-    "csv": "runlens.importers.csv",
-    "text": "runlens.importers.text",
+    "tensorboard": "runlens.io.importers.tensorboard",
+    "lightning-csv": "runlens.io.importers.lightning_csv",
+    "hf": "runlens.io.importers.hf",
+    "csv": "runlens.io.importers.csv",
+    "text": "runlens.io.importers.text",
 }
 
 _HF_LINE = re.compile(r"\{'(loss|eval_loss)': '?(?:[-+]?[0-9]|nan|inf)")
@@ -88,7 +88,7 @@ def detect_kind(path: str | Path) -> str | None:
 
 
 def read(kind: str, source: str | Path, **options: Any):
-    """The :class:`~runlens.importers._common.Imported` for ``source`` read as ``kind``."""
+    """The :class:`~runlens.io.importers._common.Imported` for ``source`` read as ``kind``."""
     module = KINDS.get(kind)
     if module is None:
         raise ImportFailedError(f"unknown import kind {kind!r}; kinds are: {', '.join(KINDS)}")
@@ -109,6 +109,6 @@ def import_run(kind: str, source: str | Path, out_dir: str | Path, **options: An
     be read as that kind, has no training loss, or ``out_dir`` already holds
     a run.
     """
-    from ._common import write_imported
+    from runlens.io.importers._common import write_imported
 
     return write_imported(read(kind, source, **options), out_dir)

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from recorders import format as fmt
-
-from .errors import RunFormatError, UnsupportedVersionError
+from runlens.errors import RunFormatError, UnsupportedVersionError
 
 # A run.json without a usable flush_seconds is judged against this interval.
 DEFAULT_FLUSH_SECONDS = 30.0

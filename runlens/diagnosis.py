@@ -111,7 +111,7 @@ class DetectorOutcome:
 class Diagnosis:
     """Everything ``analyze`` concluded about one run."""
 
-    run: Any  # runlens.run.Run; typed loosely to keep this module free of IO
+    run: Any  # runlens.io.run.Run; typed loosely to keep this module free of IO
     curve: CurveVerdict
     findings: tuple[Finding, ...]
     warnings: tuple[str, ...] = ()

@@ -7,10 +7,10 @@
     result.rows[0]          # the sickest run
     result.failed("error")  # what the CI gate asks
 
-Where the work happens: the runs are found here (``runlens.discover``),
-then ``runlens.audit_worker.analyze_chunk`` reads and analyzes them in
+Where the work happens: the runs are found here (``runlens.io.discover``),
+then ``runlens.audit.worker.analyze_chunk`` reads and analyzes them in
 chunks, in this process (one worker), in a pool of processes that imported
-runlens once before forking, or on Dask workers (``runlens.dask_backend``).
+runlens once before forking, or on Dask workers (``runlens.audit.dask_backend``).
 Only paths travel to the workers and only small records come back, so the
 cost of a run is its analysis, not its transport. The rows are sorted
 before anything is shown, so the result does not depend on which worker
@@ -19,7 +19,6 @@ finished first: the local and the Dask audits of a tree are identical.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,18 +26,16 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from .audit_worker import WorkOptions, analyze_chunk, error_record
-from .discover import discover_runs
-from .errors import UsageError
-from .findings import SEVERITY_RANK
+from runlens.audit.worker import WorkOptions, analyze_chunk, chunked, collect
+from runlens.diagnosis import SEVERITY_RANK
+from runlens.errors import UsageError
+from runlens.io.discover import discover_runs
+from runlens.io.remote import open_run
 
 FAIL_ON = ("error", "warning", "info", "never")
 Progress = Callable[[int, int], None]
 
 _STATUS_RANK = {"crashed": 0, "killed": 1, "running": 2, "finished": 3}
-# Enough chunks per worker to balance uneven runs, few enough to keep scheduling cheap.
-_CHUNKS_PER_WORKER = 4
-_MAX_CHUNK = 32
 
 
 @dataclass(frozen=True)
@@ -171,7 +168,7 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
     if progress:
         progress(0, len(runs))
     if client is not None or scheduler:
-        from .dask_backend import run_on_dask
+        from runlens.audit.dask_backend import run_on_dask
 
         records, n = run_on_dask(runs, options, client=client, scheduler=scheduler, progress=progress)
         backend = "dask"
@@ -186,15 +183,7 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
 
 def _check_baseline(path: str) -> None:
     # A baseline that cannot be read is a usage error, not N identical error rows.
-    from .audit_worker import open_run
-
     open_run(path)
-
-
-def chunked(runs: Sequence[str], workers: int) -> list[list[str]]:
-    """Split ``runs`` into chunks: a few per worker, none larger than ``_MAX_CHUNK``."""
-    size = max(1, min(_MAX_CHUNK, math.ceil(len(runs) / (workers * _CHUNKS_PER_WORKER))))
-    return [list(runs[i:i + size]) for i in range(0, len(runs), size)]
 
 
 def _run_inline(runs: Sequence[str], options: WorkOptions, progress: Progress | None) -> list[dict]:
@@ -209,7 +198,7 @@ def _run_inline(runs: Sequence[str], options: WorkOptions, progress: Progress | 
 def _run_pool(runs: Sequence[str], options: WorkOptions, workers: int,
               progress: Progress | None) -> list[dict]:
     # Imported before the pool forks, so that workers start with the engine loaded.
-    from . import analysis  # noqa: F401
+    from runlens import analysis  # noqa: F401
 
     chunks = chunked(runs, workers)
     records: list[dict] = []
@@ -231,18 +220,9 @@ def _run_pool(runs: Sequence[str], options: WorkOptions, workers: int,
     return records
 
 
-def collect(future: Any, chunk: Sequence[str]) -> list[dict]:
-    """A finished chunk's records, or error records when its worker died."""
-    try:
-        return future.result()
-    except Exception as exc:  # a worker killed (OOM, signal): those runs get error rows
-        message = f"worker failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
-        return [error_record(path, message, "analysis_crashed") for path in chunk]
-
-
 def _warm_up() -> None:
     # Under "spawn" (macOS, Windows) a worker starts bare: import the engine once, not per run.
-    from . import analysis  # noqa: F401
+    from runlens import analysis  # noqa: F401
 
 
 __all__ = ["FAIL_ON", "AuditResult", "AuditRow", "audit", "chunked", "default_workers", "sort_key"]

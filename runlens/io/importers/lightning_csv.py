@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import ImportFailedError
-from . import csv as _csv
-from ._common import Imported
+from runlens.errors import ImportFailedError
+from runlens.io.importers import csv as _csv
+from runlens.io.importers._common import Imported
 
 LOSS_COLUMNS = ("train_loss_step", "train_loss", "loss_step", "loss", "train/loss")
 VAL_LOSS_COLUMNS = ("val_loss", "val_loss_epoch", "val/loss", "validation_loss", "valid_loss")

@@ -1,6 +1,6 @@
 """The in-memory run: metadata plus the four tables, deduplicated and ordered.
 
-``runlens.loader.load_run`` builds it; detectors and renderers only read it.
+``runlens.io.loader.load_run`` builds it; detectors and renderers only read it.
 Tables are Arrow tables (``None`` when the run has no such table or it was
 not loaded); the accessors below hand detectors numpy arrays.
 """

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from recorders.writer import RunWriter
-
-from ..errors import ImportFailedError
+from runlens.errors import ImportFailedError
 
 # Columns of the scalars table the format names; everything else is a user scalar.
 SCALAR_COLUMNS = ("lr", "grad_norm", "epoch", "loss_scale", "step_skipped")

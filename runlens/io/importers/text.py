@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import ImportFailedError
-from ._common import Imported, Series
+from runlens.errors import ImportFailedError
+from runlens.io.importers._common import Imported, Series
 
 _NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))"
 _LLMC_TRAIN = re.compile(rf"^s:(\d+) trl:{_NUM}(?: lr:{_NUM})?(?: norm:{_NUM})?")

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 from scipy import stats as sps
 
-from .compare import (
+from runlens.compare.model import (
     Comparison,
     Convergence,
     GradientShift,
@@ -28,8 +28,8 @@ from .compare import (
     smooth,
     spike_steps,
 )
-from .findings import Finding
-from .run import Run
+from runlens.diagnosis import Finding
+from runlens.io.run import Run
 
 
 def _series(run: Run, table: str, column: str) -> tuple[np.ndarray, np.ndarray]:

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ImportFailedError
-from ._common import Imported, Series, column_name, parse_float
+from runlens.errors import ImportFailedError
+from runlens.io.importers._common import Imported, Series, column_name, parse_float
 
 STEP_COLUMNS = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step")
 EPOCH_COLUMNS = ("epoch", "epochs")

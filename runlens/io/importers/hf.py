@@ -25,8 +25,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import ImportFailedError
-from ._common import Imported, Series, column_name
+from runlens.errors import ImportFailedError
+from runlens.io.importers._common import Imported, Series, column_name
 
 _SKIP = frozenset({"step", "epoch", "total_flos"})
 _TRAIN_ROLES = {"loss": "loss", "learning_rate": "lr", "grad_norm": "grad_norm"}

@@ -1,7 +1,7 @@
 """Run an audit's analysis on a ``dask.distributed`` cluster.
 
 The cluster gets the same work as a local pool: chunks of run paths go to
-``runlens.audit_worker.analyze_chunk`` on the workers, which read the runs
+``runlens.audit.worker.analyze_chunk`` on the workers, which read the runs
 themselves and send back small records. So:
 
 - every worker must be able to read every run path: a shared filesystem
@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .audit_worker import WorkOptions, analyze_chunk
-from .errors import UsageError
+from runlens.audit.worker import WorkOptions, analyze_chunk, chunked, collect
+from runlens.errors import UsageError
 
 #: How long to wait for the scheduler before calling the address unusable.
 CONNECT_TIMEOUT = "20s"
@@ -46,7 +46,6 @@ def run_on_dask(runs: Sequence[str], options: WorkOptions, *, client: Any = None
     """Analyze ``runs`` on the cluster; the records and the number of workers used."""
     from dask.distributed import as_completed
 
-    from .audit import chunked, collect
 
     own = client is None
     if own:
