@@ -80,7 +80,8 @@ def new_meta(run_dir: Path, *, name: str | None, config: Mapping[str, Any] | Non
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "run_id": uuid.uuid4().hex,
-        "name": name or run_dir.resolve().name,
+        # A directory name that is not valid UTF-8 would make run.json hold a lone surrogate.
+        "name": name or os.fsencode(run_dir.resolve().name).decode("utf-8", "replace"),
         "status": "running",
         "started_at": started,
         "ended_at": None,

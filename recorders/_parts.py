@@ -21,13 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from recorders import _merge
 from recorders.format import FIELDS, KEYS, REQUIRED, parse_part_name, part_name, temp_part_name
 
 COMPRESSION = "zstd"
-# Lets a reader that wants to be exact drop the sources of a merged part even
-# in the short window before they are deleted (matters only for events,
-# which are never deduplicated).
-REPLACES_KEY = b"runlens.replaces"
+REPLACES_KEY = _merge.REPLACES_KEY
 
 
 def now(t: float | None = None) -> float:
@@ -122,7 +120,8 @@ def write_part(folder: Path, rank: int, seq: int, table: pa.Table, *, fsync: boo
     """Write ``table`` as part ``seq`` of ``rank``: dot-temp name first, then rename."""
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / temp_part_name(rank, seq)
-    pq.write_table(table, tmp, compression=COMPRESSION)
+    with _merge.open_output(tmp) as f:  # by bytes path: a non-UTF-8 run directory still works
+        pq.write_table(table, f, compression=COMPRESSION)
     if fsync:
         fd = os.open(tmp, os.O_RDONLY)
         try:
@@ -165,7 +164,7 @@ def max_step(folders: Iterable[Path]) -> int | None:
     for folder in folders:
         for _, _, path in list_parts(folder):
             try:
-                steps = pq.read_table(path, columns=["step"]).column("step")
+                steps = _merge.read_part(path, columns=["step"]).column("step")
             except Exception:  # noqa: BLE001 - an unreadable part is a reader's warning, not ours
                 continue
             top = pc.max(steps).as_py()
@@ -179,19 +178,16 @@ def _dedup_last(table: pa.Table, key: tuple[str, ...] | None) -> pa.Table:
     if key is None or table.num_rows == 0:
         return table
     step = table.column("step").to_numpy().astype(np.int64)
+    sub = None
     if len(key) == 2:
         codes = pc.dictionary_encode(table.column(key[1]).cast(pa.string())).combine_chunks()
-        idx = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        composite = np.stack([step, idx], axis=1)
-        _, first_in_reversed = np.unique(composite[::-1], axis=0, return_index=True)
-    else:
-        _, first_in_reversed = np.unique(step[::-1], return_index=True)
-    keep = np.sort(table.num_rows - 1 - first_in_reversed)
-    return table.take(pa.array(keep)) if len(keep) < table.num_rows else table
+        sub = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    keep = _merge.last_per_key(step, sub)
+    return table if keep is None else table.take(pa.array(keep))
 
 
 def _unify(tables: list[pa.Table], table_name: str) -> pa.Table:
-    merged = pa.concat_tables(tables, promote_options="permissive")
+    merged = _merge.concat(tables)
     fixed = FIELDS[table_name]
     fields = []
     for f in merged.schema:
@@ -210,7 +206,8 @@ def _unify(tables: list[pa.Table], table_name: str) -> pa.Table:
 def _groups(parts: list[tuple[int, int, Path]], target_rows: int) -> list[list[tuple[int, int, Path]]]:
     groups, current, rows = [], [], 0
     for part in parts:
-        n = pq.ParquetFile(part[2]).metadata.num_rows
+        with _merge.open_input(part[2]) as f:
+            n = pq.ParquetFile(f).metadata.num_rows
         if current and rows + n > target_rows:
             groups.append(current)
             current, rows = [], 0
@@ -221,14 +218,29 @@ def _groups(parts: list[tuple[int, int, Path]], target_rows: int) -> list[list[t
     return groups
 
 
+def finish_interrupted_compaction(folder: Path, rank: int) -> int:
+    """Remove ``rank``'s parts that a surviving merged part replaces (a kill hit between
+    writing it and removing them); returns how many were removed."""
+    parts = list_parts(folder, rank)
+    gone = _merge.replaced_parts((r, s, p) for s, r, p in parts)
+    for seq, r, path in parts:
+        if (r, seq) in gone:
+            os.remove(path)
+    return len(gone)
+
+
 def compact(folder: Path, table_name: str, rank: int, next_seq: int,
             target_rows: int = 2_000_000) -> int:
     """Merge ``rank``'s parts of one table; returns the next free seq.
 
     Groups of consecutive parts (in seq order) become one part each, written
     with seqs above every existing one in the same order, so "highest seq
-    wins" still picks the newest row for a key.
+    wins" still picks the newest row for a key. Each merged part records
+    the seqs it replaces, so a kill before the old parts are removed never
+    duplicates a row (readers drop replaced parts, and the next writer
+    removes them).
     """
+    finish_interrupted_compaction(folder, rank)
     parts = list_parts(folder, rank)
     if len(parts) < 2:
         return next_seq
@@ -243,9 +255,9 @@ def compact(folder: Path, table_name: str, rank: int, next_seq: int,
         return next_seq
     written: list[tuple[int, int, Path]] = []
     for group in groups:
-        tables = [pq.read_table(p) for _, _, p in group]
+        tables = [_merge.read_part(p) for _, _, p in group]
         merged = _dedup_last(_unify(tables, table_name), KEYS[table_name])
-        replaces = ",".join(str(seq) for seq, _, _ in group).encode()
+        replaces = _merge.replaces_value(seq for seq, _, _ in group)
         merged = merged.replace_schema_metadata({REPLACES_KEY: replaces})
         write_part(folder, rank, next_seq, merged, fsync=True)
         next_seq += 1

@@ -72,7 +72,7 @@ def depth_order(model: nn.Module, named: Sequence[tuple[str, nn.Parameter]],
         keyed.append((position(mname), reg, name, p, mname))
     keyed.sort(key=lambda k: (k[0], k[1]))
     return [{"name": name, "index": i, "module": mname, "kind": type(modules[mname]).__name__,
-             "shape": list(p.shape), "numel": p.numel()}
+             "shape": list(p.shape), "numel": p.numel(), "trainable": bool(p.requires_grad)}
             for i, (_, _, name, p, mname) in enumerate(keyed)]
 
 

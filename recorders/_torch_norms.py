@@ -9,6 +9,10 @@ Sampling: ``update_norm`` and (by default) ``grad_zero_frac`` are measured on
 a fixed random sample of ``k`` elements per tensor (all elements when the
 tensor has at most ``k``). The sample is drawn once, from a private
 generator, so the training's RNG state is untouched.
+
+:class:`Layout` is the recorder's fast path: small tensors stacked by shape
+(a few kernels for any number of them), large ones reduced chunk by chunk
+while the chunk is in cache (:func:`norms_and_maxes`).
 """
 
 from __future__ import annotations
@@ -35,19 +39,65 @@ def l2_norms(tensors: Sequence[Tensor]) -> Tensor:
     return _stack(torch._foreach_norm(list(tensors), 2, dtype=torch.float32), tensors[0].device)
 
 
+SMALL = 1 << 16  # elements: below this a tensor's kernel-launch cost outweighs its data
+
+
 def abs_maxes(tensors: Sequence[Tensor]) -> Tensor:
-    """Per-tensor largest absolute element (NaN when a tensor holds NaN)."""
+    """Per-tensor largest absolute element (NaN when a tensor holds NaN).
+
+    On an accelerator: the inf-norm, one fused multi-tensor pass (no
+    temporary). On CPU the inf-norm takes a slow path (10x the alternatives,
+    measured on 8 512x512 tensors); there large tensors take ``amax`` and
+    ``amin`` (neither allocates; ~35% faster than ``torch.aminmax``) and
+    small ones one foreach abs + max pair (2x faster than two calls per
+    tensor on 1,000 tensors of 1,024 elements, 3x slower on large ones).
+    """
     if not tensors:
         return torch.empty(0)
     device = tensors[0].device
-    if device.type == "cpu":
-        # amax and amin allocate nothing the size of a tensor; on CPU the
-        # pair beats aminmax by ~30% and the foreach abs+max pair by ~2x.
-        hi = _stack([torch.amax(t) for t in tensors], device).float()
-        lo = _stack([torch.amin(t) for t in tensors], device).float()
-        return torch.maximum(hi, -lo)
-    maxes = torch._foreach_max(torch._foreach_abs(list(tensors)))
-    return _stack(maxes, device).float()
+    if device.type != "cpu":
+        return _stack(torch._foreach_norm(list(tensors), math.inf, dtype=torch.float32), device)
+    if any(t.numel() == 0 for t in tensors):  # an empty shard: max of nothing is 0 here
+        return torch.stack([t.abs().max().float() if t.numel() else torch.zeros((), device=device)
+                            for t in tensors])
+    small = [i for i, t in enumerate(tensors) if t.numel() <= SMALL]
+    if len(small) == len(tensors):
+        return _stack(torch._foreach_max(torch._foreach_abs(list(tensors))), device).float()
+    out = torch.empty(len(tensors), dtype=torch.float32)
+    if small:
+        out[small] = _stack(torch._foreach_max(torch._foreach_abs([tensors[i] for i in small])), device).float()
+    big = [i for i, t in enumerate(tensors) if t.numel() > SMALL]
+    hi = _stack([torch.amax(tensors[i]) for i in big], device).float()
+    lo = _stack([torch.amin(tensors[i]) for i in big], device).float()
+    out[big] = torch.maximum(hi, -lo)
+    return out
+
+
+CHUNK = 1 << 18  # elements (1 MiB of float32): read twice while it sits in a core's L2 cache
+
+
+def norms_and_maxes(tensors: Sequence[Tensor], abs_max: bool) -> tuple[Tensor, Tensor | None]:
+    """Per-tensor L2 norms and (``abs_max``) largest absolute elements of large tensors.
+
+    On CPU each chunk of a tensor is reduced by all three kernels (norm,
+    ``amax``, ``amin``) back to back, so only the first reads memory and the
+    others hit the cache: measured right after backward on the MLP's
+    512x512 gradients, 1.1 ms against 2.2 ms for a norm pass then a max pass.
+    On an accelerator the fused multi-tensor kernels do better.
+    """
+    if tensors[0].device.type != "cpu" or any(t.numel() == 0 for t in tensors):
+        return l2_norms(tensors), abs_maxes(tensors) if abs_max else None
+    norms, maxes = [], []
+    for t in tensors:
+        n, m = [], []
+        for c in t.reshape(-1).split(CHUNK):
+            n.append(torch.linalg.vector_norm(c, dtype=torch.float32))
+            if abs_max:  # NaN propagates through amax and amin
+                m.append(torch.maximum(torch.amax(c), -torch.amin(c)))
+        norms.append(n[0] if len(n) == 1 else torch.linalg.vector_norm(torch.stack(n)))
+        if abs_max:
+            maxes.append(m[0] if len(m) == 1 else torch.stack(m).amax())
+    return torch.stack(norms), torch.stack(maxes).float() if abs_max else None
 
 
 def nonzero_counts(tensors: Sequence[Tensor]) -> Tensor:
@@ -62,8 +112,30 @@ def nonfinite_counts(tensors: Sequence[Tensor]) -> Tensor:
     return _stack([(~torch.isfinite(t)).sum() for t in tensors], device).float()
 
 
+class LocalNorms:
+    """The norm functions over whole (unsharded) tensors; a sharded model swaps in its own."""
+
+    l2 = staticmethod(l2_norms)
+    abs_max = staticmethod(abs_maxes)
+    nonzero = staticmethod(nonzero_counts)
+    nonfinite = staticmethod(nonfinite_counts)
+
+    @staticmethod
+    def local(t: Tensor) -> Tensor:
+        return t
+
+    @staticmethod
+    def device(params: Sequence[Tensor]) -> torch.device:
+        return params[0].device if params else torch.device("cpu")
+
+
 class Sample:
-    """A fixed random subset of each tensor's elements, gathered as one flat vector."""
+    """A fixed random subset of each tensor's elements, gathered as one flat vector.
+
+    Random elements, not contiguous runs (which would gather faster, with
+    fewer cache lines): updates are often row-structured, and runs see far
+    fewer distinct rows (docs/recorder.md has the measurements).
+    """
 
     def __init__(self, shapes: Sequence[torch.Size], k: int, device: torch.device, seed: int = 0) -> None:
         gen = torch.Generator().manual_seed(seed)
@@ -76,7 +148,9 @@ class Sample:
                 self.index.append(None)
             else:
                 self.index.append(torch.randperm(n, generator=gen)[:c].sort().values.to(device))
-        self.sqrt_scale = torch.tensor([math.sqrt(n / c) for n, c in zip(self.numel, self.counts, strict=False)],
+        # A rank's shard of a small parameter may be empty (c == 0): it adds nothing.
+        self.sqrt_scale = torch.tensor([math.sqrt(n / c) if c else 0.0
+                                        for n, c in zip(self.numel, self.counts, strict=False)],
                                        dtype=torch.float32, device=device)
         self.count_t = torch.tensor(self.counts, dtype=torch.float32, device=device)
         self.exact = all(i is None for i in self.index)
@@ -100,4 +174,89 @@ class Sample:
     def zero_fracs(self, tensors: Sequence[Tensor | None]) -> Tensor:
         """Estimated per-tensor fraction of elements exactly 0."""
         zeros = (self.gather(tensors) == 0).float()
-        return self._segment_norms(zeros, 1) / self.count_t
+        return self._segment_norms(zeros, 1) / self.count_t.clamp_min(1)
+
+
+class Layout:
+    """The parameters grouped for batched reductions, so small tensors cost no per-tensor kernels.
+
+    Tensors of at most ``small`` elements are stacked by shape into one
+    ``(m, n)`` matrix per shape; each statistic is then one reduction over
+    the matrix's rows, whatever the number of tensors (a 1,000-tensor
+    model pays for a handful of kernels, not thousands). Such tensors are
+    small enough to take whole: their update norms and zero fractions are
+    exact. Larger tensors keep one kernel each (their data, not the launch,
+    dominates) and the sampled statistics of :class:`Sample`. Results come
+    back in parameter order through one precomputed permutation.
+    """
+
+    def __init__(self, shapes: Sequence[torch.Size], small: int, zero_k: int, device: torch.device) -> None:
+        numel = [math.prod(s) for s in shapes]
+        self.usable = bool(shapes) and all(n > 0 for n in numel)  # an empty shard takes the general path
+        by_shape: dict[tuple[int, ...], list[int]] = {}
+        self.large: list[int] = []
+        for i, (shape, n) in enumerate(zip(shapes, numel, strict=True)):
+            if n <= small:
+                by_shape.setdefault(tuple(shape), []).append(i)
+            else:
+                self.large.append(i)
+        self.groups = list(by_shape.values())
+        order = [i for g in self.groups for i in g] + self.large
+        inverse = [0] * len(order)
+        for pos, i in enumerate(order):
+            inverse[i] = pos
+        self.inverse = torch.tensor(inverse, dtype=torch.long, device=device)
+        big = [shapes[i] for i in self.large]
+        self.update = Sample(big, small, device)
+        self.zero = Sample(big, zero_k, device, seed=1)
+        # Elements each zero fraction was measured on (a sharded model's weighted mean needs them).
+        self.zero_count_t = self._order([torch.full((len(g),), float(numel[g[0]]), device=device)
+                                         for g in self.groups] + [self.zero.count_t])
+
+    def _order(self, parts: list[Tensor]) -> Tensor:
+        parts = [p.float() for p in parts if p.numel()]
+        return torch.cat(parts)[self.inverse] if parts else torch.empty(0)
+
+    def _mats(self, tensors: Sequence[Tensor]) -> list[Tensor]:
+        return [torch.stack([tensors[i] for i in g]).reshape(len(g), -1) for g in self.groups]
+
+    def _big(self, tensors: Sequence[Tensor]) -> list[Tensor]:
+        return [tensors[i] for i in self.large]
+
+    def l2(self, tensors: Sequence[Tensor]) -> Tensor:
+        """Per-tensor L2 norms, in parameter order."""
+        big = self._big(tensors)
+        return self._order([torch.linalg.vector_norm(m, dim=1, dtype=torch.float32) for m in self._mats(tensors)]
+                           + ([l2_norms(big)] if big else []))
+
+    def grad_stats(self, grads: Sequence[Tensor], abs_max: bool) -> tuple[Tensor, Tensor | None, Tensor]:
+        """``(L2 norms, largest |element| or None, zero fractions)`` of every gradient, one stack per shape."""
+        mats, big = self._mats(grads), self._big(grads)
+        l2 = [torch.linalg.vector_norm(m, dim=1, dtype=torch.float32) for m in mats]
+        # amax and amin do not allocate; NaN propagates through both.
+        amax = [torch.maximum(m.amax(1), -m.amin(1)) for m in mats] if abs_max else []
+        zero = [(m == 0).view(torch.uint8).sum(1, dtype=torch.int32) / m.shape[1] for m in mats]
+        if big:
+            norms, maxes = norms_and_maxes(big, abs_max)
+            l2.append(norms)
+            if maxes is not None:
+                amax.append(maxes)
+            zero.append(self.zero.zero_fracs(big))
+        return self._order(l2), self._order(amax) if abs_max else None, self._order(zero)
+
+    def before(self, weights: Sequence[Tensor]) -> tuple[list[Tensor], Tensor | None]:
+        """Copies of the small weights whole and of the large ones' samples, for :meth:`weight_stats`."""
+        big = self._big(weights)
+        return self._mats(weights), self.update.gather(big) if big else None
+
+    def weight_stats(self, weights: Sequence[Tensor], before: tuple[list[Tensor], Tensor | None]) -> tuple[
+            Tensor, Tensor]:
+        """``(weight L2 norms, update norms)`` in parameter order; ``before`` from :meth:`before`."""
+        mats, big = self._mats(weights), self._big(weights)
+        norms = [torch.linalg.vector_norm(m, dim=1, dtype=torch.float32) for m in mats]
+        update = [torch.linalg.vector_norm(m.float() - b.float(), dim=1)
+                  for m, b in zip(mats, before[0], strict=True)]
+        if big:
+            norms.append(l2_norms(big))
+            update.append(self.update.update_norms(before[1], self.update.gather(big)))
+        return self._order(norms), self._order(update)

@@ -1,23 +1,21 @@
-"""The math of one recorded optimizer step, from end of backward to host numbers.
+"""The math of one recorded optimizer step, from the final gradients to host numbers.
 
-:meth:`StepMath.capture` runs at the end of each backward pass: gradients
-accumulated (and all-reduced under DDP), not yet clipped or unscaled. It
-takes every gradient column there, on the device and without a host sync:
-per-parameter L2 norms every step it is asked to, and on layer steps the
-largest absolute element, the (sampled) zero fraction and a sample of the
-weights before the optimizer step. With accumulation each micro-batch's
-capture replaces the previous one, so the last (the accumulated gradient)
-is what gets recorded. :meth:`StepMath.finish` runs in ``rec.step`` after
-the optimizer step: weight norms and update norms, then everything goes to
-the host in one transfer.
+:meth:`StepMath.capture` runs once per optimizer step, where the recorder
+decides the gradient is final: at the end of the last backward pass of the
+step (accumulated, all-reduced under DDP, not yet clipped or unscaled), or,
+when that moment was missed, in the optimizer's step pre-hook or in
+``rec.step``. It takes every gradient column there, on the device and
+without a host sync: per-parameter L2 norms, and on layer steps the largest
+absolute element (one fused inf-norm pass), the (sampled) zero fraction and
+a sample of the weights before the optimizer step. :meth:`StepMath.finish`
+runs in ``rec.step`` after the optimizer step: weight norms and update
+norms, then everything goes to the host in one transfer.
 
-Taking the gradient columns at the end of backward is what makes them
-"before clipping" whatever clipping the user does afterwards. Under a
-``GradScaler`` they are divided by the loss scale the backward used (a
-power of two: exact). Non-finite counts are exact where a gradient was
-finite at the end of backward (then 0); otherwise they are counted in
-``rec.step`` on the current gradient, after a clip by a non-finite total
-norm may have spread NaN to every element.
+A capture taken at the end of backward under a ``GradScaler`` holds scaled
+gradients: its norms are divided by the loss scale that backward used (a
+power of two: exact). A capture taken later never is: by the optimizer step
+(``GradScaler.step``) the scaler has unscaled ``.grad`` in place, so
+dividing again would unscale twice.
 """
 
 from __future__ import annotations
@@ -34,12 +32,13 @@ from recorders import _torch_norms as tn
 
 
 @dataclass
-class _Capture:
+class Capture:
     present: list[int]                 # indices of parameters that had a gradient
-    norms: torch.Tensor                # their gradient L2 norms at the end of backward
+    norms: torch.Tensor                # their gradient L2 norms
+    at_backward: bool = True           # taken at the end of backward: scaled under a GradScaler
     amax: torch.Tensor | None = None   # layer steps: largest |element| of those gradients
     zero: torch.Tensor | None = None   # layer steps: zero fraction (all params) or nonzero counts
-    before: torch.Tensor | None = None  # layer steps: sampled weights before the optimizer step
+    before: Any = None  # layer steps: sampled weights before the optimizer step (Layout.before's, or a vector)
 
 
 @dataclass
@@ -53,6 +52,8 @@ class StepResult:
     layers: dict[str, Any] | None = None
     nonfinite_params: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     user: dict[str, Any] = field(default_factory=dict)
+    lrs: list[float | None] = field(default_factory=list)
+    deferred: list[StepResult] = field(default_factory=list)  # earlier steps resolved in this transfer
 
     @property
     def anomalous(self) -> bool:
@@ -63,133 +64,149 @@ class StepMath:
     """Per-step gradient, weight and update statistics for a fixed parameter list."""
 
     def __init__(self, params: Sequence[torch.nn.Parameter], *, sample_size: int = 4096,
-                 zero_sample_size: int = 1024, exact_zero_frac: bool = False, abs_max: bool = True) -> None:
+                 zero_sample_size: int = 1024, exact_zero_frac: bool = False, abs_max: bool = True,
+                 norms: Any = None) -> None:
         self.params = list(params)
         self.abs_max = abs_max
         self.numel = np.array([p.numel() for p in self.params], dtype=np.float64)
         self.sample_size = sample_size
         self.zero_sample_size = zero_sample_size
         self.exact_zero_frac = exact_zero_frac
+        self.norms = norms or tn.LocalNorms()
         self._sample: tn.Sample | None = None
         self._zero_sample: tn.Sample | None = None
-        self._pre: _Capture | None = None
-        self._scale_after_update: float | None = None
+        self._layout: tn.Layout | None = None
+
+    def _local(self, tensors: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
+        return [None if t is None else self.norms.local(t) for t in tensors]
 
     def sample(self) -> tn.Sample:
         # Built lazily: by the first backward the model sits on its training device.
         if self._sample is None:
-            device = self.params[0].device
-            self._sample = tn.Sample([p.shape for p in self.params], self.sample_size, device)
+            shapes = [self.norms.local(p).shape for p in self.params]
+            self._sample = tn.Sample(shapes, self.sample_size, self.norms.device(self.params))
         return self._sample
 
     def zero_sample(self) -> tn.Sample:
         # Smaller than the update sample: a gather's cost is its cache misses,
         # and a fraction needs fewer elements than a norm for the same error.
         if self._zero_sample is None:
-            device = self.params[0].device
-            self._zero_sample = tn.Sample([p.shape for p in self.params], self.zero_sample_size, device,
+            shapes = [self.norms.local(p).shape for p in self.params]
+            self._zero_sample = tn.Sample(shapes, self.zero_sample_size, self.norms.device(self.params),
                                           seed=1)
         return self._zero_sample
 
-    @torch.no_grad()
-    def capture(self, layer_step: bool) -> None:
-        """At the end of backward: the gradient columns, and the weights before the step."""
-        self._pre = self._read_grads(layer_step, before=layer_step)
+    def layout(self) -> tn.Layout:
+        if self._layout is None:  # lazily, like the samples
+            shapes = [self.norms.local(p).shape for p in self.params]
+            self._layout = tn.Layout(shapes, self.sample_size, self.zero_sample_size, self.norms.device(self.params))
+        return self._layout
 
-    def _read_grads(self, layer_step: bool, *, before: bool) -> _Capture:
+    @torch.no_grad()
+    def capture(self, layer_step: bool, *, at_backward: bool, before: bool = True) -> Capture:
+        """The gradient columns now, and (layer steps) the weights before the optimizer step."""
         full = [p.grad for p in self.params]
-        if all(g is not None for g in full):
+        complete = all(g is not None for g in full)
+        if complete:
             present, grads = list(range(len(full))), full
         else:
             present = [i for i, g in enumerate(full) if g is not None]
             grads = [full[i] for i in present]
-        cap = _Capture(present, tn.l2_norms(grads))
-        if layer_step and grads:
-            cap.amax = tn.abs_maxes(grads) if self.abs_max else None
-            cap.zero = tn.nonzero_counts(grads) if self.exact_zero_frac else self.zero_sample().zero_fracs(full)
+        local = self._local(grads)
+        layout = self.layout()
+        # Every gradient present: the batched layout; otherwise (rare) one kernel per tensor.
+        fast = complete and layout.usable
+        if fast and layer_step and not self.exact_zero_frac:
+            cap = Capture(present, torch.empty(0), at_backward=at_backward)
+            cap.norms, cap.amax, cap.zero = layout.grad_stats(local, self.abs_max)
+        else:
+            cap = Capture(present, layout.l2(local) if fast else self.norms.l2(local), at_backward=at_backward)
+        if layer_step and grads and cap.zero is None:
+            cap.amax = self.norms.abs_max(local) if self.abs_max else None
+            cap.zero = (self.norms.nonzero(local) if self.exact_zero_frac
+                        else self.zero_sample().zero_fracs(self._local(full)))
         if layer_step and before:
-            cap.before = self.sample().gather(self.params)
+            weights = self._local(self.params)
+            cap.before = layout.before(weights) if layout.usable else self.sample().gather(weights)
         return cap
 
     @torch.no_grad()
-    def finish(self, loss: Any, *, layer_step: bool, grads: bool = True, scaler: Any = None,
-               extra: dict[str, Any] | None = None) -> StepResult:
+    def finish(self, loss: Any, pre: Capture | None, *, layer_step: bool, scale: Any = None,
+               extra: dict[str, Any] | None = None, lrs: Sequence[Any] = (),
+               user_norm: Any = None, deferred: Sequence[tuple[Any, ...]] = ()) -> StepResult:
         """After the optimizer step: all numbers of this step, with one host transfer.
 
-        ``grads=False`` (a step whose gradients are not recorded) reads only
-        the loss and user scalars.
+        ``pre`` None: gradients are not recorded this step (only the loss,
+        lr and user scalars are read). ``scale`` is the recorder's
+        :class:`~recorders._torch_scale.ScaleTracker` call (or None);
+        ``user_norm`` the total norm the training loop computed itself;
+        ``deferred`` earlier steps' scalars that ride in this transfer (their
+        results land in ``StepResult.deferred``).
         """
-        pre, self._pre = self._pre, None
-        if not grads:
-            pre = _Capture([], torch.empty(0))
-        elif pre is None:  # no backward seen (gradients set by hand): read them as they are now
-            pre = self._read_grads(layer_step, before=False)
-        host_loss = _host_loss(loss)
-        batch = _Batch(self.params[0].device if self.params else torch.device("cpu"))
-        if host_loss is None:
-            batch.put("loss", loss.detach())
-        if grads:
+        batch = _Batch(self.norms.device(self.params))
+        numbers, keys = _put_scalars(batch, "", loss, user_norm, lrs, extra)
+        staged = _stage(batch, deferred)
+        if pre is not None:
             batch.put("pre", pre.norms)
-        scaler_on = scaler is not None and scaler.is_enabled()
-        if scaler_on:
-            _put_scaler(batch, scaler)
-        user = {}
-        for k, v in (extra or {}).items():
-            if isinstance(v, torch.Tensor):
-                batch.put("u:" + k, v.detach())
-            else:
-                user[k] = v
-        if layer_step and grads and self.params:
+        if layer_step and pre is not None and self.params:
             self._layer_pieces(batch, pre)
-        host = batch.to_host()
-        res = StepResult(loss=host_loss if host_loss is not None else float(host["loss"][0]),
-                         grad_norm=None, user=user)
-        for key, values in host.items():
-            if key.startswith("u:"):
-                res.user[key[2:]] = float(values[0])
-        self._fill(res, host, pre, scaler if scaler_on else None)
+        host = batch.to_host(getattr(self.norms, "combine", None))
+        res = _scalar_result("", numbers, keys, host, len(lrs))
+        res.deferred = _unstage(staged, host)
+        pre_norms = host.get("pre", np.empty(0, dtype=np.float32))
+        used = 1.0
+        if scale is not None:
+            nonfinite = bool(len(pre_norms)) and not np.isfinite(pre_norms).all()
+            used, res.step_skipped = scale(nonfinite if pre is not None else None)
+            res.loss_scale = used
+        divisor = used if pre is not None and pre.at_backward else 1.0
+        self._fill(res, host, pre, pre_norms, divisor, numbers.get("user_norm"))
         return res
 
-    def _layer_pieces(self, batch: _Batch, pre: _Capture) -> None:
-        batch.put("weight", tn.l2_norms(self.params))
+    @torch.no_grad()
+    def finish_deferred(self, rows: Sequence[tuple[Any, ...]]) -> list[StepResult]:
+        """Steps that read no gradients, ``(loss, lrs, extra, user_norm)`` each, in one transfer."""
+        batch = _Batch(self.norms.device(self.params))
+        staged = _stage(batch, rows)
+        return _unstage(staged, batch.to_host())
+
+    def _layer_pieces(self, batch: _Batch, pre: Capture) -> None:
+        weights, layout = self._local(self.params), self.layout()
+        update = None
+        if isinstance(pre.before, tuple):  # taken by the layout
+            norms, update = layout.weight_stats(weights, pre.before)
+        else:
+            norms = self.norms.l2(weights)
+            if pre.before is not None:
+                sample = self.sample()
+                update = sample.update_norms(pre.before, sample.gather(weights))
+        batch.put("weight", norms)
         for key, value in (("amax", pre.amax), ("zero", pre.zero)):
             if value is not None:
                 batch.put(key, value)
-        if pre.before is not None:
-            batch.put("update", self.sample().update_norms(pre.before, self.sample().gather(self.params)))
+        if getattr(self.norms, "sharded", False) and pre.zero is not None and not self.exact_zero_frac:
+            # Each rank's sample sizes, for the weighted mean.
+            batch.put("zero_n", layout.zero_count_t if len(pre.present) == len(self.params) and layout.usable
+                      else self.zero_sample().count_t)
+        if update is not None:
+            batch.put("update", update)
 
-    def _fill(self, res: StepResult, host: dict[str, np.ndarray], pre: _Capture, scaler: Any) -> None:
-        pre_norms = host.get("pre", np.empty(0, dtype=np.float32))
-        used = 1.0
-        if scaler is not None:
-            used = res.loss_scale = self._loss_scale(res, scaler, host, pre_norms)
+    def _fill(self, res: StepResult, host: dict[str, np.ndarray], pre: Capture | None, pre_norms: np.ndarray,
+              used: float, user_norm: Any) -> None:
         gn = pre_norms / used if used != 1.0 else pre_norms
         if len(gn):
             g64 = gn.astype(np.float64)
             res.grad_norm = math.sqrt(float(np.dot(g64, g64)))
+        if user_norm is not None:
+            res.grad_norm = _float(user_norm)
         bad = np.zeros(len(gn), dtype=bool)
-        if res.grad_norm is not None and not math.isfinite(res.grad_norm):
+        if len(gn) and not np.isfinite(gn).all():
             bad = ~np.isfinite(gn)
             res.nonfinite_params = np.asarray(pre.present, dtype=np.int64)[bad]
-        if "weight" in host:
+        if "weight" in host and pre is not None:
             res.layers = self._layers(host, pre, gn, bad, used)
 
-    def _loss_scale(self, res: StepResult, scaler: Any, host: dict[str, np.ndarray],
-                    pre_norms: np.ndarray) -> float:
-        scale_now = float(host["scale"][0])
-        if len(pre_norms):
-            used, res.step_skipped = _used_scale(scaler, scale_now, host["tracker"][0], pre_norms)
-        elif self._scale_after_update is not None:
-            # Gradients not read this step: the scale left by the previous
-            # update is the one this step used, and a drop means a skip.
-            used = self._scale_after_update
-            res.step_skipped = int(scale_now < used)
-        else:
-            used = scale_now
-        self._scale_after_update = scale_now
-        return used
-
-    def _layers(self, host: dict[str, np.ndarray], pre: _Capture, gn: np.ndarray, bad: np.ndarray,
+    def _layers(self, host: dict[str, np.ndarray], pre: Capture, gn: np.ndarray, bad: np.ndarray,
                 used: float) -> dict[str, Any]:
         n = len(self.params)
         complete = len(pre.present) == n
@@ -215,9 +232,55 @@ class StepMath:
         if bad.any():
             which = [self.params[int(i)].grad for i in idx[bad]]
             if all(g is not None for g in which):
-                counts[bad] = tn.nonfinite_counts(which).cpu().numpy().astype(np.int32)
+                counts[bad] = self.norms.nonfinite(self._local(which)).cpu().numpy().astype(np.int32)
         out["nonfinite"] = spread(counts)
         return out
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _put_scalars(batch: _Batch, prefix: str, loss: Any, user_norm: Any, lrs: Sequence[Any],
+                 extra: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+    """Device scalars into ``batch`` (keys ``prefix + name``); host ones as they are. Returns
+    the host values by name and the names that ride in the batch."""
+    numbers, keys = {}, []
+    for key, value in [("loss", loss), ("user_norm", user_norm), *((f"lr{i}", v) for i, v in enumerate(lrs)),
+                       *(("u:" + k, v) for k, v in (extra or {}).items())]:
+        if isinstance(value, torch.Tensor):
+            batch.put(prefix + key, value.detach().reshape(-1)[:1])
+            keys.append(key)
+        else:
+            numbers[key] = value
+    return numbers, keys
+
+
+def _stage(batch: _Batch, rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, dict[str, Any], list[str], int]]:
+    out = []
+    for i, (loss, lrs, extra, user_norm) in enumerate(rows):
+        numbers, keys = _put_scalars(batch, f"{i}/", loss, user_norm, lrs, extra)
+        out.append((f"{i}/", numbers, keys, len(lrs)))
+    return out
+
+
+def _unstage(staged: list[tuple[str, dict[str, Any], list[str], int]],
+             host: dict[str, np.ndarray]) -> list[StepResult]:
+    out = []
+    for prefix, numbers, keys, n_lrs in staged:
+        res = _scalar_result(prefix, numbers, keys, host, n_lrs)
+        res.grad_norm = _float(numbers.get("user_norm"))
+        out.append(res)
+    return out
+
+
+def _scalar_result(prefix: str, numbers: dict[str, Any], keys: list[str], host: dict[str, np.ndarray],
+                   n_lrs: int) -> StepResult:
+    for key in keys:
+        numbers[key] = float(host[prefix + key][0])
+    return StepResult(loss=_float(numbers["loss"]), grad_norm=None,
+                      user={k[2:]: v for k, v in numbers.items() if k.startswith("u:")},
+                      lrs=[_float(numbers.get(f"lr{i}")) for i in range(n_lrs)])
 
 
 class _Batch:
@@ -230,52 +293,22 @@ class _Batch:
 
     def put(self, key: str, value: torch.Tensor) -> None:
         t = value.reshape(-1)
-        if t.dtype != torch.float32:
+        if not t.is_floating_point() or t.dtype in (torch.float16, torch.bfloat16):
             t = t.float()
         if t.device != self.device:
             t = t.to(self.device)
         self.pieces.append(t)
         self.keys.append((key, t.numel()))
 
-    def to_host(self) -> dict[str, np.ndarray]:
+    def to_host(self, combine: Any = None) -> dict[str, np.ndarray]:
+        """``combine``: a sharded model's cross-rank reduction of the pieces (one collective)."""
         if not self.pieces:
             return {}
-        flat = torch.cat(self.pieces).cpu().numpy()
+        pieces = combine(self.pieces, self.keys) if combine is not None else self.pieces
+        # cat promotes to float64 when a piece is (a float64 loss keeps its precision).
+        flat = torch.cat(pieces).cpu().numpy()
         out, start = {}, 0
         for key, size in self.keys:
             out[key] = flat[start:start + size]
             start += size
         return out
-
-
-def _put_scaler(batch: _Batch, scaler: Any) -> None:
-    # The scaler's own tensors ride along in the step's single transfer;
-    # get_scale() would be a sync of its own on a GPU.
-    scale = getattr(scaler, "_scale", None)
-    batch.put("scale", scale if scale is not None else torch.tensor(scaler.get_scale()))
-    tracker = getattr(scaler, "_growth_tracker", None)
-    batch.put("tracker", tracker if tracker is not None else torch.tensor(-1.0))
-
-
-def _host_loss(loss: Any) -> float | None:
-    """The loss as a float when that needs no device sync of its own, else None."""
-    if not isinstance(loss, torch.Tensor):
-        return float(loss)
-    if loss.dtype == torch.float64:  # keep its precision: float32 is the batch's type
-        return float(loss.detach().reshape(-1)[0])
-    return None
-
-
-def _used_scale(scaler: Any, scale_now: float, tracker: float, pre_norms: np.ndarray) -> tuple[float, int]:
-    """The loss scale this step's backward used, and whether the scaler skipped the step.
-
-    ``GradScaler.update`` has already run: it backs the scale off after a
-    non-finite gradient (the step was skipped) and grows it when its growth
-    tracker wraps to 0, so the scale before the update is recovered exactly.
-    """
-    skipped = not np.isfinite(pre_norms).all()
-    if skipped:
-        return float(scale_now / scaler.get_backoff_factor()), 1
-    if tracker == 0:
-        return float(scale_now / scaler.get_growth_factor()), 0
-    return float(scale_now), 0

@@ -21,7 +21,12 @@ Where each column comes from:
   model that returns none (a custom ``compute_loss``) falls back to the
   Trainer's logged ``loss``, ``learning_rate`` and ``grad_norm``: only every
   ``logging_steps`` step has a row, and no per-layer rows.
-- ``lr``, ``grad_norm`` and the layers: the Recorder (pre-clip).
+- ``lr``, ``grad_norm`` and the layers: the Recorder (pre-clip, and under
+  ``fp16`` unscaled: the callback hands the Recorder the scaler Accelerate
+  keeps on the wrapped optimizer, so ``loss_scale`` and ``step_skipped``
+  are recorded and an overflow step is a skipped step, not a
+  ``nonfinite_grad`` event). With ``gradient_accumulation_steps=K`` only
+  the K-th backward of each step is read.
 - ``val_loss``: ``eval_loss`` from the Trainer's logs; the other ``eval_*``
   values go beside it.
 - ``config``: the ``TrainingArguments`` and, at the end, the Trainer's state.
@@ -78,10 +83,15 @@ class RunlensCallback(TrainerCallback):
                        optimizer: Any = None, **kwargs: Any) -> None:
         """The model is wrapped and the optimizer created; no step has run (or a checkpoint's have)."""
         inner = getattr(optimizer, "optimizer", optimizer)  # accelerate wraps it; hooks go on the real one
+        # fp16: Accelerate's AcceleratedOptimizer carries the GradScaler that scales every backward;
+        # without it the norms would be multiplied by the loss scale and every overflow a NaN event.
+        scaler = getattr(optimizer, "scaler", None)
         config = {"training_args": _args_dict(args), "recorded_by": "recorders.huggingface.RunlensCallback",
                   **self.config}
+        options = {"scaler": scaler, "accumulation_steps": max(1, int(args.gradient_accumulation_steps)),
+                   **self.recorder_options}
         self.recorder = Recorder(self.path, model, inner, name=self.name or args.run_name, config=config,
-                                 seed=args.seed, start_step=state.global_step, **self.recorder_options)
+                                 seed=args.seed, start_step=state.global_step, **options)
         self._hook = model.register_forward_hook(self._after_forward, with_kwargs=True)
         self._losses = []
 

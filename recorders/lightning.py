@@ -63,9 +63,11 @@ class RunlensCallback(Callback):
         """Optimizers exist and a checkpoint's ``global_step`` is restored (it is not yet at
         ``on_fit_start``), the sanity check is over: open the run here."""
         optimizer = trainer.optimizers[0] if trainer.optimizers else None
+        options = {"scaler": getattr(trainer.precision_plugin, "scaler", None),
+                   "accumulation_steps": max(1, int(trainer.accumulate_grad_batches)), **self.recorder_options}
         self.recorder = Recorder(self.path, pl_module, optimizer, name=self.name,
                                  config=self._config(trainer, pl_module), seed=self._seed(),
-                                 start_step=trainer.global_step, **self.recorder_options)
+                                 start_step=trainer.global_step, **options)
         self._stepped = False
         self._losses = []
 

@@ -2,20 +2,24 @@
 
 The public API::
 
+    import runlens
+
     run = runlens.load_run("runs/exp1")       # a Run: metadata + Arrow tables
     diagnosis = runlens.analyze(run)          # or analyze("runs/exp1")
-    diagnosis.to_dict()                       # the spec's JSON object
+    diagnosis.summary()                       # one line: status, curve, findings
+    diagnosis.to_dict()                       # the JSON object of docs/format.md
+    runlens.report(diagnosis, "out/")         # the HTML and Markdown post-mortem
 
 Attributes are imported on first use, so ``import runlens`` stays light
 (no scipy, no detectors) until an analysis actually runs.
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import typing as _typing
 
-import importlib
-from typing import TYPE_CHECKING, Any
+__version__ = "0.1.0"
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from runlens.analysis import analyze
     from runlens.diagnosis import CurveVerdict, DetectorOutcome, Diagnosis, Finding
     from runlens.errors import (
@@ -59,17 +63,37 @@ __all__ = [
     "UsageError",
     "analyze",
     "load_run",
+    "report",
 ]
 
 
-def __getattr__(name: str) -> Any:
+def report(diagnosis, out_dir, *, formats=("html", "md"), docs_url=""):
+    """Write the HTML and/or Markdown report of ``diagnosis`` into ``out_dir``; returns the paths.
+
+    ``diagnosis`` is a :class:`Diagnosis` or the path of a run (then read
+    with every column, as ``runlens report`` does). Files are named by the
+    one rule of ``runlens report``: ``<name>-<8 hex digits of the path>``.
+    ``docs_url`` adds links to the online reference (it is always embedded).
+    """
+    from runlens.render.write import write_reports
+    from runlens.report_data import attach
+
+    if not hasattr(diagnosis, "findings"):
+        from runlens.analysis import analyze as _analyze
+        from runlens.io.loader import load_run as _load_run
+
+        diagnosis = _analyze(_load_run(diagnosis))
+    return write_reports(attach(diagnosis), out_dir, formats, docs_base=docs_url)
+
+
+def __getattr__(name):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'runlens' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+def __dir__():
+    return sorted([*__all__, "__version__"])

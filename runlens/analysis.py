@@ -1,12 +1,15 @@
-"""Turn a run into a diagnosis: the curve verdict, then every detector, each guarded.
+"""Turn a run into a diagnosis: load -> signals -> steps in dependency order -> Diagnosis.
 
 ``analyze`` is the one place that runs detectors. It reads only the
-columns the selected detectors declare in their ``needs`` (plus what the
-curve classifier and the shared context read), computes the shared
-:class:`~runlens.detectors.Context` once, and calls each detector inside a
-guard: it *ran*, was *skipped* (its ``needs.requires`` are absent or it
-raised :class:`~runlens.detectors.Skip`) or *crashed* (any other exception:
-the diagnosis gets a warning line and the other detectors go on). The
+columns the selected detectors (and the steps they depend on) declare in
+their ``needs``, computes the run's :class:`~runlens.signals.Signals` once
+and hands them to every detector in the :class:`~runlens.detectors.Context`.
+Detectors run in the order their declared ``depends`` give (the registry
+refuses a cycle), each inside a guard: it *ran*, was *skipped* (its
+``needs.requires`` are absent or it raised :class:`~runlens.detectors.Skip`)
+or *crashed* (any other exception: the diagnosis gets a warning line and the
+other detectors go on). A dependency that was not asked for still runs, for
+its verdict, but its findings and outcome stay out of the diagnosis. The
 result is deterministic: findings sorted by severity, step, code, and no
 clock or randomness anywhere in it.
 """
@@ -21,15 +24,18 @@ from collections.abc import Iterable
 import numpy as np
 
 from runlens.detectors import REGISTRY, Context, Detector, Needs, Skip
-from runlens.detectors._nonfinite import nonfinite_mask
+from runlens.detectors._base import dependency_order
+from runlens.detectors._causes import order_by_cause
 from runlens.diagnosis import SEVERITY_RANK, CurveVerdict, DetectorOutcome, Diagnosis, Finding
 from runlens.errors import UsageError
 from runlens.io.loader import load_run
 from runlens.io.run import Run
 from runlens.io.runmeta import one_line
+from runlens.signals import signals_of
 
-# What the context and the curve classifier read, whatever detectors run.
-BASE_NEEDS = Needs(scalars=("loss", "grad_norm", "lr", "step_skipped"), evals=("val_loss",))
+# What the signals the context always carries read, whatever detectors run.
+BASE_NEEDS = Needs(scalars=("loss", "step_skipped"))
+CURVE = "curve"
 
 
 def analyze(run_or_path: Run | str | os.PathLike[str], *,
@@ -41,28 +47,50 @@ def analyze(run_or_path: Run | str | os.PathLike[str], *,
     detector runs. Unknown codes raise :class:`UsageError`.
     """
     chosen = _instances(detectors)
+    steps = _with_dependencies(chosen)
     if isinstance(run_or_path, Run):
         run = run_or_path
     else:
-        run = load_run(run_or_path, columns=projection(chosen))
+        run = load_run(run_or_path, columns=projection(steps))
     notes: list[str] = []
-    ctx = Context(first_nonfinite_step=first_nonfinite_step(run))
-    ctx = dataclasses.replace(ctx, curve=_classify(run, ctx, notes))
+    signals = signals_of(run)
+    ctx = Context(first_nonfinite_step=signals.first_nonfinite_step, signals=signals)
+    if CURVE not in REGISTRY:
+        ctx = dataclasses.replace(ctx, curve=_classify(run, ctx, notes))
+    reported = {id(d) for d in chosen}
     findings: list[Finding] = []
     outcomes = []
-    for det in chosen:
-        outcome, found = run_detector(det, run, ctx)
+    for det in steps:
+        outcome, found, verdict = run_step(det, run, ctx)
+        if verdict is not None:
+            ctx = _publish(ctx, det.code, verdict)
+        if id(det) not in reported:
+            continue
         outcomes.append(outcome)
         findings.extend(found)
         if outcome.state == "crashed":
             notes.append(f"detector {det.code} crashed: {outcome.reason}")
-    return Diagnosis(run=run, curve=ctx.curve, findings=tuple(sorted(findings, key=_order)),
-                     warnings=(*run.warnings, *notes), outcomes=tuple(outcomes))
+    curve = ctx.curve or CurveVerdict("insufficient_data", "the curve classifier did not run")
+    ordered, curve = order_by_cause(findings, curve, _order)  # cause first within a severity
+    return Diagnosis(run=run, curve=curve, findings=ordered,
+                     warnings=(*run.warnings, *notes), outcomes=tuple(outcomes),
+                     report=_report_factory(run, curve, ordered))
+
+
+def _report_factory(run: Run, curve: CurveVerdict, findings: tuple[Finding, ...]):
+    """What the reports show, built on first use (``Diagnosis.report_data``, by
+    ``runlens.report_data``): never for an analysis that is not rendered."""
+    from runlens.report_data import Factory
+
+    return Factory(run, curve, findings)
 
 
 def projection(detectors: Iterable[Detector]) -> dict[str, list[str]]:
     """The union of the detectors' ``needs`` (and the base needs), per table."""
-    needs = [BASE_NEEDS, _curve_needs(), *(d.needs for d in detectors)]
+    detectors = list(detectors)
+    needs = [BASE_NEEDS, *(d.needs for d in detectors)]
+    if CURVE not in REGISTRY:
+        needs.append(_curve_needs())
     tables: dict[str, list[str]] = {}
     for table in ("scalars", "evals", "layers", "events"):
         cols = [c for n in needs for c in getattr(n, table)]
@@ -75,31 +103,46 @@ def projection(detectors: Iterable[Detector]) -> dict[str, list[str]]:
 
 def run_detector(det: Detector, run: Run, ctx: Context) -> tuple[DetectorOutcome, list[Finding]]:
     """Run one detector inside the guard: ran, skipped (with why) or crashed."""
+    outcome, found, _ = run_step(det, run, ctx)
+    return outcome, found
+
+
+def run_step(det: Detector, run: Run, ctx: Context) -> tuple[DetectorOutcome, list[Finding], object]:
+    """:func:`run_detector`, plus the verdict a step such as the curve publishes (or None)."""
     missing = [r for r in det.needs.requires if not run.has(*r.split(".", 1))]
     if missing:
-        return DetectorOutcome(det.code, "skipped", f"needs {', '.join(missing)}"), []
+        return DetectorOutcome(det.code, "skipped", f"needs {', '.join(missing)}"), [], None
+    verdict = None
     try:
         with pywarnings.catch_warnings(), np.errstate(all="ignore"):
             pywarnings.simplefilter("ignore")
-            found = list(det.check(run, ctx) or ())
+            out = list(det.check(run, ctx) or ())
+        kind = type(det).verdict
+        verdicts = [v for v in out if kind is not None and isinstance(v, kind)]
+        found = [f for f in out if not (kind is not None and isinstance(f, kind))]
         bad = [f for f in found if not isinstance(f, Finding)]
-        if bad:
-            raise TypeError(f"check() yielded {type(bad[0]).__name__}, not Finding")
+        if bad or len(verdicts) > 1:
+            raise TypeError(f"check() yielded {type(bad[0]).__name__ if bad else 'two verdicts'}, not Finding")
+        verdict = verdicts[0] if verdicts else None
     except Skip as why:
-        return DetectorOutcome(det.code, "skipped", str(why) or "skipped"), []
+        return DetectorOutcome(det.code, "skipped", str(why)), [], None
     except UsageError:
         raise  # a detector configured with bad parameters is the caller's mistake, not the data's
     except Exception as exc:  # noqa: BLE001 - the guard: one broken detector must not stop the rest
-        return DetectorOutcome(det.code, "crashed", f"{type(exc).__name__}: {one_line(exc)}"), []
-    return DetectorOutcome(det.code, "ran"), found
+        return DetectorOutcome(det.code, "crashed", f"{type(exc).__name__}: {one_line(exc)}"), [], None
+    return DetectorOutcome(det.code, "ran"), found, verdict
 
 
 def first_nonfinite_step(run: Run) -> int | None:
-    """The first step whose training loss is NaN or +/-Inf (None if none; nulls are not NaN)."""
-    bad = nonfinite_mask(run, "scalars", "loss")
-    if bad is None or not bad.any():
-        return None
-    return int(run.steps("scalars")[bad.argmax()])
+    """The first step whose training loss counts as NaN or +/-Inf (see :mod:`runlens.signals.loss`)."""
+    return signals_of(run).first_nonfinite_step
+
+
+def _publish(ctx: Context, code: str, verdict: object) -> Context:
+    verdicts = {**ctx.verdicts, code: verdict}
+    if code == CURVE and isinstance(verdict, CurveVerdict):
+        return dataclasses.replace(ctx, verdicts=verdicts, curve=verdict)
+    return dataclasses.replace(ctx, verdicts=verdicts)
 
 
 def _instances(detectors: Iterable[str | Detector] | None) -> list[Detector]:
@@ -115,6 +158,18 @@ def _instances(detectors: Iterable[str | Detector] | None) -> list[Detector]:
             known = ", ".join(sorted(REGISTRY))
             raise UsageError(f"unknown detector code {d!r}; known codes: {known}")
     return sorted(chosen, key=lambda d: d.code)
+
+
+def _with_dependencies(chosen: list[Detector]) -> list[Detector]:
+    """The chosen detectors and the registered steps they (transitively) depend on, in order."""
+    by_code = {d.code: d for d in chosen}
+    codes = {d.code for d in chosen} | {dep for d in chosen for dep in type(d).depends if dep in REGISTRY}
+    codes |= {CURVE} if CURVE in REGISTRY else set()
+    order = dependency_order(c for c in codes if c in REGISTRY)  # unregistered instances run last
+    extra = {c: REGISTRY[c]() for c in order if c not in by_code}
+    rank = {c: i for i, c in enumerate(order)}
+    steps = [*chosen, *extra.values()]
+    return sorted(steps, key=lambda d: (rank.get(d.code, len(rank)), d.code))
 
 
 def _curve_module():

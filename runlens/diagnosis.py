@@ -8,7 +8,7 @@ renderers' business. ``Diagnosis.to_dict`` is the JSON object of the spec's
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -109,13 +109,21 @@ class DetectorOutcome:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """Everything ``analyze`` concluded about one run."""
+    """Everything ``analyze`` concluded about one run.
+
+    ``report_data`` is what the reports show (key numbers, chart series and
+    marks, evidence with units, the reference of every code), built by
+    ``runlens.report_data`` on first use from the ``report`` factory the
+    analysis attaches, so an analysis that is never rendered pays nothing.
+    """
 
     run: Any  # runlens.io.run.Run; typed loosely to keep this module free of IO
     curve: CurveVerdict
     findings: tuple[Finding, ...]
     warnings: tuple[str, ...] = ()
     outcomes: tuple[DetectorOutcome, ...] = ()
+    report: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def status(self) -> str:
@@ -124,6 +132,27 @@ class Diagnosis:
     @property
     def worst_severity(self) -> str | None:
         return min((f.severity for f in self.findings), key=SEVERITY_RANK.get, default=None)
+
+    @property
+    def report_data(self) -> Any:
+        """The :class:`runlens.report_data.ReportData` of this diagnosis (None when it has none)."""
+        if self.report is None:
+            return None
+        if "report" not in self._memo:
+            self._memo["report"] = self.report()
+        return self._memo["report"]
+
+    def summary(self) -> str:
+        """One line: name, status, curve and the findings by severity, worst first."""
+        counts = [f"{n} {sev}{'s' if n != 1 and sev != 'info' else ''}"
+                  for sev in SEVERITIES if (n := sum(f.severity == sev for f in self.findings))]
+        codes = ", ".join(dict.fromkeys(f.code for f in self.findings))
+        tail = f": {codes}" if codes else ""
+        return (f"{self.run.name}: {self.run.status}, curve {self.curve.label}, "
+                f"{', '.join(counts) or 'no findings'}{tail}")
+
+    def __repr__(self) -> str:
+        return f"<Diagnosis {self.summary()}>"
 
     def to_dict(self) -> dict[str, Any]:
         """The spec's analysis-output object, exactly."""

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,13 +40,12 @@ if str(ROOT) not in sys.path:
 
 from recorders.torch import Recorder  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _parts import Data, _gen, build_model  # noqa: E402
+from _truth import Truth  # noqa: E402
+
 CRASH_KINDS = ("oom", "shape", "dtype", "device", "other")
 
-# Image and sequence models see the same 64 features as an 8x8 image or as 8
-# tokens of 8 features, so every model kind trains on the same tasks.
-DIM = 64
-IMAGE = (1, 8, 8)
-SEQ = (8, 8)
 
 
 @dataclass(frozen=True)
@@ -104,164 +104,6 @@ class Spec:
         cfg.pop("name")
         return cfg
 
-
-# -- data ---------------------------------------------------------------------
-
-
-def _gen(seed: int, salt: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed * 1_000_003 + salt)
-
-
-class Data:
-    """Batches for step ``s`` and a fixed validation set, all seeded."""
-
-    def __init__(self, spec: Spec) -> None:
-        self.spec = spec
-        g = _gen(spec.seed, 7)
-        hidden = 32
-        # A random tanh network makes a task a 2-layer model can learn but a
-        # linear one only partly; the logit scale keeps classes near balanced.
-        self.w1 = torch.randn(DIM, hidden, generator=g) / math.sqrt(DIM)
-        self.w2 = torch.randn(hidden, spec.classes, generator=g) * 2.0
-        self.train_set = None
-        if spec.n_train is not None:
-            self.train_set = self._draw(spec.n_train, _gen(spec.seed, 11), noisy=True)
-        self.val = self._draw(spec.n_val, _gen(spec.seed, 13), noisy=True)
-
-    def _labels(self, x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-        task, k = self.spec.task, self.spec.classes
-        if task == "teacher":
-            return (torch.tanh(x @ self.w1 * 2.0) @ self.w2).argmax(1)
-        if task == "random_labels":
-            return torch.randint(0, k, (x.shape[0],), generator=g)
-        if task == "xor":
-            return ((x[:, 0] > 0) ^ (x[:, 1] > 0)).long()
-        raise ValueError(f"unknown task {task!r}")
-
-    def _draw(self, n: int, g: torch.Generator, noisy: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        x = torch.randn(n, DIM, generator=g)
-        y = self._labels(x, g)
-        if noisy and self.spec.label_noise > 0:
-            flip = torch.rand(n, generator=g) < self.spec.label_noise
-            y = torch.where(flip, torch.randint(0, self.spec.classes, (n,), generator=g), y)
-        return x, y
-
-    def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        g = _gen(self.spec.seed, 1_000 + step)
-        b = self.spec.batch_size
-        if self.spec.late_batch_size and step >= self.spec.late_at * self.spec.steps:
-            b = self.spec.late_batch_size
-        if self.train_set is None:
-            return self._draw(b, g, noisy=True)
-        x, y = self.train_set
-        idx = torch.randint(0, x.shape[0], (min(b, x.shape[0]),), generator=g)
-        return x[idx], y[idx]
-
-
-# -- models -------------------------------------------------------------------
-
-_ACT = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "gelu": nn.GELU}
-
-
-class ResMLP(nn.Module):
-    def __init__(self, width: int, depth: int, classes: int, act: type[nn.Module]) -> None:
-        super().__init__()
-        self.inp = nn.Linear(DIM, width)
-        self.blocks = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
-        self.act = act()
-        self.head = nn.Linear(width, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.inp(x)
-        for block in self.blocks:
-            h = h + self.act(block(h))
-        return self.head(h)
-
-
-class ConvNet(nn.Module):
-    def __init__(self, width: int, depth: int, classes: int, act: type[nn.Module]) -> None:
-        super().__init__()
-        layers: list[nn.Module] = []
-        c = IMAGE[0]
-        for _ in range(max(1, depth)):
-            layers += [nn.Conv2d(c, width, 3, padding=1), act()]
-            c = width
-        self.features = nn.Sequential(*layers)
-        self.head = nn.Linear(width * 16, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.features(x.reshape(x.shape[0], *IMAGE))
-        return self.head(F.avg_pool2d(h, 2).flatten(1))
-
-
-class RecurrentNet(nn.Module):
-    def __init__(self, cell: str, width: int, depth: int, classes: int) -> None:
-        super().__init__()
-        if cell == "rnn":
-            # ReLU recurrence: nothing bounds the state, the textbook way to
-            # get gradients that grow through time.
-            self.rnn = nn.RNN(SEQ[1], width, num_layers=max(1, depth), batch_first=True,
-                              nonlinearity="relu")
-        else:
-            rnn = {"gru": nn.GRU, "lstm": nn.LSTM}[cell]
-            self.rnn = rnn(SEQ[1], width, num_layers=max(1, depth), batch_first=True)
-        self.head = nn.Linear(width, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out, _ = self.rnn(x.reshape(x.shape[0], *SEQ))
-        return self.head(out[:, -1])
-
-
-class TinyTransformer(nn.Module):
-    def __init__(self, width: int, depth: int, classes: int) -> None:
-        super().__init__()
-        self.embed = nn.Linear(SEQ[1], width)
-        self.pos = nn.Parameter(torch.randn(SEQ[0], width) * 0.02)
-        layer = nn.TransformerEncoderLayer(width, nhead=2, dim_feedforward=2 * width, dropout=0.0,
-                                           batch_first=True)
-        self.encoder = nn.TransformerEncoder(layer, num_layers=max(1, depth), enable_nested_tensor=False)
-        # The task's label depends on every feature's position: the head reads
-        # all tokens rather than a mean that would blur which was where.
-        self.head = nn.Linear(width * SEQ[0], classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.embed(x.reshape(x.shape[0], *SEQ)) + self.pos
-        return self.head(self.encoder(h).flatten(1))
-
-
-def build_model(spec: Spec) -> nn.Module:
-    act = _ACT[spec.activation]
-    k, w, d = spec.classes, spec.width, spec.depth
-    if spec.model == "linear":
-        model: nn.Module = nn.Sequential(nn.Linear(DIM, k))
-    elif spec.model == "mlp":
-        layers: list[nn.Module] = []
-        fan_in = DIM
-        for _ in range(d):
-            layers += [nn.Linear(fan_in, w), act()]
-            fan_in = w
-        model = nn.Sequential(*layers, nn.Linear(fan_in, k))
-    elif spec.model == "resmlp":
-        model = ResMLP(w, d, k, act)
-    elif spec.model == "cnn":
-        model = ConvNet(w, d, k, act)
-    elif spec.model in ("gru", "lstm", "rnn"):
-        model = RecurrentNet(spec.model, w, d, k)
-    elif spec.model == "transformer":
-        model = TinyTransformer(w, d, k)
-    else:
-        raise ValueError(f"unknown model {spec.model!r}")
-    if spec.init_gain != 1.0:
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.dim() > 1:
-                    p.mul_(spec.init_gain)
-    if spec.dead_block is not None:
-        # A bias far below any pre-activation the inputs can produce: every
-        # unit of the block outputs 0 and passes back an exactly-zero gradient.
-        with torch.no_grad():
-            model.blocks[spec.dead_block].bias.fill_(-100.0)
-    return model
 
 
 # -- optimization -------------------------------------------------------------
@@ -373,12 +215,37 @@ def _validate(spec: Spec, model: nn.Module, data: Data) -> tuple[float, float]:
     return _loss(spec, logits, y, None).item(), (logits.argmax(1) == y).float().mean().item()
 
 
-def _global_grad_norm(model: nn.Module) -> float:
-    norms = [p.grad.detach().norm() for p in model.parameters() if p.grad is not None]
-    return torch.stack(norms).norm().item() if norms else 0.0
-
-
 # -- the training loop --------------------------------------------------------
+
+
+def _batch(spec: Spec, data: Data, crash: CrashInjector, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    x, y = data.batch(step)
+    if spec.spike_every and step > 0 and step % spec.spike_every == 0:
+        # A corrupted shard: shuffled labels and inputs in other units.
+        y = y[torch.randperm(y.shape[0], generator=_gen(spec.seed, 5_000 + step))]
+        x = x * spec.spike_scale
+    if spec.nan_at is not None:
+        if step == spec.nan_at:
+            x = x.clone()
+            x[:, 0] = 0.0  # a stuck sensor: the feature is constant across the batch
+        x = standardize_per_batch(x)
+    return crash.batch(step, x, y)
+
+
+def _update(spec: Spec, model: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor, truth: Truth,
+            step: int) -> None:
+    loss.backward()
+    truth.after_backward(model, step)
+    if spec.clip is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), spec.clip)
+    opt.step()
+    if spec.optimizer == "adamw" and spec.weight_decay < 0:
+        # Decoupled decay with the sign flipped: p <- p * (1 + lr*|wd|)
+        with torch.no_grad():
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    p.mul_(1.0 - group["lr"] * spec.weight_decay)
+    truth.after_update(step, loss.detach().item())
 
 
 def train(spec: Spec, out_dir: str | Path, *, start_step: int = 0, stop_at: int | None = None,
@@ -388,12 +255,12 @@ def train(spec: Spec, out_dir: str | Path, *, start_step: int = 0, stop_at: int 
     ``start_step`` > 0 resumes from the checkpoint of that step in
     ``ckpt_dir``. ``stop_at`` ends the attempt by raising :class:`Preempted`
     at that step. ``on_step(step)`` runs after each recorded step (the
-    killed-run child blocks there, waiting for its SIGKILL).
+    killed-run child blocks there, waiting for its SIGKILL). The loop's own
+    measurements go to ``truth-<attempt>.npz`` (see ``_truth``).
     """
     torch.set_num_threads(1)
     torch.manual_seed(spec.seed)
-    data = Data(spec)
-    model = build_model(spec)
+    data, model = Data(spec), build_model(spec)
     opt = build_optimizer(spec, model)
     base_lrs = [g["lr"] for g in opt.param_groups]
     crash = CrashInjector(spec)
@@ -401,52 +268,42 @@ def train(spec: Spec, out_dir: str | Path, *, start_step: int = 0, stop_at: int 
         state = torch.load(ckpt_dir / f"step{start_step}.pt", weights_only=False)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
-    with Recorder(str(out_dir), model, opt, config=spec.config(), seed=spec.seed,
-                  flush_every=spec.flush_every, flush_seconds=30.0, layers_every=spec.layers_every,
-                  name=spec.name, compact_on_close=spec.compact, **({"start_step": start_step} if start_step else {})) as rec:
-        for step in range(start_step, spec.steps):
-            if ckpt_dir is not None and step % spec.ckpt_every == 0:
-                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()},
-                           ckpt_dir / f"step{step}.pt")
-            if stop_at is not None and step == stop_at:
-                raise Preempted(f"DataLoader worker (pid(s) 4242) exited unexpectedly at step {step}")
-            for group, base in zip(opt.param_groups, base_lrs, strict=True):
-                group["lr"] = base * lr_factor(spec, step)
-            x, y = data.batch(step)
-            if spec.spike_every and step > 0 and step % spec.spike_every == 0:
-                # A corrupted shard: shuffled labels and inputs in other units.
-                y = y[torch.randperm(y.shape[0], generator=_gen(spec.seed, 5_000 + step))]
-                x = x * spec.spike_scale
-            if spec.nan_at is not None:
-                if step == spec.nan_at:
-                    x = x.clone()
-                    x[:, 0] = 0.0  # a stuck sensor: the feature is constant across the batch
-                x = standardize_per_batch(x)
-            x, y = crash.batch(step, x, y)
-            model.zero_grad(set_to_none=True)
-            logits = model(x)
-            loss = _loss(spec, logits, y, crash.weight(step))
-            loss.backward()
-            if spec.clip is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), spec.clip)
-            opt.step()
-            if spec.optimizer == "adamw" and spec.weight_decay < 0:
-                # Decoupled decay with the sign flipped: p <- p * (1 + lr*|wd|)
-                with torch.no_grad():
-                    for group in opt.param_groups:
-                        for p in group["params"]:
-                            p.mul_(1.0 - group["lr"] * spec.weight_decay)
-            acc = (logits.detach().argmax(1) == y).float().mean().item()
-            rec.step(loss.detach(), accuracy=acc)
-            if spec.eval_every and ((step + 1) % spec.eval_every == 0 or step + 1 == spec.steps):
-                val_loss, val_acc = _validate(spec, model, data)
-                rec.validation(val_loss, val_accuracy=val_acc)
-            if on_step is not None:
-                on_step(step)
-            if spec.stop_grad_norm is not None:
-                gn = _global_grad_norm(model)
-                if not math.isfinite(gn) or gn > spec.stop_grad_norm:
-                    break  # the user's watchdog ends training; the run still closes cleanly
+    truth = Truth(model, out_dir, attempt=2 if start_step else 1, every=spec.layers_every)
+    step = start_step
+    try:
+        with Recorder(str(out_dir), model, opt, config=spec.config(), seed=spec.seed,
+                      flush_every=spec.flush_every, flush_seconds=30.0, layers_every=spec.layers_every,
+                      name=spec.name, compact_on_close=spec.compact,
+                      **({"start_step": start_step} if start_step else {})) as rec:
+            for step in range(start_step, spec.steps):
+                if ckpt_dir is not None and step % spec.ckpt_every == 0:
+                    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()},
+                               ckpt_dir / f"step{step}.pt")
+                if stop_at is not None and step == stop_at:
+                    raise Preempted(f"DataLoader worker (pid(s) 4242) exited unexpectedly at step {step}")
+                for group, base in zip(opt.param_groups, base_lrs, strict=True):
+                    group["lr"] = base * lr_factor(spec, step)
+                x, y = _batch(spec, data, crash, step)
+                model.zero_grad(set_to_none=True)
+                logits = model(x)
+                _update(spec, model, opt, _loss(spec, logits, y, crash.weight(step)), truth, step)
+                rec.step(truth.loss[-1], accuracy=(logits.detach().argmax(1) == y).float().mean().item())
+                if spec.eval_every and ((step + 1) % spec.eval_every == 0 or step + 1 == spec.steps):
+                    val_loss, val_acc = _validate(spec, model, data)
+                    truth.validation(step, val_loss)
+                    rec.validation(val_loss, val_accuracy=val_acc)
+                if on_step is not None:
+                    if step == spec.kill_at:
+                        truth.save()  # the child is about to be SIGKILLed
+                    on_step(step)
+                if spec.stop_grad_norm is not None:
+                    if not truth.grad_norm[-1] <= spec.stop_grad_norm:
+                        break  # the user's watchdog ends training; the run still closes cleanly
+    except Exception as exc:
+        truth.crashed(step, exc)
+        raise
+    finally:
+        truth.save()
 
 
 def train_resumed(spec: Spec, out_dir: str | Path) -> None:
@@ -496,8 +353,23 @@ def _child_main() -> None:
     train(spec, payload["out"], on_step=wait_for_kill)
 
 
+def train_twin(spec: Spec, out_dir: str | Path) -> None:
+    """Train ``spec`` at the learning rate ``extra["twin_lr"]`` (the optimizer's ordinary one) and keep
+    only its truth file: whether that rate does better is what makes this one too high or too low."""
+    twin = dataclasses.replace(spec, name=f"{spec.name}-twin", lr=float(spec.extra["twin_lr"]), extra={})
+    with tempfile.TemporaryDirectory(prefix="runlens-twin-") as tmp:
+        train(twin, Path(tmp) / "run")
+        shutil.copyfile(Path(tmp) / "run" / "truth-1.npz", Path(out_dir) / "twin-truth.npz")
+
+
 def run_spec(spec: Spec, out_dir: str | Path) -> None:
-    """Produce the run for ``spec``, whichever way it has to end."""
+    """Produce the run for ``spec``, whichever way it has to end (and its twin, if it has one)."""
+    _run_spec(spec, out_dir)
+    if spec.extra.get("twin_lr"):
+        train_twin(spec, out_dir)
+
+
+def _run_spec(spec: Spec, out_dir: str | Path) -> None:
     if spec.kill_at is not None:
         train_killed(spec, out_dir)
     elif spec.resume_crash_at is not None:

@@ -1,13 +1,50 @@
-"""Checks that a recorded run really shows what its label claims.
+"""Checks that a recorded run really shows what its label claims, from the trainer's own measurements.
 
 A label comes from how the run was made (a layer left out of the optimizer,
 a learning rate of 1e-4, ...), but a fault does not always produce the
-symptom it is named after: a learning rate can be "too high" and still
-converge, a deep sigmoid net can be shallow enough to learn. Before a run is
-used to grade the engine, these checks read its tables directly (pyarrow and
-numpy only, never runlens, so the grader does not grade itself) and confirm
-the symptom is in the data, by margins wide enough that the label is not a
-judgement call.
+symptom it is named after. Before a run is used to grade the engine, these
+checks confirm the symptom from what ``_training`` measured in torch during
+training (``truth-<attempt>.npz``, see ``_truth``): the loss, the gradient
+norm before clipping, each weight matrix's gradient, weight and update
+norms, the validation losses and the exception a step raised. The
+recorder's tables and runlens are never read (except ``run.json``'s status
+and attempts, and the parquet row count for the resumed run, which are what
+those labels are about), and no criterion is a runlens detector's parameter.
+
+The criteria, stated before any run is graded (``head``: mean of the first
+10% of the steps, ``tail``: of the last 10%):
+
+- learns: finite, tail < 0.8x the mean of the first 3 steps.
+- settles: no step of the second half exceeds 3x that half's median.
+- starts_falling: by 20% of the run the loss has made >= 10% of its fall.
+- val_follows: validation falls and ends within 5% of its best.
+- overfits: validation's minimum comes before 70% of the evaluations, it
+  ends >= 30% above it, and the training tail is < 0.5x its level then.
+- flat: tail within 5% of head; at_chance: tail within 5% of ln K.
+- higher_lr_learns: the same run at its optimizer's ordinary learning rate
+  (the healthy runs' rate, trained by the generator beside it,
+  ``twin-truth.npz``) falls >= 20%, while this one is flat; every matrix
+  still gets gradients (spread of medians > 0.05).
+- lower_lr_does_better: the same run at its optimizer's ordinary learning
+  rate ends with a validation loss <= 0.8x this run's, and this run's
+  second-half validation scatters around its own trend by > 5% of its mean.
+- vanishing: the first matrix's gradient is <= 1e-3 of the last one's
+  (medians over steps), never exactly zero, and the first matrix moves.
+- explodes: the gradient norm grows >= 1000x over its first 10 steps'
+  median before any NaN; bounded_grads: it never exceeds 20x its median.
+- healthy_until_nan: the 20 steps before the first NaN keep gradients
+  within 3x the earlier median.
+- dead_layer: a matrix's updates are exactly zero (or its gradient is)
+  while others update.
+- spikes: >= 2 steps above 1.8x the median of the previous 20 and > 8 MAD
+  over it, each back under 1.5x within 10 steps.
+- plateau_then_falls: flat (< 5%) until the schedule's jump, then the tail
+  is < 0.7x the plateau level.
+- weight_growth: the total matrix norm ends >= 10x where it started.
+- late_noise: the median |step change| of the last fifth is >= 3x that of
+  the middle half.
+- crashed_with: the step raised an exception whose text names the injected
+  bug, and run.json says crashed.
 
 Each check returns ``(ok, detail)``; ``detail`` carries the numbers.
 """
@@ -18,91 +55,54 @@ import json
 import math
 from pathlib import Path
 
+import _truth
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def _table(run: Path, name: str) -> pa.Table | None:
-    folder = run / name
-    parts = sorted(p for p in folder.glob("r*-*.parquet")) if folder.is_dir() else []
+def _steps_on_disk(run: Path) -> np.ndarray:
+    """Every scalars row's step as written (a resumed, uncompacted run repeats some)."""
+    parts = sorted((run / "scalars").glob("r*-*.parquet")) if (run / "scalars").is_dir() else []
     if not parts:
-        return None
-    # Parts sorted by name are sorted by seq for one rank; later parts win on
-    # a repeated step (a resumed run writes its repeated steps again).
-    tables = [pq.read_table(p) for p in parts]
-    cols = sorted(set().union(*(t.column_names for t in tables)))
-    unified = []
-    for t in tables:
-        for c in cols:
-            if c not in t.column_names:
-                t = t.append_column(c, pa.nulls(len(t), pa.float64()))
-        unified.append(t.select(cols).cast(pa.schema([(c, _common_type(tables, c)) for c in cols])))
-    return pa.concat_tables(unified)
-
-
-def _common_type(tables: list[pa.Table], col: str) -> pa.DataType:
-    types = {t.schema.field(col).type for t in tables if col in t.column_names}
-    if len(types) == 1:
-        return types.pop()
-    if pa.types.is_dictionary(next(iter(types))):
-        return pa.string()
-    return pa.float64()
+        return np.array([], dtype=np.int64)
+    return np.concatenate([pq.read_table(p, columns=["step"])["step"].to_numpy() for p in parts])
 
 
 def _last_per_step(steps: np.ndarray, *cols: np.ndarray) -> tuple[np.ndarray, ...]:
     order = np.argsort(steps, kind="stable")
     steps = steps[order]
-    keep = np.r_[steps[1:] != steps[:-1], True]
+    keep = np.r_[steps[1:] != steps[:-1], True] if steps.size else np.zeros(0, dtype=bool)
     return (steps[keep],) + tuple(c[order][keep] for c in cols)
 
 
 class RunData:
-    """The numbers the checks need, deduplicated by step."""
+    """The trainer's measurements (all attempts, later ones winning on a repeated step)."""
 
     def __init__(self, run: str | Path) -> None:
         self.path = Path(run)
-        self.meta = json.loads((self.path / "run.json").read_text())
-        s = _table(self.path, "scalars")
-        self.raw_steps = np.array([], dtype=np.int64) if s is None else s["step"].to_numpy()
-        if s is None:
-            self.steps = self.loss = self.grad_norm = np.array([])
-        else:
-            gn = s["grad_norm"].to_numpy(zero_copy_only=False) if "grad_norm" in s.column_names else None
-            gn = np.full(len(s), np.nan) if gn is None else gn.astype(float)
-            self.steps, self.loss, self.grad_norm = _last_per_step(
-                self.raw_steps, s["loss"].to_numpy(zero_copy_only=False).astype(float), gn)
-        e = _table(self.path, "evals")
-        if e is None:
-            self.val_steps = self.val_loss = np.array([])
-        else:
-            self.val_steps, self.val_loss = _last_per_step(
-                e["step"].to_numpy(), e["val_loss"].to_numpy(zero_copy_only=False).astype(float))
-        self.layer_names = [layer["name"] for layer in self.meta.get("layers", [])]
-        self.layers = self._layers()
-
-    def _layers(self) -> dict[str, dict[str, np.ndarray]]:
-        t = _table(self.path, "layers")
-        if t is None:
-            return {}
-        t = t.cast(pa.schema([(f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type)
-                              for f in t.schema]))
-        names = np.array(t["layer"].to_pylist(), dtype=object)
-        out = {}
-        for name in self.layer_names:
-            mask = names == name
-            if not mask.any():
-                continue
-            cols = {c: t[c].to_numpy(zero_copy_only=False)[mask].astype(float)
-                    for c in ("grad_norm", "weight_norm", "update_norm") if c in t.column_names}
-            steps, *vals = _last_per_step(t["step"].to_numpy()[mask], *cols.values())
-            out[name] = {"step": steps, **dict(zip(cols, vals, strict=True))}
-        return out
+        meta_path = self.path / "run.json"
+        self.meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        self.raw_steps = _steps_on_disk(self.path)
+        attempts = _truth.load(self.path)
+        if not attempts:
+            raise FileNotFoundError(f"{self.path} has no truth-*.npz: regenerate it")
+        self.raised = next((a["raised"] for a in reversed(attempts) if a["raised"]), None)
+        cat = lambda key: np.concatenate([a[key] for a in attempts])  # noqa: E731
+        self.steps, self.loss, self.grad_norm = _last_per_step(cat("step"), cat("loss"), cat("grad_norm"))
+        self.val_steps, self.val_loss = _last_per_step(cat("val_step"), cat("val_loss"))
+        self.layer_names = attempts[-1]["names"]
+        lsteps = cat("layer_step")
+        self.layers = {}
+        for j, name in enumerate(self.layer_names):
+            steps, g, w, u = _last_per_step(lsteps, *(np.concatenate([a[k][:, j] for a in attempts])
+                                                    for k in ("layer_grad", "layer_weight", "layer_update")))
+            self.layers[name] = {"step": steps, "grad_norm": g, "weight_norm": w, "update_norm": u}
+        twin = self.path / "twin-truth.npz"
+        self.twin = _truth.load_file(twin) if twin.exists() else None
 
     def weight_layers(self) -> list[str]:
-        """Matrices and kernels, in depth order (biases say little about depth)."""
-        shapes = {layer["name"]: layer.get("shape", []) for layer in self.meta.get("layers", [])}
-        return [n for n in self.layer_names if n in self.layers and len(shapes.get(n, [])) > 1]
+        """Matrices and kernels, in depth order (registration order; biases are not measured)."""
+        return [n for n in self.layer_names if len(self.layers[n]["step"])]
 
     # -- summaries ------------------------------------------------------------
     def head(self, frac: float = 0.1) -> float:
@@ -191,13 +191,25 @@ def at_chance(d: RunData) -> tuple[bool, dict]:
     return _ok(abs(d.tail() - math.log(k)) < 0.05 * math.log(k), tail=d.tail(), ln_k=math.log(k))
 
 
-def tiny_updates_healthy_grads(d: RunData) -> tuple[bool, dict]:
-    """Every layer gets gradients of similar size, and updates are < 1e-4 of the weights."""
+def _twin_val_end(twin: dict) -> float:
+    v = twin["val_loss"]
+    return float(np.mean(v[-3:])) if v.size else math.nan
+
+
+def higher_lr_learns(d: RunData) -> tuple[bool, dict]:
+    """The ordinary-learning-rate twin falls >= 20% while this run is flat; every matrix gets gradients."""
     names = d.weight_layers()
     grads = np.array([np.nanmedian(d.layers[n]["grad_norm"]) for n in names])
     ratios = np.array([d.update_ratio(n) for n in names])
     spread = float(grads.min() / grads.max())
-    return _ok(spread > 0.05 and ratios.max() < 1e-4, grad_spread=spread, max_update_ratio=float(ratios.max()))
+    if d.twin is None:
+        return _ok(False, twin="missing")
+    t = d.twin["loss"][np.isfinite(d.twin["loss"])]
+    n = max(1, t.size // 10)
+    twin_fall = float(1 - np.mean(t[-n:]) / np.mean(t[:3])) if t.size > 3 else math.nan
+    change = abs(d.tail() - d.head()) / abs(d.head())
+    return _ok(spread > 0.05 and twin_fall >= 0.2 and change < 0.05, grad_spread=spread, twin_fall=twin_fall,
+               relative_change=change, max_update_ratio=float(ratios.max()))
 
 
 def vanishing(d: RunData) -> tuple[bool, dict]:
@@ -211,18 +223,19 @@ def vanishing(d: RunData) -> tuple[bool, dict]:
                first_layer_steps_moving=moving)
 
 
-def large_updates_unsettled(d: RunData) -> tuple[bool, dict]:
-    """Updates are > 1% of the weights per step and validation keeps jumping late in the run:
-    the sd of the second half's validation losses around their own linear trend is > 6% of
-    their mean (the benchmark's healthy runs stay under 3.5%)."""
+def lower_lr_does_better(d: RunData) -> tuple[bool, dict]:
+    """The ordinary-learning-rate twin ends <= 0.8x this run's validation loss, and this run's
+    second-half validation scatters around its own linear trend by > 5% of its mean."""
     ratios = [d.update_ratio(n) for n in d.weight_layers()]
     late = d.val_loss[d.val_loss.size // 2:]
     wobble = math.nan
     if late.size >= 4:
         x = np.arange(late.size)
         wobble = float(np.std(late - np.polyval(np.polyfit(x, late, 1), x)) / np.mean(late))
-    return _ok(np.isfinite(d.loss).all() and np.median(ratios) > 0.01 and wobble > 0.06,
-               median_update_ratio=float(np.median(ratios)), late_val_detrended_cv=wobble)
+    mine = float(np.mean(d.val_loss[-3:])) if d.val_loss.size else math.nan
+    twin = _twin_val_end(d.twin) if d.twin is not None else math.nan
+    return _ok(np.isfinite(d.loss).all() and twin <= 0.8 * mine and wobble > 0.05, val_end=mine,
+               twin_val_end=twin, late_val_detrended_cv=wobble, median_update_ratio=float(np.median(ratios)))
 
 
 def _early_grad(d: RunData) -> float:
@@ -335,8 +348,8 @@ def status_is(expected: str):
 
 def crashed_with(*needles: str):
     def check(d: RunData) -> tuple[bool, dict]:
-        err = d.meta.get("error") or {}
-        text = f"{err.get('type', '')}: {err.get('message', '')}"
+        raised = d.raised or {}
+        text = f"{raised.get('type', '')}: {raised.get('message', '')}"
         return _ok(d.meta.get("status") == "crashed" and any(n in text for n in needles), error=text[:160])
     check.__name__ = "crashed_with"
     return check
@@ -372,7 +385,10 @@ def no_validation(d: RunData) -> tuple[bool, dict]:
 
 def run_checks(run: str | Path, checks) -> tuple[bool, dict]:
     """All of ``checks`` on one run: ``(all passed, {name: (ok, detail)})``."""
-    data = RunData(run)
+    try:
+        data = RunData(run)
+    except (OSError, ValueError, KeyError) as exc:  # no measurements: every check fails, with why
+        return False, {c.__name__: (False, {"error": f"{type(exc).__name__}: {exc}"}) for c in checks}
     results = {}
     for check in checks:
         try:

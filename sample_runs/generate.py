@@ -3,8 +3,9 @@
 Each sample is a small real training run (CPU, a few seconds) recorded by
 ``recorders.torch.Recorder`` into ``sample_runs/<name>/``, with its expected
 diagnosis in ``expected.json`` beside the tables. Before a run's labels are
-written, :mod:`_verify` checks the recorded tables really show the symptom
-(independently of runlens); a sample whose check fails is reported and the
+written, :mod:`_verify` checks the run really shows the symptom, from the
+trainer's own measurements (``truth-*.npz``, taken in torch during training,
+independently of runlens); a sample whose check fails is reported and the
 command exits 1, so a label is never shipped on faith.
 
 ``must_not_include`` is every finding code that is neither required nor
@@ -29,6 +30,7 @@ sys.path.insert(0, str(HERE))
 import _verify as V  # noqa: E402
 from _training import Spec, run_spec  # noqa: E402
 
+CURVE_CODES = ("overfitting", "underfitting", "unstable", "diverged")
 CODES = (
     "nonfinite_loss", "nonfinite_gradient", "exploding_gradients", "vanishing_gradients",
     "dead_layers", "learning_rate_too_low", "learning_rate_too_high", "loss_spikes", "plateau",
@@ -51,6 +53,8 @@ class Sample:
         must = list(self.must)
         if self.spec.eval_every is None and "no_validation" not in must:
             must.append("no_validation")
+        if self.curve in CURVE_CODES and self.curve not in must:
+            must.append(self.curve)  # every non-healthy curve label is a finding of that code
         excluded = set(must) | set(self.may)
         return {
             "curve": self.curve,
@@ -84,17 +88,17 @@ SAMPLES: tuple[Sample, ...] = (
                 batch_size=32, eval_every=20), "overfitting", "finished", (),
            "256 noisy examples, 256-wide MLP: training loss goes to ~0 while validation bottoms out "
            "near step 120 and then doubles", (V.overfits,)),
-    Sample(Spec("lr_too_low", optimizer="sgd", lr=1e-4, steps=500), "underfitting", "finished",
+    Sample(Spec("lr_too_low", optimizer="sgd", lr=1e-4, steps=500, extra={"twin_lr": 0.2}), "underfitting", "finished",
            ("learning_rate_too_low",),
            "plain SGD at lr=1e-4: gradients are healthy in every layer but updates are ~4e-6 of the "
-           "weights, so the loss stays at ln(4)", (V.flat, V.tiny_updates_healthy_grads)),
+           "weights, so the loss stays at ln(4)", (V.flat, V.higher_lr_learns)),
     Sample(Spec("lr_too_high", activation="tanh", optimizer="momentum", lr=1.0, clip=1.0, steps=600,
-                batch_size=256), "unstable", "finished", ("learning_rate_too_high",),
+                batch_size=256, extra={"twin_lr": 0.05}), "unstable", "finished", ("learning_rate_too_high",),
            "SGD+momentum at lr=1 (clipped to norm 1, so it stays finite): each step moves the weights by "
            "~1.5% (5x the healthy run); the loss drops to ~1.0 in a few steps, then swings between 0.9 and 1.1 "
            "(the healthy twin reaches 0.54), validation jumps by +-20% to the end, and the weights "
            "grow 13x",
-           (V.large_updates_unsettled, V.bounded_grads),
+           (V.lower_lr_does_better, V.bounded_grads),
            may=("late_loss_variance", "loss_spikes", "weight_norm_growth")),
     Sample(Spec("nan_divergence", optimizer="momentum", lr=2.0, depth=3, steps=120), "diverged", "finished",
            ("nonfinite_loss", "nonfinite_gradient", "exploding_gradients"),
@@ -134,7 +138,8 @@ SAMPLES: tuple[Sample, ...] = (
            "for the last quarter the batches shrink from 128 examples to 2 (an accumulation setting "
            "lost on resume): the loss's step-to-step noise grows ~30x while its level stays",
            (V.late_noise,), may=("loss_spikes",)),
-    Sample(Spec("underfitting", task="random_labels", classes=10, steps=500), "underfitting", "finished", (),
+    Sample(Spec("underfitting", task="random_labels", classes=10, steps=500), "underfitting", "finished",
+           ("loss_at_chance",),
            "labels independent of the inputs: the loss is pinned at ln(10)=2.303, nothing to learn",
            (V.flat, V.at_chance)),
     Sample(Spec("plateau", schedule="jump", lr=1e-5, jump_factor=100.0, jump_at=0.5, steps=600,
@@ -190,6 +195,12 @@ def write_index(root: Path) -> None:
              "(`_training.py`). Regenerate all of them with `python sample_runs/generate.py` (about a minute "
              "on one CPU core); each run's expected diagnosis is in its `expected.json`, and "
              "`tests/test_sample_runs.py` checks the engine against it.", "",
+             "Labels are confirmed before they are written: the training loop measures in torch what the fault "
+             "does (gradient norms per matrix, every update against its weight, the loss, validation, the "
+             "exception a step raised) into `truth-<attempt>.npz` beside the tables, and `_verify.py` checks "
+             "those measurements against criteria stated in its docstring, never against a runlens detector's "
+             "parameters. The learning-rate samples also keep `twin-truth.npz`: the same run at the "
+             "optimizer's ordinary learning rate, which must do better for the label to hold.", "",
              "| run | status | curve | must find | what happened |", "|---|---|---|---|---|"]
     for s in SAMPLES:
         exp = s.expected()
@@ -204,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the samples and exit")
     parser.add_argument("--check", action="store_true",
                         help="re-run the data checks on the recorded runs without retraining")
+    parser.add_argument("--out", type=Path, default=HERE,
+                        help="write the runs under this folder instead of sample_runs/ (to check the labels "
+                             "without touching the committed samples)")
     parser.add_argument("--labels-only", action="store_true",
                         help="rewrite expected.json and README.md from SAMPLES without retraining")
     args = parser.parse_args(argv)
@@ -223,14 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for sample in [by_name[n] for n in args.names] or SAMPLES:
         if args.check:
-            (ok, results), elapsed = V.run_checks(HERE / sample.spec.name, sample.checks), 0.0
+            (ok, results), elapsed = V.run_checks(args.out / sample.spec.name, sample.checks), 0.0
         else:
-            ok, results, elapsed = generate(sample, HERE)
+            ok, results, elapsed = generate(sample, args.out)
         print(f"{'ok ' if ok else 'BAD'} {sample.spec.name:22s} {elapsed:5.1f}s  "
               + "; ".join(f"{k}={'ok' if v[0] else 'FAIL'} {v[1]}" for k, v in results.items()))
         if not ok:
             failed.append(sample.spec.name)
-    if not args.check:
+    if not args.check and args.out == HERE:
         write_index(HERE)
     if failed:
         print(f"the data of {', '.join(failed)} does not show what its label claims", file=sys.stderr)

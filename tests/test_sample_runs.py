@@ -87,9 +87,10 @@ def test_analyze_api_gives_expected_labels(run):
 
 @pytest.mark.parametrize("run", RUNS, ids=IDS)
 def test_analyze_cli_json_gives_expected_labels(run):
-    proc = subprocess.run([sys.executable, "-m", "runlens", "analyze", str(run), "--format", "json"],
+    proc = subprocess.run([sys.executable, "-m", "runlens", "analyze", str(run), "--format", "json",
+                           "--fail-on", "never"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
-    # No --fail-on: findings never change the exit status; 2 would mean the run could not be read.
+    # --fail-on never: findings never change the exit status; 2 would mean the run could not be read.
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert got["run"] == str(run)

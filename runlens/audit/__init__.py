@@ -26,7 +26,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from runlens.audit.worker import WorkOptions, analyze_chunk, chunked, collect
+from runlens.audit.worker import WorkOptions, analyze_chunk, chunked, collect, error_record
 from runlens.diagnosis import SEVERITY_RANK
 from runlens.errors import UsageError
 from runlens.io.discover import discover_runs
@@ -118,8 +118,8 @@ class AuditResult:
 
     def counts(self) -> dict[str, int]:
         out = {"runs": len(self.rows), "unreadable": sum(r.error is not None for r in self.rows)}
-        for sev in SEVERITY_RANK:
-            out[sev] = sum(r.worst == sev for r in self.rows)
+        for sev in SEVERITY_RANK:  # an unreadable run is counted once, as unreadable: the parts add up
+            out[sev] = sum(r.worst == sev and r.error is None for r in self.rows)
         out["clean"] = sum(r.worst is None for r in self.rows)
         return out
 
@@ -142,7 +142,8 @@ def default_workers() -> int:
 
 def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None,
           client: Any = None, scheduler: str | None = None, baseline: str | None = None,
-          reports_dir: str | None = None, progress: Progress | None = None) -> AuditResult:
+          reports_dir: str | None = None, progress: Progress | None = None,
+          detectors: Mapping[str, Mapping[str, Any]] | None = None) -> AuditResult:
     """Find and analyze every run below ``paths``.
 
     ``workers``: local processes (default: the CPUs available; 1 runs in
@@ -150,24 +151,36 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
     ``scheduler`` (``tcp://host:port``) run the analysis on a Dask cluster
     instead; its workers must see the same paths. ``baseline`` compares
     every run against that run; ``reports_dir`` writes a per-run HTML
-    report there. ``progress(done, total)`` is called as runs finish.
+    report there. ``detectors`` sets detector parameters, ``{code: {param:
+    value}}`` (``analyze --set`` alike); every worker, local or Dask, builds
+    its detectors from them. ``progress(done, total)`` is called as runs finish.
 
-    Raises :class:`UsageError` when no run is found.
+    Raises :class:`UsageError` when no run is found or a detector refuses a
+    parameter (before any run is read).
     """
     paths = [os.fspath(p) for p in paths]
     if workers is not None and workers < 1:
         raise UsageError(f"The 'workers' parameter of audit must be an int >= 1. Got {workers} instead.")
-    runs = discover_runs(paths)
-    if not runs:
+    unlisted: list[tuple[str, str]] = []
+    runs = discover_runs(paths, unlisted)
+    if not runs and not unlisted:
         raise UsageError(f"no runs found below {', '.join(paths)} (a run is a directory with run.json)")
-    options = WorkOptions(baseline=os.fspath(baseline) if baseline else None,
-                          reports_dir=os.path.abspath(reports_dir) if reports_dir else None)
+    if reports_dir:
+        from runlens.render.output import output_dir
+
+        # Refused in one line now, not as one error row per run after the whole analysis.
+        output_dir(reports_dir)
+    options = WorkOptions.with_params(detectors, baseline=os.fspath(baseline) if baseline else None,
+                                      reports_dir=os.path.abspath(reports_dir) if reports_dir else None)
+    options.detector_instances()  # a parameter refused here, once, not as an error row per run
     if baseline:
         _check_baseline(options.baseline)
     start = time.perf_counter()
     if progress:
         progress(0, len(runs))
-    if client is not None or scheduler:
+    if not runs:
+        records, n, backend = [], 1, "inline"
+    elif client is not None or scheduler:
         from runlens.audit.dask_backend import run_on_dask
 
         records, n = run_on_dask(runs, options, client=client, scheduler=scheduler, progress=progress)
@@ -176,6 +189,9 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
         n = min(workers or default_workers(), len(runs))
         records = _run_inline(runs, options, progress) if n == 1 else _run_pool(runs, options, n, progress)
         backend = "inline" if n == 1 else "processes"
+    # A folder that could not be listed may hold runs: it is a row, never a silent omission.
+    records += [error_record(folder, f"cannot list this folder ({reason}); any runs inside it were not read")
+                for folder, reason in unlisted]
     rows = sorted((AuditRow.from_record(r) for r in records), key=sort_key)
     return AuditResult(rows=tuple(rows), workers=n, backend=backend,
                        wall_seconds=time.perf_counter() - start)

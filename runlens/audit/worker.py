@@ -14,20 +14,18 @@ its error: one bad run never ends an audit.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
-import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from runlens.diagnosis import STATUSES, Finding
-from runlens.errors import RunlensError
+from runlens.errors import RunlensError, UsageError
 from runlens.io.discover import is_url
 from runlens.io.remote import open_run
 from runlens.io.runmeta import parse_time
@@ -38,10 +36,51 @@ _CACHE: dict[Any, Any] = {}
 
 @dataclass(frozen=True)
 class WorkOptions:
-    """What every run of one audit is checked with (picklable, small)."""
+    """What every run of one audit is checked with (picklable, small).
+
+    ``detectors``: the parameters set away from their defaults, as
+    ``((code, ((param, value), ...)), ...)``; plain data, so that a local
+    process or a Dask worker builds the same detectors from it.
+    """
 
     baseline: str | None = None
     reports_dir: str | None = None
+    detectors: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+
+    @classmethod
+    def with_params(cls, params: Mapping[str, Mapping[str, Any]] | None, **kw: Any) -> WorkOptions:
+        """Options carrying detector ``params`` (``{code: {param: value}}``), in a canonical order."""
+        packed = tuple(sorted((code, tuple(sorted(dict(values).items()))) for code, values in (params or {}).items()))
+        return cls(detectors=packed, **kw)
+
+    def detector_instances(self) -> list | None:
+        """Every registered detector, those named built with their parameters; None for all defaults.
+
+        Built once per process for one set of parameters. Raises
+        :class:`UsageError` for an unknown code or a value a detector refuses.
+        """
+        if not self.detectors:
+            return None
+        key = ("detectors", self.detectors)
+        if key not in _CACHE:
+            _CACHE[key] = make_detectors({code: dict(values) for code, values in self.detectors})
+        return _CACHE[key]
+
+
+def make_detectors(params: Mapping[str, Mapping[str, Any]]) -> list:
+    """Every registered detector, those in ``params`` built with them (UsageError when refused)."""
+    from runlens.detectors import REGISTRY
+
+    unknown = sorted(set(params) - set(REGISTRY))
+    if unknown:
+        raise UsageError(f"unknown detector code {unknown[0]!r}; 'runlens explain' lists them")
+    out = []
+    for code in sorted(REGISTRY):
+        try:
+            out.append(REGISTRY[code](**dict(params.get(code, {}))))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{code}: {exc}") from None
+    return out
 
 
 def analyze_chunk(paths: Sequence[str], options: WorkOptions = WorkOptions()) -> list[dict[str, Any]]:
@@ -61,10 +100,10 @@ def analyze_path(path: str, options: WorkOptions = WorkOptions()) -> dict[str, A
     start, cpu = time.perf_counter(), time.process_time()
     try:
         record = _analyze(path, options)
-    except RunlensError as exc:
-        record = error_record(path, f"{type(exc).__name__}: {_one_line(exc)}", "unreadable_run")
+    except RunlensError as exc:  # the message alone: error lines name no exception classes
+        record = error_record(path, _one_line(exc), "unreadable_run")
     except Exception as exc:  # a bug in a reader or detector: report it on this run's row
-        record = error_record(path, f"{type(exc).__name__}: {_one_line(exc)}", "analysis_crashed")
+        record = error_record(path, _one_line(exc), "analysis_crashed", exception=type(exc).__name__)
     record["seconds"] = time.perf_counter() - start
     record["cpu_seconds"] = time.process_time() - cpu
     return record
@@ -74,17 +113,25 @@ def _analyze(path: str, options: WorkOptions) -> dict[str, Any]:
     from runlens.analysis import analyze
 
     # A report draws every chart, so it needs every column; the audit alone reads only what it uses.
-    columns = None if options.reports_dir else _columns(bool(options.baseline))
+    detectors = options.detector_instances()
+    columns = None if options.reports_dir else _columns(options, detectors)
     run = open_run(path, columns=columns)
-    diagnosis = analyze(run)
+    diagnosis = analyze(run, detectors=detectors) if detectors else analyze(run)
     if options.baseline:
         from runlens.compare import compare_runs
 
         extra = compare_runs(run, _baseline(options.baseline)).findings
         diagnosis = dataclasses.replace(diagnosis, findings=tuple(diagnosis.findings) + tuple(extra))
-    report = _write_report(diagnosis, options.reports_dir) if options.reports_dir else None
+    report, obj = None, diagnosis.to_dict()
+    if options.reports_dir:
+        from runlens.render.output import OutputError
+
+        try:
+            report = _write_report(diagnosis, options.reports_dir)
+        except OutputError as exc:  # a full disk must not hide the analysis that was done
+            obj["warnings"].append(f"report not written: {exc}")
     return {
-        "object": diagnosis.to_dict(),
+        "object": obj,
         "summary": summarize(run),
         "outcomes": [[o.code, o.state, o.reason] for o in diagnosis.outcomes],
         "error": None,
@@ -92,14 +139,16 @@ def _analyze(path: str, options: WorkOptions) -> dict[str, Any]:
     }
 
 
-def _columns(with_baseline: bool) -> dict[str, list[str]]:
+def _columns(options: WorkOptions, detectors: list | None = None) -> dict[str, list[str]]:
     """What the detectors (and a baseline comparison) read: the loader projects on it."""
-    key = ("columns", with_baseline)
+    with_baseline = bool(options.baseline)
+    key = ("columns", with_baseline, options.detectors)
     if key not in _CACHE:
         from runlens.analysis import projection
         from runlens.detectors import REGISTRY
 
-        wanted = {t: list(c) for t, c in projection([REGISTRY[c]() for c in sorted(REGISTRY)]).items()}
+        chosen = detectors or [REGISTRY[c]() for c in sorted(REGISTRY)]
+        wanted = {t: list(c) for t, c in projection(chosen).items()}
         extra = {"scalars": ["time"]}
         if with_baseline:
             from runlens.compare import COLUMNS
@@ -137,8 +186,8 @@ def collect(future: Any, chunk: Sequence[str]) -> list[dict]:
     try:
         return future.result()
     except Exception as exc:  # a worker killed (OOM, signal): those runs get error rows
-        message = f"worker failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
-        return [error_record(path, message, "analysis_crashed") for path in chunk]
+        message = f"worker failed: {_one_line(exc)}"
+        return [error_record(path, message, "analysis_crashed", exception=type(exc).__name__) for path in chunk]
 
 
 # -- per-run numbers --------------------------------------------------------
@@ -165,33 +214,41 @@ def summarize(run) -> dict[str, Any]:
 
 def _duration(run) -> float | None:
     meta = run.meta
+    config = run.config if isinstance(run.config, Mapping) else {}
+    # An imported run's started_at/ended_at are when the import ran, not the training: unknown then,
+    # unless the log itself carried timestamps that move.
+    imported = isinstance(config.get("imported_from"), Mapping)
     start = parse_time(meta.get("started_at"))
     end = parse_time(meta.get("ended_at")) or parse_time(meta.get("heartbeat_at"))
-    if start is not None and end is not None and end >= start:
+    if not imported and start is not None and end is not None and end >= start:
         return end - start
     times = run.column("scalars", "time")
     if times is not None and np.isfinite(times).sum() >= 2:
-        return float(np.nanmax(times) - np.nanmin(times))
+        span = float(np.nanmax(times) - np.nanmin(times))
+        return span if span > 0 or not imported else None
     return None
 
 
 # -- errors and reports -----------------------------------------------------
 
-def error_record(path: str, message: str, code: str = "unreadable_run") -> dict[str, Any]:
+def error_record(path: str, message: str, code: str = "unreadable_run", *,
+                 exception: str | None = None) -> dict[str, Any]:
     """The record of a run that could not be analyzed, spec-shaped.
 
     The object keeps the spec's keys: the error is an ``error`` finding
     (``unreadable_run`` or ``analysis_crashed``) and a warning; the status
     is run.json's when it can still be read, else ``crashed``; the curve is
-    ``insufficient_data`` because no curve was read.
+    ``insufficient_data`` because no curve was read. ``message`` is the
+    error's text alone; for a bug, the exception class goes to the
+    evidence (``exception``), where a bug report needs it, not the row.
     """
     title = ("the run could not be read: " if code == "unreadable_run"
              else "the analysis failed on this run: ") + message
     advice = ("Check run.json and the table folders with `check-runlog`; a run written by a newer "
               "runlens needs a newer reader." if code == "unreadable_run" else
               "This is a runlens bug: please report it with the run attached.")
-    finding = Finding(code=code, severity="error", title=title, evidence={"error": message},
-                      advice=advice)
+    evidence = {"error": message} if exception is None else {"error": message, "exception": exception}
+    finding = Finding(code=code, severity="error", title=title, evidence=evidence, advice=advice)
     obj = {"run": path, "name": _name_of(path), "status": _status_of(path),
            "curve": "insufficient_data", "findings": [finding.to_dict()], "warnings": [message]}
     return {"object": obj, "summary": {}, "outcomes": [], "error": message, "report": None}
@@ -222,29 +279,25 @@ def _status_of(path: str) -> str:
 
 
 def report_name(path: str, name: str) -> str:
-    """File name of a run's report: readable, and unique per run path."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:60] or "run"
-    digest = hashlib.sha1(path.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-    return f"{slug}-{digest}.html"
+    """File name of a run's report: the one rule of ``runlens.render.write.report_stem``."""
+    from runlens.render.write import report_stem
+
+    return f"{report_stem(name, path)}.html"
 
 
 def _write_report(diagnosis, reports_dir: str) -> str:
     from runlens.render.html import render_html
+    from runlens.render.output import write_text
 
+    # The folder was checked (or created) once by the audit, before any worker started.
     name = report_name(diagnosis.run.path, diagnosis.run.name)
-    os.makedirs(reports_dir, exist_ok=True)
-    target = os.path.join(reports_dir, name)
-    tmp = target + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(render_html(diagnosis))
-    os.replace(tmp, target)
+    write_text(os.path.join(reports_dir, name), render_html(diagnosis))
     return name
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
+    return " ".join(str(exc).split()) or "an error without a message"
 
 
-__all__ = ["WorkOptions", "analyze_chunk", "analyze_path", "chunked", "collect", "error_record", "open_run",
+__all__ = ["WorkOptions", "analyze_chunk", "make_detectors", "analyze_path", "chunked", "collect", "error_record", "open_run",
            "report_name", "summarize"]

@@ -4,18 +4,25 @@ Each subcommand lives in its own module of this package and is imported
 only when it is invoked, so ``runlens --help`` stays fast and a training
 environment without the reporting extras still runs ``runlens analyze``.
 
-Exit status: 0 when nothing reaches ``--fail-on``, 1 when something does,
-2 for bad input or usage (one line on stderr, never a traceback).
+Exit status (the same for every subcommand):
+
+    0  done, and nothing reached --fail-on
+    1  a finding reached --fail-on
+    2  bad input or usage: one line ``runlens: <message>`` on stderr
+    3  an internal error (a bug in runlens): one line; RUNLENS_DEBUG=1 shows the traceback
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
 
 from runlens.errors import RunlensError
+
+EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 # name -> "module:attribute"; the module is imported on first use.
 COMMANDS = {
@@ -25,7 +32,29 @@ COMMANDS = {
     "audit": "runlens.cli.audit:audit",
     "compare": "runlens.cli.compare:compare",
     "import": "runlens.cli.import_:import_cmd",
+    "validate": "runlens.cli.validate:validate",
 }
+
+EPILOG = """\b
+Examples:
+  runlens analyze runs/exp1              diagnose one run
+  runlens report runs/ -o reports/       an HTML and Markdown report per run
+  runlens audit runs/ --fail-on error    rank every run below runs/, exit 1 on an error
+  runlens compare runs/new runs/main     is the new run worse than main's?
+  runlens explain vanishing_gradients    what a finding means and what to try
+
+\b
+Exit status: 0 ok, 1 a finding reached --fail-on, 2 bad input or usage,
+3 an internal error (please report it; RUNLENS_DEBUG=1 shows the traceback).
+"""
+
+
+def error_line(message: str) -> str:
+    """``runlens: <message>`` on one line, whatever the message holds."""
+    from runlens.render.escape import term_inline
+
+    # A path or a run.json value in the message must not drive the terminal either.
+    return "runlens: " + " ".join(term_inline(message).split())
 
 
 class LazyGroup(click.Group):
@@ -39,15 +68,64 @@ class LazyGroup(click.Group):
         module, attr = target.split(":")
         return getattr(importlib.import_module(module), attr)
 
-    def invoke(self, ctx: click.Context):  # noqa: D102 - one place turns our errors into exit 2
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            from runlens.cli.common import did_you_mean
+
+            hint = did_you_mean(name, COMMANDS) or f"; the commands are {', '.join(sorted(COMMANDS))}"
+            raise click.UsageError(f"no such command {name!r}{hint}")
+        return super().resolve_command(ctx, args)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Run the command; every way out is one of the documented exit statuses."""
+        from runlens.render.output import safe_streams
+
+        safe_streams()  # a lone surrogate in a run name is escaped on stdout, not a UnicodeEncodeError
         try:
-            return super().invoke(ctx)
+            rv = super().main(args, prog_name or "runlens", complete_var, standalone_mode=False, **extra)
+        except click.exceptions.UsageError as exc:
+            hint = f" (see 'runlens {exc.ctx.command_path.split(' ', 1)[1]} --help')" \
+                if exc.ctx and " " in exc.ctx.command_path else " (see 'runlens --help')"
+            return _exit(EXIT_USAGE, error_line(exc.format_message()) + hint, standalone_mode)
+        except click.exceptions.Abort:
+            return _exit(130, "runlens: interrupted", standalone_mode)
+        except click.ClickException as exc:
+            return _exit(EXIT_USAGE, error_line(exc.format_message()), standalone_mode)
         except RunlensError as exc:
-            click.echo(f"runlens: {type(exc).__name__}: {exc}", err=True)
-            sys.exit(2)
+            return _exit(EXIT_USAGE, error_line(str(exc)), standalone_mode)
+        except KeyboardInterrupt:
+            return _exit(130, "runlens: interrupted", standalone_mode)
+        except BrokenPipeError:
+            return _exit(EXIT_OK, None, standalone_mode)  # `runlens ... | head` closed the pipe: fine
+        except OSError as exc:  # a file we were told to read or write: the user's input
+            where = f"{exc.filename}: " if exc.filename else ""
+            return _exit(EXIT_USAGE, error_line(f"{where}{exc.strerror or exc}"), standalone_mode)
+        except Exception as exc:  # noqa: BLE001 - the one place a bug becomes exit 3, not a traceback
+            if os.environ.get("RUNLENS_DEBUG"):
+                raise
+            what = str(exc) or type(exc).__name__
+            return _exit(EXIT_INTERNAL, error_line(
+                f"internal error: {what} (a bug in runlens: please report it; "
+                "RUNLENS_DEBUG=1 shows the traceback)"), standalone_mode)
+        code = rv if isinstance(rv, int) else EXIT_OK
+        return _exit(code, None, standalone_mode) if standalone_mode else code
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def _exit(code: int, line: str | None, standalone: bool):
+    if line:
+        click.echo(line, err=True)
+    if standalone:
+        sys.exit(code)
+    return code
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.version_option(package_name="runlens")
 def main() -> None:
-    """runlens: why did this training run go wrong?"""
+    """runlens: why did this training run go wrong?
+
+    Reads the logs a training run left (the runlens recorder's run
+    directories, or TensorBoard, Lightning, Hugging Face and CSV logs) and
+    says what went wrong, with the numbers behind it and what to try.
+    """

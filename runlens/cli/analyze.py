@@ -1,4 +1,4 @@
-"""``runlens analyze RUN``: diagnose one run and print it as text or JSON."""
+"""``runlens analyze RUN...``: diagnose runs and print the diagnosis as text or JSON."""
 
 from __future__ import annotations
 
@@ -8,32 +8,73 @@ import sys
 
 import click
 
+from runlens.cli.common import (
+    color_option,
+    detector_options,
+    detector_settings,
+    expand_runs,
+    fail_on_option,
+    use_color,
+)
 from runlens.diagnosis import SEVERITY_RANK
-
-FAIL_LEVELS = ("error", "warning", "info", "never")
 
 
 @click.command()
-@click.argument("run", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="text for a terminal, json for the spec's analysis object")
-@click.option("--fail-on", type=click.Choice(FAIL_LEVELS), default="never", show_default=True,
-              help="exit 1 when a finding at least this severe is present")
-def analyze(run: str, fmt: str, fail_on: str) -> None:
-    """Diagnose the run directory RUN (or a log another tool wrote)."""
+@click.argument("runs", nargs=-1, required=True, type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text for a terminal; json for the analysis object of docs/format.md "
+                   "(a list of them when there are several runs)")
+@fail_on_option()
+@detector_options
+@color_option
+@click.option("--step", "step_key", help="another tool's log: the field that holds the training step")
+@click.option("--loss", "loss_key", help="another tool's log: the field that holds the training loss")
+@click.option("--val-loss", "val_loss_key", help="another tool's log: the field that holds the validation loss")
+@click.option("--run", "run_index", type=click.IntRange(min=1),
+              help="a log holding several runs: analyze run N (1-based; default: the last)")
+def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ...],
+            config_file: str | None, color: str, step_key: str | None = None, loss_key: str | None = None,
+            val_loss_key: str | None = None, run_index: int | None = None) -> None:
+    """Diagnose each run RUN: a run directory, another tool's log, or a folder of runs.
+
+    Prints the status, the curve label and every finding with its evidence
+    and what to try.
+
+    \b
+    Examples:
+      runlens analyze runs/exp1
+      runlens analyze runs/ --format json > diagnoses.json
+      runlens analyze runs/exp1 --set loss_spikes.z_min=8 --fail-on warning
+    """
     from runlens.analysis import analyze as run_analysis
 
+    detectors = detector_settings(settings, config_file)
+    paths, several = expand_runs(runs)
     use_system_allocator()
-    diagnosis = run_analysis(run)
+    options = {k: v for k, v in dict(step=step_key, loss=loss_key, val_loss=val_loss_key,
+                                     run=run_index).items() if v is not None}
+    if options:
+        from runlens.io.loader import load_run
+
+        paths = [load_run(path, import_options=options) for path in paths]
+    diagnoses = [run_analysis(path, detectors=detectors) for path in paths]
     if fmt == "json":
-        click.echo(to_json(diagnosis))
+        objects = [d.to_dict() for d in diagnoses]
+        click.echo(json.dumps(objects if several else objects[0], indent=2))
     else:
         from runlens.render.text import render
 
-        click.echo(render(diagnosis), nl=False)
-    if fail_on != "never" and any(SEVERITY_RANK[f.severity] <= SEVERITY_RANK[fail_on]
-                                  for f in diagnosis.findings):
+        painted = use_color(color)
+        click.echo("\n".join(render(d, color=painted) for d in diagnoses), nl=False, color=painted)
+    if reaches(diagnoses, fail_on):
         sys.exit(1)
+
+
+def reaches(diagnoses, fail_on: str) -> bool:
+    """Whether any finding of ``diagnoses`` is at least as severe as ``fail_on``."""
+    if fail_on == "never":
+        return False
+    return any(SEVERITY_RANK[f.severity] <= SEVERITY_RANK[fail_on] for d in diagnoses for f in d.findings)
 
 
 def to_json(diagnosis) -> str:

@@ -14,7 +14,7 @@ import time
 
 import click
 
-from runlens.audit import FAIL_ON
+from runlens.cli.common import color_option, detector_options, detector_params, fail_on_option, use_color
 
 FORMATS = ("text", "json", "md", "html", "csv", "junit")
 
@@ -24,29 +24,48 @@ FORMATS = ("text", "json", "md", "html", "csv", "junit")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="text table, json (the spec's objects), md, html, csv or junit (CI test reports)")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the summary here, not stdout")
-@click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
-              help="exit 1 when a finding at least this severe is present")
+@fail_on_option()
 @click.option("--workers", type=click.IntRange(min=1), help="local worker processes [default: the CPUs]")
 @click.option("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler (tcp://host:port)")
 @click.option("--reports", "reports_dir", type=click.Path(file_okay=False),
               help="also write an HTML report per run into this folder, linked from the summary")
 @click.option("--baseline", metavar="BASE", help="compare every run against this run")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bar and no log lines on stderr")
+@detector_options
+@color_option
 def audit(paths: tuple[str, ...], fmt: str, output: str | None, fail_on: str, workers: int | None,
-          scheduler: str | None, reports_dir: str | None, baseline: str | None, quiet: bool) -> None:
-    """Find every run below PATH... (run directories, filesystem URLs) and rank them, worst first."""
-    from runlens.audit import audit as run_audit
+          scheduler: str | None, reports_dir: str | None, baseline: str | None, quiet: bool,
+          settings: tuple[str, ...] = (), config_file: str | None = None, color: str = "auto") -> None:
+    """Find every run below each PATH and rank them, worst first.
 
+    PATH is a run directory, another tool's log, a folder of runs, or a
+    filesystem URL (s3://, gs://, file://). An unreadable run is a row with
+    an error, never a silent omission.
+
+    \b
+    Examples:
+      runlens audit runs/
+      runlens audit runs/ --format junit -o audit.xml --fail-on warning
+      runlens audit runs/ --baseline runs/main --reports reports/
+      runlens audit runs/ --set loss_spikes.z_min=8 --config detectors.toml
+    """
+    from runlens.audit import audit as run_audit
+    from runlens.render.output import check_target, write_text
+
+    params = detector_params(settings, config_file)  # a bad parameter: one line, before any run is read
+    if output:
+        check_target(output)  # refused in one line before the audit, not after it
     bar = Progress(enabled=not quiet and sys.stderr.isatty())
     result = run_audit(paths, workers=workers, scheduler=scheduler, baseline=baseline,
-                       reports_dir=reports_dir, progress=bar.update)
+                       reports_dir=reports_dir, progress=bar.update, detectors=params)
     bar.close()
-    text = render(result, fmt, fail_on=fail_on, reports_base=_reports_base(reports_dir, output))
+    # Colour only for the text table on stdout: a file or another format stays plain.
+    painted = fmt == "text" and not output and use_color(color)
+    text = render(result, fmt, fail_on=fail_on, reports_base=_reports_base(reports_dir, output), color=painted)
     if output:
-        with open(output, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        write_text(output, text)
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=painted)
     if not quiet:
         from runlens.render.audit_cells import summary
 
@@ -55,7 +74,8 @@ def audit(paths: tuple[str, ...], fmt: str, output: str | None, fail_on: str, wo
     sys.exit(1 if result.failed(fail_on) else 0)
 
 
-def render(result, fmt: str, *, fail_on: str = "error", reports_base: str | None = None) -> str:
+def render(result, fmt: str, *, fail_on: str = "error", reports_base: str | None = None,
+           color: bool = False) -> str:
     """The summary in ``fmt``."""
     if fmt == "json":
         from runlens.render.audit_json import render_audit_json
@@ -79,7 +99,7 @@ def render(result, fmt: str, *, fail_on: str = "error", reports_base: str | None
         return render_audit_html(result, reports_base=reports_base)
     from runlens.render.audit_text import render_audit_text
 
-    return render_audit_text(result)
+    return render_audit_text(result, color=color)
 
 
 def _reports_base(reports_dir: str | None, output: str | None) -> str | None:

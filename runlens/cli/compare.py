@@ -1,4 +1,4 @@
-"""``runlens compare RUN --baseline BASE``: is RUN worse than BASE beyond run-to-run noise?
+"""``runlens compare RUN BASELINE``: is RUN worse than BASELINE beyond run-to-run noise?
 
 Exit status: 0 when no regression finding reaches ``--fail-on``, 1 when one
 does, 2 for bad usage or a run that cannot be read.
@@ -10,27 +10,49 @@ import sys
 
 import click
 
-from runlens.audit import FAIL_ON
+from runlens.cli.common import color_option, fail_on_option, use_color
+from runlens.errors import UsageError
 
 
 @click.command()
 @click.argument("run")
-@click.option("--baseline", "baseline", required=True, metavar="BASE", help="the run to compare against")
+@click.argument("baseline_arg", metavar="BASELINE", required=False)
+@click.option("--baseline", "baseline_opt", metavar="BASELINE", help="the run to compare against "
+              "(the same as the second argument)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "md", "html"]), default="text",
-              show_default=True)
+              show_default=True, help="text for a terminal, json, md (a PR comment) or html")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout")
-@click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
-              help="exit 1 when a regression at least this severe is found")
-def compare(run: str, baseline: str, fmt: str, output: str | None, fail_on: str) -> None:
-    """Compare RUN with the baseline run BASE, aligned by step."""
+@fail_on_option("regression")
+@color_option
+def compare(run: str, baseline_arg: str | None, baseline_opt: str | None, fmt: str, output: str | None,
+            fail_on: str, color: str) -> None:
+    """Compare the run RUN with the run BASELINE, aligned by step.
+
+    Says where RUN is worse beyond run-to-run noise (final loss, validation
+    loss, convergence speed, new NaNs, new spikes, gradient scale) and how
+    the two configs differ.
+
+    \b
+    Examples:
+      runlens compare runs/pr-123 runs/main
+      runlens compare runs/pr-123 runs/main --format md -o comment.md
+    """
+    if baseline_arg and baseline_opt and baseline_arg != baseline_opt:
+        raise UsageError(f"two baselines given ({baseline_arg} and --baseline {baseline_opt}); give one")
+    baseline = baseline_arg or baseline_opt
+    if not baseline:
+        raise UsageError("compare needs a baseline: runlens compare RUN BASELINE")
     from runlens.compare import compare_runs
     from runlens.render.compare_render import RENDERERS
+    from runlens.render.output import check_target, write_text
 
-    result = compare_runs(run, baseline)
-    text = RENDERERS[fmt](result)
     if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        check_target(output)
+    result = compare_runs(run, baseline)
+    painted = fmt == "text" and not output and use_color(color)
+    text = RENDERERS[fmt](result, color=True) if painted else RENDERERS[fmt](result)
+    if output:
+        write_text(output, text)
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=painted or None)
     sys.exit(1 if result.reaches(fail_on) else 0)

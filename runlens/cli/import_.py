@@ -8,53 +8,98 @@ import click
 
 from runlens.io.importers import KINDS
 
+_TAKES = {
+    "tensorboard": ("loss_tag", "val_loss_tag", "lr_tag", "grad_norm_tag"),
+    "csv": ("step", "loss", "val_loss", "lr", "grad_norm", "conflict"),
+    "lightning-csv": ("step", "loss", "val_loss", "lr", "grad_norm"),
+    "hf": ("logging_steps",),
+    "text": ("step", "loss", "val_loss", "run"),
+    "jsonl": ("step", "loss", "val_loss", "run"),
+    "mlflow": ("loss", "val_loss", "run"),
+    "wandb": ("step", "loss", "val_loss", "run"),
+}
+
 
 @click.command(name="import")
-@click.argument("kind", type=click.Choice(sorted(KINDS)))
+@click.argument("kind", type=click.Choice(sorted([*KINDS, "auto"])))
 @click.argument("source", type=click.Path())
-@click.argument("out_run", type=click.Path())
+@click.argument("out_run", type=click.Path(), required=False)
 @click.option("--loss-tag", help="tensorboard: the training-loss tag (default: train/loss, loss, ...)")
 @click.option("--val-loss-tag", help="tensorboard: the validation-loss tag (default: val_loss, eval/loss, ...)")
 @click.option("--lr-tag", help="tensorboard: the learning-rate tag (default: lr, learning_rate, ...)")
 @click.option("--grad-norm-tag", help="tensorboard: the gradient-norm tag (default: grad_norm, ...)")
-@click.option("--step", "step_col", help="csv/lightning-csv: the step column (default: step, iteration, ...)")
-@click.option("--loss", "loss_col", help="csv/lightning-csv: the training-loss column")
-@click.option("--val-loss", "val_loss_col", help="csv/lightning-csv: the validation-loss column")
-@click.option("--lr", "lr_col", help="csv/lightning-csv: the learning-rate column")
-@click.option("--grad-norm", "grad_norm_col", help="csv/lightning-csv: the gradient-norm column")
+@click.option("--step", help="csv, text, jsonl, wandb: the step column/field (default: step, iteration, ...)")
+@click.option("--loss", help="the training-loss column/field/key")
+@click.option("--val-loss", help="the validation-loss column/field/key")
+@click.option("--lr", help="csv/lightning-csv: the learning-rate column")
+@click.option("--grad-norm", help="csv/lightning-csv: the gradient-norm column")
 @click.option("--conflict", type=click.Choice(["ours", "theirs"]),
               help="csv: a file with git merge-conflict markers: import this side only")
 @click.option("--logging-steps", type=int, help="hf console logs: the Trainer's logging_steps")
-def import_cmd(kind: str, source: str, out_run: str, loss_tag: str | None, val_loss_tag: str | None,
-               lr_tag: str | None, grad_norm_tag: str | None, step_col: str | None, loss_col: str | None,
-               val_loss_col: str | None, lr_col: str | None, grad_norm_col: str | None,
-               conflict: str | None, logging_steps: int | None) -> None:
-    """Import SOURCE, read as KIND, into the new run directory OUT_RUN.
+@click.option("--run", type=click.IntRange(min=1),
+              help="text, jsonl, mlflow, wandb: a source holding several runs: import run N (default: the last)")
+@click.option("--dry-run", is_flag=True, help="print what would be mapped and skipped; write nothing")
+def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **given) -> None:
+    """Import SOURCE, read as KIND ('auto': chosen from the content), into the new run OUT_RUN.
 
     Options that KIND does not use are refused rather than ignored.
+
+    \b
+    Examples:
+      runlens import auto logs/metrics.csv runs/imported
+      runlens import tensorboard tb_logs/ runs/from-tb
     """
     from runlens.errors import UsageError
-    from runlens.io.importers import import_run
+    from runlens.io.importers import import_run, read
 
-    by_kind = {
-        "tensorboard": dict(loss_tag=loss_tag, val_loss_tag=val_loss_tag, lr_tag=lr_tag,
-                            grad_norm_tag=grad_norm_tag),
-        "csv": dict(step=step_col, loss=loss_col, val_loss=val_loss_col, lr=lr_col,
-                    grad_norm=grad_norm_col, conflict=conflict),
-        "lightning-csv": dict(step=step_col, loss=loss_col, val_loss=val_loss_col, lr=lr_col,
-                              grad_norm=grad_norm_col),
-        "hf": dict(logging_steps=logging_steps),
-        "text": {},
-    }
-    options = {k: v for k, v in by_kind[kind].items() if v is not None}
-    given = [loss_tag, val_loss_tag, lr_tag, grad_norm_tag, step_col, loss_col, val_loss_col, lr_col,
-             grad_norm_col, conflict, logging_steps]
-    if sum(v is not None for v in given) > len(options):
-        raise UsageError(f"option(s) not used by the {kind} importer were given; "
-                         f"it takes: {', '.join('--' + k.replace('_', '-') for k in by_kind[kind]) or 'no options'}")
+    if kind == "auto":
+        from runlens.io.importers.sniff import sniff
+
+        found = sniff(source)
+        if found.kind is None:
+            raise UsageError(f"{source}: no importer recognises it ({found.reason})")
+        kind = found.kind
+    options = {k: v for k, v in given.items() if v is not None}
+    unused = sorted(set(options) - set(_TAKES[kind]))
+    if unused:
+        raise UsageError(f"option(s) {', '.join('--' + k.replace('_', '-') for k in unused)} not used by the "
+                         f"{kind} importer; it takes: "
+                         f"{', '.join('--' + k.replace('_', '-') for k in _TAKES[kind]) or 'no options'}")
+    if dry_run:
+        click.echo(describe(read(kind, source, **options), kind, source), nl=False)
+        return
+    if out_run is None:
+        raise UsageError("OUT_RUN is missing: where to write the run (or pass --dry-run)")
+    from runlens.render.output import new_run_target
+
+    new_run_target(out_run)  # its folder created, or refused in one line; never inside a run
     path = import_run(kind, source, out_run, **options)
     meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
     warnings = meta.get("config", {}).get("import_warnings", [])
     click.echo(f"imported {source} ({kind}) into {path}")
     for line in warnings:
         click.echo(f"  note: {line}")
+
+
+def describe(imp, kind: str, source: str) -> str:
+    """The dry-run report: each column with where it came from and how many values, then the notes."""
+    names = imp.config.get("import_fields") or imp.config.get("import_columns") or imp.config.get(
+        "import_tags") or {}
+    out = [f"{source} read as {kind}"]
+    lines = imp.config.get("text_lines")
+    if lines:
+        out.append(f"  lines: {lines['read']} read, {lines['skipped']} skipped; runs: {lines['runs']} "
+                   f"(importing run {lines['run']})")
+    if imp.config.get("log_style"):
+        out.append("  step from: " + ", ".join(f"{k} ({v} lines)" for k, v in imp.config["log_style"].items()))
+    for table, series in (("scalars", imp.train), ("evals", imp.evals)):
+        for col in sorted(series, key=lambda c: (c not in ("loss", "val_loss"), c)):
+            s = series[col]
+            src = names.get(col)
+            origin = f" <- {src!r}" if isinstance(src, str) and src != col else ""
+            span = f"steps {int(s.steps.min())}..{int(s.steps.max())}" if len(s.steps) else "no values"
+            out.append(f"  {table}.{col}{origin}: {len(s.steps)} values, {span}")
+    if "loss" not in imp.train:
+        out.append("  no training loss: the loss column would be all null")
+    out.extend(f"  note: {w}" for w in imp.warnings)
+    return "\n".join(out) + "\n"

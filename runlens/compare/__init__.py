@@ -43,6 +43,7 @@ from runlens.compare.checks import (
     check_spikes,
     findings_for,
 )
+from runlens.compare.config import ConfigChange, config_diff, explaining
 from runlens.compare.model import COLUMNS, Comparison, Thresholds
 from runlens.diagnosis import SEVERITY_RANK, Finding
 from runlens.io.remote import open_run
@@ -69,15 +70,26 @@ def compare_runs(run: Run | str | os.PathLike[str], baseline: Run | str | os.Pat
         notes.append("final loss not compared: too few finite values in the last window of either run")
     parts["spikes"] = check_spikes(run, baseline, th)
     parts["gradient_shifts"] = check_gradients(run, baseline, th)
+    changes = config_diff(run.config, baseline.config)
     result = Comparison(run=run.path, baseline=baseline.path, run_name=run.name,
                         baseline_name=baseline.name, shared_steps=int(len(shared)),
-                        notes=tuple(notes), thresholds=th, **parts)
-    return _with_findings(result, findings_for(result))
+                        notes=tuple(notes), thresholds=th, config_changes=changes, **parts)
+    return _with_findings(result, [_linked(f, changes) for f in findings_for(result)])
 
 
 def _with_findings(result: Comparison, findings: list[Finding]) -> Comparison:
     order = sorted(findings, key=lambda f: (SEVERITY_RANK[f.severity], f.code))
     return replace(result, findings=tuple(order))
+
+
+def _linked(finding: Finding, changes: tuple[ConfigChange, ...]) -> Finding:
+    """The finding with the changed config keys that can explain it (evidence and advice)."""
+    hits = explaining(finding.code, changes)
+    if not hits:
+        return finding
+    said = "; ".join(c.describe() for c in hits[:4])
+    return replace(finding, evidence={**finding.evidence, "config_changes": [c.describe() for c in hits]},
+                   advice=f"The config changed against the baseline ({said}): start there. {finding.advice}")
 
 
 def _as_run(x: Run | str | os.PathLike[str]) -> Run:
@@ -88,4 +100,4 @@ def _as_run(x: Run | str | os.PathLike[str]) -> Run:
 
 
 
-__all__ = ["COLUMNS", "Comparison", "Thresholds", "compare_runs"]
+__all__ = ["COLUMNS", "Comparison", "ConfigChange", "Thresholds", "compare_runs", "config_diff"]

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 from scipy import stats as sps
 
+from runlens.compare.codes import advice
 from runlens.compare.model import (
     Comparison,
     Convergence,
@@ -213,16 +214,14 @@ def findings_for(c: Comparison) -> list[Finding]:
             title=f"converges slower than the baseline: the baseline reaches loss {conv.target_loss:.4g} "
                   f"({conv.fraction:.0%} of its improvement) at step {conv.baseline_step:,}, this run {got}",
             evidence={**_fields(conv), "slow_ratio": th.slow_ratio},
-            advice="Compare the learning rate, warmup and batch size with the baseline's config; "
-                   "a changed initialization or data order also slows the start."))
+            advice=advice("baseline_slower_convergence")))
     if c.run_nonfinite_step is not None and c.baseline_nonfinite_step is None:
         out.append(Finding(
             code="baseline_new_nonfinite", severity="error", step=c.run_nonfinite_step,
             title=f"non-finite loss or gradient norm from step {c.run_nonfinite_step:,}; "
                   "the baseline never had one",
             evidence={"run_step": c.run_nonfinite_step, "baseline_step": None},
-            advice="Look at what changed against the baseline: a higher learning rate, a removed "
-                   "gradient clip, mixed precision without a loss scaler, a new layer or loss term."))
+            advice=advice("baseline_new_nonfinite")))
     sp = c.spikes
     if sp is not None and sp.more:
         out.append(Finding(
@@ -230,8 +229,7 @@ def findings_for(c: Comparison) -> list[Finding]:
             title=f"{sp.run_count} loss spikes against {sp.baseline_count} in the baseline "
                   f"(binomial test p={sp.p_value:.2g})",
             evidence={**_fields(sp), "run_steps": list(sp.run_steps[:20]), "spike_z": th.spike_z},
-            advice="Spikes that the baseline did not have usually come from a higher learning rate, "
-                   "a smaller batch, or bad examples in new data; try gradient clipping."))
+            advice=advice("baseline_new_spikes")))
     if c.gradient_shifts:
         top = c.gradient_shifts[0]
         out.append(Finding(
@@ -242,8 +240,7 @@ def findings_for(c: Comparison) -> list[Finding]:
                   f"{top.run_median:.3g} vs {top.baseline_median:.3g} (10^{top.log10_ratio:+.1f})",
             evidence={"log10_ratio": {g.layer: g.log10_ratio for g in c.gradient_shifts[:20]},
                       "gradient_orders": th.gradient_orders},
-            advice="A change of scale in some layers' gradients points at a changed initialization, "
-                   "normalization, loss scale or learning rate for those parameters."))
+            advice=advice("baseline_gradient_shift")))
     return out
 
 
@@ -257,8 +254,7 @@ def _level_finding(level: LevelTest, th: Thresholds) -> Finding:
               f"Cliff's delta {level.effect_size:.2f}) over steps {level.first_step:,}-{level.last_step:,}",
         evidence={**_fields(level), "alpha": th.alpha, "min_change": th.min_change,
                   "error_change": th.error_change},
-        advice="Diff the run's config against the baseline's (learning rate, schedule, batch size, "
-               "data); rerun both with another seed if the change is close to the threshold.")
+        advice=advice(f"baseline_regression_{level.metric}"))
 
 
 def _fields(x) -> dict:

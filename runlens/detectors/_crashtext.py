@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -70,7 +70,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("crash_oom", "mps_oom", r"MPS backend out of memory|Invalid buffer size: [\d.]+ ?[KMGT]i?B",
        "the Apple GPU (MPS) ran out of memory", _OOM_ADVICE +
        " On MPS, PYTORCH_MPS_HIGH_WATERMARK_RATIO limits how much unified memory may be used."),
-    _p("crash_oom", "cpu_oom", r"DefaultCPUAllocator: (can't|cannot) allocate memory|std::bad_alloc|"
+    _p("crash_oom", "cpu_oom", r"DefaultCPUAllocator: (?:can't|cannot) allocate memory|"
+       r"DefaultCPUAllocator: not enough memory|std::bad_alloc|"
        r"Unable to allocate [\d.]+ ?[KMGTP]i?B for an array",
        "the host ran out of RAM while allocating a tensor",
        "Reduce the batch size or the data held in memory (stream the dataset instead of loading "
@@ -113,7 +114,11 @@ PATTERNS: tuple[Pattern, ...] = (
        r"Expected a floating point or complex tensor|can't convert np\.ndarray of type|"
        r"to have one of the following scalar types|source and destination dtypes match|"
        r"cannot be converted to type \S+ without overflow|expected both vectors to have same dtype|"
-       r"Input type \(\S+\) and (?:weight|bias) type \(\S+\) should be the same",
+       r"Input type \(\S+\) and (?:weight|bias) type \(\S+\) should be the same|"
+       r"expected target dtype to be|tensors used as indices must be|"
+       r"Expected dtype int32(?: or |/)int64 for index|Expected self\.dtype to be equal to src\.dtype|"
+       r"must have the same scalar type|only applicable to index tensor of type|"
+       r"expected \w+ and \w+ to have the same dtype",
        "an operation received tensors of different dtypes (e.g. float64 data from numpy into a "
        "float32 model, or integer targets where floats are expected)",
        "Convert at the boundary: x = x.float() (numpy arrays are float64), targets .long() for "
@@ -127,7 +132,8 @@ PATTERNS: tuple[Pattern, ...] = (
        r"inconsistent tensor size|shape mismatch|Dimension out of range|"
        r"only batches of spatial targets supported|doesn't match the broadcast shape|"
        r"Expected target size|expected sequence of length|expected input with shape|"
-       r"Expected size for first two dimensions|must be equal to input_size|Expected hidden size|"
+       r"Expected size for first two dimensions|must be equal to input_size|Expected hidden(?:\[\d+\])? size|"
+       r"Expected input to be 2D or 3D|running_mean should contain \d+ elements|"
        r"must match the existing size|Kernel size can't be greater than actual input size|"
        r"Output size is too small|multi-target not supported|does not match the shape of the indexed|"
        r"number of dims don't match|view size is not compatible|too many indices for tensor",
@@ -175,9 +181,65 @@ def decode(error: Mapping[str, Any] | None) -> Decoded:
         if where is not None:
             pattern = p
             break
-    return Decoded(code=pattern.code, kind=pattern.kind, cause=pattern.cause, advice=pattern.advice,
-                   error_type=etype or "unknown", message=_clip(_line_at(probe, where) or text),
-                   details=_details(probe))
+    details = _details(probe)
+    decoded = Decoded(code=pattern.code, kind=pattern.kind, cause=pattern.cause, advice=pattern.advice,
+                      error_type=etype or "unknown", message=_clip(_line_at(probe, where) or text),
+                      details=details)
+    specific = _specific_cause(details)
+    if specific and pattern.code == "crash_shape_mismatch":
+        decoded = replace(decoded, cause=f"{specific}: {decoded.cause}")
+    if pattern.code == "crash_oom" and implausible_allocation(details.get("tried_to_allocate_bytes"),
+                                                              details.get("total_capacity_bytes")):
+        decoded = replace(decoded, kind="implausible_allocation", cause=_HUGE_CAUSE.format(
+            size=_human(details["tried_to_allocate_bytes"])), advice=_HUGE_ADVICE,
+            details={**details, "allocation_larger_than_any_device": True})
+    return decoded
+
+
+# One tensor this large exists on no device: no accelerator holds 2 TiB and
+# few hosts do, so the size itself is wrong. A capacity the message states
+# sharpens the test: a batch that is too big overshoots by a small factor,
+# a shape bug by orders of magnitude.
+ANY_DEVICE_BYTES = 2 * 1024**4
+OVER_CAPACITY = 64
+_HUGE_CAUSE = ("a single allocation of {size} was requested: more than any device holds, so the size "
+               "itself is wrong (a broadcast of shapes like (N,1) against (1,N), a length read from "
+               "corrupt data, a dimension multiplied in by mistake), not a batch slightly too big")
+_HUGE_ADVICE = ("Find the failing line in the traceback and print the shapes that go into it: check "
+                "broadcasting (x - y with x of shape (N,) and y of shape (N,1) gives (N,N)), lengths or "
+                "sizes read from the data, and view/expand/repeat arguments. Reducing the batch size "
+                "will not fix an allocation this large.")
+
+
+def implausible_allocation(requested: float | None, capacity: float | None = None) -> bool:
+    """An allocation no batch-size change explains: >= 2 TiB, or >= 64x the device's stated capacity."""
+    if not requested or requested <= 0:
+        return False
+    if requested >= ANY_DEVICE_BYTES:
+        return True
+    return bool(capacity) and requested >= OVER_CAPACITY * capacity
+
+
+_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
+
+
+def size_bytes(text: str) -> float | None:
+    """``"2.00 GiB"``, ``"256.00 MB"``, ``"512 bytes"`` in bytes (PyTorch's allocators count in 1024s)."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*(bytes|b|[kmgtp])?i?b?\s*", text, re.IGNORECASE)
+    if not m:
+        return None
+    try:
+        return float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
+    except ValueError:
+        return None
+
+
+def _human(n: float) -> str:
+    for unit in ("PiB", "TiB", "GiB", "MiB", "KiB"):
+        scale = _UNITS[unit[0].lower()]
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,.0f} bytes"
 
 
 def _matches(p: Pattern, etype: str, text: str) -> int | None:
@@ -201,18 +263,28 @@ def _line_at(text: str, pos: int | None) -> str:
 def _details(text: str) -> dict[str, Any]:
     """Numbers named in the message: sizes, shapes, devices, dtypes."""
     out: dict[str, Any] = {}
-    m = re.search(r"Tried to allocate ([\d.]+ ?[KMGT]i?B)", text)
+    m = re.search(r"Tried to allocate ([\d.]+ ?(?:[KMGTP]i?B|bytes))", text)
     if m:
         out["tried_to_allocate"] = m.group(1)
+        out["tried_to_allocate_bytes"] = size_bytes(m.group(1))
     m = re.search(r"you tried to allocate (\d+) bytes", text)
     if m:
         out["tried_to_allocate_bytes"] = int(m.group(1))
-    m = re.search(r"([\d.]+ ?[KMGT]i?B) total capacity", text) or re.search(r"total capacity of ([\d.]+ ?[KMGT]i?B)", text)
+    m = (re.search(r"([\d.]+ ?[KMGTP]i?B) total capacity", text)
+         or re.search(r"total capacity of ([\d.]+ ?[KMGTP]i?B)", text)
+         or re.search(r"max allowed: ([\d.]+ ?[KMGTP]i?B)", text))
     if m:
         out["total_capacity"] = m.group(1)
+        out["total_capacity_bytes"] = size_bytes(m.group(1))
     m = re.search(r"\((\d+x\d+) and (\d+x\d+)\)", text)
     if m:
         out["shapes"] = [m.group(1), m.group(2)]
+    m = re.search(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)", text)
+    if m:
+        out["batch_sizes"] = [int(m.group(1)), int(m.group(2))]
+    m = re.search(r"must be equal to input_size\. Expected (\d+), got (\d+)", text)
+    if m:
+        out["input_size"] = [int(m.group(1)), int(m.group(2))]
     m = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", text)
     if m:
         out["sizes"] = [int(m.group(1)), int(m.group(2))]
@@ -227,6 +299,21 @@ def _details(text: str) -> dict[str, Any]:
     if m:
         out["dtypes"] = [m.group(1), m.group(2)]
     return out
+
+
+def _specific_cause(details: Mapping[str, Any]) -> str:
+    """The mismatch in the message's own numbers, in words."""
+    if "shapes" in details:
+        (rows, inner), (k, n) = (tuple(s.split("x")) for s in details["shapes"])
+        return (f"a matrix product got {inner} features per row where the layer takes {k} (first operand {rows}x{inner}, "
+                f"second {k}x{n})")
+    if "batch_sizes" in details:
+        a, b = details["batch_sizes"]
+        return f"the model produced {a} predictions for {b} targets"
+    if "input_size" in details:
+        want, got = details["input_size"]
+        return f"the recurrent layer takes {want} features per time step but got {got}"
+    return ""
 
 
 def _last_line(traceback: str) -> str:

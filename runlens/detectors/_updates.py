@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from runlens.detectors._layerstats import ModuleMatrix
+from runlens.signals import ModuleMatrix, signals_of
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -94,21 +94,16 @@ def optimizer_family(config: Mapping[str, Any]) -> tuple[str | None, float | Non
 def lr_at(run: Run, steps: np.ndarray) -> tuple[np.ndarray | None, str]:
     """The learning rate at ``steps`` and where it came from, or (None, "").
 
-    ``scalars.lr`` interpolated linearly; else a constant from run.json
-    ``config`` (``lr`` / ``learning_rate``, at its top level or under
-    ``optimizer``, ``optim``, ``optimizer_params``, ``optimizer_kwargs``):
-    the base rate, which warm-up and decay schedules stay below, so an
-    upper estimate made with it stays an upper estimate (a one-cycle
-    schedule whose peak is set elsewhere is the exception).
+    The signals' ``lr`` (``scalars.lr``) interpolated linearly; else a
+    constant from run.json ``config`` (``lr`` / ``learning_rate``, at its top
+    level or under ``optimizer``, ``optim``, ``optimizer_params``,
+    ``optimizer_kwargs``): the base rate, which warm-up and decay schedules
+    stay below, so an upper estimate made with it stays an upper estimate
+    (a one-cycle schedule whose peak is set elsewhere is the exception).
     """
-    lr = run.column("scalars", "lr")
+    lr = signals_of(run).lr
     if lr is not None:
-        s = run.steps("scalars")
-        ok = np.isfinite(lr) & (lr >= 0)
-        if ok.any():
-            order = np.argsort(s[ok], kind="stable")
-            return np.interp(steps.astype(np.float64), s[ok][order].astype(np.float64),
-                             lr[ok][order]), "scalars.lr"
+        return np.interp(steps.astype(np.float64), lr.steps.astype(np.float64), lr.values), "scalars.lr"
     cfg = run.config
     places = [("", cfg)] + [(f"{k}.", cfg[k]) for k in ("optimizer", "optim", "optimizer_params", "optimizer_kwargs")
                             if isinstance(cfg.get(k), Mapping)]
@@ -122,15 +117,8 @@ def lr_at(run: Run, steps: np.ndarray) -> tuple[np.ndarray | None, str]:
 
 def module_numel(run: Run, members: tuple[tuple[str, ...], ...]) -> np.ndarray | None:
     """Elements per module from run.json ``numel`` (or ``shape``); None when any is unknown."""
-    numel = {}
-    for e in run.layer_info:
-        n = e.get("numel")
-        shape = e.get("shape")
-        if not (isinstance(n, int) and n > 0) and isinstance(shape, list) and shape \
-                and all(isinstance(d, int) and d > 0 for d in shape):
-            n = int(np.prod(shape))
-        if isinstance(n, int) and n > 0:
-            numel[e["name"]] = n
+    lay = signals_of(run).layers
+    numel = {n: v for n, v in zip(lay.names, lay.numel, strict=True) if np.isfinite(v)}
     if not all(name in numel for group in members for name in group):
         return None
     return np.array([sum(numel[n] for n in group) for group in members], dtype=np.float64)

@@ -36,18 +36,93 @@ class Entry:
     sections: Mapping[str, str]
 
 
+# Codes the pipeline itself emits (runlens.audit), not a detector.
+PIPELINE_CODES = {
+    "unreadable_run": {
+        "severity": "error",
+        "title": "The run could not be read.",
+        "What it detects": "A run that the audit found but could not load: run.json missing or not "
+                           "JSON, a format_version this runlens does not know, or a log no importer reads.",
+        "Why it matters": "An unreadable run is a row of the audit, never a silent omission: a CI gate "
+                          "must not pass because the run it should judge is broken.",
+        "How it decides": "Loading the run raised a format error; the message says which rule it broke.",
+        "What to try": "Run `runlens validate RUN` to see every rule the run breaks; a run written by a "
+                       "newer runlens needs a newer reader.",
+        "Parameters": "None.",
+    },
+    "analysis_crashed": {
+        "severity": "error",
+        "title": "The analysis failed on this run (a bug in runlens).",
+        "What it detects": "A run that could be read but whose analysis raised an unexpected error.",
+        "Why it matters": "The run was not judged; the audit says so instead of skipping it.",
+        "How it decides": "Any error other than a format error while analysing the run.",
+        "What to try": "This is a runlens bug: please report it with the run attached "
+                       "(RUNLENS_DEBUG=1 runlens analyze RUN shows the traceback).",
+        "Parameters": "None.",
+    },
+}
+# Curve labels that are not finding codes of their own (the others are detectors' codes).
+CURVE_LABELS = {
+    "healthy": "The loss fell and settled; validation (if logged) followed it.",
+    "insufficient_data": "Too few finite training losses to judge the curve's shape (the point "
+                         "detectors still run on them).",
+}
+
+
 def documented() -> dict[str, Entry]:
-    """Every documented code, ``curve`` first, then the detectors by code."""
+    """Every code and curve label the tool can emit: ``curve`` first, then the detectors'
+    codes, the curve labels that are not codes, the comparison's and the pipeline's codes."""
     entries = {}
     curve = _curve_entry()
     if curve is not None:
         entries[CURVE] = curve
     for code in sorted(REGISTRY):
+        if code == CURVE:
+            continue
         cls = REGISTRY[code]
         sections = _clean(cls.doc_sections())
         entries[code] = Entry(code, cls.severity, cls.title, _first_line(sections.get("", "")),
                               sections)
+    for label, meaning in CURVE_LABELS.items():
+        if label not in entries:
+            entries[label] = _label_entry(label, meaning, curve)
+    for code, doc in sorted({**_compare_codes(), **PIPELINE_CODES}.items()):
+        if code not in entries:
+            sections = {"": doc["title"], **{k: v for k, v in doc.items() if k in DOC_SECTIONS}}
+            entries[code] = Entry(code, doc["severity"], doc["title"].rstrip("."), doc["title"], sections)
     return entries
+
+
+def lookup(code: str) -> Entry | None:
+    """The entry of ``code`` (None when the tool never emits it)."""
+    return documented().get(code)
+
+
+def suggest(code: str) -> str | None:
+    """The documented code closest to a mistyped ``code``, if one is close."""
+    import difflib
+
+    close = difflib.get_close_matches(code, list(documented()), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _compare_codes() -> dict[str, dict[str, str]]:
+    try:
+        from runlens.compare.codes import CODES
+    except ImportError:  # a trimmed install without the comparison
+        return {}
+    return CODES
+
+
+def _label_entry(label: str, meaning: str, curve: Entry | None) -> Entry:
+    sections = {"": f"Curve label: {meaning}", "What it detects": meaning,
+                "Why it matters": "The curve label frames every finding; see `runlens explain curve`.",
+                "How it decides": (curve.sections.get("How it decides", "") if curve else "")
+                or "See `runlens explain curve`.",
+                "What to try": "Nothing for the curve itself; read the findings, if any."
+                if label == "healthy" else "Record more steps (or a longer run) before judging its shape.",
+                "Parameters": "See `runlens explain curve`."}
+    return Entry(label, "label", f"Curve label {label}", meaning, sections)
 
 
 def missing_sections(entry: Entry) -> list[str]:
@@ -92,7 +167,7 @@ def _curve_entry() -> Entry | None:
     except ImportError:
         return None
     best: dict[str, str] = {}
-    for obj in (getattr(curve, "classify", None), curve):
+    for obj in (getattr(curve, "classify", None), getattr(curve, "CurveClassifier", None), curve):
         sections = parse_doc_sections(inspect.getdoc(obj) or "") if obj is not None else {}
         if sum(bool(v) for v in sections.values()) > sum(bool(v) for v in best.values()):
             best = sections

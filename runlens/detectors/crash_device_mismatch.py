@@ -34,6 +34,21 @@ class CrashDeviceMismatch(CrashDetector):
         when exactly one side names an accelerator (otherwise it is a dtype
         mismatch). The two devices go into the evidence when named.
 
+        Messages recognized (from PyTorch's source): ``Expected all tensors
+        to be on the same device, but found at least two devices, cuda:0
+        and cpu!`` and its 2.x form ``but got mat2 is on cpu, different
+        from other tensors on cuda:0``
+        (aten/src/ATen/core/op_registration/adaption.cpp); ``Input type
+        (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should
+        be the same`` when exactly one side names an accelerator
+        (aten/src/ATen/native/Convolution.cpp); ``Tensor on device meta is
+        not on the expected device cpu!`` (TensorIterator.cpp); ``Input and
+        hidden tensors are not at the same device`` (cudnn/RNN.cpp);
+        ``Placeholder storage has not been allocated on MPS device!``;
+        ``Attempting to deserialize object on a CUDA device but
+        torch.cuda.is_available() is False`` (torch/serialization.py). The
+        full table is ``tests/engine/test_crash_wordings.py``.
+
     What to try:
         1. Move inputs and targets to the model's device every step.
         2. Create new tensors with ``device=x.device`` (or register them as

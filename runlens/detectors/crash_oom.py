@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runlens.detectors import _crashtext as crash
 from runlens.detectors._base import register
 from runlens.detectors._crash import CrashDetector
 
@@ -32,6 +33,27 @@ class CrashOom(CrashDetector):
         allocator asked for and the device's capacity when the message names
         them, the step it died at and the last finite loss and gradient norm.
 
+        The numbers decide the advice. A single allocation of 2 TiB or more
+        (more than any accelerator holds, and more than nearly any host), or
+        of 64x or more the capacity the message states, is not a batch that
+        is slightly too big: the size itself is wrong (a broadcast of (N,1)
+        against (1,N), a length read from corrupt data). Such a crash keeps
+        the code but gets pattern ``implausible_allocation``,
+        ``allocation_larger_than_any_device: true`` in the evidence, and
+        advice to print the shapes instead of reducing the batch size.
+
+        Messages recognized (from PyTorch's source): ``CUDA out of memory.
+        Tried to allocate 20.00 MiB. GPU 0 has a total capacity of ...``
+        and its 1.x form ``(GPU 0; 15.78 GiB total capacity; ...)``
+        (c10/cuda/CUDACachingAllocator.cpp); ``DefaultCPUAllocator: can't
+        allocate memory: you tried to allocate N bytes`` and, on Windows,
+        ``DefaultCPUAllocator: not enough memory: ...``
+        (c10/core/impl/alloc_cpu.cpp); ``MPS backend out of memory (MPS
+        allocated: ..., max allowed: ...). Tried to allocate ...``
+        (aten/src/ATen/mps/MPSAllocator.mm); ``CUBLAS_STATUS_ALLOC_FAILED``;
+        ``CUDA error: out of memory``. The full table, with the file each
+        wording comes from, is ``tests/engine/test_crash_wordings.py``.
+
     What to try:
         1. Reduce the batch size; keep the effective batch with gradient
            accumulation.
@@ -47,3 +69,10 @@ class CrashOom(CrashDetector):
 
     code = "crash_oom"
     title = "Out of memory"
+
+    def headline(self, decoded: crash.Decoded, step: int | None) -> str:
+        line = super().headline(decoded, step)
+        if decoded.kind != "implausible_allocation":
+            return line
+        size = decoded.cause.split(" of ", 1)[1].split(" was ", 1)[0]
+        return f"{line}: a single {size} allocation, larger than any device (a shape bug)"

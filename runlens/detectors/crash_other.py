@@ -30,6 +30,13 @@ class CrashOther(CrashDetector):
         a crash code): the exception is decoded by ``runlens.detectors._crashtext.decode``
         and this detector takes what no specific pattern claimed.
 
+        Messages recognized (from PyTorch's source), with a cause of their
+        own: ``index out of range in self`` (an embedding's token id,
+        TensorAdvancedIndexing.cpp), ``Target 5 is out of bounds.``
+        (LossNLL.cpp), ``device-side assert triggered``, autograd's ``does
+        not have a grad_fn`` and ``modified by an inplace operation``. The
+        full table is ``tests/engine/test_crash_wordings.py``.
+
     What to try:
         1. Read the last frames of ``error.traceback`` in run.json.
         2. For a device-side assert, check label and token ranges, and rerun

@@ -1,162 +1,176 @@
 """The curve verdict: one label for the shape of the training (and validation) loss.
 
-What it detects:
-    Which of the spec's shapes the loss curve has: ``diverged`` (the loss
-    became NaN/Inf, or grew without bound), ``unstable`` (it oscillates or
-    keeps spiking without settling, but stays finite), ``overfitting`` (the
-    training loss keeps falling while the validation loss passed a minimum
-    and rose again), ``underfitting`` (the loss barely moved from where it
-    started), ``healthy`` (it fell and settled), or ``insufficient_data``
-    (fewer than ``min_points`` finite losses: too few to say anything,
-    unless they already grew tenfold, steadily: diverged).
-    Labels are checked in that order of precedence: a NaN makes every other
-    signal meaningless, and an unstable curve's train/val gap means nothing.
-
-Why it matters:
-    The shape of the curve is the first thing an engineer looks at and the
-    frame for every finding: a vanishing gradient in a diverged run is a
-    symptom, in an underfitting run a cause.
-
-How it decides:
-    The loss is read up to the first non-finite value (a step the loss
-    scaler skipped does not count). Levels are medians: the start level
-    ``S`` over the first 5 steps, or the very first loss if lower (a
-    learning rate too high throws the loss up within a step or two; a long
-    run falls a long way in its first 5%),
-    the end level ``E`` over the last 10%, the minimum ``m`` of the curve
-    downsampled to bucket medians. The late spread ``D`` is the robust sd
-    (1.4826 MAD) of the last third.
-
-    - diverged: a non-finite loss; or, after its minimum, a significant
-      upward Mann-Kendall trend (one-sided p < ``alpha_strong``) that ends
-      far above it, the final level ``F`` (median of the last 2%) meeting
-      ``F - m >= max(S - m, growth * |S|)`` (it gave back all its progress
-      and more), or ``F > S`` and ``F >= 10 m`` for a positive loss (an
-      order of magnitude above its best).
-    - unstable: the validation loss (6 late evaluations at least) jumps
-      between evaluations by ``val_jumps`` of its level or more (RMS of the
-      residuals of the later half from a rolling median of 5, which a
-      monotone fall or rise does not have; evaluations right after a
-      training-loss spike are left out, their jump is the spike's). A
-      validation set is fixed, so its loss only moves when the weights do:
-      jumps of several percent between evaluations mean the weights are
-      thrown around (healthy runs of the labeled set stay below 3.2%); or the late third of the training loss does not
-      settle (the variance of its step-to-step differences is not both
-      significantly smaller than the middle third's, Levene median-centred
-      one-sided p < ``alpha``, and below ``settle_ratio`` of it) and either
-      its fluctuations dwarf the progress (``(S - E) / D < min_progress``
-      while ``D >= dispersion * |S|``), or its level wanders far beyond what
-      independent minibatch noise allows (variance ratio of 20 bucket
-      means of the detrended loss, chi-square p < ``alpha_strong`` and
-      < ``alpha`` in each half, ratio >= ``wander_ratio``, and a wandering
-      amplitude of at least ``dispersion`` of the progress ``S - E`` and 2%
-      of the level ``E``).
-    - overfitting (needs at least 5 evals): the validation loss has a
-      minimum followed by at least ``min_evals_after`` evaluations that rise
-      (Mann-Kendall on the evals after the minimum, one-sided p < ``alpha``),
-      by at least 3 noise sd of the validation curve and ``min_val_rise``
-      of its minimum, while the training loss at the end is no higher than
-      at the validation minimum.
-    - underfitting: the relative drop ``(S - E) / |S|`` is below
-      ``min_drop``. The evidence says when the loss started within 10% of
-      ln K and ends within 2% of ln K (ln 2 = 0.693), K the config's number
-      of classes, else any K in 2..1000 that matches unambiguously (within
-      a quarter of the gap to ln(K +- 1)): a classifier predicting chance.
-      A curve that fell by more and then flattened is a plateau after
-      progress, i.e. healthy.
-    - healthy: none of the above.
-
-What to try:
-    diverged: lower the learning rate, add warmup and gradient clipping,
-    look for log(0), division by zero or fp16 overflow. unstable: lower the
-    learning rate or raise the batch size, add a decay schedule. overfitting:
-    stop early at the validation minimum, add regularisation (weight decay,
-    dropout, augmentation) or data. underfitting: raise the learning rate,
-    check that labels and inputs reach the model, grow the model.
-
-Parameters:
-    min_points: finite training losses below which the verdict is
-    ``insufficient_data`` (20). alpha: significance level of the trend and
-    variance tests (0.05). alpha_strong: level for the tests that alone
-    change the label to diverged or unstable (0.001). growth: rise above the
-    start, relative to it, that counts as unbounded when the curve made no
-    progress first (0.5). min_progress: progress over late spread below
-    which a noisy curve has not settled (2.0). dispersion: late spread
-    relative to the start level, or wandering relative to the progress,
-    that counts as large (0.1). wander_ratio: variance ratio of the
-    wandering test (3.0). min_drop: relative drop below which the curve is
-    underfitting (0.1). min_evals_after: evaluations after the validation
-    minimum needed to call overfitting (4). min_val_rise: rise of the
-    validation loss relative to its minimum (0.1). settle_ratio: late over
-    middle variance of the differenced loss below which (if significant)
-    the curve is settling (0.5). val_jumps: jumps of the validation loss,
-    relative to its level, that make it unstable (0.035).
+The classifier is a registered step (code ``curve``) that publishes a
+:class:`~runlens.diagnosis.CurveVerdict` instead of findings; detectors that
+read the label declare ``depends = ("curve",)``. The shape tests it combines
+live in :mod:`runlens.detectors._curveshape`; its documentation is the
+class docstring below.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from runlens.detectors._base import Context, Needs
-from runlens.detectors._loss import training_loss
+from runlens.detectors import _curveshape as shape
+from runlens.detectors._base import Context, Detector, Interval, Needs, register
 from runlens.diagnosis import CurveVerdict
-from runlens.stats.robust import bucket_medians, find_spikes, mad_sd, rolling_median
+from runlens.signals import signals_of
 from runlens.stats.trend import trend
-from runlens.stats.variance import levene_compare, wander_test
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
 
-NEEDS = Needs(scalars=("loss", "lr", "step_skipped"), evals=("val_loss",))
+# No layers: the per-layer gradient norms (for a NaN masked as 0) are read
+# when a detector that needs them loaded them; a log of scalars only has
+# its global grad_norm.
+NEEDS = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", *shape.CLASS_COLUMNS, *shape.LABEL_COLUMNS),
+              evals=("val_loss", "val_loss@*"))
 
-#: Number of classes searched for a loss pinned at chance level, ln K.
-MAX_CLASSES = 1000
+# Kept importable from here: tests and tools read it as the curve's own.
+chance_level = shape.chance_level
 
 
-def chance_level(value: float, *, classes: int | None = None,
-                 rel_tol: float = 0.02) -> dict[str, Any] | None:
-    """The K whose ln K is ``value`` (within ``rel_tol``), if it is unambiguous.
+@register
+class CurveClassifier(Detector):
+    """The curve verdict: one label for the shape of the training (and validation) loss.
 
-    With ``classes`` known (from the run's config) only that K is tried.
-    Otherwise K = 2..1000 are, and ``value`` must also be within a quarter
-    of the gap to the neighbours' ln(K +- 1): beyond K ~ 12 the ln K are
-    closer together than 2%, and a wider tolerance would match anything.
+    What it detects:
+        Which of the spec's shapes the loss curve has: ``diverged`` (the loss
+        became NaN/Inf, collapsed to exactly 0 while the gradients became
+        non-finite, or grew without bound), ``unstable`` (it oscillates, keeps
+        wandering, or jumped up to a higher level and stayed there, but stays
+        finite), ``overfitting`` (the training loss keeps falling while the
+        validation loss of some eval set passed a minimum and rises after it),
+        ``underfitting`` (the loss barely moved, or sits at chance level
+        ln K), ``healthy`` (it fell and settled), or ``insufficient_data``
+        (no training loss, or fewer than ``min_points`` finite losses: too few
+        for a *shape*; the point detectors still run on them).
+        Labels are checked in that order of precedence: a NaN makes every other
+        signal meaningless, and an unstable curve's train/val gap means nothing.
+        Every label but ``healthy`` and ``insufficient_data`` is also a finding
+        of its own code (``diverged`` an error, the others warnings), and a
+        loss at chance level is the ``loss_at_chance`` finding.
+
+    Why it matters:
+        The shape of the curve is the first thing an engineer looks at and the
+        frame for every finding: a vanishing gradient in a diverged run is a
+        symptom, in an underfitting run a cause.
+
+    How it decides:
+        The loss is read up to the first non-finite value (a step the loss
+        scaler skipped does not count). Levels are medians: the start level
+        ``S`` over the first 5 steps (or the very first loss if lower), the end
+        level ``E`` over the last 10%, the final level ``F`` over the last 2%,
+        the minimum ``m`` of the curve downsampled to bucket medians; ``D`` is
+        the robust sd (1.4826 MAD) of the last third.
+
+        - diverged: a non-finite loss; a loss that drops to exactly 0 where the
+          gradient norm becomes non-finite (a masked NaN); by magnitude, a
+          positive loss whose last 3 values are all >= 10 ``max(S, m)`` (the
+          evidence gives the orders of magnitude); or, after its minimum, a
+          significant upward Mann-Kendall trend (one-sided p < ``alpha_strong``)
+          that gave back all its progress and more, ``F - m >= max(S - m,
+          growth * |S|)``.
+        - unstable: a level shift: after the minimum, the bucket medians jump
+          up (Mann-Whitney p < ``alpha_strong``, at least 6 noise sd and a
+          quarter of the progress before it, half of it within 3 buckets), the
+          stretch after it settles (climbs less than half the jump), and the
+          loss never comes back
+          (a jump without recovery is not underfitting); or the late third of
+          the training loss does not settle (its differenced variance is not
+          significantly below ``settle_ratio`` of the middle third's, Levene)
+          and either its fluctuations dwarf the progress (``(S - E) / D <
+          min_progress`` with ``D >= dispersion * |S|``: judged against the
+          loss's own scale and progress, so a loss that fell 99% to near zero
+          is not unstable for its relative jitter) or its level wanders beyond
+          what independent minibatch noise allows (variance ratio of bucket
+          means, chi-square p < ``alpha_strong``, ratio >= ``wander_ratio``,
+          amplitude >= ``dispersion`` of the progress and 2% of ``E``); or, on
+          a training loss that is not smooth itself (late differenced
+          variance above ``1 / settle_ratio`` times the middle third's, or
+          wandering with ratio >= ``wander_ratio`` and an amplitude of 2% of
+          ``E``, each at p < ``alpha_strong``, the wandering in both halves
+          of the late third), the validation loss jumps between evaluations by
+          ``val_jumps`` of ``max(level, dispersion * its progress)`` (RMS of
+          the residuals from a rolling median of 5; evaluations right after a
+          training-loss spike left out). Evaluation noise alone, on a smooth
+          training loss, never makes a curve unstable.
+        - overfitting, per eval set (``val_loss`` and each ``val_loss@<set>``,
+          5 evaluations at least): the minimum of the rolling median of 3 is
+          followed by at least ``min_evals_after`` evaluations whose
+          Mann-Kendall trend rises (one-sided p < ``alpha``, and a permutation
+          test of the same trend over shuffled evaluations, which counts the
+          choice of the minimum into its null, p < ``alpha_val``) and whose
+          Theil-Sen line climbs over them by at least ``min_val_rise`` of the
+          minimum and 2 evaluation-noise sd (robust sd around a rolling median), while the training loss at the end is no
+          higher than at the validation minimum (plus its late spread).
+          Decided from the trend, so large jumps between evaluations neither
+          make nor unmake it. The evidence names the set.
+        - underfitting: the loss sits at chance level, ln K for K classes:
+          the median of the last third within 2% of ln K and its Theil-Sen line
+          not leaving that band; K from the config (``num_classes``,
+          ``n_classes``, ``num_labels``, ``id2label``...), a ``num_classes`` or
+          label column, or else the loss level itself when it matches one K in
+          2..16 unambiguously and barely varies (robust sd within 2% of ln K)
+          (``chance_source`` says which); or the relative
+          drop ``(S - E) / |S|`` is below ``min_drop``.
+        - healthy: none of the above.
+
+    What to try:
+        diverged: lower the learning rate, add warmup and gradient clipping,
+        look for log(0), division by zero or fp16 overflow. unstable: lower the
+        learning rate or raise the batch size, add a decay schedule; a jump
+        that never recovers: look at what changed at that step (data shard,
+        schedule, resume). overfitting: stop early at the validation minimum,
+        add regularisation (weight decay, dropout, augmentation) or data.
+        underfitting: raise the learning rate, check that labels and inputs
+        reach the model, grow the model.
+
+    Parameters:
+        min_points: finite training losses below which the verdict is
+        ``insufficient_data`` (20). alpha: significance level of the trend and
+        variance tests (0.05). alpha_strong: level for the tests that alone
+        change the label to diverged or unstable (0.001). growth: rise above the
+        start, relative to it, that counts as unbounded when the curve made no
+        progress first (0.5). min_progress: progress over late spread below
+        which a noisy curve has not settled (2.0). dispersion: late spread
+        relative to the start level, or wandering relative to the progress,
+        that counts as large (0.1). wander_ratio: variance ratio of the
+        wandering test (3.0). min_drop: relative drop below which the curve is
+        underfitting (0.1). min_evals_after: evaluations after the validation
+        minimum needed to call overfitting (4). min_val_rise: rise of the
+        validation loss relative to its minimum (0.1). settle_ratio: late over
+        middle variance of the differenced loss below which (if significant)
+        the curve is settling (0.5). val_jumps: jumps of the validation loss,
+        relative to its level, that make it unstable (0.035). alpha_val:
+        significance level of the permutation test of the validation rise
+        (0.01; 499 permutations).
     """
-    if not math.isfinite(value) or value <= 0:
-        return None
-    if classes is not None:
-        best, tol = classes, rel_tol * math.log(classes)
-    else:
-        k = int(round(math.exp(value)))
-        best = min((kk for kk in (k - 1, k, k + 1) if 2 <= kk <= MAX_CLASSES),
-                   key=lambda kk: abs(value - math.log(kk)), default=None)
-        if best is None:
-            return None
-        tol = min(rel_tol * math.log(best), 0.25 * (math.log(best + 1) - math.log(best)))
-    if abs(value - math.log(best)) > tol:
-        return None
-    return {"chance_classes": best, "chance_loss": math.log(best)}
 
-
-def config_classes(config: Any) -> int | None:
-    """The number of classes the run's config states, if any."""
-    for key in ("classes", "num_classes", "n_classes", "num_labels"):
-        v = config.get(key) if hasattr(config, "get") else None
-        if isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 10**6:
-            return v
-    return None
-
-
-class CurveClassifier:
-    """Thresholds of the curve verdict; see the module docstring."""
+    code = "curve"
+    severity = "info"
+    title = "Shape of the loss curve"
+    verdict = CurveVerdict
+    needs = NEEDS
+    constraints: ClassVar[dict[str, Interval]] = {
+        "min_points": Interval(int, 5, None), "alpha": Interval(float, 0, 1, closed="neither"),
+        "alpha_strong": Interval(float, 0, "alpha", closed="neither"), "growth": Interval(float, 0, None),
+        "min_progress": Interval(float, 0, None), "dispersion": Interval(float, 0, None, closed="neither"),
+        "wander_ratio": Interval(float, 1, None), "min_drop": Interval(float, 0, 1),
+        "min_evals_after": Interval(int, 2, None), "min_val_rise": Interval(float, 0, None),
+        "settle_ratio": Interval(float, 0, 1, closed="right"), "val_jumps": Interval(float, 0, None, closed="neither"),
+        "alpha_val": Interval(float, 0, 1, closed="neither"),
+    }
 
     def __init__(self, *, min_points: int = 20, alpha: float = 0.05, alpha_strong: float = 0.001,
                  growth: float = 0.5, min_progress: float = 2.0, dispersion: float = 0.1,
                  wander_ratio: float = 3.0, min_drop: float = 0.1, min_evals_after: int = 4,
-                 min_val_rise: float = 0.1, settle_ratio: float = 0.5, val_jumps: float = 0.035) -> None:
+                 min_val_rise: float = 0.1, settle_ratio: float = 0.5, val_jumps: float = 0.035,
+                 alpha_val: float = 0.01) -> None:
         self.min_points = min_points
         self.alpha = alpha
         self.alpha_strong = alpha_strong
@@ -169,61 +183,92 @@ class CurveClassifier:
         self.min_val_rise = min_val_rise
         self.settle_ratio = settle_ratio
         self.val_jumps = val_jumps
+        self.alpha_val = alpha_val
+
+    def check(self, run: Run, ctx: Context) -> Iterable[CurveVerdict]:
+        return [self.classify(run, ctx)]
 
     def classify(self, run: Run, ctx: Context | None = None) -> CurveVerdict:
-        steps, x, bad_step = training_loss(run)
+        if run.scalars is None or run.scalars.num_rows == 0:
+            return CurveVerdict("insufficient_data", "no training step was logged",
+                                {"finite_points": 0, "training_loss_logged": False})
+        if not run.has("scalars", "loss"):
+            return CurveVerdict("insufficient_data", "the log has no training loss: the curve has no shape "
+                                "to judge (the other signals are still analysed)",
+                                {"finite_points": 0, "training_loss_logged": False})
+        sig = ctx.signals_of(run) if ctx is not None else signals_of(run)
+        steps, x, bad_step = sig.loss.steps, sig.loss.values, sig.first_nonfinite_step
         if bad_step is not None:
             return CurveVerdict("diverged", f"the training loss became non-finite at step {bad_step}",
-                                {"first_nonfinite_step": bad_step, "finite_points_before": int(x.size)})
+                                {"first_nonfinite_step": bad_step, "finite_points_before": int(x.size),
+                                 "step": bad_step})
+        masked = shape.masked_nan(sig.grad_norm, steps, x) if x.size else None
+        if masked is not None:
+            return CurveVerdict("diverged", f"the loss collapsed to exactly 0 at step {masked['zero_loss_step']} "
+                                "while the gradient norm became non-finite: a NaN masked as 0",
+                                {**masked, "step": masked["zero_loss_step"]})
         if x.size < self.min_points:
-            if x.size >= 5:
-                t = trend(x, steps.astype(float))
-                first, last = float(np.median(x[:3])), float(x[-1])
-                # Too short to judge a shape, not an explosion: an order of
-                # magnitude up, steadily, before the run was stopped.
-                if first > 0 and last >= 10 * first and t.p_increasing < self.alpha_strong:
-                    return CurveVerdict(
-                        "diverged", f"the loss grew from {first:.4g} to {last:.4g} in {x.size} steps "
-                        f"(Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
-                        {"points": int(x.size), "start_level": first, "final_level": last,
-                         "trend": t.to_dict()})
-            return CurveVerdict("insufficient_data",
-                                f"only {x.size} finite training losses (< {self.min_points})",
-                                {"finite_points": int(x.size), "min_points": self.min_points})
-        vs, vl = validation_loss(run, steps)
-        f = curve_features(steps, x, vs, vl)
-        for check in (self._diverged, self._unstable):
-            verdict = check(f)
+            return self._short(steps, x)
+        f = shape.curve_features(steps, x)
+        for check in (self._diverged, self._level_shift, self._unstable):
+            verdict = check(steps, x, f)
             if verdict is not None:
                 return verdict
-        verdict = self._overfitting(steps, x, vs, vl, f)
+        sets = shape.validation_sets(sig.validation, int(steps[-1]))
+        verdict = self._overfitting(steps, x, sets, f) or self._val_unstable(steps, x, sets, f)
         if verdict is not None:
             return verdict
-        return self._underfitting(f, config_classes(run.config)) or CurveVerdict(
+        return self._underfitting(steps, x, f, run) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and settled", _ev(f))
 
+    def _short(self, steps: np.ndarray, x: np.ndarray) -> CurveVerdict:
+        if x.size >= 5:
+            t = trend(x, steps.astype(float))
+            first, last = float(np.median(x[:3])), float(x[-1])
+            # Too short to judge a shape, not an explosion: an order of
+            # magnitude up, steadily, before the run was stopped.
+            if first > 0 and last >= 10 * first and t.p_increasing < self.alpha_strong:
+                return CurveVerdict(
+                    "diverged", f"the loss grew from {first:.4g} to {last:.4g} in {x.size} steps "
+                    f"(Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
+                    {"points": int(x.size), "start_level": first, "final_level": last,
+                     "orders_of_magnitude": math.log10(last / first), "trend": t.to_dict(),
+                     "step": int(steps[0])})
+        return CurveVerdict("insufficient_data",
+                            f"only {x.size} finite training losses (< {self.min_points}): too few for "
+                            "the curve's shape; the point detectors still judge them",
+                            {"finite_points": int(x.size), "min_points": self.min_points})
+
     # -- labels, in precedence order -------------------------------------------
-    def _diverged(self, f: dict[str, Any]) -> CurveVerdict | None:
-        # The last 2%, not 10%: a blow-up often takes only the final steps
-        # before the run is stopped.
-        S, E, m = f["start_level"], f["final_level"], f["min_level"]
+    def _diverged(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
+        S, F, m = f["start_level"], f["final_level"], f["min_level"]
+        tail = x[-3:]
+        if m > 0 and S > 0 and np.all(tail >= 10 * max(S, m)):
+            orders = math.log10(float(np.min(tail)) / m)
+            return CurveVerdict(
+                "diverged", f"the loss grew by {orders:.1f} orders of magnitude after step {f['min_step']}: "
+                f"from {m:.4g} to {float(x[-1]):.4g} (start {S:.4g})",
+                _ev(f, orders_of_magnitude=orders, step=f["min_step"]))
         t = f["after_min_trend"]
         if t is None or not t.p_increasing < self.alpha_strong:
             return None
-        gave_back = E - m >= max(S - m, self.growth * f["scale"])
-        magnitude = m > 0 and E > S and E >= 10 * m
-        if not (gave_back or magnitude):
+        if not F - m >= max(S - m, self.growth * f["scale"]):
             return None
         return CurveVerdict(
-            "diverged", f"the loss grows after step {f['min_step']}: from {m:.4g} to {E:.4g} "
+            "diverged", f"the loss grows after step {f['min_step']}: from {m:.4g} to {F:.4g} "
             f"(start {S:.4g}; Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
-            _ev(f, after_min_trend=t.to_dict()))
+            _ev(f, after_min_trend=t.to_dict(), step=f["min_step"]))
 
-    def _unstable(self, f: dict[str, Any]) -> CurveVerdict | None:
-        if f["val_jumps"] >= self.val_jumps:
-            return CurveVerdict(
-                "unstable", f"the validation loss jumps by {f['val_jumps']:.1%} of its level between "
-                f"evaluations late in training (>= {self.val_jumps:.1%})", _ev(f))
+    def _level_shift(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
+        shift = shape.level_shift(steps, x, f["start_level"], alpha=self.alpha_strong)
+        if shift is None:
+            return None
+        return CurveVerdict(
+            "unstable", f"the loss jumped up at step {shift['shift_step']} from {shift['level_before']:.4g} "
+            f"to {shift['level_after']:.4g} and never recovered (Mann-Whitney p={shift['mannwhitney_p']:.1e})",
+            _ev(f, **shift, kind="level_shift", step=shift["shift_step"]))
+
+    def _unstable(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
         lev = f["late_vs_early"]
         # Settling needs both significance and an effect: with 10^5 steps a
         # 5% smaller late variance is "significant" and means nothing.
@@ -246,125 +291,68 @@ class CurveClassifier:
                 else "keeps wandering far beyond minibatch noise")
         return CurveVerdict(
             "unstable", f"the loss {what}: late spread {D:.3g} vs drop {S - E:.3g} "
-            f"(variance late/early {lev.ratio:.2f}, Levene p={lev.p_smaller:.2g})", _ev(f))
+            f"(variance late/early {lev.ratio:.2f}, Levene p={lev.p_smaller:.2g})",
+            _ev(f, kind="noisy" if noisy else "wandering", step=int(steps[-max(3, x.size // 3)])))
 
-    def _overfitting(self, steps: np.ndarray, x: np.ndarray, vs: np.ndarray, vl: np.ndarray,
+    def _overfitting(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
                      f: dict[str, Any]) -> CurveVerdict | None:
-        if vl.size < 5:
-            return None
-        i = int(np.argmin(vl))
-        after = vl[i + 1:]
-        if after.size < self.min_evals_after:
-            return None
-        t = trend(after, vs[i + 1:].astype(float))
-        noise = mad_sd(np.diff(vl)) / math.sqrt(2.0)
-        rise = float(np.median(vl[-min(3, after.size):]) - vl[i])
-        near = np.abs(steps - vs[i]) <= max(1, (steps[-1] - steps[0]) // 40)
-        train_at_min = float(np.median(x[near]) if near.any() else x[np.argmin(np.abs(steps - vs[i]))])
-        ev = _ev(f, val_min=float(vl[i]), val_min_step=int(vs[i]), val_rise=rise,
-                 val_noise_sd=noise, val_trend=t.to_dict(), train_at_val_min=train_at_min)
-        if not (t.p_increasing < self.alpha and rise >= 3 * noise
-                and rise >= self.min_val_rise * abs(vl[i]) and f["end_level"] <= train_at_min):
-            return None
-        return CurveVerdict(
-            "overfitting", f"validation loss rose from {vl[i]:.4g} at step {int(vs[i])} to "
-            f"{vl[-1]:.4g} (Kendall p={t.p_increasing:.2g}) while the training loss kept falling", ev)
+        for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
+            o = shape.overfit_test(vs, vl, min_evals_after=self.min_evals_after)
+            if o is None:
+                continue
+            near = np.abs(steps - o["val_min_step"]) <= max(1, (steps[-1] - steps[0]) // 40)
+            at_min = float(np.median(x[near]) if near.any()
+                           else x[np.argmin(np.abs(steps - o["val_min_step"]))])
+            if not (o["val_perm_p"] < self.alpha_val and o["val_trend_p"] < self.alpha
+                    and o["val_rise"] >= 2 * o["val_noise_sd"]
+                    and o["val_rise"] >= self.min_val_rise * abs(o["val_min"])
+                    and f["end_level"] <= at_min + f["late_spread"]):
+                continue
+            where = "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+            return CurveVerdict(
+                "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
+                f"by {o['val_rise']:.3g} along its trend (permutation p={o['val_perm_p']:.2g}) while the training "
+                "loss kept falling", _ev(f, **o, eval_set=name, train_at_val_min=at_min, step=o["val_min_step"]))
+        return None
 
-    def _underfitting(self, f: dict[str, Any], classes: int | None) -> CurveVerdict | None:
+    def _val_unstable(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+                      f: dict[str, Any]) -> CurveVerdict | None:
+        lev, w = f["late_vs_early"], f["wander"]
+        # A fixed validation set's loss only jumps when the weights do; but
+        # evaluation noise alone (small sets, dropout left on) jumps too, so
+        # the training loss must show the instability as well.
+        # Rough means an effect, not only significance: with thousands of
+        # steps the curvature of a healthy decay already "wanders".
+        rough = ((1.0 - lev.p_smaller) < self.alpha_strong and lev.ratio >= 1 / self.settle_ratio) or (
+            w["p"] < self.alpha_strong and w["ratio"] >= self.wander_ratio and w["halves_p"] < self.alpha
+            and w["excess"] >= 0.02 * abs(f["end_level"]))
+        if not rough:
+            return None
+        for name, (vs, vl) in sorted(sets.items()):
+            j = shape.val_jumps(shape.drop_after_spikes(steps, x, vs, vl))
+            ref = max(abs(j["level"]), self.dispersion * j["progress"])
+            if ref > 0 and j["rms"] >= self.val_jumps * ref:
+                return CurveVerdict(
+                    "unstable", f"the validation loss ({name}) jumps by {j['rms'] / ref:.1%} of its level between "
+                    f"evaluations late in training (>= {self.val_jumps:.1%}) and the training loss does not "
+                    "settle", _ev(f, val_jumps=j["rms"] / ref, eval_set=name, kind="val_jumps",
+                                  step=int(vs[vs.size // 2])))
+        return None
+
+    def _underfitting(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run) -> CurveVerdict | None:
+        classes, source = shape.stated_classes(run)
+        chance = shape.chance_test(steps, x, classes, source)
+        if chance is not None:
+            k = chance["chance_classes"]
+            return CurveVerdict(
+                "underfitting", f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} "
+                f"classes (K from {chance['chance_source']}): the model predicts the prior",
+                _ev(f, **chance, step=int(steps[-max(5, x.size // 3)])))
         if not f["relative_drop"] < self.min_drop:
             return None
-        chance = chance_level(f["end_level"], classes=classes)
-        # Pinned at chance: it also started there, as a fresh classifier does.
-        if chance is not None and abs(f["start_level"] - chance["chance_loss"]) > 0.1 * chance["chance_loss"]:
-            chance = None
-        extra = {} if chance is None else chance
-        reason = f"the loss barely moved: {f['relative_drop']:.1%} below its start {f['start_level']:.4g}"
-        if chance is not None:
-            reason += (f"; it sits at ln({chance['chance_classes']})={chance['chance_loss']:.3f}, "
-                       f"chance level for {chance['chance_classes']} classes")
-        return CurveVerdict("underfitting", reason, _ev(f, **extra))
-
-
-def validation_loss(run: Run, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(steps, val_loss)``: finite validation losses by step, up to the last training step."""
-    vs, vl = run.steps("evals"), run.column("evals", "val_loss")
-    if vl is None or vs.size != vl.size:
-        return np.empty(0, np.int64), np.empty(0)
-    ok = np.isfinite(vl)
-    if steps.size:
-        ok &= vs <= steps[-1]
-    vs, vl = vs[ok], vl[ok]
-    order = np.argsort(vs, kind="stable")
-    return vs[order], vl[order]
-
-
-def val_jumps(vl: np.ndarray, min_evals: int = 6) -> float:
-    """How much the late validation loss jumps between evaluations, relative to its level.
-
-    RMS of the residuals of the last half of the evaluations from their
-    rolling median of 5 (edges padded with the nearest value, so a monotone
-    fall or rise leaves no residual at all), over the median level. 0 when
-    there are fewer than ``min_evals`` late evaluations.
-    """
-    late = vl[vl.size // 2:]
-    level = float(np.median(late)) if late.size else 0.0
-    if late.size < min_evals or level == 0:
-        return 0.0
-    resid = late - rolling_median(late, 5, mode="nearest")
-    return float(np.sqrt(np.mean(resid ** 2)) / abs(level))
-
-
-def curve_features(steps: np.ndarray, x: np.ndarray, vs: np.ndarray | None = None,
-                   vl: np.ndarray | None = None) -> dict[str, Any]:
-    """The numbers every label reads, computed once (``x`` finite, ordered)."""
-    vs = np.empty(0, np.int64) if vs is None else vs
-    vl = np.empty(0) if vl is None else vl
-    n = x.size
-    # The first steps, not the first 5%: a long run falls a long way in its
-    # first 5%, and a learning rate too high throws the loss far above its
-    # initial value within a step or two (hence also the very first loss).
-    S = min(float(x[0]), float(np.median(x[:5])))
-    E = float(np.median(x[-max(5, n // 10):]))
-    pos, med = bucket_medians(x, int(np.clip(n // 5, 10, 200)))
-    j = int(np.argmin(med))
-    i_min = int(round(pos[j]))
-    m = float(med[j])
-    tail = x[i_min:]
-    after = trend(tail, steps[i_min:].astype(float)) if tail.size >= 10 else None
-    third = max(3, n // 3)
-    late = x[-third:]
-    D = mad_sd(late)
-    scale = max(abs(S), abs(E), 1e-12)
-    return {
-        "points": int(n), "start_level": S, "end_level": E, "min_level": m,
-        "final_level": float(np.median(x[-max(5, n // 50):])),
-        "min_step": int(steps[i_min]), "relative_drop": (S - E) / scale if S != 0 else 0.0,
-        "late_spread": D, "scale": abs(S) if S != 0 else scale,
-        "after_min_trend": after,
-        # Differences remove the trend; what is left is the step-to-step noise.
-        # The middle third is the reference: the first holds the initial
-        # transient, which calms down even in a run that never settles.
-        "late_vs_early": levene_compare(np.diff(x[third:2 * third]), np.diff(late)),
-        "wander": wander_test(late),
-        "val_jumps": val_jumps(_after_spikes_removed(steps, x, vs, vl)),
-    }
-
-
-def _after_spikes_removed(steps: np.ndarray, x: np.ndarray, vs: np.ndarray, vl: np.ndarray) -> np.ndarray:
-    """The validation losses, less those evaluated right after a training-loss spike.
-
-    A corrupt batch throws the model back for a moment: the evaluation that
-    follows it jumps too, and that jump belongs to the spike, not to an
-    unstable optimization.
-    """
-    if vl.size == 0 or x.size < 50:
-        return vl
-    spike_steps = steps[[s["index"] for s in find_spikes(x)]]
-    if spike_steps.size == 0:
-        return vl
-    prev = np.concatenate(([np.iinfo(np.int64).min], vs[:-1]))
-    hit = np.array([np.any((spike_steps > p) & (spike_steps <= v)) for p, v in zip(prev, vs, strict=True)])
-    return vl[~hit]
+        return CurveVerdict(
+            "underfitting", f"the loss barely moved: {f['relative_drop']:.1%} below its start {f['start_level']:.4g}",
+            _ev(f, step=int(steps[0])))
 
 
 def _ev(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -373,8 +361,7 @@ def _ev(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
                             "relative_drop", "late_spread")}
     ev.update(levene_late_vs_early=lev.statistic, levene_p_smaller=lev.p_smaller,
               variance_ratio_late_early=lev.ratio, wander_ratio=f["wander"]["ratio"],
-              wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"],
-              val_jumps=f["val_jumps"])
+              wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"])
     ev.update(extra)
     return ev
 

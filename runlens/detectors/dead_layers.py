@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from runlens.detectors._base import Detector, Needs, Skip, register
-from runlens.detectors._layerstats import MAX_NAMED, MAX_ROWS, usable_rows
+from runlens.detectors._base import Detector, Interval, Needs, Skip, register
+from runlens.detectors._layerstats import MAX_NAMED, MAX_ROWS
 from runlens.stats.growth import longest_true_run
 
 if TYPE_CHECKING:
@@ -82,6 +82,9 @@ class DeadLayers(Detector):
     severity = "warning"
     title = "Dead layers"
     needs = Needs(layers=("grad_norm", "weight_norm", "update_norm"), requires=("layers.grad_norm",))
+    constraints = {"min_fraction": Interval(float, 0, 1, closed="right"), "min_points": Interval(int, 1, None),
+                   "min_steps": Interval(int, 0, None), "min_learning_ratio": Interval(float, 0, None),
+                   "max_gap_decades": Interval(float, 0, None)}
 
     def __init__(self, *, min_fraction: float = 0.25, min_points: int = 3, min_steps: int = 50,
                  min_learning_ratio: float = 1e-6, max_gap_decades: float = 3.0) -> None:
@@ -92,52 +95,66 @@ class DeadLayers(Detector):
         self.max_gap_decades = max_gap_decades
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        gm = run.layer_matrix("grad_norm")
-        wm = run.layer_matrix("weight_norm")
-        if gm is None or wm is None or gm.values.shape != wm.values.shape:
+        lay = ctx.signals_of(run).layers
+        if not lay or lay.grad_norm is None or lay.weight_norm is None:
             raise Skip("needs per-layer gradient and weight norms")
-        rows = usable_rows(gm, ctx)
+        rows = lay.usable
         cut = (lambda a: a) if rows.all() else (lambda a: a[rows])  # the matrices are large: no copies
-        g, w = cut(gm.values), cut(wm.values)  # null and unrecorded cells are NaN already
-        um = run.layer_matrix("update_norm")
+        g, w = cut(lay.grad_norm), cut(lay.weight_norm)  # null and unrecorded cells are NaN already
         source = "update_norm"
-        if um is not None and um.values.shape == gm.values.shape:
-            u = cut(um.values)
+        if lay.update_norm is not None:
+            u = cut(lay.update_norm)
         else:
             source = "weight_norm unchanged since the previous record (update_norm not logged)"
             u = np.abs(np.diff(w, axis=0, prepend=np.nan))
             u[0] = np.nan
         n = g.shape[0]
         if n < self.min_points:
+            raise Skip(f"needs at least {self.min_points} recorded steps before any non-finite loss (has {n})")
+        # A dead cell has a zero gradient or a zero update: the columns with enough of
+        # either are the only ones worth the full test (on a healthy run, none).
+        u_zero = u == 0
+        cols = np.flatnonzero(((g == 0) | u_zero).sum(axis=0) >= self.min_points)
+        if not len(cols):
             return []
         has_grad = np.isfinite(g) & (g > 0)
-        zero_grad = g == 0
-        learning = has_grad & ~(u == 0)
-        no_update = has_grad & (u == 0) & self._update_believed(g, w, u, learning)
-        others = learning.sum(axis=1, keepdims=True) - learning >= 1
-        dead = (zero_grad | no_update) & others
+        learning = has_grad & ~u_zero
+        believed = self._update_believed(g, w, u, learning)[cols]
+        learners_per_row = learning.sum(axis=1)[:, None]
+        zero_grad = g[:, cols] == 0
+        no_update = has_grad[:, cols] & u_zero[:, cols] & believed
+        dead = (zero_grad | no_update) & (learners_per_row - learning[:, cols] >= 1)
+        steps = lay.steps[rows]
+        found = self._stretches(dead, zero_grad, steps, [lay.names[j] for j in cols])
+        if not found:
+            return []
+        return [self._finding(found, int(learning.any(axis=0).sum()), n, source, steps)]
+
+    def _stretches(self, dead: np.ndarray, zero_grad: np.ndarray, steps: np.ndarray,
+                   names: list[str]) -> list[tuple[str, int, int, str]]:
+        """``(layer, from_step, recorded_steps, kind)`` of each column whose dead stretch counts."""
+        n = dead.shape[0]
         need = max(self.min_points, int(np.ceil(self.min_fraction * n)))
-        steps = gm.steps[rows]
-        stride = float(np.median(np.diff(steps))) if n > 1 else 1.0
-        found = []
         anywhere = max(need, int(np.ceil(2 * self.min_fraction * n)))
-        for j in range(g.shape[1]):
-            col = dead[:, j]
-            tail = n - 1 - int(np.flatnonzero(~col)[-1]) if not col.all() else n
-            start, length = (n - tail, tail) if tail >= need else longest_true_run(col)
+        stride = float(np.median(np.diff(steps))) if n > 1 else 1.0
+        tails = np.where(dead.all(axis=0), n, (~dead)[::-1].argmax(axis=0))
+        found = []
+        for j in range(dead.shape[1]):
+            tail = int(tails[j])
+            start, length = (n - tail, tail) if tail >= need else longest_true_run(dead[:, j])
             if length < (need if start + length == n else anywhere):
                 continue
             if steps[start + length - 1] - steps[start] + stride >= self.min_steps:
                 why = "zero gradient" if zero_grad[start:start + length, j].mean() >= 0.5 else "no update"
-                found.append((gm.layers[j], int(gm.steps[rows][start]), length, why))
-        if not found:
-            return []
+                found.append((names[j], int(steps[start]), length, why))
+        return found
+
+    def _finding(self, found, learners: int, n: int, source: str, steps: np.ndarray) -> Finding:
         names = [f[0] for f in found]
         kinds = sorted({f[3] for f in found})
         longest = max(f[2] for f in found)
-        learners = int(learning.any(axis=0).sum())
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        return [self.finding(
+        return self.finding(
             f"{len(names)} layer(s) with {' / '.join(kinds)} for up to {longest} of {n} recorded steps "
             f"(>= {self.min_fraction:.0%}) while {learners} others learned: {shown}",
             step=min(f[1] for f in found), layers=names[:MAX_NAMED],
@@ -146,14 +163,9 @@ class DeadLayers(Detector):
                 "dead_layers": len(found),
                 "recorded_steps": n, "learning_layers": learners, "zero_gradient_source": "grad_norm == 0",
                 "no_update_source": source,
-                "step_range": [int(gm.steps[rows][0]), int(gm.steps[rows][-1])],
+                "step_range": [int(steps[0]), int(steps[-1])],
             },
-            advice=("No update despite a gradient: the layer is missing from the optimizer (build it after the "
-                    "model, from model.parameters()) or its param group has lr 0; to freeze on purpose use "
-                    "requires_grad_(False). " if "no update" in kinds else "")
-                   + ("Zero gradient: look for dead ReLUs (lower the learning rate, LeakyReLU/GELU, bias init) "
-                      "or a detach()/no_grad() cutting the layer off." if "zero gradient" in kinds else ""),
-        )]
+        )
 
     def _update_believed(self, g: np.ndarray, w: np.ndarray, u: np.ndarray, learning: np.ndarray) -> np.ndarray:
         """Per column: whether an exact-zero update cannot be float32 rounding."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from runlens.detectors._base import Detector, Needs, Skip, register
+from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._layerstats import fmt_p
 from runlens.stats.growth import bucket_medians, growth, level_change, rolling_median
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from runlens.detectors._base import Context
     from runlens.diagnosis import Finding
     from runlens.io.run import Run
+    from runlens.signals import Signals
 
 
 @register
@@ -54,12 +55,19 @@ class ExplodingGradients(Detector):
         rise happens before any early window exists), while a brief spike
         cannot move a rolling median; the updated parameters' gradient must
         have jumped as much, as for growth.
+        Surge: the run ends while the gradient norm explodes, within a few
+        steps and without (yet) a NaN: the last finite norm is at least
+        ``min_surge_decades`` above the median of the history before the
+        final ``tail`` points, and the one before it already
+        ``min_blowup_decades`` above (two points in a row: one lone spike is
+        ``grad_norm_spike``'s).
         Blow-up: the gradient norm or the loss becomes non-finite, and the
         last finite gradient norm before that is at least
         ``min_blowup_decades`` above the median of the history before the
         final ``tail`` steps, or (when the run blew up too soon to have a
         history) it was at least ``max_grad_to_weight`` times the total
-        weight norm, a step no optimizer survives. A NaN that arrives while
+        weight norm, or the measured update of that last step (``update_norm``)
+        was as large as the weights themselves: steps no optimizer survives. A NaN that arrives while
         the gradients were at their usual size is a numerical fault, not an
         explosion, and is left to ``nonfinite_loss`` / ``nonfinite_gradient``.
 
@@ -78,104 +86,134 @@ class ExplodingGradients(Detector):
             even without a visible rise, e.g. on the first step (100.0: one SGD step at lr 0.01
             would move the weights by their own size).
         min_jump_decades: smallest jump of the held level above the first recorded gradient (3.0).
+        min_surge_decades: smallest rise of the final gradient norm above its usual level when
+            the run ends without a NaN (3.0).
     """
 
     code = "exploding_gradients"
     severity = "error"
     title = "Exploding gradients"
-    needs = Needs(scalars=("grad_norm", "step_skipped", "loss"), layers=("grad_norm", "weight_norm"))
+    needs = Needs(scalars=("grad_norm", "step_skipped", "loss", "loss_scale"),
+                  layers=("grad_norm", "weight_norm", "update_norm"))
+    constraints = {"min_decades": Interval(float, 0, None, closed="neither"),
+                   "alpha": Interval(float, 0, 1, closed="neither"),
+                   "min_blowup_decades": Interval(float, 0, None), "tail": Interval(int, 1, None),
+                   "max_grad_to_weight": Interval(float, 0, None, closed="neither"),
+                   "min_jump_decades": Interval(float, 0, None, closed="neither"),
+                   "min_surge_decades": Interval(float, "min_blowup_decades", None)}
 
     def __init__(self, *, min_decades: float = 2.0, alpha: float = 0.01, min_blowup_decades: float = 1.0,
-                 tail: int = 5, max_grad_to_weight: float = 100.0, min_jump_decades: float = 3.0) -> None:
+                 tail: int = 5, max_grad_to_weight: float = 100.0, min_jump_decades: float = 3.0,
+                 min_surge_decades: float = 3.0) -> None:
         self.min_decades = min_decades
         self.alpha = alpha
         self.min_blowup_decades = min_blowup_decades
         self.tail = tail
         self.max_grad_to_weight = max_grad_to_weight
         self.min_jump_decades = min_jump_decades
+        self.min_surge_decades = min_surge_decades
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        steps, norms, source = _global_grad_norm(run)
-        blowup = _first_nonfinite(steps, norms, ctx.first_nonfinite_step)
+        sig = ctx.signals_of(run)
+        gn = sig.grad_norm
+        if gn is None:
+            raise Skip("no gradient norm logged (scalars.grad_norm or layers.grad_norm)")
+        steps, norms = gn.steps, gn.values
+        blowup = _first_nonfinite(steps, norms, sig.first_nonfinite_step)
         usable = np.isfinite(norms) & (norms > 0) & (steps < (np.inf if blowup is None else blowup))
         steps, logn = steps[usable], np.log10(norms[usable])
         if len(logn) == 0 or (len(logn) < 2 and blowup is None):
-            return []
-        evidence = {"source": source, "steps": len(logn), "step_range": [int(steps[0]), int(steps[-1])]}
-        if blowup is not None:
-            base = logn[:-self.tail] if len(logn) > self.tail else logn[:1]
-            rise = float(logn[-1] - np.median(base))
-            evidence |= {"blowup_step": int(blowup), "rise_decades": rise,
-                         "usual_log10": float(np.median(base)), "last_log10": float(logn[-1])}
-            if rise >= self.min_blowup_decades:
-                return [self._finding(
-                    f"gradient norm rose {rise:.1f} decades above its usual level (>= "
-                    f"{self.min_blowup_decades:g}) and then blew up at step {blowup}", blowup, evidence)]
-            ratio = _grad_to_weight(run, steps[-1], 10 ** logn[-1])
-            if ratio is not None and ratio >= self.max_grad_to_weight:
-                evidence["grad_to_weight"] = ratio
-                return [self._finding(
-                    f"gradient norm was {ratio:.2g}x the weight norm (>= {self.max_grad_to_weight:g}) just "
-                    f"before it blew up at step {blowup}", blowup, evidence)]
+            raise Skip(f"needs at least 2 finite, positive gradient norms (has {len(logn)})")
+        evidence = {"source": gn.source.split(" ")[0], "steps": len(logn),
+                    "step_range": [int(steps[0]), int(steps[-1])]}
+        for test in (self._blowup, self._surge, self._growth, self._jump):
+            found = test(sig, steps, logn, blowup, evidence)
+            if found is not None:
+                return [found]
+        return []
+
+    def _blowup(self, sig: Signals, steps, logn, blowup, evidence) -> Finding | None:
+        if blowup is None:
+            return None
+        base = logn[:-self.tail] if len(logn) > self.tail else logn[:1]
+        rise = float(logn[-1] - np.median(base))
+        evidence |= {"blowup_step": int(blowup), "rise_decades": rise,
+                     "usual_log10": float(np.median(base)), "last_log10": float(logn[-1])}
+        if rise >= self.min_blowup_decades:
+            return self.finding(
+                f"gradient norm rose {rise:.1f} decades above its usual level (>= "
+                f"{self.min_blowup_decades:g}) and then blew up at step {blowup}", step=blowup, evidence=evidence)
+        ratio = _grad_to_weight(sig, steps[-1], 10 ** logn[-1])
+        if ratio is not None and ratio >= self.max_grad_to_weight:
+            evidence["grad_to_weight"] = ratio
+            return self.finding(
+                f"gradient norm was {ratio:.2g}x the weight norm (>= {self.max_grad_to_weight:g}) just "
+                f"before it blew up at step {blowup}", step=blowup, evidence=evidence)
+        moved = _update_to_weight(sig, steps[-1])
+        if moved is not None and moved >= 1.0:
+            evidence["update_to_weight"] = moved
+            return self.finding(
+                f"the last step before the blow-up at step {blowup} moved the weights by {moved:.3g}x their own "
+                f"norm (>= 1): the gradient threw them out", step=blowup, evidence=evidence)
+        return None
+
+    def _surge(self, sig: Signals, steps, logn, blowup, evidence) -> Finding | None:
+        """The run ends inside an explosion: the last two finite norms far above the usual level."""
+        if blowup is not None or len(logn) < self.tail + 3:
+            return None
+        base = float(np.median(logn[:-self.tail][-200:]))
+        rise, before = float(logn[-1] - base), float(logn[-2] - base)
+        if rise < self.min_surge_decades or before < self.min_blowup_decades:
+            return None
+        start = len(logn) - self.tail + int(np.argmax(logn[-self.tail:] - base >= self.min_blowup_decades))
+        evidence |= {"surge_decades": rise, "usual_log10": base, "last_log10": float(logn[-1]),
+                     "surge_from_step": int(steps[start]), "points_in_surge": len(logn) - start}
+        return self.finding(
+            f"gradient norm rose {rise:.1f} decades above its usual level (>= {self.min_surge_decades:g}) in the "
+            f"last {len(logn) - start} recorded steps, where the run ends", step=int(steps[start]),
+            evidence=evidence)
+
+    def _growth(self, sig: Signals, steps, logn, blowup, evidence) -> Finding | None:
         trend = growth(steps, logn)
         decades = level_change(logn, 0.1)
-        if trend is not None and decades >= self.min_decades and trend.p <= self.alpha and trend.slope_low > 0 \
-                and _applied_growth(run, steps[-1])[0] >= self.min_decades:
-            evidence |= {"growth_decades": decades, "theil_sen_decades_per_step": trend.slope,
-                         "slope_ci95": [trend.slope_low, trend.slope_high], "kendall_tau": trend.tau,
-                         "kendall_p": trend.p, "points_tested": trend.n}
-            first = steps[np.flatnonzero(logn >= np.median(logn[: max(1, len(logn) // 10)]) + 1)[0]]
-            return [self._finding(
-                f"gradient norm grew {decades:.1f} decades over the run (>= {self.min_decades:g}; Theil-Sen "
-                f"{trend.slope * 1000:.2g} decades/1k steps, Kendall tau={trend.tau:.2f}, p={fmt_p(trend.p)})",
-                int(first), evidence)]
+        if trend is None or decades < self.min_decades or trend.p > self.alpha or trend.slope_low <= 0 \
+                or _applied_growth(sig, steps[-1])[0] < self.min_decades:
+            return None
+        evidence |= {"growth_decades": decades, "theil_sen_decades_per_step": trend.slope,
+                     "slope_ci95": [trend.slope_low, trend.slope_high], "kendall_tau": trend.tau,
+                     "kendall_p": trend.p, "points_tested": trend.n}
+        first = steps[np.flatnonzero(logn >= np.median(logn[: max(1, len(logn) // 10)]) + 1)[0]]
+        return self.finding(
+            f"gradient norm grew {decades:.1f} decades over the run (>= {self.min_decades:g}; Theil-Sen "
+            f"{trend.slope * 1000:.2g} decades/1k steps, Kendall tau={trend.tau:.2f}, p={fmt_p(trend.p)})",
+            step=int(first), evidence=evidence)
+
+    def _jump(self, sig: Signals, steps, logn, blowup, evidence) -> Finding | None:
         # A jump right after the first updates leaves no early window to
         # compare with: the first recorded gradient is the yardstick, and
         # the level is a rolling median so that a lone spike cannot count.
-        xs, ys = bucket_medians(steps, logn, 2000)
-        level = rolling_median(ys, max(5, len(ys) // 50))
+        if len(logn) < 3:
+            return None
+        xs, level = held_level(steps, logn)
         peak = int(np.nanargmax(level)) if np.isfinite(level).any() else 0
         jump = float(level[peak] - logn[0])
-        if len(logn) >= 3 and jump >= self.min_jump_decades \
-                and _applied_growth(run, steps[-1])[1] >= self.min_jump_decades:
-            at = int(xs[peak])
-            evidence |= {"jump_decades": jump, "first_log10": float(logn[0]), "peak_log10": float(level[peak]),
-                         "peak_step": at}
-            return [self._finding(
-                f"gradient norm jumped {jump:.1f} decades above its first value (>= {self.min_jump_decades:g}) "
-                f"and held there (rolling median, peak at step {at})", at, evidence)]
-        return []
-
-    def _finding(self, title: str, step: int, evidence: dict) -> Finding:
+        if jump < self.min_jump_decades or _applied_growth(sig, steps[-1])[1] < self.min_jump_decades:
+            return None
+        at = int(xs[peak])
+        evidence |= {"jump_decades": jump, "first_log10": float(logn[0]), "peak_log10": float(level[peak]),
+                     "peak_step": at}
         return self.finding(
-            title, step=step, evidence=evidence,
-            advice="Clip the gradient norm (clip_grad_norm_, max_norm around 1); lower the learning rate or "
-                   "add warm-up; use the initialization made for the activation and add normalization; for "
-                   "recurrent networks, clip and shorten the backpropagation window.")
+            f"gradient norm jumped {jump:.1f} decades above its first value (>= {self.min_jump_decades:g}) "
+            f"and held there (rolling median, peak at step {at})", step=at, evidence=evidence)
 
 
-def _global_grad_norm(run: Run) -> tuple[np.ndarray, np.ndarray, str]:
-    norms = run.column("scalars", "grad_norm")
-    if norms is not None and (~np.isnan(norms)).any():
-        steps = run.steps("scalars")
-        skipped = run.column("scalars", "step_skipped")
-        keep = np.ones(len(steps), dtype=bool) if skipped is None else ~(skipped == 1)
-        order = np.argsort(steps[keep], kind="stable")
-        return steps[keep][order], norms[keep][order], "scalars.grad_norm"
-    lm = run.layer_matrix("grad_norm")
-    if lm is None or lm.values.size == 0:
-        raise Skip("no gradient norm logged (scalars.grad_norm or layers.grad_norm)")
-    vals = np.where(lm.present, lm.values, np.nan)
-    any_present = lm.present.any(axis=1)
-    with np.errstate(all="ignore"):
-        total = np.sqrt(np.nansum(vals.astype(np.float64) ** 2, axis=1))
-        nonfinite = ~np.isfinite(vals).all(axis=1, where=lm.present)
-    total = np.where(nonfinite, np.inf, total)
-    total = np.where(any_present, total, np.nan)
-    return lm.steps, total, "layers.grad_norm"
+def held_level(steps: np.ndarray, logn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """At most 2,000 bucket medians and their rolling median (window 2% of them, at least 5)."""
+    xs, ys = bucket_medians(steps, logn, 2000)
+    return xs, rolling_median(ys, max(5, len(ys) // 50))
 
 
-def _applied_growth(run: Run, last_step: int) -> tuple[float, float]:
+def _applied_growth(sig: Signals, last_step: int) -> tuple[float, float]:
     """Growth and jump, in decades, of the gradient of the parameters that are updated.
 
     A layer left out of the optimizer can see its gradient grow without
@@ -190,22 +228,21 @@ def _applied_growth(run: Run, last_step: int) -> tuple[float, float]:
     peak of its rolling median above its first value, as for the whole.
     """
     none = (float("inf"), float("inf"))
-    gm, um = run.layer_matrix("grad_norm"), run.layer_matrix("update_norm")
-    if gm is None:
+    lay = sig.layers
+    if not lay or lay.grad_norm is None:
         return none
-    if um is not None and um.values.shape == gm.values.shape:
-        moved = um.values
+    rows = lay.steps <= last_step
+    if lay.update_norm is not None:
+        moved = lay.update_norm[rows]
+    elif lay.weight_norm is not None and len(lay.steps) >= 2:
+        moved = np.abs(np.diff(lay.weight_norm[rows], axis=0, prepend=np.nan))
     else:
-        wm = run.layer_matrix("weight_norm")
-        if wm is None or wm.values.shape != gm.values.shape or len(wm.steps) < 2:
-            return none
-        moved = np.abs(np.diff(wm.values, axis=0, prepend=np.nan))
-    rows = gm.steps <= last_step
+        return none
     with np.errstate(invalid="ignore"):
-        applied = np.nanmean(np.where(np.isnan(moved[rows]), np.nan, moved[rows] > 0), axis=0) >= 0.5
+        applied = np.nanmean(np.where(np.isnan(moved), np.nan, moved > 0), axis=0) >= 0.5
     if not applied.any() or rows.sum() < 3:
         return none
-    g = gm.values[rows][:, applied]
+    g = lay.grad_norm[rows][:, applied]
     total = np.sqrt(np.nansum(g * g, axis=1))
     with np.errstate(divide="ignore"):
         logt = np.log10(total)
@@ -213,24 +250,31 @@ def _applied_growth(run: Run, last_step: int) -> tuple[float, float]:
     change = level_change(np.where(ok, logt, np.nan), 0.1)
     if ok.sum() < 3 or applied.all():  # the whole is the updated part: its jump was measured already
         return (float("inf") if np.isnan(change) else change), float("inf")
-    _, ys = bucket_medians(gm.steps[rows][ok], logt[ok], 2000)
-    level = rolling_median(ys, max(5, len(ys) // 50))
+    _, level = held_level(lay.steps[rows][ok], logt[ok])
     jump = float(np.nanmax(level) - logt[ok][0]) if np.isfinite(level).any() else float("inf")
     return (float("inf") if np.isnan(change) else change), jump
 
 
-def _grad_to_weight(run: Run, last_step: int, grad: float) -> float | None:
+def _grad_to_weight(sig: Signals, last_step: int, grad: float) -> float | None:
     """Gradient norm over the total weight norm recorded at or before ``last_step``."""
-    lm = run.layer_matrix("weight_norm")
-    if lm is None or lm.values.size == 0:
+    lay = sig.layers
+    if not lay or lay.weight_norm is None:
         return None
-    rows = lm.steps <= last_step
-    if not rows.any():
-        return None
-    vals = np.where(lm.present[rows], lm.values[rows], 0.0)
-    total = np.sqrt(np.nansum(vals ** 2, axis=1))
+    total = lay.total("weight_norm")[lay.steps <= last_step]
     total = total[np.isfinite(total) & (total > 0)]
     return float(grad / np.median(total)) if len(total) else None
+
+
+def _update_to_weight(sig: Signals, last_step: int) -> float | None:
+    """Measured total update over total weight norm at the last record at or before ``last_step``."""
+    lay = sig.layers
+    if not lay or lay.update_norm is None or lay.weight_norm is None:
+        return None
+    rows = np.flatnonzero(lay.steps <= last_step)
+    if not len(rows):
+        return None
+    u, w = lay.total("update_norm")[rows[-1]], lay.total("weight_norm")[rows[-1]]
+    return float(u / w) if np.isfinite(u) and np.isfinite(w) and w > 0 else None
 
 
 def _first_nonfinite(steps: np.ndarray, norms: np.ndarray, loss_step: int | None) -> int | None:

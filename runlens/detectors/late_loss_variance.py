@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from runlens.detectors._base import Context, Detector, Needs, register
-from runlens.detectors._loss import training_loss
+from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
 from runlens.diagnosis import Finding
 from runlens.stats.robust import bucket_edges
 from runlens.stats.trend import trend
@@ -38,10 +37,12 @@ class LateLossVariance(Detector):
 
     How it decides:
         The loss is differenced (which removes its trend) and cut into 8
-        windows. The reference is the earlier window whose differences
-        spread the most (robust sd): the noisiest stretch before the end, so
-        that a quiet start (at initialization, on a plateau) does not make
-        everything after it look noisy. The last window is compared with it by a median-centred
+        windows. The reference is the mid-run window (the 2nd to the 6th)
+        whose differences spread the most (robust sd): the noisiest stretch
+        of mid-run, so that a quiet stretch (on a plateau) does not make
+        everything after it look noisy, and the initial fall (large noise
+        at a level the loss has left) does not hide late noise. The last
+        quarter (windows 7-8) is compared with it by a median-centred
         Levene test. Minibatch noise of a loss shrinks at least like the
         square root of its level (a mean over a batch of losses that fall),
         so the reference variance is first scaled by ``late level / reference
@@ -49,7 +50,8 @@ class LateLossVariance(Detector):
         expectation by ``min_ratio`` or more, significantly (one-sided Levene
         p < ``alpha``), and the late noise is material: its sd is at least
         ``min_cv`` of the late loss level. A run still falling fast in its
-        last quarter (more than ``max_late_fall`` of its total fall) is not
+        last quarter (a significant Kendall fall, one-sided p < 0.05, of more
+        than ``max_late_fall`` of its total fall) is not
         judged: its noise grows while the model separates easy samples from
         hard ones, and it has not reached "late" yet. Severity warning.
 
@@ -62,7 +64,7 @@ class LateLossVariance(Detector):
         min_ratio: late variance over its expected value that counts as not
         shrinking (2.0). alpha: significance level of the Levene test
         (0.001). min_cv: late noise sd relative to the late loss level
-        (0.05). max_late_fall: how much of its total fall (start level minus
+        (0.02). max_late_fall: how much of its total fall (start level minus
         late level) the loss may still make over the last quarter, along its
         Theil-Sen line, for the run to count as late (0.1). min_points:
         finite losses needed (100).
@@ -73,7 +75,13 @@ class LateLossVariance(Detector):
     title = "Loss variance does not shrink late in training"
     needs = Needs(scalars=("loss", "step_skipped"), requires=("scalars.loss",))
 
-    def __init__(self, *, min_ratio: float = 2.0, alpha: float = 0.001, min_cv: float = 0.05,
+    constraints: ClassVar[dict[str, Interval]] = {
+        "min_ratio": Interval(float, 1, None), "alpha": Interval(float, 0, 1, closed="neither"),
+        "min_cv": Interval(float, 0, None), "max_late_fall": Interval(float, 0, 1),
+        "min_points": Interval(int, 50, None),
+    }
+
+    def __init__(self, *, min_ratio: float = 2.0, alpha: float = 0.001, min_cv: float = 0.02,
                  max_late_fall: float = 0.1, min_points: int = 100) -> None:
         self.min_ratio = min_ratio
         self.alpha = alpha
@@ -82,20 +90,25 @@ class LateLossVariance(Detector):
         self.min_points = min_points
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        steps, x, _ = training_loss(run)
+        loss = ctx.signals_of(run).loss
+        steps, x = loss.steps, loss.values
         if x.size < self.min_points:
-            return []
+            raise Skip(f"only {x.size} finite training losses (< {self.min_points})")
         edges = bucket_edges(x.size, 8)
         windows = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
         d = np.diff(x)
-        spread = [_sd(d[a:b - 1]) for a, b in windows[:6]]
-        r = int(np.argmax(spread))
+        # Not the first eighth: it holds the initial fall, whose noise is
+        # large in absolute terms at a level the late loss left long ago.
+        spread = [_sd(d[a:b - 1]) for a, b in windows[1:6]]
+        r = 1 + int(np.argmax(spread))
         (ra, rb), (la, lb) = windows[r], (windows[6][0], windows[7][1])
         ref_level, late_level = float(np.median(x[ra:rb])), float(np.median(x[la:lb]))
         # A run still learning fast at its end has not reached "late": its
         # noise grows while the model separates easy samples from hard ones.
         t = trend(x[la:lb], steps[la:lb].astype(float))
-        late_fall = abs(t.slope) * float(steps[lb - 1] - steps[la])
+        # Only a significant fall counts: with late noise this large a
+        # Theil-Sen slope of pure noise can look like a fall.
+        late_fall = abs(t.slope) * float(steps[lb - 1] - steps[la]) if t.p_decreasing < 0.05 else 0.0
         if not late_fall <= self.max_late_fall * abs(float(np.median(x[:5])) - late_level):
             return []
         shrink = 1.0

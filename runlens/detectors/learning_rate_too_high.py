@@ -7,16 +7,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from runlens.detectors._base import Context, Detector, Needs, Skip, register
-from runlens.detectors._layerstats import column_medians, module_matrix
-from runlens.detectors._nonfinite import global_grad_norm
+from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
+from runlens.detectors._layerstats import MAX_ROWS, column_medians
+from runlens.detectors._updates import lower_ratios
 from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
 
-ADVICE = ("Lower the learning rate (3-10x at a time, or run a learning-rate range test); add a "
-          "warmup and a decay schedule; clip gradient norms; with Adam, check eps and beta2.")
+WINDOWS = 4
 
 
 @register
@@ -37,24 +36,27 @@ class LearningRateTooHigh(Detector):
         is not, which is why the step size is measured, not assumed.
 
     How it decides:
-        Only when the curve verdict is ``unstable`` or ``diverged``. For each
-        weight matrix (ndim >= 2; every parameter when there are fewer than
-        3) the median over the run, before any non-finite loss, of
-        ``update_norm / weight_norm``; then the median over modules. It
-        fires when that exceeds ``min_update_ratio`` (1e-2: ten times the
-        1e-3 rule of thumb; healthy runs do reach it early with Adam, which
-        is why the curve has to be unstable or diverged too). A NaN reached while the gradient norm was steady
-        (the last 5 norms before it below ``healthy_growth`` times the
-        median of the 200 before) is a numerical fault and does not count.
-        Severity error when diverged (the run is broken), warning when
-        unstable.
-        Without per-layer update norms an ``unstable`` curve still fires, as
-        a warning that says the step size was not measured (an unstable
-        finite curve is, in practice, a learning rate too high); a
-        ``diverged`` curve fires (error) only if the global gradient norm grew
-        ``min_explosion`` times (100x) above its early median before the loss
-        diverged: an explosion, which steps too large cause, rather than a
-        numerical bug.
+        Only when the curve verdict is ``unstable`` or ``diverged``, and
+        only with evidence of the step size: never from the curve alone.
+        For each weight matrix (ndim >= 2; every parameter when there are
+        fewer than 3) the update/weight ratio at each recorded step before
+        any non-finite loss: ``update_norm / weight_norm`` when logged
+        (measured), else ``|change of the weight norm| / (steps x weight
+        norm)`` between records, a lower bound of the mean update (triangle
+        inequality: it can show that steps were large, never that they were
+        small). The evidence's ``update_source`` says which. It fires when
+        the median over modules of their median ratio exceeds
+        ``min_update_ratio`` (1e-2: ten times the 1e-3 rule of thumb;
+        healthy runs do reach it early with Adam, which is why the curve
+        has to be unstable or diverged too), or when in one quarter of the
+        run it reaches ``min_window_ratio`` (an update a tenth of the
+        weights or more, the oscillation's own stretch). A NaN reached
+        while the gradient norm was steady (the last 5 norms before it
+        below ``healthy_growth`` times the median of the 200 before) is a
+        numerical fault and does not count. Severity error when diverged
+        (the run is broken), warning when unstable. Without update norms
+        or weight norms it is skipped: an unstable curve alone does not say
+        that the steps were too large.
 
     What to try:
         Lower the learning rate (3-10x at a time, or run a learning-rate
@@ -63,105 +65,74 @@ class LearningRateTooHigh(Detector):
 
     Parameters:
         min_update_ratio: median update/weight ratio above which steps count
-        as too large (1e-2). healthy_growth: growth of the gradient norm just
-        before a NaN below which the NaN is numerical (3.0). min_explosion:
-        growth of the gradient norm over its early median that counts as an
-        explosion when update norms were not recorded (100.0).
+        as too large (1e-2). min_window_ratio: the same within one quarter of
+        the run (0.1). healthy_growth: growth of the gradient norm just
+        before a NaN below which the NaN is numerical (3.0).
     """
 
     code = "learning_rate_too_high"
     severity = "warning"
     title = "Learning rate too high"
-    needs = Needs(scalars=("loss", "lr", "grad_norm"), layers=("weight_norm", "update_norm", "grad_norm"),
-                  requires=("scalars.loss",))
+    needs = Needs(scalars=("loss", "step_skipped", "grad_norm", "loss_scale"),
+                  layers=("weight_norm", "update_norm", "grad_norm"), requires=("scalars.loss",))
+    depends = ("curve",)
+    constraints = {"min_update_ratio": Interval(float, 0, None, closed="neither"),
+                   "min_window_ratio": Interval(float, 0, None, closed="neither"),
+                   "healthy_growth": Interval(float, 1, None)}
 
-    def __init__(self, *, min_update_ratio: float = 1e-2, healthy_growth: float = 3.0,
-                 min_explosion: float = 100.0) -> None:
+    def __init__(self, *, min_update_ratio: float = 1e-2, min_window_ratio: float = 0.1,
+                 healthy_growth: float = 3.0) -> None:
         self.min_update_ratio = min_update_ratio
+        self.min_window_ratio = min_window_ratio
         self.healthy_growth = healthy_growth
-        self.min_explosion = min_explosion
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         label = ctx.curve.label if ctx.curve is not None else None
         if label not in ("unstable", "diverged"):
             return []
-        severity = "error" if label == "diverged" else "warning"
-        if label == "diverged" and ctx.first_nonfinite_step is not None and self._numerical(run, ctx):
+        sig = ctx.signals_of(run)
+        if label == "diverged" and sig.first_nonfinite_step is not None and self._numerical(sig):
             return []
-        lr = run.column("scalars", "lr")
-        lr_med = float(np.nanmedian(lr)) if lr is not None and np.isfinite(lr).any() else None
-        upd = module_matrix(run, "update_norm", ctx)
-        wts = module_matrix(run, "weight_norm", ctx)
-        if upd is None or wts is None or upd.values.shape != wts.values.shape or upd.values.shape[0] == 0:
-            if label != "unstable":
-                return self._explosion_without_updates(run, ctx, lr_med)
-            return [self.finding(
-                "the loss is unstable (update sizes not recorded, so the step size is not measured)",
-                evidence={"curve": label, "lr_median": lr_med, "median_update_ratio": None},
-                advice=ADVICE)]
-        with np.errstate(all="ignore"):
-            ratio = np.where(wts.values > 0, upd.values / wts.values, np.nan)
+        ratio, source, modules = _update_ratios(sig)
         per_module = column_medians(ratio)
         if not np.isfinite(per_module).any():
-            return []
+            raise Skip("no finite update/weight ratio in any module")
         median_ratio = float(np.nanmedian(per_module))
-        if not median_ratio > self.min_update_ratio:
+        per_step = np.nanmedian(np.where(np.isfinite(ratio), ratio, np.nan), axis=1)
+        quarters = [float(np.nanmedian(q)) if np.isfinite(q).any() else float("nan")
+                    for q in np.array_split(per_step, WINDOWS) if len(q)]
+        peak = max((q for q in quarters if np.isfinite(q)), default=float("nan"))
+        if not (median_ratio > self.min_update_ratio or peak >= self.min_window_ratio):
             return []
         top = np.argsort(-np.nan_to_num(per_module, nan=-1.0))[:20]
-        big = [m for m, r in zip(upd.modules, per_module, strict=True) if r > self.min_update_ratio]
-        layers = [n for m, group in zip(upd.modules, upd.members, strict=True) if m in big for n in group]
+        big = {m for m, r in zip(modules.modules, per_module, strict=True) if r > self.min_update_ratio}
+        layers = [n for m, group in zip(modules.modules, modules.members, strict=True) if m in big for n in group]
+        bound = " at least" if source == "weight_norm_change" else ""
+        if median_ratio > self.min_update_ratio:
+            how = (f"by{bound} {median_ratio:.1%} of their norm (median update/weight {median_ratio:.2g} > "
+                   f"{self.min_update_ratio:g})")
+        else:
+            how = (f"by{bound} {peak:.1%} of their norm in one quarter of the run (>= {self.min_window_ratio:g}; "
+                   f"median over the run {median_ratio:.2g})")
+        lr = sig.lr
         return [self.finding(
-            f"the loss is {label} and each step changes the weights by {median_ratio:.1%} of their norm "
-            f"(median update/weight {median_ratio:.2g} > {self.min_update_ratio:g})",
-            severity=severity, layers=layers,
-            evidence={"curve": label, "median_update_ratio": median_ratio,
-                      "largest_update_ratios": {upd.modules[j]: float(per_module[j]) for j in top},
-                      "lr_median": lr_med, "min_update_ratio": self.min_update_ratio},
-            advice=ADVICE)]
+            f"the loss is {label} and each step changes the weights {how}",
+            severity="error" if label == "diverged" else "warning", layers=layers,
+            evidence={"curve": label, "median_update_ratio": median_ratio, "quarter_update_ratios": quarters,
+                      "largest_update_ratios": {modules.modules[j]: float(per_module[j]) for j in top},
+                      "update_source": source, "lr_median": None if lr is None else float(np.median(lr.values)),
+                      "min_update_ratio": self.min_update_ratio})]
 
-    def _explosion_without_updates(self, run: Run, ctx: Context, lr_med: float | None) -> list[Finding]:
-        """A diverged run without update norms: fire only on a gradient explosion before it.
-
-        A gradient norm that grew ``min_explosion`` times above its early level
-        before the loss diverged is what steps too large produce; without that
-        (or without a logged gradient norm) a too-high learning rate cannot be
-        told from a numerical bug, and the detector says nothing.
-        """
-        found = global_grad_norm(run)
-        if found is None:
-            raise Skip("needs per-layer update norms or a gradient norm to tell a too-high learning "
-                       "rate from a numerical NaN")
-        steps, norms, _ = found
-        end = ctx.first_nonfinite_step
-        norms = norms[steps < end] if end is not None else norms
-        norms = norms[np.isfinite(norms)]
-        if norms.size < 10:
-            return []
-        early = float(np.median(norms[: max(5, norms.size // 10)]))
-        peak = float(np.max(norms))
-        if not (early > 0 and peak >= self.min_explosion * early):
-            return []
-        growth = float(np.log10(peak / early))
-        return [self.finding(
-            f"the loss diverged after the gradient norm grew {growth:.1f} decades (>= "
-            f"{np.log10(self.min_explosion):.0f}); update sizes were not recorded, so the step size "
-            "is inferred, not measured", severity="error",
-            evidence={"curve": "diverged", "grad_norm_early_median": early, "grad_norm_peak": peak,
-                      "growth_decades": growth, "lr_median": lr_med, "median_update_ratio": None},
-            advice=ADVICE)]
-
-    def _numerical(self, run: Run, ctx: Context) -> bool:
+    def _numerical(self, sig) -> bool:
         """Whether the gradient norm was steady right up to the first NaN loss.
 
         Then the NaN is a numerical fault (log(0), 0/0, fp16 overflow), not
         steps too large: the last 5 finite norms before it stay below
         ``healthy_growth`` times the median of the 200 before those.
         """
-        found = global_grad_norm(run)
-        if found is None:
+        if sig.grad_norm is None:
             return False
-        steps, norms, _ = found
-        before = norms[(steps < ctx.first_nonfinite_step)]
+        before = sig.grad_norm.before(sig.first_nonfinite_step).values
         if before.size < 10 or not np.isfinite(before[-5:]).all():
             return False
         base = before[-205:-5]
@@ -169,3 +140,19 @@ class LearningRateTooHigh(Detector):
         if base.size == 0 or not np.median(base) > 0:
             return False
         return bool(np.max(before[-5:]) < self.healthy_growth * np.median(base))
+
+
+def _update_ratios(sig):
+    """(steps x modules update/weight, source, the weight ModuleMatrix): measured, else the lower bound."""
+    lay = sig.layers
+    wts = lay.modules("weight_norm", max_rows=MAX_ROWS, with_next=True) if lay else None
+    if wts is None or wts.values.shape[0] == 0:
+        raise Skip("needs per-layer update or weight norms to measure the step size")
+    upd = lay.modules("update_norm", max_rows=MAX_ROWS, with_next=True)
+    if upd is not None and upd.values.shape == wts.values.shape:
+        with np.errstate(all="ignore"):
+            return np.where(wts.values > 0, upd.values / wts.values, np.nan), "update_norm", wts
+    lower = lower_ratios(wts)
+    if lower is None:
+        raise Skip("needs update norms, or weight norms at two recorded steps, to measure the step size")
+    return lower.values, "weight_norm_change", wts

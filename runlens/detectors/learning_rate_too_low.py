@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from runlens.detectors._base import Detector, Needs, Skip, register
-from runlens.detectors._layerstats import MAX_ROWS, MIN_MODULES, column_medians, module_matrix
+from runlens.detectors._base import Detector, Interval, Needs, Skip, register
+from runlens.detectors._layerstats import MAX_ROWS, MIN_MODULES, column_medians
 from runlens.detectors._updates import UpdateRatios, lower_ratios, upper_ratios
 from runlens.stats.depth import depth_trend
 from runlens.stats.growth import Growth, growth
@@ -84,8 +84,12 @@ class LearningRateTooLow(Detector):
     code = "learning_rate_too_low"
     severity = "warning"
     title = "Learning rate too low"
-    needs = Needs(scalars=("loss", "lr"), layers=("grad_norm", "weight_norm", "update_norm"),
+    needs = Needs(scalars=("loss", "lr", "step_skipped"), layers=("grad_norm", "weight_norm", "update_norm"),
                   requires=("layers.grad_norm", "layers.weight_norm", "scalars.loss"))
+    depends = ("curve",)
+    constraints = {"max_update_ratio": Interval(float, 0, None, closed="neither"),
+                   "max_loss_drop": Interval(float, 0, 1), "vanishing_decades": Interval(float, 0, None),
+                   "alpha": Interval(float, 0, 1, closed="neither")}
 
     def __init__(self, *, max_update_ratio: float = 1e-4, max_loss_drop: float = 0.1,
                  vanishing_decades: float = 2.0, alpha: float = 0.01) -> None:
@@ -96,17 +100,20 @@ class LearningRateTooLow(Detector):
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         label = ctx.curve.label if ctx.curve is not None else None
-        if label in ("diverged", "insufficient_data"):
+        if label == "insufficient_data":
+            raise Skip("the loss curve is too short to say whether it barely moved")
+        if label == "diverged":
             return []
-        wts = module_matrix(run, "weight_norm", ctx, max_rows=MAX_ROWS, with_next=True)
-        grads = module_matrix(run, "grad_norm", ctx, max_rows=MAX_ROWS, with_next=True)
+        lay = ctx.signals_of(run).layers
+        wts = lay.modules("weight_norm", max_rows=MAX_ROWS, with_next=True) if lay else None
+        grads = lay.modules("grad_norm", max_rows=MAX_ROWS, with_next=True) if lay else None
         if wts is None or grads is None or grads.values.shape != wts.values.shape:
             raise Skip("needs per-layer gradient and weight norms")
         ratios = self._ratios(run, ctx, wts, grads)
         ratio = ratios.values
         per_layer = column_medians(ratio)
         if not np.isfinite(per_layer).any():
-            return []
+            raise Skip("no finite update/weight ratio in any layer")
         median_ratio = float(np.nanmedian(per_layer))
         if median_ratio >= self.max_update_ratio:
             return []
@@ -121,8 +128,8 @@ class LearningRateTooLow(Detector):
         trend = depth_trend(grad_level) if len(grad_level) >= MIN_MODULES else None
         if trend is not None and min(trend.gap, trend.fitted) >= self.vanishing_decades and trend.rho > 0:
             return []
-        lr = run.column("scalars", "lr")
-        lr_med = float(np.nanmedian(lr)) if lr is not None and np.isfinite(lr).any() else None
+        lr = ctx.signals_of(run).lr
+        lr_med = None if lr is None else float(np.median(lr.values))
         if drop is None:
             moved = "moved by an unknown amount"
         else:
@@ -143,15 +150,12 @@ class LearningRateTooLow(Detector):
                 "modules": len(wts.modules), **ratios.evidence(),
                 "step_range": [int(wts.steps[0]), int(wts.steps[-1])] if len(wts.steps) else None,
             },
-            advice="Raise the learning rate (10x at a time, or run a learning-rate range test); check that the "
-                   "scheduler is not stuck in warm-up or decayed to ~0 and that the learning rate is not divided "
-                   "by a large factor by mistake.",
         )]
 
     @staticmethod
     def _ratios(run: Run, ctx: Context, wts, grads) -> UpdateRatios:
         """Measured update/weight ratios, else an upper estimate from lr and the gradients (or Skip)."""
-        upd = module_matrix(run, "update_norm", ctx, max_rows=MAX_ROWS, with_next=True)
+        upd = ctx.signals_of(run).layers.modules("update_norm", max_rows=MAX_ROWS, with_next=True)
         if upd is not None and upd.values.shape == wts.values.shape:
             with np.errstate(all="ignore"):
                 values = np.where(wts.values > 0, upd.values / wts.values, np.nan)
@@ -174,14 +178,8 @@ _HOW = {"lr_x_grad_norm": ", estimated as lr x gradient norm",
 def _loss_drop(run: Run, ctx: Context) -> tuple[float | None, Growth | None]:
     """Fall of the loss from its first 10% to its last 10% relative to the
     start, and its Kendall/Theil-Sen trend over steps."""
-    loss = run.column("scalars", "loss")
-    if loss is None:
-        return None, None
-    steps = run.steps("scalars")
-    keep = np.isfinite(loss)
-    if ctx.first_nonfinite_step is not None:
-        keep &= steps < ctx.first_nonfinite_step
-    loss, steps = loss[keep], steps[keep]
+    series = ctx.signals_of(run).loss
+    loss, steps = series.values, series.steps
     if len(loss) < 10:
         return None, None
     k = max(1, len(loss) // 10)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from runlens.detectors._base import Context, Detector, Needs, register
-from runlens.detectors._loss import training_loss
+import numpy as np
+
+from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
 from runlens.diagnosis import Finding
-from runlens.stats.robust import find_spikes
+from runlens.stats.robust import find_spikes, mad_sd
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -49,6 +50,15 @@ class LossSpikes(Detector):
         jump. Fires when at least ``min_spikes`` spikes count. Severity
         warning: the run still trains.
 
+        Short logs (``short_points`` to ``min_points`` finite losses, e.g. a
+        dozen lines pasted into an issue) are judged point by point: each
+        loss against the median of its (up to 4) neighbours on the log
+        scale, the scale being the robust sd of those residuals (at least
+        1% of a decade); a spike reaches ``z_min``, is ``short_ratio`` times
+        its neighbours and a later point is back below the middle of the
+        jump. The evidence says ``short_log`` and how many points there
+        were. Fewer than ``short_points``: skipped.
+
     What to try:
         Look at the batches at the spike steps (corrupt or mislabeled
         samples, empty sequences); lower the learning rate or lengthen the
@@ -63,7 +73,10 @@ class LossSpikes(Detector):
         (0.25). min_progress: jump relative to the progress made so far
         (0.05). max_width: longest spike in steps (10). recovery: steps
         within which the loss must come back (20). min_spikes: spikes needed
-        to fire (1). min_points: finite losses needed to judge (50).
+        to fire (1). min_points: finite losses below which the short-log
+        test is used (50). short_points: finite losses needed at all (5).
+        short_ratio: how many times its neighbours a spike in a short log
+        must be (3.0).
     """
 
     code = "loss_spikes"
@@ -71,9 +84,17 @@ class LossSpikes(Detector):
     title = "Loss spikes"
     needs = Needs(scalars=("loss", "step_skipped"), requires=("scalars.loss",))
 
-    def __init__(self, *, z_min: float = 6.0, tail_factor: float = 3.6, min_rise: float = 0.25, min_progress: float = 0.05,
-                 max_width: int = 10, recovery: int = 20, min_spikes: int = 1,
-                 min_points: int = 50) -> None:
+    constraints: ClassVar[dict[str, Interval]] = {
+        "z_min": Interval(float, 0, None, closed="neither"), "tail_factor": Interval(float, 0, None),
+        "min_rise": Interval(float, 0, None), "min_progress": Interval(float, 0, None),
+        "max_width": Interval(int, 1, None), "recovery": Interval(int, 1, None),
+        "min_spikes": Interval(int, 1, None), "min_points": Interval(int, 20, None),
+        "short_points": Interval(int, 5, "min_points"), "short_ratio": Interval(float, 1, None),
+    }
+
+    def __init__(self, *, z_min: float = 6.0, tail_factor: float = 3.6, min_rise: float = 0.25,
+                 min_progress: float = 0.05, max_width: int = 10, recovery: int = 20, min_spikes: int = 1,
+                 min_points: int = 50, short_points: int = 5, short_ratio: float = 3.0) -> None:
         self.z_min = z_min
         self.tail_factor = tail_factor
         self.min_rise = min_rise
@@ -82,14 +103,21 @@ class LossSpikes(Detector):
         self.recovery = recovery
         self.min_spikes = min_spikes
         self.min_points = min_points
+        self.short_points = short_points
+        self.short_ratio = short_ratio
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        steps, x, _ = training_loss(run)
-        if x.size < self.min_points:
-            return []
-        spikes = find_spikes(x, z_min=self.z_min, tail_factor=self.tail_factor, min_rise=self.min_rise,
-                             min_progress=self.min_progress, max_width=self.max_width,
-                             recovery=self.recovery)
+        loss = ctx.signals_of(run).loss
+        steps, x = loss.steps, loss.values
+        if x.size < self.short_points:
+            raise Skip(f"only {x.size} finite training losses (< {self.short_points})")
+        short = x.size < self.min_points
+        if short:
+            spikes = short_spikes(x, z_min=self.z_min, min_ratio=self.short_ratio)
+        else:
+            spikes = find_spikes(x, z_min=self.z_min, tail_factor=self.tail_factor, min_rise=self.min_rise,
+                                 min_progress=self.min_progress, max_width=self.max_width,
+                                 recovery=self.recovery)
         if len(spikes) < self.min_spikes:
             return []
         top = sorted(spikes, key=lambda s: -s["z"])[:20]
@@ -103,10 +131,37 @@ class LossSpikes(Detector):
             "local_levels": [s["level"] for s in top],
             "z_min": self.z_min,
         }
+        if short:
+            evidence.update(short_log=True, points=int(x.size), min_ratio=self.short_ratio)
         ratios = [s["value"] / s["level"] for s in spikes if s["level"] > 0]
         biggest = f"up to {max(ratios):.3g}x the running level, " if ratios else ""
-        title = (f"{len(spikes)} loss spike{'s' if len(spikes) > 1 else ''} ({biggest}"
+        where = f" in a short log of {x.size} points" if short else ""
+        title = (f"{len(spikes)} loss spike{'s' if len(spikes) > 1 else ''}{where} ({biggest}"
                  f"robust z up to {max(s['z'] for s in spikes):.1f} >= {self.z_min:g})")
-        return [self.finding(title, step=int(steps[first["index"]]), evidence=evidence,
-                             advice="Inspect the batches at these steps; lower the learning rate or "
-                                    "lengthen warmup; clip gradient norms.")]
+        return [self.finding(title, step=int(steps[first["index"]]), evidence=evidence)]
+
+
+def short_spikes(x: np.ndarray, *, z_min: float, min_ratio: float) -> list[dict[str, float]]:
+    """Spikes of a series too short for rolling windows: a dozen lines pasted into an issue.
+
+    Each point against the median of its neighbours (up to 2 each side, the
+    point left out), on the log scale for a positive loss; the scale is the
+    robust sd of all those residuals, floored at 1% of a decade so a
+    constant stretch does not give infinite scores. A spike reaches
+    ``z_min``, is ``min_ratio`` times its neighbours, and recovers: a later
+    point is back below the geometric middle of the jump.
+    """
+    pos = bool(np.all(x > 0))
+    y = np.log(x) if pos else x
+    n = y.size
+    ref = np.array([np.median(np.delete(y[max(0, i - 2):i + 3], min(i, 2))) for i in range(n)])
+    resid = y - ref
+    scale = max(mad_sd(resid), 0.01 * np.log(10) if pos else 1e-12 + 1e-3 * float(np.ptp(y)))
+    out = []
+    for i in np.flatnonzero(resid / scale >= z_min):
+        level = float(np.exp(ref[i])) if pos else float(ref[i])
+        ratio = x[i] / level if pos and level > 0 else np.inf
+        later = y[i + 1:]
+        if ratio >= min_ratio and later.size and float(np.min(later[:3])) <= ref[i] + 0.5 * resid[i]:
+            out.append({"index": int(i), "z": float(resid[i] / scale), "value": float(x[i]), "level": level})
+    return out

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from runlens.detectors._base import Context, Detector, Needs, register
 from runlens.diagnosis import Finding
 
@@ -20,7 +18,8 @@ class NoValidation(Detector):
 
     What it detects:
         A run whose ``evals`` table is missing, empty, or holds no
-        ``val_loss`` value at all (only nulls).
+        validation loss at all (only nulls): neither ``val_loss`` nor any
+        named eval set ``val_loss@<set>``.
 
     Why it matters:
         A falling training loss says the model fits its training data, not
@@ -29,7 +28,8 @@ class NoValidation(Detector):
         This is information, not a problem with the training itself.
 
     How it decides:
-        Counts the non-null ``val_loss`` values of the evals table; fires
+        Counts the non-null values of ``val_loss`` and of every
+        ``val_loss@<set>`` column (the signals' validation series); fires
         when there are none. A NaN validation loss counts as logged (it is
         a value, and a problem the curve classifier reports).
 
@@ -45,19 +45,12 @@ class NoValidation(Detector):
     code = "no_validation"
     severity = "info"
     title = "No validation loss logged"
-    needs = Needs(evals=("val_loss",))
+    needs = Needs(evals=("val_loss", "val_loss@*"))
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        val = run.column("evals", "val_loss")
-        logged = 0 if val is None else int(np.count_nonzero(~_null_mask(run)))
-        if logged:
+        if any(len(s) for s in ctx.signals_of(run).validation.values()):
             return []
         rows = 0 if run.evals is None else run.evals.num_rows
         return [self.finding("No validation loss was logged; overfitting cannot be judged",
                              evidence={"eval_rows": rows, "val_loss_values": 0},
                              advice="Log a held-out loss as val_loss every few hundred steps.")]
-
-
-def _null_mask(run: Run) -> np.ndarray:
-    col = run.evals.column("val_loss")
-    return col.is_null().to_numpy(zero_copy_only=False)

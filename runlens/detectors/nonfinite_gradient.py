@@ -6,15 +6,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from runlens.detectors._base import Context, Detector, Needs, register
-from runlens.detectors._nonfinite import skipped_steps
+from runlens.detectors._base import Context, Detector, Needs, Skip, register
 from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
+    from runlens.signals import Signals
 
 
 @register
@@ -42,7 +40,8 @@ class NonfiniteGradient(Detector):
         ``nonfinite_grad`` events (whose ``layer`` is the writer's own
         answer to "where did it enter"), and the scalars ``grad_norm``. The
         evidence counts the affected steps and parameters and the skipped
-        steps that were left out.
+        steps that were left out, and how many steps the log holds: one
+        non-finite gradient is a finding in a dozen-line log too.
 
     What to try:
         1. If the loss became NaN at the same step, see ``nonfinite_loss``:
@@ -60,14 +59,18 @@ class NonfiniteGradient(Detector):
     code = "nonfinite_gradient"
     severity = "error"
     title = "Non-finite gradient"
-    needs = Needs(scalars=("grad_norm", "step_skipped", "loss_scale"),
+    needs = Needs(scalars=("grad_norm", "step_skipped", "loss_scale", "loss"),
                   layers=("grad_norm", "nonfinite"), events=("kind", "layer", "value"))
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        skipped = skipped_steps(run)
+        sig = ctx.signals_of(run)
+        has_events = sig.run.events is not None and "kind" in sig.run.events.column_names
+        if sig.scalar("grad_norm") is None and not (sig.layers and sig.layers.has("grad_norm")) and not has_events:
+            raise Skip("no gradient norm (scalars or layers) and no events logged")
+        skipped = sig.skipped_steps
         # Events first: at equal steps the writer's own "where it entered" is the better answer.
-        hits = [h for h in (_from_events(run, skipped), _from_layers(run, skipped),
-                            _from_scalars(run, skipped)) if h is not None]
+        hits = [h for h in (_from_events(sig, skipped), _from_layers(sig, skipped),
+                            _from_scalars(sig, skipped)) if h is not None]
         if not hits:
             return []
         step = min(h["step"] for h in hits)
@@ -75,76 +78,55 @@ class NonfiniteGradient(Detector):
         layers = next((h["layers"] for h in at_first if h["layers"]), ())
         evidence: dict[str, Any] = {"first_step": step,
                                     "sources": [h["source"] for h in at_first],
-                                    "skipped_steps_ignored": int(len(skipped))}
+                                    "skipped_steps_ignored": int(len(skipped)),
+                                    "logged_steps": len(sig.loss_logged)}
         for h in hits:
             evidence.update(h["extra"])
-        if ctx.first_nonfinite_step is not None:
-            evidence["first_nonfinite_loss_step"] = ctx.first_nonfinite_step
+        if sig.first_nonfinite_step is not None:
+            evidence["first_nonfinite_loss_step"] = sig.first_nonfinite_step
         where = f" in {layers[0]}" if layers else ""
         return [self.finding(f"Gradient became NaN/Inf at step {step:,}{where}", step=step,
-                             layers=layers[:1], evidence=evidence,
-                             advice="Run that step under torch.autograd.detect_anomaly() to find the "
-                                    "operation; clip gradients and check the learning rate.")]
+                             layers=layers[:1], evidence=evidence)]
 
 
-def _from_layers(run: Run, skipped: np.ndarray) -> dict | None:
-    # Arrow filters first: on a 10M-row table only the few bad rows reach numpy.
-    t = run.layers
-    if t is None or t.num_rows == 0 or "grad_norm" not in t.column_names:
+def _from_layers(sig: Signals, skipped: np.ndarray) -> dict | None:
+    lay = sig.layers
+    if not lay or lay.grad_norm is None:
         return None
-    bad = pc.invert(pc.is_finite(t.column("grad_norm")))
-    if "nonfinite" in t.column_names:
-        bad = pc.or_kleene(bad, pc.greater(t.column("nonfinite"), 0))
-    bad = pc.fill_null(bad, False)
-    if not pc.any(bad).as_py():
+    g, present = lay.grad_norm, lay.present("grad_norm")
+    bad = ~np.isfinite(g) & present
+    if lay.nonfinite is not None:
+        bad |= lay.nonfinite > 0
+    rows = np.flatnonzero(bad.any(axis=1))
+    rows = rows[~np.isin(lay.steps[rows], skipped)]
+    if not len(rows):
         return None
-    rows = t.select(["step", "layer"]).filter(bad)
-    steps = rows.column("step").to_numpy(zero_copy_only=False)
-    names = np.array(rows.column("layer").cast(pa.string()).to_pylist(), dtype=object)
-    keep = ~np.isin(steps, skipped)
-    steps, names = steps[keep], names[keep]
-    if not len(steps):
-        return None
-    first = steps.min()
-    position = {n: i for i, n in enumerate(run.layer_names())}
-    at_first = [n for n in names[steps == first] if n is not None]
-    deepest = max(at_first, key=lambda n: position.get(n, -1), default=None)
-    return {"step": int(first), "source": "layers", "layers": (deepest,) if deepest else (),
-            "extra": {"layers_nonfinite_at_first_step": len(set(at_first)),
-                      "layer_steps_with_nonfinite": int(len(np.unique(steps)))}}
+    first = int(rows[0])
+    cols = np.flatnonzero(bad[first])
+    # Backpropagation runs from the loss toward the input: the deepest bad parameter is where it entered.
+    deepest = lay.names[int(cols[np.argmax(lay.depth[cols])])]
+    return {"step": int(lay.steps[first]), "source": "layers", "layers": (deepest,),
+            "extra": {"layers_nonfinite_at_first_step": len(cols), "layer_steps_with_nonfinite": len(rows)}}
 
 
-def _from_events(run: Run, skipped: np.ndarray) -> dict | None:
-    ev = run.events
-    if ev is None or "kind" not in ev.column_names:
+def _from_events(sig: Signals, skipped: np.ndarray) -> dict | None:
+    steps, layers = sig.events("nonfinite_grad")
+    keep = np.flatnonzero(~np.isin(steps, skipped))
+    if not len(keep):
         return None
-    mask = pc.fill_null(pc.equal(ev.column("kind"), "nonfinite_grad"), False)
-    mask = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
-    steps = run.steps("events")
-    mask &= ~np.isin(steps, skipped)
-    idx = np.flatnonzero(mask)
-    if not len(idx):
-        return None
-    first = idx[np.argmin(steps[idx])]
-    layer = ev.column("layer")[int(first)].as_py() if "layer" in ev.column_names else None
+    first = keep[np.argmin(steps[keep])]
+    layer = layers[int(first)]
     return {"step": int(steps[first]), "source": "events", "layers": (layer,) if layer else (),
-            "extra": {"nonfinite_grad_events": int(len(idx))}}
+            "extra": {"nonfinite_grad_events": int(len(keep))}}
 
 
-def _from_scalars(run: Run, skipped: np.ndarray) -> dict | None:
-    gn = run.column("scalars", "grad_norm")
+def _from_scalars(sig: Signals, skipped: np.ndarray) -> dict | None:
+    gn = sig.scalar("grad_norm")  # nulls ("no parameter had a gradient") are dropped, NaN kept
     if gn is None:
         return None
-    steps = run.steps("scalars")
-    bad = np.isin(gn, (np.inf, -np.inf)) | np.isnan(gn) & ~_null(run)
-    bad &= ~np.isin(steps, skipped)
+    bad = ~np.isfinite(gn.values) & ~np.isin(gn.steps, skipped)
     idx = np.flatnonzero(bad)
     if not len(idx):
         return None
-    return {"step": int(steps[idx[0]]), "source": "scalars.grad_norm", "layers": (),
+    return {"step": int(gn.steps[idx[0]]), "source": "scalars.grad_norm", "layers": (),
             "extra": {"steps_with_nonfinite_grad_norm": int(len(idx))}}
-
-
-def _null(run: Run) -> np.ndarray:
-    # A null grad_norm means "no parameter had a gradient", not a NaN gradient.
-    return run.scalars.column("grad_norm").is_null().to_numpy(zero_copy_only=False)

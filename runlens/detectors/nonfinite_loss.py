@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from runlens.detectors._base import Context, Detector, Needs, register
-from runlens.detectors._nonfinite import (
-    activation_culprit,
-    global_grad_norm,
-    nonfinite_mask,
-    recent_growth,
-    skipped_steps,
-)
+from runlens.detectors._base import Context, Detector, Interval, Needs, register
+from runlens.detectors._curveshape import masked_nan
+from runlens.detectors._nonfinite import activation_culprit, recent_growth
 from runlens.diagnosis import Finding
-from runlens.errors import UsageError
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
+    from runlens.signals import Signals
 
 
 @register
@@ -32,7 +27,11 @@ class NonfiniteLoss(Detector):
         by orders of magnitude, or was already non-finite, in the steps
         just before) or a *numerical* fault (gradient norms were healthy
         right up to it: a log of zero, a division by zero, an overflow in
-        half precision, a bad sample).
+        half precision, a bad sample). Also a loss that collapses to exactly
+        0 at the step where the gradient norm becomes non-finite: a NaN
+        masked as 0 (``cause: masked``). Runs on logs of any length: a
+        dozen lines pasted into an issue are judged too (the evidence gives
+        ``points_before`` when fewer than 20 finite losses came first).
 
     Why it matters:
         Once the loss is NaN every weight it touches becomes NaN and
@@ -51,7 +50,11 @@ class NonfiniteLoss(Detector):
         non-finite gradient norm before the loss, means explosion; both
         below ``healthy_ratio`` means a numerical fault (said so in the
         evidence); in between, or without gradient norms, the cause is left
-        ``unclear``.
+        ``unclear``. The first non-finite step is the signals' one
+        definition (a step a loss scaler skipped does not count). Without a
+        non-finite loss: the first exactly-zero loss after positive ones
+        fires when the global gradient norm at that step (or the next
+        recorded one) is NaN/Inf.
 
     What to try:
         Explosion: lower the learning rate or add warmup, clip gradients
@@ -81,6 +84,11 @@ class NonfiniteLoss(Detector):
     needs = Needs(scalars=("loss", "grad_norm", "lr", "step_skipped", "loss_scale"),
                   layers=("grad_norm",), events=("kind", "layer"), requires=("scalars.loss",))
 
+    constraints: ClassVar[dict[str, Interval]] = {
+        "recent": Interval(int, 1, None), "baseline": Interval(int, 3, None),
+        "healthy_ratio": Interval(float, 1, None), "explosion_ratio": Interval(float, "healthy_ratio", None),
+    }
+
     def __init__(self, *, recent: int = 5, baseline: int = 200, explosion_ratio: float = 10.0,
                  healthy_ratio: float = 3.0) -> None:
         self.recent = recent
@@ -88,51 +96,46 @@ class NonfiniteLoss(Detector):
         self.explosion_ratio = explosion_ratio
         self.healthy_ratio = healthy_ratio
 
-    def _validate(self) -> None:
-        checks = [("recent", isinstance(self.recent, int) and self.recent >= 1, "an int >= 1"),
-                  ("baseline", isinstance(self.baseline, int) and self.baseline >= 3, "an int >= 3"),
-                  ("healthy_ratio", _number(self.healthy_ratio) and self.healthy_ratio >= 1, "a number >= 1"),
-                  ("explosion_ratio", _number(self.explosion_ratio)
-                   and self.explosion_ratio >= self.healthy_ratio, "a number >= healthy_ratio")]
-        for name, ok, what in checks:
-            if not ok:
-                raise UsageError(f"The {name!r} parameter of {type(self).__name__} must be {what}. "
-                                 f"Got {getattr(self, name)!r} instead.")
-
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        self._validate()
-        loss = run.column("scalars", "loss")
-        steps = run.steps("scalars")
-        bad = nonfinite_mask(run, "scalars", "loss")
-        if bad is None or not bad.any():
-            return []
-        i = int(bad.argmax())
-        step = int(steps[i])
-        finite_before = np.flatnonzero(np.isfinite(loss[:i]))
+        sig = ctx.signals_of(run)
+        step = sig.first_nonfinite_step
+        if step is None:
+            return self._masked(sig)
+        logged, finite = sig.loss_logged, sig.loss
         evidence: dict[str, Any] = {
             "first_nonfinite_step": step,
-            "value": _word(loss[i]),
-            "nonfinite_loss_steps": int(bad.sum()),
-            "finite_again_after": bool(np.isfinite(loss[i + 1:]).any()),
+            "value": _word(sig.first_nonfinite_value),
+            "nonfinite_loss_steps": sig.nonfinite_loss_count,
+            "finite_again_after": bool(np.isfinite(logged.values[logged.steps > step]).any()),
         }
-        if len(finite_before):
-            evidence["last_finite_loss"] = float(loss[finite_before[-1]])
-            evidence["last_finite_loss_step"] = int(steps[finite_before[-1]])
-        lr = run.column("scalars", "lr")
-        if lr is not None and np.isfinite(lr[i]):
-            evidence["lr"] = float(lr[i])
+        if len(finite):
+            evidence["last_finite_loss"] = float(finite.values[-1])
+            evidence["last_finite_loss_step"] = int(finite.steps[-1])
+        if sig.lr is not None and np.any(sig.lr.steps == step):
+            evidence["lr"] = float(sig.lr.values[sig.lr.steps == step][0])
         culprit = activation_culprit(run, step)
         if culprit:
             evidence["first_nonfinite_activation"] = culprit
-        cause = self._precursor(run, step, evidence)
+        if len(finite) < 20:
+            evidence["points_before"] = len(finite)  # a short log: said, and judged all the same
+        cause = self._precursor(sig, step, evidence)
         title = f"Loss became {evidence['value']} at step {step:,} ({_CAUSE_TEXT[cause]})"
         return [self.finding(title, step=step, evidence=evidence, advice=_ADVICE[cause])]
 
-    def _precursor(self, run: Run, step: int, evidence: dict[str, Any]) -> str:
-        loss, lsteps = run.column("scalars", "loss"), run.steps("scalars")
-        before = (lsteps < step) & np.isfinite(loss)
-        loss_growth = self._growth(loss[before], "loss", evidence)
-        grad_growth, grad_blew_up = self._grad_growth(run, step, evidence)
+    def _masked(self, sig: Signals) -> list[Finding]:
+        """A loss that drops to exactly 0 where the gradients become non-finite: a NaN masked as 0."""
+        hit = masked_nan(sig.grad_norm, sig.loss.steps, sig.loss.values)
+        if hit is None:
+            return []
+        step = hit["zero_loss_step"]
+        evidence = {**hit, "cause": "masked", "points": len(sig.loss)}
+        return [self.finding(f"Loss collapsed to exactly 0 at step {step:,} while the gradient norm became "
+                             f"non-finite (step {hit['nonfinite_grad_step']:,}): a NaN masked as 0",
+                             step=step, evidence=evidence, advice=_ADVICE["masked"])]
+
+    def _precursor(self, sig: Signals, step: int, evidence: dict[str, Any]) -> str:
+        loss_growth = self._growth(sig.loss.values, "loss", evidence)
+        grad_growth, grad_blew_up = self._grad_growth(sig, step, evidence)
         if grad_blew_up or max(grad_growth or 0.0, loss_growth or 0.0) >= self.explosion_ratio:
             cause = "explosion"
         elif grad_growth is not None and grad_growth < self.healthy_ratio and \
@@ -146,15 +149,14 @@ class NonfiniteLoss(Detector):
         evidence["cause"] = cause
         return cause
 
-    def _grad_growth(self, run: Run, step: int, evidence: dict[str, Any]) -> tuple[float | None, bool]:
+    def _grad_growth(self, sig: Signals, step: int, evidence: dict[str, Any]) -> tuple[float | None, bool]:
         """Growth of the gradient norm just before ``step``, and whether it was already non-finite."""
-        series = global_grad_norm(run)
-        if series is None:
+        g = sig.grad_norm
+        if g is None:
             return None, False
-        gsteps, norms, source = series
-        keep = (gsteps < step) & ~np.isin(gsteps, skipped_steps(run)) & ~np.isnan(norms)
-        gsteps, norms = gsteps[keep], norms[keep]
-        evidence["grad_norm_source"] = source
+        keep = (g.steps < step) & ~np.isnan(g.values)
+        gsteps, norms = g.steps[keep], g.values[keep]
+        evidence["grad_norm_source"] = g.source
         inf_before = np.flatnonzero(~np.isfinite(norms))
         if len(inf_before):
             evidence["first_nonfinite_grad_norm_step"] = int(gsteps[inf_before[0]])
@@ -167,10 +169,6 @@ class NonfiniteLoss(Detector):
             return None
         evidence.update({f"{name}_{k}": v for k, v in g.items()})
         return g["growth"]
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _word(value: float) -> str:
@@ -190,4 +188,6 @@ _ADVICE = {
                  "check that step's batch for NaN inputs or labels.",
     "unclear": "Check the learning rate and clip gradients; run the failing step under "
                "torch.autograd.detect_anomaly() to find the first NaN.",
+    "masked": "A NaN was replaced by 0 in the loss (nan_to_num, a masked mean over an empty batch, "
+              "torch.where): find where with torch.autograd.detect_anomaly() and fix the NaN, not the mask.",
 }

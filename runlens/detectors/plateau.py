@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from runlens.detectors._base import Context, Detector, Needs, register
-from runlens.detectors._loss import training_loss
+from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
 from runlens.diagnosis import Finding
 from runlens.stats.robust import bucket_medians, rolling_median
 from runlens.stats.trend import trend
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
+    from runlens.signals import Signals
 
 
 @register
@@ -46,11 +46,17 @@ class Plateau(Detector):
         plateau when, within half as many steps as it lasted, the loss then
         falls at least ``min_fall`` of ``R`` (and 6 noise sd) below its
         level, i.e. 10 times faster than it drifted on the plateau, and the
-        last 10% of the run stays at least half that fall below it. When
-        the learning rate is logged and was cut by ``lr_cut`` or more
-        between the plateau and the fall, the fall is a step schedule doing
-        its job and nothing is reported. Severity warning: training was
-        stuck.
+        last 10% of the run stays at least half that fall below it. A short,
+        noisy log cannot prove its Theil-Sen line lies inside that band; it
+        is flat enough when the line's point estimate does and its interval
+        lies within a quarter of the fall that followed. When the loss had
+        already converged at this learning rate (it fell by ``min_fall`` of
+        the range before the flat stretch) and the rate was cut by
+        ``lr_cut`` or more between the plateau and the fall, the fall is a
+        step schedule doing its job and nothing is reported; a loss flat
+        from the start was stuck whatever change of the rate ended it.
+        Not judged on a ``diverged``, ``unstable`` or ``insufficient_data``
+        curve. Severity warning: training was stuck.
 
     What to try:
         If the learning rate was small during the plateau (warmup too long,
@@ -72,6 +78,13 @@ class Plateau(Detector):
     title = "Loss plateau"
     needs = Needs(scalars=("loss", "lr", "step_skipped"), requires=("scalars.loss",))
 
+    depends: ClassVar[tuple[str, ...]] = ("curve",)
+    constraints: ClassVar[dict[str, Interval]] = {
+        "min_length": Interval(float, 0, 1, closed="neither"), "flat_band": Interval(float, 0, 1, closed="neither"),
+        "min_fall": Interval(float, 0, 1, closed="right"), "lr_cut": Interval(float, 0, 1, closed="neither"),
+        "min_points": Interval(int, 20, None),
+    }
+
     def __init__(self, *, min_length: float = 0.1, flat_band: float = 0.05, min_fall: float = 0.25,
                  lr_cut: float = 0.2, min_points: int = 50) -> None:
         self.min_length = min_length
@@ -84,11 +97,12 @@ class Plateau(Detector):
         label = ctx.curve.label if ctx.curve is not None else None
         if label in ("diverged", "unstable", "insufficient_data"):
             return []
-        steps, x, _ = training_loss(run)
+        sig = ctx.signals_of(run)
+        steps, x = sig.loss.steps, sig.loss.values
         if x.size < self.min_points:
-            return []
+            raise Skip(f"only {x.size} finite training losses (< {self.min_points})")
         found = self._find(steps, x)
-        if found is None or self._schedule_cut(run, found):
+        if found is None or self._schedule_cut(sig, x, found):
             return []
         t = found["trend"]
         length = int(found["end_step"] - found["start_step"])
@@ -133,29 +147,48 @@ class Plateau(Detector):
             # walk, an oscillation) did not leave a plateau.
             if hit.size and float(np.median(c[-max(1, k // 10):])) <= level - 0.5 * need:
                 candidates.append((b - a, a, b, level, b + int(hit[0]), band))
-        for _, a, b, level, f, band in sorted(candidates, key=lambda t: (-t[0], t[1])):
-            ia, ib = int(pos[a]), int(pos[b - 1]) + 1
-            t = trend(x[ia:ib], steps[ia:ib].astype(float))
-            # The band allows for noise; the Theil-Sen line (robust to it) must
-            # be confidently flat too (its 95% interval inside the band), or a
-            # slow start that keeps accelerating, or mere noise, passes.
-            drift = max(abs(t.slope_low), abs(t.slope_high)) * (steps[ib - 1] - steps[ia])
-            if not drift <= self.flat_band * R:
-                continue
-            fall = level - float(c[b:].min())
-            return {"start_step": int(steps[ia]), "end_step": int(steps[ib - 1]),
-                    "fall_step": int(steps[int(pos[f])]), "level": level, "fall": fall,
-                    "fall_relative": fall / R, "band": band, "range": R, "trend": t}
+        ordered = sorted(candidates, key=lambda t: (-t[0], t[1]))
+        # Strictly flat first (the Theil-Sen interval inside the band); only
+        # when no stretch is, the looser test a short, noisy log can pass.
+        for strict in (True, False):
+            for _, a, b, level, f, band in ordered:
+                ia, ib = int(pos[a]), int(pos[b - 1]) + 1
+                t = trend(x[ia:ib], steps[ia:ib].astype(float))
+                if not self._flat(t, steps[ib - 1] - steps[ia], R, level - float(c[b:].min()), strict):
+                    continue
+                fall = level - float(c[b:].min())
+                return {"start_step": int(steps[ia]), "end_step": int(steps[ib - 1]),
+                        "fall_step": int(steps[int(pos[f])]), "level": level, "fall": fall,
+                        "fall_relative": fall / R, "band": band, "range": R, "trend": t}
         return None
 
-    def _schedule_cut(self, run: Run, found: dict[str, Any]) -> bool:
-        """Whether the learning rate was cut between the plateau and the fall."""
-        lr = run.column("scalars", "lr")
-        if lr is None:
+    def _flat(self, t: Any, span: float, R: float, fall: float, strict: bool) -> bool:
+        """The band allows for noise; the Theil-Sen line (robust to it) must be
+        confidently flat too, or a slow start that keeps accelerating, or mere
+        noise, passes: its 95% interval inside the band (``strict``), or, as a
+        short noisy log cannot prove that much, its point estimate inside the
+        band and its interval within a quarter of the fall that followed."""
+        drift = max(abs(t.slope_low), abs(t.slope_high)) * span
+        if strict:
+            return drift <= self.flat_band * R
+        return abs(t.slope) * span <= self.flat_band * R and drift <= 0.25 * fall
+
+    def _schedule_cut(self, sig: Signals, x: np.ndarray, found: dict[str, Any]) -> bool:
+        """Whether a step schedule explains the fall: the loss had converged at
+        this learning rate (it fell by ``min_fall`` of the range before the
+        flat stretch) and the rate was cut between the plateau and the fall.
+
+        A loss flat from the start was stuck, whatever ended it: a cut then
+        means the rate was too high to learn, a raise that it was too low.
+        """
+        if sig.lr is None:
             return False
-        s = run.steps("scalars")
-        during = lr[(s >= found["start_step"]) & (s <= found["end_step"]) & np.isfinite(lr)]
-        at_fall = lr[(s > found["end_step"]) & (s <= found["fall_step"]) & np.isfinite(lr)]
+        before = x[sig.loss.steps < found["start_step"]]
+        if before.size == 0 or float(np.max(before)) - found["level"] < self.min_fall * found["range"]:
+            return False
+        s, lr = sig.lr.steps, sig.lr.values
+        during = lr[(s >= found["start_step"]) & (s <= found["end_step"])]
+        at_fall = lr[(s > found["end_step"]) & (s <= found["fall_step"])]
         if during.size == 0 or at_fall.size == 0:
             return False
         return float(np.min(at_fall)) <= (1 - self.lr_cut) * float(np.median(during))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from runlens.detectors._base import Detector, Needs, Skip, register
+from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._layerstats import (
     MAX_NAMED,
     MAX_ROWS,
@@ -15,7 +16,6 @@ from runlens.detectors._layerstats import (
     column_medians,
     fmt_p,
     log10_positive,
-    module_matrix,
 )
 from runlens.stats.depth import depth_trend
 
@@ -58,8 +58,9 @@ class VanishingGradients(Detector):
         slope times the depth span and as the gap between the loss-side and
         input-side quarters of the modules; Spearman's rho with depth is at
         least ``min_rho`` and the Theil-Sen 95% interval excludes zero;
-        Kendall's tau is significant at ``alpha`` (with fewer than 5 modules
-        no rank test can reach that, so a strictly monotone profile is
+        Kendall's tau is significant at ``alpha`` (with so few modules that
+        no ranking can reach ``alpha``, the smallest exact p being 2/n!,
+        e.g. 5 modules and ``alpha`` 0.01, a strictly monotone profile is
         required instead); the same gap of ``min_decades`` shows at a
         fraction ``min_consistency`` of the window's recorded steps; and the gradient
         relative to the weight norm (||g||/||w||) falls toward the input by
@@ -87,6 +88,11 @@ class VanishingGradients(Detector):
     severity = "warning"
     title = "Vanishing gradients"
     needs = Needs(layers=("grad_norm", "weight_norm", "update_norm"), requires=("layers.grad_norm",))
+    constraints = {"min_decades": Interval(float, 0, None, closed="neither"),
+                   "min_window_decades": Interval(float, "min_decades", None),
+                   "min_rho": Interval(float, 0, 1, closed="right"),
+                   "alpha": Interval(float, 0, 1, closed="neither"),
+                   "min_consistency": Interval(float, 0, 1)}
 
     def __init__(self, *, min_decades: float = 2.0, min_window_decades: float = 4.0, min_rho: float = 0.8,
                  alpha: float = 0.01, min_consistency: float = 0.5) -> None:
@@ -97,19 +103,20 @@ class VanishingGradients(Detector):
         self.min_consistency = min_consistency
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        grads = module_matrix(run, "grad_norm", ctx, max_rows=MAX_ROWS)
+        lay = ctx.signals_of(run).layers
+        grads = lay.modules("grad_norm", max_rows=MAX_ROWS) if lay else None
         if grads is None or len(grads.modules) < MIN_MODULES:
             raise Skip(f"needs per-layer gradients of at least {MIN_MODULES} modules")
         logg = log10_positive(grads.values)
         rows = np.isfinite(logg).sum(axis=1) >= MIN_MODULES
         if not rows.any():
             raise Skip("no recorded step has finite gradients in 3 modules")
-        weights = module_matrix(run, "weight_norm", ctx, max_rows=MAX_ROWS)
+        weights = lay.modules("weight_norm", max_rows=MAX_ROWS)
         with np.errstate(all="ignore"):
             logr = None if weights is None or weights.values.shape != grads.values.shape else \
                 log10_positive(grads.values / weights.values)
         idx = np.flatnonzero(rows)
-        updates = module_matrix(run, "update_norm", ctx, max_rows=MAX_ROWS)
+        updates = lay.modules("update_norm", max_rows=MAX_ROWS)
         with np.errstate(all="ignore"):
             upd = None if updates is None or weights is None or updates.values.shape != weights.values.shape \
                 else updates.values / weights.values
@@ -156,9 +163,6 @@ class VanishingGradients(Detector):
                 "step_range": [int(steps[0]), int(steps[-1])],
                 "profile_log10": {m: float(v) for m, v in zip(grads.modules[:50], profile[:50], strict=True)},
             },
-            advice="Use a non-saturating activation (ReLU, GELU) instead of sigmoid/tanh and the matching "
-                   "initialization (He/Xavier); add normalization layers or residual connections; or make "
-                   "the network shallower.",
         )
 
     @staticmethod
@@ -174,8 +178,8 @@ class VanishingGradients(Detector):
     def _profile_vanishes(self, trend, decades: float) -> bool:
         if min(trend.gap, trend.fitted) < decades or trend.rho < self.min_rho or trend.slope_low <= 0:
             return False
-        if trend.n < 5:
-            return trend.tau >= 1.0
+        if 2 / math.factorial(trend.n) > self.alpha:  # no ranking of so few modules reaches alpha
+            return trend.tau >= 1 - 1e-9  # strictly monotone (kendalltau rounds 1 to 0.999...)
         return trend.tau_p <= self.alpha and trend.tau > 0
 
 

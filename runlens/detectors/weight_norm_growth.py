@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from runlens.detectors._base import Detector, Needs, Skip, register
-from runlens.detectors._layerstats import fmt_p, usable_rows
+from runlens.detectors._base import Detector, Interval, Needs, Skip, register
+from runlens.detectors._layerstats import fmt_p
 from runlens.stats.growth import growth
 
 if TYPE_CHECKING:
@@ -65,7 +65,11 @@ class WeightNormGrowth(Detector):
     code = "weight_norm_growth"
     severity = "warning"
     title = "Weight norm growth"
-    needs = Needs(layers=("weight_norm",), requires=("layers.weight_norm",))
+    needs = Needs(scalars=("loss", "step_skipped"), layers=("weight_norm",), requires=("layers.weight_norm",))
+    depends = ("curve",)
+    constraints = {"min_factor": Interval(float, 1, None, closed="neither"),
+                   "alpha": Interval(float, 0, 1, closed="neither"),
+                   "min_late_share": Interval(float, 0, 1)}
 
     def __init__(self, *, min_factor: float = 10.0, alpha: float = 0.01, min_late_share: float = 0.15) -> None:
         self.min_factor = min_factor
@@ -73,23 +77,24 @@ class WeightNormGrowth(Detector):
         self.min_late_share = min_late_share
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        lm = run.layer_matrix("weight_norm")
-        if lm is None or lm.values.size == 0:
+        sig = ctx.signals_of(run)
+        lay = sig.layers
+        if not lay or lay.weight_norm is None:
             raise Skip("needs per-layer weight norms")
-        if ctx.curve is not None and ctx.curve.label == "diverged" and ctx.first_nonfinite_step is not None:
+        if ctx.curve is not None and ctx.curve.label == "diverged" and sig.first_nonfinite_step is not None:
             return []  # weights blowing up into a NaN are the divergence itself, reported as such
-        rows = usable_rows(lm, ctx)
-        w = lm.values if rows.all() else lm.values[rows]  # unrecorded and null cells are NaN already
-        steps = lm.steps[rows]
+        rows = lay.usable
+        w = lay.weight_norm if rows.all() else lay.weight_norm[rows]  # unrecorded and null cells are NaN already
+        steps = lay.steps[rows]
         cols = np.isfinite(w).all(axis=0) if len(w) else np.zeros(w.shape[1], bool)
         if len(w) < 10 or not cols.any():
-            return []
+            raise Skip(f"needs weight norms of the same parameters at 10 recorded steps (has {len(w)})")
         wc = w if cols.all() else w[:, cols]
         total = np.sqrt(np.einsum("ij,ij->i", wc, wc))
         ok = np.isfinite(total) & (total > 0)
         steps, total = steps[ok], total[ok]
         if len(total) < 10:
-            return []
+            raise Skip(f"needs 10 finite, positive total weight norms (has {len(total)})")
         logt = np.log10(total)
         k = max(1, len(total) // 10)
         # The yardstick is the first recorded norm (the initialization): the
@@ -109,7 +114,7 @@ class WeightNormGrowth(Detector):
                 and share >= self.min_late_share):
             return []
         grew = np.log10(np.median(w[-k:], axis=0) / np.median(w[:k], axis=0))
-        top = [lm.layers[j] for j in np.argsort(-np.nan_to_num(grew, nan=-np.inf))[:5] if grew[j] > 0]
+        top = [lay.names[j] for j in np.argsort(-np.nan_to_num(grew, nan=-np.inf))[:5] if grew[j] > 0]
         return [self.finding(
             f"total weight norm grew {factor:.0f}x (>= {self.min_factor:g}x) over {int(steps[-1] - steps[0])} steps "
             f"and is still growing (Kendall tau={whole.tau:.2f}, p={fmt_p(whole.p)}; the last third added "
@@ -120,8 +125,6 @@ class WeightNormGrowth(Detector):
                 "theil_sen_decades_per_step": whole.slope, "kendall_tau": whole.tau, "kendall_p": whole.p,
                 "late_kendall_p": late.p, "late_share": share, "points_tested": whole.n,
                 "parameters": int(cols.sum()), "step_range": [int(steps[0]), int(steps[-1])],
-                "top_growth_log10": {lm.layers[j]: float(grew[j]) for j in np.argsort(-np.nan_to_num(grew))[:5]},
+                "top_growth_log10": {lay.names[j]: float(grew[j]) for j in np.argsort(-np.nan_to_num(grew))[:5]},
             },
-            advice="Add or increase weight decay (AdamW's decoupled decay); lower the learning rate; use label "
-                   "smoothing or a bounded output if the data are separable; add normalization; clip gradients.",
         )]

@@ -37,8 +37,13 @@ def is_url(path: str) -> bool:
     return bool(_URL_RE.match(str(path)))
 
 
-def discover_runs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+def discover_runs(paths: Iterable[str | os.PathLike[str]],
+                  unlisted: list[tuple[str, str]] | None = None) -> list[str]:
     """Every run below ``paths``, as strings that start with the path given.
+
+    A folder that cannot be listed (permissions) may hold runs: with
+    ``unlisted``, each such folder is appended as ``(path, reason)`` so the
+    caller can show it instead of leaving it out silently.
 
     Raises :class:`UsageError` for a local path that does not exist or a URL
     whose filesystem is not installed.
@@ -51,7 +56,7 @@ def discover_runs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
         elif not os.path.exists(given):
             raise UsageError(f"{given}: no such file or directory")
         else:
-            found.extend(_discover_local(given, _importer_probe()))
+            found.extend(_discover_local(given, _importer_probe(), unlisted))
     return list(dict.fromkeys(found))
 
 
@@ -73,12 +78,14 @@ def _importer_probe() -> Callable[[str], bool]:
     return probe
 
 
-def _discover_local(root: str, probe: Callable[[str], bool]) -> list[str]:
+def _discover_local(root: str, probe: Callable[[str], bool],
+                    unlisted: list[tuple[str, str]] | None = None) -> list[str]:
     if os.path.isfile(os.path.join(root, "run.json")):
         return [root]
     if not os.path.isdir(root):
-        # A file named on the command line: the user says it is a log; let the importers judge.
-        return [root] if probe(root) else []
+        # A file named on the command line: the user says it is a log; the loader judges it and,
+        # when no importer reads it, says why (empty, binary, ambiguous, no step lines).
+        return [root]
     runs: list[str] = []
     seen: set[tuple[int, int]] = set()
     stack = [root]
@@ -91,7 +98,12 @@ def _discover_local(root: str, probe: Callable[[str], bool]) -> list[str]:
         if (st.st_dev, st.st_ino) in seen:
             continue
         seen.add((st.st_dev, st.st_ino))
-        files, subdirs = _scan(folder)
+        try:
+            files, subdirs = _scan(folder)
+        except OSError as exc:
+            if unlisted is not None and os.path.basename(folder) != "lost+found":
+                unlisted.append((folder, exc.strerror or type(exc).__name__))
+            continue
         if "run.json" in files or (_has_marker(folder, files, subdirs) and probe(folder)):
             runs.append(folder)
             continue
@@ -101,11 +113,11 @@ def _discover_local(root: str, probe: Callable[[str], bool]) -> list[str]:
 
 
 def _scan(folder: str) -> tuple[set[str], list[str]]:
-    """Names of the files and (symlinks followed) subfolders of ``folder``, dot-names left out."""
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return set(), []  # unreadable folder: nothing below it can be audited
+    """Names of the files and (symlinks followed) subfolders of ``folder``, dot-names left out.
+
+    Raises OSError when ``folder`` cannot be listed: what it holds is unknown, not empty.
+    """
+    entries = sorted(os.scandir(folder), key=lambda e: e.name)
     files, subdirs = set(), []
     for entry in entries:
         if entry.name.startswith("."):
@@ -128,6 +140,10 @@ def _has_marker(folder: str, files: set[str], subdirs: list[str]) -> bool:
     """
     if "metrics.csv" in files or "trainer_state.json" in files:
         return True
+    if "meta.yaml" in files and "metrics" in subdirs:
+        return True  # an MLflow run folder
+    if any(name.endswith(".wandb") for name in files):
+        return True  # a W&B offline run folder
     if any("tfevents" in name for name in files):
         return True
     return any(d.startswith("checkpoint-") and os.path.isfile(os.path.join(folder, d, "trainer_state.json"))

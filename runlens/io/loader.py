@@ -33,6 +33,7 @@ What the loader decides, so detectors do not have to:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -46,6 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from recorders import _merge
 from recorders import format as fmt
 from runlens.errors import RunFormatError, RunlensError, UsageError
 from runlens.io.run import Run
@@ -61,14 +63,18 @@ class _Part:
     seq: int
 
 
-def load_run(path: str | os.PathLike[str], columns: Columns | None = None) -> Run:
+def load_run(path: str | os.PathLike[str], columns: Columns | None = None, *,
+             import_options: Mapping[str, Any] | None = None) -> Run:
     """Read the run at ``path``.
 
     ``columns`` projects the read: ``{"scalars": ["loss"], "layers": None}``
     loads only the listed columns of the listed tables (``None``: every
-    column of that table); tables not named are not read at all. Key columns
+    column of that table); tables not named are not read at all. A name
+    ending in ``*`` reads every column with that prefix (``"val_loss*"``:
+    ``val_loss`` and every ``val_loss@<set>``). Key columns
     (``step``, and ``layer`` for layers) are always read. ``columns=None``
-    reads everything.
+    reads everything. ``import_options`` go to the importer when ``path``
+    is another tool's log (``step``, ``loss``, ``val_loss``, ``run``).
 
     Raises :class:`RunFormatError` when ``path`` is neither a run directory
     nor something an importer recognises, or run.json is unusable, and
@@ -83,19 +89,27 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None) -> Ru
     if root.name == "run.json" and root.is_file():
         root = root.parent
     if not (root / "run.json").is_file():
-        return _load_foreign(shown, columns)
-    meta = read_meta(root)
+        return _load_foreign(shown, columns, import_options)
     warnings: list[str] = []
+    meta = read_meta(root, warnings)
+    warnings.extend(_import_notes(meta))
     order = _layer_order(meta)
     tables: dict[str, pa.Table | None] = {}
+    steps: dict[str, np.ndarray] = {}
     for table in fmt.TABLES:
         if columns is not None and table not in columns:
             tables[table] = None
             continue
         wanted = None if columns is None else columns[table]
-        tables[table] = _load_table(root, table, wanted, warnings, order)
-    return Run(path=shown, meta=MappingProxyType(meta), status=derive_status(meta)[0],
-               warnings=tuple(warnings), **tables)
+        tables[table], step = _load_table(root, table, wanted, warnings, order)
+        if step is not None:
+            steps[table] = step
+    run = Run(path=shown, meta=MappingProxyType(meta), status=derive_status(meta)[0],
+              warnings=tuple(warnings), **tables)
+    for table, step in steps.items():
+        # The dedup pass already decoded the step column: hand it to the run instead of decoding it again.
+        run.prime_steps(table, step)
+    return run
 
 
 # -- tables -----------------------------------------------------------------
@@ -124,16 +138,21 @@ def _ordered(parts: list[_Part], table: str) -> list[_Part]:
     return sorted(parts, key=lambda p: (-p.rank, p.seq))
 
 
-def _load_table(root: Path, table: str, wanted: Iterable[str] | None,
-                warnings: list[str], order: Mapping[str, int]) -> pa.Table | None:
+def _load_table(root: Path, table: str, wanted: Iterable[str] | None, warnings: list[str],
+                order: Mapping[str, int]) -> tuple[pa.Table | None, np.ndarray | None]:
+    """The merged table and its step column as int64 (None, None when no part could be read)."""
     parts = _ordered(_parts(root, table, warnings), table)
+    # A kill inside compaction leaves a merged part beside the parts it replaces: drop those,
+    # or every event in them would be counted twice (events are never deduplicated).
+    gone = _merge.replaced_parts((p.rank, p.seq, p.path) for p in parts)
+    parts = [p for p in parts if (p.rank, p.seq) not in gone]
     if not parts:
-        return None
+        return None, None
     keys = fmt.KEYS[table] or ("step",)
     want = None if wanted is None else list(dict.fromkeys([*keys, *wanted]))
     pieces = [t for t in (_read_part(p, table, want, root, warnings) for p in parts) if t is not None]
     if not pieces:
-        return None
+        return None, None
     merged = _concat(pieces, table, warnings)
     return _dedup_and_sort(merged, table, order)
 
@@ -142,13 +161,18 @@ def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
                warnings: list[str]) -> pa.Table | None:
     rel = part.path.relative_to(root)
     try:
-        with pq.ParquetFile(part.path) as pf:
+        with _source(part.path) as src, pq.ParquetFile(src) as pf:
             names = pf.schema_arrow.names
             missing = [c for c in fmt.REQUIRED[table] if c not in names]
             if missing:
                 warnings.append(f"skipped {rel}: lacks required column(s) {', '.join(missing)}")
                 return None
-            data = pf.read(columns=names if want is None else [c for c in want if c in names])
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                # Which of two `loss` columns is the loss? The format says: skip the part.
+                warnings.append(f"skipped {rel}: column name(s) {', '.join(twice)} appear more than once")
+                return None
+            data = pf.read(columns=names if want is None else _matching(want, names))
         data = _normalise(data, table)
     except (OSError, ValueError, pa.ArrowException) as exc:
         warnings.append(f"skipped {rel}: unreadable part ({one_line(exc)})")
@@ -157,6 +181,24 @@ def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
         warnings.append(f"{rel}: dropped {data.column('step').null_count} row(s) without a step")
         data = data.filter(pc.is_valid(data.column("step")))
     return data
+
+
+def _source(path: Path):
+    """What pyarrow opens ``path`` with: the path itself, or for a name that is not
+    valid UTF-8 (Arrow encodes str paths strictly) a file opened by its bytes."""
+    text = os.fspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return pa.OSFile(os.fsencode(text))
+    return contextlib.nullcontext(text)
+
+
+def _matching(want: list[str], names: list[str]) -> list[str]:
+    """The columns of ``names`` that ``want`` asks for (a trailing ``*`` matches a prefix), in file order."""
+    exact = {w for w in want if not w.endswith("*")}
+    prefixes = tuple(w[:-1] for w in want if w.endswith("*"))
+    return [c for c in names if c in exact or (prefixes and c.startswith(prefixes))]
 
 
 def _normalise(data: pa.Table, table: str) -> pa.Table:
@@ -190,87 +232,35 @@ def _safe_cast(col: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.Chunk
 
 
 def _concat(pieces: list[pa.Table], table: str, warnings: list[str]) -> pa.Table:
-    if len(pieces) == 1:
-        return pieces[0]
-    types: dict[str, set[pa.DataType]] = {}
-    for piece in pieces:
-        for f in piece.schema:
-            types.setdefault(f.name, set()).add(f.type)
-    unified = {}
-    for name, seen in types.items():
-        target = _unify(seen)
-        if target is None:
-            warnings.append(f"dropped {table} column {name}: parts disagree on its type")
-            continue
-        unified[name] = target
-    fixed = []
-    for piece in pieces:
-        piece = piece.select([c for c in piece.column_names if c in unified])
-        fixed.append(piece.cast(pa.schema([pa.field(c, unified[c]) for c in piece.column_names])))
-    return pa.concat_tables(fixed, promote_options="default")
+    def dropped(name: str) -> None:
+        warnings.append(f"dropped {table} column {name}: parts disagree on its type")
+    return _merge.concat(pieces, dropped)
 
 
-def _unify(seen: set[pa.DataType]) -> pa.DataType | None:
-    seen = {t for t in seen if not pa.types.is_null(t)} or seen
-    if len(seen) == 1:
-        return next(iter(seen))
-    if all(pa.types.is_integer(t) for t in seen):
-        return pa.int64()
-    if all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in seen):
-        return pa.float64()
-    if all(pa.types.is_dictionary(t) or pa.types.is_string(t) for t in seen):
-        return pa.dictionary(pa.int32(), pa.string())
-    return None
-
-
-def _dedup_and_sort(data: pa.Table, table: str, order: Mapping[str, int]) -> pa.Table:
-    """Keep the last row of each key, then order by step (and depth for layers)."""
+def _dedup_and_sort(data: pa.Table, table: str, order: Mapping[str, int]) -> tuple[pa.Table, np.ndarray | None]:
+    """Keep the last row of each key, then order by step (and depth for layers); also the
+    resulting step column as int64."""
     if data.num_rows == 0:
-        return data
+        return data, None
     # Chunk by chunk: combining a 10M-row table first would double its memory.
     step = _numpy(data.column("step"))
     if table == "layers":
         data, step, depth = _layer_depth(data, step, order)
     else:
         depth = None
+    step = step.astype(np.int64, copy=False)
     if fmt.KEYS[table] is None:
-        if _sorted(step, None, strict=False):
-            return data
-        return data.take(pa.array(np.argsort(step, kind="stable")))
-    if _sorted(step, depth, strict=True):
-        return data
-    idx = np.lexsort((step,) if depth is None else (depth, step))
-    s, d = step[idx], None if depth is None else depth[idx]
-    # lexsort is stable, so the last row of each key group is the latest written.
-    last = np.ones(len(idx), dtype=bool)
-    same = s[1:] == s[:-1]
-    if d is not None:
-        same &= d[1:] == d[:-1]
-    last[:-1] = ~same
-    return data.take(pa.array(idx[last]))
+        if _merge.in_key_order(step, None, strict=False):
+            return data, step
+        idx = np.argsort(step, kind="stable")
+        return data.take(pa.array(idx)), step[idx]
+    keep = _merge.last_per_key(step, depth)  # shared with the writer's compaction
+    return (data, step) if keep is None else (data.take(pa.array(keep)), step[keep])
 
 
 def _numpy(col: pa.ChunkedArray) -> np.ndarray:
     parts = [c.to_numpy(zero_copy_only=False) for c in col.chunks]
     return np.concatenate(parts) if len(parts) != 1 else parts[0]
-
-
-def _sorted(step: np.ndarray, depth: np.ndarray | None, *, strict: bool, block: int = 1 << 20) -> bool:
-    """Whether rows are already in key order (strict: and without duplicate keys).
-
-    Checked in blocks so the temporaries stay small next to a 10M-row column.
-    """
-    for a in range(0, max(len(step) - 1, 0), block):
-        b = min(a + block + 1, len(step))
-        ds = np.diff(step[a:b])
-        if np.any(ds < 0):
-            return False
-        if not strict:
-            continue
-        tie = ds == 0
-        if tie.any() and (depth is None or np.any(np.diff(depth[a:b])[tie] <= 0)):
-            return False
-    return True
 
 
 def _layer_depth(data: pa.Table, step: np.ndarray,
@@ -321,26 +311,31 @@ def _depth_ranks(names: Iterable[str | None], order: Mapping[str, int]) -> dict[
 
 # -- foreign logs -----------------------------------------------------------
 
-def _load_foreign(shown: str, columns: Columns | None) -> Run:
+def _load_foreign(shown: str, columns: Columns | None, options: Mapping[str, Any] | None = None) -> Run:
     if not os.path.exists(shown):
         raise RunFormatError(f"{shown}: no such file or directory")
     try:
-        from runlens.io.importers import detect_kind, import_run
+        from runlens.io.importers import import_run
+        from runlens.io.importers.sniff import sniff
     except (ImportError, AttributeError):
-        detect_kind = import_run = None
+        sniff = import_run = None
     try:
-        kind = detect_kind(shown) if detect_kind is not None else None
-    except OSError:
-        kind = None
+        found = sniff(shown) if sniff is not None else None
+    except OSError as exc:
+        raise RunFormatError(f"{shown}: cannot be read ({one_line(exc)})") from None
+    kind = found.kind if found is not None else None
+    if not kind and options and found is not None and found.reason.startswith("no line"):
+        kind = "text"  # the user named the step/loss fields: read it as a console log with them
     if not kind:
+        why = f": {found.reason}" if found is not None and found.reason else ""
         raise RunFormatError(f"{shown} is not a run directory (no run.json) "
-                             "and no importer recognises it")
+                             f"and no importer recognises it{why}")
     source = Path(shown)
     # The run is named after its source, not the temporary folder, so the output stays the same.
     label = (source.stem if source.is_file() else source.name) or "imported"
     with tempfile.TemporaryDirectory(prefix="runlens-import-") as tmp:
         try:
-            made = import_run(kind, shown, Path(tmp) / label)
+            made = import_run(kind, shown, Path(tmp) / label, **dict(options or {}))
         except RunlensError:
             raise
         except Exception as exc:  # noqa: BLE001 - a broken log must end in one line, not a traceback
@@ -349,3 +344,17 @@ def _load_foreign(shown: str, columns: Columns | None) -> Run:
         run = load_run(Path(made) if made is not None else Path(tmp) / label, columns)
     return Run(path=shown, meta=run.meta, status=run.status, scalars=run.scalars, evals=run.evals,
                layers=run.layers, events=run.events, warnings=run.warnings)
+
+
+def _import_notes(meta: Mapping[str, Any]) -> list[str]:
+    """An imported run's ``config.import_warnings``: what the importer could not map belongs in the
+    analysis warnings too, not only in `runlens import`'s output."""
+    config = meta.get("config")
+    if not isinstance(config, Mapping):
+        return []
+    source = config.get("imported_from")
+    kind = source.get("kind") if isinstance(source, Mapping) else None
+    notes = config.get("import_warnings")
+    if not kind or not isinstance(notes, list):
+        return []
+    return [f"import ({kind}): {n}" for n in notes if isinstance(n, str)]

@@ -87,10 +87,25 @@ class Run:
 
     def steps(self, table: str = "scalars") -> np.ndarray:
         """The ``step`` column of a table as int64 (empty if absent)."""
+        key = ("steps", table)
+        if key in self._cache:
+            return self._cache[key]
         t = getattr(self, table)
         if t is None or "step" not in t.column_names:
             return np.empty(0, dtype=np.int64)
-        return t.column("step").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        out = t.column("step").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        out.flags.writeable = False  # shared by every caller: nobody may change it in place
+        self._cache[key] = out
+        return out
+
+    def prime_steps(self, table: str, steps: np.ndarray) -> None:
+        """Hand the run a table's step column the loader already decoded (int64, table order)."""
+        t = getattr(self, table)
+        if t is None or len(steps) != t.num_rows:
+            raise ValueError(f"{table}: {len(steps)} steps for {0 if t is None else t.num_rows} rows")
+        steps = np.asarray(steps, dtype=np.int64)
+        steps.flags.writeable = False
+        self._cache[("steps", table)] = steps
 
     def column(self, table: str, name: str) -> np.ndarray | None:
         """A numeric column as float64, nulls as NaN, aligned with ``steps``."""
@@ -115,11 +130,7 @@ class Run:
         names = [e["name"] for e in self.layer_info]
         seen = set(names)
         if self.layers is not None and "layer" in self.layers.column_names:
-            col = self.layers.column("layer")
-            uniq = pc.unique(col.combine_chunks() if col.num_chunks else col)
-            if pa.types.is_dictionary(uniq.type):
-                uniq = uniq.cast(uniq.type.value_type)
-            for n in uniq.to_pylist():
+            for n in _used_names(self.layers.column("layer"), seen):
                 if n is not None and n not in seen:
                     names.append(n)
                     seen.add(n)
@@ -149,11 +160,24 @@ class Run:
             values, present = np.full(shape, np.nan), np.zeros(shape, dtype=bool)
             values[row, cols] = vals
             present[row, cols] = valid
-        depth_of = {e["name"]: _int_or(e.get("index"), -1) for e in self.layer_info}
-        depth = np.array([depth_of.get(n, len(depth_of) + j) for j, n in enumerate(names)], dtype=np.int64)
+        depth = self._layer_depths(names)
+        for arr in (values, present):
+            arr.flags.writeable = False  # shared by every detector: nobody may change it in place
         result = LayerMatrix(steps=steps, layers=names, depth=depth, values=values, present=present)
         self._cache[key] = result
         return result
+
+    def layer_grid(self) -> tuple[np.ndarray, tuple[str, ...], np.ndarray] | None:
+        """``(steps, names, depth)`` every ``layer_matrix`` shares, without building a column."""
+        t = self.layers
+        if t is None or t.num_rows == 0 or "layer" not in t.column_names:
+            return None
+        names = self.layer_names()
+        return self._layer_placement()[0], names, self._layer_depths(names)
+
+    def _layer_depths(self, names: tuple[str, ...]) -> np.ndarray:
+        depth_of = {e["name"]: _int_or(e.get("index"), -1) for e in self.layer_info}
+        return np.array([depth_of.get(n, len(depth_of) + j) for j, n in enumerate(names)], dtype=np.int64)
 
     def _layer_placement(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
         """Where each layers row goes in the dense matrix: (steps, row, col, kept rows or None).
@@ -185,22 +209,65 @@ class Run:
         ok = None if bool((cols >= 0).all()) else cols >= 0
         if ok is not None:
             step, cols = step[ok], cols[ok]
+        n = len(self.layer_names())
+        grid = _regular_grid(step, cols, n)
+        if grid is not None:
+            # A regular grid is placed by a reshape: the row/column indices need not be kept.
+            self._cache["layer_regular"] = True
+            self._cache["layer_placement"] = (grid, None, None, ok)
+            return self._cache["layer_placement"]
         if len(step) and bool(np.all(step[1:] >= step[:-1])):
             change = np.empty(len(step), dtype=bool)
             change[0] = True
             np.not_equal(step[1:], step[:-1], out=change[1:])
             # int32 indices halve what the cache holds for a 10M-row table.
-            steps, row = step[change], np.cumsum(change, dtype=np.int32) - 1
+            steps, row = step[change], (np.cumsum(change) - 1).astype(np.int32)
         else:
             steps, row = np.unique(step, return_inverse=True)
-        n = len(self.layer_names())
-        regular = len(cols) == len(steps) * n and n > 0 and bool(
-            (cols.reshape(-1, n) == np.arange(n)).all()
-            and (row.reshape(-1, n) == np.arange(len(steps))[:, None]).all())
-        self._cache["layer_regular"] = regular
-        # A regular grid is placed by a reshape: the row/column indices need not be kept.
-        self._cache["layer_placement"] = (steps, None, None, ok) if regular else (steps, row, cols, ok)
+        self._cache["layer_regular"] = False
+        self._cache["layer_placement"] = (steps, row, cols, ok)
         return self._cache["layer_placement"]
+
+
+def _regular_grid(step: np.ndarray, cols: np.ndarray, n: int) -> np.ndarray | None:
+    """The steps of a table in which every step holds every layer once, in depth order
+    (the recorder's layout), or None: checked without building any row index."""
+    if n == 0 or len(cols) == 0 or len(cols) % n:
+        return None
+    c2, s2 = cols.reshape(-1, n), step.reshape(-1, n)
+    if not (c2 == np.arange(n, dtype=c2.dtype)).all():
+        return None
+    steps = s2[:, 0]
+    if not ((s2 == steps[:, None]).all() and (len(steps) < 2 or bool(np.all(steps[1:] > steps[:-1])))):
+        return None
+    return steps.copy()
+
+
+def _used_names(col: pa.ChunkedArray, known: set[str]) -> list[str | None]:
+    """Distinct layer names, in the order rows first meet them.
+
+    When every name a dictionary chunk's rows use is ``known`` (run.json
+    lists it, so its place is decided there) a count over the indices is
+    enough; otherwise ``pc.unique`` gives the first-appearance order.
+    """
+    out: list[str | None] = []
+    for chunk in col.chunks:
+        names = None
+        if pa.types.is_dictionary(chunk.type):
+            idx = chunk.indices.to_numpy(zero_copy_only=False)
+            if chunk.null_count:
+                idx = idx[~chunk.is_null().to_numpy(zero_copy_only=False)]
+            used = np.flatnonzero(np.bincount(idx.astype(np.int64, copy=False), minlength=len(chunk.dictionary)))
+            names = [chunk.dictionary[int(i)].as_py() for i in used]
+            if not set(names) <= known:
+                names = None
+        if names is None:
+            uniq = pc.unique(chunk)
+            if pa.types.is_dictionary(uniq.type):
+                uniq = uniq.cast(uniq.type.value_type)
+            names = uniq.to_pylist()
+        out.extend(names)
+    return list(dict.fromkeys(out))
 
 
 def _as_float64(col: pa.ChunkedArray) -> np.ndarray:

@@ -19,6 +19,7 @@ from typing import Any
 
 from recorders import format as fmt
 from runlens.errors import RunFormatError, UnsupportedVersionError
+from runlens.io.bounded import INT64_MAX, bounded_int, is_int
 
 # A run.json without a usable flush_seconds is judged against this interval.
 DEFAULT_FLUSH_SECONDS = 30.0
@@ -26,8 +27,15 @@ PID_GONE = "writer process is gone on this host"
 STALE_HEARTBEAT = "heartbeat older than 3 x flush_seconds"
 
 
-def read_meta(root: Path) -> dict[str, Any]:
-    """Parse and check ``root/run.json``; one-line errors for anything unusable."""
+def read_meta(root: Path, warnings: list[str] | None = None) -> dict[str, Any]:
+    """Parse and check ``root/run.json``; one-line errors for anything unusable.
+
+    Every key of the format's run.json table is checked by type (a wrong
+    type is a :class:`RunFormatError`; a missing key or null is "unknown").
+    An integer too big for int64 (a ``pid``, a layer ``index``, a ``seed``)
+    is set to None, with a line in ``warnings``: it would overflow
+    ``os.kill`` or numpy further on.
+    """
     where = root / "run.json"
     try:
         meta = json.loads(where.read_text(encoding="utf-8-sig"))  # a BOM some editors add is harmless
@@ -50,6 +58,7 @@ def read_meta(root: Path) -> dict[str, Any]:
     if not isinstance(status, str) or status not in fmt.RUN_STATUSES:
         raise RunFormatError(f"{where}: \"status\" is {meta.get('status')!r}, expected one of "
                              f"{', '.join(sorted(fmt.RUN_STATUSES))}")
+    check_fields(meta, where, [] if warnings is None else warnings)
     return meta
 
 
@@ -91,7 +100,7 @@ def _pid_alive(pid: Any) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:
+    except (OSError, OverflowError):  # beyond pid_t: no process has it, but we cannot ask
         return True
     return True
 
@@ -100,3 +109,92 @@ def one_line(exc: BaseException) -> str:
     """The first line of an exception's message, for one-line warnings and errors."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+# -- field types --------------------------------------------------------------
+
+# The format's run.json table, as (kind, nested spec). Kinds: str, int, number,
+# object, list. null (or a missing key) always means "unknown".
+_ERROR = {"type": ("str", None), "message": ("str", None), "traceback": ("str", None),
+          "step": ("int", None)}
+_LAYER = {"name": ("str", None), "index": ("int", None), "module": ("str", None),
+          "kind": ("str", None), "shape": ("list", ("int", None)), "numel": ("int", None)}
+_ATTEMPT = {"started_at": ("str", None), "first_step": ("int", None), "status": ("str", None),
+            "error": ("object", _ERROR)}
+FIELDS: dict[str, tuple[str, Any]] = {
+    "run_id": ("str", None), "name": ("str", None), "started_at": ("str", None),
+    "ended_at": ("str", None), "heartbeat_at": ("str", None), "flush_every": ("int", None),
+    "flush_seconds": ("number", None), "host": ("str", None), "pid": ("int", None),
+    "config": ("object", {}), "seed": ("int", None), "environment": ("object", {}),
+    "layers": ("list", ("object", _LAYER)), "attempts": ("list", ("object", _ATTEMPT)),
+    "error": ("object", _ERROR),
+}
+_KIND_WORDS = {"str": "a string", "int": "an integer", "number": "a number", "object": "an object",
+               "list": "a list"}
+_PLURALS = {"int": "integers", "object": "objects"}
+
+
+def check_fields(meta: dict[str, Any], where: Path | str, warnings: list[str]) -> None:
+    """Check ``meta`` against :data:`FIELDS` in place (see :func:`read_meta`)."""
+    _check_object(meta, FIELDS, "", where, warnings)
+
+
+def _check_object(obj: dict[str, Any], spec: dict[str, tuple[str, Any]], prefix: str,
+                  where: Path | str, warnings: list[str]) -> None:
+    for key, (kind, nested) in spec.items():
+        if key in obj:
+            obj[key] = _check_value(obj[key], kind, nested, f"{prefix}{key}", where, warnings)
+
+
+def _check_value(value: Any, kind: str, nested: Any, label: str, where: Path | str,
+                 warnings: list[str]) -> Any:
+    """``value`` checked (a RunFormatError when of the wrong kind), or None when out of range."""
+    if value is None:
+        return None
+    if not _is_kind(value, kind):
+        expected = f"a list of {_PLURALS[nested[0]]}" if kind == "list" else _KIND_WORDS[kind]
+        raise RunFormatError(f"{where}: \"{label}\" is {_show(value)}, expected {expected}")
+    if kind == "int":
+        return bounded_int(value, f"run.json \"{label}\"", warnings)
+    if kind == "number" and is_int(value) and abs(value) > INT64_MAX:
+        warnings.append(f"run.json \"{label}\" is {_show(value)}, beyond what a 64-bit integer holds; "
+                        "treated as unknown")
+        return None
+    if kind == "object" and nested:
+        _check_object(value, nested, f"{label}.", where, warnings)
+    if kind == "list":
+        sub_kind, sub_spec = nested
+        items = [_check_value(v, sub_kind, sub_spec, f"{label}[{i}]", where, warnings)
+                 for i, v in enumerate(value)]
+        # A shape with an unknown dimension is an unknown shape.
+        if sub_kind == "int" and any(v is None for v in items):
+            return None
+        return items
+    return value
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "int":
+        return is_int(value)
+    if kind == "number":
+        return is_int(value) or isinstance(value, float)
+    if kind == "object":
+        return isinstance(value, dict)
+    return isinstance(value, list)
+
+
+def _show(value: Any) -> str:
+    """A JSON value as a short phrase for an error line."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        text = json.dumps(value[:40])
+        return f"the string {text}{'...' if len(value) > 40 else ''}"
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"

@@ -7,13 +7,15 @@ import io
 from typing import Any
 
 from runlens.render.audit_cells import severity
+from runlens.render.escape import csv_cell
 
 FIELDS = ("run", "name", "status", "curve", "worst", "findings", "final_loss", "best_loss",
           "best_val_loss", "best_val_step", "steps", "duration_s", "report", "error")
 
 
 def render_audit_csv(result: Any) -> str:
-    """Numbers unformatted (``nan`` kept), findings as codes joined by ``;`` most severe first."""
+    """Numbers unformatted (``nan`` kept), findings as codes joined by ``;`` most severe first;
+    a text cell that a spreadsheet would evaluate (``=``, ``+``, ``-``, ``@``...) starts with ``'``."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(FIELDS)
@@ -26,5 +28,6 @@ def render_audit_csv(result: Any) -> str:
             "best_val_loss": row.best_val_loss, "best_val_step": row.best_val_step,
             "steps": row.steps, "duration_s": row.duration_s, "report": row.report, "error": row.error,
         }
-        writer.writerow(["" if values[k] is None else values[k] for k in FIELDS])
+        # Run names, paths and error texts come from the runs: none may start a formula.
+        writer.writerow(["" if values[k] is None else csv_cell(values[k]) for k in FIELDS])
     return out.getvalue()

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from runlens.diagnosis import SEVERITY_RANK
+from runlens.render.escape import xml_text
 
 
 def render_audit_junit(result: Any, *, fail_on: str = "error") -> str:
@@ -21,7 +22,7 @@ def render_audit_junit(result: Any, *, fail_on: str = "error") -> str:
     root = ET.Element("testsuites", name="runlens audit")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for row in result.rows:
-        suite = ET.SubElement(root, "testsuite", name=row.name)
+        suite = ET.SubElement(root, "testsuite", name=_clean(row.name))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for code, state, reason, found in _cases(row):
             counts["tests"] += 1
@@ -78,5 +79,6 @@ def _describe(f: Any) -> str:
 
 
 def _clean(text: Any) -> str:
-    # XML 1.0 cannot hold most control characters, and run-supplied text may contain them.
-    return "".join(ch for ch in str(text) if ch in "\t\n\r" or ord(ch) >= 0x20)
+    # XML 1.0 cannot hold most control characters, lone surrogates, U+FFFE or U+FFFF, and
+    # run-supplied text may contain them: each becomes a visible escape.
+    return xml_text(text)

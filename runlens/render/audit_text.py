@@ -5,26 +5,38 @@ from __future__ import annotations
 from typing import Any
 
 from runlens.render.audit_cells import COLUMNS, cells, summary
+from runlens.render.escape import term_inline
 
 _MAX_NAME = 40
 _MAX_FINDINGS = 48
+# The severity cell's colour (``--color``); the same marks as ``runlens.render.text``.
+_ANSI = {"unreadable": "\033[1;31m", "error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
+_RESET = "\033[0m"
 
 
-def render_audit_text(result: Any) -> str:
-    """One aligned row per run, then each unreadable run's error and the summary line."""
+def render_audit_text(result: Any, *, color: bool = False) -> str:
+    """One aligned row per run, then each unreadable run's error and the summary line;
+    ``color`` marks the severity cell with ANSI colours (the padding stays outside them)."""
     rows = [cells(row) for row in result.rows]
     for c in rows:
-        c["name"] = _clip(c["name"], _MAX_NAME)
+        # A run name must not retitle the terminal or clear it.
+        c["name"] = _clip(term_inline(c["name"]), _MAX_NAME)
         c["findings"] = _clip(c["findings"], _MAX_FINDINGS)
     keys = [key for _, key in COLUMNS]
     widths = {key: max([len(head)] + [len(c[key]) for c in rows]) for head, key in COLUMNS}
     lines = ["  ".join(head.upper().ljust(widths[key]) for head, key in COLUMNS).rstrip()]
     for c in rows:
-        lines.append("  ".join(c[key].ljust(widths[key]) for key in keys).rstrip())
+        cells_ = [c[key].ljust(widths[key]) for key in keys]
+        if color and c["severity"] in _ANSI:
+            sev = c["severity"]
+            at = keys.index("severity")
+            cells_[at] = f"{_ANSI[sev]}{sev}{_RESET}" + cells_[at][len(sev):]
+        lines.append("  ".join(cells_).rstrip())
     errors = [row for row in result.rows if row.error]
     if errors:
         lines.append("")
-        lines += [f"not analyzed: {row.run}: {row.error}" for row in errors]
+        mark = f"{_ANSI['unreadable']}not analyzed{_RESET}" if color else "not analyzed"
+        lines += [f"{mark}: {term_inline(row.run)}: {term_inline(row.error)}" for row in errors]
     lines += ["", summary(result)]
     return "\n".join(lines) + "\n"
 

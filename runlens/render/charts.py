@@ -1,8 +1,9 @@
 """The report's charts: matplotlib (Agg, no display) drawn to inline SVG.
 
-Every chart is built from a :class:`~runlens.diagnosis.Diagnosis` and its run;
-nothing here decides anything about the run, it only draws what the tables
-hold and marks where the findings point.
+Every chart is drawn from the diagnosis's report data
+(:mod:`runlens.report_data`: downsampled series, heatmap matrices, marks);
+nothing here reads the run's tables or computes a statistic, it only draws.
+When the failure starts early, an onset chart zooms on the steps around it.
 
 Output is deterministic (same run, same bytes): ids come from a fixed
 per-chart ``svg.hashsalt``, the date metadata is dropped, and text stays
@@ -25,18 +26,16 @@ from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogFormatter
+from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator
 from matplotlib.transforms import blended_transform_factory
-
-from runlens.render.chart_marks import Marks
-from runlens.render.downsample import DEFAULT_BUCKETS, downsample, reduce_rows
 
 # Sentinel colours (never used for data) replaced by CSS variables in the SVG.
 _FG, _GRID, _MUTED = "#010203", "#020304", "#030405"
 _CSS_VARS = {_FG: "var(--chart-fg)", _GRID: "var(--chart-grid)", _MUTED: "var(--chart-muted)"}
 TRAIN, VAL, LR_C, GRAD_C = "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"
-BAD_C, MARK_C, CRASH_C, DEAD_C = "#d62728", "#e377c2", "#7f7f7f", "#3b3b3b"
-HEAT_ROWS, HEAT_COLS, MAX_WEIGHT_LINES = 160, 480, 8
+BAD_C, MARK_C, CRASH_C, DEAD_C, VERDICT_C = "#d62728", "#e377c2", "#7f7f7f", "#3b3b3b", "#8c564b"
+VAL_COLORS = (VAL, "#bcbd22", "#17becf", "#8c564b")
+MAX_DEPTH_TICKS = 8
 
 _RC = {
     "svg.fonttype": "none",
@@ -76,21 +75,21 @@ class Chart:
 
 
 def render_charts(diagnosis: Any) -> tuple[Chart, ...]:
-    """Every chart the run has data for, in reading order."""
-    run = diagnosis.run
-    marks = Marks.of(diagnosis)
+    """Every chart the run has data for, in reading order (the onset chart, when there is one,
+    right after the loss chart)."""
+    data = diagnosis.report_data
+    if data is None:
+        raise ValueError("this diagnosis carries no report data (see runlens.report_data.attach)")
+    marks = data.marks
     with matplotlib.rc_context(_RC):  # tick labels read rcParams at draw time
         charts: list[Chart | None] = [
-            *_loss_charts(run, marks),
-            _line_chart(run, "lr", "learning rate", "Learning rate", LR_C, marks, log=False),
-            _line_chart(run, "grad_norm", "global grad norm", "Global gradient norm", GRAD_C, marks, log=True),
-            _heatmap(run, marks, "grad_heatmap", "Gradient norm by depth and step", "grad norm",
-                     _layer_values(run, "grad_norm"),
-                     "Vanishing gradients show as dark rows near depth 0, explosions as a bright band."),
-            _heatmap(run, marks, "update_ratio", "Update-to-weight ratio by depth and step", "update / weight",
-                     _update_ratio(run),
-                     "Around 1e-3 is typical; far below means the layer barely learns, far above that it thrashes."),
-            _weight_norms(run, diagnosis),
+            *_loss_charts(data, marks),
+            _onset_chart(data.onset, marks),
+            _line_chart(data.series.get("lr"), "lr", "Learning rate", LR_C, marks, log=False),
+            _line_chart(data.series.get("grad_norm"), "grad_norm", "Global gradient norm", GRAD_C, marks,
+                        log=True),
+            *(_heatmap(h) for h in data.heatmaps),
+            _weight_norms(data),
         ]
     return tuple(c for c in charts if c is not None)
 
@@ -127,44 +126,36 @@ def _nonfinite_ticks(ax: Any, x: np.ndarray, y: np.ndarray) -> None:
 
 
 # -- line charts ------------------------------------------------------------
-def _loss_charts(run: Any, marks: Marks) -> tuple[Chart | None, Chart | None]:
-    """The loss chart (``loss``) and the same on the other y scale
-    (``loss_alt``). Log comes first when the finite loss spans more than
-    three decades: on a linear axis a blow-up flattens everything before it."""
-    loss = run.column("scalars", "loss")
-    finite = loss[np.isfinite(loss)] if loss is not None else np.empty(0)
+def _loss_charts(data: Any, marks: Any) -> tuple[Chart | None, Chart | None]:
+    """The loss chart (``loss``) and the same on the other y scale (``loss_alt``). Log comes
+    first when the finite loss spans more than three decades: on a linear axis a blow-up
+    flattens everything before it."""
+    loss = data.series.get("loss")
+    if loss is None:
+        return None, None
+    finite = loss.values[np.isfinite(loss.values)]
     log_first = bool(len(finite)) and finite.min() > 0 and finite.max() / finite.min() > 1e3
-    first = _loss_chart(run, marks, log=log_first, key="loss")
-    return first, _loss_chart(run, marks, log=not log_first, key="loss_alt")
+    first = _loss_chart(data, marks, log=log_first, key="loss")
+    return first, _loss_chart(data, marks, log=not log_first, key="loss_alt")
 
 
-def _loss_chart(run: Any, marks: Marks, *, log: bool, key: str) -> Chart | None:
-    loss = run.column("scalars", "loss")
-    if loss is None or not len(loss):
-        return None
-    steps = run.steps("scalars")
-    finite = loss[np.isfinite(loss)]
+def _plot(ax: Any, s: Any, color: str, **kw: Any) -> None:
+    ax.plot(s.steps, np.where(np.isfinite(s.values), s.values, np.nan), color=color, **kw)
+
+
+def _loss_chart(data: Any, marks: Any, *, log: bool, key: str) -> Chart | None:
+    loss = data.series["loss"]
+    finite = loss.values[np.isfinite(loss.values)]
     if log and (not len(finite) or finite.min() <= 0):
         return None
     fig, ax = _figure()
-    x, y = downsample(steps, loss, DEFAULT_BUCKETS)
-    ax.plot(x, np.where(np.isfinite(y), y, np.nan), color=TRAIN, linewidth=0.9, label="training loss")
-    _nonfinite_ticks(ax, x, y)
+    _plot(ax, loss, TRAIN, linewidth=0.9, label=loss.label)
+    _nonfinite_ticks(ax, loss.steps, loss.values)
     if marks.spikes:
-        at = np.searchsorted(steps, marks.spikes).clip(0, len(steps) - 1)
-        ax.plot(steps[at], loss[at], "v", color=MARK_C, markersize=5, label="spike")
-    val = run.column("evals", "val_loss")
-    if val is not None and len(val):
-        vsteps = run.steps("evals")
-        vx, vy = downsample(vsteps, val, DEFAULT_BUCKETS)
-        ax.plot(vx, np.where(np.isfinite(vy), vy, np.nan), color=VAL, linewidth=1.2,
-                marker="o" if len(vx) <= 60 else None, markersize=3, label="validation loss")
-        if np.isfinite(val).any():
-            best = int(np.nanargmin(np.where(np.isfinite(val), val, np.nan)))
-            ax.plot([vsteps[best]], [val[best]], "*", color=VAL, markersize=11,
-                    markeredgecolor=_FG, markeredgewidth=0.5, label=f"val minimum (step {vsteps[best]:,})")
-    _vline(ax, marks.first_nan, f"first NaN/Inf (step {marks.first_nan:,})" if marks.first_nan is not None else "", BAD_C)
-    _vline(ax, marks.stop, marks.stop_label, CRASH_C, ":", top=False)
+        ax.plot([s for s, _ in marks.spikes], [v for _, v in marks.spikes], "v", color=MARK_C,
+                markersize=5, label="spike")
+    _val_lines(ax, data, marks)
+    _step_marks(ax, marks)
     if log:
         ax.set_yscale("log")
         _log_axis(ax.yaxis)
@@ -173,23 +164,74 @@ def _loss_chart(run: Any, marks: Marks, *, log: bool, key: str) -> Chart | None:
     ax.legend(loc="best", fontsize=7.5)
     title = "Loss (log scale)" if log else "Loss (linear scale)"
     caption = "Training loss (min/max per bucket, so spikes stay visible) and validation loss."
+    if marks.verdict_step is not None:
+        caption += f" Brown dash-dot line: the step the verdict names ({marks.verdict_step:,})."
     return _finish(fig, key, title, caption)
 
 
-def _line_chart(run: Any, column: str, label: str, title: str, color: str, marks: Marks, *, log: bool) -> Chart | None:
-    values = run.column("scalars", column)
-    if values is None or not len(values) or not np.isfinite(values).any():
+def _val_lines(ax: Any, data: Any, marks: Any) -> None:
+    vals = [s for k, s in data.series.items() if k.startswith("val_loss")]
+    for color, s in zip(VAL_COLORS, vals, strict=False):
+        _plot(ax, s, color, linewidth=1.2, marker="o" if len(s) <= 60 else None, markersize=3, label=s.label)
+    if marks.val_best is not None:
+        step, value = marks.val_best
+        ax.plot([step], [value], "*", color=VAL, markersize=11, markeredgecolor=_FG,
+                markeredgewidth=0.5, label=f"val minimum (step {step:,})")
+
+
+def _step_marks(ax: Any, marks: Any, *, verdict: bool = True) -> None:
+    """The first non-finite loss, the step the verdict names and the stop, as vertical lines."""
+    if marks.first_nan is not None:
+        _vline(ax, marks.first_nan, f"first NaN/Inf (step {marks.first_nan:,})", BAD_C)
+    if verdict and marks.verdict_step is not None and marks.verdict_step != marks.first_nan:
+        _vline(ax, marks.verdict_step, marks.verdict_label, VERDICT_C, "-.", top=False)
+    _vline(ax, marks.stop, marks.stop_label, CRASH_C, ":", top=False)
+
+
+def _onset_chart(onset: Any, marks: Any) -> Chart | None:
+    """The steps around an early failure at full resolution: on the full chart they are a
+    sliver at the left edge."""
+    if onset is None or onset.loss is None:
         return None
-    steps = run.steps("scalars")
+    fig, ax = _figure(height=2.6)
+    _plot(ax, onset.loss, TRAIN, linewidth=1.1, marker="." if len(onset.loss) <= 120 else None,
+          markersize=4, label=onset.loss.label)
+    _nonfinite_ticks(ax, onset.loss.steps, onset.loss.values)
+    if onset.val_loss is not None:
+        _plot(ax, onset.val_loss, VAL, linewidth=1.2, marker="o", markersize=3, label=onset.val_loss.label)
+    if onset.grad_norm is not None and np.isfinite(onset.grad_norm.values).any():
+        twin = ax.twinx()
+        _plot(twin, onset.grad_norm, GRAD_C, linewidth=0.9, linestyle="--", label=onset.grad_norm.label)
+        _nonfinite_ticks(twin, onset.grad_norm.steps, onset.grad_norm.values)
+        positive = onset.grad_norm.values[np.isfinite(onset.grad_norm.values)]
+        if len(positive) and positive.min() > 0 and positive.max() / positive.min() > 20:
+            twin.set_yscale("log")
+            _log_axis(twin.yaxis)
+        twin.set_ylabel("grad norm", color=GRAD_C)
+        twin.grid(False)
+        twin.spines["right"].set_visible(True)
+    _step_marks(ax, marks)
+    ax.set_xlim(onset.first, onset.last)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.legend(loc="upper left", bbox_to_anchor=(0.06, 1.0), fontsize=7.5)
+    title = f"Onset: steps {onset.first:,} to {onset.last:,}"
+    caption = f"Every recorded step around the failure ({onset.reason}), which starts early in the run."
+    return _finish(fig, "onset", title, caption)
+
+
+def _line_chart(s: Any, key: str, title: str, color: str, marks: Any, *, log: bool) -> Chart | None:
+    if s is None or not np.isfinite(s.values).any():
+        return None
     fig, ax = _figure(height=2.2)
-    x, y = downsample(steps, values, DEFAULT_BUCKETS)
-    ax.plot(x, np.where(np.isfinite(y), y, np.nan), color=color, linewidth=0.9, label=label)
-    _nonfinite_ticks(ax, x, y)
-    positive = values[np.isfinite(values)]
+    _plot(ax, s, color, linewidth=0.9, label=s.label)
+    _nonfinite_ticks(ax, s.steps, s.values)
+    positive = s.values[np.isfinite(s.values)]
     if log and positive.min() > 0 and positive.max() / positive.min() > 20:
         ax.set_yscale("log")
         _log_axis(ax.yaxis)
-    if column == "grad_norm":
+    if key == "grad_norm":
         at: dict[int, list[str]] = {}
         for code in ("exploding_gradients", "nonfinite_gradient"):
             if code in marks.finding_steps:
@@ -198,38 +240,23 @@ def _line_chart(run: Any, column: str, label: str, title: str, color: str, marks
             _vline(ax, step, f"{', '.join(codes)} (step {step:,})", BAD_C)
     _vline(ax, marks.stop, marks.stop_label, CRASH_C, ":", top=False)
     ax.set_xlabel("step")
-    ax.set_ylabel(label)
-    return _finish(fig, column, title, f"{title} per recorded step (min/max per bucket).")
+    ax.set_ylabel(s.label)
+    return _finish(fig, key, title, f"{title} per recorded step (min/max per bucket).")
 
 
-def _weight_norms(run: Any, diagnosis: Any) -> Chart | None:
-    matrix = run.layer_matrix("weight_norm")
-    if matrix is None or not len(matrix.layers):
+def _weight_norms(data: Any) -> Chart | None:
+    if not data.weight_lines:
         return None
-    flagged = [n for f in diagnosis.findings if f.code == "weight_norm_growth" for n in f.layers]
-    chosen = _pick_layers(matrix.layers, flagged)
     fig, ax = _figure(height=2.6)
-    for j in chosen:
-        col = matrix.values[:, j]
-        keep = matrix.present[:, j]
-        if not keep.any():
-            continue
-        x, y = downsample(matrix.steps[keep], col[keep], DEFAULT_BUCKETS // 2)
-        ax.plot(x, np.where(np.isfinite(y), y, np.nan), linewidth=0.9, label=_short(matrix.layers[j]))
+    for s in data.weight_lines:
+        ax.plot(s.steps, np.where(np.isfinite(s.values), s.values, np.nan), linewidth=0.9, label=_short(s.label))
     ax.set_xlabel("step")
     ax.set_ylabel("weight norm")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
-    shown = f"{len(chosen)} of {len(matrix.layers):,} layers" if len(chosen) < len(matrix.layers) else "every layer"
-    return _finish(fig, "weight_norm", "Weight norms", f"L2 norm of the weights ({shown}: first, last, evenly spaced by depth and any flagged).")
-
-
-def _pick_layers(layers: tuple[str, ...], flagged: list[str]) -> list[int]:
-    if len(layers) <= MAX_WEIGHT_LINES:
-        return list(range(len(layers)))
-    index = {n: j for j, n in enumerate(layers)}
-    picks = [index[n] for n in flagged if n in index][: MAX_WEIGHT_LINES // 2]
-    spread = np.linspace(0, len(layers) - 1, MAX_WEIGHT_LINES - len(picks)).round().astype(int)
-    return sorted(set(picks) | set(int(j) for j in spread))
+    n, total = len(data.weight_lines), data.weight_total
+    shown = f"{n} of {total:,} layers" if n < total else "every layer"
+    return _finish(fig, "weight_norm", "Weight norms",
+                   f"L2 norm of the weights ({shown}: first, last, evenly spaced by depth and any flagged).")
 
 
 def _short(name: str, limit: int = 40) -> str:
@@ -238,79 +265,55 @@ def _short(name: str, limit: int = 40) -> str:
 
 
 # -- heatmaps ---------------------------------------------------------------
-def _layer_values(run: Any, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(steps, steps x layers values, recorded mask) for a per-layer column."""
-    matrix = run.layer_matrix(column)
-    if matrix is None or not len(matrix.layers):
-        return None
-    return matrix.steps, matrix.values, matrix.present
-
-
-def _update_ratio(run: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    upd, wn = run.layer_matrix("update_norm"), run.layer_matrix("weight_norm")
-    if upd is None or wn is None or upd.values.shape != wn.values.shape:
-        return None
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = upd.values / wn.values
-    return upd.steps, ratio, upd.present & wn.present
-
-
-def _heatmap(run: Any, marks: Marks, key: str, title: str, unit: str,
-             data: tuple[np.ndarray, np.ndarray, np.ndarray] | None, hint: str) -> Chart | None:
-    if data is None:
-        return None
-    steps, values, present = data
-    if not present.any():
-        return None
-    bad = present & ~np.isfinite(values)
-    zero = present & (values == 0)
-    shown = np.where(present & np.isfinite(values) & (values > 0), values, np.nan)
-    shown = np.where(zero, 0.0, shown)
-    # Reduce steps (rows), then layers (transpose): each keeps its maximum.
-    shown, bad, _ = reduce_rows(shown, HEAT_COLS, bad)
-    shown_t, bad_t, layer_starts = reduce_rows(shown.T, HEAT_ROWS, bad.T)
-    positive = shown_t[np.isfinite(shown_t) & (shown_t > 0)]
-    if not len(positive):
-        return None
-    norm = LogNorm(vmin=float(positive.min()), vmax=float(max(positive.max(), positive.min() * 10)))
+def _heatmap(h: Any) -> Chart | None:
+    values, bad = h.values, h.bad
+    norm = LogNorm(vmin=h.vmin, vmax=h.vmax)
     cmap = matplotlib.colormaps["viridis"]
-    rgba = cmap(norm(np.where(shown_t > 0, shown_t, np.nan)))
-    rgba[~np.isfinite(shown_t)] = (0, 0, 0, 0)
-    rgba[np.isfinite(shown_t) & (shown_t == 0)] = matplotlib.colors.to_rgba(DEAD_C)
-    rgba[bad_t] = matplotlib.colors.to_rgba(BAD_C)
+    rgba = cmap(norm(np.where(values > 0, values, np.nan)))
+    rgba[~np.isfinite(values)] = (0, 0, 0, 0)
+    rgba[np.isfinite(values) & (values == 0)] = matplotlib.colors.to_rgba(DEAD_C)
+    rgba[bad] = matplotlib.colors.to_rgba(BAD_C)
     fig, ax = _figure(height=2.8)
-    n_layers = values.shape[1]
-    x0, x1 = float(steps[0]), float(steps[-1]) if len(steps) > 1 else float(steps[0]) + 1
+    rows = values.shape[0]
     ax.imshow(rgba, aspect="auto", origin="lower", interpolation="none",
-              extent=(x0, x1, -0.5, n_layers - 0.5))
+              extent=(h.x0, h.x1, -0.5, rows - 0.5))
     ax.grid(False)
-    _flag_layers(ax, marks, run.layer_names())
+    _depth_ticks(ax, h.row_starts, h.n_layers)
+    _flag_layers(ax, h.flagged)
     ax.set_xlabel("step")
     ax.set_ylabel("layer depth (0 = input)")
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, pad=0.01, fraction=0.04)
-    bar.set_label(unit)
+    bar.set_label(h.unit)
     _log_axis(bar.ax.yaxis)
-    grouped = f", {n_layers:,} layers in {len(layer_starts)} rows (max per row)" if len(layer_starts) < n_layers else ""
+    grouped = f", {h.n_layers:,} layers in {rows} rows (max per row)" if rows < h.n_layers else ""
     caption = (f"Log colour scale{grouped}; red: NaN/Inf, dark grey: exactly zero, blank: not recorded; "
-               f"arrows: layers a finding names. {hint}")
-    return _finish(fig, key, title, caption)
+               f"arrows: layers a finding names. {h.hint}")
+    return _finish(fig, h.key, h.title, caption)
+
+
+def _depth_ticks(ax: Any, starts: np.ndarray, n_layers: int) -> None:
+    """Whole-number depth labels at row centres (a row groups layers when there are many)."""
+    rows = len(starts)
+    picks = np.unique(np.linspace(0, rows - 1, min(rows, MAX_DEPTH_TICKS)).round().astype(int))
+    ax.set_yticks(picks)
+    ax.set_yticklabels([str(int(starts[r])) for r in picks])
+    ax.set_ylim(-0.5, rows - 0.5)
 
 
 _FLAG_COLORS = ("#e377c2", "#ff7f0e", "#17becf")
 
 
-def _flag_layers(ax: Any, marks: Marks, names: tuple[str, ...]) -> None:
-    """Arrows just inside the left edge of a heatmap pointing at the rows
-    (layers) that findings named, one colour per finding code."""
-    index = {n: j for j, n in enumerate(names)}
+def _flag_layers(ax: Any, flagged: Any) -> None:
+    """Arrows just inside the left edge of a heatmap pointing at the rows (layers) that
+    findings named, one colour per finding code."""
     trans = blended_transform_factory(ax.transAxes, ax.transData)
     drawn = 0
-    for code, layers in marks.layers:
-        rows = sorted({index[n] for n in layers if n in index})
-        if not rows or drawn == len(_FLAG_COLORS):
-            continue
+    for code, rows in flagged:
+        if drawn == len(_FLAG_COLORS):
+            break
         ax.plot(np.full(len(rows), 0.008), rows, ">", color=_FLAG_COLORS[drawn], markersize=6,
-                markeredgecolor="white", markeredgewidth=0.6, transform=trans, clip_on=False, label=f"{code} ({len(rows):,} layer{'s' if len(rows) > 1 else ''})")
+                markeredgecolor="white", markeredgewidth=0.6, transform=trans, clip_on=False,
+                label=f"{code} ({len(rows):,} row{'s' if len(rows) > 1 else ''})")
         drawn += 1
     if drawn:
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, fontsize=7.5, borderaxespad=0.2)

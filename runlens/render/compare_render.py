@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 
 from runlens.render.audit_cells import number
-from runlens.render.escape import md_cell, md_inline
+from runlens.render.escape import md_cell, md_inline, term_inline
 
 
 def rows(c: Any) -> list[tuple[str, str, str, str]]:
@@ -40,6 +40,22 @@ def rows(c: Any) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def config_rows(c: Any) -> list[tuple[str, str, str, str]]:
+    """(key, change, run, baseline) for every config key that differs; a usual suspect
+    (learning rate, batch size, optimizer, precision) is named in the change column."""
+    out = []
+    for ch in getattr(c, "config_changes", ()):
+        kind = f"{ch.kind} ({ch.knob})" if ch.knob else ch.kind
+        out.append((ch.key, kind, "—" if ch.kind == "removed" else _value(ch.run_value),
+                    "—" if ch.kind == "added" else _value(ch.baseline_value)))
+    return out
+
+
+def _value(v: Any) -> str:
+    text = json.dumps(v, ensure_ascii=False, default=str) if not isinstance(v, str) else v
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
 def _step(step: int | None) -> str:
     return "—" if step is None else f"{step:,}"
 
@@ -50,20 +66,35 @@ def _verdict(c: Any) -> str:
     return f"{len(c.findings)} regression finding(s), worst: {c.worst}"
 
 
-def render_compare_text(c: Any) -> str:
-    lines = [f"{c.run_name} vs baseline {c.baseline_name}  ({c.shared_steps:,} shared steps)",
+_ANSI = {"error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
+
+
+def render_compare_text(c: Any, *, color: bool = False) -> str:
+    lines = [f"{term_inline(c.run_name)} vs baseline {term_inline(c.baseline_name)}  "
+             f"({c.shared_steps:,} shared steps)",
              f"verdict: {_verdict(c)}", ""]
     for f in c.findings:
-        lines.append(f"{f.severity.upper():7} {f.code}: {f.title}")
+        mark = f"{f.severity.upper():7}"
+        if color:
+            mark = f"{_ANSI.get(f.severity, '')}{mark}\033[0m"
+        lines.append(f"{mark} {f.code}: {term_inline(f.title)}")
         if f.advice:
-            lines.append(f"        try: {f.advice}")
+            lines.append(f"        try: {term_inline(f.advice)}")
     if c.findings:
         lines.append("")
-    table = [("check", "run", "baseline", "test"), *rows(c)]
+    # Layer names in the checks come from the runs: no escape sequences reach the terminal.
+    table = [("check", "run", "baseline", "test"), *(tuple(term_inline(x) for x in r) for r in rows(c))]
     widths = [max(len(r[i]) for r in table) for i in range(3)]
     for r in table:
         lines.append("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
-    lines += [f"note: {n}" for n in c.notes]
+    config = [tuple(term_inline(x) for x in r) for r in config_rows(c)]
+    if config:
+        lines += ["", "config diff (run vs baseline):"]
+        width = max(len(r[0]) for r in config)
+        lines += [f"  {r[0].ljust(width)}  {r[1]}: {r[3]} -> {r[2]}" for r in config]
+    else:
+        lines += ["", "config: the same in both runs"]
+    lines += [f"note: {term_inline(n)}" for n in c.notes]
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
@@ -80,6 +111,10 @@ def render_compare_markdown(c: Any) -> str:
         lines.append("")
     lines += ["| check | run | baseline | test |", "|---|---:|---:|---|"]
     lines += ["| " + " | ".join(md_cell(x) for x in r) + " |" for r in rows(c)]
+    config = config_rows(c)
+    if config:
+        lines += ["", "**Config diff**", "", "| key | change | run | baseline |", "|---|---|---|---|"]
+        lines += ["| " + " | ".join(md_cell(x) for x in r) + " |" for r in config]
     if c.notes:
         lines += [""] + [f"- note: {md_inline(n)}" for n in c.notes]
     return "\n".join(lines) + "\n"
@@ -97,6 +132,10 @@ table{border-collapse:collapse}th,td{padding:.3rem .6rem;border-bottom:1px solid
 <table><thead><tr><th>check</th><th>run</th><th>baseline</th><th>test</th></tr></thead><tbody>
 {% for r in rows %}<tr>{% for x in r %}<td>{{ x }}</td>{% endfor %}</tr>{% endfor %}
 </tbody></table>
+{% if config %}<h2>Config diff</h2>
+<table><thead><tr><th>key</th><th>change</th><th>run</th><th>baseline</th></tr></thead><tbody>
+{% for r in config %}<tr>{% for x in r %}<td>{{ x }}</td>{% endfor %}</tr>{% endfor %}
+</tbody></table>{% endif %}
 {% for n in c.notes %}<p><small>note: {{ n }}</small></p>{% endfor %}
 </body></html>
 """
@@ -104,7 +143,7 @@ _ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
 
 
 def render_compare_html(c: Any) -> str:
-    return _ENV.from_string(_TEMPLATE).render(c=c, rows=rows(c), verdict=_verdict(c))
+    return _ENV.from_string(_TEMPLATE).render(c=c, rows=rows(c), config=config_rows(c), verdict=_verdict(c))
 
 
 RENDERERS = {"text": render_compare_text, "json": render_compare_json,

@@ -1,15 +1,28 @@
-"""Escaping of run-supplied text for Markdown (and the HTML that GitHub lets
-through Markdown).
+"""Escaping of run-supplied text for each reader: Markdown (and the HTML that
+GitHub lets through Markdown), a terminal, a spreadsheet (CSV) and XML (JUnit).
 
 Everything a report shows that came from a run (layer names, config values,
 exception messages) may hold characters that Markdown or HTML would read as
 syntax: a ``|`` ends a table cell, a backtick opens code, ``<img ...>`` is
 raw HTML that GitHub renders. These helpers turn such text into inert
 literal text; the HTML report relies on Jinja's autoescaping instead.
+
+GitHub also acts on plain words: ``@name`` notifies a person or a team and
+``#123`` links (and back-links) an issue. A run name or an exception message
+holding them must not ping anyone from a PR comment, so Markdown output puts a
+zero-width space after the ``@`` or ``#`` (invisible, but no longer a
+reference), as Dependabot does in the release notes it quotes.
+
+For the other readers: :func:`term_inline` / :func:`term_text` drop escape
+sequences and control characters (a run name must not retitle the window or
+clear the screen), :func:`csv_cell` neutralises cells a spreadsheet would
+evaluate (OWASP's rule: a leading ``'``), :func:`xml_text` replaces what XML
+1.0 cannot hold by a visible ``\\uXXXX`` escape.
 """
 
 from __future__ import annotations
 
+import html
 import re
 
 # Punctuation that opens or closes inline syntax anywhere in a line. `(` and
@@ -27,8 +40,25 @@ _NEWLINES = re.compile(r"\r\n|\r|\n|\u2028|\u2029|\x85")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+# GitHub's mention and issue-reference autolinks; an `@` inside a word (an e-mail
+# address) is not a mention, so it is left alone.
+_MENTION = re.compile(r"(?<![\w.+-])@(?=[A-Za-z0-9])")
+_ISSUE_REF = re.compile(r"(#|\bGH-)(?=\d)", re.IGNORECASE)
+_ZWSP = "\u200b"
+
+
 def _entities(text: str) -> str:
     return "".join(_ENTITIES.get(ch, ch) for ch in text)
+
+
+def no_mentions(text: str) -> str:
+    """``text`` with ``@user`` and ``#123`` made inert for GitHub (a zero-width space after the sign)."""
+    return _ISSUE_REF.sub(lambda m: m.group(1) + _ZWSP, _MENTION.sub("@" + _ZWSP, text))
+
+
+def md_html(value: object) -> str:
+    """``value`` as HTML text inside Markdown (a ``<summary>``): entities, one line, no mentions."""
+    return no_mentions(html.escape(" ".join(_CONTROL.sub("", str(value)).split()), quote=True))
 
 
 def md_inline(value: object) -> str:
@@ -37,7 +67,7 @@ def md_inline(value: object) -> str:
     text = _NEWLINES.sub(" ", text)
     text = _MD_SPECIAL.sub(r"\\\1", text)
     text = _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
-    return _entities(text)
+    return no_mentions(_entities(text))
 
 
 def md_cell(value: object) -> str:
@@ -86,3 +116,55 @@ def md_code_span(value: object) -> str:
     # Inside a code span entities are shown literally, so <, > stay as they are
     # (GitHub does not read tags inside code spans).
     return f"`{text}`"
+
+
+# -- terminal -------------------------------------------------------------------
+
+# ESC sequences: CSI (colours, cursor, clear screen), OSC (window title, hyperlinks)
+# up to BEL or ST, DCS/SOS/PM/APC strings, and two-character escapes.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[PX^_][^\x1b]*(?:\x1b\\)?|.)?",
+                   re.DOTALL)
+# C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a line shows.
+_TERM_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_TERM_SPACE = re.compile(r"[\t\n\r\u2028\u2029\x85]")
+
+
+def term_text(value: object) -> str:
+    """Run-supplied text for a terminal: escape sequences and control characters removed,
+    newlines and tabs kept (a traceback keeps its lines)."""
+    text = _ANSI.sub("", str(value)).replace("\r\n", "\n").replace("\r", "\n")
+    return _TERM_CONTROL.sub("", text.replace("\u2028", "\n").replace("\u2029", "\n").replace("\x85", "\n"))
+
+
+def term_inline(value: object) -> str:
+    """Run-supplied text for one terminal line: as :func:`term_text`, line breaks and tabs as spaces."""
+    return _TERM_CONTROL.sub("", _TERM_SPACE.sub(" ", _ANSI.sub("", str(value))))
+
+
+# -- spreadsheets ---------------------------------------------------------------
+
+# OWASP "CSV injection": a cell starting with one of these is a formula to Excel,
+# LibreOffice and Google Sheets (full-width forms too, which some of them fold).
+_FORMULA_START = tuple("=+-@\t\r\n") + ("\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell that a spreadsheet shows as text: a string starting like a formula gets a
+    leading ``'``. Numbers are left as they are (a negative loss is a number, not a formula)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+# -- XML --------------------------------------------------------------------------
+
+# What XML 1.0 cannot hold at all, even as a character reference: C0 controls other
+# than tab/newline/CR, lone surrogates, U+FFFE and U+FFFF.
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(value: object) -> str:
+    """``value`` as text XML 1.0 can hold: each forbidden character as a visible ``\\uXXXX``
+    (``\\x1b`` for a control) escape. The XML writer escapes ``<``, ``&`` and quotes."""
+    return _XML_BAD.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+                        if ord(m.group()) < 0xD800 else f"\\u{ord(m.group()):04x}", str(value))

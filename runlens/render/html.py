@@ -16,7 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from runlens.render.charts import render_charts
-from runlens.render.view import ReportView, build_view, curve_doc
+from runlens.render.view import ReportView, build_view
 
 
 @lru_cache(maxsize=1)
@@ -30,12 +30,13 @@ def environment() -> jinja2.Environment:
     )
 
 
-def render_html(diagnosis: Any) -> str:
-    """The HTML report of one diagnosis, as a string."""
-    view = build_view(diagnosis)
+def render_html(diagnosis: Any, *, docs_base: str = "") -> str:
+    """The HTML report of one diagnosis, as a string. The reference of every code it holds is
+    embedded; ``docs_base`` (``--docs-url``) adds links to the online reference."""
+    view = build_view(diagnosis, docs_base=docs_base)
     charts = {c.key: _SafeChart(c.key, c.title, c.caption, Markup(c.svg)) for c in render_charts(diagnosis)}
     template = environment().get_template("report.html.j2")
-    return template.render(v=view, charts=_Charts(charts), curve_doc=curve_doc())
+    return template.render(v=view, charts=_Charts(charts), curve_doc=view.curve_doc)
 
 
 def render_index(entries: Sequence[tuple[ReportView, str | None]]) -> str:

@@ -12,7 +12,6 @@ job find its earlier comment and update it.
 
 from __future__ import annotations
 
-import html
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from runlens.render.escape import md_cell, md_code_block, md_code_span, md_inline
+from runlens.render.escape import md_cell, md_code_block, md_code_span, md_html, md_inline
 from runlens.render.view import ReportView, build_view, fmt
 
 MAX_CHARS = 60_000
@@ -48,7 +47,7 @@ def render_markdown(diagnosis: Any, max_chars: int = MAX_CHARS, *, docs_base: st
     """
     if max_chars < _MIN_CHARS:
         raise ValueError(f"max_chars must be >= {_MIN_CHARS}, got {max_chars}")
-    view = build_view(diagnosis)
+    view = build_view(diagnosis, docs_base=docs_base)
     return _fit(_sections(view, docs_base), max_chars, _macros())
 
 
@@ -171,22 +170,18 @@ def _closers(lines: list[str]) -> str:
 
 
 # -- sparklines ---------------------------------------------------------------
-def sparkline(values: np.ndarray, width: int = 40) -> str:
-    """``values`` as a row of block glyphs, one per bucket (its maximum, so a
-    spike shows); ``×`` where a bucket holds NaN/Inf. Log-scaled when the
-    values are positive and span more than a decade."""
-    v = np.asarray(values, dtype=np.float64)
-    if not len(v):
+def sparkline(spark: Any) -> str:
+    """A :class:`runlens.report_data.Spark` as a row of block glyphs, one per bucket (its
+    maximum, so a spike shows); ``×`` where a bucket held NaN/Inf."""
+    peaks = np.asarray(spark.peaks, dtype=np.float64)
+    if not len(peaks):
         return ""
-    edges = np.linspace(0, len(v), min(width, len(v)) + 1).astype(int)
-    peaks = np.array([v[a:b].max() if np.isfinite(v[a:b]).all() else np.nan
-                      for a, b in zip(edges[:-1], edges[1:], strict=True)])
     finite = np.isfinite(peaks)
     if not finite.any():
         return NONFINITE_GLYPH * len(peaks)
     scaled = np.where(finite, peaks, 0.0)
     lo, hi = peaks[finite].min(), peaks[finite].max()
-    if lo > 0 and hi / lo > 10:
+    if spark.log:
         scaled, lo, hi = np.log10(np.where(finite, peaks, lo)), np.log10(lo), np.log10(hi)
     span = hi - lo
     level = np.zeros(len(peaks), dtype=int) if span <= 0 else \
@@ -195,15 +190,10 @@ def sparkline(values: np.ndarray, width: int = 40) -> str:
 
 
 def _trend_rows(v: ReportView) -> tuple[tuple[str, str, str, str, str], ...]:
-    labels = {"loss": "training loss", "val_loss": "validation loss", "grad_norm": "grad norm"}
     rows = []
-    for key, label in labels.items():
-        series = v.series.get(key)
-        if series is None or not len(series):
-            continue
-        finite = series[np.isfinite(series)]
-        low = f"{fmt(finite.min())} / {fmt(finite.max())}" if len(finite) else "never finite"
-        rows.append((label, sparkline(series), fmt(series[0]), fmt(series[-1]), low))
+    for s in v.sparks:
+        low = f"{fmt(s.low)} / {fmt(s.high)}" if s.low is not None else "never finite"
+        rows.append((s.label, sparkline(s), fmt(s.first), fmt(s.last), low))
     return tuple(rows)
 
 
@@ -226,7 +216,7 @@ def environment() -> jinja2.Environment:
         "md": lambda v, limit=None: md_inline(_cut_text(v, limit)),
         "cell": lambda v, limit=None: md_cell(_cut_text(v, limit)),
         "code": lambda v, limit=None: md_code_span(_cut_text(v, limit)),
-        "html": lambda v, limit=None: html.escape(" ".join(_cut_text(v, limit).split()), quote=True),
+        "html": lambda v, limit=None: md_html(_cut_text(v, limit)),
         "block": lambda v, tail=8_000: md_code_block(str(v), tail=tail),
     })
     return env

@@ -13,17 +13,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from runlens.diagnosis import Diagnosis, Finding, jsonable
+from runlens.render.escape import term_inline
 
 WIDTH = 88
 _MARK = {"error": "ERROR", "warning": "WARN ", "info": "INFO "}
+_ANSI = {"error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
+_RESET = "\033[0m"
 _MAX_LAYERS = 6
 _MAX_ITEMS = 8
 
 
-def render(diagnosis: Diagnosis) -> str:
-    """The diagnosis as text lines ending in a newline."""
+def render(diagnosis: Diagnosis, *, color: bool = False) -> str:
+    """The diagnosis as text lines ending in a newline; ``color`` marks severities with ANSI colours."""
     run = diagnosis.run
-    lines = [f"{run.name}  ({run.path})",
+    lines = [f"{term_inline(run.name)}  ({term_inline(run.path)})",
              f"status: {run.status}    curve: {diagnosis.curve.label}"]
     if diagnosis.curve.reason:
         lines += _wrap(diagnosis.curve.reason, "  ")
@@ -31,18 +34,19 @@ def render(diagnosis: Diagnosis) -> str:
     if not diagnosis.findings:
         lines.append("No findings.")
     for finding in diagnosis.findings:
-        lines += _finding(finding)
+        lines += _finding(finding, color)
         lines.append("")
     if diagnosis.warnings:
         lines.append("Warnings while reading or analysing:")
-        lines += [f"  - {w}" for w in diagnosis.warnings]
+        lines += [f"  - {term_inline(w)}" for w in diagnosis.warnings]
         lines.append("")
     lines.append(_summary(diagnosis))
     return "\n".join(lines) + "\n"
 
 
-def _finding(f: Finding) -> list[str]:
-    lines = [f"{_MARK[f.severity]} {f.code}: {f.title}"]
+def _finding(f: Finding, color: bool = False) -> list[str]:
+    mark = f"{_ANSI[f.severity]}{_MARK[f.severity]}{_RESET}" if color else _MARK[f.severity]
+    lines = [f"{mark} {f.code}: {term_inline(f.title)}"]
     if f.step is not None:
         lines.append(f"      step: {f.step:,}")
     if f.layers:
@@ -70,7 +74,8 @@ def _value(value: Any) -> str:
 
 
 def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+    # Run-supplied text (layer names, messages) must not drive the terminal: no escapes, no controls.
+    return textwrap.wrap(term_inline(text), WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
                          break_on_hyphens=False) or [indent]
 
 

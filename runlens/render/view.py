@@ -10,13 +10,10 @@ it picks out and formats what the run and the findings already hold.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from runlens.diagnosis import SEVERITY_RANK, Finding
 
@@ -37,9 +34,10 @@ class FindingView:
     layers_more: int
     layers_brief: tuple[str, ...]
     layers_brief_more: int
-    evidence: tuple[tuple[str, str], ...]
+    evidence: tuple[tuple[str, str], ...]  # what was observed: (label, value with unit)
+    thresholds: tuple[tuple[str, str], ...]  # what it was judged against
     advice: str
-    doc_link: str
+    doc_link: str  # the embedded reference (#ref-CODE), or the online one with --docs-url
     doc_summary: str
     doc_sections: tuple[tuple[str, str], ...]
 
@@ -68,7 +66,9 @@ class ReportView:
     layers: tuple[tuple[str, str, str, str], ...]
     layers_total: int
     version: str
-    series: Mapping[str, np.ndarray] = field(default_factory=dict)
+    references: tuple[Reference, ...] = ()
+    sparks: tuple[Any, ...] = ()
+    curve_doc: tuple[str, tuple[tuple[str, str], ...]] = ("", ())
 
     @property
     def top_findings(self) -> tuple[FindingView, ...]:
@@ -93,20 +93,46 @@ class ReportView:
         return max(0, len(self.attempts) - 1)
 
 
-def build_view(diagnosis: Any) -> ReportView:
-    """Everything the templates display, formatted once."""
+@dataclass(frozen=True)
+class Reference:
+    """One code's reference, embedded in the report (``#ref-CODE``)."""
+
+    anchor: str
+    code: str
+    severity: str
+    title: str
+    summary: str
+    sections: tuple[tuple[str, str], ...]
+    online: str  # link to the online reference, "" without --docs-url
+
+
+def build_view(diagnosis: Any, *, docs_base: str = "") -> ReportView:
+    """Everything the templates display, formatted once from the diagnosis and its report data.
+
+    ``docs_base`` (``--docs-url``) adds links to the online reference; the
+    reference itself is always embedded, so every link resolves offline.
+    """
+    data = diagnosis.report_data
+    if data is None:
+        raise ValueError("this diagnosis carries no report data: get it from runlens.analyze(), "
+                         "or attach it with runlens.report_data.attach(diagnosis)")
     run = diagnosis.run
-    findings = sorted(diagnosis.findings, key=lambda f: SEVERITY_RANK.get(f.severity, 9))
+    order = sorted(range(len(diagnosis.findings)),
+                   key=lambda i: SEVERITY_RANK.get(diagnosis.findings[i].severity, 9))
+    findings = [diagnosis.findings[i] for i in order]
     counts = tuple((sev, sum(f.severity == sev for f in findings)) for sev in ("error", "warning", "info"))
     meta = run.meta
     layer_info = run.layer_info
+    refs = tuple(_reference(doc, docs_base) for code, doc in data.docs.items() if code != "curve")
+    curve = data.docs.get("curve")
     return ReportView(
         name=run.name, run_id=run.run_id, path=str(run.path), status=run.status,
         curve=diagnosis.curve.label, curve_reason=diagnosis.curve.reason,
-        curve_evidence=_pairs(diagnosis.curve.evidence),
+        curve_evidence=_items(data.curve_evidence),
         counts=counts, worst=findings[0].severity if findings else "none",
-        findings=tuple(_finding_view(i, f) for i, f in enumerate(findings)),
-        key_numbers=_key_numbers(run),
+        findings=tuple(_finding_view(n, diagnosis.findings[i], data.evidence[i], data.docs, docs_base)
+                       for n, i in enumerate(order)),
+        key_numbers=tuple(_key_number(k) for k in data.key_numbers),
         crash=_crash(run.error),
         run_facts=_run_facts(run),
         config=_flatten(run.config),
@@ -118,8 +144,8 @@ def build_view(diagnosis: Any) -> ReportView:
         layers=tuple((str(e.get("index", "")), str(e["name"]), str(e.get("kind", "")), fmt(e.get("numel")))
                      for e in layer_info[:MAX_LAYER_ROWS]),
         layers_total=len(layer_info) or len(run.layer_names()),
-        version=_version(),
-        series=_series(run),
+        version=_version(), references=refs, sparks=tuple(data.sparks),
+        curve_doc=(curve.summary, curve.sections) if curve is not None else ("", ()),
     )
 
 
@@ -159,6 +185,42 @@ def _pairs(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), fmt(v)) for k, v in mapping.items())
 
 
+def _with_unit(value: Any, unit: str) -> str:
+    if value is None:
+        return "unknown"
+    if unit == "fraction" and isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value):
+        return f"{value:.1%}"
+    text = fmt(value)
+    return f"{text} {unit}" if unit and unit != "fraction" else text
+
+
+def _items(items: Sequence[Any], thresholds: bool | None = None) -> tuple[tuple[str, str], ...]:
+    return tuple((i.label, _with_unit(i.value, i.unit)) for i in items
+                 if thresholds is None or i.threshold == thresholds)
+
+
+def _key_number(k: Any) -> tuple[str, str]:
+    if k.label == "duration":
+        return k.label, _duration(k.value) if k.value is not None else "unknown"
+    if isinstance(k.value, tuple):
+        text = f"{fmt(k.value[0])} to {fmt(k.value[1])}"
+    elif k.value is None:
+        text = ""
+    else:
+        text = fmt(k.value)
+    if k.unit:
+        text = f"{text} {k.unit}".strip()
+    if k.at is not None:
+        text = f"{text} at step {k.at:,}".strip()
+    return k.label, text
+
+
+def _reference(doc: Any, docs_base: str) -> Reference:
+    online = f"{docs_base}{DOCS_PAGE}#{doc.code}" if docs_base else ""
+    return Reference(f"ref-{doc.code}", doc.code, doc.severity, doc.title, doc.summary, doc.sections, online)
+
+
 def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> tuple[tuple[str, str], ...]:
     """Nested config objects as dotted keys, so one two-column table holds them."""
     rows: list[tuple[str, str]] = []
@@ -171,26 +233,18 @@ def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> tuple[tuple[str, s
     return tuple(rows)
 
 
-def _finding_view(i: int, f: Finding) -> FindingView:
-    summary, sections = _detector_doc(f.code)
+def _finding_view(i: int, f: Finding, items: Sequence[Any], docs: Mapping[str, Any],
+                  docs_base: str) -> FindingView:
+    doc = docs.get(f.code)
     return FindingView(
         anchor=f"finding-{i + 1}", code=f.code, severity=f.severity, title=f.title,
         step=fmt(f.step) if f.step is not None else "", layers=tuple(f.layers[:MAX_LIST]),
         layers_more=max(0, len(f.layers) - MAX_LIST), layers_brief=tuple(f.layers[:MAX_BRIEF]),
-        layers_brief_more=max(0, len(f.layers) - MAX_BRIEF), evidence=_pairs(f.evidence), advice=f.advice,
-        doc_link=f"{DOCS_PAGE}#{f.code}", doc_summary=summary, doc_sections=sections,
+        layers_brief_more=max(0, len(f.layers) - MAX_BRIEF), evidence=_items(items, False),
+        thresholds=_items(items, True), advice=f.advice,
+        doc_link=f"{docs_base}{DOCS_PAGE}#{f.code}" if docs_base else f"#ref-{f.code}",
+        doc_summary=doc.summary if doc else "", doc_sections=doc.sections if doc else (),
     )
-
-
-def _detector_doc(code: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """The detector's own docstring sections (the "learn more" text)."""
-    from runlens.detectors import REGISTRY  # imported late: registering detectors is not free
-
-    cls = REGISTRY.get(code)
-    if cls is None:
-        return "", ()
-    sections = cls.doc_sections()
-    return sections.get("", ""), tuple((k, v) for k, v in sections.items() if k and v)
 
 
 def _crash(error: Mapping[str, Any] | None) -> dict[str, str] | None:
@@ -239,79 +293,9 @@ def _version() -> str:
         return "dev"
 
 
-# -- key numbers ------------------------------------------------------------
-def _key_numbers(run: Any) -> tuple[tuple[str, str], ...]:
-    rows: list[tuple[str, str]] = []
-    steps = run.steps("scalars")
-    if len(steps):
-        rows.append(("steps recorded", f"{len(steps):,} (step {steps[0]:,} to {steps[-1]:,})"))
-    loss = run.column("scalars", "loss")
-    if loss is not None and len(loss):
-        rows.extend(_series_numbers("loss", steps, loss))
-        bad = ~np.isfinite(loss)
-        if bad.any():
-            rows.append(("first NaN/Inf loss", f"step {steps[np.argmax(bad)]:,}"))
-    val = run.column("evals", "val_loss")
-    if val is not None and len(val) and np.isfinite(val).any():
-        vsteps = run.steps("evals")
-        best = int(np.nanargmin(np.where(np.isfinite(val), val, np.nan)))
-        rows.append(("best validation loss", f"{fmt(val[best])} at step {vsteps[best]:,}"))
-        rows.append(("final validation loss", f"{fmt(val[-1])} at step {vsteps[-1]:,}"))
-    lr = run.column("scalars", "lr")
-    if lr is not None and np.isfinite(lr).any():
-        fin = lr[np.isfinite(lr)]
-        rows.append(("learning rate", f"{fmt(fin.min())} to {fmt(fin.max())}, final {fmt(lr[-1])}"))
-    grad = run.column("scalars", "grad_norm")
-    if grad is not None and np.isfinite(grad).any():
-        fin = np.where(np.isfinite(grad), grad, -np.inf)
-        at = int(np.argmax(fin))
-        rows.append(("gradient norm", f"median {fmt(np.nanmedian(grad[np.isfinite(grad)]))}, "
-                                      f"max {fmt(grad[at])} at step {steps[at]:,}"))
-    n_layers = len(run.layer_names())
-    if n_layers:
-        rows.append(("layers recorded", fmt(n_layers)))
-    time = run.column("scalars", "time")
-    if time is not None and len(time) > 1 and np.isfinite(time[[0, -1]]).all():
-        rows.append(("duration", _duration(float(time[-1] - time[0]))))
-    return tuple(rows)
-
-
-def _series_numbers(label: str, steps: np.ndarray, values: np.ndarray) -> list[tuple[str, str]]:
-    finite = np.isfinite(values)
-    if not finite.any():
-        return [(f"{label}", "never finite")]
-    at = int(np.nanargmin(np.where(finite, values, np.nan)))
-    return [(f"first {label}", fmt(values[0])), (f"last {label}", fmt(values[-1])),
-            (f"lowest {label}", f"{fmt(values[at])} at step {steps[at]:,}")]
-
-
 def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
-
-
-def _series(run: Any) -> dict[str, np.ndarray]:
-    out = {}
-    for name in ("loss", "grad_norm"):
-        col = run.column("scalars", name)
-        if col is not None and len(col):
-            out[name] = col
-    val = run.column("evals", "val_loss")
-    if val is not None and len(val):
-        out["val_loss"] = val
-    return out
-
-
-def curve_doc() -> tuple[str, tuple[tuple[str, str], ...]]:
-    """The curve classifier's documentation sections, when the engine has one."""
-    try:
-        from runlens.detectors import curve
-        from runlens.detectors._base import parse_doc_sections
-    except ImportError:
-        return "", ()
-    doc = inspect.getdoc(curve) or ""  # the module docstring holds the sections
-    sections = parse_doc_sections(doc)
-    return sections.get("", ""), tuple((k, v) for k, v in sections.items() if k and v)

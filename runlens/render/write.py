@@ -3,42 +3,52 @@ index page when there are several runs."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from runlens.render.output import output_dir, write_text
+
 FORMATS = ("html", "md")
 
 
-def report_stem(name: str) -> str:
-    """A file name stem from a run name: readable, safe on every filesystem."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:80] or "run"
+def report_stem(name: str, path: str | None = None) -> str:
+    """The one naming rule of report files (``runlens report`` and ``audit --reports`` alike):
+    the run's name made safe on every filesystem, then 8 hex digits of the run's path, so two
+    runs with one name never share a file and a run keeps its file name from one call to the next."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:60] or "run"
+    if path is None:
+        return slug
+    digest = hashlib.sha1(str(path).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{slug}-{digest}"
 
 
 def write_reports(diagnosis: Any, out_dir: str | os.PathLike[str], formats: Iterable[str] = FORMATS,
                   *, stem: str | None = None, docs_base: str = "") -> list[Path]:
     """Write ``<stem>.html`` and/or ``<stem>.md`` for one diagnosis into
-    ``out_dir`` (created if needed); returns the paths written. ``docs_base``
-    prefixes the Markdown report's links to the detector reference (a PR
-    comment has no repository-relative links).
+    ``out_dir`` (created if needed); returns the paths written. The reference of
+    every code is embedded in both; ``docs_base`` (``--docs-url``) adds links to
+    the online reference.
 
     Files are written to a temporary name and renamed, so a reader (a CI job
-    uploading artifacts) never sees half a report.
+    uploading artifacts) never sees half a report; an output folder that
+    cannot be created or written raises :class:`~runlens.render.output.OutputError`
+    (one line, exit 2 from the CLI).
     """
     formats = tuple(formats)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ValueError(f"unknown report format(s) {unknown}; choose from {FORMATS}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = stem or report_stem(diagnosis.run.name)
+    out = output_dir(out_dir)
+    stem = stem or report_stem(diagnosis.run.name, diagnosis.run.path)
     written = []
     if "html" in formats:
         from runlens.render.html import render_html
 
-        written.append(_write(out / f"{stem}.html", render_html(diagnosis)))
+        written.append(_write(out / f"{stem}.html", render_html(diagnosis, docs_base=docs_base)))
     if "md" in formats:
         from runlens.render.markdown import render_markdown
 
@@ -53,11 +63,9 @@ def write_index(entries: Sequence[tuple[Any, str | None]], out_dir: str | os.Pat
     from runlens.render.view import build_view
 
     page = render_index([(build_view(d), href) for d, href in entries])
-    return _write(Path(out_dir) / "index.html", page)
+    return _write(output_dir(out_dir) / "index.html", page)
 
 
 def _write(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8", newline="\n")
-    os.replace(tmp, path)
-    return path
+    # runlens.render.output: temp file made with O_EXCL, replaced atomically, removed on failure.
+    return write_text(path, text)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from runlens.stats.growth import bucket_medians
+from runlens.stats.trend import reduce, trend
 
-__all__ = ["DepthTrend", "depth_trend", "edge_gap", "group_norms", "row_slopes"]
+__all__ = ["DepthTrend", "depth_trend", "edge_gap", "group_norms"]
 
 
 @dataclass(frozen=True)
@@ -67,19 +67,17 @@ def depth_trend(profile: np.ndarray, max_points: int = 500) -> DepthTrend | None
     than ``max_points`` are reduced to medians of consecutive layers first,
     since Theil-Sen costs O(n^2) time and memory.
     """
-    y = np.asarray(profile, dtype=np.float64)
-    x, y = bucket_medians(np.arange(len(y), dtype=np.float64), y, max_points)
+    y, x = reduce(profile, np.arange(len(profile), dtype=np.float64), max_points)
     if len(y) < 3 or np.ptp(y) == 0:
         return None
-    slope, _, low, high = stats.theilslopes(y, x, alpha=0.95)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tiny n: scipy warns about its own approximations
+        t = trend(y, x, max_points=max_points)
         rho, rho_p = stats.spearmanr(x, y)
-        tau, tau_p = stats.kendalltau(x, y)
     return DepthTrend(
-        slope=float(slope), slope_low=float(low), slope_high=float(high),
-        rho=float(np.nan_to_num(rho)), rho_p=_p(rho_p), tau=float(np.nan_to_num(tau)), tau_p=_p(tau_p),
-        gap=edge_gap(y), fitted=float(slope * (x[-1] - x[0])), n=len(y),
+        slope=t.slope, slope_low=t.slope_low, slope_high=t.slope_high,
+        rho=float(np.nan_to_num(rho)), rho_p=_p(rho_p), tau=float(np.nan_to_num(t.tau)), tau_p=_p(t.p),
+        gap=edge_gap(y), fitted=float(t.slope * (x[-1] - x[0])), n=len(y),
     )
 
 
@@ -107,27 +105,6 @@ def group_norms(values: np.ndarray, groups: Sequence[Hashable]) -> tuple[np.ndar
     count = finite.astype(np.float64) @ onehot
     with np.errstate(invalid="ignore"):
         return np.where(count > 0, np.sqrt(out), np.nan), order
-
-
-def row_slopes(logm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares slope of each row of ``logm`` over column position.
-
-    Returns ``(slope, n)`` per row, ignoring non-finite cells; the slope is
-    NaN for rows with fewer than 3 finite cells. Cheap enough to run on
-    every recorded step, to see whether a profile holds over time.
-    """
-    logm = np.asarray(logm, dtype=np.float64)
-    ok = np.isfinite(logm)
-    x = np.broadcast_to(np.arange(logm.shape[1], dtype=np.float64), logm.shape)
-    n = ok.sum(axis=1).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mx = np.where(ok, x, 0).sum(axis=1) / n
-        my = np.where(ok, logm, 0).sum(axis=1) / n
-        dx = np.where(ok, x - mx[:, None], 0)
-        dy = np.where(ok, logm - my[:, None], 0)
-        slope = (dx * dy).sum(axis=1) / (dx * dx).sum(axis=1)
-    slope = np.where(n >= 3, slope, np.nan)
-    return slope, n.astype(np.int64)
 
 
 def _p(p: float) -> float:

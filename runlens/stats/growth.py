@@ -10,11 +10,12 @@ odd spike). Pure numpy/scipy; knows nothing about runs.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from runlens.stats import robust
+from runlens.stats.trend import reduce, trend
 
 __all__ = ["Growth", "bucket_medians", "growth", "level_change", "longest_true_run", "rolling_median"]
 
@@ -40,26 +41,9 @@ class Growth:
 
 
 def bucket_medians(x: np.ndarray, y: np.ndarray, max_points: int = 500) -> tuple[np.ndarray, np.ndarray]:
-    """Finite (x, y) pairs reduced to at most ``max_points`` bucket medians.
-
-    Buckets hold equal counts of consecutive points (the last may hold
-    fewer); shorter series come back unchanged (finite pairs only).
-    """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    n = len(y)
-    if n <= max_points:
-        return x, y
-    size = -(-n // max_points)
-    k = -(-n // size)
-    pad = k * size - n
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        xs = np.nanmedian(np.pad(x, (0, pad), constant_values=np.nan).reshape(k, size), axis=1)
-        ys = np.nanmedian(np.pad(y, (0, pad), constant_values=np.nan).reshape(k, size), axis=1)
-    return xs, ys
+    """Finite (x, y) pairs reduced to at most ``max_points`` bucket medians of each
+    (:func:`runlens.stats.trend.reduce`); shorter series come back unchanged (finite pairs only)."""
+    return reduce(y, x, max_points)[::-1]
 
 
 def level_change(y: np.ndarray, frac: float = 0.1, min_points: int = 1) -> float:
@@ -77,38 +61,24 @@ def level_change(y: np.ndarray, frac: float = 0.1, min_points: int = 1) -> float
 
 
 def growth(x: np.ndarray, logy: np.ndarray, *, max_points: int = 500, frac: float = 0.1) -> Growth | None:
-    """Theil-Sen slope and Kendall test of ``logy`` against ``x``.
+    """Theil-Sen slope and Kendall test of ``logy`` against ``x`` (:func:`runlens.stats.trend.trend`).
 
     ``None`` with fewer than 3 finite points or a constant series, where
     neither statistic is defined.
     """
-    xs, ys = bucket_medians(x, logy, max_points)
+    ys, xs = reduce(logy, x, max_points)
     if len(ys) < 3 or np.ptp(ys) == 0 or np.ptp(xs) == 0:
         return None
-    slope, _, low, high = stats.theilslopes(ys, xs, alpha=0.95)
-    tau, p = stats.kendalltau(xs, ys)
-    p = 1.0 if not np.isfinite(p) else float(p)
-    return Growth(slope=float(slope), slope_low=float(low), slope_high=float(high),
-                  tau=float(np.nan_to_num(tau)), p=p, decades=level_change(ys, frac), n=len(ys))
+    t = trend(ys, xs, max_points=max_points)
+    return Growth(slope=t.slope, slope_low=t.slope_low, slope_high=t.slope_high,
+                  tau=float(np.nan_to_num(t.tau)), p=1.0 if not np.isfinite(t.p) else t.p,
+                  decades=level_change(ys, frac), n=t.n)
 
 
 def rolling_median(y: np.ndarray, window: int) -> np.ndarray:
-    """Centred rolling median (NaN-aware), same length as ``y``.
-
-    Used to read a level that a single spike cannot move.
-    """
-    y = np.asarray(y, dtype=np.float64)
-    window = max(1, int(window))
-    if window == 1 or len(y) == 0:
-        return y.copy()
-    half = window // 2
-    padded = np.pad(y, (half, window - 1 - half), constant_values=np.nan)
-    view = np.lib.stride_tricks.sliding_window_view(padded, window)
-    if not np.isnan(padded).any():
-        return np.median(view, axis=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows give NaN, as wanted
-        return np.nanmedian(view, axis=1)
+    """Centred rolling median that ignores NaN and shrinks at the edges
+    (:func:`runlens.stats.robust.rolling_median`, ``mode="shrink"``)."""
+    return robust.rolling_median(y, window, mode="shrink")
 
 
 def longest_true_run(mask: np.ndarray) -> tuple[int, int]:

@@ -7,11 +7,16 @@ be fed a million training steps.
 
 from __future__ import annotations
 
-import numpy as np
-from scipy import ndimage
+import warnings
 
-#: MAD times this estimates the standard deviation of Gaussian data.
-MAD_TO_SD = 1.4826
+import numpy as np
+from scipy import ndimage, stats
+
+#: The normal distribution's 75th percentile: a Gaussian's MAD is this many standard deviations.
+_NORMAL_MAD = float(stats.norm.ppf(0.75))
+#: MAD times this estimates the standard deviation of Gaussian data. Kept only for
+#: ``runlens.compare.model``; new code uses :func:`mad_sd` / ``median_abs_deviation(scale="normal")``.
+MAD_TO_SD = 1.0 / _NORMAL_MAD
 
 
 def finite(x: np.ndarray) -> np.ndarray:
@@ -21,11 +26,11 @@ def finite(x: np.ndarray) -> np.ndarray:
 
 
 def mad_sd(x: np.ndarray) -> float:
-    """Robust standard deviation (1.4826 * MAD) of the finite values; NaN if none."""
+    """Robust standard deviation (normal-scaled MAD) of the finite values; NaN if none."""
     x = finite(x)
     if x.size == 0:
         return float("nan")
-    return float(MAD_TO_SD * np.median(np.abs(x - np.median(x))))
+    return float(stats.median_abs_deviation(x, scale="normal"))
 
 
 def bucket_edges(n: int, max_points: int) -> np.ndarray:
@@ -35,12 +40,13 @@ def bucket_edges(n: int, max_points: int) -> np.ndarray:
 
 
 def bucket_medians(x: np.ndarray, max_points: int = 1000) -> tuple[np.ndarray, np.ndarray]:
-    """Downsample ``x`` to at most ``max_points`` bucket medians.
+    """Downsample ``x`` to at most ``max_points`` bucket medians (the one implementation).
 
     Returns ``(position, median)``: each bucket's centre as a (fractional)
-    index into ``x``, and its median. Medians rather than means so that a
-    few spikes do not move the downsampled curve. Series no longer than
-    ``max_points`` are returned as they are.
+    index into ``x``, and its median. Buckets hold equal counts of
+    consecutive points (the last may hold fewer). Medians rather than means
+    so that a few spikes do not move the downsampled curve. Series no
+    longer than ``max_points`` are returned as they are.
     """
     x = np.asarray(x, dtype=np.float64)
     n = x.size
@@ -57,28 +63,43 @@ def bucket_medians(x: np.ndarray, max_points: int = 1000) -> tuple[np.ndarray, n
 
 
 def rolling_median(x: np.ndarray, window: int, *, mode: str = "mirror") -> np.ndarray:
-    """Centred rolling median, same length as ``x``.
+    """Centred rolling median, same length as ``x`` (the one implementation).
 
     Edges are mirrored by default: padding with the nearest value would fill
     half of the first window with copies of ``x[0]`` and pin the median (and
     a MAD computed this way) to it. ``mode="nearest"`` keeps a monotone
-    series unchanged, edges included.
+    series unchanged, edges included. ``mode="shrink"`` ignores NaN and lets
+    the window shrink at the edges (an even ``window`` is kept as given,
+    one more point after than before); all-NaN windows give NaN.
     """
     x = np.asarray(x, dtype=np.float64)
+    if mode == "shrink":
+        return _shrinking_median(x, max(1, int(window)))
     window = max(1, int(window)) | 1  # odd, so the window is centred
-    if x.size == 0:
-        return x.copy()
-    if x.size == 1:
+    if x.size <= 1:
         return x.copy()
     return ndimage.median_filter(x, size=min(window, 2 * x.size - 1) | 1, mode=mode)
+
+
+def _shrinking_median(y: np.ndarray, window: int) -> np.ndarray:
+    if window == 1 or len(y) == 0:
+        return y.copy()
+    half = window // 2
+    padded = np.pad(y, (half, window - 1 - half), constant_values=np.nan)
+    view = np.lib.stride_tricks.sliding_window_view(padded, window)
+    if not np.isnan(padded).any():
+        return np.median(view, axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows give NaN, as wanted
+        return np.nanmedian(view, axis=1)
 
 
 def robust_z(x: np.ndarray, window: int, *, scale_window: int | None = None,
              min_scale: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Robust z-scores of ``x`` against its rolling median and rolling MAD.
 
-    Returns ``(z, baseline, scale)``. ``scale`` is 1.4826 times the rolling
-    median of the absolute residuals over ``scale_window`` (default 4x
+    Returns ``(z, baseline, scale)``. ``scale`` is the rolling median of the
+    absolute residuals over ``scale_window``, normal-scaled like ``mad_sd`` (default 4x
     ``window``: the spread needs more points than the level to be stable),
     floored at ``min_scale`` and at a tiny fraction of the series' overall
     spread so a locally constant stretch does not give infinite scores.
@@ -88,8 +109,8 @@ def robust_z(x: np.ndarray, window: int, *, scale_window: int | None = None,
     base = rolling_median(x, window)
     resid = x - base
     sw = scale_window if scale_window is not None else 4 * int(window)
-    scale = MAD_TO_SD * rolling_median(np.abs(resid), sw)
-    overall = MAD_TO_SD * np.median(np.abs(resid)) if x.size else 0.0
+    scale = rolling_median(np.abs(resid), sw) / _NORMAL_MAD
+    overall = np.median(np.abs(resid)) / _NORMAL_MAD if x.size else 0.0
     level = float(np.max(np.abs(x))) if x.size else 0.0
     floor = max(float(min_scale), 1e-3 * float(overall), 1e-12 * level, np.finfo(float).tiny)
     scale = np.maximum(scale, floor)

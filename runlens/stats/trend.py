@@ -64,21 +64,28 @@ def _one_sided(p: float, tau: float, sign: int) -> float:
     return p / 2.0 if tau * sign > 0 else 1.0 - p / 2.0
 
 
-def trend(y: np.ndarray, x: np.ndarray | None = None, *, max_points: int = MAX_THEIL_POINTS,
-          confidence: float = 0.95) -> Trend:
-    """Mann-Kendall test and Theil-Sen slope of ``y`` (against ``x``, default 0..n-1).
-
-    Non-finite values are dropped. Longer series are reduced to at most
-    ``max_points`` bucket medians of ``y`` (and of ``x``) before testing.
-    """
+def reduce(y: np.ndarray, x: np.ndarray | None = None,
+           max_points: int = MAX_THEIL_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, x)``: the finite pairs, reduced to at most ``max_points`` bucket medians of each."""
     y = np.asarray(y, dtype=np.float64)
     xs = np.arange(y.size, dtype=np.float64) if x is None else np.asarray(x, dtype=np.float64)
     ok = np.isfinite(y) & np.isfinite(xs)
     y, xs = y[ok], xs[ok]
-    max_points = max(3, min(int(max_points), MAX_THEIL_POINTS))
     if y.size > max_points:
         _, y = bucket_medians(y, max_points)
         _, xs = bucket_medians(xs, max_points)
+    return y, xs
+
+
+def trend(y: np.ndarray, x: np.ndarray | None = None, *, max_points: int = MAX_THEIL_POINTS,
+          confidence: float = 0.95) -> Trend:
+    """Mann-Kendall test and Theil-Sen slope of ``y`` (against ``x``, default 0..n-1): the one
+    Theil-Sen of the package.
+
+    Non-finite values are dropped. Longer series are reduced to at most
+    ``max_points`` bucket medians of ``y`` (and of ``x``) before testing.
+    """
+    y, xs = reduce(y, x, max(3, min(int(max_points), MAX_THEIL_POINTS)))
     if y.size < 3:
         return _NAN_TREND
     if np.ptp(y) == 0.0:

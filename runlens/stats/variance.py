@@ -1,5 +1,5 @@
 """Variance comparisons: Levene's test (median-centred, i.e. Brown-Forsythe)
-between two stretches of a series, or across consecutive windows.
+between two stretches of a series, and a variance-ratio test of wandering.
 
 Pure numpy/scipy. The median-centred Levene test is robust to the skewed,
 heavy-tailed noise of per-batch losses, where an F-test is not.
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from runlens.stats.robust import MAD_TO_SD, bucket_edges, finite
+from runlens.stats.robust import finite
 from runlens.stats.trend import trend
 
 
@@ -40,7 +40,7 @@ class VarianceComparison:
 
 
 def _robust_var(x: np.ndarray) -> float:
-    return float((MAD_TO_SD * np.median(np.abs(x - np.median(x)))) ** 2)
+    return float(stats.median_abs_deviation(x, scale="normal") ** 2)
 
 
 def levene_compare(a: np.ndarray, b: np.ndarray) -> VarianceComparison:
@@ -61,32 +61,6 @@ def levene_compare(a: np.ndarray, b: np.ndarray) -> VarianceComparison:
     dev_b = np.mean(np.abs(b - np.median(b)))
     p_smaller = p / 2.0 if dev_b < dev_a else 1.0 - p / 2.0
     return VarianceComparison(float(stat), float(p), float(p_smaller), float(ratio), int(a.size), int(b.size))
-
-
-def early_late(x: np.ndarray, *, fraction: float = 0.25, skip: float = 0.0) -> VarianceComparison:
-    """Levene test of the last ``fraction`` of ``x`` against its first ``fraction``
-    (after skipping the first ``skip`` fraction, e.g. a warmup)."""
-    x = np.asarray(x, dtype=np.float64)
-    n = x.size
-    start = int(round(skip * n))
-    width = max(1, int(round(fraction * n)))
-    return levene_compare(x[start:start + width], x[n - width:])
-
-
-def windows_levene(x: np.ndarray, n_windows: int) -> tuple[float, float]:
-    """Levene (median-centred) across ``n_windows`` consecutive equal windows.
-
-    Returns ``(statistic, p)``: p small means the spread changes along the
-    series. NaN when fewer than 2 windows of at least 3 finite points.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    edges = bucket_edges(x.size, n_windows)
-    groups = [finite(x[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True)]
-    groups = [g for g in groups if g.size >= 3]
-    if len(groups) < 2 or all(np.ptp(g) == 0 for g in groups):
-        return math.nan, math.nan
-    stat, p = stats.levene(*groups, center="median")
-    return float(stat), float(p)
 
 
 def wander_test(x: np.ndarray, buckets: int = 20) -> dict[str, float]:

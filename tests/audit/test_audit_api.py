@@ -31,7 +31,8 @@ def test_one_row_per_run_worst_first(inline, tree):
 
 def test_unreadable_run_is_a_row_with_its_error(inline):
     row = inline.rows[0]
-    assert row.error.startswith("RunFormatError:") and "run.json" in row.error
+    # The message alone: no exception class in front of it (issue 13).
+    assert row.error.startswith(row.run) and "run.json" in row.error and "Error:" not in row.error
     assert [f["code"] for f in row.findings] == ["unreadable_run"]
     assert row.status in ("finished", "crashed", "killed", "running")
     assert row.reaches("error")
@@ -110,14 +111,15 @@ def test_fsspec_url_is_staged_and_read(tmp_path):
 def test_a_crashing_analysis_is_an_error_row(monkeypatch, tree):
     import runlens.analysis
 
-    def boom(run):
+    def boom(run, **options):
         raise ZeroDivisionError("bug in a detector")
 
     monkeypatch.setattr(runlens.analysis, "analyze", boom)
     record = analyze_path(str(tree / "sweep" / "lr-0.01"))
     row = AuditRow.from_record(record)
-    assert row.error == "ZeroDivisionError: bug in a detector"
+    assert row.error == "bug in a detector"
     assert [f["code"] for f in row.findings] == ["analysis_crashed"]
+    assert row.findings[0]["evidence"]["exception"] == "ZeroDivisionError"  # for the bug report
     assert row.status == "finished" and row.name == "lr-0.01"
 
 

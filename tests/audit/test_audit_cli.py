@@ -168,7 +168,7 @@ def test_baseline_adds_regression_findings(tmp_path):
 
 def test_unreadable_baseline_is_a_usage_error(tree):
     result = run_cli(tree / "sweep", "--baseline", tree / "broken-json", "-q")
-    assert result.exit_code == 2 and "RunFormatError" in result.stderr
+    assert result.exit_code == 2 and result.stderr.startswith("runlens: ") and "Error" not in result.stderr
 
 
 def test_progress_bar_draws_on_stderr_and_clears(capsys):

@@ -91,9 +91,32 @@ def flat_loss(seed: int, n: int, *, level: float = 2.3) -> np.ndarray:
 
 
 def check(code: str, run: Run, *, curve: str | None = None, first_nonfinite: int | None = None, **params):
-    """The findings of detector ``code`` on ``run``."""
-    ctx = Context(curve=CurveVerdict(curve, "test") if curve else None, first_nonfinite_step=first_nonfinite)
-    return list(REGISTRY[code](**params).check(run, ctx))
+    """The findings of detector ``code`` on ``run``.
+
+    ``first_nonfinite`` makes the run's loss NaN from that step on: detectors
+    read the first non-finite step from the signals, as in a real analysis.
+    """
+    if first_nonfinite is not None:
+        run = with_nan_loss_from(run, first_nonfinite)
+    ctx = Context(curve=CurveVerdict(curve, "test") if curve else None)
+    found = list(REGISTRY[code](**params).check(run, ctx))
+    assert ctx.signals_of(run).first_nonfinite_step == first_nonfinite or first_nonfinite is None
+    return found
+
+
+def with_nan_loss_from(run: Run, step: int) -> Run:
+    """``run`` with its training loss NaN at every step >= ``step`` (one row added if none is)."""
+    sc = run.scalars
+    steps = sc.column("step").to_numpy()
+    if not (steps >= step).any():
+        row = {c: [None] for c in sc.column_names}
+        row.update(step=[step], loss=[float("nan")])
+        sc = pa.concat_tables([sc, pa.table(row, schema=sc.schema)])
+        steps = sc.column("step").to_numpy()
+    loss = np.where(steps >= step, np.nan, sc.column("loss").to_numpy(zero_copy_only=False))
+    sc = sc.set_column(sc.column_names.index("loss"), "loss", pa.array(loss, pa.float64()))
+    return Run(path=run.path, meta=run.meta, status=run.status, scalars=sc, evals=run.evals, layers=run.layers,
+               events=run.events)
 
 
 def required_run(grad: np.ndarray, weight: np.ndarray, *, loss: np.ndarray | None = None,

@@ -67,19 +67,30 @@ def diverging(n: int, seed: int, *, start: float = 2.3, to: float = 1e3) -> np.n
     return base * np.exp(0.05 * rng.standard_normal(n))
 
 
-def make_run(loss: np.ndarray, *, steps: np.ndarray | None = None, val_loss: np.ndarray | None = None,
+def make_run(loss: np.ndarray | None, *, steps: np.ndarray | None = None, val_loss: np.ndarray | None = None,
              val_steps: np.ndarray | None = None, lr: np.ndarray | None = None,
-             layers: pa.Table | None = None, meta: dict | None = None) -> Run:
-    loss = np.asarray(loss, dtype=np.float64)
-    steps = np.arange(loss.size, dtype=np.int64) if steps is None else np.asarray(steps, np.int64)
-    cols = {"step": pa.array(steps), "time": pa.array(steps.astype(float)), "loss": pa.array(loss)}
+             layers: pa.Table | None = None, meta: dict | None = None, scalars: dict | None = None,
+             eval_sets: dict | None = None) -> Run:
+    """``scalars``: extra scalars columns (``grad_norm``...); ``eval_sets``: extra evals
+    columns at ``val_steps`` (``{"val_loss@ood": values}``); ``loss=None``: no loss column."""
+    n = len(next(iter(scalars.values()))) if loss is None else len(loss)
+    steps = np.arange(n, dtype=np.int64) if steps is None else np.asarray(steps, np.int64)
+    cols = {"step": pa.array(steps), "time": pa.array(steps.astype(float))}
+    if loss is not None:
+        cols["loss"] = pa.array(np.asarray(loss, dtype=np.float64))
     if lr is not None:
         cols["lr"] = pa.array(np.asarray(lr, dtype=np.float64))
+    for name, values in (scalars or {}).items():
+        cols[name] = pa.array(np.asarray(values, dtype=np.float64))
     evals = None
-    if val_loss is not None:
+    if val_loss is not None or eval_sets:
         vs = np.asarray(val_steps, dtype=np.int64)
-        evals = pa.table({"step": pa.array(vs), "time": pa.array(vs.astype(float)),
-                          "val_loss": pa.array(np.asarray(val_loss, dtype=np.float64))})
+        ecols = {"step": pa.array(vs), "time": pa.array(vs.astype(float))}
+        if val_loss is not None:
+            ecols["val_loss"] = pa.array(np.asarray(val_loss, dtype=np.float64))
+        for name, values in (eval_sets or {}).items():
+            ecols[name] = pa.array(np.asarray(values, dtype=np.float64))
+        evals = pa.table(ecols)
     return Run(path="synthetic", meta=meta or {"name": "synthetic"}, status="finished",
                scalars=pa.table(cols), evals=evals, layers=layers)
 
@@ -109,3 +120,78 @@ def layers_table(n_steps: int, ratio: float, *, n_layers: int = 3, every: int = 
     meta = [{"name": n, "index": i, "module": str(i), "kind": "Linear", "shape": [16, 16], "numel": 256}
             for i, n in enumerate(names)]
     return table, meta
+
+
+# -- shapes of the reworked curve classifier (issue 11) ---------------------------------
+
+def to_chance(n: int, seed: int, *, k: int = 2, start: float = 3.0, noise: float = 0.01) -> np.ndarray:
+    """A bad initialization falls to ln K within 10% of the run and sits there: the prior."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    base = math.log(k) + (start - math.log(k)) * np.exp(-t / 0.03)
+    return base * np.exp(noise * rng.standard_normal(n))
+
+
+def jump_no_recovery(n: int, seed: int, *, at: float = 0.6, to: float = 1.45, noise: float = 0.03) -> np.ndarray:
+    """Falls from 2.3 to 0.5, then at ``at`` jumps to ``to`` and settles there (never recovers).
+
+    1.45 lies between ln 4 and ln 5, so the level itself is not a chance level.
+    """
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    base = 0.5 + 1.8 * np.exp(-8 * t)
+    base = np.where(t >= at, to + (base - 0.5) * 0.1, base)
+    return base * np.exp(noise * rng.standard_normal(n))
+
+
+def blows_up(n: int, seed: int, *, orders: float = 30.0, at: float = 0.8) -> np.ndarray:
+    """Healthy until ``at``, then grows by ``orders`` orders of magnitude, finite to the end."""
+    x = healthy(n, seed)
+    t = np.arange(n) / n
+    grow = np.where(t > at, orders * (t - at) / (1 - at), 0.0)
+    return x * 10.0 ** grow
+
+
+def to_near_zero(n: int, seed: int, *, jitter: float = 0.5) -> np.ndarray:
+    """Falls by > 99.9% to ~1e-4 with large *relative* jitter (``jitter`` log-sd) near zero."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    base = 2.3 * np.exp(-10 * t) + 1e-4
+    return base * np.exp(jitter * rng.standard_normal(n) * (base < 0.01))
+
+
+def noisy_overfit_val(n: int, seed: int, *, evals: int = 40, sd: float = 0.15,
+                      rise: float = 0.8) -> tuple[np.ndarray, np.ndarray]:
+    """Validation falls to a minimum at 30% of the run, then rises steadily, with big eval noise."""
+    rng = np.random.default_rng(seed + 10_000)
+    vs = np.linspace(n / evals, n - 1, evals).astype(np.int64)
+    t = vs / n
+    v = 0.5 + 0.8 * np.exp(-10 * t) + rise * np.maximum(t - 0.3, 0)
+    return vs, v * np.exp(sd * rng.standard_normal(evals))
+
+
+def write_run_dir(root, run: Run):
+    """Write ``run``'s tables as a format-v1 run directory (run.json plus one part per table)."""
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from recorders import format as fmt
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    meta = {"format": fmt.FORMAT, "format_version": fmt.FORMAT_VERSION, "run_id": "0" * 32,
+            "name": root.name, "status": "finished", "started_at": "2026-01-01T00:00:00+00:00",
+            "ended_at": "2026-01-01T01:00:00+00:00", "heartbeat_at": "2026-01-01T01:00:00+00:00",
+            "flush_every": 100, "flush_seconds": 30.0, "host": "elsewhere", "pid": 1,
+            "config": dict(run.meta.get("config", {})), "seed": 0, "environment": {"python": "3.12"},
+            "layers": [], "attempts": [{"started_at": "2026-01-01T00:00:00+00:00", "first_step": 0}],
+            "error": None}
+    (root / "run.json").write_text(json.dumps(meta), encoding="utf-8")
+    for name in ("scalars", "evals"):
+        table = getattr(run, name)
+        if table is not None:
+            (root / name).mkdir(exist_ok=True)
+            pq.write_table(table, root / name / fmt.part_name(0, 0))
+    return root

@@ -155,14 +155,29 @@ def test_validation_jump_right_after_a_training_spike_is_the_spike_not_instabili
     assert label(x, val_loss=v, val_steps=vs) == "healthy"
 
 
-def test_validation_that_keeps_jumping_is_unstable():
-    rng = np.random.default_rng(0)
-    x = healthy(1000, 0)
-    vs = np.arange(0, 1000, 40)
-    v = 1.0 * np.exp(0.3 * rng.standard_normal(vs.size))
-    verdict = classify(make_run(x, val_loss=v, val_steps=vs))
-    assert verdict.label == "unstable"
-    assert verdict.evidence["val_jumps"] > 0.05
+def test_noisy_validation_on_a_smooth_training_loss_is_not_unstable():
+    # Evaluation noise alone (a small eval set) says nothing about the optimization.
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        x = healthy(1000, seed)
+        vs = np.arange(0, 1000, 40)
+        v = 1.0 * np.exp(0.3 * rng.standard_normal(vs.size))
+        verdict = classify(make_run(x, val_loss=v, val_steps=vs))
+        assert verdict.label == "healthy", (seed, verdict.reason)
+
+
+def test_validation_that_keeps_jumping_with_a_wandering_training_loss_is_unstable():
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        n = 1000
+        t = np.arange(n) / n
+        # falls, then its level wanders (momentum oscillation) on top of minibatch noise
+        x = (0.5 + 1.8 * np.exp(-8 * t)) * np.exp(0.15 * np.sin(2 * np.pi * t * 9) * (t > 0.3)
+                                                  + 0.05 * rng.standard_normal(n))
+        vs = np.arange(0, n, 40)
+        v = 0.8 * np.exp(0.25 * rng.standard_normal(vs.size))
+        verdict = classify(make_run(x, val_loss=v, val_steps=vs))
+        assert verdict.label == "unstable", (seed, verdict.reason)
 
 
 # -- overfitting ----------------------------------------------------------------------------
@@ -263,7 +278,7 @@ def test_thresholds_are_stored_verbatim():
 
 
 def test_docstring_has_the_detector_sections():
-    sections = parse_doc_sections(runlens.detectors.curve.__doc__)
+    sections = parse_doc_sections(runlens.detectors.curve.CurveClassifier.__doc__)
     assert all(sections.get(s) for s in DOC_SECTIONS)
 
 

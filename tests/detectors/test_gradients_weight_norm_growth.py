@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from gradients_synth import check, healthy_net, make_run
 
+from runlens.detectors import Skip
+
 
 def with_weights(total_curve, seed=0, m=4):
     n = len(total_curve)
@@ -53,8 +55,10 @@ def test_ignores_steps_after_a_nonfinite_loss():
     assert check("weight_norm_growth", with_weights(curve), first_nonfinite=100) == []
 
 
-def test_short_runs_say_nothing():
-    assert check("weight_norm_growth", with_weights(np.array([1.0, 10, 100, 1000]))) == []
+def test_short_runs_are_skipped_with_the_reason():
+    # too short to decide is a Skip, not "ran and found nothing"
+    with pytest.raises(Skip, match="10 recorded steps"):
+        check("weight_norm_growth", with_weights(np.array([1.0, 10, 100, 1000])))
 
 
 def test_a_run_that_blew_up_into_nan_is_left_to_the_divergence_findings():

@@ -80,4 +80,33 @@ def test_parameters_are_stored_and_used():
 
 @pytest.mark.parametrize("x", [np.array([]), np.full(300, np.nan), np.ones(500), np.zeros(500)])
 def test_degenerate_input_is_silent(x):
-    assert findings(x) == []
+    from runlens.analysis import run_detector
+
+    run = make_run(x)
+    outcome, found = run_detector(LateLossVariance(), run, Context(curve=classify(run)))
+    assert found == [] and outcome.state in ("ran", "skipped")
+    assert outcome.state == "ran" or outcome.reason
+
+
+def late_noise_times(n: int, seed: int, factor: float, *, base_noise: float = 0.01) -> np.ndarray:
+    """A healthy fall whose minibatch noise (log-sd) is ``factor`` times the mid-run level
+    for the last quarter (a batch that shrank, an accumulation setting lost)."""
+    rng = np.random.default_rng(seed + 999)
+    sd = np.full(n, base_noise)
+    sd[int(0.75 * n):] *= factor
+    return healthy(n, seed, noise=0.0) * np.exp(sd * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize("n", [300, 3000])
+@pytest.mark.parametrize("factor", [6, 9])
+@pytest.mark.parametrize("base_noise", [0.005, 0.03])
+def test_fires_when_late_noise_is_six_to_nine_times_the_mid_run_level(n, factor, base_noise):
+    hits = sum(bool(findings(late_noise_times(n, seed, factor, base_noise=base_noise))) for seed in range(40))
+    assert hits >= 38, hits
+
+
+@pytest.mark.parametrize("n", [300, 3000])
+@pytest.mark.parametrize("base_noise", [0.005, 0.03])
+def test_silent_twin_the_same_run_with_steady_noise(n, base_noise):
+    hits = sum(bool(findings(late_noise_times(n, seed, 1.0, base_noise=base_noise))) for seed in range(40))
+    assert hits == 0, hits

@@ -62,11 +62,22 @@ def test_fires_when_the_learning_rate_rises_after_the_plateau():
     assert len(findings(stuck_then_falls(n, 0), lr=lr)) == 1
 
 
-def test_silent_when_a_step_schedule_cut_the_learning_rate_before_the_fall():
+def test_silent_when_a_step_schedule_cut_the_learning_rate_after_convergence():
+    # Fell, converged at this rate (the saddle's level), cut at the end of it, fell again.
     n = 600
-    lr = np.where(np.arange(n) < 0.4 * n, 0.1, 0.01)
+    lr = np.where(np.arange(n) < 0.5 * n, 0.1, 0.01)
     for seed in range(10):
-        assert findings(stuck_then_falls(n, seed), lr=lr) == []
+        assert findings(saddle(n, seed), lr=lr) == []
+
+
+@pytest.mark.parametrize("n", [200, 1000])
+def test_fires_when_flat_from_the_start_until_any_schedule_change(n):
+    # Stuck from the start: whatever change of the rate ended it (a raise:
+    # it was too low; a cut: too high to learn), the steps were wasted.
+    for lr in (np.where(np.arange(n) < 0.4 * n, 0.1, 0.01), np.where(np.arange(n) < 0.4 * n, 1e-5, 1e-3)):
+        for seed in range(10):
+            (f,) = findings(stuck_then_falls(n, seed, sd=0.05), lr=lr)
+            assert f.evidence["start_step"] <= 0.1 * n and 0.3 * n <= f.evidence["end_step"] <= 0.45 * n
 
 
 @pytest.mark.parametrize("n", [50, 300, 3000])

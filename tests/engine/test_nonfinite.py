@@ -155,12 +155,16 @@ def test_no_validation_fires_as_info_only_without_evals():
     assert _findings("no_validation", _run()) == []
 
 
-def test_findings_are_ordered_by_severity_then_step_then_code():
+def test_findings_are_ordered_by_severity_then_cause_first():
     run = _run(evals=False, mutate=_nan_loss_at(250, explode=True))
     found = analyze(run).findings
-    ranks = [({"error": 0, "warning": 1, "info": 2}[f.severity], -1 if f.step is None else f.step, f.code)
-             for f in found]
+    ranks = [{"error": 0, "warning": 1, "info": 2}[f.severity] for f in found]
     assert ranks == sorted(ranks)
+    # within a severity a cause comes before the symptoms that name it (runlens.detectors._causes)
+    position = {f.code: i for i, f in enumerate(found)}
+    for i, f in enumerate(found):
+        for cause in f.evidence.get("caused_by", ()):
+            assert position[cause] < i or found[position[cause]].severity != f.severity, (cause, f.code)
     assert found[-1].code == "no_validation"
 
 

@@ -169,7 +169,8 @@ def test_layer_matrix_matches_a_reference(n_steps, full_grid, holes):
             want = cells.get((s, layer))
             assert m.present[i, j] == (want is not None)
             assert (np.isnan(m.values[i, j]) if want is None else m.values[i, j] == want)
-    m.values[0, 0] = 1.0  # writable, as the scatter path always was
+    # read-only on both paths: every detector shares the matrix, an in-place change would leak
+    assert not m.values.flags.writeable and not m.present.flags.writeable
 
 
 ODDITIES = ("nan_tail", "inf_spike", "constant", "zeros", "negative", "huge", "backwards", "null_grad")
@@ -222,3 +223,47 @@ def test_analyze_longer_odd_runs(tabs, status):
     diagnosis = analyze(run)
     assert_spec_object(diagnosis.to_dict())
     assert [(o.code, o.reason) for o in diagnosis.outcomes if o.state == "crashed"] == []
+
+
+# Any JSON value at any key of the format's run.json table (nested keys too): the run is
+# read (a value too big for int64 becomes unknown, with a warning) or refused with one line.
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63 - 2, max_value=2**80)
+    | st.floats() | st.text(max_size=12),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3), max_leaves=8)
+_META_KEYS = ["run_id", "name", "started_at", "ended_at", "heartbeat_at", "flush_every", "flush_seconds",
+              "host", "pid", "config", "seed", "environment", "layers", "attempts", "error",
+              "layers.0.index", "layers.0.name", "layers.0.shape", "layers.0.numel", "error.step",
+              "attempts.0.first_step"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(_META_KEYS), _json_values, min_size=1, max_size=4),
+       st.sampled_from(["finished", "running", "crashed"]))
+def test_any_run_json_field_value_is_read_or_one_line_error(values, status):
+    import socket
+
+    from runlens.errors import RunFormatError
+
+    m = meta("r", status=status, layers=LAYERS, host=socket.gethostname(),
+             error={"type": "RuntimeError", "message": "x", "traceback": "", "step": 3},
+             attempts=[{"started_at": "2026-01-01T00:00:00+00:00", "first_step": 0}])
+    for key, value in values.items():
+        head, _, rest = key.partition(".")
+        if not rest:
+            m[head] = value
+        elif isinstance(m.get(head), list) and m[head] and isinstance(m[head][0], dict):
+            m[head][0][rest.split(".", 1)[-1]] = value
+        elif isinstance(m.get(head), dict):
+            m[head][rest] = value
+    cols = {"step": list(range(40)), "time": [float(i) for i in range(40)], "loss": [1.0 / (i + 1) for i in range(40)]}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_run(Path(tmp) / "r", run_meta=m, scalars=cols)
+        try:
+            run = load_run(path)
+        except RunFormatError as exc:
+            assert "\n" not in str(exc) and "run.json" in str(exc)
+            return
+        out = analyze(run).to_dict()
+    assert_spec_object(out)
+    json.dumps(out)

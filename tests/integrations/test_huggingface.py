@@ -115,6 +115,57 @@ def test_trainer_run_matches_the_trainers_own_logs(tmp_path, capsys, check_runlo
     assert len(printed) == 2
 
 
+class _Reference(transformers.TrainerCallback):
+    """What happened at each optimizer step, seen from outside: the scale the step used and
+    whether the weights moved (a skipped step leaves them untouched)."""
+
+    def __init__(self, scaler):
+        self.scaler, self.scales, self.skipped, self._before = scaler, [], [], None
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+        self.scales.append(self.scaler.get_scale() if self.scaler is not None else None)
+        self._before = [p.detach().clone() for p in model.parameters()]
+
+    def on_optimizer_step(self, args, state, control, model=None, **kwargs):
+        moved = any(not torch.equal(a, p) for a, p in zip(self._before, model.parameters(), strict=True))
+        self.skipped.append(int(not moved))
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_mixed_precision_records_unscaled_norms_and_skipped_steps(tmp_path, check_runlog, precision):
+    """fp16 through Accelerate's GradScaler (on CPU Accelerate makes none, so the test hands the
+    Trainer's accelerator a CPU one before training: the Trainer's own code path does the rest),
+    with a scale so high the first steps overflow; bf16 autocast needs no scaler."""
+    run = tmp_path / "run"
+    data = token_data()  # noqa: F821
+    trainer = transformers.Trainer(model=tiny_gpt2(), train_dataset=data,  # noqa: F821
+                                   args=args(tmp_path, eval_strategy="no", save_strategy="no", logging_steps=1,
+                                             max_steps=8, **{precision: True}),
+                                   callbacks=[RunlensCallback(run)])
+    scaler = None
+    if precision == "fp16":
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 40, backoff_factor=2.0 ** -8,
+                                      growth_interval=1000)
+        trainer.accelerator.scaler, trainer.accelerator.native_amp = scaler, True
+    ref = _Reference(scaler)
+    trainer.add_callback(ref)
+    trainer.train()
+    check_runlog(run)
+    s = table(run, "scalars").to_pydict()
+    logged = {e["step"] - 1: e["grad_norm"] for e in trainer.state.log_history if "grad_norm" in e}
+    if precision == "fp16":
+        assert s["loss_scale"] == ref.scales and s["step_skipped"] == ref.skipped
+        assert 1 <= sum(ref.skipped) < len(ref.skipped)  # real overflows and real steps
+    else:
+        assert "loss_scale" not in s and not any(ref.skipped)
+    for step, norm in logged.items():  # the Trainer's own pre-clip, unscaled norm
+        if not s.get("step_skipped", [0] * 8)[step]:
+            assert s["grad_norm"][step] == pytest.approx(norm, rel=1e-4), step
+    events = table(run, "events")
+    kinds = [] if events is None else events.column("kind").to_pylist()
+    assert "nonfinite_grad" not in kinds  # overflows the scaler skipped are not divergence
+
+
 def test_model_without_loss_falls_back_to_the_trainers_logs(tmp_path, check_runlog):
     class Ce(transformers.Trainer):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):

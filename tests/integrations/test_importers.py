@@ -20,6 +20,8 @@ HF_CONSOLE = sorted((REAL / "centaur-lora").rglob("*.out"))
 TEXT_LOGS = (sorted((REAL / "modded-nanogpt").rglob("*.log"))
              + sorted((REAL / "nlpia2-wordlm").rglob("model_*.md"))
              + sorted((REAL / "bigscience").rglob("chronicles.md")))
+# The real logs live beside the checkout: a clone without ../shared skips these tests and says why.
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is not beside the checkout")
 
 
 def table(run: Path, name: str):
@@ -36,7 +38,8 @@ def curve(run: Path) -> str:
 
 
 # -- the real logs -------------------------------------------------------------
-@pytest.mark.parametrize("path", KERAS + HF_CONSOLE + TEXT_LOGS, ids=lambda p: str(p.relative_to(REAL)))
+@needs_real
+@pytest.mark.parametrize("path", KERAS + HF_CONSOLE + TEXT_LOGS or [REAL], ids=lambda p: str(p.relative_to(REAL)))
 def test_every_real_log_in_a_known_format_imports(path, tmp_path, check_runlog):
     kind = detect_kind(path)
     assert kind in KINDS
@@ -48,12 +51,16 @@ def test_every_real_log_in_a_known_format_imports(path, tmp_path, check_runlog):
     assert table(run, "scalars").num_rows > 0
 
 
-def test_merge_conflict_markers_are_refused_not_merged(tmp_path):
-    with pytest.raises(ImportFailedError, match=r"merge-conflict markers at lines 2, 503, 1004"):
-        import_run("csv", CONFLICTED, tmp_path / "run")
-    assert not (tmp_path / "run" / "run.json").exists()
+@needs_real
+def test_merge_conflict_markers_import_the_last_side_not_both(tmp_path):
+    run = import_run("csv", CONFLICTED, tmp_path / "run")
+    lines = CONFLICTED.read_text().splitlines()
+    assert table(run, "scalars").num_rows == len(lines[503:1003])
+    notes = meta(run)["config"]["import_warnings"]
+    assert any("merge-conflict markers at lines 2, 503, 1004" in w and "--conflict ours" in w for w in notes)
 
 
+@needs_real
 @pytest.mark.parametrize("side, first_loss", [("ours", 0.9056263743128096), ("theirs", None)])
 def test_merge_conflict_side_is_imported_only_when_asked(side, first_loss, tmp_path, check_runlog):
     run = import_run("csv", CONFLICTED, tmp_path / "run", conflict=side)
@@ -69,6 +76,7 @@ def test_merge_conflict_side_is_imported_only_when_asked(side, first_loss, tmp_p
     assert any(side in w and "merge-conflict" in w for w in meta(run)["config"]["import_warnings"])
 
 
+@needs_real
 def test_keras_csv_uses_the_row_index_and_keeps_nan(tmp_path):
     path = REAL / "autotrainer" / "DL_tools" / "log" / "case26" / "case26.csv"
     run = import_run("csv", path, tmp_path / "run")
@@ -81,6 +89,7 @@ def test_keras_csv_uses_the_row_index_and_keeps_nan(tmp_path):
     assert curve(run) == "diverged"
 
 
+@needs_real
 def test_llmc_log_has_train_and_val_rows(tmp_path):
     path = REAL / "modded-nanogpt" / "records" / "track_1_short" / "2024-10-13_llmc" / "main.log"
     run = import_run("text", path, tmp_path / "run")
@@ -92,6 +101,7 @@ def test_llmc_log_has_train_and_val_rows(tmp_path):
     assert curve(run) == "healthy"
 
 
+@needs_real
 def test_word_language_model_steps_count_batches(tmp_path):
     path = next(p for p in TEXT_LOGS if "RNN_RELU" in p.name)
     run = import_run("text", path, tmp_path / "run")
@@ -101,15 +111,22 @@ def test_word_language_model_steps_count_batches(tmp_path):
     assert curve(run) == "diverged"  # this RNN's loss is nan from the first log line
 
 
+@needs_real
 def test_megatron_chronicle_lines(tmp_path):
     path = REAL / "bigscience" / "train" / "tr8-104B-wide" / "chronicles.md"
     run = import_run("text", path, tmp_path / "run")
-    s = table(run, "scalars")
-    first = s.slice(0, 1).to_pylist()[0]
+    rows = [r for r in table(run, "scalars").to_pylist() if r.get("grad_norm") is not None]
+    first = rows[0]
     assert first["step"] == 6900 and first["loss_scale"] == 4096.0 and first["grad_norm"] > 1e4
-    assert meta(run)["config"]["log_style"] == ["megatron"]
+    assert "iteration" in meta(run)["config"]["log_style"]
+    # The chronicle pastes excerpts of several restarts: the earlier one is there with --run 1.
+    notes = meta(run)["config"]["import_warnings"]
+    assert any("the log holds 2 runs" in w for w in notes)
+    early = import_run("text", path, tmp_path / "run1", run=1)
+    assert table(early, "scalars").column("step").to_pylist()[0] == 7000
 
 
+@needs_real
 def test_hf_console_log(tmp_path):
     path = HF_CONSOLE[0]
     run = import_run("hf", path, tmp_path / "run", logging_steps=5)
@@ -150,9 +167,10 @@ def test_import_refuses_a_source_without_loss_and_an_existing_run(tmp_path):
     with pytest.raises(ImportFailedError, match="already holds a run"):
         import_run("csv", csv, tmp_path / "run2")
     with pytest.raises(ImportFailedError, match="unknown import kind"):
-        read("wandb", csv)
+        read("nope", csv)
 
 
+@needs_real
 def test_detect_kind(tmp_path):
     (tmp_path / "tb").mkdir()
     (tmp_path / "tb" / "events.out.tfevents.1.host").write_bytes(b"")
@@ -169,15 +187,16 @@ def test_detect_kind(tmp_path):
     assert detect_kind(tmp_path / "v0") is None
 
 
+@needs_real
 def test_cli_import_and_one_line_errors(tmp_path):
     from click.testing import CliRunner
 
     from runlens.cli import main
 
     runner = CliRunner()
-    res = runner.invoke(main, ["import", "csv", str(CONFLICTED), str(tmp_path / "r")])
+    res = runner.invoke(main, ["import", "csv", str(tmp_path / "missing.csv"), str(tmp_path / "r")])
     assert res.exit_code == 2
-    assert res.output.count("\n") == 1 and "merge-conflict" in res.output
+    assert res.output.count("\n") == 1 and "no such file" in res.output
     res = runner.invoke(main, ["import", "csv", str(CONFLICTED), str(tmp_path / "r"), "--conflict", "theirs"])
     assert res.exit_code == 0, res.output
     assert "note: git merge-conflict" in res.output
@@ -188,7 +207,7 @@ def test_cli_import_and_one_line_errors(tmp_path):
 
 
 def test_kinds_are_the_documented_ones():
-    assert set(KINDS) == {"tensorboard", "lightning-csv", "hf", "csv", "text"}
+    assert set(KINDS) == {"tensorboard", "lightning-csv", "hf", "csv", "text", "jsonl", "mlflow", "wandb"}
 
 
 def test_generic_step_lines(tmp_path, check_runlog):
@@ -207,6 +226,7 @@ def test_generic_step_lines(tmp_path, check_runlog):
     assert table(run, "evals").to_pydict()["val_loss"] == [2.3]
 
 
+@needs_real
 def test_importing_never_loads_torch(tmp_path):
     import subprocess
     import sys

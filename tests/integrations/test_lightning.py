@@ -4,6 +4,7 @@ on what Lightning's own CSVLogger wrote in the same fit."""
 from __future__ import annotations
 
 import json
+import math
 import signal
 from pathlib import Path
 
@@ -106,6 +107,46 @@ def test_fit_records_pre_clip_gradients_validation_and_csvlogger_imports_alike(t
     # per-batch loss is the last micro-batch's, the callback's is the step's mean.
     assert table(imported, "scalars").column("step").to_pylist() == list(range(12))
     assert ie.column("step").to_pylist() == e.column("step").to_pylist()
+
+
+class _Unscaled(L.Callback):
+    """The reference, read by hand where Lightning has unscaled the gradients and not yet clipped them."""
+
+    def __init__(self, scaler):
+        self.scaler, self.scales, self.norms = scaler, [], []
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer):
+        self.scales.append(self.scaler.get_scale())
+        self.norms.append({n: p.grad.double().norm().item() for n, p in pl_module.named_parameters()})
+
+
+def test_16_mixed_records_unscaled_pre_clip_norms_and_skipped_steps(tmp_path, check_runlog):
+    """Lightning's fp16 plugin with a CPU GradScaler (on CPU "16-mixed" makes none), a scale so
+    high that the first steps overflow, accumulation and clipping."""
+    from lightning.pytorch.plugins.precision import MixedPrecision
+
+    L.seed_everything(0)
+    run = tmp_path / "run"
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 40, backoff_factor=2.0 ** -8, growth_interval=1000)
+    ref = _Unscaled(scaler)
+    t = trainer(tmp_path, RunlensCallback(run), gradient_clip_val=0.01, accumulate_grad_batches=2,
+                plugins=[MixedPrecision("16-mixed", "cpu", scaler=scaler)])
+    t.callbacks.append(ref)
+    t.fit(Tiny(), loader(), loader(16))
+    check_runlog(run)
+    s = table(run, "scalars").to_pydict()
+    skipped = [int(not all(math.isfinite(v) for v in n.values())) for n in ref.norms]
+    assert 1 <= sum(skipped) < len(skipped)
+    assert s["loss_scale"] == ref.scales and s["step_skipped"] == skipped
+    rows = {(r["step"], r["layer"]): r["grad_norm"] for r in table(run, "layers").to_pylist()}
+    for step, norms in enumerate(ref.norms):
+        if skipped[step]:
+            continue
+        assert s["grad_norm"][step] == pytest.approx(math.sqrt(sum(v * v for v in norms.values())), rel=1e-5)
+        for name, value in norms.items():
+            assert rows[(step, name)] == pytest.approx(value, rel=1e-5)
+    events = table(run, "events")
+    assert events is None or "nonfinite_grad" not in events.column("kind").to_pylist()
 
 
 def test_exception_in_fit_ends_the_run_crashed(tmp_path, check_runlog):

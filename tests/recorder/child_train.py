@@ -30,7 +30,10 @@ def main() -> int:
     ap.add_argument("--sleep", type=float, default=0.0)
     ap.add_argument("--fsize-limit", type=int, default=None)
     ap.add_argument("--attempt", type=int, default=1)
+    ap.add_argument("--slow-disk", type=float, default=0.0, help="seconds every part write sleeps")
     args = ap.parse_args()
+    if args.slow_disk:
+        slow_disk(args.slow_disk)
     torch.set_num_threads(1)
     if args.fsize_limit is not None:
         # Without ignoring SIGXFSZ the kernel would kill the process instead of failing the write.
@@ -65,9 +68,22 @@ def train(rec, model, opt, x, y, first, args) -> None:
         loss.backward()
         opt.step()
         rec.step(loss, attempt=args.attempt)
-        print(f"step {step}", flush=True)
+        print(f"step {step} unwritten {rec.summary()['unwritten_steps']}", flush=True)
         if args.sleep:
             time.sleep(args.sleep)
+
+
+def slow_disk(seconds: float) -> None:
+    """Every part write sleeps first, as on a slow or overloaded disk (the writer thread's problem)."""
+    from recorders import _parts
+
+    real = _parts.write_part
+
+    def slow(*a, **k):
+        time.sleep(seconds)
+        return real(*a, **k)
+
+    _parts.write_part = slow
 
 
 if __name__ == "__main__":

@@ -49,10 +49,21 @@ def parts(run_dir: Path, table: str) -> list[tuple[int, int, Path]]:
 
 
 def read_table(run_dir: Path, table: str) -> pa.Table | None:
-    """All parts of ``table``, keeping per key the row of the highest seq (the format's rule)."""
+    """All parts of ``table``, keeping per key the row of the highest seq (the format's rule).
+
+    Parts a surviving merged part replaces (a kill inside compaction) are
+    dropped, read straight from the footers here, not through the code under test.
+    """
+    found = parts(run_dir, table)
+    replaced = set()
+    for seq, rank, path in found:
+        raw = (pq.read_schema(pa.OSFile(os.fsencode(path))).metadata or {}).get(b"runlens.replaces", b"")
+        replaced |= {(rank, int(x)) for x in raw.decode().split(",") if x and int(x) < seq}
     tables = []
-    for seq, _, path in parts(run_dir, table):
-        t = pq.read_table(path)
+    for seq, rank, path in found:
+        if (rank, seq) in replaced:
+            continue
+        t = pq.read_table(pa.OSFile(os.fsencode(path)))
         if "layer" in t.column_names:
             t = t.set_column(t.column_names.index("layer"), "layer", t.column("layer").cast(pa.string()))
         tables.append(t.append_column("_seq", pa.array([seq] * t.num_rows, pa.int64())))

@@ -13,13 +13,19 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def _wait_for_step(proc, at_least: int) -> int:
-    """Read the child's ``step N`` lines until N >= at_least; return the last N seen."""
+    """Read the child's ``step N ...`` lines until N >= at_least; return the last N seen."""
+    return _wait(proc, at_least)[0]
+
+
+def _wait(proc, at_least: int) -> tuple[int, int]:
+    """Like _wait_for_step; also the rows the child's writer had not yet written at that step."""
     last = -1
     for line in proc.stdout:
         if line.startswith("step "):
-            last = int(line.split()[1])
+            words = line.split()
+            last, unwritten = int(words[1]), int(words[3]) if len(words) > 3 else 0
             if last >= at_least:
-                return last
+                return last, unwritten
     raise AssertionError(f"child ended before step {at_least}: rc={proc.wait()} {proc.stderr.read()}")
 
 
@@ -28,23 +34,44 @@ def _steps(run_dir) -> list[int]:
     return [] if t is None else t.column("step").to_pylist()
 
 
-def test_sigkill_loses_at_most_the_unflushed_rows(tmp_path, check_runlog):
-    run_dir = tmp_path / "killed"
-    proc = popen("child_train.py", run_dir, "--steps", "100000", "--flush-every", "5")
+def _kill_at(run_dir, at: int, *args: str) -> tuple[int, int]:
+    proc = popen("child_train.py", run_dir, "--steps", "100000", "--flush-every", "5", *args)
     try:
-        last = _wait_for_step(proc, 63)
+        last, unwritten = _wait(proc, at)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
         proc.kill()
+    return last, unwritten
+
+
+def _check_killed(run_dir, check_runlog) -> list[int]:
     check_runlog(run_dir)
     for table in ("scalars", "layers"):
         for _, _, path in parts(run_dir, table):
             pq.read_table(path)  # every final part is complete
     steps = _steps(run_dir)
     assert steps == list(range(len(steps))), "flushed steps must be contiguous from 0"
-    assert steps[-1] >= last - 5, f"lost more than flush_every rows: on disk up to {steps[-1]}, child at {last}"
     assert meta(run_dir)["status"] == "running"  # a reader calls it killed: the pid is gone
+    return steps
+
+
+@pytest.mark.parametrize("slow_disk", [0.0, 0.2])
+def test_sigkill_loses_at_most_the_queued_rows(tmp_path, check_runlog, slow_disk):
+    """What a SIGKILL loses is what was still queued or buffered for the writer thread, nothing written.
+
+    With a slow disk (every part write sleeps) rows really are queued at the kill.
+    """
+    run_dir = tmp_path / "killed"
+    last, unwritten = _kill_at(run_dir, 63, "--slow-disk", str(slow_disk))
+    steps = _check_killed(run_dir, check_runlog)
+    # At step `last` the writer had written all but `unwritten` rows; written rows are never lost.
+    assert len(steps) >= last + 1 - unwritten, (len(steps), last, unwritten)
+    if slow_disk:
+        assert unwritten > 5, "the slow disk should have left rows queued behind the training"
+    else:
+        # A disk that keeps up: at most the queue (4 batches of flush_every) and the buffer.
+        assert steps[-1] >= last - 5 * 5, f"on disk up to {steps[-1]}, child at {last}"
 
 
 def test_exception_is_recorded_and_reraised(tmp_path, check_runlog):
@@ -153,3 +180,38 @@ def test_two_rank_gloo_training_writes_per_rank_parts(tmp_path, check_runlog):
     for name, value in expected.items():
         key = name if name in got else "module." + name
         assert got[key] == pytest.approx(value, rel=1e-4)
+
+
+def _fsdp2_on_cpu() -> str | None:
+    """Why FSDP2 cannot run here, or None when it can (gloo, a CPU device mesh)."""
+    try:
+        import torch.distributed as dist
+        from torch.distributed.fsdp import fully_shard  # noqa: F401
+        from torch.distributed.tensor import DTensor  # noqa: F401
+    except ImportError as e:
+        return f"this torch has no FSDP2 ({e})"
+    if not dist.is_available() or not dist.is_gloo_available():
+        return "this torch was built without gloo"
+    return None
+
+
+@pytest.mark.skipif(_fsdp2_on_cpu() is not None, reason=str(_fsdp2_on_cpu()))
+def test_fsdp2_records_full_parameter_statistics_with_one_collective_per_step(tmp_path, check_runlog):
+    run_dir = tmp_path / "fsdp"
+    proc = run("child_fsdp.py", run_dir, timeout=170)
+    assert proc.returncode == 0, proc.stderr
+    check_runlog(run_dir)
+    m = meta(run_dir)
+    assert {x["name"]: x["shape"] for x in m["layers"]}["0.weight"] == [32, 8]  # the unsharded shape
+    assert {rank for _, rank, _ in parts(run_dir, "layers")} == {0}
+    lines = proc.stdout.splitlines()
+    assert sorted(x for x in lines if x.startswith("collectives")) == ["collectives 3"] * 2
+    rows = {(r["step"], r["layer"]): r for r in read_table(run_dir, "layers").to_pylist()}
+    refs = [x.split() for x in lines if x.startswith("ref ")]
+    assert len(refs) == 3 * 6 * 5
+    for _, step, name, col, value in refs:
+        got = rows[(int(step), name)][col]
+        assert got == pytest.approx(float(value), rel=1e-4, abs=1e-7), (step, name, col)
+    totals = read_table(run_dir, "scalars").column("grad_norm").to_pylist()
+    ref0 = [float(v) for _, s, _, c, v in refs if s == "0" and c == "grad_norm"]
+    assert totals[0] == pytest.approx(sum(v * v for v in ref0) ** 0.5, rel=1e-4)

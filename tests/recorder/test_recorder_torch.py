@@ -136,7 +136,7 @@ def test_layers_are_in_depth_order_of_first_use(tmp_path, check_runlog):
     assert layers[0]["kind"] == "MultiheadAttention" and layers[0]["module"] == "attn"
     assert layers[2]["module"] == "attn.out_proj" and layers[2]["kind"] == "NonDynamicallyQuantizableLinear"
     assert layers[4] == {"name": "body.weight", "index": 4, "module": "body", "kind": "Linear",
-                         "shape": [4, 8], "numel": 32}
+                         "shape": [4, 8], "numel": 32, "trainable": True}
 
 
 def test_amp_scaler_columns_and_skipped_steps(tmp_path, check_runlog):
@@ -344,6 +344,7 @@ def test_deleted_run_directory_does_not_stop_training(tmp_path, check_runlog):
     x, y = torch.randn(4, 6), torch.randn(4, 1)
     with Recorder(tmp_path / "r", model, opt, flush_every=5, handle_signals=False) as rec:
         _train(model, opt, x, y, 7, rec)
+        rec.writer.flush()  # the writer thread is idle: rmtree does not race its renames
         shutil.rmtree(tmp_path / "r")
         _train(model, opt, x, y, 13, rec)
     check_runlog(tmp_path / "r")  # recreated by the next flush, metadata and all

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import faults, fuzz, kill, read_while_write, resources
+from . import faults, fuzz, hostile, kill, read_while_write, resources
 from ._harness import ROOT
 
 
@@ -22,6 +22,21 @@ def _table(rows: list[tuple[str, object]]) -> str:
     lines = ["| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in rows]
     return "\n".join(lines)
+
+
+def hostile_rows(h, seconds: float) -> list[tuple[str, object]]:
+    """Section 6's rows: the round-2 classes and the four figures that must be 0."""
+    classes = ", ".join(f"{k} {v}" for k, v in sorted(h.by_class.items()))
+    return [("CLI invocations (cases)", f"{h.cases} ({classes}), {seconds:.0f} s"),
+            ("exit statuses", ", ".join(f"{k}: {v}" for k, v in sorted(h.exits.items()))),
+            ("clear one-line errors, exit 2", h.one_line_errors),
+            ("tracebacks or internal errors (must be 0)", h.tracebacks),
+            ("live injections: CSV formulas, malformed JUnit, terminal escapes, GitHub mentions, HTML (must be 0)",
+             h.injections),
+            ("rows lost or duplicated, runs left out, earlier reports damaged (must be 0)",
+             h.rows_lost_or_duplicated),
+            ("writes outside the output folder, temp files left (must be 0)", h.writes_outside),
+            ("skipped", "; ".join(h.skipped) or "none")]
 
 
 def main(argv: list[str]) -> int:
@@ -65,14 +80,20 @@ def main(argv: list[str]) -> int:
             ("engine on the 10,000,000-layer-row run", "peak memory 2.8x the decoded columns (target <= 3x): "
              "`benchmarks/results/engine_scale.md`")]))
         print(sections[-1], flush=True)
+        t6 = time.time()
+        h = hostile.campaign(tmp / "hostile")
+        sections.append(("6. Hostile input through the CLI, round 2 (subprocesses, as a user runs it)",
+                         hostile_rows(h, time.time() - t6)))
+        print(sections[-1], flush=True)
     doc = [f"# Reliability figures\n\nMeasured by `python -m tests.reliability{' --quick' if args.quick else ''}` on "
            f"{dt.date.today().isoformat()} ({platform.machine()}, Python {platform.python_version()}), "
            f"{time.time() - t0:.0f} s in all. The CI-sized version of every check runs in `.ci/run` "
            "(`tests/reliability/test_reliability.py`), where each \"must\" row is an assertion.\n"]
     for title, rows in sections:
         doc.append(f"## {title}\n\n{_table(rows)}\n")
-    if fz.examples:
-        doc.append("Examples of problems found:\n\n" + "\n".join(f"- `{e}`" for e in fz.examples) + "\n")
+    examples = fz.examples + h.examples
+    if examples:
+        doc.append("Examples of problems found:\n\n" + "\n".join(f"- `{e!r}`" for e in examples) + "\n")
     text = "\n".join(doc)
     Path(args.out).write_text(text)
     print(text)

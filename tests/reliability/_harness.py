@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import signal
@@ -16,7 +14,6 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("_train_child.py")
-CHECKER = ROOT.parent / "shared" / "tools" / "check-runlog"
 TABLES = ("scalars", "evals", "layers", "events")
 
 
@@ -96,24 +93,11 @@ def sigkill(proc) -> None:
         wait_for(lambda: proc.poll() is not None, 30)
 
 
-def _load_checker():
-    loader = importlib.machinery.SourceFileLoader("check_runlog", str(CHECKER))
-    spec = importlib.util.spec_from_loader("check_runlog", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-_CHECKER = None
-
-
 def format_problems(run_dir: Path) -> list[str]:
-    """Problems ../shared/tools/check-runlog finds in ``run_dir`` (empty: conforms)."""
-    global _CHECKER
-    if _CHECKER is None:
-        _CHECKER = _load_checker()
-    problems, _notes = _CHECKER.check_run(Path(run_dir))
-    return problems
+    """Violations of format v1 that ``runlens validate`` finds in ``run_dir`` (empty: conforms)."""
+    from runlens.io.validate import validate_run
+
+    return [v.line() for v in validate_run(run_dir).violations]
 
 
 def unreadable_parts(run_dir: Path) -> list[str]:

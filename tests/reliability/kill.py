@@ -5,7 +5,9 @@ between a part's temp file being written and its rename, and the same
 window for run.json. After each kill the run must be readable by runlens,
 conform to the format, hold no unreadable part, and have lost no row that
 the recorder could have flushed: every step up to the last recorded one is
-there, and at most ``flush_every`` steps handed to the recorder are missing.
+there, and at most the buffered and queued steps (``6 * flush_every``: the
+buffer, the batch being written and the writer thread's queue of 4) handed
+to the recorder are missing.
 """
 
 from __future__ import annotations
@@ -82,7 +84,9 @@ def _verify(run: Path, progress: Path, mode: str, flush_every: int) -> KillTrial
     last_handed = handed[-1] if handed else -1
     last_recorded = steps[-1] if steps else -1
     gaps = (last_recorded + 1) - len(steps) if steps else 0
-    beyond = max(0, (last_handed - last_recorded) - flush_every) + max(0, gaps)
+    # Unwritten at a kill: the buffer, the batch the writer thread is writing and its queue of
+    # 4 batches (recorders.writer: rows are handed to a background thread), flush_every rows each.
+    beyond = max(0, (last_handed - last_recorded) - flush_every * 6) + max(0, gaps)
     return KillTrial(mode, flush_every, len(handed), len(steps), readable, len(bad_parts), beyond,
                      json_ok, not problems, "; ".join(problems[:3] + bad_parts[:3]))
 

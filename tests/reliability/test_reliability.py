@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from . import faults, fuzz, kill, read_while_write, resources
+from . import faults, fuzz, hostile, hostile_text, kill, read_while_write, resources
 
 pytestmark = pytest.mark.reliability
 
@@ -113,3 +113,58 @@ def test_audit_of_many_runs_does_not_exhaust_file_handles(tmp_path):
     assert result.exit_code == 0, result.detail
     assert result.rows == 600
 
+
+
+# -- round 2: hostile input through the real CLI, in subprocesses (tests/reliability/hostile*.py) --
+
+def _assert_clean(figures):
+    assert figures.tracebacks == 0, figures.examples
+    assert figures.injections == 0, figures.examples
+    assert figures.rows_lost_or_duplicated == 0, figures.examples
+    assert figures.writes_outside == 0, figures.examples
+    assert figures.cases > 0
+
+
+def test_numbers_too_big_and_fields_of_the_wrong_type(tmp_path):
+    figures = hostile.Figures()
+    hostile.numbers_and_types(tmp_path, figures)
+    hostile.imported_steps(tmp_path, figures)
+    _assert_clean(figures)
+    assert figures.one_line_errors >= 2  # `"layers": true` and `"layers": 12` are one line, exit 2
+
+
+def test_run_directory_whose_name_is_not_utf8(tmp_path):
+    figures = hostile.Figures()
+    hostile.non_utf8_path(tmp_path, figures)
+    _assert_clean(figures)
+
+
+def test_output_that_cannot_be_written(tmp_path):
+    figures = hostile.Figures()
+    hostile.output_paths(tmp_path, figures)
+    _assert_clean(figures)
+    assert figures.one_line_errors >= 9, figures.examples
+    if figures.skipped:
+        pytest.skip("; ".join(figures.skipped))
+
+
+def test_output_on_a_full_disk(tmp_path):
+    figures = hostile.Figures()
+    if not hostile.full_disk(tmp_path, figures):
+        pytest.skip("; ".join(figures.skipped))
+    _assert_clean(figures)
+    assert figures.one_line_errors == 2
+
+
+def test_every_output_format_escaped_for_its_reader(tmp_path):
+    figures = hostile.Figures()
+    hostile_text.injections(tmp_path, figures)
+    _assert_clean(figures)
+
+
+def test_audit_lists_runs_it_cannot_read(tmp_path):
+    figures = hostile.Figures()
+    hostile_text.omission(tmp_path, figures)
+    if figures.skipped:
+        pytest.skip("; ".join(figures.skipped))
+    _assert_clean(figures)

@@ -13,6 +13,7 @@ from markdown_it import MarkdownIt
 
 from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
 from runlens.io.run import Run
+from runlens.report_data import attach
 
 # GitHub's dialect minus linkify (which needs an extra package): tables and
 # strikethrough are what matter for cells.
@@ -116,5 +117,6 @@ def make_diagnosis(run: Run, *, hostile: bool = False) -> Diagnosis:
     findings.append(Finding("loss_spikes", "warning", "2 loss spikes", step=100, evidence={"steps": [100, 300], "z": 12.5},
                             advice="Clip gradients."))
     warnings = ("detector late_loss_variance crashed: " + (HOSTILE if hostile else "boom"),)
-    return Diagnosis(run=run, curve=CurveVerdict("unstable", "loss spikes repeatedly", {"spikes": 2}),
-                     findings=tuple(findings), warnings=warnings)
+    diagnosis = Diagnosis(run=run, curve=CurveVerdict("unstable", "loss spikes repeatedly", {"spikes": 2}),
+                          findings=tuple(findings), warnings=warnings)
+    return attach(diagnosis)  # the report data the analysis would attach

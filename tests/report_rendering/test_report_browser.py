@@ -29,7 +29,15 @@ PROBE = """(() => {
           verdict: (document.getElementById('verdict') || document.body).innerText,
           bg: getComputedStyle(document.body).backgroundColor, imgs: document.images.length,
           verdictBottom: (document.getElementById('verdict') || document.body).getBoundingClientRect().bottom,
-          overflow: document.documentElement.scrollWidth - window.innerWidth, height: window.innerHeight};
+          overflow: document.documentElement.scrollWidth - window.innerWidth, height: window.innerHeight,
+          // Rendered size of the chart text (tick labels, legends), and whether a chart wider than
+          // its box can be scrolled to its end rather than being cut off.
+          chartText: charts.flatMap(s => [...s.querySelectorAll('text')].map(t => t.getBoundingClientRect().height))
+                           .filter(h => h > 0).sort((a, b) => a - b),
+          clipped: charts.filter(s => { const f = s.closest('figure');
+                                        return f && f.scrollWidth < s.getBoundingClientRect().width - 1; }).length,
+          scrollable: charts.filter(s => { const f = s.closest('figure');
+                                           return f && f.scrollWidth > f.clientWidth; }).length};
 })()"""
 
 
@@ -94,6 +102,11 @@ def test_readable_without_javascript_in_dark_mode_and_on_a_phone(browser, pages)
     (ARTIFACTS / "report-dark.png").write_bytes(dark.screenshot)
     phone = browser.open(page, evaluate=PROBE, viewport=(390, 844), screenshot=True)
     _check(phone, page)
-    assert phone.evaluated["overflow"] <= 0  # no sideways scrolling of the page itself
-    assert phone.evaluated["drawn"] == phone.evaluated["charts"]
+    probe = phone.evaluated
+    assert probe["overflow"] <= 0  # no sideways scrolling of the page itself
+    assert probe["drawn"] == probe["charts"]
+    # Charts keep their full-size text on a phone and scroll sideways inside their figure.
+    texts = probe["chartText"]
+    assert texts and texts[len(texts) // 10] >= 9.5, texts[:20]
+    assert probe["clipped"] == 0 and probe["scrollable"] == probe["charts"], probe
     (ARTIFACTS / "report-phone.png").write_bytes(phone.screenshot)

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from report_fixtures import HOSTILE_NAMES, MD, table_rows
 
-from runlens.render.downsample import downsample, minmax_indices, reduce_rows
 from runlens.render.escape import md_cell, md_code_block, md_code_span, md_inline
+from runlens.report_data.series import downsample, minmax_indices, reduce_rows
 
 
 def test_hostile_cells_keep_table_shape():

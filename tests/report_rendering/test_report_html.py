@@ -34,8 +34,10 @@ def test_report_is_self_contained_and_complete(demo_diagnosis):
     verdict, charts = page.index('id="verdict"'), page.index('id="charts"')
     assert verdict < charts and "curve: unstable" in page[verdict:charts] and "status: crashed" in page[verdict:charts]
     assert page.index("nonfinite_loss", verdict) < charts
+    # Every finding links to its reference, embedded in the page: no link needs docs/ or a network.
+    assert "docs/detectors.md" not in page
     for finding in demo_diagnosis.findings:
-        assert f'href="docs/detectors.md#{finding.code}"' in page
+        assert f'href="#ref-{finding.code}"' in page and f'id="ref-{finding.code}"' in page
     assert "<th scope=\"row\">seed</th><td>1234</td>" in page
     assert "part r0-00000003.parquet could not be read" in page
 
@@ -73,21 +75,31 @@ def test_byte_identical_across_processes():
     assert outs[0] == outs[1] and outs[0].startswith(b"<!DOCTYPE html>")
 
 
-def test_learn_more_comes_from_the_detector_docstring():
+def test_embedded_reference_comes_from_the_catalog():
     from markupsafe import escape
 
-    from runlens.detectors import REGISTRY
+    from runlens.detectors.catalog import documented
     from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
+    from runlens.report_data import attach
 
-    for code in sorted(REGISTRY)[:3]:
-        diagnosis = Diagnosis(run=make_run(), curve=CurveVerdict("healthy", "fine"),
-                              findings=(Finding(code, "warning", "something"),))
+    docs = documented()
+    for code in [*sorted(REGISTRY_CODES())[:3], "baseline_new_nonfinite", "unreadable_run"]:
+        diagnosis = attach(Diagnosis(run=make_run(), curve=CurveVerdict("healthy", "fine"),
+                                     findings=(Finding(code, "warning", "something"),)))
         page = render_html(diagnosis)
-        assert f"Learn more about <code>{code}</code>" in page
-        for heading, body in REGISTRY[code].doc_sections().items():
+        assert f'id="ref-{code}"' in page and f'href="#ref-{code}"' in page
+        for heading, body in docs[code].sections.items():
             if heading:
                 assert f"<h4>{heading}</h4>" in page
-                assert str(escape(body)) in page
+                assert str(escape(body.replace("``", "`"))) in page
+    with_url = render_html(diagnosis, docs_base="https://example.org/x/")
+    assert 'href="https://example.org/x/docs/detectors.md#unreadable_run"' in with_url
+
+
+def REGISTRY_CODES():
+    from runlens.detectors import REGISTRY
+
+    return [c for c in REGISTRY if c != "curve"]
 
 
 def test_run_without_tables_still_renders():
@@ -97,8 +109,10 @@ def test_run_without_tables_still_renders():
     run = Run(path="/runs/empty", meta={"name": "empty", "run_id": "x", "error": {
         "type": "torch.OutOfMemoryError", "message": "CUDA out of memory", "traceback": "tb", "step": None}},
         status="crashed")
-    diagnosis = Diagnosis(run=run, curve=CurveVerdict("insufficient_data", "no steps"),
-                          findings=(Finding("crash_oom", "error", "out of memory"),))
+    from runlens.report_data import attach
+
+    diagnosis = attach(Diagnosis(run=run, curve=CurveVerdict("insufficient_data", "no steps"),
+                                 findings=(Finding("crash_oom", "error", "out of memory"),)))
     page = render_html(diagnosis)
     assert_self_contained(page)
     assert "<svg" not in page and "no recorded steps" in page

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from report_fixtures import HOSTILE, MD, make_diagnosis, make_run, table_rows
 
 from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
 from runlens.render.markdown import MAX_CHARS, render_markdown, sparkline
+from runlens.report_data import attach
 
 
 def _balanced(text: str) -> None:
@@ -60,8 +62,8 @@ def _huge_diagnosis(n_layers: int = 5000) -> Diagnosis:
     findings += [Finding("loss_spikes", sev, f"finding {i} " + "y" * 300, step=i, layers=names[i:i + 50],
                          evidence={f"k{j}": "v" * 200 for j in range(30)})
                  for i, sev in enumerate(["error", "warning", "info"] * 40)]
-    return Diagnosis(run=run, curve=CurveVerdict("diverged", "it blew up"), findings=tuple(findings),
-                     warnings=tuple(f"warning {i} " + "z" * 200 for i in range(300)))
+    return attach(Diagnosis(run=run, curve=CurveVerdict("diverged", "it blew up"), findings=tuple(findings),
+                            warnings=tuple(f"warning {i} " + "z" * 200 for i in range(300))))
 
 
 def test_5000_layer_run_stays_under_the_cap():
@@ -92,8 +94,8 @@ def test_long_traceback_keeps_its_end():
     run = make_run(crash=True, name="tb")
     tb = "Traceback (most recent call last):\n" + "\n".join(f'  File "x.py", line {i}, in f' for i in range(5000))
     run.meta["error"]["traceback"] = tb + "\nRuntimeError: the real cause"
-    diagnosis = Diagnosis(run=run, curve=CurveVerdict("healthy", "ok"),
-                          findings=(Finding("crash_other", "error", "boom"),))
+    diagnosis = attach(Diagnosis(run=run, curve=CurveVerdict("healthy", "ok"),
+                                 findings=(Finding("crash_other", "error", "boom"),)))
     text = render_markdown(diagnosis, max_chars=20_000)
     assert len(text) <= 20_000
     assert "RuntimeError: the real cause" in text and "lines above not shown" in text
@@ -117,7 +119,9 @@ def test_deterministic(demo_diagnosis):
 
 
 def test_sparkline():
-    assert sparkline([1, 2, 3, 4, 5, 6, 7, 8], width=8) == "▁▂▃▄▅▆▇█"
-    assert sparkline([1.0, float("nan"), 1.0], width=3) == "▁×▁"
-    assert len(sparkline(range(10_000), width=40)) == 40
-    assert sparkline([]) == ""
+    from runlens.report_data.series import spark
+
+    assert sparkline(spark("x", np.arange(1.0, 9.0), width=8)) == "▁▂▃▄▅▆▇█"
+    assert sparkline(spark("x", np.array([1.0, float("nan"), 1.0]), width=3)) == "▁×▁"
+    assert len(sparkline(spark("x", np.arange(10_000.0), width=40))) == 40
+    assert spark("x", np.array([])) is None

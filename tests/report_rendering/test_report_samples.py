@@ -47,18 +47,28 @@ def test_cli_writes_reports_and_an_index(tmp_path):
     runs = [str(SAMPLES[0]), str(SAMPLES[1])]
     result = CliRunner().invoke(main, ["report", *runs, "-o", str(tmp_path), "--format", "both"])
     assert result.exit_code == 0, result.output
+    from runlens.render.write import report_stem
+
+    stems = [report_stem(Path(r).name, r) for r in runs]
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == sorted([f"{SAMPLES[0].name}.html", f"{SAMPLES[0].name}.md",
-                            f"{SAMPLES[1].name}.html", f"{SAMPLES[1].name}.md", "index.html"])
+    assert names == sorted([f"{stems[0]}.html", f"{stems[0]}.md", f"{stems[1]}.html", f"{stems[1]}.md",
+                            "index.html"])
     index = (tmp_path / "index.html").read_text()
-    assert f'href="{SAMPLES[0].name}.html"' in index
+    assert f'href="{stems[0]}.html"' in index
 
 
 def test_cli_markdown_only_and_duplicate_names(tmp_path):
-    run = str(SAMPLES[0])
-    result = CliRunner().invoke(main, ["report", run, run, "-o", str(tmp_path), "--format", "md"])
+    import shutil
+
+    # Two runs with one name (copies in two folders) get two files; one run given twice gets one.
+    a, b = tmp_path / "a" / "x", tmp_path / "b" / "x"
+    shutil.copytree(SAMPLES[0], a)
+    shutil.copytree(SAMPLES[0], b)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["report", str(a), str(b), str(a), "-o", str(out), "--format", "md"])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{SAMPLES[0].name}-2.md", f"{SAMPLES[0].name}.md"]
+    names = sorted(p.name for p in out.iterdir())
+    assert len(names) == 2 and all(n.startswith(f"{SAMPLES[0].name}-") and n.endswith(".md") for n in names)
 
 
 def test_cli_docs_url_makes_reference_links_absolute(tmp_path):
@@ -67,9 +77,13 @@ def test_cli_docs_url_makes_reference_links_absolute(tmp_path):
     result = CliRunner().invoke(main, ["report", str(run), "-o", str(tmp_path), "--format", "md",
                                        "--docs-url", base])
     assert result.exit_code == 0, result.output
-    text = (tmp_path / "lr_too_low.md").read_text()
+    text = next(tmp_path.glob("lr_too_low-*.md")).read_text()
     assert f"]({base}docs/detectors.md#learning_rate_too_low)" in text
     assert "](docs/detectors.md" not in text
+    offline = CliRunner().invoke(main, ["report", str(run), "-o", str(tmp_path / "off"), "--format", "md"])
+    assert offline.exit_code == 0
+    text = next((tmp_path / "off").glob("lr_too_low-*.md")).read_text()
+    assert "docs/detectors.md" not in text and "Reference: <code>learning_rate_too_low</code>" in text
 
 
 @pytest.mark.parametrize("bad", ["missing-dir", "not-a-run"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runlens.stats.depth import depth_trend, edge_gap, group_norms, row_slopes
+from runlens.stats.depth import depth_trend, edge_gap, group_norms
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -53,15 +53,3 @@ def test_group_norms_root_sum_of_squares():
     assert order == ["a", "b"]
     assert out[0].tolist() == [5.0, 1.0]
     assert out[1, 0] == 4.0 and np.isnan(out[1, 1])
-
-
-def test_row_slopes_match_polyfit():
-    rng = np.random.default_rng(0)
-    m = rng.normal(size=(5, 7))
-    m[2, [1, 4]] = np.nan
-    slope, n = row_slopes(m)
-    for i in range(5):
-        ok = np.isfinite(m[i])
-        assert slope[i] == pytest.approx(np.polyfit(np.arange(7)[ok], m[i][ok], 1)[0])
-    assert n.tolist() == [7, 7, 5, 7, 7]
-    assert np.isnan(row_slopes(np.array([[1.0, np.nan, 2.0]]))[0][0])

@@ -90,3 +90,26 @@ def test_runs_of():
     assert runs_of(np.array([0, 1, 1, 0, 1], bool)) == [(1, 3), (4, 5)]
     assert runs_of(np.array([], bool)) == []
     assert runs_of(np.ones(3, bool)) == [(0, 3)]
+
+
+def test_one_rolling_median_one_bucket_median_one_theil_sen():
+    """The old entry points are thin views of the one implementation each."""
+    from runlens.stats import growth, trend
+
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal(3001)
+    y[::97] = np.nan
+    assert np.allclose(growth.rolling_median(y, 7), rolling_median(y, 7, mode="shrink"), equal_nan=True)
+    x = np.arange(y.size, dtype=float)
+    bx, by = growth.bucket_medians(x, y, 100)
+    ok = np.isfinite(y)
+    assert np.array_equal(by, bucket_medians(y[ok], 100)[1]) and np.array_equal(bx, bucket_medians(x[ok], 100)[1])
+    g, t = growth.growth(x, y), trend.trend(y, x, max_points=500)
+    assert (g.slope, g.tau, g.p, g.n) == (t.slope, t.tau, t.p, t.n)
+
+
+def test_mad_sd_is_scipys_normal_scaled_mad():
+    from scipy.stats import median_abs_deviation
+
+    x = np.random.default_rng(3).standard_t(3, 999)
+    assert mad_sd(x) == median_abs_deviation(x, scale="normal")

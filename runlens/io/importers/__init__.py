@@ -9,15 +9,15 @@ role (``import_columns`` / ``import_tags``), and what could not be mapped
 
 Kinds: ``tensorboard`` (event files), ``lightning-csv`` (CSVLogger
 ``metrics.csv``), ``hf`` (``trainer_state.json`` or Trainer console
-output), ``csv`` (generic CSV/Parquet, Keras ``CSVLogger``), ``text``
-(llm.c, Megatron, ``word_language_model`` and ``step N | loss X`` lines).
+output), ``csv`` (generic CSV/Parquet, Keras ``CSVLogger``), ``text`` (any console
+log with step-carrying lines), ``jsonl`` (one metrics object per line:
+detectron2, mmdet), ``mlflow`` (an MLflow file store), ``wandb`` (a W&B
+chart CSV export or an offline ``.wandb`` file).
 """
 
 from __future__ import annotations
 
 import importlib
-import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -31,64 +31,33 @@ KINDS = {
     "hf": "runlens.io.importers.hf",
     "csv": "runlens.io.importers.csv",
     "text": "runlens.io.importers.text",
+    "jsonl": "runlens.io.importers.jsonl",
+    "mlflow": "runlens.io.importers.mlflow",
+    "wandb": "runlens.io.importers.wandb",
 }
-
-_HF_LINE = re.compile(r"\{'(loss|eval_loss)': '?(?:[-+]?[0-9]|nan|inf)")
-_TEXT_LINE = re.compile(r"^s:\d+ t[re]l:|iteration\s+\d+\s*/\s*\d+\s*\||\|\s*epoch\s+\d+\s*\|\s*\d+\s*/|"
-                        r"^\s*step[\s:]+\d+", re.MULTILINE | re.IGNORECASE)
-
-
-def _head(path: Path, n: int = 262_144) -> str:
-    with open(path, "rb") as f:
-        return f.read(n).decode("utf-8", "replace")
-
-
-def _detect_file(path: Path) -> str | None:
-    name = path.name.lower()
-    if "tfevents" in name:
-        return "tensorboard"
-    if name == "trainer_state.json":
-        return "hf"
-    if name.endswith((".parquet", ".pq")):
-        return "csv"
-    if name.endswith(".json"):
-        try:
-            return "hf" if "log_history" in json.loads(path.read_text(encoding="utf-8")) else None
-        except (ValueError, OSError, TypeError):
-            return None
-    head = _head(path)
-    if name.endswith(".csv"):
-        header = head.splitlines()[0] if head else ""
-        cols = {c.strip() for c in header.split(",")}
-        return "lightning-csv" if {"step", "epoch"} <= cols and name == "metrics.csv" else "csv"
-    if _HF_LINE.search(head):
-        return "hf"
-    if _TEXT_LINE.search(head):
-        return "text"
-    return None
 
 
 def detect_kind(path: str | Path) -> str | None:
     """The importer kind that reads ``path`` (a file or folder), or None when none does.
 
-    A folder holding a ``run.json`` is a runlens run already: None.
+    Chosen from the content (:mod:`runlens.io.importers.sniff`), not the name;
+    :func:`runlens.io.importers.sniff.sniff` also says why a path was not
+    recognised. A folder holding a ``run.json`` is a runlens run already: None.
     """
-    p = Path(path)
-    if p.is_file():
-        return _detect_file(p)
-    if not p.is_dir() or (p / "run.json").exists():
-        return None
-    if next(p.rglob("*tfevents*"), None) is not None:
-        return "tensorboard"
-    if next(p.rglob("trainer_state.json"), None) is not None:
-        return "hf"
-    if next(p.rglob("metrics.csv"), None) is not None:
-        return "lightning-csv"
-    return None
+    from runlens.io.importers.sniff import sniff
+
+    return sniff(path).kind
+
+
+# The generic override names (``runlens analyze --loss KEY``) in each kind's own words.
+_RENAMES = {"tensorboard": {"loss": "loss_tag", "val_loss": "val_loss_tag", "lr": "lr_tag",
+                            "grad_norm": "grad_norm_tag"}}
 
 
 def read(kind: str, source: str | Path, **options: Any):
     """The :class:`~runlens.io.importers._common.Imported` for ``source`` read as ``kind``."""
+    renames = _RENAMES.get(kind, {})
+    options = {renames.get(k, k): v for k, v in options.items()}
     module = KINDS.get(kind)
     if module is None:
         raise ImportFailedError(f"unknown import kind {kind!r}; kinds are: {', '.join(KINDS)}")

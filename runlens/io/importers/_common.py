@@ -65,6 +65,23 @@ def column_name(raw: str) -> str:
     return name
 
 
+def require_file(path: Path, kind: str) -> None:
+    """Refuse a ``path`` that is not one regular file, saying what it is (a folder is not "missing")."""
+    if path.is_dir():
+        raise ImportFailedError(f"{path}: is a directory; the {kind} importer reads one file: "
+                                "name the file inside it")
+    if not path.is_file():
+        raise ImportFailedError(f"{path}: " + ("not a regular file" if path.exists() else "no such file"))
+
+
+def as_float(value: int | float) -> float:
+    """``float(value)``, with an integer beyond a float's range as +-inf rather than ``OverflowError``."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 def parse_float(text: str | None) -> float | None:
     """A float from a log cell; None for an empty cell; NaN/Inf kept as data."""
     if text is None:
@@ -102,42 +119,111 @@ def _align(base: Series, other: Series) -> tuple[np.ndarray, int, np.ndarray]:
     return out, int((~hit).sum()), present
 
 
-def _table(series: dict[str, Series], key: str, label: str, warnings: list[str]):
-    """Rows keyed on the steps of ``series[key]``: (steps, times, {column: (values, present)})."""
-    base, dup = _last_per_step(series[key])
-    if dup:
-        warnings.append(f"{label}: {dup} repeated steps of {key!r} (a resumed run, or several logs per "
-                        "optimizer step); kept the last value of each")
+SIGNAL_COLUMNS = ("grad_norm", "loss_scale")
+
+
+def is_val_set(name: str) -> bool:
+    """Whether ``name`` is a validation-loss column: ``val_loss`` or ``val_loss@<set>``."""
+    return name == "val_loss" or name.startswith("val_loss@")
+
+
+def val_set_column(set_name: str) -> str:
+    """The evals column of a named validation set (``val_loss@<set>``, the set's name kept readable)."""
+    clean = re.sub(r"[^0-9A-Za-z_.-]+", "_", set_name).strip("_") or "set"
+    return f"val_loss@{clean}"
+
+
+def _table(series: dict[str, Series], key: str, label: str, warnings: list[str], *,
+           keys: tuple[str, ...] | None = None, extra_steps: np.ndarray | None = None):
+    """Rows keyed on the steps of ``series[key]`` (or of the union of ``keys``).
+
+    Returns ``(steps, times, key values, key present, {column: (values, present)})``;
+    a key value that is not present is written as null, never NaN (NaN is data).
+    """
+    keys = keys or (key,)
+    bases = []
+    for k in keys:
+        if k in series:
+            s, dup = _last_per_step(series[k])
+            if dup:
+                warnings.append(f"{label}: {dup} repeated steps of {k!r} (a resumed run, or several logs "
+                                "per optimizer step); kept the last value of each")
+            bases.append(s)
+    pool = [b.steps for b in bases] + ([] if extra_steps is None else [np.asarray(extra_steps, np.int64)])
+    steps = np.unique(np.concatenate(pool)) if pool else np.empty(0, np.int64)
+    frame = Series(steps, np.full(len(steps), np.nan))
+    times = np.full(len(steps), np.nan)
+    for b in bases:
+        if b.times is not None:
+            t, _, hit = _align(frame, Series(b.steps, b.times))
+            times = np.where(np.isnan(times) & hit, t, times)
+    frame.times = None if np.isnan(times).all() else times
+    key_vals = np.full(len(steps), np.nan)
+    key_present = np.zeros(len(steps), dtype=bool)
     columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, s in series.items():
-        if name == key:
-            continue
         s, _ = _last_per_step(s)
-        values, missed, present = _align(base, s)
+        values, missed, present = _align(frame, s)
+        if name == key:
+            key_vals, key_present = values, present
+            continue
         if missed:
-            warnings.append(f"{label}: {missed} values of {name!r} logged at steps without a {key!r}: not imported")
+            warnings.append(f"{label}: {missed} values of {name!r} logged at steps without "
+                            f"{' or '.join(repr(k) for k in keys)}: not imported")
         if present.any():
             columns[name] = (values, present)
-    return base, columns
+    return frame, key_vals, key_present, columns
+
+
+def _no_loss_note(imp: Imported, warnings: list[str]) -> tuple[tuple[str, ...], np.ndarray | None]:
+    """The train keys (or, with none, the eval steps) to build scalar rows on when the source
+    logged no training loss; refuses a source without any training signal."""
+    signals = [c for c in SIGNAL_COLUMNS if c in imp.train and len(imp.train[c].steps)]
+    vals = [c for c in imp.evals if is_val_set(c) and len(imp.evals[c].steps)]
+    if not signals and not vals:
+        found = ", ".join(sorted(imp.train) + sorted(imp.evals)) or "nothing"
+        raise ImportFailedError(f"{imp.source}: no training loss, gradient norm, loss scale or validation "
+                                f"loss found (found: {found}); map the loss column/tag explicitly")
+    held = ", ".join(signals + vals)
+    warnings.append(f"the source logged no training loss (it holds {held}): the loss column is all null, "
+                    "so the loss curve cannot be judged")
+    base = tuple(c for c in imp.train if len(imp.train[c].steps))
+    if base:
+        return base, None
+    return (), np.unique(np.concatenate([imp.evals[c].steps for c in vals]))
 
 
 def write_imported(imp: Imported, out_dir: str | Path) -> Path:
-    """Write ``imp`` as a format-v1 run at ``out_dir``; the run's path."""
+    """Write ``imp`` as a format-v1 run at ``out_dir``; the run's path.
+
+    A source without a training loss but with a gradient norm, loss scale or
+    validation loss is written with an all-null ``loss`` (the format requires
+    the column) and a warning; a source with none of these is refused.
+    """
     out = Path(out_dir)
     if (out / "run.json").exists():
         raise ImportFailedError(f"{out} already holds a run; choose a new OUT_RUN directory")
-    if "loss" not in imp.train or len(imp.train["loss"].steps) == 0:
-        found = ", ".join(sorted(imp.train) + sorted(imp.evals)) or "nothing"
-        raise ImportFailedError(f"{imp.source}: no training loss found (found: {found}); "
-                                "map the loss column/tag explicitly")
     warnings = list(imp.warnings)
+    has_loss = "loss" in imp.train and len(imp.train["loss"].steps) > 0
+    train_keys, eval_steps = (("loss",), None) if has_loss else _no_loss_note(imp, warnings)
     config = dict(imp.config)
     config["imported_from"] = {"kind": imp.kind, "path": str(imp.source)}
-    train = _table(imp.train, "loss", "scalars", warnings)
-    evals = _table(imp.evals, "val_loss", "evals", warnings) if "val_loss" in imp.evals else None
-    for name in sorted(set(imp.evals) - {"val_loss"}) if evals is None else ():
+    train = _table(imp.train, "loss", "scalars", warnings, keys=train_keys, extra_steps=eval_steps)
+    val_keys = tuple(k for k in imp.evals if is_val_set(k))
+    eval_src = imp.evals
+    if val_keys and "val_loss" not in imp.evals:
+        # Only named sets: the first logged is the primary val_loss too, so a reader that knows only
+        # val_loss still sees a validation curve; every set stays in its own val_loss@<set> column.
+        first = min(val_keys, key=lambda k: (int(imp.evals[k].steps.min()) if len(imp.evals[k].steps) else 0,
+                                             val_keys.index(k)))
+        eval_src = {**imp.evals, "val_loss": imp.evals[first]}
+        val_keys = ("val_loss", *val_keys)
+        warnings.append(f"evals: {len(val_keys) - 1} named validation sets and no unnamed one; "
+                        f"val_loss is the first, {first!r}; each set is in its val_loss@<set> column")
+    evals = _table(eval_src, "val_loss", "evals", warnings, keys=val_keys) if val_keys else None
+    for name in sorted(set(imp.evals) - set(val_keys)) if evals is None else ():
         warnings.append(f"evals: {name!r} logged without a validation loss: not imported")
-    if train[0].times is None or np.isnan(train[0].times).all():
+    if train[0].times is None:
         warnings.append("the source has no timestamps: the time columns hold NaN")
     config["import_warnings"] = warnings
     writer = RunWriter(out, name=imp.name or out.name, config=config, seed=imp.seed,
@@ -158,13 +244,14 @@ def write_imported(imp: Imported, out_dir: str | Path) -> Path:
 
 
 def _write_rows(writer: RunWriter, table, *, is_eval: bool) -> None:
-    base, columns = table
+    base, key_vals, key_present, columns = table
     names = list(columns)
     vals = [columns[n][0].tolist() for n in names]
     pres = [columns[n][1].tolist() for n in names]
     times = base.times.tolist() if base.times is not None else None
+    keys = [v if p else None for v, p in zip(key_vals.tolist(), key_present.tolist(), strict=True)]
     add = writer.add_eval if is_eval else writer.add_scalars
-    for i, (step, value) in enumerate(zip(base.steps.tolist(), base.values.tolist(), strict=True)):
+    for i, (step, value) in enumerate(zip(base.steps.tolist(), keys, strict=True)):
         extra = {}
         for n, v, p in zip(names, vals, pres, strict=True):
             if p[i]:

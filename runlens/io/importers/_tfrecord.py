@@ -19,8 +19,12 @@ with numpy:
    other record (TF2 tensor summaries, histograms, several values per
    event, ``file_version``) goes to the compiled protobuf parser.
 
-CRCs are not verified (pure-Python CRC32C would dominate the cost); a
-truncated final record (a run still writing, or killed) is reported.
+Every framed record's two CRC32Cs (of the length, of the data) are
+verified (:mod:`runlens.io.importers._crc32c`: the ``google-crc32c`` C
+extension, else a slow pure-Python table); a record that fails is not
+decoded, and a warning gives its byte offset, so a corrupt record is never
+a silent wrong value. A truncated final record (a run still writing, or
+killed) is reported.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from runlens.io.importers._crc32c import masked, masked_rows
 
 _MIN_WINDOW = 1 << 16
 _MAX_WINDOW = 1 << 26
@@ -165,6 +171,53 @@ def _decode_scalars(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, ou
     return np.flatnonzero(~ok)
 
 
+def _crc_ok(buf: np.ndarray, start: int, length: int) -> bool:
+    """Whether the record at ``start`` carries the right CRCs for its length and its data."""
+    mv = memoryview(buf)
+    d0 = start + _HEADER
+    (len_crc,) = struct.unpack_from("<I", mv, start + 8)
+    (data_crc,) = struct.unpack_from("<I", mv, d0 + length)
+    return masked(mv[start:start + 8]) == len_crc and masked(mv[d0:d0 + length]) == data_crc
+
+
+_VECTOR_MAX_LEN = 512  # longer records (histograms) are checked one C call each
+_VECTOR_MIN_COUNT = 16
+
+
+def _u32(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    return _gather(buf, pos, 4).copy().view("<u4").ravel()
+
+
+def _crc_mask(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Whether each record's length CRC and data CRC hold; records of one short length at a time in numpy."""
+    ok = masked_rows(_gather(buf, starts, 8)) == _u32(buf, starts + 8)
+    d0 = starts + _HEADER
+    stored = _u32(buf, d0 + lengths)
+    uniq, counts = np.unique(lengths, return_counts=True)
+    for n, count in zip(uniq.tolist(), counts.tolist(), strict=True):
+        sel = np.flatnonzero(lengths == n)
+        if n <= _VECTOR_MAX_LEN and count >= _VECTOR_MIN_COUNT:
+            rows = _gather(buf, d0[sel], n) if n else np.zeros((len(sel), 0), np.uint8)
+            ok[sel] &= masked_rows(rows) == stored[sel]
+        else:
+            mv = memoryview(buf)
+            ok[sel] &= np.fromiter((masked(mv[a:a + n]) for a in d0[sel].tolist()), dtype=np.uint32,
+                                   count=len(sel)) == stored[sel]
+    return ok
+
+
+def _verified(buf, starts, lengths, path: Path, notes: list[str], bad: list[int]):
+    """The records whose CRCs hold; the offsets of the others go to ``bad`` (and, the first few, ``notes``)."""
+    ok = _crc_mask(buf, starts, lengths)
+    if ok.all():
+        return starts, lengths
+    for s in starts[~ok].tolist():
+        bad.append(s)
+        if len(bad) <= 5:
+            notes.append(f"{path.name}: record at byte offset {s} fails its CRC32C check (corrupt): skipped")
+    return starts[ok], lengths[ok]
+
+
 def read_events(path: Path, on_other: Callable[[bytes], None]) -> tuple[ScalarChunks, list[str]]:
     """Stream ``path``: fast-path scalars into the result, every other event's bytes to ``on_other``."""
     out, notes = ScalarChunks(), []
@@ -173,14 +226,15 @@ def read_events(path: Path, on_other: Callable[[bytes], None]) -> tuple[ScalarCh
     with open(path, "rb") as f:
         # Mapped, not read: pages come in as the windows reach them.
         buf = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), dtype=np.uint8)
-    size, pos, window = len(buf), 0, _MIN_WINDOW
+    size, pos, window, bad = len(buf), 0, _MIN_WINDOW, []
     while pos < size:
         starts, lengths = _frame_window(buf, pos, pos + window)
         if len(starts):
+            pos = int(starts[-1] + _HEADER + lengths[-1] + 4)
+            starts, lengths = _verified(buf, starts, lengths, path, notes, bad)
             for i in _decode_scalars(buf, starts, lengths, out):
                 s = int(starts[i]) + _HEADER
                 on_other(buf[s:s + int(lengths[i])].tobytes())
-            pos = int(starts[-1] + _HEADER + lengths[-1] + 4)
             window = min(window * 2, _MAX_WINDOW)
             continue
         window = _MIN_WINDOW
@@ -192,6 +246,16 @@ def read_events(path: Path, on_other: Callable[[bytes], None]) -> tuple[ScalarCh
             notes.append(f"{path.name}: the last record is truncated (the run was still writing, "
                          "or was killed): ignored")
             break
-        on_other(buf[pos + _HEADER:pos + _HEADER + length].tobytes())
+        if _crc_ok(buf, pos, length):
+            on_other(buf[pos + _HEADER:pos + _HEADER + length].tobytes())
+        else:
+            bad.append(pos)
+            notes.append(f"{path.name}: record at byte offset {pos} fails its CRC32C check (corrupt): skipped")
+            if length >= (1 << 24):
+                notes.append(f"{path.name}: the corrupt length at byte offset {pos} leaves the rest unframed: "
+                             "stopped reading")
+                break
         pos += _HEADER + length + 4
+    if len(bad) > 5:
+        notes.append(f"{path.name}: {len(bad)} records in all fail their CRC32C check: skipped")
     return out, notes

@@ -5,9 +5,9 @@ unless the caller names it. A file without any step column (Keras writes
 one row per epoch and no index) uses the row index as the step.
 
 A file holding git merge-conflict markers contains two versions of the
-log at once; importing it would splice two runs into one curve, so the
-importer refuses it unless the caller picks a side (``conflict="ours"`` or
-``"theirs"``), and then says which side it took.
+log at once; importing both would splice two runs into one curve, so the
+importer takes one side: the last in the file (``theirs``) unless the
+caller picks ``conflict="ours"``, and says which side it took.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.importers._common import Imported, Series, column_name, parse_float
+from runlens.io.bounded import bounded_steps
+from runlens.io.importers._common import Imported, Series, column_name, parse_float, require_file
 
 STEP_COLUMNS = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step")
 EPOCH_COLUMNS = ("epoch", "epochs")
@@ -51,10 +52,13 @@ def resolve_conflicts(lines: list[str], source: Path, side: str | None, warnings
     if not marks:
         return lines
     where = ", ".join(f"{n}" for n, _ in marks[:6])
-    if side not in ("ours", "theirs"):
-        raise ImportFailedError(
-            f"{source}: git merge-conflict markers at lines {where}: the file holds two versions of "
-            "the log; resolve the conflict, or import one side with --conflict ours|theirs")
+    if side is None:
+        # Two versions of the log, like two runs in one: take the last in the file and say so.
+        side = "theirs"
+        warnings.append(f"git merge-conflict markers at lines {where}: the file holds two versions of the "
+                        "log; imported the last one ('theirs'); pick the other with --conflict ours")
+    elif side not in ("ours", "theirs"):
+        raise ImportFailedError(f"{source}: --conflict must be 'ours' or 'theirs', not {side!r}")
     kept, state = [], None  # state: None outside a block, "ours" / "theirs" inside
     for line in lines:
         m = _CONFLICT.match(line)
@@ -66,7 +70,8 @@ def resolve_conflicts(lines: list[str], source: Path, side: str | None, warnings
             state = None
         elif state is None or state == side:
             kept.append(line)
-    warnings.append(f"git merge-conflict markers at lines {where}: imported the {side!r} side only")
+    if not any("merge-conflict" in w for w in warnings):
+        warnings.append(f"git merge-conflict markers at lines {where}: imported the {side!r} side only")
     return kept
 
 
@@ -137,10 +142,10 @@ def build(path: Path, header: list[str], cols: dict[str, list], *, kind: str, wa
         raw = cols[step_col]
         if any(v is None for v in raw):
             warnings.append(f"{sum(v is None for v in raw)} rows without a {step_col!r}: skipped")
-        steps = np.array([-1 if v is None else int(v) for v in raw], dtype=np.int64)
+        steps = bounded_steps(raw, repr(step_col), warnings)  # a step of 2**63 must not overflow numpy
         how = f"column {step_col!r}"
     elif epoch_col is not None and len({v for v in cols[epoch_col] if v is not None}) == n:
-        steps = np.array([int(v) for v in cols[epoch_col]], dtype=np.int64)
+        steps = bounded_steps(cols[epoch_col], repr(epoch_col), warnings)
         how = f"column {epoch_col!r} (one row per epoch)"
     else:
         steps = np.arange(n, dtype=np.int64)
@@ -182,8 +187,7 @@ def _is_eval(col: str) -> bool:
 def read(source: str | Path, *, conflict: str | None = None, **mapping: Any) -> Imported:
     """Read a generic CSV/Parquet file; ``mapping`` names columns (step=, loss=, val_loss=, lr=, ...)."""
     path = Path(source)
-    if not path.is_file():
-        raise ImportFailedError(f"{path}: no such file")
+    require_file(path, "csv")
     warnings: list[str] = []
     header, cols = read_rows(path, conflict=conflict, warnings=warnings)
     return build(path, header, cols, kind="csv", warnings=warnings, **mapping)

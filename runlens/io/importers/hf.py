@@ -3,7 +3,8 @@
 ``trainer_state.json`` (written with every checkpoint) holds
 ``log_history``: one dict per ``on_log`` call, training entries
 (``loss``, ``grad_norm``, ``learning_rate``, ``epoch``, ``step``), eval
-entries (``eval_loss``, ...) and a final summary (``train_runtime``, ...).
+entries (``eval_loss``, ...; with several eval datasets ``eval_<set>_loss``, kept
+as ``val_loss@<set>``) and a final summary (``train_runtime``, ...).
 
 The console output is often all a crashed job left: the same dicts printed
 with ``str(dict)`` (transformers 5 prints values as ``'0.166'`` strings,
@@ -26,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from runlens.errors import ImportFailedError
-from runlens.io.importers._common import Imported, Series, column_name
+from runlens.io.bounded import bounded_int, in_int64, is_int
+from runlens.io.importers._common import Imported, Series, as_float, column_name, require_file, val_set_column
 
 _SKIP = frozenset({"step", "epoch", "total_flos"})
 _TRAIN_ROLES = {"loss": "loss", "learning_rate": "lr", "grad_norm": "grad_norm"}
@@ -55,7 +57,7 @@ class _Log:
             if key in _SKIP or value is None:
                 continue
             if is_eval:
-                name = "val_loss" if key == "eval_loss" else column_name(key)
+                name = eval_column(key)
             else:
                 name = _TRAIN_ROLES.get(key) or column_name(key)
             self._put(target, name, step, value)
@@ -67,11 +69,24 @@ class _Log:
         values.append(value)
 
 
+_EVAL_SET_LOSS = re.compile(r"^eval_(.+)_loss$")
+
+
+def eval_column(key: str) -> str:
+    """The evals column of a Trainer eval metric: ``eval_loss`` -> ``val_loss``,
+    ``eval_<set>_loss`` (one ``eval_dataset`` of a dict of them) -> ``val_loss@<set>``."""
+    if key == "eval_loss":
+        return "val_loss"
+    if m := _EVAL_SET_LOSS.match(key):
+        return val_set_column(m.group(1))
+    return column_name(key)
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        return as_float(value)
     if isinstance(value, str):
         try:
             return float(value)
@@ -98,14 +113,20 @@ def read_state(path: Path) -> Imported:
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise ImportFailedError(f"{path}: no 'log_history' list: not a Trainer state file")
-    log, warnings, missing = _Log(), [], 0
+    log, warnings, missing, beyond = _Log(), [], 0, 0
     for entry in history:
-        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+        if not isinstance(entry, dict) or not is_int(entry.get("step")):
             missing += 1
             continue
-        log.add(entry, max(entry["step"] - 1, 0))
+        step = bounded_int(entry["step"] - 1, "", None)
+        if step is None:  # beyond int64: unknown, not an OverflowError in numpy
+            beyond += 1
+            continue
+        log.add(entry, max(step, 0))
     if missing:
         warnings.append(f"{missing} log_history entries without an integer 'step': skipped")
+    if beyond:
+        warnings.append(f"{beyond} log_history entries with a 'step' beyond what a 64-bit integer holds: skipped")
     keep = ("global_step", "max_steps", "num_train_epochs", "logging_steps", "eval_steps",
             "save_steps", "train_batch_size", "best_metric", "best_model_checkpoint")
     config = {"trainer_state": {k: state[k] for k in keep if k in state},
@@ -121,7 +142,7 @@ def read_console(path: Path, *, logging_steps: int | None = None) -> Imported:
         raise ImportFailedError(f"{path}: cannot read ({exc})") from exc
     log, warnings = _Log(), []
     every = logging_steps or 1
-    n_train, last, bad, from_bar = 0, 0, 0, 0
+    n_train, last, bad, from_bar, beyond = 0, 0, 0, 0, 0
     for raw_line in text.splitlines():
         for piece in raw_line.split("\r"):
             m = _DICT.search(piece)
@@ -138,11 +159,16 @@ def read_console(path: Path, *, logging_steps: int | None = None) -> Imported:
                     last, from_bar = max(int(bar.group(1)) - 1, 0), from_bar + 1
                 else:
                     last = n_train * every - 1
+            if not in_int64(last):  # a progress bar of 10**20 steps: unknown, not an OverflowError
+                beyond += 1
+                continue
             log.add(entry, last)
     if not n_train and not log.evals:
         raise ImportFailedError(f"{path}: no Trainer log lines ({{'loss': ...}} or {{'eval_loss': ...}}) found")
     if bad:
         warnings.append(f"{bad} log dicts that could not be parsed: skipped")
+    if beyond:
+        warnings.append(f"{beyond} log dicts at a step beyond what a 64-bit integer holds: skipped")
     if from_bar < n_train:
         how = (f"logging_steps={logging_steps}" if logging_steps else
                "logging_steps unknown: step = index of the log line (pass logging_steps to fix)")
@@ -169,10 +195,11 @@ def read(source: str | Path, *, logging_steps: int | None = None) -> Imported:
         if not found:
             raise ImportFailedError(f"{path}: no trainer_state.json below this folder")
         path = found[-1]
-    if not path.is_file():
-        raise ImportFailedError(f"{path}: no such file")
-    if path.suffix == ".json":
-        return read_state(path)
+    require_file(path, "hf")
+    with open(path, "rb") as f:
+        first = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if path.suffix == ".json" or re.match(rb'\{\s*"', first):
+        return read_state(path)  # a trainer_state.json, whatever its name
     return read_console(path, logging_steps=logging_steps)
 
 

@@ -42,6 +42,7 @@ LR_TAGS = ("lr", "learning_rate", "train/lr", "train/learning_rate", "optimizer/
 GRAD_NORM_TAGS = ("grad_norm", "train/grad_norm", "gradient_norm", "train/gradient_norm",
                   "grad_2.0_norm_total", "grad_norm/total")
 EPOCH_TAGS = ("epoch", "train/epoch")
+_ROLE_FOLDERS = frozenset({"train", "validation", "val", "eval", "test"})
 
 _GRAD = re.compile(r"^(?:grads?|gradients?)[/.](.+)$|^(.+?)(?:[/.](?:grads?|gradients?))$")
 _WEIGHT = re.compile(r"^(?:weights?|params?|parameters?)/(.+)$")
@@ -52,7 +53,9 @@ _NUMERIC_DTYPES = {1: "float_val", 2: "double_val", 3: "int_val", 9: "int64_val"
 def find_event_files(source: Path) -> list[tuple[str, Path]]:
     """``(subfolder prefix, file)`` for every event file at or below ``source``."""
     if source.is_file():
-        return [("", source)]
+        # Keras writes train/ and validation/ event files: one of them named alone keeps its role.
+        role = source.parent.name.lower()
+        return [(source.parent.name + "/" if role in _ROLE_FOLDERS else "", source)]
     if not source.is_dir():
         raise ImportFailedError(f"{source}: no such file or folder")
     files = sorted(source.rglob("*tfevents*"))
@@ -74,6 +77,7 @@ class _Others:
         self.histos: dict[str, dict[int, tuple[float, int]]] = defaultdict(dict)
         self.skipped: dict[str, int] = defaultdict(int)
         self.no_proto = 0
+        self.negative = 0
         try:
             from tensorboard.compat.proto import event_pb2
         except ImportError:
@@ -87,6 +91,11 @@ class _Others:
             return
         ev = self._event.FromString(data)
         if not ev.HasField("summary"):
+            return
+        if ev.step < 0:
+            # Event.step is int64 on the wire: a step written as uint64 past 2**63 reads negative.
+            # It is no step of format v1, so the event is skipped, never imported wrapped.
+            self.negative += 1
             return
         for v in ev.summary.value:
             tag = self.prefix + v.tag
@@ -169,6 +178,9 @@ def read(source: str | Path, *, loss_tag: str | None = None, val_loss_tag: str |
             histos.setdefault(tag, {}).update(by_step)
         for kind, n in others.skipped.items():
             skipped[kind] += n
+        if others.negative:
+            imp.warnings.append(f"{path.name}: {others.negative} events with a negative step (a step "
+                                "past 2**63 written unsigned reads so): skipped")
         if others.no_proto:
             imp.warnings.append(f"{path.name}: {others.no_proto} events need the tensorboard package "
                                 "to be read (pip install tensorboard): skipped")

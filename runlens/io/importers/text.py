@@ -1,129 +1,226 @@
-"""Plain-text training logs, one line per logged step, in the styles people actually print.
+"""Any console training log: the lines that carry a training step, and the numbers on them.
 
-Recognised (each line on its own; other lines are ignored and counted):
+The reader streams the file line by line (bounded memory: what it keeps
+is the numbers, 16 bytes per value, never the text), so a 2 GB log is
+read in one pass. Each line is cleaned and searched for a step marker
+(:mod:`runlens.io.importers._textline`): ``step``, ``iter``,
+``iteration``, ``global_step``, ``Iter N:``, ``Epoch(train) [e][i/N]``,
+``Epoch e/N`` headers with per-batch counters (Keras), ``| epoch e |
+i/N batches |`` (``word_language_model``), ``[N/M]``, llm.c's ``s:N``, a
+JSON object or dict repr holding a step key, and ``epoch N`` when nothing
+else is there. Lines without one (tracebacks, model summaries, progress
+bars without a metric, blank lines) are counted and skipped.
 
-- llm.c / modded-nanogpt: ``s:120 trl:3.91 lr:0.0006 norm:0.41`` and ``s:250 tel:3.87`` (val),
-  also ``step:120/5100 train_loss:3.91 ...`` and ``step:250/5100 val_loss:3.87``;
-- Megatron-LM / DeepSpeed: ``iteration 7000/ 159576 | ... | learning rate: 6.0E-05 |
-  lm loss: 6.44E+00 | loss scale: 2048.0 | grad norm: 982.2 | ...`` and
-  ``validation loss at iteration 7000 | lm loss value: 7.17E+00 | ...``;
-- PyTorch ``word_language_model``: ``| epoch 1 | 200/ 2983 batches | lr 20.00 | ... | loss 9.09 |``
-  and ``| end of epoch 1 | ... | valid loss 5.61 |`` (step = batches seen so far);
-- the generic ``step 120/5000 | loss 3.91 | lr 6e-4 | norm 0.41`` (``|`` or ``,`` separated).
+Field names are mapped by the alias table in
+:mod:`runlens.io.importers._names`; every other number is kept as a user
+scalar (or an evals column when its name says validation). ``--step``,
+``--loss`` and ``--val-loss`` name the fields explicitly.
 
-Excerpts pasted from several runs (training chronicles) may repeat steps:
-the last value of a step wins and the import says so.
+Several runs in one log (a restart from step 0, a second ``Epoch 1/N``):
+each is kept apart; the last is imported unless ``run=N`` (1-based) picks
+another, and the warnings list them all.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from array import array
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from runlens.errors import ImportFailedError
-from runlens.io.importers._common import Imported, Series
+from runlens.io.bounded import in_int64
+from runlens.io.importers._common import Imported, Series, column_name, require_file
+from runlens.io.importers._lineplan import Parser
+from runlens.io.importers._names import map_name, normalise
+from runlens.io.importers._textline import Context
 
-_NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))"
-_LLMC_TRAIN = re.compile(rf"^s:(\d+) trl:{_NUM}(?: lr:{_NUM})?(?: norm:{_NUM})?")
-_LLMC_VAL = re.compile(rf"^s:(\d+) tel:{_NUM}")
-_MEG_TRAIN = re.compile(r"iteration\s+(\d+)\s*/\s*\d+\s*\|(.*)")
-_MEG_VAL = re.compile(rf"validation loss at iteration\s+(\d+)\s*\|\s*lm loss value:\s*{_NUM}")
-_WLM_TRAIN = re.compile(r"\|\s*epoch\s+(\d+)\s*\|\s*(\d+)\s*/\s*(\d+) batches\s*\|(.*)")
-_WLM_VAL = re.compile(rf"\|\s*end of epoch\s+(\d+)\s*\|.*valid loss\s+{_NUM}")
-_GENERIC = re.compile(r"^\s*step[\s:]+(\d+)(?:\s*/\s*\d+)?\s*[|,]?(.*)$", re.IGNORECASE)
-_FIELD = re.compile(rf"([A-Za-z][A-Za-z _/-]*?)\s*[:=]?\s+{_NUM}(?=\s*(?:\||,|$|\s[A-Za-z]))")
-
-_ALIASES = {
-    "loss": "loss", "lm loss": "loss", "train loss": "loss", "train_loss": "loss", "trl": "loss",
-    "val loss": "val_loss", "val_loss": "val_loss", "valid loss": "val_loss", "eval loss": "val_loss",
-    "lr": "lr", "learning rate": "lr", "learning_rate": "lr",
-    "norm": "grad_norm", "grad norm": "grad_norm", "grad_norm": "grad_norm", "gnorm": "grad_norm",
-    "loss scale": "loss_scale", "loss_scale": "loss_scale",
-    "number of skipped iterations": "skipped_iterations", "number of nan iterations": "nan_iterations",
-    "ppl": "ppl", "ms/batch": "ms_per_batch", "elapsed time per iteration (ms)": "ms_per_step",
-    "consumed samples": "consumed_samples", "global batch size": "global_batch_size",
-}
+_MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
+_DIGIT = re.compile(r"\d")
+_SNIFF = 8192
 
 
-class _Acc:
-    def __init__(self) -> None:
-        self.train: dict[str, tuple[list[int], list[float]]] = {}
-        self.evals: dict[str, tuple[list[int], list[float]]] = {}
-        self.styles: set[str] = set()
+class _RunAcc:
+    """The numbers of one run in the log, as compact arrays."""
 
-    def put(self, evals: bool, name: str, step: int, value: str | float | None) -> None:
-        if value is None:
-            return
-        steps, values = (self.evals if evals else self.train).setdefault(name, ([], []))
-        steps.append(step)
-        values.append(float(value))
+    def __init__(self, first_line: int) -> None:
+        self.series: dict[tuple[bool, str], tuple[array, array]] = {}
+        self.names: dict[str, str] = {}  # column -> the name as logged
+        self.first_line = self.last_line = first_line
+        self.first_step: int | None = None
+        self.last_step: int | None = None
+        self.rows = 0
 
-    def fields(self, step: int, text: str, *, evals: bool = False) -> None:
-        for m in _FIELD.finditer(text):
-            name = _ALIASES.get(m.group(1).strip().lower())
-            if name is not None:
-                if evals and name == "loss":
-                    name = "val_loss"
-                self.put(evals or name == "val_loss", name, step, m.group(2))
+    def put(self, is_eval: bool, column: str, name: str, step: int, value: float) -> None:
+        pair = self.series.get((is_eval, column))
+        if pair is None:
+            pair = self.series[(is_eval, column)] = (array("q"), array("d"))
+            self.names.setdefault(column, name)
+        pair[0].append(step)
+        pair[1].append(value)
 
 
-def _parse_line(acc: _Acc, line: str, wlm_last: list[int]) -> bool:
-    if m := _LLMC_TRAIN.match(line):
-        step = int(m.group(1))
-        acc.put(False, "loss", step, m.group(2))
-        acc.put(False, "lr", step, m.group(3))
-        acc.put(False, "grad_norm", step, m.group(4))
-        acc.styles.add("llm.c")
-    elif m := _LLMC_VAL.match(line):
-        acc.put(True, "val_loss", int(m.group(1)), m.group(2))
-        acc.styles.add("llm.c")
-    elif m := _MEG_VAL.search(line):
-        acc.put(True, "val_loss", int(m.group(1)), m.group(2))
-        acc.styles.add("megatron")
-    elif m := _MEG_TRAIN.search(line):
-        acc.fields(int(m.group(1)), m.group(2))
-        acc.styles.add("megatron")
-    elif m := _WLM_TRAIN.search(line):
-        epoch, batch, per_epoch = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        step = (epoch - 1) * per_epoch + batch - 1
-        acc.fields(step, m.group(4))
-        acc.put(False, "epoch", step, epoch - 1)
-        wlm_last[0] = epoch * per_epoch - 1
-        acc.styles.add("word_language_model")
-    elif m := _WLM_VAL.search(line):
-        acc.put(True, "val_loss", wlm_last[0], m.group(2))
-        acc.styles.add("word_language_model")
-    elif m := _GENERIC.match(line):
-        before = sum(len(v[0]) for v in acc.train.values()) + sum(len(v[0]) for v in acc.evals.values())
-        acc.fields(int(m.group(1)), m.group(2))
-        after = sum(len(v[0]) for v in acc.train.values()) + sum(len(v[0]) for v in acc.evals.values())
-        if after == before:
-            return False
-        acc.styles.add("step-lines")
-    else:
-        return False
-    return True
+class _Mapper:
+    """Field name -> (is_eval, column), with the user's overrides, memoised per name."""
+
+    def __init__(self, loss: str | None, val_loss: str | None) -> None:
+        self.loss = normalise(loss) if loss else None
+        self.val_loss = normalise(val_loss) if val_loss else None
+        self._memo: dict[tuple[str, bool], tuple[bool, str]] = {}
+
+    def __call__(self, name: str, eval_line: bool) -> tuple[bool, str]:
+        key = (name, eval_line)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = self._map(name, eval_line)
+        return hit
+
+    def _map(self, name: str, eval_line: bool) -> tuple[bool, str]:
+        norm = normalise(name)
+        if self.loss is not None and norm == self.loss:
+            return False, "loss"
+        if self.val_loss is not None and norm == self.val_loss:
+            return True, "val_loss"
+        is_eval, col = map_name(name, eval_line=eval_line)
+        if (col == "loss" and self.loss is not None) or (col == "val_loss" and self.val_loss is not None):
+            return is_eval, column_name(("val " if is_eval else "") + name + " default")
+        return is_eval, col
 
 
-def read(source: str | Path) -> Imported:
-    """Read a text log in one of the styles above."""
-    path = Path(source)
+def text_encoding(head: bytes) -> str:
+    """UTF-16 when the bytes start with its byte-order mark (PowerShell's ``>`` writes it), else UTF-8."""
+    return "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
+
+
+def check_text_file(path: Path) -> str:
+    """Refuse what is not a text log (a missing, empty or binary file); the encoding to read it with."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF)
     except OSError as exc:
         raise ImportFailedError(f"{path}: cannot read ({exc})") from exc
-    acc, wlm_last, ignored = _Acc(), [0], 0
-    for line in text.splitlines():
-        if not _parse_line(acc, line.strip(), wlm_last):
-            ignored += line.strip() != ""
-    if not acc.styles:
-        raise ImportFailedError(f"{path}: no training-log lines in a known style "
-                                "(llm.c 's:N trl:X', Megatron 'iteration N/M |', "
-                                "word_language_model '| epoch', 'step N | loss X')")
-    imp = Imported(kind="text", source=path)
-    imp.train = {k: Series.from_lists(*v) for k, v in acc.train.items()}
-    imp.evals = {k: Series.from_lists(*v) for k, v in acc.evals.items()}
-    imp.config["log_style"] = sorted(acc.styles)
-    if ignored:
-        imp.warnings.append(f"{ignored} lines in no known log style: ignored")
+    encoding = text_encoding(head)
+    if encoding == "utf-16":
+        head = head.decode("utf-16", "replace").encode("utf-8", "replace")
+    if not head.strip():
+        raise ImportFailedError(f"{path}: empty file")
+    if b"\x00" in head:
+        raise ImportFailedError(f"{path}: a binary file, not a text log")
+    return encoding
+
+
+def _scan(path: Path, mapper: _Mapper, step_key: str | None,
+          encoding: str = "utf-8") -> tuple[list[_RunAcc], int, int, Counter]:
+    """Every run of the log, how many lines were read and skipped, and which step markers were seen."""
+    runs = [_RunAcc(1)]
+    ctx, parser = Context(), Parser(step_key)
+    n = skipped = partial = 0
+    markers: Counter = Counter()
+    with open(path, encoding=encoding, errors="replace") as f:
+        while raw := f.readline(_MAX_LINE):
+            n += 1
+            if not _DIGIT.search(raw):
+                skipped += bool(raw.strip())
+                continue
+            hit, fields = parser.parse(raw.strip(), ctx)
+            if ctx.restart:
+                ctx.restart = False
+                if runs[-1].rows:
+                    runs.append(_RunAcc(n))  # a second "Epoch 1/N": the next run begins here
+            if hit is None:
+                skipped += 1
+                continue
+            if hit.partial:
+                partial += 1
+                continue
+            if not fields:
+                skipped += 1
+                continue
+            if not in_int64(hit.step):  # the arrays hold int64: such a step is unknown, its line skipped
+                markers["_beyond"] += 1
+                continue
+            cur = runs[-1]
+            if (not hit.eval_line and cur.rows and cur.last_step is not None and hit.step < cur.last_step
+                    and cur.first_step is not None and hit.step <= cur.first_step):
+                cur = _RunAcc(n)  # the step went back to the start: a restart
+                runs.append(cur)
+            _put_line(cur, hit, fields, mapper)
+            cur.last_line = n
+            if not hit.eval_line:
+                ctx.last_step = hit.step
+                cur.first_step = hit.step if cur.first_step is None else cur.first_step
+                cur.last_step = hit.step
+            markers[hit.source] += 1
+    markers["_partial"] = partial
+    return [r for r in runs if r.rows] or runs[:1], n, skipped, markers
+
+
+def _put_line(cur: _RunAcc, hit, fields: list[tuple[str, float]], mapper: _Mapper) -> None:
+    # The hot loop of the reader: the memo and the arrays are looked up inline, not through calls.
+    epoch_done = False
+    step, ev, memo, series = hit.step, hit.eval_line, mapper._memo, cur.series
+    for name, value in fields:
+        target = memo.get((name, ev)) or mapper(name, ev)
+        if target[1] == "epoch":
+            if target[0] or epoch_done or not math.isfinite(value):
+                continue
+            value, epoch_done = float(math.floor(value)), True
+        pair = series.get(target)
+        if pair is None:
+            cur.put(target[0], target[1], name, step, value)
+            continue
+        pair[0].append(step)
+        pair[1].append(value)
+    if hit.epoch is not None and not epoch_done and not ev:
+        cur.put(False, "epoch", "epoch", step, float(hit.epoch))
+    cur.rows += 1
+
+
+def _describe(runs: list[_RunAcc]) -> str:
+    parts = [f"run {i} (lines {r.first_line}-{r.last_line}, {r.rows} lines, steps "
+             f"{r.first_step}..{r.last_step})" for i, r in enumerate(runs, 1)]
+    return "; ".join(parts)
+
+
+def read(source: str | Path, *, step: str | None = None, loss: str | None = None,
+         val_loss: str | None = None, run: int | None = None) -> Imported:
+    """Read a console log; ``step``/``loss``/``val_loss`` name fields, ``run`` picks one of several runs."""
+    path = Path(source)
+    require_file(path, "text")
+    encoding = check_text_file(path)
+    runs, n_lines, skipped, markers = _scan(path, _Mapper(loss, val_loss), step, encoding)
+    if not runs[0].rows:
+        hint = f"no line carries a {step!r} field" if step else (
+            "no line carries a training step (step/iter/iteration N, Epoch e/N, [N/M], s:N) with a number")
+        raise ImportFailedError(f"{path}: not a training log: {hint} ({n_lines} lines read)")
+    warnings: list[str] = []
+    chosen = len(runs) if run is None else run
+    if not 1 <= chosen <= len(runs):
+        raise ImportFailedError(f"{path}: --run {run}: the log holds {len(runs)} run(s): {_describe(runs)}")
+    if len(runs) > 1:
+        which = "the last" if run is None else "as asked"
+        warnings.append(f"the log holds {len(runs)} runs (the step went back to its start, or a second "
+                        f"'Epoch 1/N'): {_describe(runs)}; imported run {chosen} ({which}); "
+                        "pick another with --run N")
+    beyond = markers.pop("_beyond", 0)
+    if beyond:
+        warnings.append(f"{beyond} line(s) with a step beyond what a 64-bit integer holds: skipped")
+    partial = markers.pop("_partial", 0)
+    if partial:
+        warnings.append(f"{partial} progress lines inside an epoch hold running means of the epoch so far "
+                        "(they restart every epoch): only each epoch's last line is kept")
+    if skipped:
+        warnings.append(f"{skipped} of {n_lines} lines carry no step or no number: skipped")
+    acc = runs[chosen - 1]
+    imp = Imported(kind="text", source=path, warnings=warnings)
+    for (is_eval, col), (steps, values) in acc.series.items():
+        # No copy: the ndarray keeps the array alive through its buffer, and nothing appends any more.
+        s = Series(np.frombuffer(steps, dtype=np.int64), np.frombuffer(values, dtype=np.float64))
+        (imp.evals if is_eval else imp.train)[col] = s
+    imp.config["log_style"] = dict(markers.most_common())
+    imp.config["import_fields"] = {col: acc.names[col] for (_, col) in acc.series if col in acc.names}
+    imp.config["text_lines"] = {"read": n_lines, "skipped": skipped + partial, "runs": len(runs), "run": chosen}
     return imp

@@ -1,0 +1,190 @@
+"""Generate, confirm and grade both labeled sets.
+
+Tuning set: ``benchmarks/_accuracy/tuning.py`` into ``benchmarks/_data/accuracy/``.
+Held-out set: ``benchmarks/heldout`` into ``benchmarks/_data/heldout/``.
+
+A run is graded only when its label is confirmed by its generator's own
+measurements (``sample_runs/_verify.py`` for the tuning set,
+``benchmarks/heldout/criteria.py`` for the held-out set); the others are
+listed with their numbers. The few label facts decided from the measured
+data (not from the engine, and before grading) are listed by
+:data:`DATA_RULES` and applied by :func:`data_rules`; the page prints them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "sample_runs"))
+
+import _verify as V  # noqa: E402
+from _training import run_spec  # noqa: E402
+
+from benchmarks._accuracy import tuning  # noqa: E402
+from benchmarks._accuracy.scoring import Graded, from_diagnosis  # noqa: E402
+
+TUNING_DATA = ROOT / "benchmarks" / "_data" / "accuracy"
+HELDOUT_DATA = ROOT / "benchmarks" / "_data" / "heldout"
+
+DATA_RULES = (
+    "Tuning: a run that stopped (crash, watchdog) before its first validation pass truly has none: `no_validation` "
+    "is required when it has steps, allowed when it has none.",
+    "Tuning: weights whose total norm grew >= 10x (measured by the trainer) make `weight_norm_growth` true of the "
+    "data, whatever the cause: it is allowed, not counted as a false alarm.",
+    "Tuning: a too-high learning rate whose loss ends above where it started (trainer's measurements) is both "
+    "`unstable` and arguably `diverged`: either curve is accepted, and both curve codes are allowed "
+    "(neither required).",
+    "Held-out: a run whose training loss became non-finite requires `nonfinite_loss` when its fault is "
+    "divergence, and allows it otherwise.",
+    "Held-out: a run whose first weight matrix's gradient is <= 1e-3 of the last one's (median over steps, "
+    "the vanishing criterion's bound) allows `vanishing_gradients`; one whose first-matrix gradient is "
+    "exactly zero on more than half the steps allows `dead_layers` (probe measurements).",
+)
+
+
+@dataclass
+class SetResult:
+    name: str
+    role: str
+    graded: list[Graded] = field(default_factory=list)
+    unconfirmed: list[tuple[str, str, dict]] = field(default_factory=list)  # (name, group, failed checks)
+    seconds: float = 0.0
+    runs: int = 0
+
+
+# -- tuning set -------------------------------------------------------------------------------------
+
+
+def _generate_tuning(variant: tuning.Variant) -> dict:
+    out = TUNING_DATA / variant.name
+    stamp = out / "label.json"
+    fp = variant.fingerprint()
+    if stamp.exists():
+        cached = json.loads(stamp.read_text())
+        if cached.get("fingerprint") == fp:
+            return cached
+    if out.exists():
+        shutil.rmtree(out)
+    t0 = time.monotonic()
+    error = None
+    try:
+        run_spec(variant.spec, out)
+    except Exception as exc:  # a variant that cannot be trained is unconfirmed, with why
+        error = f"{type(exc).__name__}: {exc}"
+    label = {**variant.labels(), "fingerprint": fp, "seconds": round(time.monotonic() - t0, 2),
+             "training_error": error}
+    out.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(json.dumps(label, indent=1, default=str) + "\n")
+    return label
+
+
+def _generate_named(name: str) -> dict:
+    """A pool worker's entry: variants hold closures (checks) that do not pickle, names do."""
+    return _generate_tuning(next(v for v in tuning.variants() if v.name == name))
+
+
+def data_rules(variant: tuning.Variant, label: dict) -> dict:
+    """Apply :data:`DATA_RULES` to a confirmed tuning label (from the trainer's measurements)."""
+    label = {**label, "curve_ok": [label["curve"]] if label["curve"] is not None else None}
+    data = V.RunData(TUNING_DATA / variant.name)
+
+    def allow(code: str, must: bool) -> None:
+        if must and code not in label["must_include"]:
+            label["must_include"] = [*label["must_include"], code]
+        elif not must and code not in label["must_include"] + label["may_include"]:
+            label["may_include"] = [*label["may_include"], code]
+
+    if data.val_loss.size == 0:
+        allow("no_validation", must=data.loss.size > 0)
+    try:
+        grew = V.weight_growth(data)[0]
+    except (KeyError, IndexError, ValueError, ZeroDivisionError):
+        grew = False
+    if grew:
+        allow("weight_norm_growth", must=False)
+    if variant.family == "lr_too_high" and data.tail() > 1.1 * float(np.mean(data.loss[:3])):
+        label["curve_ok"] = ["unstable", "diverged"]
+        label["must_include"] = [c for c in label["must_include"] if c != "unstable"]
+        allow("unstable", must=False)
+        allow("diverged", must=False)
+    return label
+
+
+def _diagnose(path: Path) -> dict:
+    import runlens
+
+    try:
+        return runlens.analyze(path).to_dict()
+    except Exception as exc:  # an engine crash is a result too: it is reported as such
+        return {"status": "error", "curve": "error", "findings": [], "engine_error": f"{type(exc).__name__}: {exc}"}
+
+
+def tuning_set(jobs: int = 1, only: set[str] | None = None, generate: bool = True) -> SetResult:
+    vs = tuning.variants(only)
+    TUNING_DATA.mkdir(parents=True, exist_ok=True)
+    if generate:
+        if jobs > 1:
+            with ProcessPoolExecutor(jobs) as pool:
+                labels = dict(zip((v.name for v in vs), pool.map(_generate_named, [v.name for v in vs]),
+                                  strict=True))
+        else:
+            labels = {v.name: _generate_tuning(v) for v in vs}
+    else:
+        labels = {v.name: json.loads((TUNING_DATA / v.name / "label.json").read_text())
+                  for v in vs if (TUNING_DATA / v.name / "label.json").exists()}
+    res = SetResult("tuning", "tuning set (sample_runs' generator, `sample_runs/_training.py`)", runs=len(vs))
+    for v in vs:
+        label = labels.get(v.name)
+        if label is None:
+            continue
+        res.seconds += float(label.get("seconds") or 0)
+        if label.get("training_error"):
+            res.unconfirmed.append((v.name, v.family, {"training": label["training_error"]}))
+            continue
+        ok, checks = V.run_checks(TUNING_DATA / v.name, v.checks)
+        if not ok:
+            res.unconfirmed.append((v.name, v.family, {k: c[1] for k, c in checks.items() if not c[0]}))
+            continue
+        label = data_rules(v, label)
+        got = _diagnose(TUNING_DATA / v.name)
+        res.graded.append(from_diagnosis(label, got, name=v.name, group=v.family,
+                                         healthy=v.family in tuning.HEALTHY_FAMILIES))
+    res.seconds = round(res.seconds, 1)
+    return res
+
+
+# -- held-out set -----------------------------------------------------------------------------------
+
+
+def heldout_set(generate: bool = True) -> SetResult:
+    from benchmarks.heldout.catalog import RUNS
+    from benchmarks.heldout.generate import generate as generate_heldout
+
+    if generate:
+        labels = generate_heldout()
+    else:
+        labels = {r.name: json.loads((HELDOUT_DATA / r.name / "label.json").read_text())
+                  for _, r in RUNS if (HELDOUT_DATA / r.name / "label.json").exists()}
+    res = SetResult("heldout", "held-out set (`benchmarks/heldout`, a generator of its own)", runs=len(RUNS))
+    for kind, run in RUNS:
+        label = labels.get(run.name)
+        if label is None:
+            continue
+        res.seconds += float(label.get("seconds") or 0)
+        if not label["confirmed"]:
+            res.unconfirmed.append((run.name, kind, label["measured"]))
+            continue
+        got = _diagnose(HELDOUT_DATA / run.name)
+        res.graded.append(from_diagnosis(label, got, name=run.name, group=kind, healthy=kind == "healthy"))
+    res.seconds = round(res.seconds, 1)
+    return res

@@ -1,0 +1,189 @@
+"""What every subcommand shares: the run arguments, ``--fail-on``, ``--color``, detector settings.
+
+One shape for all: a command that takes runs takes run directories, logs
+of other tools and folders of runs alike (``expand_runs``); ``--fail-on``
+has one default (``error``) wherever it exists; ``--set CODE.param=value``
+and ``--config FILE`` set detector parameters the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from runlens.errors import UsageError
+
+FAIL_ON = ("error", "warning", "info", "never")
+FAIL_ON_DEFAULT = "error"
+COLORS = ("auto", "always", "never")
+SEVERITY_COLORS = {"error": "red", "warning": "yellow", "info": "cyan"}
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the closest choice, or ``""`` when none is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# -- options -----------------------------------------------------------------
+
+def fail_on_option(what: str = "finding"):
+    return click.option(
+        "--fail-on", type=click.Choice(FAIL_ON), default=FAIL_ON_DEFAULT, show_default=True,
+        help=f"exit with status 1 when a {what} at least this severe is present ('never': always 0)")
+
+
+def color_option(func):
+    return click.option(
+        "--color", type=click.Choice(COLORS), default="auto", show_default=True,
+        help="colour the output: auto = only on a terminal and when NO_COLOR is not set")(func)
+
+
+def detector_options(func):
+    func = click.option(
+        "--config", "config_file", type=click.Path(dir_okay=False), metavar="FILE",
+        help="a JSON or TOML file of detector parameters: {\"loss_spikes\": {\"z_min\": 8}}")(func)
+    return click.option(
+        "--set", "settings", multiple=True, metavar="CODE.PARAM=VALUE",
+        help="set one detector parameter, e.g. --set loss_spikes.z_min=8 (repeatable; "
+             "'runlens explain CODE' lists the parameters)")(func)
+
+
+def use_color(choice: str, stream=None) -> bool:
+    """Whether to colour: ``always``/``never`` as said; ``auto`` on a TTY unless NO_COLOR is set."""
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    stream = stream or sys.stdout
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def paint(text: str, severity: str | None, enabled: bool) -> str:
+    color = SEVERITY_COLORS.get(severity or "")
+    return click.style(text, fg=color, bold=severity == "error") if enabled and color else text
+
+
+# -- runs --------------------------------------------------------------------
+
+def expand_runs(paths: Iterable[str]) -> tuple[list[str], bool]:
+    """The runs named by ``paths`` (runs, logs, folders of runs) and whether there are "several":
+    more than one path, or a path that is a folder holding runs rather than a run itself."""
+    from runlens.io.discover import discover_runs
+
+    paths = list(paths)
+    runs: list[str] = []
+    several = len(paths) > 1
+    for path in paths:
+        found = discover_runs([path])
+        if not found:
+            raise UsageError(f"{path}: no run found (a run is a folder holding run.json, "
+                             "or a log runlens can import)")
+        several = several or found != [path]
+        runs.extend(found)
+    return list(dict.fromkeys(runs)), several
+
+
+# -- detector settings -------------------------------------------------------
+
+def detector_settings(settings: Iterable[str], config_file: str | None) -> list | None:
+    """Detector instances with the parameters given, or None when none were (all defaults).
+
+    Raises :class:`UsageError` for an unknown code or parameter (with the
+    closest one) and for a value the detector refuses at construction.
+    """
+    params = detector_params(settings, config_file)
+    return None if params is None else build_detectors(params)
+
+
+def detector_params(settings: Iterable[str], config_file: str | None) -> dict[str, dict[str, Any]] | None:
+    """``{code: {param: value}}`` from ``--config`` then ``--set`` (the later wins), validated as
+    :func:`detector_settings` does; None when none were given. Plain data: it crosses to workers."""
+    params: dict[str, dict[str, Any]] = {}
+    if config_file:
+        for code, values in _read_config(config_file).items():
+            if not isinstance(values, dict):
+                raise UsageError(f"{config_file}: {code!r} must map parameter names to values")
+            params.setdefault(code, {}).update(values)
+    for item in settings:
+        code, name, value = _parse_setting(item)
+        params.setdefault(code, {})[name] = value
+    if not params:
+        return None
+    build_detectors(params)  # refused here, in one line, before any run is read
+    return params
+
+
+def build_detectors(params: dict[str, dict[str, Any]]) -> list:
+    """Every registered detector, those named in ``params`` built with their parameters."""
+    import inspect
+
+    from runlens.detectors import REGISTRY
+
+    for code, values in params.items():
+        if code not in REGISTRY:
+            raise UsageError(f"unknown detector code {code!r}{did_you_mean(code, REGISTRY)}; "
+                             "'runlens explain' lists them")
+        sig = inspect.signature(REGISTRY[code].__init__)
+        known = [p for p in sig.parameters if p != "self" and sig.parameters[p].kind is
+                 inspect.Parameter.KEYWORD_ONLY]
+        for name in values:
+            if name not in known:
+                listing = ", ".join(known) or "none"
+                raise UsageError(f"{code} has no parameter {name!r}{did_you_mean(name, known)}; "
+                                 f"its parameters: {listing}")
+    out = []
+    for code in sorted(REGISTRY):
+        try:
+            out.append(REGISTRY[code](**params.get(code, {})))
+        except UsageError:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{code}: {exc}") from None
+    return out
+
+
+def _parse_setting(item: str) -> tuple[str, str, Any]:
+    key, sep, raw = item.partition("=")
+    code, dot, name = key.strip().partition(".")
+    if not sep or not dot or not code or not name:
+        raise UsageError(f"--set {item!r}: write CODE.PARAM=VALUE, e.g. --set loss_spikes.z_min=8")
+    return code, name.strip(), _value(raw.strip())
+
+
+def _value(raw: str) -> Any:
+    """``8`` -> 8, ``0.5`` -> 0.5, ``true`` -> True; anything else stays a string."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _read_config(path: str) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the config file ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        if path.endswith(".toml"):
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except ValueError as exc:
+        kind = "TOML" if path.endswith(".toml") else "JSON"
+        raise UsageError(f"{path}: not valid {kind} ({' '.join(str(exc).split())})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: must hold an object of detector codes")
+    return data.get("detectors", data) if isinstance(data.get("detectors"), dict) else data

@@ -1,0 +1,202 @@
+"""Compare a run with its baseline: where is it worse beyond run-to-run noise?
+
+The "deviates from its own historical baseline" alert: a pull request's
+run against main's, tonight's run against last week's. The two runs are
+aligned by step and compared only over the steps both reached, so a run
+that crashed half-way is judged on the half it ran. Each check pairs a
+statistical test with a practical threshold, so that a seed twin (the same
+recipe, another seed) stays quiet and a real regression does not:
+
+- **final loss / validation loss**: the last window of shared steps (10%,
+  at least 20 points; a quarter, at least 5, of a validation curve) of each
+  run; one-sided Mann-Whitney U (Welch's t below 5 points a side), Cliff's
+  delta as the effect size,
+  and a relative change of at least ``min_change`` that is also at least
+  ``min_range_change`` of the baseline's own improvement over training.
+- **convergence speed**: the step at which each (rolling-median smoothed)
+  curve first reaches the loss where the baseline completed ``fraction``
+  of its improvement; slower when the run needs ``slow_ratio`` times as
+  many steps, or never gets there.
+- **new non-finite values**: a NaN/Inf loss (or gradient norm on a step
+  that was not skipped by a loss scaler) that the baseline never had.
+- **new spikes**: loss spikes (robust z-score above ``spike_z`` against a
+  rolling median) counted in both runs; a one-sided binomial test on the
+  counts given each run's number of steps.
+- **gradient shift**: per layer, the median gradient norm of the run
+  against the baseline's; a shift of ``gradient_orders`` orders of
+  magnitude or more either way is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from runlens.diagnosis import SEVERITY_RANK, Finding, jsonable
+from runlens.stats.robust import MAD_TO_SD, rolling_median, runs_of
+
+#: What a comparison reads (the loader projects on it).
+COLUMNS = {"scalars": ["loss", "grad_norm", "step_skipped"], "evals": ["val_loss"],
+           "layers": ["grad_norm"]}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a difference counts. Keyword-only, stored verbatim."""
+
+    window: float = 0.10
+    min_window: int = 20
+    alpha: float = 0.01
+    min_effect: float = 0.5
+    min_change: float = 0.02
+    min_range_change: float = 0.05
+    error_change: float = 0.10
+    fraction: float = 0.9
+    slow_ratio: float = 1.5
+    spike_z: float = 8.0
+    min_spikes: int = 3
+    gradient_orders: float = 1.0
+    min_shared_steps: int = 20
+
+
+@dataclass(frozen=True)
+class LevelTest:
+    """One metric's last-window comparison (run minus baseline)."""
+
+    metric: str
+    run_median: float
+    baseline_median: float
+    relative_change: float
+    test: str
+    p_value: float
+    effect_size: float
+    n_run: int
+    n_baseline: int
+    first_step: int
+    last_step: int
+    worse: bool
+
+
+@dataclass(frozen=True)
+class Convergence:
+    target_loss: float
+    fraction: float
+    baseline_step: int
+    run_step: int | None
+    ratio: float | None
+    slower: bool
+
+
+@dataclass(frozen=True)
+class SpikeTest:
+    run_count: int
+    baseline_count: int
+    run_steps: tuple[int, ...]
+    p_value: float
+    more: bool
+
+
+@dataclass(frozen=True)
+class GradientShift:
+    layer: str
+    run_median: float
+    baseline_median: float
+    log10_ratio: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything ``compare_runs`` concluded; ``findings`` is what the reports list."""
+
+    run: str
+    baseline: str
+    run_name: str
+    baseline_name: str
+    shared_steps: int
+    loss: LevelTest | None = None
+    val_loss: LevelTest | None = None
+    convergence: Convergence | None = None
+    run_nonfinite_step: int | None = None
+    baseline_nonfinite_step: int | None = None
+    spikes: SpikeTest | None = None
+    gradient_shifts: tuple[GradientShift, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = ()
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    config_changes: tuple[Any, ...] = ()  # runlens.compare.config.ConfigChange, run vs baseline
+
+    @property
+    def worst(self) -> str | None:
+        return min((f.severity for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
+
+    def reaches(self, fail_on: str) -> bool:
+        if fail_on == "never":
+            return False
+        return any(SEVERITY_RANK[f.severity] <= SEVERITY_RANK[fail_on] for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        def obj(x):
+            return None if x is None else {k: getattr(x, k) for k in x.__dataclass_fields__}
+
+        return jsonable({
+            "run": self.run, "baseline": self.baseline, "name": self.run_name,
+            "baseline_name": self.baseline_name, "shared_steps": self.shared_steps,
+            "loss": obj(self.loss), "val_loss": obj(self.val_loss),
+            "convergence": obj(self.convergence),
+            "nonfinite": {"run_step": self.run_nonfinite_step,
+                          "baseline_step": self.baseline_nonfinite_step},
+            "spikes": obj(self.spikes),
+            "gradient_shifts": [obj(g) for g in self.gradient_shifts],
+            "findings": [f.to_dict() for f in self.findings], "notes": list(self.notes),
+            "config_diff": [{"key": c.key, "kind": c.kind, "run": c.run_value, "baseline": c.baseline_value,
+                             "knob": c.knob or None} for c in self.config_changes],
+            "thresholds": obj(self.thresholds),
+        })
+
+
+# -- statistics used by the checks (pure numpy/scipy) ------------------------
+
+def cliffs_delta(u_statistic: float, n_a: int, n_b: int) -> float:
+    """Cliff's delta from Mann-Whitney's U of ``a``: P(a > b) - P(a < b)."""
+    return 2.0 * u_statistic / (n_a * n_b) - 1.0
+
+
+def smooth(y: np.ndarray) -> np.ndarray:
+    """A rolling median wide enough to hide batch noise, narrow enough to keep the shape."""
+    return rolling_median(y, max(5, len(y) // 50))
+
+
+def spike_steps(steps: np.ndarray, loss: np.ndarray, z_min: float, window: int = 25) -> list[int]:
+    """First step of each run of consecutive upward outliers of the finite loss.
+
+    The level is a rolling median; the noise scale comes from the rolling
+    MAD of first differences (divided by sqrt 2), which a steep early
+    descent does not shrink the way residuals from the median do. The first
+    ``window`` steps are left out: a median has no past to compare them to.
+    """
+    ok = np.isfinite(loss)
+    if not ok.all():  # after the first NaN the curve says nothing about spikes
+        stop = int(np.argmin(ok))
+        steps, loss = steps[:stop], loss[:stop]
+    if len(loss) < 3 * window:
+        return []
+    resid = loss - rolling_median(loss, window)
+    diffs = np.diff(loss, prepend=loss[0])
+    spread = np.abs(diffs - rolling_median(diffs, window))
+    scale = MAD_TO_SD * rolling_median(spread, 4 * window) / np.sqrt(2.0)
+    scale = np.maximum(scale, 1e-12 + 1e-6 * np.abs(np.median(loss)))
+    z = resid / scale
+    z[:window] = 0.0
+    return [int(steps[a]) for a, _ in runs_of(z > z_min)]
+
+
+def binom_more(k_run: int, k_base: int, n_run: int, n_base: int) -> float:
+    """One-sided p that the run's spike rate exceeds the baseline's (exact, conditional)."""
+    total = k_run + k_base
+    if total == 0:
+        return 1.0
+    share = n_run / (n_run + n_base)
+    return float(sps.binomtest(k_run, total, share, alternative="greater").pvalue)

@@ -1,0 +1,142 @@
+"""Cause first: order a run's findings so the most likely root cause leads.
+
+Findings are not independent: a learning rate too high throws the loss up
+(spikes, instability, divergence), a NaN in the loss makes every gradient
+NaN, a layer left out of the optimizer spikes the loss. ``LINKS`` says, for
+each code, which codes can produce it (most likely first), with an optional
+condition on the two findings' evidence. A finding whose cause is present
+in the same diagnosis gets ``caused_by`` in its evidence; within a
+severity, causes come before their symptoms (the depth of a finding is the
+length of its longest chain of present causes), then by step and code as
+before. The curve verdict's reason names the root cause of a non-healthy
+curve.
+
+This is a small fixed graph of well-known mechanisms, not a statistical
+model: it only orders and annotates what the detectors found, and never
+adds or removes a finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from runlens.diagnosis import SEVERITY_RANK, CurveVerdict, Finding
+
+Condition = Callable[[Finding, Finding], bool]
+
+
+def _explosion(symptom: Finding, cause: Finding) -> bool:
+    """nonfinite_loss: only an explosion (not a numerical fault) has gradients as its cause."""
+    return symptom.evidence.get("cause") != "numerical"
+
+
+def _numerical(symptom: Finding, cause: Finding) -> bool:
+    """A NaN born in the loss (healthy gradients before it) makes the gradients NaN."""
+    return cause.evidence.get("cause") == "numerical"
+
+
+def _always(symptom: Finding, cause: Finding) -> bool:
+    return True
+
+
+def _earlier(symptom: Finding, cause: Finding) -> bool:
+    """The cause was under way first (weights that grow make logits, then gradients, grow)."""
+    return cause.step is not None and (symptom.step is None or cause.step <= symptom.step)
+
+
+_LR_HIGH = ("learning_rate_too_high", _always)
+_STUCK = (("learning_rate_too_low", _always), ("vanishing_gradients", _always), ("dead_layers", _always))
+
+#: symptom code -> ((cause code, condition), ...), most likely cause first.
+LINKS: dict[str, tuple[tuple[str, Condition], ...]] = {
+    "diverged": (_LR_HIGH, ("nonfinite_loss", _numerical), ("exploding_gradients", _always),
+                 ("nonfinite_gradient", _always), ("nonfinite_loss", _always),
+                 ("weight_norm_growth", _always)),
+    "unstable": (_LR_HIGH, ("exploding_gradients", _always), ("grad_norm_spike", _always),
+                 ("dead_layers", _always), ("late_loss_variance", _always)),
+    "underfitting": (*_STUCK, ("loss_at_chance", _always)),
+    "loss_at_chance": _STUCK,
+    "plateau": (("learning_rate_too_low", _always), ("vanishing_gradients", _always)),
+    "loss_spikes": (_LR_HIGH, ("dead_layers", _always), ("grad_norm_spike", _always),
+                    ("exploding_gradients", _always)),
+    "late_loss_variance": (_LR_HIGH,),
+    "exploding_gradients": (_LR_HIGH, ("weight_norm_growth", _earlier)),
+    "weight_norm_growth": (_LR_HIGH,),
+    "nonfinite_loss": (("exploding_gradients", _explosion), ("learning_rate_too_high", _explosion)),
+    "nonfinite_gradient": (("nonfinite_loss", _numerical), ("exploding_gradients", _always),
+                           _LR_HIGH),
+    "grad_norm_spike": (_LR_HIGH,),
+}
+
+CURVE_CODES = ("diverged", "unstable", "underfitting", "overfitting")
+
+
+def causes_of(f: Finding, present: dict[str, Finding]) -> list[str]:
+    """The codes among ``present`` that can have produced ``f`` (most likely first)."""
+    out: list[str] = []
+    for code, cond in LINKS.get(f.code, ()):
+        cause = present.get(code)
+        if cause is not None and cause is not f and code not in out and cond(f, cause):
+            out.append(code)
+    return out
+
+
+def order_by_cause(findings: Iterable[Finding], curve: CurveVerdict | None,
+                   key: Callable[[Finding], Any]) -> tuple[tuple[Finding, ...], CurveVerdict | None]:
+    """``findings`` annotated with ``caused_by`` and ordered cause first within a severity.
+
+    ``key`` is the analysis's usual order (severity, step, code), kept among
+    findings of the same severity and depth. The curve verdict comes back
+    with its reason naming the root cause when its label has a finding.
+    """
+    found = list(findings)
+    present: dict[str, Finding] = {}
+    for f in sorted(found, key=key):
+        present.setdefault(f.code, f)
+    graph = {f.code: causes_of(f, present) for f in present.values()}
+    # A cause can only point back at its symptom through a condition both
+    # sides meet; break such a loop at the symptom side so the depth is finite.
+    depth = {code: _depth(code, graph, ()) for code in graph}
+    out = [replace(f, evidence={**f.evidence, "caused_by": graph[f.code]}) if graph.get(f.code) else f
+           for f in found]
+    out.sort(key=lambda f: (SEVERITY_RANK[f.severity], depth.get(f.code, 0), key(f)))
+    return tuple(out), _name_cause(curve, graph)
+
+
+def _depth(code: str, graph: dict[str, list[str]], seen: Sequence[str]) -> int:
+    if code in seen:
+        return 0
+    causes = graph.get(code, [])
+    return 1 + max(_depth(c, graph, (*seen, code)) for c in causes) if causes else 0
+
+
+def roots(code: str, graph: dict[str, list[str]]) -> list[str]:
+    """The present root causes behind ``code`` (itself when nothing explains it)."""
+    out: list[str] = []
+    todo, seen = [code], set()
+    while todo:
+        c = todo.pop(0)
+        if c in seen:
+            continue
+        seen.add(c)
+        causes = graph.get(c, [])
+        if not causes and c != code:
+            out.append(c)
+        todo.extend(x for x in causes if x not in seen)
+    return out
+
+
+#: Codes that restate the curve more precisely rather than explain it.
+RESTATING = ("loss_at_chance",)
+
+
+def _name_cause(curve: CurveVerdict | None, graph: dict[str, list[str]]) -> CurveVerdict | None:
+    if curve is None or curve.label not in graph:
+        return curve
+    causes = [c for c in roots(curve.label, graph) if c not in RESTATING]
+    if not causes:
+        return curve
+    return CurveVerdict(curve.label, f"{curve.reason}; likely cause: {', '.join(causes)}",
+                        {**curve.evidence, "likely_cause": causes})

@@ -1,0 +1,48 @@
+"""The ``underfitting`` finding: the curve verdict says the loss barely moved."""
+
+from __future__ import annotations
+
+from runlens.detectors._base import register
+from runlens.detectors._curvefinding import CurveFinding
+
+
+@register
+class Underfitting(CurveFinding):
+    """The training loss barely moved from where it started, or sits at chance level.
+
+    What it detects:
+        A run whose curve verdict is ``underfitting``: the loss fell by less
+        than ``min_drop`` of its start, or it sits at ln K, the loss of a
+        classifier predicting the uniform prior over K classes (then the
+        ``loss_at_chance`` finding says so as well, with where K came from).
+
+    Why it matters:
+        The model learned nothing (or almost nothing) from its data: the
+        compute was spent for a model no better than a constant. The usual
+        causes are cheap to check: a learning rate far too low, labels that
+        do not reach the loss (or are shuffled independently of the
+        inputs), gradients that vanish before the first layers, a layer
+        left out of the optimizer, a model too small for the task.
+
+    How it decides:
+        Fires when the curve classifier's label is ``underfitting`` (see the
+        ``curve`` entry): relative drop ``(S - E) / |S|`` below ``min_drop``,
+        or the chance-level test. The evidence gives the start and end
+        levels, the drop and, at chance, K and its source. The findings
+        that explain it (``learning_rate_too_low``, ``vanishing_gradients``,
+        ``dead_layers``) are named in its ``caused_by``. Severity warning.
+
+    What to try:
+        Raise the learning rate (a range test finds it); check that labels
+        and inputs reach the model and match (shuffle them together); check
+        that every layer is in the optimizer and gets gradients; use a
+        standard initialization and normalization; grow the model.
+
+    Parameters:
+        None: the decision is the curve classifier's.
+    """
+
+    code = "underfitting"
+    severity = "warning"
+    title = "Underfitting"
+    label = "underfitting"

@@ -1,0 +1,195 @@
+"""A cache of line shapes, so a million lines of one log are parsed like a handful.
+
+A log prints the same few line shapes over and over with other numbers in
+them. The *shape* of a line is the line with its digits deleted (one
+``str.translate``, no regex); ``nan``/``inf`` words stay in it, so a line
+whose loss turned NaN has a shape of its own, and there the word is a
+constant of the plan. The first line of a shape goes through
+the full parser (:func:`._textline.find_step`, :func:`._textline.read_field_spans`);
+its result is kept as a *plan*: how the step is computed from which
+numbers (a formula and number indices) and which number is which field.
+Every later line of that shape only has its numbers found (one regex pass)
+and the plan applied to them; a line whose count of numbers differs from
+the plan's is parsed in full.
+
+A result that cannot be replayed from the numbers alone is not cached: a
+dict/JSON line, a Caffe ``net output`` line (its step is the previous
+line's), a line with ANSI codes, or a line whose step or field numbers do
+not coincide with number tokens. The cache is bounded (:data:`MAX_SHAPES`);
+past it, new shapes are parsed in full every time. The results are the
+same either way; a test holds the two paths to that.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from runlens.io.importers._textline import (
+    _EPOCH_HEADER,
+    _NET_OUTPUT,
+    Context,
+    Line,
+    clean,
+    find_step,
+    read_field_spans,
+    to_float,
+)
+
+MAX_SHAPES = 50_000
+# The lookahead only makes positions that cannot start a number fail fast (a quarter faster).
+_TOK = re.compile(r"(?=[-+.\d])[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+_NUM_GROUP = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))"
+_RECENT = 3  # plans whose own full-match regex is tried before the shape lookup
+_UNCACHEABLE = object()
+_SKIP = ("skip",)
+
+
+@dataclass(frozen=True)
+class Plan:
+    formula: str
+    steps: tuple[int, ...]  # token indices the formula reads
+    epoch: int | None  # token index of the epoch on the line
+    eval_line: bool
+    source: str
+    fields: tuple[tuple[str, int, float], ...]  # (name, token index or -1, the constant when -1)
+    ntoks: int
+
+
+class Parser:
+    """``parse(raw, ctx)`` -> ``(Line or None, [(name, value)])``, through the shape cache."""
+
+    def __init__(self, step_key: str | None = None) -> None:
+        self.step_key = step_key
+        self.plans: dict[str, object] = {}
+        self.hits = self.misses = 0
+        # Consecutive lines mostly share a shape: matching the last plans' literal text with one
+        # anchored regex costs half of finding the shape and the numbers (benchmarks/text_reader.py).
+        self.recent: list[tuple[re.Pattern, Plan]] = []
+        self._rx: dict[int, re.Pattern | None] = {}
+
+    def parse(self, raw: str, ctx: Context) -> tuple[Line | None, list[tuple[str, float]]]:
+        if "\x1b" in raw:
+            return self._full(raw, ctx)[:2]
+        for rx, plan in self.recent:
+            m = rx.fullmatch(raw)
+            if m is not None:
+                self.hits += 1
+                return self._replay(plan, m.groups(), ctx)
+        shape = raw.translate(_NO_DIGITS)
+        plan = self.plans.get(shape)
+        if plan is None:
+            line, fields, plan = self._full(raw, ctx)
+            if len(self.plans) < MAX_SHAPES:
+                self.plans[shape] = plan
+            self.misses += 1
+            return line, fields
+        if plan is _UNCACHEABLE:
+            return self._full(raw, ctx)[:2]
+        if plan is _SKIP:
+            self.hits += 1
+            return None, []
+        toks = _TOK.findall(raw)
+        if len(toks) != plan.ntoks:
+            return self._full(raw, ctx)[:2]
+        self.hits += 1
+        self._remember(plan, raw)
+        return self._replay(plan, toks, ctx)
+
+    def _remember(self, plan: Plan, raw: str) -> None:
+        """Put ``plan`` first among the recent ones, with the regex of its literal text."""
+        key = id(plan)
+        if key not in self._rx:
+            literals = _TOK.split(raw)
+            # Two numbers with nothing between could be split another way by a regex: not for these.
+            ok = len(literals) == plan.ntoks + 1 and all(literals[1:-1])
+            self._rx[key] = re.compile(_NUM_GROUP.join(map(re.escape, literals))) if ok else None
+        rx = self._rx[key]
+        if rx is None:
+            return
+        self.recent = [(rx, plan)] + [(r, p) for r, p in self.recent if p is not plan][:_RECENT - 1]
+
+    def _full(self, raw: str, ctx: Context):
+        """The full parse, and the plan that replays it (or why it cannot be replayed)."""
+        text = clean(raw)
+        offset = len(raw) - len(text)
+        cacheable = raw.endswith(text)
+        line = find_step(text, ctx, self.step_key)
+        if line is None:
+            if _NET_OUTPUT.search(text):
+                return None, [], _UNCACHEABLE
+            if m := _EPOCH_HEADER.match(text):
+                return None, [], self._plan("header", (m.span(1),), None, False, "", (), raw, offset, cacheable)
+            return None, [], _SKIP if cacheable else _UNCACHEABLE
+        if line.fields is not None:
+            return line, line.fields, _UNCACHEABLE
+        spans = read_field_spans(line.rest, line.rest_at)
+        fields = [(k, v) for k, v, _ in spans]
+        plan = self._plan(line.formula, line.spans, line.epoch_span, line.eval_line, line.source,
+                          tuple((k, sp) for k, _, sp in spans), raw, offset, cacheable and bool(line.formula))
+        return line, fields, plan
+
+    @staticmethod
+    def _plan(formula, step_spans, epoch_span, ev, source, field_spans, raw, offset, cacheable):
+        if not cacheable:
+            return _UNCACHEABLE
+        index = {m.span(): i for i, m in enumerate(_TOK.finditer(raw))}
+
+        def at(span):
+            return index.get((span[0] + offset, span[1] + offset))
+
+        steps = tuple(at(sp) for sp in step_spans)
+        epoch = at(epoch_span) if epoch_span is not None else None
+        fields = []
+        for k, sp in field_spans:
+            i = at(sp)
+            word = raw[sp[0] + offset:sp[1] + offset]
+            if i is None and not word.lstrip("+-").isalpha():
+                return _UNCACHEABLE
+            fields.append((k, -1, to_float(word)) if i is None else (k, i, 0.0))
+        if None in steps or (epoch_span is not None and epoch is None):
+            return _UNCACHEABLE
+        return Plan(formula, steps, epoch, ev, source, tuple(fields), len(index))
+
+    @staticmethod
+    def _replay(plan, toks: list[str], ctx: Context) -> tuple[Line | None, list[tuple[str, float]]]:
+        f, s = plan.formula, plan.steps
+        if f == "header":
+            e = int(toks[s[0]])
+            ctx.epoch, ctx.per_epoch = e, None
+            ctx.restart = ctx.restart or e == 1
+            return None, []
+        epoch = int(toks[plan.epoch]) if plan.epoch is not None else None
+        step = _step(f, [int(toks[i]) for i in s], epoch, ctx)
+        if f in ("mm", "last_mm"):
+            epoch = int(toks[s[0]])
+        elif f in ("counter", "bar"):
+            epoch = epoch if epoch is not None else ctx.epoch
+        elif f == "end_epoch":
+            epoch = int(toks[s[0]])
+        fields = [(k, float(toks[i]) if i >= 0 else const) for k, i, const in plan.fields]
+        partial = f == "bar" and int(toks[s[0]]) < int(toks[s[1]])
+        return Line(step, "", plan.eval_line, epoch, plan.source, partial=partial), fields
+
+
+def _step(formula: str, n: list[int], epoch: int | None, ctx: Context) -> int:
+    """The step by the same formulas as :func:`._textline.find_step`, context updates included."""
+    if formula == "int":
+        return n[0]
+    if formula == "mm":
+        ctx.per_epoch = n[2]
+        return (n[0] - 1) * n[2] + n[1] - 1
+    if formula == "last_mm":
+        return ctx.last_step if ctx.last_step is not None else (n[0] - 1) * n[2] + n[1] - 1
+    if formula == "last_int":
+        return ctx.last_step if ctx.last_step is not None else n[0]
+    if formula in ("counter", "bar"):
+        e = epoch if epoch is not None else ctx.epoch
+        if e is None:
+            return max(n[0] - 1, 0)
+        ctx.per_epoch = n[1]
+        return max((e - 1) * n[1] + n[0] - 1, 0)
+    if formula == "end_epoch":
+        return n[0] * ctx.per_epoch - 1 if ctx.per_epoch else n[0]
+    raise ValueError(f"unknown step formula {formula!r}")

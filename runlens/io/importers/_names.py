@@ -1,0 +1,81 @@
+"""Metric names as logs spell them, mapped to the format's columns: the alias table.
+
+One table for every reader of free-form names (text logs, JSON lines,
+MLflow and W&B keys). A name is normalised first: lower case, ``_``, ``-``,
+``/`` and runs of spaces become one space, so ``Train loss``,
+``train_loss`` and ``train/loss`` are the same name. Anything the table
+does not name stays a user scalar under its own (sanitised) name; names
+that look like validation metrics (``val``, ``valid``, ``eval``,
+``validation``, ``test`` first) go to the evals table.
+
+Several validation sets: ``eval_<set>_loss``, ``val_<set>_loss``,
+``<set>/val_loss`` and ``val_loss/<set>`` become ``val_loss@<set>``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from runlens.io.importers._common import column_name, val_set_column
+
+# normalised name -> format column (scalars unless it is val_loss)
+ALIASES: dict[str, str] = {
+    **dict.fromkeys(("loss", "train loss", "training loss", "total loss", "lm loss", "trl", "loss train",
+                     "train total loss", "batch loss", "train batch loss", "train loss step", "loss step",
+                     "avg loss", "average loss", "train avg loss", "running loss", "objective"), "loss"),
+    **dict.fromkeys(("val loss", "valid loss", "validation loss", "eval loss", "evaluation loss", "tel",
+                     "val total loss", "loss val", "loss valid", "loss validation", "val loss epoch",
+                     "validation lm loss", "lm loss value", "dev loss"), "val_loss"),
+    **dict.fromkeys(("lr", "learning rate", "current learning rate", "train lr", "train learning rate",
+                     "lr adam", "lr adamw", "lr sgd", "lr 0", "lr group 0", "lr pg0"), "lr"),
+    **dict.fromkeys(("grad norm", "gradient norm", "gnorm", "norm", "total norm", "grad norm total",
+                     "train grad norm", "global grad norm", "grad 2.0 norm total", "grad l2 norm"),
+                    "grad_norm"),
+    **dict.fromkeys(("loss scale", "scale", "grad scale", "loss scaler", "amp scale"), "loss_scale"),
+    **dict.fromkeys(("epoch", "epochs", "train epoch", "cur epoch"), "epoch"),
+}
+ROLES = ("loss", "val_loss", "lr", "grad_norm", "loss_scale", "epoch")
+STEP_KEYS = ("global_step", "step", "iteration", "iter", "it", "trainer/global_step", "train/global_step",
+             "_step", "global step", "num_steps", "steps")
+_EVAL_PREFIX = re.compile(r"^(?:val|valid|validation|eval|evaluation|test|dev)\b")
+_SET_PATTERNS = (
+    re.compile(r"^(?:eval|val|valid|validation) (.+) loss$"),
+    re.compile(r"^(.+) (?:val|valid|validation|eval) loss$"),
+    re.compile(r"^(?:val|valid|validation|eval) loss (.+)$"),
+)
+_NOT_SETS = frozenset({"lm", "total", "avg", "average", "mean", "epoch", "step", "batch", "value", "running"})
+
+
+def normalise(name: str) -> str:
+    """``Train_Loss`` / ``train/loss`` / ``train  loss`` -> ``train loss``."""
+    return re.sub(r"[\s_/\-]+", " ", name.strip().lower()).strip(" ()[]")
+
+
+def map_name(name: str, *, eval_line: bool = False) -> tuple[bool, str]:
+    """``(is_eval, column)`` for a metric logged under ``name``.
+
+    ``eval_line`` says the whole line reports a validation pass
+    (``Epoch(val)``, ``validation loss at iteration``): there a plain
+    ``loss`` is the validation loss and every field goes to evals.
+    """
+    norm = normalise(name)
+    role = ALIASES.get(norm)
+    if eval_line:
+        if role in ("loss", "val_loss"):
+            return True, "val_loss"
+        return True, column_name(name if _EVAL_PREFIX.match(norm) else "val_" + name)
+    if role is not None:
+        return role == "val_loss", role
+    for pat in _SET_PATTERNS:
+        m = pat.match(norm)
+        if m and m.group(1) not in _NOT_SETS:
+            return True, val_set_column(m.group(1).replace(" ", "_"))
+    return bool(_EVAL_PREFIX.match(norm)), column_name(name)
+
+
+_STEP_NORM = frozenset(normalise(k) for k in STEP_KEYS)
+
+
+def is_step_key(name: str) -> bool:
+    """Whether ``name`` is one of the names logs give the training step."""
+    return normalise(name) in _STEP_NORM

@@ -1,0 +1,296 @@
+"""One console line: cleaned of decoration, its training step found, its numeric fields read.
+
+Cleaning drops what never carries a metric: ANSI colour codes, e-mail and
+Markdown quoting (``> ``), a leading timestamp (ISO, ``MM/DD HH:MM:SS``,
+``[2023-...]``), glog prefixes (``I0815 18:59:11.32 52129 solver.cpp:232]``)
+and logger prefixes (``INFO:root:``, ``- mmengine - INFO -``,
+``INFO  DistriOptimizer$:295 -``).
+
+Fields are read only *after* the step marker (``iter 2920:``,
+``Epoch(train) [1][200/735]``, ``iteration 5426/ 250000 |``), so whatever
+prefix is left cannot become a metric. A field is a name (up to seven
+words: ``elapsed time per iteration (ms)``) and a number, joined by ``:``,
+``=``, ``is`` or a space; separators between fields are ``|``, ``,``,
+`` - ``, ``;``, brackets or whitespace. A number may carry a unit
+(``1099.34ms``, ``15.34%``, ``4.2s``); ``2:46:39`` (a duration) and
+``100/735`` (a counter) are not numbers. ``nan``, ``inf``, ``-inf``,
+``Infinity`` and ``NaN`` are numbers: they are data.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from dataclasses import dataclass
+
+_WORDNUM = r"[-+]?(?:nan|NaN|NAN|inf(?:inity)?|Inf(?:inity)?|INF)"
+_NUM = rf"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|{_WORDNUM}"
+_NUM_ONLY = re.compile(_NUM)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
+_QUOTE = re.compile(r"^(?:[ \t]*>)+[ \t]?")
+_PREFIXES = re.compile(
+    r"^\s*(?:"
+    r"\[?\d{4}-\d{2}-\d{2}[ T]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?[\s,:-]*"
+    r"|\[?\d{1,2}/\d{1,2}(?:/\d{2,4})? \d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]?[\s,:-]*"
+    r"|\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+"
+    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]\s*"
+    r"|(?:-\s*)?[\w.$]+\s+-\s+(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\s+-\s*"
+    r"|(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)(?::[\w.]+:|\s+[\w.$]+:\d+\s+-\s*|\s*[:|\]-]\s*)"
+    r"|\[(?:INFO|WARNING|WARN|DEBUG|ERROR|rank\d+)\]\s*"
+    r")+")
+_KEY_WORD = r"[A-Za-z_][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
+_KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
+# A word-number (nan, inf) followed by a single space and a word is part of a name
+# ("number of nan iterations: 0"), not a value.
+_FIELD = re.compile(
+    rf"(?<![\w.\-])(?P<key>{_KEY_WORD}(?: {_KEY_MORE}){{0,6}}?)"
+    rf"(?:\s*(?P<sep>[:=]|\bis\b))?\s*"
+    rf"(?:(?P<val>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?P<unit>[A-Za-z%µ]*(?:/[A-Za-z]+)?)"
+    rf"|(?P<word>{_WORDNUM})(?(sep)|(?! [A-Za-z_(])))(?![\w/:]|\.\d)")
+_IGNORED_KEYS = frozenset({"eta", "in", "of", "at", "to", "for", "the", "with", "on", "and", "by", "from",
+                           "is", "was", "took", "#", "time left", "remaining"})
+# Words of prose, never of a metric name: a "key" holding one is a sentence ("but training continued for").
+_PROSE = frozenset({"but", "the", "a", "an", "than", "after", "while", "and", "or", "which", "that", "was",
+                    "were", "has", "had", "with", "to", "for", "from", "on", "at", "this", "it", "we", "when",
+                    "so", "is", "are", "be", "by", "into", "about", "its", "our", "you", "i", "if", "then"})
+
+# Step markers, most specific first. Each gives (step, total-or-None); eval says the line is a validation pass.
+_MM_EPOCH = re.compile(r"\bEpoch\((train|val|test)\)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
+_MM_ITER = re.compile(r"\bIter\((train|val|test)\)\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
+_LLMC = re.compile(r"^s:(\d+)(?=\s)")
+_KEYED = [(name, re.compile(rf"\b{pat}[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)(?:[ \t]*/[ \t]*(\d+))?(?![\d.]|[ \t]*batches)", re.I))
+          for name, pat in (("global_step", r"global[_ ]step"), ("step", r"step"),
+                            ("iteration", r"iteration"), ("iter", r"iter"))]
+_BATCHES = re.compile(r"\b(\d+)\s*/\s*(\d+)\s*batches\b", re.I)
+_BAR = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*(?=\[|\u2501|\|)")
+_BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
+_EPOCH = re.compile(r"\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?", re.I)
+_EPOCH_HEADER = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*:?\s*$", re.I)
+_END_OF_EPOCH = re.compile(r"\bend of epoch\s+(\d+)", re.I)
+_NET_OUTPUT = re.compile(rf"\b(Test|Train) net output #\d+:\s*([\w/]+)\s*=\s*({_NUM})", re.I)
+_EVAL_LINE = re.compile(r"\bvalidation\s+loss\s+at\b|^\s*(?:validation|validating|evaluation|evaluating)\b"
+                        r"|\bEpoch\((?:val|test)\)|\bIter\((?:val|test)\)|\bend of epoch\b", re.I)
+_DICT = re.compile(r"\{.*\}")
+_BARE = re.compile(r"(?<=[:\s\[(])(-?inf|nan|NaN|-?Infinity|NaN)(?=\s*[,})\]])")
+
+
+@dataclass
+class Context:
+    """What earlier lines said that later lines rely on."""
+
+    epoch: int | None = None  # from a Keras-style ``Epoch 3/10`` header
+    per_epoch: int | None = None  # counter total of the last per-batch line (``200/735``)
+    last_step: int | None = None
+    restart: bool = False  # an ``Epoch 1/N`` header: a new run may begin here
+
+
+@dataclass
+class Line:
+    """A line that carries a step."""
+
+    step: int
+    rest: str  # the text after the step marker, where the fields are
+    eval_line: bool
+    epoch: int | None
+    source: str  # which marker gave the step (``iter``, ``Epoch(train)``, ...)
+    fields: list[tuple[str, float]] | None = None  # already read (dicts, caffe net outputs)
+    # How the step was computed, for the line-shape cache (:mod:`._lineplan`): a formula name and
+    # the spans of the numbers it used; "" when it cannot be replayed from the numbers alone.
+    formula: str = ""
+    spans: tuple[tuple[int, int], ...] = ()
+    epoch_span: tuple[int, int] | None = None
+    rest_at: int = 0
+    # A Keras progress line inside an epoch: its numbers are running means of the epoch so far,
+    # which restart every epoch (a sawtooth, not a curve); only the epoch's last line is kept.
+    partial: bool = False
+
+
+def clean(raw: str) -> str:
+    """The line without colour codes, quoting and timestamp/logger prefixes."""
+    if "\x1b" in raw:
+        raw = _ANSI.sub("", raw)
+    if raw.lstrip().startswith(">"):
+        raw = _QUOTE.sub("", raw)
+    m = _PREFIXES.match(raw)
+    return raw[m.end():] if m else raw
+
+
+def _as_float(value: int | float) -> float:
+    # JSON spells integers of any length; one beyond a float's range is +-inf, not OverflowError.
+    try:
+        return float(value)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def to_float(text: str) -> float:
+    t = text.lower().lstrip("+")
+    if "inf" in t:
+        return -math.inf if t.startswith("-") else math.inf
+    return float(t)
+
+
+def read_fields(text: str) -> list[tuple[str, float]]:
+    """``(name, value)`` of every numeric field in ``text``, in order."""
+    return [(k, v) for k, v, _ in read_field_spans(text)]
+
+
+def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple[int, int]]]:
+    """``(name, value, span of the number)`` of every numeric field in ``text``."""
+    out = []
+    for m in _FIELD.finditer(text):
+        key = m.group("key").strip()
+        low = key.lower()
+        if low in _IGNORED_KEYS or len(key) > 48 or key.count("/") > 1 or "://" in key:
+            continue
+        if " " in low and any(w in _PROSE for w in low.split()):
+            continue
+        which = "val" if m.group("val") is not None else "word"
+        a, b = m.span(which)
+        out.append((key, to_float(m.group(which)), (a + offset, b + offset)))
+    return out
+
+
+def parse_mapping(text: str) -> dict | None:
+    """A JSON object or Python dict repr (``nan``/``inf`` bare or quoted), else None."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        try:
+            value = ast.literal_eval(_BARE.sub(lambda m: f"'{m.group(1)}'", text))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def mapping_fields(d: dict, prefix: str = "") -> list[tuple[str, float]]:
+    """Numeric items of a dict (nested dicts flattened with ``/``); numeric strings count."""
+    out = []
+    for k, v in d.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.extend(mapping_fields(v, name + "/"))
+        elif isinstance(v, bool):
+            continue
+        elif isinstance(v, (int, float)):
+            out.append((name, _as_float(v)))
+        elif isinstance(v, str) and _NUM_ONLY.fullmatch(v.strip()):
+            out.append((name, to_float(v.strip())))
+    return out
+
+
+def _dict_line(text: str, step_names: tuple[str, ...]) -> Line | None:
+    m = _DICT.search(text)
+    if not m:
+        return None
+    d = parse_mapping(m.group(0))
+    if d is None:
+        return None
+    fields = mapping_fields(d)
+    lower = {k.lower(): (k, v) for k, v in fields}
+    for name in step_names:
+        if name in lower and math.isfinite(lower[name][1]):
+            key, step = lower[name]
+            epoch = lower.get("epoch", (None, None))[1]
+            rest = [(k, v) for k, v in fields if k != key]
+            ev = any(k.lower().startswith(("eval_", "val_", "validation")) for k, _ in rest) and not any(
+                k.lower() in ("loss", "train_loss") for k, _ in rest)
+            return Line(int(step), "", ev, None if epoch is None or not math.isfinite(epoch) else int(epoch),
+                        key, fields=rest)
+    return None
+
+
+def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | None:
+    """The step this line reports, or None for a line that carries none."""
+    if step_key is not None:
+        return _given_step(text, ctx, step_key)
+    if "{" in text and (line := _dict_line(text, ("global_step", "step", "iteration", "iter", "_step"))):
+        return line
+    if m := _NET_OUTPUT.search(text):
+        if ctx.last_step is None:
+            return None
+        test = m.group(1).lower() == "test"
+        return Line(ctx.last_step, "", test, None, "net output", fields=[(m.group(2), to_float(m.group(3)))])
+    if m := _EPOCH_HEADER.match(text):
+        e = int(m.group(1))
+        ctx.epoch, ctx.per_epoch = e, None
+        ctx.restart = ctx.restart or e == 1
+        return None
+    ev = bool(_EVAL_LINE.search(text))
+    epoch, espan = _epoch_on_line(text)
+    if m := _MM_EPOCH.search(text):
+        e, i, n = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        sp = (m.span(2), m.span(3), m.span(4))
+        if m.group(1).lower() != "train":
+            return Line(ctx.last_step if ctx.last_step is not None else (e - 1) * n + i - 1,
+                        text[m.end():], True, e, "Epoch(val)", formula="last_mm", spans=sp, rest_at=m.end())
+        ctx.per_epoch = n
+        return Line((e - 1) * n + i - 1, text[m.end():], False, e, "Epoch(train)", formula="mm", spans=sp,
+                    rest_at=m.end())
+    if m := _MM_ITER.search(text):
+        sp = (m.span(2),)
+        if m.group(1).lower() != "train":
+            step = ctx.last_step if ctx.last_step is not None else int(m.group(2))
+            return Line(step, text[m.end():], True, epoch, "Iter(val)", formula="last_int", spans=sp,
+                        epoch_span=espan, rest_at=m.end())
+        return Line(int(m.group(2)), text[m.end():], False, epoch, "Iter(train)", formula="int", spans=sp,
+                    epoch_span=espan, rest_at=m.end())
+    if m := _LLMC.match(text):
+        return Line(int(m.group(1)), text[m.end():], ev, epoch, "s:", formula="int", spans=(m.span(1),),
+                    epoch_span=espan, rest_at=m.end())
+    for name, pat in _KEYED:
+        if m := pat.search(text):
+            return Line(int(m.group(1)), text[m.end():], ev, epoch, name, formula="int", spans=(m.span(1),),
+                        epoch_span=espan, rest_at=m.end())
+    return _counter_step(text, ctx, ev, epoch, espan)
+
+
+def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
+                  espan: tuple[int, int] | None) -> Line | None:
+    """Steps from per-batch counters inside an epoch, from ``end of epoch N``, or the epoch itself.
+
+    A counter says how many batches are done (``200/2983``: the 200th), so
+    the 0-based optimizer step is one less: ``(epoch - 1) * per_epoch + i - 1``.
+    """
+    bar = None if _BATCHES.search(text) else _BAR.match(text)
+    m = _BATCHES.search(text) or bar or _BRACKET.search(text)
+    e = epoch if epoch is not None else ctx.epoch
+    if m:
+        i, n = int(m.group(1)), int(m.group(2))
+        sp = (m.span(1), m.span(2))
+        formula = "bar" if bar is not None else "counter"
+        if e is None:
+            return Line(max(i - 1, 0), text[m.end():], ev, None, "[N/M]", formula=formula, spans=sp,
+                        rest_at=m.end(), partial=bar is not None and i < n)
+        ctx.per_epoch = n
+        return Line(max((e - 1) * n + i - 1, 0), text[m.end():], ev, e, "epoch+counter", formula=formula,
+                    spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n)
+    if m := _END_OF_EPOCH.search(text):
+        e = int(m.group(1))
+        step = e * ctx.per_epoch - 1 if ctx.per_epoch else e
+        return Line(step, text[m.end():], True, e, "end of epoch", formula="end_epoch", spans=(m.span(1),),
+                    rest_at=m.end())
+    if epoch is not None and (m := _EPOCH.search(text)):
+        return Line(epoch, text[m.end():], ev, epoch, "epoch", formula="int", spans=(m.span(1),),
+                    epoch_span=espan, rest_at=m.end())
+    return None
+
+
+def _epoch_on_line(text: str) -> tuple[int | None, tuple[int, int] | None]:
+    m = _EPOCH.search(text)
+    return (int(m.group(1)), m.span(1)) if m else (None, None)
+
+
+def _given_step(text: str, ctx: Context, key: str) -> Line | None:
+    """The step read from the field the user named (``--step KEY``)."""
+    if "{" in text and (line := _dict_line(text, (key.lower(),))):
+        return line
+    pat = re.compile(rf"(?<![\w.]){re.escape(key)}[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)(?![\d.])", re.I)
+    m = pat.search(text)
+    if not m:
+        return None
+    epoch, espan = _epoch_on_line(text)
+    return Line(int(m.group(1)), text[m.end():], bool(_EVAL_LINE.search(text)), epoch, key, formula="int",
+                spans=(m.span(1),), epoch_span=espan, rest_at=m.end())

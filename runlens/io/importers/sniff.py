@@ -1,0 +1,205 @@
+"""Which importer reads a file: decided from its bytes, never from its name alone.
+
+The first 256 KiB are looked at (the whole file for a JSON document under
+64 MiB). In order:
+
+- TFRecord framing (a small length, then an ``Event`` starting with its
+  ``wall_time`` field) or a ``tfevents`` name: ``tensorboard``;
+- ``PAR1`` magic: ``csv`` (Parquet); the W&B ``:W&B`` datastore header:
+  ``wandb``;
+- NUL bytes: a binary file, read by none;
+- a JSON document holding ``log_history``: ``hf`` (a ``trainer_state.json``
+  under any name);
+- lines that are each a JSON object with a step key: ``jsonl``;
+- a header and rows of comma-separated cells: ``wandb`` for a W&B chart
+  export (``<run> - <metric>`` columns), ``lightning-csv`` for a CSVLogger
+  ``metrics.csv`` (``epoch`` and ``step`` columns), ``csv`` otherwise;
+- text lines: ``hf`` for a Trainer console log (``{'loss': ...}`` dicts),
+  ``text`` for step-carrying lines.
+
+When two of the text readers both find many lines (Trainer dicts and
+step lines, say), the file is ambiguous: :func:`sniff` names each
+candidate with what it found, and the caller refuses the file rather than
+guess.
+"""
+
+from __future__ import annotations
+
+import csv as _csv
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runlens.io.importers._textline import Context, clean, find_step, parse_mapping, read_fields
+from runlens.io.importers.text import text_encoding
+
+HEAD = 262_144
+_JSON_WHOLE = 64 << 20
+_HF_LINE = re.compile(r"\{'(loss|eval_loss|grad_norm|learning_rate|eval_[\w]+_loss)': '?(?:[-+]?[0-9]|nan|inf)")
+_WANDB_COL = re.compile(r"^.+ - .+$")
+
+
+@dataclass
+class Sniff:
+    """The importer chosen for a file, or why none was."""
+
+    kind: str | None
+    reason: str = ""  # why no kind: empty, binary, ambiguous, nothing recognised
+    found: dict[str, str] = field(default_factory=dict)  # candidate kind -> what it found
+
+
+def _is_tfrecord(head: bytes) -> bool:
+    if len(head) < 14:
+        return False
+    length = int.from_bytes(head[:8], "little")
+    return 0 < length < (1 << 24) and head[12] == 0x09
+
+
+def sniff_file(path: Path) -> Sniff:
+    """The importer kind for the file at ``path``, from its content."""
+    with open(path, "rb") as f:
+        head = f.read(HEAD)
+    name = path.name.lower()
+    if "tfevents" in name or _is_tfrecord(head):
+        return Sniff("tensorboard")
+    if head[:4] == b"PAR1":
+        return Sniff("csv")
+    if head[:4] == b":W&B" or name.endswith(".wandb"):
+        return Sniff("wandb")
+    encoding = text_encoding(head)
+    text = head.decode(encoding, "replace").lstrip("\ufeff")
+    if not text.strip():
+        return Sniff(None, "an empty file")
+    if "\x00" in text[:8192]:
+        return Sniff(None, "a binary file, not a training log")
+    lines = text.splitlines()
+    if len(head) == HEAD and lines:
+        lines = lines[:-1]  # the last line may be cut by the window
+    if text.lstrip().startswith("{") and (kind := _json_document(path, text)):
+        return Sniff(kind)
+    counts = _line_counts(lines)
+    if counts["jsonl"] and counts["jsonl"] >= 0.5 * counts["nonblank"]:
+        return Sniff("jsonl")
+    if csv_kind := _csv_kind(lines):
+        return Sniff(csv_kind)
+    return _text_kind(counts)
+
+
+def _json_document(path: Path, head: str) -> str | None:
+    if path.stat().st_size > _JSON_WHOLE:
+        return "hf" if '"log_history"' in head else None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8", errors="replace").lstrip("\ufeff"))
+    except ValueError:
+        return None
+    return "hf" if isinstance(doc, dict) and isinstance(doc.get("log_history"), list) else None
+
+
+def _line_counts(lines: list[str]) -> dict[str, int]:
+    """How many lines each text reader would take (of the head)."""
+    ctx = Context()
+    counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0}
+    for raw in lines[:4000]:
+        s = raw.strip()
+        if not s:
+            continue
+        counts["nonblank"] += 1
+        if s.startswith("{") and s.endswith("}") and '"' in s:
+            d = parse_mapping(s)
+            if d is not None and any(k in d for k in ("step", "iteration", "iter", "global_step", "epoch", "_step")):
+                counts["jsonl"] += 1
+                continue
+        if _HF_LINE.search(s):
+            d = parse_mapping(s[s.index("{"):s.rindex("}") + 1]) if "}" in s else None
+            if d is None or not any(k in d for k in ("step", "global_step", "iteration", "iter")):
+                counts["hf"] += 1  # a Trainer dict: no step in it (a dict with one is a text line)
+                continue
+        for piece in s.split("\r"):
+            hit = find_step(clean(piece.strip()), ctx)
+            if hit is not None and (hit.fields or read_fields(hit.rest)):
+                counts["text"] += 1
+                break
+    return counts
+
+
+def _csv_kind(lines: list[str]) -> str | None:
+    rows = [r for r in lines[:200] if r.strip() and not r.startswith(("<<<<<<<", "=======", ">>>>>>>"))]
+    if len(rows) < 2 or "," not in rows[0]:
+        return None
+    try:
+        parsed = list(_csv.reader(rows))
+    except _csv.Error:
+        return None
+    width = len(parsed[0])
+    if width < 2 or sum(len(r) == width for r in parsed[1:]) < 0.8 * (len(parsed) - 1):
+        return None
+    header = [h.strip() for h in parsed[0]]
+    if any(_is_number(h) for h in header):
+        return None  # a data row, not a header: text with commas
+    numeric = any(_is_number(c) for r in parsed[1:6] for c in r)
+    if not numeric:
+        return None
+    cols = {h.lower() for h in header}
+    if any(_WANDB_COL.match(h) for h in header) and any(h.endswith(("__MIN", "__MAX")) for h in header) \
+            or (header[0] in ("Step", "step", "_step") and sum(" - " in h for h in header) >= 1):
+        return "wandb"
+    if {"step", "epoch"} <= cols and any(c.startswith(("train", "val", "lr-")) for c in cols):
+        return "lightning-csv"
+    return "csv"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _text_kind(counts: dict[str, int]) -> Sniff:
+    found = {k: f"{counts[k]} lines" for k in ("hf", "text", "jsonl") if counts[k]}
+    ranked = sorted(((counts[k], k) for k in ("hf", "text", "jsonl")), reverse=True)
+    (n1, k1), (n2, k2) = ranked[0], ranked[1]
+    if n1 == 0:
+        return Sniff(None, "no line carries a training step with a number (not a training log)")
+    if n2 >= 3 and n2 * 2 >= n1:
+        what = {"hf": "Trainer log dicts", "text": "step-carrying lines", "jsonl": "JSON objects with a step"}
+        return Sniff(None, "ambiguous: " + "; ".join(f"{k} would read {found[k]} of {what[k]}" for k in (k1, k2))
+                     + "; run `runlens import KIND` with the right kind", found)
+    return Sniff(k1, found=found)
+
+
+def _is_mlflow(p: Path) -> bool:
+    """A run folder (``meta.yaml`` + ``metrics/``), an experiment of them, or an ``mlruns`` root."""
+    for pattern in ("", "*/", "*/*/"):
+        if next(p.glob(pattern + "metrics"), None) is not None and next(p.glob(pattern + "meta.yaml"), None):
+            return True
+    return False
+
+
+def sniff_dir(p: Path) -> Sniff:
+    """The importer kind for a folder (not a runlens run), from the files it holds."""
+    if (p / "run.json").exists():
+        return Sniff(None, "a runlens run")
+    if _is_mlflow(p):
+        return Sniff("mlflow")
+    if next(p.glob("*.wandb"), None) is not None or next(p.glob("*/run-*.wandb"), None) is not None:
+        return Sniff("wandb")
+    if next(p.rglob("*tfevents*"), None) is not None:
+        return Sniff("tensorboard")
+    if next(p.rglob("trainer_state.json"), None) is not None:
+        return Sniff("hf")
+    if next(p.rglob("metrics.csv"), None) is not None:
+        return Sniff("lightning-csv")
+    return Sniff(None, "no training log found in this folder")
+
+
+def sniff(path: str | Path) -> Sniff:
+    """The importer kind for ``path`` (a file or a folder), or why none reads it."""
+    p = Path(path)
+    if p.is_file():
+        return sniff_file(p)
+    if p.is_dir():
+        return sniff_dir(p)
+    return Sniff(None, "no such file or folder")

@@ -1,0 +1,276 @@
+"""What a report shows, computed once on the engine side and carried by the Diagnosis.
+
+``runlens.analysis.analyze`` attaches a lazy :class:`ReportData` to every
+diagnosis (built on first use, so an analysis that is never rendered pays
+nothing); ``attach(diagnosis)`` does it for a diagnosis built by hand.
+Renderers (``runlens.render``) read ``diagnosis.report_data`` and format
+it: the key numbers, the downsampled series and the marks for the charts,
+the onset window of an early failure, the heatmap matrices, evidence with
+labels and units, and the documentation of every code the diagnosis holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from runlens.report_data.numbers import Item, KeyNumber, duration, evidence_items, key_numbers
+from runlens.report_data.series import (
+    Heatmap,
+    Series,
+    Spark,
+    heatmap,
+    onset_window,
+    pick_layers,
+    series,
+    spark,
+    window,
+)
+
+__all__ = ["CodeDoc", "Factory", "Heatmap", "Item", "KeyNumber", "Marks", "Onset", "ReportData", "Series",
+           "Spark", "attach", "build"]
+
+
+@dataclass(frozen=True)
+class CodeDoc:
+    """The reference entry of one code, embedded in the report."""
+
+    code: str
+    severity: str
+    title: str
+    summary: str
+    sections: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Marks:
+    """Steps the charts mark: spikes (with their loss), the first non-finite loss, the stop
+    (crash or kill), the step the curve verdict names, each finding's step, named layers."""
+
+    spikes: tuple[tuple[int, float], ...] = ()
+    first_nan: int | None = None
+    stop: int | None = None
+    stop_label: str = ""
+    verdict_step: int | None = None
+    verdict_label: str = ""
+    finding_steps: Mapping[str, int] = field(default_factory=dict)
+    layers: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    val_best: tuple[int, float] | None = None
+
+
+@dataclass(frozen=True)
+class Onset:
+    """A zoomed view of the steps around an early failure, at full resolution."""
+
+    at: int
+    reason: str
+    first: int
+    last: int
+    loss: Series | None
+    val_loss: Series | None
+    grad_norm: Series | None
+
+
+@dataclass(frozen=True)
+class ReportData:
+    key_numbers: tuple[KeyNumber, ...]
+    duration_s: float | None
+    series: Mapping[str, Series]
+    sparks: tuple[Spark, ...]
+    onset: Onset | None
+    heatmaps: tuple[Heatmap, ...]
+    weight_lines: tuple[Series, ...]
+    weight_total: int
+    marks: Marks
+    evidence: tuple[tuple[Item, ...], ...]  # one per finding, in the diagnosis's order
+    curve_evidence: tuple[Item, ...]
+    docs: Mapping[str, CodeDoc]
+
+
+@dataclass(frozen=True)
+class Factory:
+    """``Factory(run, curve, findings)()`` builds the report data; a plain object, so a
+    Diagnosis that carries one still pickles (process pools, Dask)."""
+
+    run: Any
+    curve: Any
+    findings: tuple
+
+    def __call__(self) -> ReportData:
+        return build(self.run, self.curve, self.findings)
+
+
+def attach(diagnosis: Any) -> Any:
+    """``diagnosis`` with a report-data factory (a diagnosis built by hand has none)."""
+    if getattr(diagnosis, "report", None) is not None:
+        return diagnosis
+    return dataclasses.replace(diagnosis, report=Factory(diagnosis.run, diagnosis.curve, diagnosis.findings))
+
+
+def build(run: Any, curve: Any, findings: tuple) -> ReportData:
+    """Everything a report shows about ``run``, its curve verdict and its findings."""
+    from runlens.signals import signals_of
+
+    sig = signals_of(run)
+    marks = _marks(run, sig, curve, findings)
+    lines = _series(run, sig)
+    return ReportData(
+        key_numbers=key_numbers(sig, run), duration_s=duration(run), series=lines,
+        sparks=tuple(s for s in (spark("training loss", _raw(sig.loss_logged)),
+                                 spark("validation loss", _raw(sig.validation.get("val_loss"))),
+                                 spark("grad norm", _raw(sig.grad_norm))) if s is not None),
+        onset=_onset(sig, marks, curve),
+        heatmaps=_heatmaps(run, sig, marks), **_weights(run, findings), marks=marks,
+        evidence=tuple(evidence_items(f.evidence, _params(f.code)) for f in findings),
+        curve_evidence=evidence_items(curve.evidence, _params("curve")),
+        docs=_docs({f.code for f in findings} | {curve.label, "curve"}),
+    )
+
+
+def _raw(s: Any) -> np.ndarray | None:
+    return None if s is None else s.values
+
+
+def _series(run: Any, sig: Any) -> dict[str, Series]:
+    out = {}
+    loss = sig.loss_logged
+    pairs = {"loss": ("training loss", loss.steps, loss.values)}
+    for name, val in sig.validation.items():
+        pairs[name] = ("validation loss" if name == "val_loss" else name.replace("val_loss@", "validation: "),
+                       val.steps, val.values)
+    for name, label in (("lr", "learning rate"), ("grad_norm", "global grad norm")):
+        s = run.column("scalars", name)
+        if s is not None and np.isfinite(s).any():
+            pairs[name] = (label, run.steps("scalars"), s)
+    for key, (label, steps, values) in pairs.items():
+        made = series(label, steps, values)
+        if made is not None:
+            out[key] = made
+    return out
+
+
+def _marks(run: Any, sig: Any, curve: Any, findings: tuple) -> Marks:
+    steps: dict[str, int] = {}
+    spikes: set[int] = set()
+    for f in findings:
+        if f.step is not None:
+            steps.setdefault(f.code, f.step)
+        if f.code == "loss_spikes":
+            spikes |= {int(v) for k, v in _step_lists(f.evidence)}
+            if f.step is not None:
+                spikes.add(f.step)
+    loss = sig.loss_logged
+    at = np.searchsorted(loss.steps, sorted(spikes)).clip(0, max(len(loss) - 1, 0))
+    spike_pts = tuple((int(loss.steps[i]), float(loss.values[i])) for i in at) if len(loss) else ()
+    stop, stop_label = None, ""
+    error = run.error
+    if error is not None and isinstance(error.get("step"), int):
+        stop, stop_label = int(error["step"]), f"crash ({error.get('type', 'error')})"
+    elif run.status in ("crashed", "killed") and len(run.steps("scalars")):
+        stop, stop_label = int(run.steps("scalars")[-1]), run.status
+    verdict = curve.evidence.get("step") if isinstance(curve.evidence.get("step"), (int, np.integer)) else None
+    named = tuple((f.code, tuple(f.layers)) for f in sorted(findings, key=_rank) if f.layers)
+    val = sig.validation.get("val_loss")
+    best = None
+    if val is not None and np.isfinite(val.values).any():
+        i = int(np.nanargmin(np.where(np.isfinite(val.values), val.values, np.nan)))
+        best = (int(val.steps[i]), float(val.values[i]))
+    return Marks(spike_pts, sig.first_nonfinite_step, stop, stop_label,
+                 None if verdict is None else int(verdict), f"{curve.label} (step {int(verdict):,})"
+                 if verdict is not None else "", steps, named, best)
+
+
+def _onset(sig: Any, marks: Marks, curve: Any) -> Onset | None:
+    at = marks.first_nan if marks.first_nan is not None else marks.verdict_step
+    if at is None and curve.label in ("diverged", "unstable"):
+        at = marks.stop
+    loss = sig.loss_logged
+    span = onset_window(loss.steps, at)
+    if span is None:
+        return None
+    lo, hi = span
+    reason = (f"the loss became NaN/Inf at step {at:,}" if at == marks.first_nan
+              else f"the {curve.label} verdict names step {at:,}" if at == marks.verdict_step
+              else f"the run stopped at step {at:,}")
+    grad = sig.grad_norm
+    val = sig.validation.get("val_loss")
+    return Onset(at, reason, lo, hi, window((loss.steps, loss.values), lo, hi, "training loss"),
+                 window(None if val is None else (val.steps, val.values), lo, hi, "validation loss"),
+                 window(None if grad is None else (grad.steps, grad.values), lo, hi, "global grad norm"))
+
+
+def _heatmaps(run: Any, sig: Any, marks: Marks) -> tuple[Heatmap, ...]:
+    layers = sig.layers
+    if not layers:
+        return ()
+    out = []
+    grad = layers.grad_norm
+    if grad is not None:
+        out.append(heatmap("grad_heatmap", "Gradient norm by depth and step", "grad norm",
+                           "Vanishing gradients show as dark rows near depth 0, explosions as a bright band.",
+                           layers.steps, grad, layers.present("grad_norm"), layers.names, marks.layers))
+    ratio = layers.update_ratio
+    if ratio is not None:
+        present = layers.present("update_norm") & layers.present("weight_norm")
+        out.append(heatmap("update_ratio", "Update-to-weight ratio by depth and step", "update / weight",
+                           "Around 1e-3 is typical; far below means the layer barely learns, far above "
+                           "that it thrashes.", layers.steps, ratio, present, layers.names, marks.layers))
+    return tuple(h for h in out if h is not None)
+
+
+def _weights(run: Any, findings: tuple) -> dict[str, Any]:
+    matrix = run.layer_matrix("weight_norm")
+    if matrix is None or not len(matrix.layers):
+        return {"weight_lines": (), "weight_total": 0}
+    flagged = [n for f in findings if f.code == "weight_norm_growth" for n in f.layers]
+    lines = []
+    for j in pick_layers(matrix.layers, flagged):
+        keep = matrix.present[:, j]
+        if keep.any():
+            lines.append(series(matrix.layers[j], matrix.steps[keep], matrix.values[keep, j], 600))
+    return {"weight_lines": tuple(lines), "weight_total": len(matrix.layers)}
+
+
+def _params(code: str) -> dict[str, Any]:
+    from runlens.detectors import REGISTRY
+
+    cls = REGISTRY.get(code)
+    if cls is None:
+        return {}
+    try:
+        return cls().params()
+    except Exception:  # noqa: BLE001 - a detector that cannot be built with defaults has no labels
+        return {}
+
+
+def _docs(codes: set[str]) -> dict[str, CodeDoc]:
+    from runlens.detectors.catalog import documented
+
+    docs = documented()
+    out = {}
+    for code in sorted(codes):
+        entry = docs.get(code)
+        if entry is not None:
+            out[code] = CodeDoc(code, entry.severity, entry.title, _plain(entry.summary),
+                                tuple((k, _plain(v)) for k, v in entry.sections.items() if k and v))
+    return out
+
+
+def _plain(text: str) -> str:
+    """Docstring markup (``literal``) as the reports show it (`literal`)."""
+    return re.sub(r"``([^`]+)``", r"`\1`", text)
+
+
+def _step_lists(evidence: Mapping[str, Any]):
+    for key, value in evidence.items():
+        if "step" in str(key) and isinstance(value, (list, tuple)):
+            yield from ((key, v) for v in value if isinstance(v, (int, np.integer)))
+
+
+def _rank(finding: Any) -> int:
+    return {"error": 0, "warning": 1, "info": 2}.get(finding.severity, 9)

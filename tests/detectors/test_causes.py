@@ -1,0 +1,89 @@
+"""Cause first: within a severity the root cause leads, symptoms say ``caused_by``, and the
+verdict line names the cause. On the sample runs the injected fault's code comes first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runlens import analyze
+from runlens.analysis import _order
+from runlens.detectors._causes import LINKS, order_by_cause, roots
+from runlens.detectors.catalog import documented
+from runlens.diagnosis import CurveVerdict, Finding
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
+
+
+def f(code: str, severity: str = "warning", step: int | None = 10, **evidence) -> Finding:
+    return Finding(code=code, severity=severity, title=code, step=step, evidence=evidence)
+
+
+def test_a_cause_leads_its_symptoms_within_a_severity_whatever_their_steps():
+    found = [f("loss_spikes", step=5), f("unstable", step=1), f("learning_rate_too_high", step=400)]
+    ordered, curve = order_by_cause(found, CurveVerdict("unstable", "it swings"), _order)
+    # the two symptoms of the same cause keep their usual order (by step) after it
+    assert [x.code for x in ordered] == ["learning_rate_too_high", "unstable", "loss_spikes"]
+    assert ordered[1].evidence["caused_by"] == ["learning_rate_too_high"]
+    assert ordered[2].evidence["caused_by"] == ["learning_rate_too_high"]
+    assert "caused_by" not in ordered[0].evidence
+    assert curve.reason == "it swings; likely cause: learning_rate_too_high"
+    assert curve.evidence["likely_cause"] == ["learning_rate_too_high"]
+
+
+def test_severity_still_comes_first():
+    found = [f("learning_rate_too_high", "warning"), f("nonfinite_loss", "error", cause="explosion")]
+    ordered, _ = order_by_cause(found, None, _order)
+    assert [x.code for x in ordered] == ["nonfinite_loss", "learning_rate_too_high"]
+    assert ordered[0].evidence["caused_by"] == ["learning_rate_too_high"]  # said, though not first
+
+
+def test_a_numerical_fault_in_the_loss_is_the_cause_of_the_nan_gradients_not_the_reverse():
+    num = [f("nonfinite_gradient", "error", step=300), f("nonfinite_loss", "error", step=300, cause="numerical")]
+    ordered, _ = order_by_cause(num, None, _order)
+    assert [x.code for x in ordered] == ["nonfinite_loss", "nonfinite_gradient"]
+    boom = [f("nonfinite_loss", "error", step=45, cause="explosion"), f("exploding_gradients", "error", step=44),
+            f("nonfinite_gradient", "error", step=44)]
+    ordered, _ = order_by_cause(boom, None, _order)
+    assert ordered[0].code == "exploding_gradients"
+    assert "nonfinite_gradient" not in ordered[-1].evidence.get("caused_by", [])
+
+
+def test_a_layer_left_out_of_the_optimizer_comes_before_the_spikes_it_causes():
+    ordered, _ = order_by_cause([f("loss_spikes", step=3), f("dead_layers", step=900)], None, _order)
+    assert [x.code for x in ordered] == ["dead_layers", "loss_spikes"]
+
+
+def test_no_links_no_change():
+    found = [f("no_validation", "info", None), f("plateau", step=30), f("overfitting", step=80)]
+    ordered, curve = order_by_cause(found, CurveVerdict("overfitting", "rose"), _order)
+    assert list(ordered) == sorted(found, key=_order)
+    assert curve.reason == "rose"
+
+
+def test_the_cause_graph_has_no_cycle_and_names_known_codes():
+    codes = set(documented())
+    graph = {s: [c for c, _ in causes] for s, causes in LINKS.items()}
+    for symptom, causes in graph.items():
+        assert symptom in codes and set(causes) <= codes, symptom
+        assert symptom not in roots(symptom, graph)
+
+
+def _first_loud(name: str) -> tuple[str, list[str]]:
+    d = analyze(SAMPLES / name)
+    codes = [x.code for x in d.findings]
+    return codes[0], codes
+
+
+@pytest.mark.parametrize("name", ["lr_too_low", "vanishing_gradients", "numerical_nan", "nan_divergence",
+                                  "dead_layer", "loss_spikes", "late_loss_variance", "lr_too_high",
+                                  "underfitting"])
+def test_on_sample_runs_the_injected_fault_leads(name):
+    exp = json.loads((SAMPLES / name / "expected.json").read_text())
+    first, codes = _first_loud(name)
+    # the injected fault is the sample's first must-include code (curve codes are derived, not injected)
+    injected = [c for c in exp["must_include"] if c not in ("diverged", "unstable", "underfitting", "overfitting")]
+    assert first in (injected or exp["must_include"])[:1] or (name == "nan_divergence"
+                                                             and first == "learning_rate_too_high"), codes

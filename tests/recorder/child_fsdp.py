@@ -1,0 +1,98 @@
+"""Two-rank FSDP2 (``fully_shard``) training on gloo (CPU) with a Recorder on each rank.
+
+Rank 0 first prints ``ref STEP NAME COLUMN VALUE`` lines: the statistics of
+the same training done without sharding on the full batch, which the
+recorded full-parameter statistics must equal. Each rank prints
+``collectives N``: how many ``all_gather`` calls its ``rec.step`` calls made.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+
+from recorders.torch import Recorder
+
+STEPS = 3
+
+
+def make_model() -> nn.Module:
+    torch.manual_seed(0)
+    # The last bias has one element: rank 1's shard of it is empty.
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 1))
+
+
+def data() -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1)
+    return torch.randn(64, 8, generator=gen), torch.randn(64, 1, generator=gen)
+
+
+def reference(x: torch.Tensor, y: torch.Tensor) -> None:
+    ref = make_model()
+    opt = torch.optim.SGD(ref.parameters(), lr=0.05)
+    for step in range(STEPS):
+        opt.zero_grad()
+        nn.functional.mse_loss(ref(x), y).backward()
+        before = {n: p.detach().clone() for n, p in ref.named_parameters()}
+        stats = {n: {"grad_norm": p.grad.norm().item(), "grad_abs_max": p.grad.abs().max().item(),
+                     "grad_zero_frac": (p.grad == 0).float().mean().item()} for n, p in ref.named_parameters()}
+        opt.step()
+        for n, p in ref.named_parameters():
+            stats[n]["weight_norm"] = p.detach().norm().item()
+            stats[n]["update_norm"] = (p.detach() - before[n]).norm().item()
+            for col, value in stats[n].items():
+                print(f"ref {step} {n} {col} {value:.9g}", flush=True)
+
+
+def worker(rank: int, run_dir: str, store: str) -> None:
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
+    x, y = data()
+    if rank == 0:
+        reference(x, y)
+    mesh = init_device_mesh("cpu", (2,))
+    model = make_model()
+    for i in (0, 2, 4):
+        fully_shard(model[i], mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    xs, ys = x.chunk(2)[rank], y.chunk(2)[rank]
+    calls = {"n": 0}
+    real = dist.all_gather
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return real(*a, **k)
+
+    with Recorder(run_dir, model, opt, flush_every=2, seed=0) as rec:
+        for _ in range(STEPS):
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(xs), ys)
+            loss.backward()
+            opt.step()
+            dist.all_gather = counted
+            rec.step(loss)
+            dist.all_gather = real
+    print(f"collectives {calls['n']}", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main() -> int:
+    run_dir = sys.argv[1]
+    os.makedirs(run_dir, exist_ok=True)
+    store = os.path.join(os.path.dirname(os.path.abspath(run_dir)), "fsdp-store")
+    mp.spawn(worker, args=(run_dir, store), nprocs=2, join=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
