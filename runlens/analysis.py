@@ -71,7 +71,7 @@ def analyze(run_or_path: Run | str | os.PathLike[str], *,
         if outcome.state == "crashed":
             notes.append(f"detector {det.code} crashed: {outcome.reason}")
     curve = ctx.curve or CurveVerdict("insufficient_data", "the curve classifier did not run")
-    ordered, curve = order_by_cause(findings, curve, _order)  # cause first within a severity
+    ordered, curve = order_by_cause(findings, curve, _order)  # a cause leads the symptoms it explains
     return Diagnosis(run=run, curve=curve, findings=ordered,
                      warnings=(*run.warnings, *notes), outcomes=tuple(outcomes),
                      report=_report_factory(run, curve, ordered))

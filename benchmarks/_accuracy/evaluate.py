@@ -35,6 +35,15 @@ from benchmarks._accuracy.scoring import Graded, from_diagnosis  # noqa: E402
 
 TUNING_DATA = ROOT / "benchmarks" / "_data" / "accuracy"
 HELDOUT_DATA = ROOT / "benchmarks" / "_data" / "heldout"
+FRESH_DATA = ROOT / "benchmarks" / "_data" / "heldout-fresh"
+
+ROLES = {
+    "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",
+    "heldout": "first held-out set (`benchmarks/heldout`, a generator of its own): looked at after its first "
+               "grading (2026-12-01 09:37 UTC), so now a development set",
+    "heldout-fresh": "fresh held-out set (`benchmarks/heldout` with every seed shifted by "
+                     "`--seed-offset 1000`): never looked at before the final grading",
+}
 
 DATA_RULES = (
     "Tuning: a run that stopped (crash, watchdog) before its first validation pass truly has none: `no_validation` "
@@ -129,20 +138,24 @@ def _diagnose(path: Path) -> dict:
         return {"status": "error", "curve": "error", "findings": [], "engine_error": f"{type(exc).__name__}: {exc}"}
 
 
+def generate_tuning(jobs: int = 1, only: set[str] | None = None) -> dict[str, dict]:
+    vs = tuning.variants(only)
+    TUNING_DATA.mkdir(parents=True, exist_ok=True)
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            return dict(zip((v.name for v in vs), pool.map(_generate_named, [v.name for v in vs]), strict=True))
+    return {v.name: _generate_tuning(v) for v in vs}
+
+
 def tuning_set(jobs: int = 1, only: set[str] | None = None, generate: bool = True) -> SetResult:
     vs = tuning.variants(only)
     TUNING_DATA.mkdir(parents=True, exist_ok=True)
     if generate:
-        if jobs > 1:
-            with ProcessPoolExecutor(jobs) as pool:
-                labels = dict(zip((v.name for v in vs), pool.map(_generate_named, [v.name for v in vs]),
-                                  strict=True))
-        else:
-            labels = {v.name: _generate_tuning(v) for v in vs}
+        labels = generate_tuning(jobs, only)
     else:
         labels = {v.name: json.loads((TUNING_DATA / v.name / "label.json").read_text())
                   for v in vs if (TUNING_DATA / v.name / "label.json").exists()}
-    res = SetResult("tuning", "tuning set (sample_runs' generator, `sample_runs/_training.py`)", runs=len(vs))
+    res = SetResult("tuning", ROLES["tuning"], runs=len(vs))
     for v in vs:
         label = labels.get(v.name)
         if label is None:
@@ -166,17 +179,26 @@ def tuning_set(jobs: int = 1, only: set[str] | None = None, generate: bool = Tru
 # -- held-out set -----------------------------------------------------------------------------------
 
 
-def heldout_set(generate: bool = True) -> SetResult:
-    from benchmarks.heldout.catalog import RUNS
+def heldout_set(generate: bool = True, fresh: bool = False, grade: bool = True) -> SetResult:
+    """The held-out set, or (``fresh``) its seed-shifted twin in ``benchmarks/_data/heldout-fresh/``.
+
+    ``grade=False`` generates only: the fresh set's diagnoses stay unseen until the final grading.
+    """
+    from benchmarks.heldout.catalog import runs
+    from benchmarks.heldout.generate import FRESH_SEED_OFFSET
     from benchmarks.heldout.generate import generate as generate_heldout
 
+    offset, data, name = (FRESH_SEED_OFFSET, FRESH_DATA, "heldout-fresh") if fresh else (0, HELDOUT_DATA, "heldout")
+    catalog = runs(offset)
     if generate:
-        labels = generate_heldout()
+        labels = generate_heldout(root=data, seed_offset=offset)
     else:
-        labels = {r.name: json.loads((HELDOUT_DATA / r.name / "label.json").read_text())
-                  for _, r in RUNS if (HELDOUT_DATA / r.name / "label.json").exists()}
-    res = SetResult("heldout", "held-out set (`benchmarks/heldout`, a generator of its own)", runs=len(RUNS))
-    for kind, run in RUNS:
+        labels = {r.name: json.loads((data / r.name / "label.json").read_text())
+                  for _, r in catalog if (data / r.name / "label.json").exists()}
+    res = SetResult(name, ROLES[name], runs=len(catalog))
+    if not grade:
+        return res
+    for kind, run in catalog:
         label = labels.get(run.name)
         if label is None:
             continue
@@ -184,7 +206,7 @@ def heldout_set(generate: bool = True) -> SetResult:
         if not label["confirmed"]:
             res.unconfirmed.append((run.name, kind, label["measured"]))
             continue
-        got = _diagnose(HELDOUT_DATA / run.name)
+        got = _diagnose(data / run.name)
         res.graded.append(from_diagnosis(label, got, name=run.name, group=kind, healthy=kind == "healthy"))
     res.seconds = round(res.seconds, 1)
     return res

@@ -23,6 +23,11 @@ CHANGED_AFTER_SCORING: tuple[str, ...] = (
     "weight-decay `underfitting` runs: the probe shows their weights decayed ~1000x and the first "
     "matrix's gradient exactly zero on up to 78% of steps, so both codes are true of those runs. The "
     "rule reads only the probe and applies to every run.",
+    "Held-out `exploding`: `learning_rate_too_high` added to its `first` list (after the 09:37 grading). "
+    "Its runs are made exactly like the `diverged` runs, by a mid-run step up of the learning rate "
+    "(`schedule=\"step_up\"`, 10-20x), and `diverged` already accepted the learning rate as the first "
+    "code; the two faults now name the same injected cause alike. It counts only for the order of the "
+    "findings (`learning_rate_too_high` was and is allowed on these runs).",
 )
 # What changed in the held-out generator while it was written, all before its first grading (the
 # generator's own measurements, not the engine's results, showed these runs lacked their fault).
@@ -37,6 +42,12 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "steps: a mid-run learning-rate step instead), too-high rates (LayerNorm + Adam absorbed them: other "
     "models), a frozen first layer behind LayerNorm (learned < 20%: a plain MLP), three healthy runs "
     "that learned < 20%.",
+    "`heldout-fresh` (added 2026-12-01 09:40 UTC, after `heldout` had been looked at): the same catalog, "
+    "criteria and labels with every seed shifted by 1000 (`python -m benchmarks.heldout --seed-offset 1000`, "
+    "or `benchmarks/accuracy.py --set heldout-fresh`), into `benchmarks/_data/heldout-fresh/`. It was "
+    "generated (`--generate-only`: trained and labeled by the generator's criteria, nothing diagnosed) "
+    "before the detector changes of that round were measured, and no diagnosis of it is looked at before "
+    "the final grading.",
 )
 
 
@@ -161,9 +172,13 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              f"- graded at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; this invocation took "
              f"{elapsed:.0f} s (cached runs reused)",
              *(f"- {s.name}: {s.role}; training time of the set {s.seconds:.0f} s (sum over runs)" for s in sets),
-             "- **Tune on the tuning set, quote the held-out set.** The tuning set shares its generator with "
-             "`sample_runs/`, which the detectors were developed against; the held-out set was written "
-             "before any result on it was seen, with models, optimizers and schedules the first lacks.",
+             "- **Which set is which.** *tuning* shares its generator with `sample_runs/`, which the "
+             "detectors were developed against. *heldout* is a generator of its own, written before any "
+             "result on it was seen, with models, optimizers and schedules the first lacks; its misses were "
+             "looked at after its first grading (2026-12-01 09:37 UTC) and the detectors were changed "
+             "since, so it is now a development set too. *heldout-fresh* is the same generator with every "
+             "seed shifted (new data, initializations and batches): no diagnosis of it was looked at before "
+             "the final grading, so **quote heldout-fresh**.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",
              "", "## Summary", "", *_summary_rows(sets, codes), "",
              "## Per finding code", "",

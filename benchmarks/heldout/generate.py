@@ -29,10 +29,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.heldout import criteria, probe  # noqa: E402
-from benchmarks.heldout.catalog import RUNS, fault_of  # noqa: E402
+from benchmarks.heldout.catalog import RUNS, fault_of, runs  # noqa: E402
 from benchmarks.heldout.train import Run, train  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "_data" / "heldout"
+FRESH_DATA = ROOT / "benchmarks" / "_data" / "heldout-fresh"
+# The fresh set's seed shift: every draw of the held-out set (seed * 7919 + salt, salts < 1e6)
+# lands outside the original seeds' draws.
+FRESH_SEED_OFFSET = 1000
 VERSION = 2  # bump when the generator changes what a definition produces
 
 
@@ -127,16 +131,17 @@ def _json(x):
     return str(x)
 
 
-def generate(only: set[str] | None = None, root: Path = DATA) -> dict[str, dict]:
+def generate(only: set[str] | None = None, root: Path = DATA, seed_offset: int = 0) -> dict[str, dict]:
     root.mkdir(parents=True, exist_ok=True)
-    names = {run.name for _, run in RUNS}
+    catalog = runs(seed_offset)
+    names = {run.name for _, run in catalog}
     for stale in root.iterdir():
         # A run no longer in the catalog (renamed or redefined): drop it so it cannot be graded.
         if stale.is_dir() and stale.name not in names and (stale / "label.json").exists():
             shutil.rmtree(stale)
     labels = {}
     t0 = time.monotonic()
-    for kind, run in RUNS:
+    for kind, run in catalog:
         if only and run.name not in only and kind not in only:
             continue
         labels[run.name] = lab = generate_one(kind, run, root)
@@ -150,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="comma-separated run names or fault kinds")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="shift every seed by N (new draws of the same runs); default root then "
+                         "benchmarks/_data/heldout-fresh/ when N is the fresh set's offset")
+    ap.add_argument("--root", type=Path, help="output folder (default benchmarks/_data/heldout/)")
     args = ap.parse_args(argv)
     if args.list:
         for kind, run in RUNS:
@@ -157,7 +166,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"steps={run.steps}")
         print(f"{len(RUNS)} runs")
         return 0
-    generate(set(args.only.split(",")) if args.only else None)
+    root = args.root or (FRESH_DATA if args.seed_offset == FRESH_SEED_OFFSET else DATA)
+    if args.seed_offset and root == DATA:
+        ap.error("--seed-offset needs --root other than benchmarks/_data/heldout/ (it would overwrite the set)")
+    generate(set(args.only.split(",")) if args.only else None, root, args.seed_offset)
     return 0
 
 

@@ -5,10 +5,12 @@ Findings are not independent: a learning rate too high throws the loss up
 NaN, a layer left out of the optimizer spikes the loss. ``LINKS`` says, for
 each code, which codes can produce it (most likely first), with an optional
 condition on the two findings' evidence. A finding whose cause is present
-in the same diagnosis gets ``caused_by`` in its evidence; within a
-severity, causes come before their symptoms (the depth of a finding is the
-length of its longest chain of present causes), then by step and code as
-before. The curve verdict's reason names the root cause of a non-healthy
+in the same diagnosis gets ``caused_by`` in its evidence; causes come
+before their symptoms (the depth of a finding is the length of its longest
+chain of present causes), then by step and code as before. Severity orders
+the findings first, but a cause takes the rank of the most severe symptom
+it explains: a warning-level learning rate that made the loss non-finite
+(an error) leads that error; unrelated findings keep their severity's place. The curve verdict's reason names the root cause of a non-healthy
 curve.
 
 This is a small fixed graph of well-known mechanisms, not a statistical
@@ -85,10 +87,11 @@ def causes_of(f: Finding, present: dict[str, Finding]) -> list[str]:
 
 def order_by_cause(findings: Iterable[Finding], curve: CurveVerdict | None,
                    key: Callable[[Finding], Any]) -> tuple[tuple[Finding, ...], CurveVerdict | None]:
-    """``findings`` annotated with ``caused_by`` and ordered cause first within a severity.
+    """``findings`` annotated with ``caused_by`` and ordered cause first.
 
-    ``key`` is the analysis's usual order (severity, step, code), kept among
-    findings of the same severity and depth. The curve verdict comes back
+    A cause sorts at the rank of the most severe symptom it explains; ``key``
+    is the analysis's usual order (severity, step, code), kept among
+    findings of the same rank and depth. The curve verdict comes back
     with its reason naming the root cause when its label has a finding.
     """
     found = list(findings)
@@ -99,10 +102,29 @@ def order_by_cause(findings: Iterable[Finding], curve: CurveVerdict | None,
     # A cause can only point back at its symptom through a condition both
     # sides meet; break such a loop at the symptom side so the depth is finite.
     depth = {code: _depth(code, graph, ()) for code in graph}
+    rank = _lead_rank(present, graph)
     out = [replace(f, evidence={**f.evidence, "caused_by": graph[f.code]}) if graph.get(f.code) else f
            for f in found]
-    out.sort(key=lambda f: (SEVERITY_RANK[f.severity], depth.get(f.code, 0), key(f)))
+    out.sort(key=lambda f: (rank.get(f.code, SEVERITY_RANK[f.severity]), depth.get(f.code, 0), key(f)))
     return tuple(out), _name_cause(curve, graph)
+
+
+def _lead_rank(present: dict[str, Finding], graph: dict[str, list[str]]) -> dict[str, int]:
+    """Each present code's sorting rank: its own severity's, or the most severe of the symptoms
+    it explains (through any chain), so a warning-level cause leads the error it produced.
+
+    Only a finding another one names as its cause is lifted; unrelated findings keep their
+    severity's place, and a symptom never passes its cause (depth orders them within a rank).
+    """
+    rank = {code: SEVERITY_RANK[f.severity] for code, f in present.items()}
+    changed = True
+    while changed:  # relax along symptom -> cause edges until no rank improves (the graph is small)
+        changed = False
+        for symptom, causes in graph.items():
+            for c in causes:
+                if c in rank and rank[symptom] < rank[c]:
+                    rank[c], changed = rank[symptom], True
+    return rank
 
 
 def _depth(code: str, graph: dict[str, list[str]], seen: Sequence[str]) -> int:

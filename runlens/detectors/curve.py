@@ -71,10 +71,12 @@ class CurveClassifier(Detector):
         - diverged: a non-finite loss; a loss that drops to exactly 0 where the
           gradient norm becomes non-finite (a masked NaN); by magnitude, a
           positive loss whose last 3 values are all >= 10 ``max(S, m)`` (the
-          evidence gives the orders of magnitude); or, after its minimum, a
+          evidence gives the orders of magnitude), or the log ending on 1-2
+          such values while the gradient norm there is >= 10x its median
+          before (the run stopped as it blew up); or, after its minimum, a
           significant upward Mann-Kendall trend (one-sided p < ``alpha_strong``)
-          that gave back all its progress and more, ``F - m >= max(S - m,
-          growth * |S|)``.
+          or a level shift (below) that gave back all its progress and more,
+          ``F - m >= max(S - m, growth * |S|)`` (for a shift, its new level).
         - unstable: a level shift: after the minimum, the bucket medians jump
           up (Mann-Whitney p < ``alpha_strong``, at least 6 noise sd and a
           quarter of the progress before it, half of it within 3 buckets), the
@@ -210,6 +212,9 @@ class CurveClassifier(Detector):
         if x.size < self.min_points:
             return self._short(steps, x)
         f = shape.curve_features(steps, x)
+        ended = self._ended_exploding(sig.grad_norm, steps, x, f)
+        if ended is not None:
+            return ended
         for check in (self._diverged, self._level_shift, self._unstable):
             verdict = check(steps, x, f)
             if verdict is not None:
@@ -249,15 +254,34 @@ class CurveClassifier(Detector):
                 "diverged", f"the loss grew by {orders:.1f} orders of magnitude after step {f['min_step']}: "
                 f"from {m:.4g} to {float(x[-1]):.4g} (start {S:.4g})",
                 _ev(f, orders_of_magnitude=orders, step=f["min_step"]))
-        t = f["after_min_trend"]
-        if t is None or not t.p_increasing < self.alpha_strong:
-            return None
         if not F - m >= max(S - m, self.growth * f["scale"]):
             return None
+        t = f["after_min_trend"]
+        if t is None or not t.p_increasing < self.alpha_strong:
+            # A sudden jump that lands above where training started and stays
+            # there gave back all the progress and more, like a climb does.
+            shift = shape.level_shift(steps, x, S, alpha=self.alpha_strong)
+            if shift is None or not shift["level_after"] - m >= max(S - m, self.growth * f["scale"]):
+                return None
+            return CurveVerdict(
+                "diverged", f"the loss jumped at step {shift['shift_step']} from {shift['level_before']:.4g} to "
+                f"{shift['level_after']:.4g}, above where it started ({S:.4g}), and stayed there "
+                f"(Mann-Whitney p={shift['mannwhitney_p']:.1e})",
+                _ev(f, **shift, kind="jump_above_start", step=shift["shift_step"]))
         return CurveVerdict(
             "diverged", f"the loss grows after step {f['min_step']}: from {m:.4g} to {F:.4g} "
             f"(start {S:.4g}; Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
             _ev(f, after_min_trend=t.to_dict(), step=f["min_step"]))
+
+    def _ended_exploding(self, grad, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
+        e = shape.ended_exploding(grad, steps, x, f["start_level"], f["min_level"])
+        if e is None:
+            return None
+        return CurveVerdict(
+            "diverged", f"the log ends with the loss {e['orders_of_magnitude']:.1f} orders of magnitude above its "
+            f"minimum ({float(x[-1]):.4g}, start {f['start_level']:.4g}) and the gradient norm "
+            f"{e['grad_norm_ratio']:.3g}x its median: the run stopped as it blew up",
+            _ev(f, **e, kind="ended_exploding"))
 
     def _level_shift(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
         shift = shape.level_shift(steps, x, f["start_level"], alpha=self.alpha_strong)

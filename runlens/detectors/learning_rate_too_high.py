@@ -53,7 +53,12 @@ class LearningRateTooHigh(Detector):
         weights or more, the oscillation's own stretch). A NaN reached
         while the gradient norm was steady (the last 5 norms before it
         below ``healthy_growth`` times the median of the 200 before) is a
-        numerical fault and does not count. Severity error when diverged
+        numerical fault and does not count. It also fires, whatever the
+        step sizes, when the logged learning rate was raised by
+        ``min_lr_raise`` or more from one record to the next and the loss
+        peaked (or became non-finite) at or after that step: the curve went
+        wrong once the rate went up (warmups rise by small increments and
+        never qualify). Severity error when diverged
         (the run is broken), warning when unstable. Without update norms
         or weight norms it is skipped: an unstable curve alone does not say
         that the steps were too large.
@@ -67,21 +72,24 @@ class LearningRateTooHigh(Detector):
         min_update_ratio: median update/weight ratio above which steps count
         as too large (1e-2). min_window_ratio: the same within one quarter of
         the run (0.1). healthy_growth: growth of the gradient norm just
-        before a NaN below which the NaN is numerical (3.0).
+        before a NaN below which the NaN is numerical (3.0). min_lr_raise:
+        one-record raise of the learning rate that explains a curve going
+        wrong after it (5.0: half an order of magnitude at once).
     """
 
     code = "learning_rate_too_high"
     severity = "warning"
     title = "Learning rate too high"
-    needs = Needs(scalars=("loss", "step_skipped", "grad_norm", "loss_scale"),
+    needs = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", "loss_scale"),
                   layers=("weight_norm", "update_norm", "grad_norm"), requires=("scalars.loss",))
     depends = ("curve",)
     constraints = {"min_update_ratio": Interval(float, 0, None, closed="neither"),
                    "min_window_ratio": Interval(float, 0, None, closed="neither"),
-                   "healthy_growth": Interval(float, 1, None)}
+                   "healthy_growth": Interval(float, 1, None), "min_lr_raise": Interval(float, 1, None)}
 
     def __init__(self, *, min_update_ratio: float = 1e-2, min_window_ratio: float = 0.1,
-                 healthy_growth: float = 3.0) -> None:
+                 healthy_growth: float = 3.0, min_lr_raise: float = 5.0) -> None:
+        self.min_lr_raise = min_lr_raise
         self.min_update_ratio = min_update_ratio
         self.min_window_ratio = min_window_ratio
         self.healthy_growth = healthy_growth
@@ -93,7 +101,13 @@ class LearningRateTooHigh(Detector):
         sig = ctx.signals_of(run)
         if label == "diverged" and sig.first_nonfinite_step is not None and self._numerical(sig):
             return []
-        ratio, source, modules = _update_ratios(sig)
+        raised = self._raise(sig)
+        try:
+            ratio, source, modules = _update_ratios(sig)
+        except Skip:
+            if raised is None:
+                raise
+            return [self._raise_finding(label, raised)]
         per_module = column_medians(ratio)
         if not np.isfinite(per_module).any():
             raise Skip("no finite update/weight ratio in any module")
@@ -103,7 +117,7 @@ class LearningRateTooHigh(Detector):
                     for q in np.array_split(per_step, WINDOWS) if len(q)]
         peak = max((q for q in quarters if np.isfinite(q)), default=float("nan"))
         if not (median_ratio > self.min_update_ratio or peak >= self.min_window_ratio):
-            return []
+            return [] if raised is None else [self._raise_finding(label, raised)]
         top = np.argsort(-np.nan_to_num(per_module, nan=-1.0))[:20]
         big = {m for m, r in zip(modules.modules, per_module, strict=True) if r > self.min_update_ratio}
         layers = [n for m, group in zip(modules.modules, modules.members, strict=True) if m in big for n in group]
@@ -122,6 +136,38 @@ class LearningRateTooHigh(Detector):
                       "largest_update_ratios": {modules.modules[j]: float(per_module[j]) for j in top},
                       "update_source": source, "lr_median": None if lr is None else float(np.median(lr.values)),
                       "min_update_ratio": self.min_update_ratio})]
+
+    def _raise(self, sig) -> dict | None:
+        """The largest one-record raise of the logged learning rate, when it is
+        ``min_lr_raise`` or more and the loss peaked (or became non-finite) at
+        or after it: the curve went wrong once the rate was raised, whatever
+        the step sizes looked like before (a schedule's step, a misplaced
+        decimal). Warmups rise by small increments and never qualify."""
+        lr = sig.lr
+        if lr is None or lr.values.size < 2:
+            return None
+        prev, cur = lr.values[:-1], lr.values[1:]
+        with np.errstate(all="ignore"):
+            ratio = np.where((prev > 0) & np.isfinite(prev) & np.isfinite(cur), cur / prev, np.nan)
+        if not np.isfinite(ratio).any():
+            return None
+        i = int(np.nanargmax(ratio))
+        at = int(lr.steps[i + 1])
+        peak = sig.first_nonfinite_step
+        if peak is None and sig.loss.values.size:
+            peak = int(sig.loss.steps[int(np.argmax(sig.loss.values))])
+        if not ratio[i] >= self.min_lr_raise or peak is None or peak < at:
+            return None
+        return {"lr_raise": float(ratio[i]), "lr_raise_step": at, "lr_before": float(prev[i]),
+                "lr_after": float(cur[i]), "loss_peak_step": int(peak)}
+
+    def _raise_finding(self, label: str, r: dict) -> Finding:
+        return self.finding(
+            f"the loss is {label} after the learning rate was raised {r['lr_raise']:.3g}x at step "
+            f"{r['lr_raise_step']:,} (from {r['lr_before']:.3g} to {r['lr_after']:.3g}); the loss peaked at step "
+            f"{r['loss_peak_step']:,}", step=r["lr_raise_step"],
+            severity="error" if label == "diverged" else "warning",
+            evidence={"curve": label, **r, "min_lr_raise": self.min_lr_raise})
 
     def _numerical(self, sig) -> bool:
         """Whether the gradient norm was steady right up to the first NaN loss.

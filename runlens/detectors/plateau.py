@@ -54,7 +54,11 @@ class Plateau(Detector):
         the range before the flat stretch) and the rate was cut by
         ``lr_cut`` or more between the plateau and the fall, the fall is a
         step schedule doing its job and nothing is reported; a loss flat
-        from the start was stuck whatever change of the rate ended it.
+        from the start was stuck whatever change of the rate ended it. When
+        the rate rose steadily during the flat stretch itself (a warmup: a
+        significant upward trend, its last quarter ``1 / (1 - lr_cut)`` times
+        its first or more), the loss was never stuck at one rate and nothing
+        is reported; a rate held on the plateau and raised after it is.
         Not judged on a ``diverged``, ``unstable`` or ``insufficient_data``
         curve. Severity warning: training was stuck.
 
@@ -102,7 +106,7 @@ class Plateau(Detector):
         if x.size < self.min_points:
             raise Skip(f"only {x.size} finite training losses (< {self.min_points})")
         found = self._find(steps, x)
-        if found is None or self._schedule_cut(sig, x, found):
+        if found is None or self._schedule_cut(sig, x, found) or self._warmup(sig, found):
             return []
         t = found["trend"]
         length = int(found["end_step"] - found["start_step"])
@@ -172,6 +176,26 @@ class Plateau(Detector):
         if strict:
             return drift <= self.flat_band * R
         return abs(t.slope) * span <= self.flat_band * R and drift <= 0.25 * fall
+
+    def _warmup(self, sig: Signals, found: dict[str, Any]) -> bool:
+        """Whether the flat stretch is a warmup's low-rate phase: the rate rose
+        steadily *during* the stretch (Kendall trend up at p < 0.001, and its
+        last quarter at least ``1 / (1 - lr_cut)`` times its first), so the
+        loss was never stuck at one rate; it fell once the schedule brought
+        the rate up, as the warmup intends. A rate held constant on the
+        plateau and raised after it (a step) is still a plateau: the run sat
+        at a rate that could not learn.
+        """
+        if sig.lr is None:
+            return False
+        s, lr = sig.lr.steps, sig.lr.values
+        during = lr[(s >= found["start_step"]) & (s <= found["end_step"])]
+        if during.size < 8 or not np.all(np.isfinite(during)) or float(np.min(during)) <= 0:
+            return False
+        q = max(1, during.size // 4)
+        if float(np.median(during[-q:])) < float(np.median(during[:q])) / (1 - self.lr_cut):
+            return False
+        return trend(during, s[(s >= found["start_step"]) & (s <= found["end_step"])].astype(float)).p_increasing < 1e-3
 
     def _schedule_cut(self, sig: Signals, x: np.ndarray, found: dict[str, Any]) -> bool:
         """Whether a step schedule explains the fall: the loss had converged at

@@ -1,4 +1,4 @@
-"""Cause first: within a severity the root cause leads, symptoms say ``caused_by``, and the
+"""Cause first: the root cause leads (even a warning before the error it produced), symptoms say ``caused_by``, and the
 verdict line names the cause. On the sample runs the injected fault's code comes first."""
 
 from __future__ import annotations
@@ -33,11 +33,27 @@ def test_a_cause_leads_its_symptoms_within_a_severity_whatever_their_steps():
     assert curve.evidence["likely_cause"] == ["learning_rate_too_high"]
 
 
-def test_severity_still_comes_first():
+def test_a_warning_cause_leads_the_error_it_produced_across_severities():
     found = [f("learning_rate_too_high", "warning"), f("nonfinite_loss", "error", cause="explosion")]
     ordered, _ = order_by_cause(found, None, _order)
-    assert [x.code for x in ordered] == ["nonfinite_loss", "learning_rate_too_high"]
-    assert ordered[0].evidence["caused_by"] == ["learning_rate_too_high"]  # said, though not first
+    assert [x.code for x in ordered] == ["learning_rate_too_high", "nonfinite_loss"]
+    assert ordered[1].evidence["caused_by"] == ["learning_rate_too_high"]  # the symptom keeps its cause
+    assert ordered[1].severity == "error" and ordered[0].severity == "warning"  # severities unchanged
+
+
+def test_severity_still_orders_findings_that_are_not_linked():
+    found = [f("plateau", "warning", step=5), f("nonfinite_loss", "error", step=50, cause="numerical")]
+    ordered, _ = order_by_cause(found, None, _order)
+    assert [x.code for x in ordered] == ["nonfinite_loss", "plateau"]
+
+
+def test_a_cause_is_lifted_through_a_chain_of_symptoms():
+    # weights grow -> gradients explode (error) -> the curve diverges (error); spikes unrelated
+    found = [f("diverged", "error", step=90), f("exploding_gradients", "error", step=80),
+             f("weight_norm_growth", "warning", step=10), f("late_loss_variance", "warning", step=5)]
+    ordered, _ = order_by_cause(found, None, _order)
+    assert [x.code for x in ordered] == ["weight_norm_growth", "exploding_gradients", "diverged",
+                                         "late_loss_variance"]
 
 
 def test_a_numerical_fault_in_the_loss_is_the_cause_of_the_nan_gradients_not_the_reverse():

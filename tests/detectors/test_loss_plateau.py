@@ -62,6 +62,20 @@ def test_fires_when_the_learning_rate_rises_after_the_plateau():
     assert len(findings(stuck_then_falls(n, 0), lr=lr)) == 1
 
 
+@pytest.mark.parametrize("n", [300, 3000])
+def test_silent_when_the_flat_stretch_is_a_warmup_and_fires_on_its_step_twin(n):
+    # Twins with the same loss: the rate climbs linearly over the flat stretch and the loss
+    # falls once it is high enough (a warmup doing its job), vs held at the low rate and
+    # raised in one step where the fall begins (stuck at a rate that could not learn).
+    t = np.arange(n)
+    warm = np.minimum(1e-3, 1e-5 + (1e-3 - 1e-5) * t / (0.4 * n))
+    step = np.where(t < 0.4 * n, 1e-5, 1e-3)
+    for seed in range(5):
+        x = stuck_then_falls(n, seed)
+        assert findings(x, lr=warm) == [], seed
+        assert len(findings(x, lr=step)) == 1, seed
+
+
 def test_silent_when_a_step_schedule_cut_the_learning_rate_after_convergence():
     # Fell, converged at this rate (the saddle's level), cut at the end of it, fell again.
     n = 600

@@ -55,3 +55,30 @@ def test_each_injected_crash_raises_a_real_torch_error(kind, tmp_path):
     probe, raised = train(run, tmp_path / kind)
     assert raised is not None and raised["step"] == 1, raised
     assert '"status": "crashed"' in (tmp_path / kind / "run.json").read_text().replace(": ", ": ")
+
+
+def test_a_seed_offset_keeps_every_definition_and_only_shifts_the_seeds():
+    from benchmarks.heldout.catalog import runs
+    from benchmarks.heldout.generate import FRESH_SEED_OFFSET, fingerprint
+
+    fresh = runs(FRESH_SEED_OFFSET)
+    assert runs(0) == RUNS and len(fresh) == len(RUNS)
+    for (kind, a), (kind2, b) in zip(RUNS, fresh, strict=True):
+        assert kind == kind2 and a.name == b.name
+        assert b.setup.seed == a.setup.seed + FRESH_SEED_OFFSET
+        assert dataclasses.replace(b, setup=a.setup) == a  # nothing else changed
+        assert fingerprint(kind, a) != fingerprint(kind, b)  # a cached original is never reused
+    # tasks draw with seed * 7919 + salt, salts < 1e6: the fresh draws never meet the original ones
+    assert min(r.setup.seed for _, r in fresh) * 7919 > max(r.setup.seed for _, r in RUNS) * 7919 + 1_000_000
+
+
+def test_the_fresh_set_has_its_own_folder_and_generate_only_grades_nothing(tmp_path, monkeypatch):
+    from benchmarks._accuracy import evaluate
+
+    calls = []
+    monkeypatch.setattr("benchmarks.heldout.generate.generate",
+                        lambda only=None, root=None, seed_offset=0: calls.append((root, seed_offset)) or {})
+    res = evaluate.heldout_set(generate=True, fresh=True, grade=False)
+    assert calls == [(evaluate.FRESH_DATA, 1000)] and evaluate.FRESH_DATA != evaluate.HELDOUT_DATA
+    assert res.name == "heldout-fresh" and res.graded == [] and "never looked at" in res.role
+    assert "development set" in evaluate.ROLES["heldout"]
