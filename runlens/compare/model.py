@@ -1,31 +1,6 @@
-"""Compare a run with its baseline: where is it worse beyond run-to-run noise?
-
-The "deviates from its own historical baseline" alert: a pull request's
-run against main's, tonight's run against last week's. The two runs are
-aligned by step and compared only over the steps both reached, so a run
-that crashed half-way is judged on the half it ran. Each check pairs a
-statistical test with a practical threshold, so that a seed twin (the same
-recipe, another seed) stays quiet and a real regression does not:
-
-- **final loss / validation loss**: the last window of shared steps (10%,
-  at least 20 points; a quarter, at least 5, of a validation curve) of each
-  run; one-sided Mann-Whitney U (Welch's t below 5 points a side), Cliff's
-  delta as the effect size,
-  and a relative change of at least ``min_change`` that is also at least
-  ``min_range_change`` of the baseline's own improvement over training.
-- **convergence speed**: the step at which each (rolling-median smoothed)
-  curve first reaches the loss where the baseline completed ``fraction``
-  of its improvement; slower when the run needs ``slow_ratio`` times as
-  many steps, or never gets there.
-- **new non-finite values**: a NaN/Inf loss (or gradient norm on a step
-  that was not skipped by a loss scaler) that the baseline never had.
-- **new spikes**: loss spikes (robust z-score above ``spike_z`` against a
-  rolling median) counted in both runs; a one-sided binomial test on the
-  counts given each run's number of steps.
-- **gradient shift**: per layer, the median gradient norm of the run
-  against the baseline's; a shift of ``gradient_orders`` orders of
-  magnitude or more either way is reported.
-"""
+"""The comparison's data model (thresholds, test results, ``Comparison``) and the small
+statistics its checks share; the checks themselves are in ``checks.py``, the entry point
+``compare_runs`` in the package."""
 
 from __future__ import annotations
 
