@@ -9,7 +9,7 @@ import numpy as np
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
 from runlens.diagnosis import Finding
-from runlens.stats.robust import bucket_edges
+from runlens.stats.robust import bucket_edges, mad_sd
 from runlens.stats.trend import trend
 from runlens.stats.variance import levene_compare
 
@@ -137,5 +137,4 @@ class LateLossVariance(Detector):
 
 
 def _sd(x: np.ndarray) -> float:
-    x = x[np.isfinite(x)]
-    return float(1.4826 * np.median(np.abs(x - np.median(x)))) if x.size else 0.0
+    return mad_sd(x) if np.isfinite(x).any() else 0.0

@@ -9,7 +9,7 @@ import numpy as np
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
 from runlens.diagnosis import Finding
-from runlens.stats.robust import bucket_medians, rolling_median
+from runlens.stats.robust import MAD_TO_SD, bucket_medians, rolling_median
 from runlens.stats.trend import trend
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class Plateau(Detector):
         min_len = max(3, int(np.ceil(self.min_length * k)), int(np.ceil(10 * k / x.size)))
         # Noise of the bucket medians, locally: it shrinks with the loss, and
         # a quiet tail must not make a noisy plateau look like it is moving.
-        noise = rolling_median(np.abs(np.diff(med, prepend=med[0])), min_len) * 1.4826 / np.sqrt(2.0)
+        noise = rolling_median(np.abs(np.diff(med, prepend=med[0])), min_len) * MAD_TO_SD / np.sqrt(2.0)
         candidates = []
         for a in range(k - min_len):
             band = max(self.flat_band * R, 4 * float(noise[a + min_len // 2]))
