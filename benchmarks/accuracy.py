@@ -1,13 +1,13 @@
-"""How often runlens is right: recall, precision and false alarms on two labeled sets.
+"""How often runlens is right: recall, precision and false alarms on four labeled sets.
 
-    python benchmarks/accuracy.py                  # generate what is missing, grade both sets, write the page
+    python benchmarks/accuracy.py                  # generate what is missing, grade every set, write the page
     python benchmarks/accuracy.py --evaluate-only  # re-grade the runs already in benchmarks/_data/
     python benchmarks/accuracy.py --set heldout    # one set only
-    python benchmarks/accuracy.py --set heldout-fresh --generate-only   # train the fresh set, grade nothing
+    python benchmarks/accuracy.py --set heldout-varied --generate-only   # train a new set, grade nothing
     python benchmarks/accuracy.py --only healthy,vanishing --jobs 2   # tuning families
 
-Two sets of real PyTorch training runs, each label confirmed by its
-generator's own measurements in torch (never by a runlens threshold):
+Real PyTorch training runs, each label confirmed by its generator's own
+measurements in torch (never by a runlens threshold):
 
 - the *tuning* set (``benchmarks/_accuracy/tuning.py``): families built from
   ``sample_runs/_training.py``, the generator the detectors were developed
@@ -16,8 +16,11 @@ generator's own measurements in torch (never by a runlens threshold):
   before any result on it was seen, into ``benchmarks/_data/heldout/``; it was
   looked at after its first grading, so it is now a development set;
 - the *fresh held-out* set: the same generator with every seed shifted
-  (``--seed-offset 1000``), into ``benchmarks/_data/heldout-fresh/``, never
-  looked at before the final grading.
+  (``--seed-offset 1000``), into ``benchmarks/_data/heldout-fresh/``; graded
+  once, then looked at: a development set since;
+- the *varied held-out* set: seeds shifted by 2000 and every run redrawn at
+  another length, width and layer interval (``--vary``), into
+  ``benchmarks/_data/heldout-varied/``: the set to quote.
 
 The page, ``benchmarks/results/accuracy.md``, names the commit it graded and
 whether the tree was dirty. Scoring is ``benchmarks/_accuracy/scoring.py``.
@@ -43,8 +46,8 @@ REPORT = ROOT / "benchmarks" / "results" / "accuracy.md"
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", choices=("all", "both", "tuning", "heldout", "heldout-fresh"), default="all",
-                        help="all: the three sets; both: tuning and heldout (the development sets)")
+    parser.add_argument("--set", choices=("all", "both", "tuning", "heldout", "heldout-fresh", "heldout-varied"),
+                        default="all", help="all: the four sets; both: tuning and heldout")
     parser.add_argument("--only", help="tuning families (default: all): " + ", ".join(tuning.FAMILIES))
     parser.add_argument("--jobs", type=int, default=1, help="training processes for the tuning set (default 1)")
     parser.add_argument("--evaluate-only", action="store_true", help="grade the runs already generated")
@@ -67,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
             evaluate.generate_tuning(args.jobs, only)
     if args.set in ("all", "both", "heldout"):
         sets.append(evaluate.heldout_set(generate=gen, grade=grade))
-    if args.set in ("all", "heldout-fresh"):
-        sets.append(evaluate.heldout_set(generate=gen, fresh=True, grade=grade))
+    for name in ("heldout-fresh", "heldout-varied"):
+        if args.set in ("all", name):
+            sets.append(evaluate.heldout_set(generate=gen, name=name, grade=grade))
     if not grade:
         print(f"generated in {time.monotonic() - t0:.0f} s; nothing graded, the page is unchanged")
         return 0

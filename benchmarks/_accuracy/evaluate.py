@@ -36,13 +36,18 @@ from benchmarks._accuracy.scoring import Graded, from_diagnosis  # noqa: E402
 TUNING_DATA = ROOT / "benchmarks" / "_data" / "accuracy"
 HELDOUT_DATA = ROOT / "benchmarks" / "_data" / "heldout"
 FRESH_DATA = ROOT / "benchmarks" / "_data" / "heldout-fresh"
+VARIED_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied"
 
 ROLES = {
     "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",
     "heldout": "first held-out set (`benchmarks/heldout`, a generator of its own): looked at after its first "
                "grading (2026-12-01 09:37 UTC), so now a development set",
     "heldout-fresh": "fresh held-out set (`benchmarks/heldout` with every seed shifted by "
-                     "`--seed-offset 1000`): never looked at before the final grading",
+                     "`--seed-offset 1000`): graded once at 2026-12-01 10:12 UTC and its misses looked at, so now a "
+                     "development set",
+    "heldout-varied": "varied held-out set (`benchmarks/heldout --vary`: every seed shifted by 2000 and every "
+                      "run redrawn at another length, width and layer interval): generated before this round's "
+                      "detector changes, never looked at before the final grading",
 }
 
 DATA_RULES = (
@@ -179,19 +184,21 @@ def tuning_set(jobs: int = 1, only: set[str] | None = None, generate: bool = Tru
 # -- held-out set -----------------------------------------------------------------------------------
 
 
-def heldout_set(generate: bool = True, fresh: bool = False, grade: bool = True) -> SetResult:
-    """The held-out set, or (``fresh``) its seed-shifted twin in ``benchmarks/_data/heldout-fresh/``.
+def heldout_set(generate: bool = True, name: str = "heldout", grade: bool = True) -> SetResult:
+    """A held-out set: ``heldout``, its seed-shifted twin ``heldout-fresh``, or ``heldout-varied``.
 
-    ``grade=False`` generates only: the fresh set's diagnoses stay unseen until the final grading.
+    ``grade=False`` generates only: a new set's diagnoses stay unseen until the final grading.
     """
-    from benchmarks.heldout.catalog import runs
-    from benchmarks.heldout.generate import FRESH_SEED_OFFSET
+    from benchmarks.heldout.catalog import runs, varied
+    from benchmarks.heldout.generate import FRESH_SEED_OFFSET, VARIED_SEED_OFFSET
     from benchmarks.heldout.generate import generate as generate_heldout
 
-    offset, data, name = (FRESH_SEED_OFFSET, FRESH_DATA, "heldout-fresh") if fresh else (0, HELDOUT_DATA, "heldout")
-    catalog = runs(offset)
+    offset, data, vary = {"heldout": (0, HELDOUT_DATA, False),
+                          "heldout-fresh": (FRESH_SEED_OFFSET, FRESH_DATA, False),
+                          "heldout-varied": (VARIED_SEED_OFFSET, VARIED_DATA, True)}[name]
+    catalog = varied(offset) if vary else runs(offset)
     if generate:
-        labels = generate_heldout(root=data, seed_offset=offset)
+        labels = generate_heldout(root=data, seed_offset=offset, vary=vary)
     else:
         labels = {r.name: json.loads((data / r.name / "label.json").read_text())
                   for _, r in catalog if (data / r.name / "label.json").exists()}

@@ -46,8 +46,18 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "criteria and labels with every seed shifted by 1000 (`python -m benchmarks.heldout --seed-offset 1000`, "
     "or `benchmarks/accuracy.py --set heldout-fresh`), into `benchmarks/_data/heldout-fresh/`. It was "
     "generated (`--generate-only`: trained and labeled by the generator's criteria, nothing diagnosed) "
-    "before the detector changes of that round were measured, and no diagnosis of it is looked at before "
-    "the final grading.",
+    "before the detector changes of that round were measured, and no diagnosis of it was looked at before "
+    "its grading at 2026-12-01 10:12 UTC; its misses were looked at after that, so it is a development set "
+    "since.",
+    "`heldout-varied` (added 2026-12-01 11:20 UTC, before the detector changes of the third round): the "
+    "same fault definitions, criteria and labels, every seed shifted by 2000, and every run redrawn at "
+    "another length (x0.6-1.8, log-uniform, its evaluation interval, crash step and spike interval scaled "
+    "with it), width (x0.5, 1, 1.5 or 2) and layer-row interval (1, 2 or 5), drawn from its own seed "
+    "(`benchmarks/heldout/catalog.py: varied`, `python -m benchmarks.heldout --vary --seed-offset 2000`). "
+    "It was generated with `--generate-only` before any detector change of that round was measured. One "
+    "slip: while development measured the plateau detector on the other sets, a shell glob also ran "
+    "`runlens analyze` on its three `plateau` runs and printed their plateau findings (all three fired); "
+    "nothing was changed because of it, and no other diagnosis of it was looked at before the final grading.",
 )
 
 
@@ -177,8 +187,11 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              "result on it was seen, with models, optimizers and schedules the first lacks; its misses were "
              "looked at after its first grading (2026-12-01 09:37 UTC) and the detectors were changed "
              "since, so it is now a development set too. *heldout-fresh* is the same generator with every "
-             "seed shifted (new data, initializations and batches): no diagnosis of it was looked at before "
-             "the final grading, so **quote heldout-fresh**.",
+             "seed shifted (new data, initializations and batches), graded once before its misses were "
+             "looked at (2026-12-01 10:12 UTC) and a development set since. *heldout-varied* redraws every "
+             "run at other seeds, lengths, widths and layer intervals; it was generated before the third "
+             "round of detector changes and none of its diagnoses was used to change anything (see the "
+             "generator notes for the one slip), so **quote heldout-varied**.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",
              "", "## Summary", "", *_summary_rows(sets, codes), "",
              "## Per finding code", "",
@@ -199,7 +212,7 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
         lines += _unconfirmed(s)
     lines += ["## Label facts decided from the measured data (before grading)", ""]
     lines += [f"- {rule}" for rule in DATA_RULES]
-    lines += ["", "## Held-out generator changes before its first grading", ""]
+    lines += ["", "## Held-out generator changes and new sets", ""]
     lines += [f"- {n}" for n in GENERATOR_NOTES]
     lines += ["", "## Labels changed after scoring", ""]
     lines += [f"- {c}" for c in CHANGED_AFTER_SCORING] or ["None."]

@@ -15,6 +15,8 @@ wherever the curve is; a loss sitting at ln K is ``loss_at_chance``
 from __future__ import annotations
 
 import dataclasses
+import math
+import random
 from dataclasses import dataclass
 
 from benchmarks.heldout.tasks import Setup
@@ -218,6 +220,31 @@ def runs(seed_offset: int = 0) -> list[tuple[str, Run]]:
         return list(RUNS)
     return [(kind, dataclasses.replace(run, setup=dataclasses.replace(run.setup, seed=run.setup.seed + seed_offset)))
             for kind, run in RUNS]
+
+
+def varied(seed_offset: int) -> list[tuple[str, Run]]:
+    """The catalog redrawn at other lengths and sizes, as well as other seeds.
+
+    Each run's step count is scaled by a factor drawn log-uniformly from [0.6, 1.8]
+    (evaluation interval, crash step and spike interval with it, so a run keeps its
+    number of evaluations and the fault keeps its place in the run), its width by one
+    of 0.5, 1, 1.5 or 2, and its layer-row interval is one of 1, 2 or 5. Drawn from the
+    run's own shifted seed, so the set is fixed by ``seed_offset`` alone.
+    """
+    out = []
+    for kind, run in runs(seed_offset):
+        rng = random.Random(run.setup.seed * 104_729 + 17)
+        f = math.exp(rng.uniform(math.log(0.6), math.log(1.8)))
+        width = max(8, int(run.setup.width * rng.choice((0.5, 1.0, 1.5, 2.0))))
+        steps = max(100, int(run.steps * f))
+        scale = steps / run.steps
+        out.append((kind, dataclasses.replace(
+            run, steps=steps, eval_every=max(5, round(run.eval_every * scale)),
+            layers_every=rng.choice((1, 2, 5)),
+            crash_at=None if run.crash_at is None else int(run.crash_at * scale),
+            spike_every=None if run.spike_every is None else max(20, round(run.spike_every * scale)),
+            setup=dataclasses.replace(run.setup, width=width))))
+    return out
 
 
 def fault_of(kind: str) -> Fault:

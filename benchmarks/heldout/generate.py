@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.heldout import criteria, probe  # noqa: E402
-from benchmarks.heldout.catalog import RUNS, fault_of, runs  # noqa: E402
+from benchmarks.heldout.catalog import RUNS, fault_of, runs, varied  # noqa: E402
 from benchmarks.heldout.train import Run, train  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "_data" / "heldout"
@@ -37,6 +37,9 @@ FRESH_DATA = ROOT / "benchmarks" / "_data" / "heldout-fresh"
 # The fresh set's seed shift: every draw of the held-out set (seed * 7919 + salt, salts < 1e6)
 # lands outside the original seeds' draws.
 FRESH_SEED_OFFSET = 1000
+# The varied set: other seeds again, and every run redrawn at another length and width.
+VARIED_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied"
+VARIED_SEED_OFFSET = 2000
 VERSION = 2  # bump when the generator changes what a definition produces
 
 
@@ -131,9 +134,10 @@ def _json(x):
     return str(x)
 
 
-def generate(only: set[str] | None = None, root: Path = DATA, seed_offset: int = 0) -> dict[str, dict]:
+def generate(only: set[str] | None = None, root: Path = DATA, seed_offset: int = 0,
+             vary: bool = False) -> dict[str, dict]:
     root.mkdir(parents=True, exist_ok=True)
-    catalog = runs(seed_offset)
+    catalog = varied(seed_offset) if vary else runs(seed_offset)
     names = {run.name for _, run in catalog}
     for stale in root.iterdir():
         # A run no longer in the catalog (renamed or redefined): drop it so it cannot be graded.
@@ -158,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed-offset", type=int, default=0,
                     help="shift every seed by N (new draws of the same runs); default root then "
                          "benchmarks/_data/heldout-fresh/ when N is the fresh set's offset")
+    ap.add_argument("--vary", action="store_true",
+                    help="also redraw each run's length and width (the varied set, see catalog.varied)")
     ap.add_argument("--root", type=Path, help="output folder (default benchmarks/_data/heldout/)")
     args = ap.parse_args(argv)
     if args.list:
@@ -166,10 +172,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"steps={run.steps}")
         print(f"{len(RUNS)} runs")
         return 0
-    root = args.root or (FRESH_DATA if args.seed_offset == FRESH_SEED_OFFSET else DATA)
-    if args.seed_offset and root == DATA:
-        ap.error("--seed-offset needs --root other than benchmarks/_data/heldout/ (it would overwrite the set)")
-    generate(set(args.only.split(",")) if args.only else None, root, args.seed_offset)
+    default = VARIED_DATA if args.vary else FRESH_DATA if args.seed_offset == FRESH_SEED_OFFSET else DATA
+    root = args.root or default
+    if (args.seed_offset or args.vary) and root == DATA:
+        ap.error("--seed-offset/--vary need --root other than benchmarks/_data/heldout/ (it would overwrite the set)")
+    generate(set(args.only.split(",")) if args.only else None, root, args.seed_offset, args.vary)
     return 0
 
 

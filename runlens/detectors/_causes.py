@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from runlens.detectors._updates import COLLAPSE
 from runlens.diagnosis import SEVERITY_RANK, CurveVerdict, Finding
 
 Condition = Callable[[Finding, Finding], bool]
@@ -48,8 +49,21 @@ def _earlier(symptom: Finding, cause: Finding) -> bool:
     return cause.step is not None and (symptom.step is None or cause.step <= symptom.step)
 
 
+def _weights_intact(symptom: Finding, cause: Finding) -> bool:
+    """Small or zero gradients explain a stuck curve only while the weights are intact."""
+    return not _collapsed(cause, symptom)
+
+
+def _collapsed(symptom: Finding, cause: Finding) -> bool:
+    """Weights pinned near zero (weight decay) starve every gradient and hold the loss at chance:
+    the underfitting curve, whose evidence measured the collapse, is then the cause."""
+    r = cause.evidence.get("weight_norm_ratio")
+    return isinstance(r, (int, float)) and r <= COLLAPSE
+
+
 _LR_HIGH = ("learning_rate_too_high", _always)
-_STUCK = (("learning_rate_too_low", _always), ("vanishing_gradients", _always), ("dead_layers", _always))
+_STUCK = (("learning_rate_too_low", _always), ("vanishing_gradients", _weights_intact),
+          ("dead_layers", _weights_intact))
 
 #: symptom code -> ((cause code, condition), ...), most likely cause first.
 LINKS: dict[str, tuple[tuple[str, Condition], ...]] = {
@@ -58,8 +72,10 @@ LINKS: dict[str, tuple[tuple[str, Condition], ...]] = {
                  ("weight_norm_growth", _always)),
     "unstable": (_LR_HIGH, ("exploding_gradients", _always), ("grad_norm_spike", _always),
                  ("dead_layers", _always), ("late_loss_variance", _always)),
-    "underfitting": (*_STUCK, ("loss_at_chance", _always)),
-    "loss_at_chance": _STUCK,
+    "underfitting": (*_STUCK, ("loss_at_chance", _weights_intact)),
+    "loss_at_chance": (*_STUCK, ("underfitting", _collapsed)),
+    "vanishing_gradients": (("underfitting", _collapsed),),
+    "dead_layers": (("underfitting", _collapsed),),
     "plateau": (("learning_rate_too_low", _always), ("vanishing_gradients", _always)),
     "loss_spikes": (_LR_HIGH, ("dead_layers", _always), ("grad_norm_spike", _always),
                     ("exploding_gradients", _always)),

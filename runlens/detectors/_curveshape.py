@@ -82,14 +82,22 @@ def chance_level(value: float, *, classes: int | None = None,
                  rel_tol: float = 0.02) -> dict[str, Any] | None:
     """The K whose ln K is ``value`` (within ``rel_tol``), if it is unambiguous.
 
-    With ``classes`` known only that K is tried. Otherwise K = 2..16, and
-    ``value`` must also be within a quarter of the gap to ln(K +- 1): the
-    larger K are too close together to tell from a level alone.
+    With ``classes`` known only that K is tried, and a level above ln K
+    counts up to half the gap to ln(K + 1): no prediction independent of the
+    input does better than the prior, so a flat loss above it is no better
+    than chance either (a prior learned imperfectly, an output still a
+    little confident). Otherwise K = 2..16, and ``value`` must also be
+    within a quarter of the gap to ln(K +- 1): the larger K are too close
+    together to tell from a level alone.
     """
     if not math.isfinite(value) or value <= 0:
         return None
     if classes is not None:
         best, tol = classes, rel_tol * math.log(classes)
+        above = max(tol, 0.5 * (math.log(classes + 1) - math.log(classes)))
+        if -tol <= value - math.log(best) <= above:
+            return {"chance_classes": best, "chance_loss": math.log(best), "chance_tolerance": tol}
+        return None
     else:
         k = int(round(math.exp(value)))
         best = min((kk for kk in (k - 1, k, k + 1) if 2 <= kk <= MAX_LEVEL_CLASSES),
@@ -373,3 +381,15 @@ def ended_exploding(grad: Any, steps: np.ndarray, x: np.ndarray, start: float,
         return None
     return {"orders_of_magnitude": math.log10(float(np.min(x[-n_tail:])) / minimum), "grad_norm_ratio": ratio,
             "exploding_points": n_tail, "step": int(at[0])}
+
+
+def curve_evidence(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The curve features every verdict carries, plus ``extra``."""
+    lev = f["late_vs_early"]
+    ev = {k: f[k] for k in ("points", "start_level", "end_level", "min_level", "min_step",
+                            "relative_drop", "late_spread")}
+    ev.update(levene_late_vs_early=lev.statistic, levene_p_smaller=lev.p_smaller,
+              variance_ratio_late_early=lev.ratio, wander_ratio=f["wander"]["ratio"],
+              wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"])
+    ev.update(extra)
+    return ev

@@ -23,13 +23,16 @@ the kind of number that is honest for its claim:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from runlens.detectors._base import Skip
 from runlens.signals import ModuleMatrix, signals_of
+from runlens.signals.layers import MAX_ROWS
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -201,3 +204,74 @@ def upper_ratios(run: Run, weights: ModuleMatrix, grads: ModuleMatrix) -> tuple[
                         "optimizer unknown and not plain SGD (the weight norms changed faster than lr x gradient "
                         "norm allows): the larger of the SGD-momentum-0.9 and Adam-family bounds",
                         "sgd with momentum or adam (unknown)", violations, lr_source), ""
+
+
+def step_ratios(sig) -> tuple[np.ndarray, str, ModuleMatrix]:
+    """(steps x modules update/weight, source, the weight ModuleMatrix) from a run's signals.
+
+    Measured (``update_norm / weight_norm``) when update norms are logged,
+    else the lower bound of :func:`lower_ratios`: evidence that steps were
+    large, never that they were small. Raises :class:`Skip` when neither
+    is there.
+    """
+    lay = sig.layers
+    wts = lay.modules("weight_norm", max_rows=MAX_ROWS, with_next=True) if lay else None
+    if wts is None or wts.values.shape[0] == 0:
+        raise Skip("needs per-layer update or weight norms to measure the step size")
+    upd = lay.modules("update_norm", max_rows=MAX_ROWS, with_next=True)
+    if upd is not None and upd.values.shape == wts.values.shape:
+        with np.errstate(all="ignore"):
+            return np.where(wts.values > 0, upd.values / wts.values, np.nan), "update_norm", wts
+    lower = lower_ratios(wts)
+    if lower is None:
+        raise Skip("needs update norms, or weight norms at two recorded steps, to measure the step size")
+    return lower.values, "weight_norm_change", wts
+
+
+def late_step_ratio(sig) -> tuple[float, str] | None:
+    """Median over the second half of the records of the per-step median (over
+    modules) update/weight ratio, and its source; None without step sizes.
+
+    The second half, so that a warmup or one-cycle peak early in the run,
+    where large steps are ordinary, does not count.
+    """
+    try:
+        ratio, source, _ = step_ratios(sig)
+    except Skip:
+        return None
+    ratio = np.where(np.isfinite(ratio), ratio, np.nan)
+    late = ratio[ratio.shape[0] // 2:]
+    ok = np.isfinite(late).any(axis=1)
+    if not ok.any():
+        return None
+    return float(np.median(np.nanmedian(late[ok], axis=1))), source
+
+
+COLLAPSE = 0.1  # weights that end below a tenth of their first norm: an order of magnitude lost
+
+
+def weight_norm_ratio(sig) -> float | None:
+    """Median over modules of the last recorded weight norm over the first; None without two records."""
+    lay = sig.layers
+    wts = lay.modules("weight_norm", max_rows=MAX_ROWS) if lay else None
+    if wts is None or wts.values.shape[0] < 2:
+        return None
+    v = np.where(np.isfinite(wts.values), wts.values, np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        first = np.array([col[np.isfinite(col) & (col > 0)][0] if (np.isfinite(col) & (col > 0)).any()
+                          else np.nan for col in v.T])
+        last = np.array([col[np.isfinite(col)][-1] if np.isfinite(col).any() else np.nan for col in v.T])
+        r = np.nanmedian(last / first)
+    return float(r) if np.isfinite(r) else None
+
+
+def weight_collapse(sig, config) -> tuple[float | None, str]:
+    """(:func:`weight_norm_ratio`, a clause saying the weights collapsed when the ratio is <= ``COLLAPSE``)."""
+    ratio = weight_norm_ratio(sig)
+    if ratio is None or ratio > COLLAPSE:
+        return ratio, ""
+    wd = config.get("weight_decay")
+    to = "to zero" if ratio == 0 else f"to {ratio:.2g} of their first norm"
+    return ratio, (f"; the weights shrank {to}, pinned near zero"
+                   + (f" (weight_decay {wd:g} in the config)" if isinstance(wd, (int, float)) else ""))

@@ -17,6 +17,8 @@ import numpy as np
 
 from runlens.detectors import _curveshape as shape
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
+from runlens.detectors._curveval import ValidationChecks
+from runlens.detectors._updates import weight_collapse
 from runlens.diagnosis import CurveVerdict
 from runlens.signals import signals_of
 from runlens.stats.trend import trend
@@ -24,18 +26,19 @@ from runlens.stats.trend import trend
 if TYPE_CHECKING:
     from runlens.io.run import Run
 
-# No layers: the per-layer gradient norms (for a NaN masked as 0) are read
-# when a detector that needs them loaded them; a log of scalars only has
-# its global grad_norm.
+# Of the layers only the step sizes: the per-layer gradient norms (for a NaN
+# masked as 0) are read when a detector that needs them loaded them; a log
+# of scalars only has its global grad_norm.
 NEEDS = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", *shape.CLASS_COLUMNS, *shape.LABEL_COLUMNS),
-              evals=("val_loss", "val_loss@*"))
+              layers=("weight_norm", "update_norm"), evals=("val_loss", "val_loss@*"))
 
 # Kept importable from here: tests and tools read it as the curve's own.
 chance_level = shape.chance_level
+_ev = shape.curve_evidence
 
 
 @register
-class CurveClassifier(Detector):
+class CurveClassifier(ValidationChecks, Detector):
     """The curve verdict: one label for the shape of the training (and validation) loss.
 
     What it detects:
@@ -99,8 +102,15 @@ class CurveClassifier(Detector):
           of the late third), the validation loss jumps between evaluations by
           ``val_jumps`` of ``max(level, dispersion * its progress)`` (RMS of
           the residuals from a rolling median of 5; evaluations right after a
-          training-loss spike left out). Evaluation noise alone, on a smooth
-          training loss, never makes a curve unstable.
+          training-loss spike left out); or the validation loss jumps that
+          much while the steps of the second half of the run change the
+          weights by more than ``step_ratio`` of their norm (median over
+          records of the median over modules of update/weight; ten times the
+          1e-3 rule of thumb): a fixed validation set's loss jumps when the
+          weights do, and steps that large are what make them (a too-high
+          learning rate whose training loss looks settled). Evaluation noise
+          alone, on a smooth training loss with ordinary steps, never makes a
+          curve unstable.
         - overfitting, per eval set (``val_loss`` and each ``val_loss@<set>``,
           5 evaluations at least): the minimum of the rolling median of 3 is
           followed by at least ``min_evals_after`` evaluations whose
@@ -119,7 +129,11 @@ class CurveClassifier(Detector):
           label column, or else the loss level itself when it matches one K in
           2..16 unambiguously and barely varies (robust sd within 2% of ln K)
           (``chance_source`` says which); or the relative
-          drop ``(S - E) / |S|`` is below ``min_drop``.
+          drop ``(S - E) / |S|`` is below ``min_drop``. The evidence's
+          ``weight_norm_ratio`` is the median over modules of the last weight
+          norm over the first: at a tenth or less the weights collapsed
+          toward zero (weight decay), and that, not the gradients it
+          starves, is the cause.
         - healthy: none of the above.
 
     What to try:
@@ -150,7 +164,8 @@ class CurveClassifier(Detector):
         the curve is settling (0.5). val_jumps: jumps of the validation loss,
         relative to its level, that make it unstable (0.035). alpha_val:
         significance level of the permutation test of the validation rise
-        (0.01; 499 permutations).
+        (0.01; 499 permutations). step_ratio: late update/weight ratio above
+        which the steps explain validation jumps (1e-2).
     """
 
     code = "curve"
@@ -166,13 +181,14 @@ class CurveClassifier(Detector):
         "min_evals_after": Interval(int, 2, None), "min_val_rise": Interval(float, 0, None),
         "settle_ratio": Interval(float, 0, 1, closed="right"), "val_jumps": Interval(float, 0, None, closed="neither"),
         "alpha_val": Interval(float, 0, 1, closed="neither"),
+        "step_ratio": Interval(float, 0, None, closed="neither"),
     }
 
     def __init__(self, *, min_points: int = 20, alpha: float = 0.05, alpha_strong: float = 0.001,
                  growth: float = 0.5, min_progress: float = 2.0, dispersion: float = 0.1,
                  wander_ratio: float = 3.0, min_drop: float = 0.1, min_evals_after: int = 4,
                  min_val_rise: float = 0.1, settle_ratio: float = 0.5, val_jumps: float = 0.035,
-                 alpha_val: float = 0.01) -> None:
+                 alpha_val: float = 0.01, step_ratio: float = 1e-2) -> None:
         self.min_points = min_points
         self.alpha = alpha
         self.alpha_strong = alpha_strong
@@ -186,6 +202,7 @@ class CurveClassifier(Detector):
         self.settle_ratio = settle_ratio
         self.val_jumps = val_jumps
         self.alpha_val = alpha_val
+        self.step_ratio = step_ratio
 
     def check(self, run: Run, ctx: Context) -> Iterable[CurveVerdict]:
         return [self.classify(run, ctx)]
@@ -220,10 +237,10 @@ class CurveClassifier(Detector):
             if verdict is not None:
                 return verdict
         sets = shape.validation_sets(sig.validation, int(steps[-1]))
-        verdict = self._overfitting(steps, x, sets, f) or self._val_unstable(steps, x, sets, f)
+        verdict = self._overfitting(steps, x, sets, f) or self._val_unstable(steps, x, sets, f, sig)
         if verdict is not None:
             return verdict
-        return self._underfitting(steps, x, f, run) or CurveVerdict(
+        return self._underfitting(steps, x, f, run, sig) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and settled", _ev(f))
 
     def _short(self, steps: np.ndarray, x: np.ndarray) -> CurveVerdict:
@@ -318,76 +335,24 @@ class CurveClassifier(Detector):
             f"(variance late/early {lev.ratio:.2f}, Levene p={lev.p_smaller:.2g})",
             _ev(f, kind="noisy" if noisy else "wandering", step=int(steps[-max(3, x.size // 3)])))
 
-    def _overfitting(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-                     f: dict[str, Any]) -> CurveVerdict | None:
-        for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
-            o = shape.overfit_test(vs, vl, min_evals_after=self.min_evals_after)
-            if o is None:
-                continue
-            near = np.abs(steps - o["val_min_step"]) <= max(1, (steps[-1] - steps[0]) // 40)
-            at_min = float(np.median(x[near]) if near.any()
-                           else x[np.argmin(np.abs(steps - o["val_min_step"]))])
-            if not (o["val_perm_p"] < self.alpha_val and o["val_trend_p"] < self.alpha
-                    and o["val_rise"] >= 2 * o["val_noise_sd"]
-                    and o["val_rise"] >= self.min_val_rise * abs(o["val_min"])
-                    and f["end_level"] <= at_min + f["late_spread"]):
-                continue
-            where = "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
-            return CurveVerdict(
-                "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
-                f"by {o['val_rise']:.3g} along its trend (permutation p={o['val_perm_p']:.2g}) while the training "
-                "loss kept falling", _ev(f, **o, eval_set=name, train_at_val_min=at_min, step=o["val_min_step"]))
-        return None
-
-    def _val_unstable(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-                      f: dict[str, Any]) -> CurveVerdict | None:
-        lev, w = f["late_vs_early"], f["wander"]
-        # A fixed validation set's loss only jumps when the weights do; but
-        # evaluation noise alone (small sets, dropout left on) jumps too, so
-        # the training loss must show the instability as well.
-        # Rough means an effect, not only significance: with thousands of
-        # steps the curvature of a healthy decay already "wanders".
-        rough = ((1.0 - lev.p_smaller) < self.alpha_strong and lev.ratio >= 1 / self.settle_ratio) or (
-            w["p"] < self.alpha_strong and w["ratio"] >= self.wander_ratio and w["halves_p"] < self.alpha
-            and w["excess"] >= 0.02 * abs(f["end_level"]))
-        if not rough:
-            return None
-        for name, (vs, vl) in sorted(sets.items()):
-            j = shape.val_jumps(shape.drop_after_spikes(steps, x, vs, vl))
-            ref = max(abs(j["level"]), self.dispersion * j["progress"])
-            if ref > 0 and j["rms"] >= self.val_jumps * ref:
-                return CurveVerdict(
-                    "unstable", f"the validation loss ({name}) jumps by {j['rms'] / ref:.1%} of its level between "
-                    f"evaluations late in training (>= {self.val_jumps:.1%}) and the training loss does not "
-                    "settle", _ev(f, val_jumps=j["rms"] / ref, eval_set=name, kind="val_jumps",
-                                  step=int(vs[vs.size // 2])))
-        return None
-
-    def _underfitting(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run) -> CurveVerdict | None:
+    def _underfitting(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
+                      sig) -> CurveVerdict | None:
         classes, source = shape.stated_classes(run)
         chance = shape.chance_test(steps, x, classes, source)
         if chance is not None:
             k = chance["chance_classes"]
-            return CurveVerdict(
-                "underfitting", f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} "
-                f"classes (K from {chance['chance_source']}): the model predicts the prior",
-                _ev(f, **chance, step=int(steps[-max(5, x.size // 3)])))
-        if not f["relative_drop"] < self.min_drop:
+            reason = (f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} classes (K from "
+                      f"{chance['chance_source']}): the model predicts the prior")
+            ev = _ev(f, **chance, step=int(steps[-max(5, x.size // 3)]))
+        elif f["relative_drop"] < self.min_drop:
+            reason = f"the loss barely moved: {f['relative_drop']:.1%} below its start {f['start_level']:.4g}"
+            ev = _ev(f, step=int(steps[0]))
+        else:
             return None
-        return CurveVerdict(
-            "underfitting", f"the loss barely moved: {f['relative_drop']:.1%} below its start {f['start_level']:.4g}",
-            _ev(f, step=int(steps[0])))
-
-
-def _ev(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    lev = f["late_vs_early"]
-    ev = {k: f[k] for k in ("points", "start_level", "end_level", "min_level", "min_step",
-                            "relative_drop", "late_spread")}
-    ev.update(levene_late_vs_early=lev.statistic, levene_p_smaller=lev.p_smaller,
-              variance_ratio_late_early=lev.ratio, wander_ratio=f["wander"]["ratio"],
-              wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"])
-    ev.update(extra)
-    return ev
+        ratio, note = weight_collapse(sig, run.config)
+        if ratio is not None:
+            ev["weight_norm_ratio"] = ratio
+        return CurveVerdict("underfitting", reason + note, ev)
 
 
 _DEFAULT = CurveClassifier()

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
-from runlens.detectors._layerstats import MAX_ROWS, column_medians
-from runlens.detectors._updates import lower_ratios
+from runlens.detectors._layerstats import column_medians
+from runlens.detectors._updates import step_ratios
 from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class LearningRateTooHigh(Detector):
             return []
         raised = self._raise(sig)
         try:
-            ratio, source, modules = _update_ratios(sig)
+            ratio, source, modules = step_ratios(sig)
         except Skip:
             if raised is None:
                 raise
@@ -187,18 +187,3 @@ class LearningRateTooHigh(Detector):
             return False
         return bool(np.max(before[-5:]) < self.healthy_growth * np.median(base))
 
-
-def _update_ratios(sig):
-    """(steps x modules update/weight, source, the weight ModuleMatrix): measured, else the lower bound."""
-    lay = sig.layers
-    wts = lay.modules("weight_norm", max_rows=MAX_ROWS, with_next=True) if lay else None
-    if wts is None or wts.values.shape[0] == 0:
-        raise Skip("needs per-layer update or weight norms to measure the step size")
-    upd = lay.modules("update_norm", max_rows=MAX_ROWS, with_next=True)
-    if upd is not None and upd.values.shape == wts.values.shape:
-        with np.errstate(all="ignore"):
-            return np.where(wts.values > 0, upd.values / wts.values, np.nan), "update_norm", wts
-    lower = lower_ratios(wts)
-    if lower is None:
-        raise Skip("needs update norms, or weight norms at two recorded steps, to measure the step size")
-    return lower.values, "weight_norm_change", wts

@@ -32,9 +32,11 @@ class LossAtChance(Detector):
 
     How it decides:
         From the curve classifier's chance-level test: the median of the
-        last third of the training loss within 2% of ln K and its Theil-Sen
-        line not leaving that band (a loss passing through ln K on its way
-        down is not at chance). K comes from the config (``num_classes``,
+        last third of the training loss within 2% of ln K (with K stated,
+        from 2% below ln K up to half the gap to ln(K + 1): a loss above
+        the prior's is no better than chance) and its Theil-Sen line not
+        drifting by more than 2% of ln K over it (a loss passing through
+        ln K on its way down is not at chance). K comes from the config (``num_classes``,
         ``n_classes``, ``num_labels``, ``id2label``, one level deep), a
         ``num_classes`` or label column of the log, or, if the log states
         none, the loss level itself when it matches one K in 2..16 within a

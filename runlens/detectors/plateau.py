@@ -60,7 +60,14 @@ class Plateau(Detector):
         its first or more), the loss was never stuck at one rate and nothing
         is reported; a rate held on the plateau and raised after it is.
         Not judged on a ``diverged``, ``unstable`` or ``insufficient_data``
-        curve. Severity warning: training was stuck.
+        curve. Severity warning: training was stuck, at a rate that could not
+        learn when the logged rate at the fall is ``1 / (1 - lr_cut)`` times
+        its median on the plateau or more. When the rate is logged and was
+        not raised, the loss left the plateau on its own (a saddle, or the
+        symmetry an attention or embedding layer starts in, broken at the
+        same rate): severity info, the steps were spent but the run
+        recovered without anyone's help; the evidence's ``lr_raised`` says
+        which.
 
     What to try:
         If the learning rate was small during the plateau (warmup too long,
@@ -110,12 +117,15 @@ class Plateau(Detector):
             return []
         t = found["trend"]
         length = int(found["end_step"] - found["start_step"])
+        raised = self._rate_raised(sig, found)
         return [self.finding(
             f"loss flat for {length:,} steps from step {found['start_step']:,} at {found['level']:.4g} "
             f"(Theil-Sen slope {t.slope:.2g}/step, Kendall p={t.p:.2g}), then fell by "
-            f"{found['fall']:.3g} ({found['fall_relative']:.0%} of its range)",
-            step=found["start_step"],
-            evidence={"start_step": found["start_step"], "end_step": found["end_step"], "length": length,
+            f"{found['fall']:.3g} ({found['fall_relative']:.0%} of its range)"
+            + {True: " once the learning rate was raised", False: " at the same learning rate (it escaped on its "
+               "own)", None: ""}[raised],
+            step=found["start_step"], severity="info" if raised is False else "warning",
+            evidence={"lr_raised": raised, "start_step": found["start_step"], "end_step": found["end_step"], "length": length,
                       "level": found["level"], "fall": found["fall"], "fall_relative": found["fall_relative"],
                       "fall_step": found["fall_step"], "theil_sen_slope": t.slope, "kendall_tau": t.tau,
                       "kendall_p": t.p, "band": found["band"]},
@@ -196,6 +206,18 @@ class Plateau(Detector):
         if float(np.median(during[-q:])) < float(np.median(during[:q])) / (1 - self.lr_cut):
             return False
         return trend(during, s[(s >= found["start_step"]) & (s <= found["end_step"])].astype(float)).p_increasing < 1e-3
+
+    def _rate_raised(self, sig: Signals, found: dict[str, Any]) -> bool | None:
+        """Whether the logged rate at the fall was ``1 / (1 - lr_cut)`` times its
+        median on the plateau or more (None: no rate logged around it)."""
+        if sig.lr is None:
+            return None
+        s, lr = sig.lr.steps, sig.lr.values
+        during = lr[(s >= found["start_step"]) & (s <= found["end_step"])]
+        at_fall = lr[(s > found["end_step"]) & (s <= found["fall_step"])]
+        if during.size == 0 or at_fall.size == 0 or not np.isfinite(during).all():
+            return None
+        return bool(float(np.max(at_fall)) >= float(np.median(during)) / (1 - self.lr_cut))
 
     def _schedule_cut(self, sig: Signals, x: np.ndarray, found: dict[str, Any]) -> bool:
         """Whether a step schedule explains the fall: the loss had converged at

@@ -30,10 +30,17 @@ class Underfitting(CurveFinding):
         or the chance-level test. The evidence gives the start and end
         levels, the drop and, at chance, K and its source. The findings
         that explain it (``learning_rate_too_low``, ``vanishing_gradients``,
-        ``dead_layers``) are named in its ``caused_by``. Severity warning.
+        ``dead_layers``) are named in its ``caused_by``, unless the weights
+        collapsed: when the median module's weight norm ended at a tenth of
+        its first or less (``weight_norm_ratio``), the pull toward zero
+        (weight decay) starves the gradients and holds the loss at chance,
+        so this finding leads and those name it as their cause. Severity
+        warning.
 
     What to try:
-        Raise the learning rate (a range test finds it); check that labels
+        If the weights collapsed (``weight_norm_ratio`` <= 0.1), lower the
+        weight decay (decoupled AdamW values are around 0.01-0.1). Raise the
+        learning rate (a range test finds it); check that labels
         and inputs reach the model and match (shuffle them together); check
         that every layer is in the optimizer and gets gradients; use a
         standard initialization and normalization; grow the model.

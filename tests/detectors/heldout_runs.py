@@ -64,7 +64,20 @@ def _pairs() -> dict[str, tuple[Run, Run]]:
     # A dozen steps: at step 9 the learning rate is multiplied by 1e10 and the loss turns NaN.
     short_nan = Run("n-rnn-short", S("rnn", 61, width=32), "sgd", 0.01, schedule="step_up", change_at=0.7,
                     change_factor=1e10, steps=14, eval_every=4, stop_grad_norm=INF)
+    # A too-high rate whose training loss looks settled: the validation loss jumps as the large
+    # steps move the weights (the catalog's run; its twin at Nesterov's ordinary rate).
+    settled_high = Run("hi-deep-tanh-nesterov-0.5", S("deep", 53, depth=3, activation="tanh"), "nesterov", 0.5,
+                       steps=800, clip=1.0)
+    # Weight decay so strong that the weights collapse toward zero and the loss sits at ln 3.
+    collapse = Run("u-tab-decay", S("tabular", 31), "adamw", 1e-2, 50.0, steps=400)
+    # A vision transformer sits at ln 4 for its first steps, then learns, at an unchanged rate.
+    vit_start = Run("h-vit-bf16-linear", S("vit", 8, width=32), "adamw", 2e-3, schedule="linear", steps=400,
+                    bf16=True)
     return {
+        "settled_too_high": (settled_high, _twin(settled_high, lr=0.02)),
+        "weight_collapse": (collapse, _twin(collapse, weight_decay=1e-2)),
+        # No fault to take out: the "twin" is another draw (the fresh set's seed) of the same run.
+        "vit_start": (vit_start, _twin(vit_start, setup=dataclasses.replace(vit_start.setup, seed=1008))),
         "chance": (chance, _twin(chance, setup=dataclasses.replace(chance.setup, random_labels=False))),
         "overfitting": (overfit, _twin(overfit, setup=dataclasses.replace(overfit.setup, n_train=None))),
         "near_zero": (near_zero, _twin(near_zero, lr=0.03, steps=600)),

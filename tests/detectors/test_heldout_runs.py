@@ -178,3 +178,41 @@ def test_a_dozen_steps_with_nan_give_nonfinite_loss(runs):
     assert twin.measured["loss"].size <= 14 and np.isfinite(twin.measured["loss"]).all()
     assert "nonfinite_loss" not in twin.codes, twin
     assert twin.curve == "insufficient_data", twin
+
+
+# -- round 3: a too-high rate that looks settled, collapsed weights, a transformer's first steps -------
+
+def test_a_too_high_rate_with_a_settled_training_loss_is_unstable_from_its_step_sizes(runs):
+    fault, twin = runs("settled_too_high")
+    ok, detail = judged("lr_too_high", fault, twin)
+    assert ok, f"{fault.run.name} does not show a too-high rate: {detail}"
+    assert fault.curve == "unstable", fault
+    assert fault.codes[0] == "learning_rate_too_high", fault
+    ev = fault.finding("unstable").evidence
+    assert ev["kind"] == "val_jumps" and ev.get("late_update_ratio", 1.0) > 1e-2, ev
+    assert twin.curve != "unstable" and "learning_rate_too_high" not in twin.codes, twin
+
+
+def test_weights_collapsed_by_weight_decay_lead_with_underfitting(runs):
+    fault, twin = runs("weight_collapse")
+    ok, detail = judged("underfitting", fault)
+    assert ok, f"{fault.run.name} does not underfit: {detail}"
+    assert fault.codes[0] == "underfitting", fault
+    under = fault.finding("underfitting")
+    assert under.evidence["weight_norm_ratio"] <= 0.1 and "weight_decay 50" in under.title, under
+    for code in ("vanishing_gradients", "dead_layers", "loss_at_chance"):
+        if code in fault.codes:
+            assert "underfitting" in fault.finding(code).evidence.get("caused_by", ()), fault.finding(code)
+    assert "underfitting" not in twin.codes, twin
+
+
+def test_a_plateau_left_at_an_unchanged_rate_is_information_not_a_warning(runs):
+    vit, other = runs("vit_start")
+    for rec in (vit, other):
+        for f in rec.analysis.findings:
+            if f.code == "plateau":
+                assert f.severity == "info" and f.evidence["lr_raised"] is False, f
+        assert all(f.severity == "info" for f in rec.analysis.findings), rec
+    # The injected plateau (a rate 1000x too low, then raised) stays a warning.
+    stuck, _ = runs("plateau")
+    assert stuck.finding("plateau").severity == "warning" and stuck.finding("plateau").evidence["lr_raised"], stuck

@@ -77,8 +77,28 @@ def test_the_fresh_set_has_its_own_folder_and_generate_only_grades_nothing(tmp_p
 
     calls = []
     monkeypatch.setattr("benchmarks.heldout.generate.generate",
-                        lambda only=None, root=None, seed_offset=0: calls.append((root, seed_offset)) or {})
-    res = evaluate.heldout_set(generate=True, fresh=True, grade=False)
-    assert calls == [(evaluate.FRESH_DATA, 1000)] and evaluate.FRESH_DATA != evaluate.HELDOUT_DATA
-    assert res.name == "heldout-fresh" and res.graded == [] and "never looked at" in res.role
-    assert "development set" in evaluate.ROLES["heldout"]
+                        lambda only=None, root=None, seed_offset=0, vary=False:
+                        calls.append((root, seed_offset, vary)) or {})
+    res = evaluate.heldout_set(generate=True, name="heldout-fresh", grade=False)
+    assert calls == [(evaluate.FRESH_DATA, 1000, False)] and evaluate.FRESH_DATA != evaluate.HELDOUT_DATA
+    assert res.name == "heldout-fresh" and res.graded == []
+    res = evaluate.heldout_set(generate=True, name="heldout-varied", grade=False)
+    assert calls[-1] == (evaluate.VARIED_DATA, 2000, True) and len({evaluate.VARIED_DATA, evaluate.FRESH_DATA,
+                                                                     evaluate.HELDOUT_DATA}) == 3
+    assert res.name == "heldout-varied" and res.graded == [] and "never looked at" in res.role
+    assert "development set" in evaluate.ROLES["heldout"] and "development set" in evaluate.ROLES["heldout-fresh"]
+
+
+def test_the_varied_set_redraws_lengths_widths_and_seeds_and_keeps_each_fault_in_place():
+    from benchmarks.heldout.catalog import RUNS, varied
+
+    again = varied(2000)
+    assert [r.name for _, r in again] == [r.name for _, r in RUNS] and again == varied(2000)
+    for (kind, base), (kind2, v) in zip(RUNS, again, strict=True):
+        assert kind == kind2 and v.setup.seed == base.setup.seed + 2000
+        scale = v.steps / base.steps
+        assert 0.6 <= scale <= 1.8 or v.steps == 100
+        assert v.change_at == base.change_at and v.optimizer == base.optimizer and v.lr == base.lr
+        if base.crash_at is not None:
+            assert v.crash_at / v.steps == pytest.approx(base.crash_at / base.steps, abs=0.01)
+    assert len({r.steps / b.steps for (_, b), (_, r) in zip(RUNS, again, strict=True)}) > 30

@@ -1,0 +1,87 @@
+"""The curve verdict's validation-loss checks: overfitting, and validation jumps that make it unstable.
+
+A mixin of :class:`~runlens.detectors.curve.CurveClassifier`, which holds
+the parameters (``alpha``, ``alpha_val``, ``val_jumps``, ``step_ratio``...)
+and documents the tests in its docstring.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from runlens.detectors import _curveshape as shape
+from runlens.detectors._updates import late_step_ratio
+from runlens.diagnosis import CurveVerdict
+
+_ev = shape.curve_evidence
+
+
+class ValidationChecks:
+    """The two verdicts read from the validation sets (``shape.validation_sets``)."""
+
+    alpha: float
+    alpha_strong: float
+    alpha_val: float
+    dispersion: float
+    min_evals_after: int
+    min_val_rise: float
+    settle_ratio: float
+    step_ratio: float
+    val_jumps: float
+    wander_ratio: float
+
+    def _overfitting(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+                     f: dict[str, Any]) -> CurveVerdict | None:
+        for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
+            o = shape.overfit_test(vs, vl, min_evals_after=self.min_evals_after)
+            if o is None:
+                continue
+            near = np.abs(steps - o["val_min_step"]) <= max(1, (steps[-1] - steps[0]) // 40)
+            at_min = float(np.median(x[near]) if near.any()
+                           else x[np.argmin(np.abs(steps - o["val_min_step"]))])
+            if not (o["val_perm_p"] < self.alpha_val and o["val_trend_p"] < self.alpha
+                    and o["val_rise"] >= 2 * o["val_noise_sd"]
+                    and o["val_rise"] >= self.min_val_rise * abs(o["val_min"])
+                    and f["end_level"] <= at_min + f["late_spread"]):
+                continue
+            where = "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+            return CurveVerdict(
+                "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
+                f"by {o['val_rise']:.3g} along its trend (permutation p={o['val_perm_p']:.2g}) while the training "
+                "loss kept falling", _ev(f, **o, eval_set=name, train_at_val_min=at_min, step=o["val_min_step"]))
+        return None
+
+    def _val_unstable(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+                      f: dict[str, Any], sig) -> CurveVerdict | None:
+        if not sets:
+            return None
+        lev, w = f["late_vs_early"], f["wander"]
+        # A fixed validation set's loss only jumps when the weights do; but
+        # evaluation noise alone (small sets, dropout left on) jumps too, so
+        # the training loss must show the instability as well.
+        # Rough means an effect, not only significance: with thousands of
+        # steps the curvature of a healthy decay already "wanders".
+        rough = ((1.0 - lev.p_smaller) < self.alpha_strong and lev.ratio >= 1 / self.settle_ratio) or (
+            w["p"] < self.alpha_strong and w["ratio"] >= self.wander_ratio and w["halves_p"] < self.alpha
+            and w["excess"] >= 0.02 * abs(f["end_level"]))
+        steps_big = None if rough else late_step_ratio(sig)
+        if not rough and not (steps_big is not None and steps_big[0] > self.step_ratio):
+            return None
+        for name, (vs, vl) in sorted(sets.items()):
+            j = shape.val_jumps(shape.drop_after_spikes(steps, x, vs, vl))
+            ref = max(abs(j["level"]), self.dispersion * j["progress"])
+            if ref > 0 and j["rms"] >= self.val_jumps * ref:
+                why, extra = "the training loss does not settle", {}
+                if not rough:
+                    why = (f"the steps of the second half change the weights by {steps_big[0]:.1%} of their norm "
+                           f"(> {self.step_ratio:g})")
+                    extra = {"late_update_ratio": steps_big[0], "update_source": steps_big[1]}
+                return CurveVerdict(
+                    "unstable", f"the validation loss ({name}) jumps by {j['rms'] / ref:.1%} of its level between "
+                    f"evaluations late in training (>= {self.val_jumps:.1%}) and {why}",
+                    _ev(f, val_jumps=j["rms"] / ref, eval_set=name, kind="val_jumps", **extra,
+                        step=int(vs[vs.size // 2])))
+        return None
+
