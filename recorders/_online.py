@@ -53,6 +53,8 @@ class SpikeDetector:
             med = _median(self._history)
             mad = _median([abs(v - med) for v in self._history])
             # A floor on the spread keeps a flat history from turning noise into spikes.
+            # 1.4826 is the normal-consistency factor the engine takes from scipy
+            # (median_abs_deviation(scale="normal")); the recorder may not import scipy.
             self._center = (med, max(1.4826 * mad, 0.02))
             self._since_refresh = 0
         return self._center
