@@ -60,7 +60,10 @@ class ExplodingGradients(Detector):
         ``min_surge_decades`` above the median of the history before the
         final ``tail`` points, and the one before it already
         ``min_blowup_decades`` above (two points in a row: one lone spike is
-        ``grad_norm_spike``'s).
+        ``grad_norm_spike``'s), or, when only the very last point is, the
+        loss at that same last step is ``min_blowup_decades`` above its median
+        before (the explosion reached the loss and the log ends on it: no
+        later step can show it recovered).
         Blow-up: the gradient norm or the loss becomes non-finite, and the
         last finite gradient norm before that is at least
         ``min_blowup_decades`` above the median of the history before the
@@ -163,7 +166,8 @@ class ExplodingGradients(Detector):
             return None
         base = float(np.median(logn[:-self.tail][-200:]))
         rise, before = float(logn[-1] - base), float(logn[-2] - base)
-        if rise < self.min_surge_decades or before < self.min_blowup_decades:
+        if rise < self.min_surge_decades or (before < self.min_blowup_decades
+                                             and not self._loss_blew_up_last(sig, int(steps[-1]))):
             return None
         start = len(logn) - self.tail + int(np.argmax(logn[-self.tail:] - base >= self.min_blowup_decades))
         evidence |= {"surge_decades": rise, "usual_log10": base, "last_log10": float(logn[-1]),
@@ -172,6 +176,15 @@ class ExplodingGradients(Detector):
             f"gradient norm rose {rise:.1f} decades above its usual level (>= {self.min_surge_decades:g}) in the "
             f"last {len(logn) - start} recorded steps, where the run ends", step=int(steps[start]),
             evidence=evidence)
+
+    def _loss_blew_up_last(self, sig: Signals, step: int) -> bool:
+        """The log ends at ``step`` with the loss there ``min_blowup_decades`` above its
+        median before: a lone last point, but the explosion reached the loss and the run
+        ended on it (no later step shows a spike that recovered)."""
+        steps, x = sig.loss.steps, sig.loss.values
+        if x.size < self.tail + 3 or int(steps[-1]) != step or not (x[-1] > 0 and np.all(x[:-1] > 0)):
+            return False
+        return bool(np.log10(x[-1]) - np.median(np.log10(x[:-1][-200:])) >= self.min_blowup_decades)
 
     def _growth(self, sig: Signals, steps, logn, blowup, evidence) -> Finding | None:
         trend = growth(steps, logn)

@@ -143,3 +143,20 @@ def test_growth_of_a_gradient_that_is_never_applied_is_not_an_explosion():
     u[:, 0] = u[:, 1]  # the same growth in a layer that is updated is an explosion
     run = make_run(g, w, u, loss=falling_loss(11, n), scalars={"grad_norm": total})
     assert len(check("exploding_gradients", run)) == 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_log_ending_on_one_exploded_step_that_reached_the_loss_is_a_surge(seed):
+    # A watchdog stopped the run on the step whose gradient norm passed 1e7: the one before it
+    # was ordinary, and the loss of that last step is six orders of magnitude up.
+    grad = np.append(noisy(0.2, 300, seed), 1e7)
+    loss = np.append(falling_loss(seed, 300), 1e6)
+    (f,) = check("exploding_gradients", scalar_run(grad, loss=loss))
+    assert f.evidence["points_in_surge"] == 1 and f.evidence["surge_decades"] > 6, f
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_exploded_last_gradient_with_an_ordinary_loss_is_not_a_surge(seed):
+    grad = np.append(noisy(0.2, 300, seed), 1e7)
+    loss = falling_loss(seed, 301)
+    assert check("exploding_gradients", scalar_run(grad, loss=loss)) == []
