@@ -11,11 +11,9 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
+from real_training import diagnose_scenarios, warning_codes  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
-
-from recorders.torch import Recorder  # noqa: E402
-from runlens.analysis import analyze  # noqa: E402
 
 OURS = ("vanishing_gradients", "exploding_gradients", "dead_layers", "learning_rate_too_low",
         "weight_norm_growth")
@@ -33,19 +31,6 @@ def _mlp(widths, act=nn.ReLU):
     for a, b in zip(widths[:-1], widths[1:], strict=True):
         layers += [nn.Linear(a, b), act()]
     return nn.Sequential(*layers[:-1])
-
-
-def _train(path, model, opt, steps, loss_fn, seed=0):
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    with Recorder(path, model, opt, config={"test": path.name}, seed=seed, handle_signals=False) as rec:
-        for _ in range(steps):
-            opt.zero_grad()
-            loss = loss_fn(model, g)
-            loss.backward()
-            opt.step()
-            rec.step(loss)
-    return path
 
 
 def _clf(x, y, bs=64):
@@ -109,18 +94,11 @@ def _scenarios():
 
 @pytest.fixture(scope="module")
 def diagnoses(tmp_path_factory):
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("real")
-    out = {}
-    for name, make in _scenarios().items():
-        torch.manual_seed(0)
-        model, opt, steps, loss_fn = make()
-        out[name] = analyze(_train(root / name, model, opt, steps, loss_fn))
-    return out
+    return diagnose_scenarios(tmp_path_factory.mktemp("real"), _scenarios())
 
 
 def _codes(diag):
-    return {f.code for f in diag.findings if f.code in OURS and f.severity in ("warning", "error")}
+    return warning_codes(diag, OURS)
 
 
 @pytest.mark.parametrize("name", ["healthy_adam", "healthy_sgd", "healthy_deep_relu"])

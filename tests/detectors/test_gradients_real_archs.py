@@ -11,11 +11,9 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
+from real_training import diagnose_scenarios, warning_codes  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
-
-from recorders.torch import Recorder  # noqa: E402
-from runlens.analysis import analyze  # noqa: E402
 
 OURS = ("vanishing_gradients", "exploding_gradients", "dead_layers", "learning_rate_too_low",
         "learning_rate_too_high", "weight_norm_growth", "grad_norm_spike", "nonfinite_gradient")
@@ -88,21 +86,6 @@ def _clf(seed=0, n=1024, corrupt_at=None):
     return fn
 
 
-def _train(path, model, opt, steps, loss_fn, seed=0):
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    with Recorder(path, model, opt, config={"test": path.name}, seed=seed, handle_signals=False) as rec:
-        for _ in range(steps):
-            opt.zero_grad()
-            loss = loss_fn(model, g)
-            loss.backward()
-            opt.step()
-            rec.step(loss)
-            if not torch.isfinite(loss):
-                break
-    return path
-
-
 def _scenarios():
     data = _sequences()
 
@@ -138,18 +121,11 @@ def _scenarios():
 
 @pytest.fixture(scope="module")
 def diagnoses(tmp_path_factory):
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("archs")
-    out = {}
-    for name, make in _scenarios().items():
-        torch.manual_seed(0)
-        model, opt, steps, loss_fn = make()
-        out[name] = analyze(_train(root / name, model, opt, steps, loss_fn))
-    return out
+    return diagnose_scenarios(tmp_path_factory.mktemp("archs"), _scenarios(), stop_on_nonfinite=True)
 
 
 def _codes(diag):
-    return {f.code for f in diag.findings if f.code in OURS and f.severity in ("warning", "error")}
+    return warning_codes(diag, OURS)
 
 
 @pytest.mark.parametrize("name", ["healthy_gru", "healthy_transformer"])
