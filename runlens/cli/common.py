@@ -176,7 +176,10 @@ def _read_config(path: str) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read the config file ({getattr(exc, 'strerror', None) or exc})") from None
     try:
         if path.endswith(".toml"):
-            import tomllib
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
+                import tomli as tomllib
 
             data = tomllib.loads(text)
         else:
