@@ -37,6 +37,7 @@ TUNING_DATA = ROOT / "benchmarks" / "_data" / "accuracy"
 HELDOUT_DATA = ROOT / "benchmarks" / "_data" / "heldout"
 FRESH_DATA = ROOT / "benchmarks" / "_data" / "heldout-fresh"
 VARIED_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied"
+VARIED2_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied2"
 
 ROLES = {
     "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",
@@ -46,8 +47,11 @@ ROLES = {
                      "`--seed-offset 1000`): graded once at 2026-12-01 10:12 UTC and its misses looked at, so now a "
                      "development set",
     "heldout-varied": "varied held-out set (`benchmarks/heldout --vary`: every seed shifted by 2000 and every "
-                      "run redrawn at another length, width and layer interval): generated before this round's "
-                      "detector changes, never looked at before the final grading",
+                      "run redrawn at another length, width and layer interval): generated before the third "
+                      "round's detector changes, graded once at 2026-12-01 11:25 UTC, then its misses looked "
+                      "at, so a development set since",
+    "heldout-varied2": "second varied held-out set (`--vary --seed-offset 3000`): generated at 11:30 UTC, before "
+                       "the changes made after the 11:25 grading, never looked at before the final grading",
 }
 
 DATA_RULES = (
@@ -190,12 +194,13 @@ def heldout_set(generate: bool = True, name: str = "heldout", grade: bool = True
     ``grade=False`` generates only: a new set's diagnoses stay unseen until the final grading.
     """
     from benchmarks.heldout.catalog import runs, varied
-    from benchmarks.heldout.generate import FRESH_SEED_OFFSET, VARIED_SEED_OFFSET
+    from benchmarks.heldout.generate import FRESH_SEED_OFFSET, VARIED2_SEED_OFFSET, VARIED_SEED_OFFSET
     from benchmarks.heldout.generate import generate as generate_heldout
 
     offset, data, vary = {"heldout": (0, HELDOUT_DATA, False),
                           "heldout-fresh": (FRESH_SEED_OFFSET, FRESH_DATA, False),
-                          "heldout-varied": (VARIED_SEED_OFFSET, VARIED_DATA, True)}[name]
+                          "heldout-varied": (VARIED_SEED_OFFSET, VARIED_DATA, True),
+                          "heldout-varied2": (VARIED2_SEED_OFFSET, VARIED2_DATA, True)}[name]
     catalog = varied(offset) if vary else runs(offset)
     if generate:
         labels = generate_heldout(root=data, seed_offset=offset, vary=vary)

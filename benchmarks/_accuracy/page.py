@@ -28,6 +28,12 @@ CHANGED_AFTER_SCORING: tuple[str, ...] = (
     "(`schedule=\"step_up\"`, 10-20x), and `diverged` already accepted the learning rate as the first "
     "code; the two faults now name the same injected cause alike. It counts only for the order of the "
     "findings (`learning_rate_too_high` was and is allowed on these runs).",
+    "Every set (scoring rule, after the 11:25 grading): a curve label's own finding code (`overfitting`, "
+    "`underfitting`, `unstable`, `diverged`) is allowed wherever the label accepts that curve, or does not "
+    "grade the curve at all. The tuning set's `weight_norm_growth` runs do not grade the curve (their "
+    "weights grow until the loss does whatever it does: it grew 100x on two of them), yet the `diverged` "
+    "or `unstable` finding that says what their curve did counted as a false alarm; a curve accepted and "
+    "its code refused is one judgement made twice, two ways.",
 )
 # What changed in the held-out generator while it was written, all before its first grading (the
 # generator's own measurements, not the engine's results, showed these runs lacked their fault).
@@ -49,7 +55,7 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "before the detector changes of that round were measured, and no diagnosis of it was looked at before "
     "its grading at 2026-12-01 10:12 UTC; its misses were looked at after that, so it is a development set "
     "since.",
-    "`heldout-varied` (added 2026-12-01 11:20 UTC, before the detector changes of the third round): the "
+    "`heldout-varied` (added 2026-12-01 11:12 UTC, before the detector changes of the third round): the "
     "same fault definitions, criteria and labels, every seed shifted by 2000, and every run redrawn at "
     "another length (x0.6-1.8, log-uniform, its evaluation interval, crash step and spike interval scaled "
     "with it), width (x0.5, 1, 1.5 or 2) and layer-row interval (1, 2 or 5), drawn from its own seed "
@@ -57,7 +63,11 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "It was generated with `--generate-only` before any detector change of that round was measured. One "
     "slip: while development measured the plateau detector on the other sets, a shell glob also ran "
     "`runlens analyze` on its three `plateau` runs and printed their plateau findings (all three fired); "
-    "nothing was changed because of it, and no other diagnosis of it was looked at before the final grading.",
+    "nothing was changed because of it, and no other diagnosis of it was looked at before its first grading "
+    "(2026-12-01 11:25 UTC).",
+    "`heldout-varied2` (added 2026-12-01 11:30 UTC, right after `heldout-varied` was graded and before any "
+    "change made after it): the same as `heldout-varied` with seeds shifted by 3000 "
+    "(`python -m benchmarks.heldout --vary --seed-offset 3000`), generated with nothing diagnosed.",
 )
 
 
@@ -191,7 +201,11 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              "looked at (2026-12-01 10:12 UTC) and a development set since. *heldout-varied* redraws every "
              "run at other seeds, lengths, widths and layer intervals; it was generated before the third "
              "round of detector changes and none of its diagnoses was used to change anything (see the "
-             "generator notes for the one slip), so **quote heldout-varied**.",
+             "generator notes for the one slip); it was graded at 11:25 UTC and its misses looked at, so it is a "
+             "development set since. *heldout-varied2* is another such draw (seeds shifted by 3000), "
+             "generated at 11:30 UTC before the changes made after that grading, and never looked at before "
+             "the final grading: **quote heldout-varied2**; heldout-varied's figures at its first grading "
+             "are in the closing note of that round.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",
              "", "## Summary", "", *_summary_rows(sets, codes), "",
              "## Per finding code", "",

@@ -160,12 +160,19 @@ def summarize(runs: Sequence[Graded], codes: Sequence[str]) -> Summary:
     )
 
 
+CURVE_CODES = ("overfitting", "underfitting", "unstable", "diverged")
+
+
 def from_diagnosis(label: dict, got: dict, *, name: str, group: str, healthy: bool) -> Graded:
     """A :class:`Graded` from a label dict and ``Diagnosis.to_dict()`` (or an engine-error stand-in)."""
     findings = got.get("findings") or []
-    return Graded(name=name, group=group, must=tuple(label.get("must_include", ())),
-                  may=tuple(label.get("may_include", ())),
-                  curve_ok=tuple(label["curve_ok"]) if label.get("curve_ok") is not None else None,
+    curve_ok = tuple(label["curve_ok"]) if label.get("curve_ok") is not None else None
+    must = tuple(label.get("must_include", ()))
+    # A curve label's finding is that label said as a finding: where the label accepts a
+    # curve (or does not grade the curve at all), that curve's code is allowed too.
+    said = tuple(c for c in CURVE_CODES if (curve_ok is None or c in curve_ok) and c not in must)
+    may = tuple(dict.fromkeys((*label.get("may_include", ()), *said)))
+    return Graded(name=name, group=group, must=must, may=may, curve_ok=curve_ok,
                   first=tuple(label.get("first", ())), status=label.get("status", "finished"), healthy=healthy,
                   got_codes=tuple(f["code"] for f in findings),
                   got_severities=tuple(f.get("severity", "") for f in findings),

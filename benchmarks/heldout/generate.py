@@ -40,6 +40,8 @@ FRESH_SEED_OFFSET = 1000
 # The varied set: other seeds again, and every run redrawn at another length and width.
 VARIED_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied"
 VARIED_SEED_OFFSET = 2000
+VARIED2_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied2"
+VARIED2_SEED_OFFSET = 3000
 VERSION = 2  # bump when the generator changes what a definition produces
 
 
@@ -172,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"steps={run.steps}")
         print(f"{len(RUNS)} runs")
         return 0
-    default = VARIED_DATA if args.vary else FRESH_DATA if args.seed_offset == FRESH_SEED_OFFSET else DATA
+    default = (VARIED2_DATA if args.vary and args.seed_offset == VARIED2_SEED_OFFSET else VARIED_DATA if args.vary
+               else FRESH_DATA if args.seed_offset == FRESH_SEED_OFFSET else DATA)
     root = args.root or default
     if (args.seed_offset or args.vary) and root == DATA:
         ap.error("--seed-offset/--vary need --root other than benchmarks/_data/heldout/ (it would overwrite the set)")

@@ -85,8 +85,12 @@ def test_the_fresh_set_has_its_own_folder_and_generate_only_grades_nothing(tmp_p
     res = evaluate.heldout_set(generate=True, name="heldout-varied", grade=False)
     assert calls[-1] == (evaluate.VARIED_DATA, 2000, True) and len({evaluate.VARIED_DATA, evaluate.FRESH_DATA,
                                                                      evaluate.HELDOUT_DATA}) == 3
-    assert res.name == "heldout-varied" and res.graded == [] and "never looked at" in res.role
-    assert "development set" in evaluate.ROLES["heldout"] and "development set" in evaluate.ROLES["heldout-fresh"]
+    assert res.name == "heldout-varied" and res.graded == []
+    res = evaluate.heldout_set(generate=True, name="heldout-varied2", grade=False)
+    assert calls[-1] == (evaluate.VARIED2_DATA, 3000, True) and evaluate.VARIED2_DATA != evaluate.VARIED_DATA
+    assert res.name == "heldout-varied2" and "never looked at" in res.role
+    for dev in ("heldout", "heldout-fresh", "heldout-varied"):
+        assert "development set" in evaluate.ROLES[dev]
 
 
 def test_the_varied_set_redraws_lengths_widths_and_seeds_and_keeps_each_fault_in_place():
