@@ -7,12 +7,10 @@ gradient recorded at step 0 must equal.
 
 from __future__ import annotations
 
-import os
 import sys
 
+import _dist_child
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -24,15 +22,8 @@ def make_model() -> nn.Module:
     return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
 
 
-def data() -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(1)
-    return torch.randn(64, 8, generator=gen), torch.randn(64, 1, generator=gen)
-
-
-def worker(rank: int, run_dir: str, store: str) -> None:
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
-    x, y = data()
+def worker(rank: int, run_dir: str) -> None:
+    x, y = _dist_child.data()
     if rank == 0:
         ref = make_model()
         nn.functional.mse_loss(ref(x), y).backward()
@@ -48,17 +39,7 @@ def worker(rank: int, run_dir: str, store: str) -> None:
             loss.backward()
             opt.step()
             rec.step(loss)
-    dist.barrier()
-    dist.destroy_process_group()
-
-
-def main() -> int:
-    run_dir = sys.argv[1]
-    os.makedirs(run_dir, exist_ok=True)
-    store = os.path.join(os.path.dirname(os.path.abspath(run_dir)), "ddp-store")
-    mp.spawn(worker, args=(run_dir, store), nprocs=2, join=True)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_dist_child.main(worker, "ddp-store"))

@@ -8,12 +8,11 @@ recorded full-parameter statistics must equal. Each rank prints
 
 from __future__ import annotations
 
-import os
 import sys
 
+import _dist_child
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import nn
 
 from recorders.torch import Recorder
@@ -25,11 +24,6 @@ def make_model() -> nn.Module:
     torch.manual_seed(0)
     # The last bias has one element: rank 1's shard of it is empty.
     return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 1))
-
-
-def data() -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(1)
-    return torch.randn(64, 8, generator=gen), torch.randn(64, 1, generator=gen)
 
 
 def reference(x: torch.Tensor, y: torch.Tensor) -> None:
@@ -49,13 +43,11 @@ def reference(x: torch.Tensor, y: torch.Tensor) -> None:
                 print(f"ref {step} {n} {col} {value:.9g}", flush=True)
 
 
-def worker(rank: int, run_dir: str, store: str) -> None:
+def worker(rank: int, run_dir: str) -> None:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
-    x, y = data()
+    x, y = _dist_child.data()
     if rank == 0:
         reference(x, y)
     mesh = init_device_mesh("cpu", (2,))
@@ -82,17 +74,7 @@ def worker(rank: int, run_dir: str, store: str) -> None:
             rec.step(loss)
             dist.all_gather = real
     print(f"collectives {calls['n']}", flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
-
-
-def main() -> int:
-    run_dir = sys.argv[1]
-    os.makedirs(run_dir, exist_ok=True)
-    store = os.path.join(os.path.dirname(os.path.abspath(run_dir)), "fsdp-store")
-    mp.spawn(worker, args=(run_dir, store), nprocs=2, join=True)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_dist_child.main(worker, "fsdp-store"))

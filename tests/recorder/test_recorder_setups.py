@@ -29,6 +29,16 @@ def data(n: int, seed: int = 1) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(torch.randn(16, 6, generator=gen), torch.randn(16, 1, generator=gen)) for _ in range(n)]
 
 
+def train(rec: Recorder, model: nn.Module, opt: torch.optim.Optimizer, n: int) -> None:
+    """The plain loop: one optimizer step on each of ``data(n)``, each recorded."""
+    for x, y in data(n):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        rec.step(loss)
+
+
 def layer_rows(run_dir) -> dict[tuple[int, str], dict]:
     return {(r["step"], r["layer"]): r for r in read_table(run_dir, "layers").to_pylist()}
 
@@ -250,12 +260,7 @@ def test_frozen_parameters_are_listed_with_their_weight_norms(tmp_path, check_ru
         p.requires_grad_(False)
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
     with Recorder(tmp_path / "r", model, opt, handle_signals=False) as rec:
-        for x, y in data(3):
-            opt.zero_grad()
-            loss = nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            rec.step(loss)
+        train(rec, model, opt, 3)
     check_runlog(tmp_path / "r")
     layers = {x["name"]: x for x in meta(tmp_path / "r")["layers"]}
     assert {n: x["trainable"] for n, x in layers.items()} == {
@@ -272,12 +277,7 @@ def test_summary_counts_what_is_on_disk_and_close_says_where(tmp_path, check_run
     model = make()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     rec = Recorder(tmp_path / "r", model, opt, flush_every=4, handle_signals=False)
-    for x, y in data(10):
-        opt.zero_grad()
-        loss = nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        rec.step(loss)
+    train(rec, model, opt, 10)
     assert rec.writer.flush()
     info = rec.summary()
     files = [p for t in ("scalars", "layers", "events", "evals") for _, _, p in parts(tmp_path / "r", t)]

@@ -21,18 +21,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._harness import child_env
+from ._harness import Tally, child_env
 
 LAYERS = ("embed.weight", "hidden.weight", "head.weight")
 T0 = 1_767_225_600.0
 
 
 @dataclass
-class Figures:
+class Figures(Tally):
     """What the round-2 campaign counts; every "must be 0" figure of docs/reliability.md."""
 
-    cases: int = 0
-    tracebacks: int = 0
     injections: int = 0
     rows_lost_or_duplicated: int = 0
     writes_outside: int = 0
@@ -40,12 +38,9 @@ class Figures:
     exits: Counter = field(default_factory=Counter)
     by_class: Counter = field(default_factory=Counter)
     skipped: list[str] = field(default_factory=list)
-    examples: list[str] = field(default_factory=list)
 
     def problem(self, kind: str, text: str) -> None:
-        setattr(self, kind, getattr(self, kind) + 1)
-        if len(self.examples) < 20:
-            self.examples.append(f"{kind}: {text}")
+        self.count(kind, f"{kind}: {text}")
 
     def ok(self) -> bool:
         return not (self.tracebacks or self.injections or self.rows_lost_or_duplicated or self.writes_outside)

@@ -1,4 +1,4 @@
-"""Plumbing shared by the reliability campaign: child processes and run checks."""
+"""Plumbing shared by the reliability campaign: child processes, run checks, the tally of figures."""
 
 from __future__ import annotations
 
@@ -8,13 +8,36 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("_train_child.py")
 TABLES = ("scalars", "evals", "layers", "events")
+
+
+@dataclass
+class Tally:
+    """What a campaign counts: cases tried, tracebacks (must be 0), other figures a
+    subclass adds; and the first ``EXAMPLES`` problems as text, for the report."""
+
+    EXAMPLES: ClassVar[int] = 20
+
+    cases: int = 0
+    tracebacks: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        if len(self.examples) < self.EXAMPLES:
+            self.examples.append(text)
+
+    def count(self, figure: str, text: str) -> None:
+        """One more of the figure named ``figure``, with ``text`` as its example."""
+        setattr(self, figure, getattr(self, figure) + 1)
+        self.note(text)
 
 
 def child_env() -> dict[str, str]:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from ._harness import Tally
 
 PAYLOADS = (
     "<img src=x onerror=alert(1)>",
@@ -69,18 +71,13 @@ def markdown_to_html(md: str) -> str:
 
 
 @dataclass
-class FuzzFigures:
-    cases: int = 0
+class FuzzFigures(Tally):
+    EXAMPLES = 10
+
     exit_0: int = 0
     exit_2: int = 0
-    tracebacks: int = 0
     renders: int = 0
     unescaped: int = 0
-    examples: list[str] = field(default_factory=list)
-
-    def note(self, text: str) -> None:
-        if len(self.examples) < 10:
-            self.examples.append(text)
 
 
 def write_base_run(path: Path, hostile: bool = True, steps: int = 120) -> Path:
@@ -119,13 +116,12 @@ def check_case(run: Path, figures: FuzzFigures, label: str, render: bool = True)
     figures.cases += 1
     result = _cli(run)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
-        figures.tracebacks += 1
-        figures.note(f"TRACEBACK {label}: {type(result.exception).__name__}: {str(result.exception)[:200]}")
+        figures.count("tracebacks",
+                      f"TRACEBACK {label}: {type(result.exception).__name__}: {str(result.exception)[:200]}")
         return
     out = result.output
     if "Traceback (most recent call last)" in out:
-        figures.tracebacks += 1
-        figures.note(f"{label}: traceback printed")
+        figures.count("tracebacks", f"{label}: traceback printed")
         return
     if result.exit_code == 0:
         figures.exit_0 += 1
@@ -134,8 +130,7 @@ def check_case(run: Path, figures: FuzzFigures, label: str, render: bool = True)
     elif result.exit_code == 2:
         figures.exit_2 += 1
     else:
-        figures.tracebacks += 1
-        figures.note(f"{label}: exit {result.exit_code}")
+        figures.count("tracebacks", f"{label}: exit {result.exit_code}")
 
 
 def _render(run: Path, figures: FuzzFigures, label: str) -> None:
@@ -147,8 +142,7 @@ def _render(run: Path, figures: FuzzFigures, label: str) -> None:
         diagnosis = runlens.analyze(str(run))
         outputs = (render_html(diagnosis), render_markdown(diagnosis))
     except Exception as exc:  # noqa: BLE001 - any exception here is a crash for a user
-        figures.tracebacks += 1
-        figures.note(f"{label}: render {type(exc).__name__}: {exc}")
+        figures.count("tracebacks", f"{label}: render {type(exc).__name__}: {exc}")
         return
     figures.renders += 1
     count_unescaped(outputs[0], figures, f"{label} (html)")
@@ -157,8 +151,7 @@ def _render(run: Path, figures: FuzzFigures, label: str) -> None:
 
 def count_unescaped(html: str, figures: FuzzFigures, label: str) -> None:
     for live in live_injections(html):
-        figures.unescaped += 1
-        figures.note(f"{label}: {live} is live in the rendered output")
+        figures.count("unescaped", f"{label}: {live} is live in the rendered output")
 
 
 def _parts(run: Path) -> list[Path]:
@@ -264,12 +257,10 @@ def audit_tree_case(workdir: Path, figures: FuzzFigures) -> None:
         result = CliRunner().invoke(main, ["audit", str(tree), "--format", fmt, "--quiet", "--workers", "1"],
                                     catch_exceptions=True)
         if result.exception is not None and not isinstance(result.exception, SystemExit):
-            figures.tracebacks += 1
-            figures.note(f"audit {fmt}: {type(result.exception).__name__}: {result.exception}")
+            figures.count("tracebacks", f"audit {fmt}: {type(result.exception).__name__}: {result.exception}")
             continue
         if result.exit_code not in (0, 1):
-            figures.tracebacks += 1
-            figures.note(f"audit {fmt}: exit {result.exit_code}: {result.output[-200:]}")
+            figures.count("tracebacks", f"audit {fmt}: exit {result.exit_code}: {result.output[-200:]}")
             continue
         figures.exit_0 += 1
         if fmt in ("md", "html"):

@@ -117,6 +117,14 @@ def test_audit_of_many_runs_does_not_exhaust_file_handles(tmp_path):
 
 # -- round 2: hostile input through the real CLI, in subprocesses (tests/reliability/hostile*.py) --
 
+def _figures(tmp_path, *campaigns) -> hostile.Figures:
+    """A fresh round-2 tally with each ``campaign(tmp_path, figures)`` run on it, in turn."""
+    figures = hostile.Figures()
+    for campaign in campaigns:
+        campaign(tmp_path, figures)
+    return figures
+
+
 def _assert_clean(figures):
     assert figures.tracebacks == 0, figures.examples
     assert figures.injections == 0, figures.examples
@@ -126,22 +134,18 @@ def _assert_clean(figures):
 
 
 def test_numbers_too_big_and_fields_of_the_wrong_type(tmp_path):
-    figures = hostile.Figures()
-    hostile.numbers_and_types(tmp_path, figures)
-    hostile.imported_steps(tmp_path, figures)
+    figures = _figures(tmp_path, hostile.numbers_and_types, hostile.imported_steps)
     _assert_clean(figures)
     assert figures.one_line_errors >= 2  # `"layers": true` and `"layers": 12` are one line, exit 2
 
 
 def test_run_directory_whose_name_is_not_utf8(tmp_path):
-    figures = hostile.Figures()
-    hostile.non_utf8_path(tmp_path, figures)
+    figures = _figures(tmp_path, hostile.non_utf8_path)
     _assert_clean(figures)
 
 
 def test_output_that_cannot_be_written(tmp_path):
-    figures = hostile.Figures()
-    hostile.output_paths(tmp_path, figures)
+    figures = _figures(tmp_path, hostile.output_paths)
     _assert_clean(figures)
     assert figures.one_line_errors >= 9, figures.examples
     if figures.skipped:
@@ -157,14 +161,12 @@ def test_output_on_a_full_disk(tmp_path):
 
 
 def test_every_output_format_escaped_for_its_reader(tmp_path):
-    figures = hostile.Figures()
-    hostile_text.injections(tmp_path, figures)
+    figures = _figures(tmp_path, hostile_text.injections)
     _assert_clean(figures)
 
 
 def test_audit_lists_runs_it_cannot_read(tmp_path):
-    figures = hostile.Figures()
-    hostile_text.omission(tmp_path, figures)
+    figures = _figures(tmp_path, hostile_text.omission)
     if figures.skipped:
         pytest.skip("; ".join(figures.skipped))
     _assert_clean(figures)
