@@ -17,6 +17,7 @@ _TAKES = {
     "jsonl": ("step", "loss", "val_loss", "run"),
     "mlflow": ("loss", "val_loss", "run"),
     "wandb": ("step", "loss", "val_loss", "run"),
+    "markdown": ("step", "loss", "val_loss"),
 }
 
 

@@ -17,11 +17,11 @@ import numpy as np
 
 from runlens.detectors import _curveshape as shape
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
+from runlens.detectors._curveshort import ShortCurve
 from runlens.detectors._curveval import ValidationChecks
 from runlens.detectors._updates import weight_collapse
 from runlens.diagnosis import CurveVerdict
 from runlens.signals import signals_of
-from runlens.stats.trend import trend
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -38,7 +38,7 @@ _ev = shape.curve_evidence
 
 
 @register
-class CurveClassifier(ValidationChecks, Detector):
+class CurveClassifier(ShortCurve, ValidationChecks, Detector):
     """The curve verdict: one label for the shape of the training (and validation) loss.
 
     What it detects:
@@ -50,8 +50,9 @@ class CurveClassifier(ValidationChecks, Detector):
         validation loss of some eval set passed a minimum and rises after it),
         ``underfitting`` (the loss barely moved, or sits at chance level
         ln K), ``healthy`` (it fell and settled), or ``insufficient_data``
-        (no training loss, or fewer than ``min_points`` finite losses: too few
-        for a *shape*; the point detectors still run on them).
+        (no training loss, or fewer than ``min_points`` finite losses whose
+        few points carry none of the short-log claims below: too few for a
+        *shape*; the point detectors still run on them).
         Labels are checked in that order of precedence: a NaN makes every other
         signal meaningless, and an unstable curve's train/val gap means nothing.
         Every label but ``healthy`` and ``insufficient_data`` is also a finding
@@ -135,6 +136,19 @@ class CurveClassifier(ValidationChecks, Detector):
           toward zero (weight decay), and that, not the gradients it
           starves, is the cause.
         - healthy: none of the above.
+        - a short log (5 to ``min_points`` finite losses, e.g. a dozen epochs):
+          diverged when the last value is >= 10x the start (median of the
+          first 3) with an upward Kendall trend at ``alpha_strong``, or when
+          every point of the last third (2 at least), after the minimum, is
+          above the start by ``growth`` of it (it gave back all its progress
+          and stayed there: no lone outlier can); overfitting by the same
+          validation test as a long curve, with the training loss at its end
+          no higher than at the validation minimum; healthy when the loss
+          fell by ``min_drop`` or more with a downward Kendall trend at
+          ``alpha_strong`` (exact at this size: only a nearly monotone fall,
+          as per-epoch averages show, reaches it; minibatch noise cannot)
+          and its last third moves at most ``settle_ratio`` as much per step
+          as its first; else ``insufficient_data``.
 
     What to try:
         diverged: lower the learning rate, add warmup and gradient clipping,
@@ -227,7 +241,8 @@ class CurveClassifier(ValidationChecks, Detector):
                                 "while the gradient norm became non-finite: a NaN masked as 0",
                                 {**masked, "step": masked["zero_loss_step"]})
         if x.size < self.min_points:
-            return self._short(steps, x)
+            last = int(steps[-1]) if steps.size else None
+            return self._short(steps, x, shape.validation_sets(sig.validation, last))
         f = shape.curve_features(steps, x)
         ended = self._ended_exploding(sig.grad_norm, steps, x, f)
         if ended is not None:
@@ -242,24 +257,6 @@ class CurveClassifier(ValidationChecks, Detector):
             return verdict
         return self._underfitting(steps, x, f, run, sig) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and settled", _ev(f))
-
-    def _short(self, steps: np.ndarray, x: np.ndarray) -> CurveVerdict:
-        if x.size >= 5:
-            t = trend(x, steps.astype(float))
-            first, last = float(np.median(x[:3])), float(x[-1])
-            # Too short to judge a shape, not an explosion: an order of
-            # magnitude up, steadily, before the run was stopped.
-            if first > 0 and last >= 10 * first and t.p_increasing < self.alpha_strong:
-                return CurveVerdict(
-                    "diverged", f"the loss grew from {first:.4g} to {last:.4g} in {x.size} steps "
-                    f"(Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
-                    {"points": int(x.size), "start_level": first, "final_level": last,
-                     "orders_of_magnitude": math.log10(last / first), "trend": t.to_dict(),
-                     "step": int(steps[0])})
-        return CurveVerdict("insufficient_data",
-                            f"only {x.size} finite training losses (< {self.min_points}): too few for "
-                            "the curve's shape; the point detectors still judge them",
-                            {"finite_points": int(x.size), "min_points": self.min_points})
 
     # -- labels, in precedence order -------------------------------------------
     def _diverged(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:

@@ -50,7 +50,10 @@ class LearningRateTooHigh(Detector):
         healthy runs do reach it early with Adam, which is why the curve
         has to be unstable or diverged too), or when in one quarter of the
         run it reaches ``min_window_ratio`` (an update a tenth of the
-        weights or more, the oscillation's own stretch). A NaN reached
+        weights or more, the oscillation's own stretch), or when one module's
+        own median ratio does (that layer jumps by a tenth of its weights at
+        every step, whatever the others do: weights that grew shrink the
+        others' ratios while the rate stays too high). A NaN reached
         while the gradient norm was steady (the last 5 norms before it
         below ``healthy_growth`` times the median of the 200 before) is a
         numerical fault and does not count. It also fires, whatever the
@@ -116,7 +119,9 @@ class LearningRateTooHigh(Detector):
         quarters = [float(np.nanmedian(q)) if np.isfinite(q).any() else float("nan")
                     for q in np.array_split(per_step, WINDOWS) if len(q)]
         peak = max((q for q in quarters if np.isfinite(q)), default=float("nan"))
-        if not (median_ratio > self.min_update_ratio or peak >= self.min_window_ratio):
+        worst = int(np.nanargmax(per_module))
+        one_layer = float(per_module[worst]) >= self.min_window_ratio
+        if not (median_ratio > self.min_update_ratio or peak >= self.min_window_ratio or one_layer):
             return [] if raised is None else [self._raise_finding(label, raised)]
         top = np.argsort(-np.nan_to_num(per_module, nan=-1.0))[:20]
         big = {m for m, r in zip(modules.modules, per_module, strict=True) if r > self.min_update_ratio}
@@ -125,9 +130,12 @@ class LearningRateTooHigh(Detector):
         if median_ratio > self.min_update_ratio:
             how = (f"by{bound} {median_ratio:.1%} of their norm (median update/weight {median_ratio:.2g} > "
                    f"{self.min_update_ratio:g})")
-        else:
+        elif peak >= self.min_window_ratio:
             how = (f"by{bound} {peak:.1%} of their norm in one quarter of the run (>= {self.min_window_ratio:g}; "
                    f"median over the run {median_ratio:.2g})")
+        else:
+            how = (f"of module {modules.modules[worst]} by{bound} {per_module[worst]:.1%} of their norm at the median "
+                   f"step (>= {self.min_window_ratio:g}; median over modules {median_ratio:.2g})")
         lr = sig.lr
         return [self.finding(
             f"the loss is {label} and each step changes the weights {how}",

@@ -160,7 +160,9 @@ def short_spikes(x: np.ndarray, *, z_min: float, min_ratio: float) -> list[dict[
     out = []
     for i in np.flatnonzero(resid / scale >= z_min):
         level = float(np.exp(ref[i])) if pos else float(ref[i])
-        ratio = x[i] / level if pos and level > 0 else np.inf
+        # A loss that reaches exactly 0 is read on its own scale, but a spike is still a
+        # ratio to its neighbours wherever they are positive.
+        ratio = x[i] / level if level > 0 else np.inf
         later = y[i + 1:]
         if ratio >= min_ratio and later.size and float(np.min(later[:3])) <= ref[i] + 0.5 * resid[i]:
             out.append({"index": int(i), "z": float(resid[i] / scale), "value": float(x[i]), "level": level})

@@ -133,7 +133,8 @@ def _scan(folder: str) -> tuple[set[str], list[str]]:
 def _has_marker(folder: str, files: set[str], subdirs: list[str]) -> bool:
     """Whether ``folder`` itself holds another tool's run log, by the files that name one.
 
-    Only unambiguous markers count: TensorBoard event files, a Lightning
+    Only unambiguous markers count: TensorBoard event files (here, or in
+    the ``train/`` and ``validation/`` folders of a Keras run), a Lightning
     ``metrics.csv``, Hugging Face's ``trainer_state.json`` (here or in a
     ``checkpoint-*`` folder). Any CSV, Parquet or text file could be a log
     but is usually data, so such logs are audited only when named.
@@ -146,8 +147,25 @@ def _has_marker(folder: str, files: set[str], subdirs: list[str]) -> bool:
         return True  # a W&B offline run folder
     if any("tfevents" in name for name in files):
         return True
+    if _keras_run(folder, subdirs):
+        return True
     return any(d.startswith("checkpoint-") and os.path.isfile(os.path.join(folder, d, "trainer_state.json"))
                for d in subdirs)
+
+
+def _keras_run(folder: str, subdirs: list[str]) -> bool:
+    """A Keras ``TensorBoard`` callback's run folder: event files in ``train/`` and in
+    ``validation/`` (or ``val/``, ``eval/``), which make one run, not two: the importer
+    reads the second as the validation loss (``validation/epoch_loss``)."""
+    def events(name: str) -> bool:
+        try:
+            return any("tfevents" in f for f in os.listdir(os.path.join(folder, name)))
+        except OSError:
+            return False
+
+    roles = {d.lower(): d for d in subdirs}
+    return "train" in roles and events(roles["train"]) and any(
+        r in roles and events(roles[r]) for r in ("validation", "val", "eval"))
 
 
 def _natural(path: str) -> list:

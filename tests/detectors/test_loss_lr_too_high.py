@@ -83,3 +83,28 @@ def test_parameters_are_stored_and_used():
     det = LearningRateTooHigh(min_update_ratio=0.5)
     assert det.min_update_ratio == 0.5
     assert check(run_with(oscillating(2000, 0), 0.05), det) == []
+
+
+def _one_layer_run(x, head_ratio):
+    """Three weight matrices: two at the 1e-3 rule of thumb, the last at ``head_ratio``."""
+    layers, meta = layers_table(x.size, 1e-3)
+    names = layers.column("layer").to_pylist()
+    w = layers.column("weight_norm").to_numpy()
+    u = layers.column("update_norm").to_numpy().copy()
+    head = np.array([n == "2.weight" for n in names])
+    u[head] = w[head] * head_ratio
+    layers = layers.set_column(layers.schema.get_field_index("update_norm"), "update_norm",
+                               pa.array(u, pa.float32()))
+    return make_run(x, layers=layers, meta={"layers": meta})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fires_when_one_layer_moves_a_tenth_of_its_weights_every_step(seed):
+    (f,) = check(_one_layer_run(oscillating(2000, seed), 0.15))
+    assert f.evidence["median_update_ratio"] < 0.01 and f.layers == ("2.weight",), f
+    assert "of module 2 by 15.0%" in f.title
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_layer_at_a_few_percent_is_not_enough_on_its_own(seed):
+    assert check(_one_layer_run(oscillating(2000, seed), 0.03)) == []

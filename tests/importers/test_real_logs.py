@@ -33,3 +33,4 @@ def test_analyze_reads_it_or_says_what_it_holds(path):
     out = json.loads(res.output)
     assert out["curve"] in ("healthy", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data")
     assert any(w.startswith("import (") for w in out["warnings"])  # the import notes are in the analysis
+    assert not [w for w in out["warnings"] if "crashed" in w], out["warnings"]

@@ -169,3 +169,23 @@ def test_keras_style_subfolders_and_tag_flags(tmp_path):
     assert imp.train["loss"].values[0] == pytest.approx(1.2)
     with pytest.raises(runlens.ImportFailedError, match="no loss tag 'nope'"):
         read(tmp_path / "logs", loss_tag="nope")
+
+
+def test_a_keras_run_folder_is_one_run_also_inside_a_folder_of_runs(tmp_path):
+    from runlens.io.discover import discover_runs
+
+    for run in ("mod1", "mod2"):
+        for sub, base in (("train", 1.0), ("validation", 1.2)):
+            w = SummaryWriter(str(tmp_path / "logs" / run / sub))
+            for epoch in range(25):
+                w.add_scalar("epoch_loss", base / (epoch + 1) + (0.02 * epoch if sub == "validation" else 0), epoch)
+            w.close()
+    found = discover_runs([tmp_path / "logs"])
+    assert [Path(p).name for p in found] == ["mod1", "mod2"]
+    d = runlens.analyze(str(tmp_path / "logs" / "mod1"))
+    assert "no_validation" not in [f.code for f in d.findings]
+    # Only a train/ folder (no validation beside it): that folder is the run, as before.
+    w = SummaryWriter(str(tmp_path / "solo" / "train"))
+    w.add_scalar("epoch_loss", 1.0, 0)
+    w.close()
+    assert [Path(p).name for p in discover_runs([tmp_path / "solo"])] == ["train"]

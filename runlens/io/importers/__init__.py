@@ -12,7 +12,8 @@ Kinds: ``tensorboard`` (event files), ``lightning-csv`` (CSVLogger
 output), ``csv`` (generic CSV/Parquet, Keras ``CSVLogger``), ``text`` (any console
 log with step-carrying lines), ``jsonl`` (one metrics object per line:
 detectron2, mmdet), ``mlflow`` (an MLflow file store), ``wandb`` (a W&B
-chart CSV export or an offline ``.wandb`` file).
+chart CSV export or an offline ``.wandb`` file), ``markdown`` (a metrics
+table in notes, an issue or a PR comment).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ KINDS = {
     "jsonl": "runlens.io.importers.jsonl",
     "mlflow": "runlens.io.importers.mlflow",
     "wandb": "runlens.io.importers.wandb",
+    "markdown": "runlens.io.importers.markdown",
 }
 
 

@@ -14,6 +14,8 @@ The first 256 KiB are looked at (the whole file for a JSON document under
 - a header and rows of comma-separated cells: ``wandb`` for a W&B chart
   export (``<run> - <metric>`` columns), ``lightning-csv`` for a CSVLogger
   ``metrics.csv`` (``epoch`` and ``step`` columns), ``csv`` otherwise;
+- a Markdown table with a loss column (3 rows at least, and at least half
+  as many as the step-carrying lines beside it): ``markdown``;
 - text lines: ``hf`` for a Trainer console log (``{'loss': ...}`` dicts),
   ``text`` for step-carrying lines.
 
@@ -83,7 +85,21 @@ def sniff_file(path: Path) -> Sniff:
         return Sniff("jsonl")
     if csv_kind := _csv_kind(lines):
         return Sniff(csv_kind)
+    table = _markdown_rows(lines)
+    # A table is written on purpose (a header naming its columns); loose step lines beside
+    # it (prose that restates a few of its rows) do not outweigh it unless they are twice as many.
+    if table >= 3 and 2 * table >= counts["text"] and table >= counts["hf"]:
+        return Sniff("markdown", found={"markdown": f"a table of {table} rows", **(
+            {"text": f"{counts['text']} lines"} if counts["text"] else {})})
     return _text_kind(counts)
+
+
+def _markdown_rows(lines: list[str]) -> int:
+    """Rows of the largest Markdown table with a loss column in the head (0 when none)."""
+    from runlens.io.importers.markdown import pick, tables
+
+    t = pick(tables(lines))
+    return len(t.rows) if t is not None else 0
 
 
 def _json_document(path: Path, head: str) -> str | None:

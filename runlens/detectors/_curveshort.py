@@ -1,0 +1,106 @@
+"""The curve verdict of a short log: 5 to ``min_points`` finite training losses.
+
+Too few points for the shape tests of a long curve, but not for every
+claim: a per-epoch log of a dozen epochs (Keras, a paste in an issue) is
+often as clear as a long one. Only claims that such few points can carry
+are made, each with a test that is exact at that size; otherwise the
+verdict stays ``insufficient_data``. A mixin of
+:class:`~runlens.detectors.curve.CurveClassifier`, which holds the
+parameters and documents the rules in its docstring.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from runlens.detectors import _curveshape as shape
+from runlens.diagnosis import CurveVerdict
+from runlens.stats.trend import trend
+
+
+class ShortCurve:
+    """The verdicts a short log can carry: grown, given back, overfitting, fell and settled."""
+
+    alpha: float
+    alpha_strong: float
+    alpha_val: float
+    growth: float
+    min_drop: float
+    min_evals_after: int
+    min_points: int
+    min_val_rise: float
+    settle_ratio: float
+
+    def _short(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]]
+               ) -> CurveVerdict:
+        if x.size >= 5:
+            t = trend(x, steps.astype(float))
+            base = {"points": int(x.size), "short_log": True, "start_level": float(np.median(x[:3])),
+                    "final_level": float(x[-1]), "min_level": float(np.min(x)), "trend": t.to_dict()}
+            verdict = (self._short_grown(steps, x, t, base) or self._short_given_back(steps, x, base)
+                       or self._short_overfit(steps, x, sets, base) or self._short_settled(steps, x, t, base))
+            if verdict is not None:
+                return verdict
+        return CurveVerdict("insufficient_data",
+                            f"only {x.size} finite training losses (< {self.min_points}): too few for "
+                            "the curve's shape; the point detectors still judge them",
+                            {"finite_points": int(x.size), "min_points": self.min_points})
+
+    def _short_grown(self, steps, x, t, base) -> CurveVerdict | None:
+        # An order of magnitude up, steadily, before the run was stopped.
+        first, last = base["start_level"], base["final_level"]
+        if not (first > 0 and last >= 10 * first and t.p_increasing < self.alpha_strong):
+            return None
+        return CurveVerdict(
+            "diverged", f"the loss grew from {first:.4g} to {last:.4g} in {x.size} steps "
+            f"(Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
+            {**base, "orders_of_magnitude": math.log10(last / first), "kind": "short_growth",
+             "step": int(steps[0])})
+
+    def _short_given_back(self, steps, x, base) -> CurveVerdict | None:
+        # Every point of the last third above the start by ``growth`` of it, after the minimum:
+        # the run gave back all its progress and more, and stayed there (no single outlier can).
+        S, m = base["start_level"], base["min_level"]
+        k = max(2, math.ceil(x.size / 3))
+        bound = S + self.growth * abs(S)
+        if not (int(np.argmin(x)) < x.size - k and np.all(x[-k:] >= bound) and S > m):
+            return None
+        return CurveVerdict(
+            "diverged", f"the loss ended at {x[-1]:.4g}, above its start {S:.4g} by more than {self.growth:.0%}, "
+            f"after its minimum {m:.4g}: each of the last {k} of {x.size} points gave back all the progress and "
+            "more", {**base, "last_points_above": k, "bound": bound, "kind": "short_given_back",
+                     "step": int(steps[int(np.argmin(x))])})
+
+    def _short_overfit(self, steps, x, sets, base) -> CurveVerdict | None:
+        for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
+            o = shape.overfit_test(vs, vl, min_evals_after=self.min_evals_after)
+            if o is None:
+                continue
+            at_min = float(x[int(np.argmin(np.abs(steps - o["val_min_step"])))])
+            if not (o["val_perm_p"] < self.alpha_val and o["val_trend_p"] < self.alpha
+                    and o["val_rise"] >= self.min_val_rise * abs(o["val_min"]) and x[-1] <= at_min):
+                continue
+            where = "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+            return CurveVerdict(
+                "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
+                f"by {o['val_rise']:.3g} over {o['evals_after_min']} evaluations (permutation p={o['val_perm_p']:.2g}) "
+                f"while the training loss kept falling, in a short log of {x.size} points",
+                {**base, **o, "eval_set": name, "train_at_val_min": at_min, "kind": "short_overfitting",
+                 "step": o["val_min_step"]})
+        return None
+
+    def _short_settled(self, steps, x, t, base) -> CurveVerdict | None:
+        # Fell, near-monotonically (p < alpha_strong is only reachable at this size when
+        # nearly every step goes down: minibatch noise cannot), and slowed down.
+        S = base["start_level"]
+        drop = (S - float(np.median(x[-max(2, x.size // 5):]))) / abs(S) if S else 0.0
+        k = max(2, x.size // 3)
+        first, last = np.abs(np.diff(x[:k + 1])).mean(), np.abs(np.diff(x[-k - 1:])).mean()
+        if not (t.p_decreasing < self.alpha_strong and drop >= self.min_drop and last <= self.settle_ratio * first):
+            return None
+        return CurveVerdict(
+            "healthy", f"the loss fell by {drop:.0%} in {x.size} points (Kendall tau={t.tau:.2f}, "
+            f"p={t.p_decreasing:.1e}) and slowed: its last steps move {last / first:.0%} as much as its first",
+            {**base, "relative_drop": drop, "kind": "short_settled", "step": int(steps[0])})

@@ -1,0 +1,174 @@
+"""Markdown tables of metrics: the epoch tables people write into notes, issues and PR comments.
+
+A table is a GitHub-flavoured one: a header row of ``|``-separated names,
+a separator row (``|---|:---:|``), then its rows. The table read is the
+one with a loss column (training or validation, by the alias table:
+``Train Loss``, ``Eval Loss``, ``val_loss``...) and the most rows; the
+others are named in a note. Cells drop their emphasis (``**0.15**``);
+``-``, ``n/a`` and empty cells are "not logged"; a cell that holds words
+leaves its column out (``Observation``). The step is a ``Step`` column,
+else the epoch when every epoch is a whole number, else the row: a
+fractional epoch (``0.83``) stays the ``epoch`` scalar.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from runlens.errors import ImportFailedError
+from runlens.io.bounded import bounded_steps
+from runlens.io.importers._common import Imported, Series, parse_float, require_file
+from runlens.io.importers._names import is_step_key, map_name
+from runlens.io.importers.text import check_text_file
+
+_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_MARKUP = re.compile(r"[*`~]+|^_+|_+$")  # emphasis; an underscore inside a name (val_loss) stays
+_MISSING = frozenset({"", "-", "--", "—", "–", "n/a", "na", "none", "null", "nan?"})
+
+
+@dataclass
+class Table:
+    first_line: int
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+
+    @property
+    def last_line(self) -> int:
+        return self.first_line + 1 + len(self.rows)
+
+
+def _cells(line: str) -> list[str]:
+    m = _ROW.match(line)
+    return [c.strip() for c in m.group(1).split("|")] if m else []
+
+
+def tables(lines: list[str]) -> list[Table]:
+    """Every header-rule-rows table in ``lines`` (1-based line numbers)."""
+    out: list[Table] = []
+    i = 0
+    while i < len(lines) - 1:
+        header = _cells(lines[i])
+        if header and _RULE.match(lines[i + 1]):
+            t = Table(i + 1, header)
+            i += 2
+            while i < len(lines) and (cells := _cells(lines[i])):
+                t.rows.append((cells + [""] * len(header))[:len(header)])
+                i += 1
+            out.append(t)
+            continue
+        i += 1
+    return out
+
+
+WORDS = object()  # a cell that holds words: its column is not a metric
+
+
+def cell_value(text: str):
+    """The number in a table cell (NaN/Inf kept as data), None for an empty or missing one,
+    :data:`WORDS` for text."""
+    c = _MARKUP.sub("", text).strip()
+    if c.lower() in _MISSING:
+        return None
+    v = parse_float(c.replace(",", ""))
+    return WORDS if v is None else v
+
+
+def _roles(header: list[str]) -> list[tuple[bool, str]]:
+    return [map_name(_MARKUP.sub("", h).strip()) for h in header]
+
+
+def has_loss(t: Table) -> bool:
+    return any(col in ("loss", "val_loss") or col.startswith("val_loss@") for _, col in _roles(t.header))
+
+
+def pick(found: list[Table]) -> Table | None:
+    """The table to read: a loss column and the most rows (the first of equals)."""
+    with_loss = [t for t in found if has_loss(t) and t.rows]
+    return max(with_loss, key=lambda t: len(t.rows), default=None)
+
+
+def read(source: str | Path, *, step: str | None = None, loss: str | None = None,
+         val_loss: str | None = None) -> Imported:
+    """Read the metrics table of a Markdown (or any text) file; ``step``/``loss``/``val_loss``
+    name header cells (case and emphasis ignored) that take those roles."""
+    path = Path(source)
+    require_file(path, "markdown")
+    encoding = check_text_file(path)
+    with open(path, encoding=encoding, errors="replace") as f:
+        found = tables(f.read().splitlines())
+    t = pick(found)
+    if t is None:
+        raise ImportFailedError(f"{path}: no Markdown table with a loss column (a header row, a |---| rule, rows)")
+    imp = Imported(kind="markdown", source=path)
+    others = [o for o in found if o is not t and has_loss(o)]
+    if others:
+        imp.warnings.append(f"the file holds {len(found)} tables, {len(others) + 1} with a loss column; imported "
+                            f"the one at lines {t.first_line}-{t.last_line} ({len(t.rows)} rows, the most)")
+    roles = _given(path, t.header, _roles(t.header), loss=loss, val_loss=val_loss)
+    values = [[cell_value(r[j]) for r in t.rows] for j in range(len(t.header))]
+    steps, how, step_j = _steps(t, roles, values, imp.warnings, given=_index(path, t.header, step, "step"))
+    used = {"step": how}
+    for j, ((is_eval, col), name) in enumerate(zip(roles, t.header, strict=True)):
+        if j == step_j:
+            continue
+        col_vals = values[j]
+        if any(v is WORDS for v in col_vals):
+            imp.warnings.append(f"column {name!r} holds words, not numbers: not imported")
+            continue
+        keep = np.array([v is not None for v in col_vals]) & (steps >= 0)
+        if not keep.any():
+            continue
+        s = Series(steps[keep], np.array([v for v, k in zip(col_vals, keep, strict=True) if k], dtype=np.float64))
+        target = imp.evals if is_eval else imp.train
+        if col in target:
+            imp.warnings.append(f"column {name!r} maps to {col!r} like an earlier one: not imported")
+            continue
+        target[col] = s
+        used[col] = name
+    imp.config["import_columns"] = used
+    return imp
+
+
+def _index(path: Path, header: list[str], name: str | None, role: str) -> int | None:
+    """The column a ``--step``/``--loss``/``--val-loss`` name picks (None when none is given)."""
+    if name is None:
+        return None
+    names = [_MARKUP.sub("", h).strip().lower() for h in header]
+    if name.strip().lower() not in names:
+        raise ImportFailedError(f"{path}: no column {name!r} for the {role} in the table (columns: "
+                                f"{', '.join(repr(h) for h in header)})")
+    return names.index(name.strip().lower())
+
+
+def _given(path: Path, header: list[str], roles, *, loss: str | None, val_loss: str | None):
+    """The alias table's roles, with the columns the caller named taking theirs instead."""
+    roles = list(roles)
+    for name, (is_eval, col) in ((loss, (False, "loss")), (val_loss, (True, "val_loss"))):
+        j = _index(path, header, name, col)
+        if j is None:
+            continue
+        roles = [(e, c if c != col else f"{c}_{i}") for i, (e, c) in enumerate(roles)]  # the default steps aside
+        roles[j] = (is_eval, col)
+    return roles
+
+
+def _steps(t: Table, roles, values, warnings: list[str], *, given: int | None = None
+           ) -> tuple[np.ndarray, str, int | None]:
+    """The step of each row, how it was found, and the column it came from (None: the row)."""
+    n = len(t.rows)
+    for j, h in enumerate(t.header):
+        if j == given or (given is None and is_step_key(_MARKUP.sub("", h).strip())):
+            return bounded_steps([None if v is WORDS else v for v in values[j]], repr(h), warnings), \
+                f"column {h!r}", j
+    for j, (_, col) in enumerate(roles):
+        ep = values[j]
+        if col == "epoch" and all(isinstance(v, float) and math.isfinite(v) and v == int(v) for v in ep) \
+                and len({int(v) for v in ep}) == n:
+            return bounded_steps(ep, repr(t.header[j]), warnings), f"column {t.header[j]!r} (one row per epoch)", None
+    return np.arange(n, dtype=np.int64), "row index (no step column, no whole-number epochs)", None
