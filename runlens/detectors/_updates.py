@@ -228,15 +228,16 @@ def step_ratios(sig) -> tuple[np.ndarray, str, ModuleMatrix]:
     return lower.values, "weight_norm_change", wts
 
 
-def late_step_ratio(sig) -> tuple[float, str] | None:
-    """Median over the second half of the records of the per-step median (over
-    modules) update/weight ratio, and its source; None without step sizes.
+def late_step_ratio(sig) -> tuple[float, str, float, str] | None:
+    """Over the second half of the records: the median of the per-step median (over
+    modules) update/weight ratio, its source, the largest module's own median ratio and
+    that module; None without step sizes.
 
     The second half, so that a warmup or one-cycle peak early in the run,
     where large steps are ordinary, does not count.
     """
     try:
-        ratio, source, _ = step_ratios(sig)
+        ratio, source, modules = step_ratios(sig)
     except Skip:
         return None
     ratio = np.where(np.isfinite(ratio), ratio, np.nan)
@@ -244,7 +245,12 @@ def late_step_ratio(sig) -> tuple[float, str] | None:
     ok = np.isfinite(late).any(axis=1)
     if not ok.any():
         return None
-    return float(np.median(np.nanmedian(late[ok], axis=1))), source
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a module with no finite late ratio
+        per_module = np.nanmedian(late[ok], axis=0)
+    worst = int(np.nanargmax(per_module)) if np.isfinite(per_module).any() else 0
+    return (float(np.median(np.nanmedian(late[ok], axis=1))), source, float(np.nan_to_num(per_module[worst])),
+            modules.modules[worst])
 
 
 COLLAPSE = 0.1  # weights that end below a tenth of their first norm: an order of magnitude lost

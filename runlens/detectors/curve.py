@@ -107,7 +107,8 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
           much while the steps of the second half of the run change the
           weights by more than ``step_ratio`` of their norm (median over
           records of the median over modules of update/weight; ten times the
-          1e-3 rule of thumb): a fixed validation set's loss jumps when the
+          1e-3 rule of thumb), or one module's by ``10 x step_ratio`` (its
+          own median over those records: a tenth of its weights per step): a fixed validation set's loss jumps when the
           weights do, and steps that large are what make them (a too-high
           learning rate whose training loss looks settled). Evaluation noise
           alone, on a smooth training loss with ordinary steps, never makes a

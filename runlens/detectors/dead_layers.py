@@ -53,8 +53,10 @@ class DeadLayers(Detector):
         them, and at least ``min_steps`` training steps (a dozen saturated
         steps before a blow-up are not a dead layer). A zero update is
         only believed when the learning layers' updates are well above
-        float32 resolution (median update/weight >= ``min_learning_ratio``)
-        and the layer's own
+        float32 resolution (median update/weight >= ``min_learning_ratio``),
+        the layer's own updates, on the records where it did move, were too
+        (one whose steps were already at float32 resolution rounds to
+        nothing next), and the layer's own
         gradient relative to its weights is within ``max_gap_decades`` of
         theirs: otherwise the update may simply round to nothing (a
         learning rate too low, or a vanishing gradient under SGD).
@@ -182,5 +184,10 @@ class DeadLayers(Detector):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a column with no gradient gives NaN
             own_rel = np.nanmedian(rel_grad, axis=0)
+            own_ratio = np.nanmedian(ratio, axis=0)  # the column's own updates, where it had any
         near = ~(own_rel < learn_rel - self.max_gap_decades)  # NaN (zero weights) counts as near
-        return (learn_ratio >= max(self.min_learning_ratio, 10 * _FLOAT32_EPS)) & near
+        floor = max(self.min_learning_ratio, 10 * _FLOAT32_EPS)
+        # A layer whose own updates were already at float32 resolution when it did move (a
+        # vanishing gradient under SGD) rounds to exactly zero next: that is not a dead layer.
+        own_ok = ~(own_ratio < floor)  # NaN: it never moved (left out of the optimizer), judged by the rest
+        return (learn_ratio >= floor) & near & own_ok

@@ -133,3 +133,31 @@ def test_the_underfitting_verdict_measures_a_weight_collapse_and_says_so():
     intact = next(f for f in analyze(_decaying_weights_run(0.9)).findings if f.code == "underfitting")
     assert intact.evidence["weight_norm_ratio"] == pytest.approx(0.9, rel=0.05)
     assert "pinned" not in intact.title
+
+
+def _one_layer_jumpy(seed: int, head_ratio: float):
+    n = 1500
+    table, meta = layers_table(n, 1e-3, seed=seed)
+    names = table.column("layer").to_pylist()
+    w = table.column("weight_norm").to_numpy()
+    u = table.column("update_norm").to_numpy().copy()
+    head = np.array([x == "2.weight" for x in names])
+    u[head] = w[head] * head_ratio
+    table = table.set_column(table.schema.get_field_index("update_norm"), "update_norm", pa.array(u, pa.float32()))
+    vs, vl = _jumpy_val(n, seed, jump=0.10)
+    return make_run(healthy(n, seed), val_loss=vl, val_steps=vs, layers=table,
+                    meta={"name": "synthetic", "layers": meta})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_validation_jumps_with_one_layer_moving_a_tenth_of_its_weights_are_unstable(seed):
+    d = analyze(_one_layer_jumpy(seed, 0.15))
+    assert d.curve.label == "unstable", d.curve
+    ev = next(f for f in d.findings if f.code == "unstable").evidence
+    assert ev["late_largest_module"] == "2" and ev["late_largest_module_ratio"] == pytest.approx(0.15, rel=0.01)
+    assert [f.code for f in d.findings][0] == "learning_rate_too_high"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_layer_at_a_few_percent_does_not_explain_validation_jumps(seed):
+    assert analyze(_one_layer_jumpy(seed, 0.03)).curve.label == "healthy"

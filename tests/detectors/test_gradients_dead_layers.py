@@ -94,3 +94,19 @@ def test_a_layer_dying_late_counts_when_it_stays_dead():
     g[210:, 1] = 0.0
     [f] = check("dead_layers", make_run(g, w, u))
     assert f.step == 210
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_layer_whose_own_steps_reached_float32_resolution_and_then_zero_is_not_dead(seed):
+    # A deep vanishing stack: the input-side layer's gradient is close to the others' (within
+    # the gap), but its updates already sit at ~1e-9 of its weights; they round to 0 from
+    # mid-run on. That is rounding, not a layer left out of the optimizer.
+    g, w, u = healthy_net(seed, n=120, m=5)
+    g[:, 0] *= 1e-2
+    u[:, 0] = w[:, 0] * 1e-9
+    u[60:, 0] = 0.0
+    assert check("dead_layers", make_run(g, w, u)) == []
+    # The same layer with ordinary steps before it stopped moving: dead from step 60.
+    u[:60, 0] = w[:60, 0] * 1e-3
+    [f] = check("dead_layers", make_run(g, w, u))
+    assert "l0.weight" in f.layers and f.evidence["layers"]["l0.weight"]["from_step"] == 60

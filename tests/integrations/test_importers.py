@@ -207,7 +207,14 @@ def test_cli_import_and_one_line_errors(tmp_path):
 
 
 def test_kinds_are_the_documented_ones():
-    assert set(KINDS) == {"tensorboard", "lightning-csv", "hf", "csv", "text", "jsonl", "mlflow", "wandb"}
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "integrations" / "importers.md").read_text()
+    table = page[page.index("| KIND | SOURCE | notes |"):].split("\n\n", 1)[0]
+    documented = set(re.findall(r"^\| `([a-z-]+)` \|", table, re.MULTILINE))
+    assert set(KINDS) == documented == {"tensorboard", "lightning-csv", "hf", "csv", "text", "jsonl", "mlflow",
+                                        "wandb", "markdown"}
 
 
 def test_generic_step_lines(tmp_path, check_runlog):
