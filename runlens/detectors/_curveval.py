@@ -66,28 +66,30 @@ class ValidationChecks:
         rough = ((1.0 - lev.p_smaller) < self.alpha_strong and lev.ratio >= 1 / self.settle_ratio) or (
             w["p"] < self.alpha_strong and w["ratio"] >= self.wander_ratio and w["halves_p"] < self.alpha
             and w["excess"] >= 0.02 * abs(f["end_level"]))
-        steps_big = None if rough else late_step_ratio(sig)
-        # Steps large overall, or one layer's a tenth of its weights (10x step_ratio) at every step.
-        big = steps_big is not None and (steps_big[0] > self.step_ratio or steps_big[2] >= 10 * self.step_ratio)
-        if not rough and not big:
-            return None
+        steps_big: tuple | None = None
         for name, (vs, vl) in sorted(sets.items()):
             j = shape.val_jumps(shape.drop_after_spikes(steps, x, vs, vl))
             ref = max(abs(j["level"]), self.dispersion * j["progress"])
-            if ref > 0 and j["rms"] >= self.val_jumps * ref:
-                why, extra = "the training loss does not settle", {}
-                if not rough:
-                    med, src, top, module = steps_big
-                    why = (f"the steps of the second half change the weights by {med:.1%} of their norm "
-                           f"(> {self.step_ratio:g})" if med > self.step_ratio else
-                           f"the steps of the second half change module {module}'s weights by {top:.1%} of their "
-                           f"norm (>= {10 * self.step_ratio:g}; median over modules {med:.2g})")
-                    extra = {"late_update_ratio": med, "update_source": src, "late_largest_module_ratio": top,
-                             "late_largest_module": module}
-                return CurveVerdict(
-                    "unstable", f"the validation loss ({name}) jumps by {j['rms'] / ref:.1%} of its level between "
-                    f"evaluations late in training (>= {self.val_jumps:.1%}) and {why}",
-                    _ev(f, val_jumps=j["rms"] / ref, eval_set=name, kind="val_jumps", **extra,
-                        step=int(vs[vs.size // 2])))
+            if not (ref > 0 and j["rms"] >= self.val_jumps * ref):
+                continue
+            why, extra = "the training loss does not settle", {}
+            if not rough:
+                # Read only once the validation loss jumps: the step sizes are the layers table.
+                steps_big = steps_big or late_step_ratio(sig) or (0.0, "", 0.0, "")
+                med, src, top, module = steps_big
+                # Steps large overall, or one layer's a tenth of its weights (10x step_ratio) at every step.
+                if not (med > self.step_ratio or top >= 10 * self.step_ratio):
+                    return None
+                why = (f"the steps of the second half change the weights by {med:.1%} of their norm "
+                       f"(> {self.step_ratio:g})" if med > self.step_ratio else
+                       f"the steps of the second half change module {module}'s weights by {top:.1%} of their "
+                       f"norm (>= {10 * self.step_ratio:g}; median over modules {med:.2g})")
+                extra = {"late_update_ratio": med, "update_source": src, "late_largest_module_ratio": top,
+                         "late_largest_module": module}
+            return CurveVerdict(
+                "unstable", f"the validation loss ({name}) jumps by {j['rms'] / ref:.1%} of its level between "
+                f"evaluations late in training (>= {self.val_jumps:.1%}) and {why}",
+                _ev(f, val_jumps=j["rms"] / ref, eval_set=name, kind="val_jumps", **extra,
+                    step=int(vs[vs.size // 2])))
         return None
 
