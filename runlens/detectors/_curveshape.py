@@ -268,15 +268,17 @@ def val_jumps(vl: np.ndarray, min_evals: int = 6) -> dict[str, float]:
             "progress": float(max(vl[0] - level, 0.0))}
 
 
-def drop_after_spikes(steps: np.ndarray, x: np.ndarray, vs: np.ndarray, vl: np.ndarray) -> np.ndarray:
+def drop_after_spikes(steps: np.ndarray, x: np.ndarray, vs: np.ndarray, vl: np.ndarray,
+                      spikes: list[dict[str, float]] | None = None) -> np.ndarray:
     """The validation losses, less those evaluated right after a training-loss spike.
 
     A corrupt batch throws the model back for a moment: the evaluation that
-    follows it jumps too, and that jump belongs to the spike.
+    follows it jumps too, and that jump belongs to the spike. ``spikes``:
+    :func:`find_spikes` of ``x`` when the caller has it (the signals memo).
     """
     if vl.size == 0 or x.size < 50:
         return vl
-    spike_steps = steps[[s["index"] for s in find_spikes(x)]]
+    spike_steps = steps[[s["index"] for s in (find_spikes(x) if spikes is None else spikes)]]
     if spike_steps.size == 0:
         return vl
     prev = np.concatenate(([np.iinfo(np.int64).min], vs[:-1]))

@@ -68,7 +68,7 @@ class ValidationChecks:
             and w["excess"] >= 0.02 * abs(f["end_level"]))
         steps_big: tuple | None = None
         for name, (vs, vl) in sorted(sets.items()):
-            j = shape.val_jumps(shape.drop_after_spikes(steps, x, vs, vl))
+            j = shape.val_jumps(shape.drop_after_spikes(steps, x, vs, vl, sig.loss_spikes() if x.size >= 50 else []))
             ref = max(abs(j["level"]), self.dispersion * j["progress"])
             if not (ref > 0 and j["rms"] >= self.val_jumps * ref):
                 continue

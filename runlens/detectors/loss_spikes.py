@@ -9,7 +9,7 @@ import numpy as np
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
 from runlens.diagnosis import Finding
-from runlens.stats.robust import find_spikes, mad_sd
+from runlens.stats.robust import mad_sd
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -115,9 +115,9 @@ class LossSpikes(Detector):
         if short:
             spikes = short_spikes(x, z_min=self.z_min, min_ratio=self.short_ratio)
         else:
-            spikes = find_spikes(x, z_min=self.z_min, tail_factor=self.tail_factor, min_rise=self.min_rise,
-                                 min_progress=self.min_progress, max_width=self.max_width,
-                                 recovery=self.recovery)
+            spikes = ctx.signals_of(run).loss_spikes(
+                z_min=self.z_min, tail_factor=self.tail_factor, min_rise=self.min_rise,
+                min_progress=self.min_progress, max_width=self.max_width, recovery=self.recovery)
         if len(spikes) < self.min_spikes:
             return []
         top = sorted(spikes, key=lambda s: -s["z"])[:20]

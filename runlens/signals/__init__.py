@@ -43,6 +43,18 @@ class Signals:
     def _loss(self) -> LossSignals:
         return loss_signals(self.run)
 
+    def loss_spikes(self, **params) -> list[dict[str, float]]:
+        """:func:`~runlens.stats.robust.find_spikes` of :attr:`loss` with ``params``, once per
+        parameter set: the curve and ``loss_spikes`` ask for the same (a pass of rolling
+        medians over every step)."""
+        from runlens.stats.robust import SPIKE_DEFAULTS, find_spikes
+
+        key = tuple(sorted({**SPIKE_DEFAULTS, **params}.items()))
+        memo = self.__dict__.setdefault("_spike_memo", {})
+        if key not in memo:
+            memo[key] = find_spikes(self.loss.values, **dict(key))
+        return memo[key]
+
     @property
     def loss(self) -> Series:
         """Training loss by step: finite, before the first non-finite step, nulls and

@@ -7,6 +7,7 @@ be fed a million training steps.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -174,6 +175,11 @@ def find_spikes(x: np.ndarray, *, z_min: float = 6.0, tail_factor: float = 3.6, 
             continue
         out.append({"index": peak, "z": float(z[peak]), "value": float(x[peak]), "level": level})
     return out
+
+
+#: find_spikes' keyword defaults (a memo of its results keys on every parameter).
+SPIKE_DEFAULTS = {k: v.default for k, v in inspect.signature(find_spikes).parameters.items()
+                  if v.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
 def _merge(runs: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
