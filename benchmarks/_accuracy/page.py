@@ -79,7 +79,9 @@ def git_state() -> tuple[str, bool]:
             return ""
     head = run("rev-parse", "HEAD").strip() or "unknown"
     # What decides the figures: the engine, the recorder, and the generators with their labels.
-    dirty = bool(run("status", "--porcelain", "--", "runlens", "recorders", "benchmarks", "sample_runs").strip())
+    # (Not benchmarks/results/: the pages written there are outputs, this one among them.)
+    dirty = bool(run("status", "--porcelain", "--", "runlens", "recorders", "benchmarks", "sample_runs",
+                     ":(exclude)benchmarks/results").strip())
     return head, dirty
 
 
