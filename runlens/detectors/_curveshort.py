@@ -12,10 +12,11 @@ parameters and documents the rules in its docstring.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
-from runlens.detectors import _curveshape as shape
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.trend import trend
 
@@ -23,15 +24,12 @@ from runlens.stats.trend import trend
 class ShortCurve:
     """The verdicts a short log can carry: grown, given back, overfitting, fell and settled."""
 
-    alpha: float
     alpha_strong: float
-    alpha_val: float
     growth: float
     min_drop: float
-    min_evals_after: int
     min_points: int
-    min_val_rise: float
     settle_ratio: float
+    _val_rises: Callable[..., Iterator[tuple[str, dict[str, Any], str]]]  # ValidationChecks'
 
     def _short(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]]
                ) -> CurveVerdict:
@@ -74,15 +72,11 @@ class ShortCurve:
                      "step": int(steps[int(np.argmin(x))])})
 
     def _short_overfit(self, steps, x, sets, base) -> CurveVerdict | None:
-        for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
-            o = shape.overfit_test(vs, vl, min_evals_after=self.min_evals_after)
-            if o is None:
-                continue
+        # The long curve's validation test; a few evaluations give no noise estimate.
+        for name, o, where in self._val_rises(sets, noise=False):
             at_min = float(x[int(np.argmin(np.abs(steps - o["val_min_step"])))])
-            if not (o["val_perm_p"] < self.alpha_val and o["val_trend_p"] < self.alpha
-                    and o["val_rise"] >= self.min_val_rise * abs(o["val_min"]) and x[-1] <= at_min):
+            if not x[-1] <= at_min:
                 continue
-            where = "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
             return CurveVerdict(
                 "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
                 f"by {o['val_rise']:.3g} over {o['evals_after_min']} evaluations (permutation p={o['val_perm_p']:.2g}) "

@@ -7,6 +7,7 @@ and documents the tests in its docstring.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -32,21 +33,27 @@ class ValidationChecks:
     val_jumps: float
     wander_ratio: float
 
-    def _overfitting(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-                     f: dict[str, Any]) -> CurveVerdict | None:
+    def _val_rises(self, sets: dict[str, tuple[np.ndarray, np.ndarray]], *, noise: bool = True
+                   ) -> Iterator[tuple[str, dict[str, Any], str]]:
+        """``(name, overfit_test result, " on eval set 'x'")`` for each eval set (``val_loss``
+        first) whose loss rises after its minimum: trend and permutation tests, at least
+        ``min_val_rise`` of the minimum, and (``noise``) 2 evaluation-noise sd."""
         for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
             o = shape.overfit_test(vs, vl, min_evals_after=self.min_evals_after)
-            if o is None:
+            if o is None or not (o["val_perm_p"] < self.alpha_val and o["val_trend_p"] < self.alpha
+                                 and (not noise or o["val_rise"] >= 2 * o["val_noise_sd"])
+                                 and o["val_rise"] >= self.min_val_rise * abs(o["val_min"])):
                 continue
+            yield name, o, "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+
+    def _overfitting(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+                     f: dict[str, Any]) -> CurveVerdict | None:
+        for name, o, where in self._val_rises(sets):
             near = np.abs(steps - o["val_min_step"]) <= max(1, (steps[-1] - steps[0]) // 40)
             at_min = float(np.median(x[near]) if near.any()
                            else x[np.argmin(np.abs(steps - o["val_min_step"]))])
-            if not (o["val_perm_p"] < self.alpha_val and o["val_trend_p"] < self.alpha
-                    and o["val_rise"] >= 2 * o["val_noise_sd"]
-                    and o["val_rise"] >= self.min_val_rise * abs(o["val_min"])
-                    and f["end_level"] <= at_min + f["late_spread"]):
+            if not f["end_level"] <= at_min + f["late_spread"]:
                 continue
-            where = "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
             return CurveVerdict(
                 "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
                 f"by {o['val_rise']:.3g} along its trend (permutation p={o['val_perm_p']:.2g}) while the training "

@@ -198,23 +198,20 @@ class Plateau(Detector):
         """
         if sig.lr is None:
             return False
-        s, lr = sig.lr.steps, sig.lr.values
-        during = lr[(s >= found["start_step"]) & (s <= found["end_step"])]
+        during, at_steps, _ = _rates(sig, found)
         if during.size < 8 or not np.all(np.isfinite(during)) or float(np.min(during)) <= 0:
             return False
         q = max(1, during.size // 4)
         if float(np.median(during[-q:])) < float(np.median(during[:q])) / (1 - self.lr_cut):
             return False
-        return trend(during, s[(s >= found["start_step"]) & (s <= found["end_step"])].astype(float)).p_increasing < 1e-3
+        return trend(during, at_steps.astype(float)).p_increasing < 1e-3
 
     def _rate_raised(self, sig: Signals, found: dict[str, Any]) -> bool | None:
         """Whether the logged rate at the fall was ``1 / (1 - lr_cut)`` times its
         median on the plateau or more (None: no rate logged around it)."""
         if sig.lr is None:
             return None
-        s, lr = sig.lr.steps, sig.lr.values
-        during = lr[(s >= found["start_step"]) & (s <= found["end_step"])]
-        at_fall = lr[(s > found["end_step"]) & (s <= found["fall_step"])]
+        during, _, at_fall = _rates(sig, found)
         if during.size == 0 or at_fall.size == 0 or not np.isfinite(during).all():
             return None
         return bool(float(np.max(at_fall)) >= float(np.median(during)) / (1 - self.lr_cut))
@@ -232,9 +229,15 @@ class Plateau(Detector):
         before = x[sig.loss.steps < found["start_step"]]
         if before.size == 0 or float(np.max(before)) - found["level"] < self.min_fall * found["range"]:
             return False
-        s, lr = sig.lr.steps, sig.lr.values
-        during = lr[(s >= found["start_step"]) & (s <= found["end_step"])]
-        at_fall = lr[(s > found["end_step"]) & (s <= found["fall_step"])]
+        during, _, at_fall = _rates(sig, found)
         if during.size == 0 or at_fall.size == 0:
             return False
         return float(np.min(at_fall)) <= (1 - self.lr_cut) * float(np.median(during))
+
+
+def _rates(sig: Signals, found: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The logged learning rate on the plateau, the steps it was logged at, and the rate
+    between the plateau's end and the fall."""
+    s, lr = sig.lr.steps, sig.lr.values
+    on = (s >= found["start_step"]) & (s <= found["end_step"])
+    return lr[on], s[on], lr[(s > found["end_step"]) & (s <= found["fall_step"])]

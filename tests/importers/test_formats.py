@@ -190,3 +190,14 @@ def test_wandb_offline_file_is_read_with_its_checksums(tmp_path):
     cut = read("wandb", _wandb_file(tmp_path / "cut" / "run-y.wandb" if (tmp_path / "cut").mkdir() is None
                                     else None, cut=True))
     assert len(cut.train["loss"].steps) == 59 and any("fails its checksum" in w for w in cut.warnings)
+
+
+def test_a_named_loss_is_the_only_one_in_that_role_whatever_the_metric_order(tmp_path):
+    # MLflow lists metrics by path: train/loss (the alias table's loss) comes after smoothed_loss.
+    root = logmaker.mlflow_store(tmp_path)
+    run = root / "0" / "bbb222"
+    (run / "metrics" / "smoothed_loss").write_text(
+        "\n".join(f"{1700000000000 + i * 1000} 0.5 {i}" for i in range(20)) + "\n")
+    imp = read("mlflow", run, loss="smoothed_loss")
+    assert set(imp.train["loss"].values) == {0.5}
+    assert "train_loss_default" in imp.train  # the table's own loss steps aside, under its own name

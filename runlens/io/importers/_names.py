@@ -79,3 +79,33 @@ _STEP_NORM = frozenset(normalise(k) for k in STEP_KEYS)
 def is_step_key(name: str) -> bool:
     """Whether ``name`` is one of the names logs give the training step."""
     return normalise(name) in _STEP_NORM
+
+
+class Mapper:
+    """Field name -> (is_eval, column) by the alias table, with the user's ``--loss`` /
+    ``--val-loss`` names first, memoised per name. A field the table would map to an
+    overridden role steps aside under its own name (``... default``), so the named
+    field is the only one in that role, whatever order the fields come in."""
+
+    def __init__(self, loss: str | None, val_loss: str | None) -> None:
+        self.loss = normalise(loss) if loss else None
+        self.val_loss = normalise(val_loss) if val_loss else None
+        self._memo: dict[tuple[str, bool], tuple[bool, str]] = {}
+
+    def __call__(self, name: str, eval_line: bool = False) -> tuple[bool, str]:
+        key = (name, eval_line)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = self._map(name, eval_line)
+        return hit
+
+    def _map(self, name: str, eval_line: bool) -> tuple[bool, str]:
+        norm = normalise(name)
+        if self.loss is not None and norm == self.loss:
+            return False, "loss"
+        if self.val_loss is not None and norm == self.val_loss:
+            return True, "val_loss"
+        is_eval, col = map_name(name, eval_line=eval_line)
+        if (col == "loss" and self.loss is not None) or (col == "val_loss" and self.val_loss is not None):
+            return is_eval, column_name(("val " if is_eval else "") + name + " default")
+        return is_eval, col

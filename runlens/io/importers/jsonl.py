@@ -21,9 +21,9 @@ import numpy as np
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, require_file
-from runlens.io.importers._names import STEP_KEYS
+from runlens.io.importers._names import STEP_KEYS, Mapper
 from runlens.io.importers._textline import mapping_fields, parse_mapping
-from runlens.io.importers.text import _describe, _Mapper, _RunAcc, check_text_file
+from runlens.io.importers.text import _describe, _RunAcc, check_text_file
 
 _SKIP_KEYS = frozenset({"mode", "time", "data_time", "eta_seconds", "timestamp", "memory"})
 
@@ -66,7 +66,7 @@ def read(source: str | Path, *, step: str | None = None, loss: str | None = None
     path = Path(source)
     require_file(path, "jsonl")
     encoding = check_text_file(path)
-    mapper, steps = _Mapper(loss, val_loss), _Steps(step)
+    mapper, steps = Mapper(loss, val_loss), _Steps(step)
     runs, n, bad, no_step, beyond = [_RunAcc(1)], 0, 0, 0, 0
     with open(path, encoding=encoding, errors="replace") as f:
         for raw in f:

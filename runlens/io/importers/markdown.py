@@ -23,7 +23,7 @@ import numpy as np
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import bounded_steps
 from runlens.io.importers._common import Imported, Series, parse_float, require_file
-from runlens.io.importers._names import is_step_key, map_name
+from runlens.io.importers._names import Mapper, is_step_key, map_name, normalise
 from runlens.io.importers.text import check_text_file
 
 _ROW = re.compile(r"^\s*\|(.*)\|\s*$")
@@ -110,7 +110,10 @@ def read(source: str | Path, *, step: str | None = None, loss: str | None = None
     if others:
         imp.warnings.append(f"the file holds {len(found)} tables, {len(others) + 1} with a loss column; imported "
                             f"the one at lines {t.first_line}-{t.last_line} ({len(t.rows)} rows, the most)")
-    roles = _given(path, t.header, _roles(t.header), loss=loss, val_loss=val_loss)
+    for name, role in ((loss, "loss"), (val_loss, "val_loss")):
+        _index(path, t.header, name, role)  # a name the table lacks is refused, not ignored
+    mapper = Mapper(loss, val_loss)
+    roles = [mapper(_MARKUP.sub("", h).strip()) for h in t.header]
     values = [[cell_value(r[j]) for r in t.rows] for j in range(len(t.header))]
     steps, how, step_j = _steps(t, roles, values, imp.warnings, given=_index(path, t.header, step, "step"))
     used = {"step": how}
@@ -139,23 +142,11 @@ def _index(path: Path, header: list[str], name: str | None, role: str) -> int | 
     """The column a ``--step``/``--loss``/``--val-loss`` name picks (None when none is given)."""
     if name is None:
         return None
-    names = [_MARKUP.sub("", h).strip().lower() for h in header]
-    if name.strip().lower() not in names:
+    names = [normalise(_MARKUP.sub("", h)) for h in header]
+    if normalise(name) not in names:
         raise ImportFailedError(f"{path}: no column {name!r} for the {role} in the table (columns: "
                                 f"{', '.join(repr(h) for h in header)})")
-    return names.index(name.strip().lower())
-
-
-def _given(path: Path, header: list[str], roles, *, loss: str | None, val_loss: str | None):
-    """The alias table's roles, with the columns the caller named taking theirs instead."""
-    roles = list(roles)
-    for name, (is_eval, col) in ((loss, (False, "loss")), (val_loss, (True, "val_loss"))):
-        j = _index(path, header, name, col)
-        if j is None:
-            continue
-        roles = [(e, c if c != col else f"{c}_{i}") for i, (e, c) in enumerate(roles)]  # the default steps aside
-        roles[j] = (is_eval, col)
-    return roles
+    return names.index(normalise(name))
 
 
 def _steps(t: Table, roles, values, warnings: list[str], *, given: int | None = None

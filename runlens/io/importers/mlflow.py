@@ -21,7 +21,7 @@ import numpy as np
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series
-from runlens.io.importers._names import map_name, normalise
+from runlens.io.importers._names import Mapper
 
 
 def parse_meta(text: str) -> dict[str, Any]:
@@ -105,6 +105,7 @@ def read(source: str | Path, *, loss: str | None = None, val_loss: str | None = 
         imp.warnings.append(f"the store holds {len(runs)} runs ({names}); imported run {chosen} "
                             f"({folder.name}); pick another with --run N")
     fields: dict[str, str] = {}
+    mapper = Mapper(loss, val_loss)
     for path in sorted(p for p in (folder / "metrics").rglob("*") if p.is_file()):
         key = path.relative_to(folder / "metrics").as_posix()
         series, bad, beyond = _metric(path)
@@ -113,12 +114,7 @@ def read(source: str | Path, *, loss: str | None = None, val_loss: str | None = 
         if beyond:
             imp.warnings.append(f"metric {key!r}: {beyond} lines with a step beyond what a 64-bit "
                                 "integer holds: skipped")
-        if loss and normalise(key) == normalise(loss):
-            is_eval, col = False, "loss"
-        elif val_loss and normalise(key) == normalise(val_loss):
-            is_eval, col = True, "val_loss"
-        else:
-            is_eval, col = map_name(key)
+        is_eval, col = mapper(key)
         (imp.evals if is_eval else imp.train)[col] = series
         fields[col] = key
     params = {p.relative_to(folder / "params").as_posix(): p.read_text(encoding="utf-8", errors="replace").strip()

@@ -33,9 +33,9 @@ import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
-from runlens.io.importers._common import Imported, Series, column_name, require_file
+from runlens.io.importers._common import Imported, Series, require_file
 from runlens.io.importers._lineplan import Parser
-from runlens.io.importers._names import map_name, normalise
+from runlens.io.importers._names import Mapper
 from runlens.io.importers._textline import Context
 
 _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
@@ -63,33 +63,6 @@ class _RunAcc:
         pair[1].append(value)
 
 
-class _Mapper:
-    """Field name -> (is_eval, column), with the user's overrides, memoised per name."""
-
-    def __init__(self, loss: str | None, val_loss: str | None) -> None:
-        self.loss = normalise(loss) if loss else None
-        self.val_loss = normalise(val_loss) if val_loss else None
-        self._memo: dict[tuple[str, bool], tuple[bool, str]] = {}
-
-    def __call__(self, name: str, eval_line: bool) -> tuple[bool, str]:
-        key = (name, eval_line)
-        hit = self._memo.get(key)
-        if hit is None:
-            hit = self._memo[key] = self._map(name, eval_line)
-        return hit
-
-    def _map(self, name: str, eval_line: bool) -> tuple[bool, str]:
-        norm = normalise(name)
-        if self.loss is not None and norm == self.loss:
-            return False, "loss"
-        if self.val_loss is not None and norm == self.val_loss:
-            return True, "val_loss"
-        is_eval, col = map_name(name, eval_line=eval_line)
-        if (col == "loss" and self.loss is not None) or (col == "val_loss" and self.val_loss is not None):
-            return is_eval, column_name(("val " if is_eval else "") + name + " default")
-        return is_eval, col
-
-
 def text_encoding(head: bytes) -> str:
     """UTF-16 when the bytes start with its byte-order mark (PowerShell's ``>`` writes it), else UTF-8."""
     return "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
@@ -112,7 +85,7 @@ def check_text_file(path: Path) -> str:
     return encoding
 
 
-def _scan(path: Path, mapper: _Mapper, step_key: str | None,
+def _scan(path: Path, mapper: Mapper, step_key: str | None,
           encoding: str = "utf-8") -> tuple[list[_RunAcc], int, int, Counter]:
     """Every run of the log, how many lines were read and skipped, and which step markers were seen."""
     runs = [_RunAcc(1)]
@@ -158,7 +131,7 @@ def _scan(path: Path, mapper: _Mapper, step_key: str | None,
     return [r for r in runs if r.rows] or runs[:1], n, skipped, markers
 
 
-def _put_line(cur: _RunAcc, hit, fields: list[tuple[str, float]], mapper: _Mapper) -> None:
+def _put_line(cur: _RunAcc, hit, fields: list[tuple[str, float]], mapper: Mapper) -> None:
     # The hot loop of the reader: the memo and the arrays are looked up inline, not through calls.
     epoch_done = False
     step, ev, memo, series = hit.step, hit.eval_line, mapper._memo, cur.series
@@ -191,7 +164,7 @@ def read(source: str | Path, *, step: str | None = None, loss: str | None = None
     path = Path(source)
     require_file(path, "text")
     encoding = check_text_file(path)
-    runs, n_lines, skipped, markers = _scan(path, _Mapper(loss, val_loss), step, encoding)
+    runs, n_lines, skipped, markers = _scan(path, Mapper(loss, val_loss), step, encoding)
     if not runs[0].rows:
         hint = f"no line carries a {step!r} field" if step else (
             "no line carries a training step (step/iter/iteration N, Epoch e/N, [N/M], s:N) with a number")

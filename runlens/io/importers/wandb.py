@@ -24,7 +24,7 @@ from runlens.errors import ImportFailedError
 from runlens.io.bounded import bounded_int, bounded_steps
 from runlens.io.importers import csv as _csv
 from runlens.io.importers._common import Imported, Series, require_file
-from runlens.io.importers._names import map_name, normalise
+from runlens.io.importers._names import Mapper
 
 _COL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<band>__MIN|__MAX)?$")
 _STEP_COLS = ("Step", "step", "_step", "trainer/global_step")
@@ -56,20 +56,16 @@ def _export(path: Path, *, step: str | None, loss: str | None, val_loss: str | N
     steps = bounded_steps([s for s in cols[step_col] if s is not None], repr(step_col), warnings)
     steps = iter(steps.tolist())
     steps = [None if s is None else next(steps) for s in cols[step_col]]
+    mapper = Mapper(loss, val_loss)
     for metric, col in runs[names[chosen - 1]].items():
         pairs = [(s, v) for s, v in zip(steps, cols[col], strict=True) if s is not None and s >= 0 and v is not None]
         if pairs:
-            _put(imp, metric, pairs, loss, val_loss)
+            _put(imp, metric, pairs, mapper)
     return imp
 
 
-def _put(imp: Imported, metric: str, pairs, loss: str | None, val_loss: str | None) -> None:
-    if loss and normalise(metric) == normalise(loss):
-        is_eval, col = False, "loss"
-    elif val_loss and normalise(metric) == normalise(val_loss):
-        is_eval, col = True, "val_loss"
-    else:
-        is_eval, col = map_name(metric)
+def _put(imp: Imported, metric: str, pairs, mapper: Mapper) -> None:
+    is_eval, col = mapper(metric)
     (imp.evals if is_eval else imp.train)[col] = Series.from_lists([p[0] for p in pairs], [p[1] for p in pairs])
     imp.config.setdefault("import_fields", {})[col] = metric
 
@@ -150,8 +146,9 @@ def _offline(path: Path, *, loss: str | None, val_loss: str | None) -> Imported:
             metrics.setdefault(key, []).append((step, value))
     if beyond:
         imp.warnings.append(f"{beyond} history records whose step is not an integer from 0 to 2**63-1: skipped")
+    mapper = Mapper(loss, val_loss)
     for key, pairs in metrics.items():
-        _put(imp, key, pairs, loss, val_loss)
+        _put(imp, key, pairs, mapper)
     return imp
 
 
