@@ -1,15 +1,25 @@
-"""Integers the machine can hold: what a reader does with a number too big for int64.
+"""Bounded reading: integers the machine can hold, files that are files, sizes with a ceiling.
 
 JSON and text logs can spell any integer (``"pid": 1180591620717411303424``,
 a CSV step of ``9223372036854775808``); Python holds it, but ``os.kill``,
 numpy and Arrow raise ``OverflowError`` on it. The readers call
 :func:`bounded_int` where such a value enters, so it becomes "unknown" with
 a warning instead of a traceback further down.
+
+A path where a file is expected may name a FIFO (``open`` waits for a
+writer forever), a device (``/dev/zero`` never ends) or a socket.
+:func:`read_regular` opens without blocking, refuses anything but a regular
+file by name, and reads at most a documented number of bytes;
+:func:`loads_json` turns the parser's recursion limit (a document nested
+100,000 deep) into the same one-line error as any other malformed JSON.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import stat
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,6 +27,61 @@ import numpy as np
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
+
+#: The most bytes read from a run.json or a ``--config`` file; a real one is a few kB to a few MB
+#: (a layers list for 10,000 parameters is about 2 MB).
+MAX_JSON_BYTES = 64 << 20
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def special_kind(mode: int) -> str | None:
+    """What a non-regular file is, in words ("a FIFO (named pipe)"); None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((word for test, word in _KINDS if test(mode)), "not a regular file")
+
+
+def is_regular(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a regular file (symlinks followed); never raises."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def read_regular(path: str | os.PathLike[str], limit: int, error: type[Exception] = OSError) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    Opened with ``O_NONBLOCK`` (a FIFO does not wait for a writer) and
+    checked with ``fstat`` on the open file (no race with a rename): a FIFO,
+    device, socket or folder raises ``error`` naming the path and what it
+    is; so does a file longer than ``limit`` bytes. ``OSError`` from
+    opening or reading propagates.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        kind = special_kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise error(f"{os.fsdecode(path)}: is {kind}, not a regular file; refusing to read it")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise error(f"{os.fsdecode(path)}: larger than {limit >> 20} MiB, the most runlens reads from such a file")
+    return data
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads`` that raises ``ValueError`` (as for any malformed JSON) on a document nested
+    past the interpreter's recursion limit, instead of ``RecursionError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply (more levels than a JSON reader can follow)") from None
 
 
 def is_int(value: Any) -> bool:

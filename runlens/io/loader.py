@@ -15,12 +15,20 @@ What the loader decides, so detectors do not have to:
   Events are never deduplicated. Tables come out sorted by step (layers by
   step, then depth).
 - **Ranks**: in distributed training each rank writes its own parts. The
-  training curve (``scalars``, ``evals``) is the lowest rank that wrote
-  that table (rank 0 normally): other ranks log the loss of their own
+  training curve (``scalars``, ``evals``) is the lowest rank whose parts of
+  that table can be read (rank 0 normally): other ranks log the loss of their own
   shard, and mixing them would turn one curve into several interleaved
   ones. ``layers`` take the union of all ranks (sharded models record
   different parameters on different ranks); for a key written by several
   ranks the lowest rank wins. ``events`` keep every rank's flags.
+- **Concurrent compaction**: a part that vanishes between the listing and
+  the read (a writer compacted the table meanwhile) makes the table be read
+  again from a fresh listing, so a read sees it before or after a
+  compaction, never half of each.
+- **Bounds**: only regular files are read (a FIFO named like a part is
+  ignored, a FIFO or device named run.json is refused by name); a part
+  claiming more than ``MAX_PART_ROWS`` rows is skipped with a warning, and
+  a table past ``MAX_TABLE_ROWS`` rows is refused in one line.
 - **Status**: a run.json left ``running`` is ``killed`` when its heartbeat
   is older than ``3 * flush_seconds``, or when it was written on this host
   by a pid that no longer exists; otherwise it stays ``running``.
@@ -36,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,10 +59,21 @@ import pyarrow.parquet as pq
 from recorders import _merge
 from recorders import format as fmt
 from runlens.errors import RunFormatError, RunlensError, UsageError
+from runlens.io.bounded import is_regular, special_kind
+from runlens.io.layer_order import layer_depth, layer_order
 from runlens.io.run import Run
 from runlens.io.runmeta import derive_status, one_line, read_meta
 
 Columns = Mapping[str, "Iterable[str] | None"]
+
+#: Rows decoded from one part at most (the recorder's compaction writes parts of 2,000,000);
+#: a part claiming more is skipped with a warning.
+MAX_PART_ROWS = 20_000_000
+#: Rows read into one table at most (ten times the engine's 10^7-row benchmark); past it the
+#: run is refused in one line rather than read until memory runs out.
+MAX_TABLE_ROWS = 100_000_000
+# Fresh listings tried when parts vanish under a reader (each vanishing is one finished compaction).
+_READ_ATTEMPTS = 8
 
 
 @dataclass(frozen=True)
@@ -86,14 +106,14 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None, *,
                          f"{', '.join(fmt.TABLES)}")
     shown = os.fspath(path)
     root = Path(shown)
-    if root.name == "run.json" and root.is_file():
+    if root.name == "run.json" and os.path.exists(root) and not root.is_dir():
         root = root.parent
-    if not (root / "run.json").is_file():
+    if not os.path.lexists(root / "run.json"):
         return _load_foreign(shown, columns, import_options)
     warnings: list[str] = []
     meta = read_meta(root, warnings)
     warnings.extend(_import_notes(meta))
-    order = _layer_order(meta)
+    order = layer_order(meta)
     tables: dict[str, pa.Table | None] = {}
     steps: dict[str, np.ndarray] = {}
     for table in fmt.TABLES:
@@ -123,42 +143,84 @@ def _parts(root: Path, table: str, warnings: list[str]) -> list[_Part]:
     except OSError as exc:
         warnings.append(f"skipped {table}/: cannot list it ({one_line(exc)})")
         return []
+    # Regular files only: a FIFO named like a part would block the read forever.
     return [_Part(e, *parsed) for e in entries
-            if (parsed := fmt.parse_part_name(e.name)) is not None and e.is_file()]
+            if (parsed := fmt.parse_part_name(e.name)) is not None and is_regular(e)]
 
 
-def _ordered(parts: list[_Part], table: str) -> list[_Part]:
-    """Parts in ascending preference: a later part's row wins a duplicate key."""
-    if not parts:
-        return []
-    if table in ("scalars", "evals"):
-        primary = min(p.rank for p in parts)
-        return sorted((p for p in parts if p.rank == primary), key=lambda p: p.seq)
-    # Lowest rank is preferred, so it comes last.
-    return sorted(parts, key=lambda p: (-p.rank, p.seq))
+class _Vanished(Exception):
+    """A listed part was gone when it was opened: a compaction removed it meanwhile."""
 
 
 def _load_table(root: Path, table: str, wanted: Iterable[str] | None, warnings: list[str],
                 order: Mapping[str, int]) -> tuple[pa.Table | None, np.ndarray | None]:
-    """The merged table and its step column as int64 (None, None when no part could be read)."""
-    parts = _ordered(_parts(root, table, warnings), table)
-    # A kill inside compaction leaves a merged part beside the parts it replaces: drop those,
-    # or every event in them would be counted twice (events are never deduplicated).
-    gone = _merge.replaced_parts((p.rank, p.seq, p.path) for p in parts)
-    parts = [p for p in parts if (p.rank, p.seq) not in gone]
-    if not parts:
-        return None, None
+    """The merged table and its step column as int64 (None, None when no part could be read).
+
+    Compaction writes its merged parts before it removes the parts they replace, so a
+    part that vanished between the listing and the read means a merged part holding
+    its rows is on disk: the table is read again from a fresh listing. Each read sees
+    the table wholly before or wholly after a compaction, never half of each.
+    """
     keys = fmt.KEYS[table] or ("step",)
     want = None if wanted is None else list(dict.fromkeys([*keys, *wanted]))
-    pieces = [t for t in (_read_part(p, table, want, root, warnings) for p in parts) if t is not None]
+    for attempt in range(_READ_ATTEMPTS):
+        notes: list[str] = []
+        try:
+            pieces = _read_pieces(root, table, want, notes, strict=attempt < _READ_ATTEMPTS - 1)
+            break
+        except _Vanished:
+            continue
+    warnings.extend(notes)
     if not pieces:
         return None, None
     merged = _concat(pieces, table, warnings)
     return _dedup_and_sort(merged, table, order)
 
 
+def _read_pieces(root: Path, table: str, want: list[str] | None, warnings: list[str],
+                 strict: bool) -> list[pa.Table]:
+    """The readable parts of one listing, in ascending preference (a later part's row wins a
+    duplicate key); ``strict``: raise
+    :class:`_Vanished` for a part removed since the listing instead of skipping it."""
+    parts = _parts(root, table, warnings)
+    # A kill inside compaction leaves a merged part beside the parts it replaces: drop those,
+    # or every event in them would be counted twice (events are never deduplicated).
+    gone = _merge.replaced_parts((p.rank, p.seq, p.path) for p in parts)
+    parts = [p for p in parts if (p.rank, p.seq) not in gone]
+    if table not in ("scalars", "evals"):
+        # Lowest rank is preferred, so it comes last.
+        parts.sort(key=lambda p: (-p.rank, p.seq))
+        return _read_all(parts, table, want, root, warnings, strict)
+    # The training curve is one rank's: the lowest whose parts can be read (rank 0's curve
+    # when its files are fine, rank 1's when every rank-0 part is damaged, never none).
+    for rank in sorted({p.rank for p in parts}):
+        mine = sorted((p for p in parts if p.rank == rank), key=lambda p: p.seq)
+        pieces = _read_all(mine, table, want, root, warnings, strict)
+        if pieces:
+            if rank != min(p.rank for p in parts):
+                warnings.append(f"{table}: no part of a lower rank could be read; the curve is rank {rank}'s")
+            return pieces
+    return []
+
+
+def _read_all(parts: list[_Part], table: str, want: list[str] | None, root: Path,
+              warnings: list[str], strict: bool) -> list[pa.Table]:
+    rows = 0
+    pieces = []
+    for part in parts:
+        piece = _read_part(part, table, want, root, warnings, strict)
+        if piece is None:
+            continue
+        rows += piece.num_rows
+        if rows > MAX_TABLE_ROWS:
+            raise RunFormatError(f"{root}: {table} holds more than {MAX_TABLE_ROWS:,} rows, "
+                                 "the most runlens reads into memory")
+        pieces.append(piece)
+    return pieces
+
+
 def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
-               warnings: list[str]) -> pa.Table | None:
+               warnings: list[str], strict: bool = False) -> pa.Table | None:
     rel = part.path.relative_to(root)
     try:
         with _source(part.path) as src, pq.ParquetFile(src) as pf:
@@ -167,13 +229,26 @@ def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
             if missing:
                 warnings.append(f"skipped {rel}: lacks required column(s) {', '.join(missing)}")
                 return None
-            twice = sorted({n for n in names if names.count(n) > 1})
+            # Counted once: names.count() per name is quadratic on a part with 150,000 columns.
+            twice = sorted(n for n, k in Counter(names).items() if k > 1)
             if twice:
                 # Which of two `loss` columns is the loss? The format says: skip the part.
-                warnings.append(f"skipped {rel}: column name(s) {', '.join(twice)} appear more than once")
+                warnings.append(f"skipped {rel}: column name(s) {', '.join(twice[:5])} appear more than once")
+                return None
+            rows = pf.metadata.num_rows
+            if rows > MAX_PART_ROWS:
+                # The footer's count is what decoding allocates: a 2 MB part of repeated values can
+                # claim 2x10^8 rows. Refused before a byte of it is decoded.
+                warnings.append(f"skipped {rel}: {rows:,} rows, more than the {MAX_PART_ROWS:,} "
+                                "runlens decodes from one part")
                 return None
             data = pf.read(columns=names if want is None else _matching(want, names))
         data = _normalise(data, table)
+    except FileNotFoundError as exc:
+        if strict:
+            raise _Vanished(str(part.path)) from None
+        warnings.append(f"skipped {rel}: unreadable part ({one_line(exc)})")
+        return None
     except (OSError, ValueError, pa.ArrowException) as exc:
         warnings.append(f"skipped {rel}: unreadable part ({one_line(exc)})")
         return None
@@ -245,7 +320,7 @@ def _dedup_and_sort(data: pa.Table, table: str, order: Mapping[str, int]) -> tup
     # Chunk by chunk: combining a 10M-row table first would double its memory.
     step = _numpy(data.column("step"))
     if table == "layers":
-        data, step, depth = _layer_depth(data, step, order)
+        data, step, depth = layer_depth(data, step, order)
     else:
         depth = None
     step = step.astype(np.int64, copy=False)
@@ -263,57 +338,14 @@ def _numpy(col: pa.ChunkedArray) -> np.ndarray:
     return np.concatenate(parts) if len(parts) != 1 else parts[0]
 
 
-def _layer_depth(data: pa.Table, step: np.ndarray,
-                 order: Mapping[str, int]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-    """A per-row depth rank (run.json order, unknown names after); rows without a name dropped."""
-    chunks = [c if pa.types.is_dictionary(c.type) else pc.cast(c, pa.string()).dictionary_encode()
-              for c in data.column("layer").chunks]
-    names = set().union(*(c.dictionary.to_pylist() for c in chunks))
-    rank_of = _depth_ranks(names, order)
-    depth = np.concatenate([_chunk_depth(c, rank_of) for c in chunks])
-    if np.any(depth < 0):
-        keep = depth >= 0
-        return data.filter(pa.array(keep)), step[keep], depth[keep]
-    return data, step, depth
-
-
-def _chunk_depth(chunk: pa.DictionaryArray, rank_of: Mapping[str, int]) -> np.ndarray:
-    lut = np.array([rank_of.get(n, -1) if n is not None else -1 for n in chunk.dictionary.to_pylist()]
-                   or [-1], dtype=np.int32)
-    codes = chunk.indices.to_numpy(zero_copy_only=False)
-    if not chunk.null_count:
-        return lut[codes]
-    null = chunk.is_null().to_numpy(zero_copy_only=False)
-    return np.where(null, -1, lut[np.where(null, 0, codes).astype(np.int64)])
-
-
-def _layer_order(meta: Mapping[str, Any]) -> dict[str, int]:
-    """Depth rank of each run.json layer (by ``index``, then listing order)."""
-    entries = [e for e in meta.get("layers") or () if isinstance(e, Mapping)
-               and isinstance(e.get("name"), str)]
-    def index(e: Mapping[str, Any]) -> int:
-        i = e.get("index")
-        return i if isinstance(i, int) and not isinstance(i, bool) else 1 << 62
-    ranked = sorted(enumerate(entries), key=lambda pair: (index(pair[1]), pair[0]))
-    order: dict[str, int] = {}
-    for _, e in ranked:
-        order.setdefault(e["name"], len(order))
-    return order
-
-
-def _depth_ranks(names: Iterable[str | None], order: Mapping[str, int]) -> dict[str, int]:
-    # Names run.json does not list sort after the listed ones, by name, so the order is stable.
-    ranks = dict(order)
-    for n in sorted(n for n in names if n is not None and n not in ranks):
-        ranks[n] = len(ranks)
-    return ranks
-
-
 # -- foreign logs -----------------------------------------------------------
 
 def _load_foreign(shown: str, columns: Columns | None, options: Mapping[str, Any] | None = None) -> Run:
     if not os.path.exists(shown):
         raise RunFormatError(f"{shown}: no such file or directory")
+    kind = special_kind(os.stat(shown).st_mode)
+    if kind is not None and kind != "a folder":
+        raise RunFormatError(f"{shown}: is {kind}, not a regular file; refusing to read it")
     try:
         from runlens.io.importers import import_run
         from runlens.io.importers.sniff import sniff

@@ -19,7 +19,7 @@ from typing import Any
 
 from recorders import format as fmt
 from runlens.errors import RunFormatError, UnsupportedVersionError
-from runlens.io.bounded import INT64_MAX, bounded_int, is_int
+from runlens.io.bounded import INT64_MAX, MAX_JSON_BYTES, bounded_int, is_int, loads_json, read_regular
 
 # A run.json without a usable flush_seconds is judged against this interval.
 DEFAULT_FLUSH_SECONDS = 30.0
@@ -38,11 +38,10 @@ def read_meta(root: Path, warnings: list[str] | None = None) -> dict[str, Any]:
     """
     where = root / "run.json"
     try:
-        meta = json.loads(where.read_text(encoding="utf-8-sig"))  # a BOM some editors add is harmless
+        # A FIFO or /dev/zero named run.json is refused, not waited on; a BOM some editors add is harmless.
+        meta = loads_json(read_regular(where, MAX_JSON_BYTES, RunFormatError).decode("utf-8-sig"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunFormatError(f"{where}: not readable as JSON ({one_line(exc)})") from None
-    except RecursionError:
-        raise RunFormatError(f"{where}: nested too deeply to be a run.json") from None
     if not isinstance(meta, dict):
         raise RunFormatError(f"{where}: not a JSON object")
     if meta.get("format") != fmt.FORMAT:
