@@ -74,7 +74,10 @@ def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **giv
     from runlens.render.output import new_run_target
 
     new_run_target(out_run)  # its folder created, or refused in one line; never inside a run
-    path = import_run(kind, source, out_run, **options)
+    from runlens.io.lock import output_lock
+
+    with output_lock(out_run):  # a second import into the same run at once is refused, exit 2
+        path = import_run(kind, source, out_run, **options)
     meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
     warnings = meta.get("config", {}).get("import_warnings", [])
     click.echo(f"imported {source} ({kind}) into {path}")
