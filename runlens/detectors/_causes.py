@@ -88,6 +88,30 @@ LINKS: dict[str, tuple[tuple[str, Condition], ...]] = {
     "grad_norm_spike": (_LR_HIGH,),
 }
 
+#: Training-loop bugs (issue 21): each names what a symptom above only describes. They are
+#: prepended to a symptom's causes, so the bug leads when both it and a generic cause are present.
+_NO_TRAINING = ("parameters_without_gradient", "parameters_not_in_optimizer", "lr_schedule_collapse",
+                "clipping_removes_updates", "weight_decay_collapse")
+_TOO_LARGE = ("inputs_not_normalized", "accumulation_unscaled")
+BUG_LINKS: dict[str, tuple[str, ...]] = {
+    "learning_rate_too_low": ("lr_schedule_collapse", "clipping_removes_updates"),
+    "underfitting": (*_NO_TRAINING, "softmax_before_cross_entropy"),
+    "plateau": ("lr_schedule_collapse", "clipping_removes_updates", "softmax_before_cross_entropy"),
+    "loss_at_chance": _NO_TRAINING,
+    "unstable": ("weight_decay_collapse", "clipping_removes_updates", *_TOO_LARGE, "data_not_shuffled"),
+    "diverged": _TOO_LARGE,
+    "learning_rate_too_high": ("weight_decay_collapse", *_TOO_LARGE),
+    "exploding_gradients": _TOO_LARGE,
+    "nonfinite_loss": _TOO_LARGE,
+    "loss_spikes": ("data_not_shuffled", *_TOO_LARGE),
+    "late_loss_variance": ("data_not_shuffled", "accumulation_unscaled"),
+    "dead_layers": ("weight_decay_collapse", "parameters_without_gradient", "inputs_not_normalized"),
+    "vanishing_gradients": ("weight_decay_collapse", "parameters_without_gradient"),
+    "overfitting": ("validation_in_train_mode",),
+}
+for _symptom, _bugs in BUG_LINKS.items():
+    LINKS[_symptom] = (*((b, _always) for b in _bugs), *LINKS.get(_symptom, ()))
+
 CURVE_CODES = ("diverged", "unstable", "underfitting", "overfitting")
 
 

@@ -1,0 +1,115 @@
+"""Shared readings of the training-loop-bug detectors (issue 21).
+
+Each bug detector reads a few things the others read too: a config value
+under one of several spellings, the recorder's run.json lists, the number of
+steps in an epoch, the training loss around an evaluation, an accuracy
+column. They are here once, so every detector reads them the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy import stats
+
+if TYPE_CHECKING:
+    from runlens.io.run import Run
+    from runlens.signals import Series
+
+ACCURACY_COLUMNS = ("accuracy", "acc", "train_acc", "train_accuracy")
+VAL_ACCURACY_COLUMNS = ("val_accuracy", "val_acc")
+ACCUMULATION_KEYS = ("gradient_accumulation_steps", "accumulate_grad_batches", "accum_steps",
+                     "accumulation_steps", "grad_accum_steps")
+CLIP_KEYS = ("max_grad_norm", "clip_grad_norm", "gradient_clip_val", "clip_norm", "grad_clip", "clip")
+DROPOUT_KEYS = ("dropout", "dropout_rate", "hidden_dropout_prob", "attention_dropout", "p_dropout", "drop_rate")
+STEPS_PER_EPOCH_KEYS = ("steps_per_epoch", "num_batches", "batches_per_epoch", "iters_per_epoch")
+
+
+def config_number(config: Mapping[str, Any], keys: Iterable[str]) -> tuple[float | None, str | None]:
+    """The first positive finite number the config holds under one of ``keys`` (one level deep too)."""
+    keys = tuple(keys)
+    for key in keys:
+        v = config.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v > 0:
+            return float(v), f"config.{key}"
+    for name, sub in config.items():
+        if isinstance(sub, Mapping):
+            for key in keys:
+                v = sub.get(key)
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v > 0:
+                    return float(v), f"config.{name}.{key}"
+    return None, None
+
+
+def name_list(run: Run, key: str) -> list[str] | None:
+    """A run.json list of parameter names the recorder wrote (None when the key is absent or malformed)."""
+    v = run.meta.get(key)
+    if not isinstance(v, list):
+        return None
+    return [str(x) for x in v if isinstance(x, str)]
+
+
+def trainable(run: Run) -> dict[str, bool]:
+    """Per run.json layer name: whether it is trainable (run.json ``trainable``, True when unsaid)."""
+    return {e["name"]: e.get("trainable") is not False for e in run.layer_info}
+
+
+def steps_per_epoch(run: Run) -> tuple[int | None, str | None]:
+    """Optimizer steps in one epoch: from the ``epoch`` column (the median gap between the first
+    logged steps of consecutive epochs), else from the config."""
+    epoch = run.column("scalars", "epoch")
+    if epoch is not None:
+        steps = run.steps("scalars")
+        ok = np.isfinite(epoch)
+        e, s = epoch[ok], steps[ok]
+        if e.size:
+            starts = s[np.flatnonzero(np.r_[True, np.diff(e) != 0])]
+            if starts.size >= 3:
+                gap = int(np.median(np.diff(starts)))
+                if gap >= 2:
+                    return gap, "scalars.epoch"
+    v, src = config_number(run.config, STEPS_PER_EPOCH_KEYS)
+    if v is not None and v >= 2:
+        return int(v), src
+    return None, None
+
+
+def scalar_column(run: Run, names: Iterable[str], table: str = "scalars") -> tuple[np.ndarray, np.ndarray, str] | None:
+    """(steps, values, column) of the first of ``names`` the table holds with finite values."""
+    for name in names:
+        v = run.column(table, name)
+        if v is not None:
+            ok = np.isfinite(v)
+            if ok.sum() >= 3:
+                return run.steps(table)[ok], v[ok], f"{table}.{name}"
+    return None
+
+
+def train_loss_at(loss: Series, at: np.ndarray) -> np.ndarray:
+    """The median training loss over the steps since the previous evaluation, for each step of ``at``
+    (NaN where no training step was logged in that window)."""
+    out = np.full(len(at), np.nan)
+    prev = -np.inf
+    for i, s in enumerate(at):
+        sel = (loss.steps > prev) & (loss.steps <= s)
+        if not sel.any():  # sparse logging: the nearest earlier training loss
+            sel = loss.steps <= s
+            if sel.any():
+                out[i] = loss.values[np.flatnonzero(sel)[-1]]
+        else:
+            out[i] = float(np.median(loss.values[sel]))
+        prev = s
+    return out
+
+
+def sign_p(successes: int, n: int, p0: float = 0.5) -> float:
+    """One-sided binomial p-value of ``successes`` or more out of ``n`` under probability ``p0``."""
+    if n == 0:
+        return 1.0
+    return float(stats.binomtest(successes, n, p0, alternative="greater").pvalue)
+
+
+def decades(x: float) -> float:
+    return float(np.log10(x)) if x > 0 and np.isfinite(x) else float("nan")

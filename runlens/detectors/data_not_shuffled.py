@@ -1,0 +1,138 @@
+"""data_not_shuffled: the loss repeats with the epoch period (the batches come in the same order)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy import stats
+
+from runlens.detectors._base import Detector, Interval, Needs, Skip, register
+from runlens.detectors._bugs import steps_per_epoch
+
+if TYPE_CHECKING:
+    from runlens.detectors._base import Context
+    from runlens.diagnosis import Finding
+    from runlens.io.run import Run
+
+
+def _detrend(steps: np.ndarray, y: np.ndarray, period: int) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, y minus its centered moving mean over one period): a mean over exactly one period
+    cancels the periodic part, so what is left is the pattern within the epoch plus batch noise."""
+    grid = np.arange(steps[0], steps[-1] + 1)
+    full = np.interp(grid, steps, y)
+    c = np.r_[0.0, np.cumsum(full)]
+    half = period // 2
+    idx = np.arange(half, len(full) - (period - half))
+    trend = (c[idx - half + period] - c[idx - half]) / period
+    keep = np.isin(steps, grid[idx])
+    pos = steps[keep] - steps[0]
+    return steps[keep], y[keep] - trend[pos - half]
+
+
+@register
+class DataNotShuffled(Detector):
+    """The loss repeats with the epoch: every epoch shows the batches in the same order (the data
+    loader does not shuffle, and the data is sorted).
+
+    What it detects:
+        A training loss whose deviations from its trend depend on the
+        position of the step within the epoch: the same batches are hard or
+        easy in every epoch, in the same order. Class-sorted or
+        source-sorted data without ``shuffle=True`` shows it strongly (the
+        model chases one class after another, forgetting the last).
+
+    Why it matters:
+        Without shuffling, consecutive batches are correlated, the gradient
+        is a biased estimate, and the model oscillates with the order of the
+        data: it trains slower and ends worse, and the loss curve's noise is
+        a pattern, not noise.
+
+    How it decides:
+        The steps per epoch come from the ``epoch`` column, else the config
+        (``steps_per_epoch``...); at least ``min_epochs`` epochs are needed.
+        The log loss minus its centered moving mean over one epoch is
+        grouped by the step's position within the epoch; a Kruskal-Wallis
+        test asks whether the positions differ. It fires when p is at most
+        ``alpha`` and the effect size (epsilon-squared: the share of the
+        residual's rank variance the position explains) is at least
+        ``min_effect``. The autocorrelation of the residual at one epoch's
+        lag is in the evidence. A learning rate that itself repeats with the
+        epoch (a cyclic or warm-restart schedule with a one-epoch period)
+        explains such a pattern: then it does not fire. Severity warning.
+
+    What to try:
+        Shuffle the training data every epoch (DataLoader(shuffle=True), or a
+        DistributedSampler with set_epoch(epoch) called each epoch); if the
+        data is streamed, shuffle with a buffer larger than a class's run of
+        samples.
+
+    Parameters:
+        alpha: significance level of the Kruskal-Wallis test (1e-3).
+        min_effect: least epsilon-squared effect size (0.3).
+        min_epochs: least complete epochs logged (3).
+    """
+
+    code = "data_not_shuffled"
+    severity = "warning"
+    title = "Loss repeats with the epoch (data not shuffled)"
+    needs = Needs(scalars=("loss", "epoch", "lr"), requires=("scalars.loss",))
+    constraints = {"alpha": Interval(float, 0, 1, closed="neither"),
+                   "min_effect": Interval(float, 0, 1, closed="right"), "min_epochs": Interval(int, 2, None)}
+
+    def __init__(self, *, alpha: float = 1e-3, min_effect: float = 0.3, min_epochs: int = 3) -> None:
+        self.alpha = alpha
+        self.min_effect = min_effect
+        self.min_epochs = min_epochs
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        sig = ctx.signals_of(run)
+        loss = sig.loss
+        period, source = steps_per_epoch(run)
+        if period is None:
+            raise Skip("needs the steps per epoch (an epoch column or config steps_per_epoch)")
+        ok = loss.values > 0
+        steps, y = loss.steps[ok], np.log(loss.values[ok])
+        if len(steps) < 20 or (steps[-1] - steps[0]) < self.min_epochs * period:
+            raise Skip(f"needs at least {self.min_epochs} logged epochs of {period} steps")
+        effect, p, groups = self._position_effect(steps, y, period)
+        if groups < 2:
+            raise Skip("too few logged steps per position within the epoch")
+        if sig.lr is not None and len(sig.lr) >= 20:
+            lr_effect, lr_p, _ = self._position_effect(sig.lr.steps, np.log(np.maximum(sig.lr.values, 1e-300)),
+                                                       period)
+            if lr_p <= self.alpha and lr_effect >= self.min_effect:
+                return []  # the schedule repeats with the epoch: it explains the loss's pattern
+        if p > self.alpha or effect < self.min_effect:
+            return []
+        rs, r = _detrend(steps, y, period)
+        ac = _autocorr(rs, r, period)
+        ev = {"steps_per_epoch": period, "steps_per_epoch_source": source, "kruskal_p": p,
+              "position_effect": effect, "lag_epoch_autocorrelation": ac, "positions": groups}
+        return [self.finding(
+            f"the loss repeats with the epoch ({period} steps): the position within the epoch explains "
+            f"{effect:.0%} of its detrended variation (Kruskal-Wallis p={p:.2g}"
+            + (f", autocorrelation {ac:.2f} at one epoch's lag" if ac is not None else "") + ")",
+            evidence=ev)]
+
+    @staticmethod
+    def _position_effect(steps: np.ndarray, y: np.ndarray, period: int) -> tuple[float, float, int]:
+        rs, r = _detrend(steps, y, period)
+        pos = (rs - steps[0]) % period
+        groups = [r[pos == k] for k in np.unique(pos)]
+        groups = [g for g in groups if len(g) >= 2]
+        if len(groups) < 2 or np.ptp(r) == 0:
+            return 0.0, 1.0, len(groups)
+        h, p = stats.kruskal(*groups)
+        n = sum(len(g) for g in groups)
+        return float(max(0.0, (h - len(groups) + 1) / (n - len(groups)))), float(p), len(groups)
+
+
+def _autocorr(steps: np.ndarray, r: np.ndarray, lag: int) -> float | None:
+    at = dict(zip(steps.tolist(), r.tolist(), strict=True))
+    pairs = [(v, at[s + lag]) for s, v in at.items() if s + lag in at]
+    if len(pairs) < 10:
+        return None
+    a, b = np.array(pairs).T
+    return float(np.corrcoef(a, b)[0, 1])

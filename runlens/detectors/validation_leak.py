@@ -1,0 +1,101 @@
+"""validation_leak: a validation loss far below the training loss from the start (a leak)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from runlens.detectors._base import Detector, Interval, Needs, Skip, register
+from runlens.detectors._bugs import sign_p, train_loss_at
+
+if TYPE_CHECKING:
+    from runlens.detectors._base import Context
+    from runlens.diagnosis import Finding
+    from runlens.io.run import Run
+
+
+@register
+class ValidationLeak(Detector):
+    """The validation loss is a small fraction of the training loss, early and throughout: the
+    validation set, or the target, leaks into what the model sees.
+
+    What it detects:
+        A validation loss that falls to a small fraction of the training loss
+        at the same point (or near zero) far faster than the training loss
+        falls: the model predicts held-out data better than the data it is
+        trained on. It happens when the target (or a copy of it) is among the
+        inputs, when validation samples are also training samples (an
+        overlap, a split after augmentation), or when the validation labels
+        are computed from the inputs.
+
+    Why it matters:
+        Every validation number (loss, accuracy, early stopping, model
+        selection) is then meaningless: the model looks brilliant and is
+        not. A model with dropout or augmentation can have a validation loss
+        somewhat below its training loss (0.7x), never a tenth of it.
+
+    How it decides:
+        At each evaluation, the ratio of the validation loss to the median
+        training loss over the steps since the previous evaluation. It fires
+        when, over the evaluations of the first half of the run (at least
+        ``min_evals``), the ratio is below ``max_ratio`` on a number of them
+        a one-sided sign test finds significant at ``alpha`` (more than half
+        of them), and the median ratio over the whole run is below
+        ``max_ratio`` too (a leak does not heal). ``val_train_ratio`` is that
+        median; ``first_leak_step`` the first evaluation below the ratio.
+        Severity error.
+
+    What to try:
+        Check that no input feature is the target or computed from it (a
+        label column left in the features, a future value in a time series,
+        an id that encodes the class), and that the validation samples are
+        disjoint from the training ones (split before augmentation or
+        windowing, deduplicate); evaluate on data the pipeline never touched.
+
+    Parameters:
+        max_ratio: validation/training loss ratio below which an evaluation counts as too good (0.2).
+        min_evals: least evaluations in the first half of the run to decide (5).
+        alpha: significance level of the sign test (0.05).
+    """
+
+    code = "validation_leak"
+    severity = "error"
+    title = "Validation loss far below the training loss (leak)"
+    needs = Needs(scalars=("loss",), evals=("val_loss",), requires=("scalars.loss", "evals.val_loss"))
+    constraints = {"max_ratio": Interval(float, 0, 1, closed="neither"), "min_evals": Interval(int, 2, None),
+                   "alpha": Interval(float, 0, 1, closed="neither")}
+
+    def __init__(self, *, max_ratio: float = 0.2, min_evals: int = 5, alpha: float = 0.05) -> None:
+        self.max_ratio = max_ratio
+        self.min_evals = min_evals
+        self.alpha = alpha
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        sig = ctx.signals_of(run)
+        loss, val = sig.loss, sig.validation.get("val_loss")
+        if val is None or len(loss) < 10:
+            raise Skip("needs a validation loss and at least 10 training losses")
+        val = val.finite()
+        train = train_loss_at(loss, val.steps)
+        ok = np.isfinite(train) & (train > 0)
+        if ok.sum() < self.min_evals:
+            raise Skip(f"needs at least {self.min_evals} evaluations during training")
+        steps, ratio = val.steps[ok], val.values[ok] / train[ok]
+        early = steps <= loss.steps[0] + (loss.steps[-1] - loss.steps[0]) / 2
+        if early.sum() < self.min_evals:
+            raise Skip(f"needs at least {self.min_evals} evaluations in the first half of the run")
+        low = ratio[early] < self.max_ratio
+        p = sign_p(int(low.sum()), int(early.sum()))
+        median = float(np.median(ratio))
+        if p > self.alpha or median >= self.max_ratio:
+            return []
+        first = int(steps[np.flatnonzero(ratio < self.max_ratio)[0]])
+        ev = {"val_train_ratio": median, "early_ratio": float(np.median(ratio[early])),
+              "early_evals_below": int(low.sum()), "early_evals": int(early.sum()), "sign_p": p,
+              "first_leak_step": first, "max_ratio": self.max_ratio}
+        return [self.finding(
+            f"the validation loss is {median:.2g}x the training loss (median over {len(ratio)} evaluations; "
+            f"below {self.max_ratio:g}x from step {first}, sign test p={p:.2g}): check for a leak",
+            step=first, evidence=ev)]
