@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -347,10 +346,9 @@ def _load_foreign(shown: str, columns: Columns | None, options: Mapping[str, Any
     if kind is not None and kind != "a folder":
         raise RunFormatError(f"{shown}: is {kind}, not a regular file; refusing to read it")
     try:
-        from runlens.io.importers import import_run
         from runlens.io.importers.sniff import sniff
     except (ImportError, AttributeError):
-        sniff = import_run = None
+        sniff = None
     try:
         found = sniff(shown) if sniff is not None else None
     except OSError as exc:
@@ -362,20 +360,16 @@ def _load_foreign(shown: str, columns: Columns | None, options: Mapping[str, Any
         why = f": {found.reason}" if found is not None and found.reason else ""
         raise RunFormatError(f"{shown} is not a run directory (no run.json) "
                              f"and no importer recognises it{why}")
-    source = Path(shown)
-    # The run is named after its source, not the temporary folder, so the output stays the same.
-    label = (source.stem if source.is_file() else source.name) or "imported"
-    with tempfile.TemporaryDirectory(prefix="runlens-import-") as tmp:
-        try:
-            made = import_run(kind, shown, Path(tmp) / label, **dict(options or {}))
-        except RunlensError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a broken log must end in one line, not a traceback
-            raise RunFormatError(f"{shown}: the {kind} importer failed "
-                                 f"({type(exc).__name__}: {one_line(exc)})") from None
-        run = load_run(Path(made) if made is not None else Path(tmp) / label, columns)
-    return Run(path=shown, meta=run.meta, status=run.status, scalars=run.scalars, evals=run.evals,
-               layers=run.layers, events=run.events, warnings=run.warnings)
+    try:
+        from runlens.io.importers import load
+
+        # Built in memory: no temporary run is written and read back.
+        return load(kind, shown, shown, columns, **dict(options or {}))
+    except RunlensError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a broken log must end in one line, not a traceback
+        raise RunFormatError(f"{shown}: the {kind} importer failed "
+                             f"({type(exc).__name__}: {one_line(exc)})") from None
 
 
 def _import_notes(meta: Mapping[str, Any]) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from runlens.errors import ImportFailedError
 
-__all__ = ["KINDS", "detect_kind", "import_run", "read"]
+__all__ = ["KINDS", "detect_kind", "import_run", "load", "read"]
 
 KINDS = {
     "tensorboard": "runlens.io.importers.tensorboard",
@@ -36,6 +36,7 @@ KINDS = {
     "mlflow": "runlens.io.importers.mlflow",
     "wandb": "runlens.io.importers.wandb",
     "markdown": "runlens.io.importers.markdown",
+    "table": "runlens.io.importers.table",
 }
 
 
@@ -83,3 +84,10 @@ def import_run(kind: str, source: str | Path, out_dir: str | Path, **options: An
     from runlens.io.importers._common import write_imported
 
     return write_imported(read(kind, source, **options), out_dir)
+
+
+def load(kind: str, source: str | Path, shown: str, columns=None, **options: Any):
+    """The in-memory :class:`~runlens.io.run.Run` of ``source`` read as ``kind`` (nothing written)."""
+    from runlens.io.importers.memory import to_run
+
+    return to_run(read(kind, source, **options), shown, columns)

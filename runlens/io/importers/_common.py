@@ -5,7 +5,8 @@ An importer reads its source into :class:`Imported` (named series, not
 rows), because sources log metrics at different steps: a ``val_loss`` every
 500 steps, ``lr`` on some steps only. :func:`write_imported` then aligns
 them on the steps where a training loss exists, says what it had to drop,
-and writes through :class:`recorders.writer.RunWriter` like any recorder.
+and :mod:`runlens.io.importers.memory` builds the run's Arrow tables in memory
+from them; only ``runlens import`` writes a run to disk (:func:`write_imported`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from recorders.writer import RunWriter
 from runlens.errors import ImportFailedError
 
 # Columns of the scalars table the format names; everything else is a user scalar.
@@ -55,6 +55,7 @@ class Imported:
     layer_rows: dict[str, dict[str, Series]] = field(default_factory=dict)  # layer -> column -> series
     name: str | None = None
     seed: int | None = None
+    events: list[tuple[int, str, float, str]] = field(default_factory=list)  # (step, kind, value, message)
 
 
 def column_name(raw: str) -> str:
@@ -161,6 +162,7 @@ def _table(series: dict[str, Series], key: str, label: str, warnings: list[str],
     key_vals = np.full(len(steps), np.nan)
     key_present = np.zeros(len(steps), dtype=bool)
     columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    dropped: list[str] = []
     for name, s in series.items():
         s, _ = _last_per_step(s)
         values, missed, present = _align(frame, s)
@@ -168,10 +170,13 @@ def _table(series: dict[str, Series], key: str, label: str, warnings: list[str],
             key_vals, key_present = values, present
             continue
         if missed:
-            warnings.append(f"{label}: {missed} values of {name!r} logged at steps without "
-                            f"{' or '.join(repr(k) for k in keys)}: not imported")
+            dropped.append(f"{name!r} ({missed})")
         if present.any():
             columns[name] = (values, present)
+    if dropped:
+        shown = ", ".join(dropped[:6]) + (f" and {len(dropped) - 6} more" if len(dropped) > 6 else "")
+        warnings.append(f"{label}: values logged at steps without {' or '.join(repr(k) for k in keys)} "
+                        f"not imported: {shown}")
     return frame, key_vals, key_present, columns
 
 
@@ -193,16 +198,13 @@ def _no_loss_note(imp: Imported, warnings: list[str]) -> tuple[tuple[str, ...], 
     return (), np.unique(np.concatenate([imp.evals[c].steps for c in vals]))
 
 
-def write_imported(imp: Imported, out_dir: str | Path) -> Path:
-    """Write ``imp`` as a format-v1 run at ``out_dir``; the run's path.
+def plan(imp: Imported) -> tuple[dict[str, Any], tuple, tuple | None]:
+    """``(config, scalars rows, evals rows or None)`` of ``imp``: the aligned tables a run is made of.
 
     A source without a training loss but with a gradient norm, loss scale or
-    validation loss is written with an all-null ``loss`` (the format requires
-    the column) and a warning; a source with none of these is refused.
+    validation loss gets an all-null ``loss`` (the format requires the
+    column) and a warning; a source with none of these is refused.
     """
-    out = Path(out_dir)
-    if (out / "run.json").exists():
-        raise ImportFailedError(f"{out} already holds a run; choose a new OUT_RUN directory")
     warnings = list(imp.warnings)
     has_loss = "loss" in imp.train and len(imp.train["loss"].steps) > 0
     train_keys, eval_steps = (("loss",), None) if has_loss else _no_loss_note(imp, warnings)
@@ -226,6 +228,17 @@ def write_imported(imp: Imported, out_dir: str | Path) -> Path:
     if train[0].times is None:
         warnings.append("the source has no timestamps: the time columns hold NaN")
     config["import_warnings"] = warnings
+    return config, train, evals
+
+
+def write_imported(imp: Imported, out_dir: str | Path) -> Path:
+    """Write ``imp`` as a format-v1 run at ``out_dir`` (``runlens import`` only); the run's path."""
+    from recorders.writer import RunWriter  # the training-side writer: only a run written to disk needs it
+
+    out = Path(out_dir)
+    if (out / "run.json").exists():
+        raise ImportFailedError(f"{out} already holds a run; choose a new OUT_RUN directory")
+    config, train, evals = plan(imp)
     writer = RunWriter(out, name=imp.name or out.name, config=config, seed=imp.seed,
                        flush_every=1_000_000, flush_seconds=1e9, heartbeat=False)
     try:
@@ -235,6 +248,8 @@ def write_imported(imp: Imported, out_dir: str | Path) -> Path:
         if evals is not None:
             _write_rows(writer, evals, is_eval=True)
         _write_layers(writer, imp)
+        for step, kind, value, message in imp.events:
+            writer.add_event(step, kind, message, value=value)
     except BaseException as exc:
         writer.close(status="crashed", error={"type": type(exc).__name__, "message": str(exc),
                                               "traceback": "", "step": None})
@@ -243,7 +258,7 @@ def write_imported(imp: Imported, out_dir: str | Path) -> Path:
     return out
 
 
-def _write_rows(writer: RunWriter, table, *, is_eval: bool) -> None:
+def _write_rows(writer, table, *, is_eval: bool) -> None:
     base, key_vals, key_present, columns = table
     names = list(columns)
     vals = [columns[n][0].tolist() for n in names]
@@ -260,7 +275,7 @@ def _write_rows(writer: RunWriter, table, *, is_eval: bool) -> None:
         add(step, value, time=t, **extra)
 
 
-def _write_layers(writer: RunWriter, imp: Imported) -> None:
+def _write_layers(writer, imp: Imported) -> None:
     """Per-layer rows: one ``add_layers`` call per step, every known layer in it."""
     if not imp.layer_rows:
         return

@@ -28,16 +28,15 @@ guess.
 from __future__ import annotations
 
 import csv as _csv
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runlens.io.importers._textline import Context, clean, find_step, parse_mapping, read_fields
 from runlens.io.importers.text import text_encoding
+from runlens.io.reader import read_table, shape_of
 
 HEAD = 262_144
-_JSON_WHOLE = 64 << 20
 _HF_LINE = re.compile(r"\{'(loss|eval_loss|grad_norm|learning_rate|eval_[\w]+_loss)': '?(?:[-+]?[0-9]|nan|inf)")
 _WANDB_COL = re.compile(r"^.+ - .+$")
 
@@ -78,20 +77,40 @@ def sniff_file(path: Path) -> Sniff:
     lines = text.splitlines()
     if len(head) == HEAD and lines:
         lines = lines[:-1]  # the last line may be cut by the window
-    if text.lstrip().startswith("{") and (kind := _json_document(path, text)):
-        return Sniff(kind)
+    table_note = ""
+    if _csv_kind(lines) == "wandb":
+        return Sniff("wandb")
+    if shape_of(head) is not None:
+        found = _structured(path)
+        if isinstance(found, Sniff):
+            return found
+        table_note = found
     counts = _line_counts(lines)
-    if counts["jsonl"] and counts["jsonl"] >= 0.5 * counts["nonblank"]:
-        return Sniff("jsonl")
-    if csv_kind := _csv_kind(lines):
-        return Sniff(csv_kind)
     table = _markdown_rows(lines)
     # A table is written on purpose (a header naming its columns); loose step lines beside
     # it (prose that restates a few of its rows) do not outweigh it unless they are twice as many.
     if table >= 3 and 2 * table >= counts["text"] and table >= counts["hf"]:
         return Sniff("markdown", found={"markdown": f"a table of {table} rows", **(
             {"text": f"{counts['text']} lines"} if counts["text"] else {})})
-    return _text_kind(counts)
+    found = _text_kind(counts)
+    if found.kind is None and table_note:
+        return Sniff(None, table_note)
+    return found
+
+
+def _structured(path: Path) -> Sniff | str:
+    """``Sniff("table")`` for a structured log with a training signal, else why it is not one."""
+    from runlens.io.importers.table import signal_roles
+    from runlens.io.reader.roles import infer
+
+    table = read_table(path)
+    if table is None or table.n == 0:
+        return ""
+    if signal_roles(infer(table)):
+        return Sniff("table", found={"table": f"a {table.shape} table of {table.n} rows"})
+    names = ", ".join(table.names[:12]) + (" ..." if len(table.names) > 12 else "")
+    return (f"a {table.shape} table of {table.n} rows with no loss, validation loss or gradient norm "
+            f"among its columns ({names or 'none'})")
 
 
 def _markdown_rows(lines: list[str]) -> int:
@@ -100,16 +119,6 @@ def _markdown_rows(lines: list[str]) -> int:
 
     t = pick(tables(lines))
     return len(t.rows) if t is not None else 0
-
-
-def _json_document(path: Path, head: str) -> str | None:
-    if path.stat().st_size > _JSON_WHOLE:
-        return "hf" if '"log_history"' in head else None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8", errors="replace").lstrip("\ufeff"))
-    except ValueError:
-        return None
-    return "hf" if isinstance(doc, dict) and isinstance(doc.get("log_history"), list) else None
 
 
 def _line_counts(lines: list[str]) -> dict[str, int]:

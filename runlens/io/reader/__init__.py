@@ -1,0 +1,87 @@
+"""One reader that goes by structure: any log becomes named numeric series over an index.
+
+:func:`read_table` finds the shape of a file (a JSON document, JSON lines,
+a delimited or pipe table) and reads it into a :class:`~.table.Table`;
+:mod:`.roles` decides which column is which and says why; :mod:`.build`
+turns that into the importers' series, with the log's own step numbers.
+Text console logs are read line by line by :mod:`runlens.io.importers.text`
+and Trainer console dicts by :mod:`runlens.io.importers.hf`; tracker folders
+by their own modules, whose series go through the same role names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runlens.errors import ImportFailedError
+from runlens.io.reader import delimited, jsonshape
+from runlens.io.reader.source import MAX_JSON, check_regular, decode, head_bytes, read_all
+from runlens.io.reader.table import Table
+
+__all__ = ["read_table", "shape_of"]
+
+
+def shape_of(head: bytes) -> str | None:
+    """``json``, ``jsonl`` or ``delimited`` for a file starting with ``head``; None for anything else."""
+    if b"\x00" in head[:8192] and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None
+    text = decode(head)
+    s = text.lstrip()
+    lines = text.splitlines()
+    if len(head) >= 262_144 and lines:
+        lines = lines[:-1]
+    if s.startswith("["):
+        return "json"
+    if s.startswith("{"):
+        first, _, more = s.partition("\n")
+        # One object on one line is a document (a Keras history dumped without indent), not JSON lines.
+        one_line = len(head) < 262_144 and not more.strip()
+        return "jsonl" if not one_line and first.strip().endswith("}") and _is_object(first.strip()) else "json"
+    if delimited.sniff(lines) is not None:
+        return "delimited"
+    return None
+
+
+def _is_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
+_LAST: list = []  # (key, table): sniffing and reading one file parse it once
+
+
+def read_table(path: Path) -> Table | None:
+    """The table held by the file at ``path``, or None when it is not a structured log."""
+    st = check_regular(path)
+    key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    if _LAST and _LAST[0][0] == key:
+        return _LAST[0][1]
+    table = _read_table(path)
+    _LAST[:] = [(key, table)]
+    return table
+
+
+def _read_table(path: Path) -> Table | None:
+    head = head_bytes(path)
+    shape = shape_of(head)
+    if shape is None:
+        return None
+    if shape == "json":
+        data = read_all(path, MAX_JSON)
+        try:
+            doc = json.loads(decode(data))
+        except ValueError:
+            return jsonshape.read_lines(decode(data).splitlines())
+        except RecursionError:
+            raise ImportFailedError(f"{path}: JSON nested too deeply to be a metrics log") from None
+        return jsonshape.read_document(doc)
+    text = decode(read_all(path))
+    if shape == "jsonl":
+        return jsonshape.read_lines(text.splitlines())
+    found = delimited.sniff(decode(head).splitlines()[:-1] or decode(head).splitlines())
+    if found is None:
+        return None
+    return delimited.read_text(text, *found)

@@ -1,0 +1,165 @@
+"""Delimited tables by structure: any delimiter, padded or quoted cells, with or without a header.
+
+The delimiter is the one (tab, comma, semicolon, pipe, then runs of
+spaces) that splits the head of the file into the same number of cells
+on most lines. A header is a first row whose cells are mostly not numbers;
+the same header repeated further down (appended runs, concatenated files)
+starts nothing new and is skipped, as is every row that carries no number.
+A ``e/N`` cell (YOLO's ``0/299``) is its counter ``e``. Markdown/pipe
+tables are pipe-delimited tables with a ``---`` rule row, which is skipped.
+
+A well-formed comma/tab table is handed to :func:`pyarrow.csv.read_csv`
+(columns it cannot type are re-read cell by cell); the rest is split here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from runlens.io.reader.table import MAX_COLUMNS, Table
+from runlens.io.reader.values import parse
+
+_DELIMS = ("\t", ",", ";", "|", " ")
+_COUNTER = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
+_RULE = re.compile(r"^[\s|:+-]+$")
+# Known headerless layouts, named by their first cell and width: YOLOv5/YOLOv7 ``results.txt``.
+_YOLO_TXT = ("epoch", "gpu_mem", "train/box_loss", "train/obj_loss", "train/cls_loss", "train/total_loss",
+             "labels", "img_size", "metrics/precision", "metrics/recall", "metrics/mAP_0.5",
+             "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss", "val/cls_loss")
+
+
+def split(line: str, delim: str) -> list[str]:
+    if delim == " ":
+        return line.split()
+    if delim == "|":
+        s = line.strip()
+        return [c.strip() for c in s.strip("|").split("|")]
+    return next(csv.reader([line], delimiter=delim, skipinitialspace=True), [])
+
+
+def sniff(lines: list[str]) -> tuple[str, int] | None:
+    """``(delimiter, width)`` of the table the lines hold, or None when they are not one."""
+    rows = [ln for ln in lines[:200] if ln.strip() and not ln.lstrip().startswith("#")]
+    if len(rows) < 2:
+        return None
+    for delim in _DELIMS:
+        if delim != " " and sum(delim in r for r in rows) < 0.8 * len(rows):
+            continue
+        widths = [len(split(r, delim)) for r in rows if not _RULE.match(r)]
+        if not widths:
+            continue
+        width = max(set(widths), key=widths.count)
+        numeric = sum(_numeric_share(split(r, delim)) >= 0.5 for r in rows[1:40])
+        if width >= 2 and widths.count(width) >= 0.8 * len(widths) and numeric >= 0.5 * min(len(rows) - 1, 39):
+            return delim, width
+    return None
+
+
+def _numeric_share(cells: list[str]) -> float:
+    """The share of numbers among the cells that hold anything (Lightning rows are mostly empty)."""
+    full = [c for c in cells if c.strip() and c.strip() not in ("_", "-")]
+    if not full:
+        return 0.0
+    return sum(_cell(c) is not None for c in full) / len(full)
+
+
+def _cell(text: str) -> float | None:
+    v = parse(text)
+    if v is None and "/" in text and (m := _COUNTER.match(text)):
+        return float(m.group(1))
+    return v
+
+
+def read(text_lines, delim: str, width: int) -> Table:
+    """The table held by ``text_lines`` split on ``delim`` (``width`` cells a row)."""
+    it = iter(text_lines)
+    header: list[str] | None = None
+    rows: list[list[float | None]] = []
+    for line in it:
+        if not line.strip() or _RULE.match(line) or line.lstrip().startswith("#"):
+            continue
+        cells = split(line, delim)
+        if header is None and not rows and _numeric_share(cells) < 0.5:
+            header = [c.strip().strip("\"'") for c in cells]
+            continue
+        if header is not None and [c.strip() for c in cells] == header:
+            continue  # a repeated header
+        nums = [_cell(c) for c in cells]
+        if any(v is not None for v in nums):
+            rows.append(nums)
+    names = header if header is not None else _default_names(width)
+    return _table(names, rows, "delimited" if header is not None else "delimited, no header")
+
+
+def _default_names(width: int) -> list[str]:
+    if width in (len(_YOLO_TXT), len(_YOLO_TXT) + 1):
+        return list(_YOLO_TXT) + ["column_16"][: width - len(_YOLO_TXT)]
+    return [f"column_{i + 1}" for i in range(width)]
+
+
+def _table(names: list[str], rows: list[list[float | None]], shape: str) -> Table:
+    names = _unique([n or f"column_{i + 1}" for i, n in enumerate(names)])[:MAX_COLUMNS]
+    values, present = {}, {}
+    n = len(rows)
+    for j, name in enumerate(names):
+        col = [r[j] if j < len(r) else None for r in rows]
+        mask = np.array([v is not None for v in col], dtype=bool)
+        values[name] = np.array([np.nan if v is None else v for v in col], dtype=np.float64)
+        present[name] = mask
+    return Table(n, values, present, shape)
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        out.append(n if k == 0 else f"{n}_{k + 1}")
+    return out
+
+
+def read_fast(source, delim: str) -> Table | None:
+    """A headed comma/tab/semicolon table through pyarrow; None when pyarrow cannot read it."""
+    try:
+        data = pacsv.read_csv(source, parse_options=pacsv.ParseOptions(delimiter=delim),
+                              convert_options=pacsv.ConvertOptions(strings_can_be_null=True,
+                                                                   null_values=["", "_", "-", "null", "None"]),
+                              read_options=pacsv.ReadOptions(block_size=1 << 22))
+    except (pa.ArrowInvalid, OSError, ValueError):
+        return None
+    if data.num_columns > MAX_COLUMNS or data.num_columns < 2:
+        return None
+    values, present = {}, {}
+    for name, col in zip(_unique([n.strip() for n in data.column_names]), data.columns, strict=True):
+        arr, mask = _column(col)
+        if mask.any():
+            values[name], present[name] = arr, mask
+    return Table(data.num_rows, values, present, "delimited")
+
+
+def _column(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_null(col.type):
+        arr = col.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        mask = ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        return np.where(mask, arr, np.nan), mask
+    cells = [_cell(c) if isinstance(c, str) else None for c in col.to_pylist()]
+    mask = np.array([v is not None for v in cells], dtype=bool)
+    return np.array([np.nan if v is None else v for v in cells], dtype=np.float64), mask
+
+
+def read_text(text: str, delim: str, width: int) -> Table:
+    """:func:`read_fast` for a clean headed table, else the cell-by-cell reader."""
+    if delim in (",", "\t", ";"):
+        first = next((ln for ln in text.splitlines()[:5] if ln.strip()), "")
+        if _numeric_share(split(first, delim)) < 0.5:
+            fast = read_fast(io.BytesIO(text.encode("utf-8")), delim)
+            if fast is not None:
+                return fast
+    return read(text.splitlines(), delim, width)

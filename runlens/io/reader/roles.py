@@ -1,0 +1,222 @@
+"""Which column is the training loss, the validation loss(es), the learning rate, ... and why.
+
+Decided from name tokens (:mod:`runlens.io.reader.names`) and values, in
+one place for every shape of log:
+
+- **index**: a step counter (``step``, ``global_step``, ``iteration``,
+  ``iter``, ``current_steps``) with integral values that mostly go up; else
+  an integral ``epoch`` column; else the row number;
+- **training loss**: a loss-named column (``loss``, ``xent``, ``nll``,
+  ``ce``, ``objective``) with nothing but neutral words beside it
+  (``train_loss``, ``total_loss``, ``main/loss``; a per-step one before a
+  per-epoch one); else the only loss-named column; else the sum of the
+  loss parts logged without a total (``box_loss + cls_loss + dfl_loss``);
+  else the log of a perplexity logged alone;
+- **validation losses**: the same on columns with a ``val``/``valid``/
+  ``eval``/``dev``/``test`` word; a set's name kept (``eval_wiki_loss``);
+  parts matching the training parts summed; a validation column that shares
+  the training loss's own word (``MAE on validation`` beside ``MAE loss``);
+- **learning rate**, **gradient norm**, **loss scale**, **epoch** by their
+  words.
+
+Every choice carries a sentence saying why; ``--loss``, ``--val-loss`` and
+``--step`` name columns that win over all of this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runlens.io.reader.names import LOSS, METRIC, PERPLEXITY, is_val, qualifiers, tokens, val_set
+from runlens.io.reader.table import Table
+
+_STEP_WORDS = ("step", "iteration", "iter", "steps", "it")
+_STEP_SKIP = frozenset({"global", "current", "train", "trainer", "num", "cur", "optimizer", "training"})
+_EPOCH_WORDS = (("epoch",), ("epochs",), ("ep",))
+
+
+@dataclass
+class Pick:
+    """One role: the column(s) it is made of, how (``column``, ``sum`` or ``log``), and why."""
+
+    role: str
+    columns: tuple[str, ...]
+    how: str
+    why: str
+
+
+@dataclass
+class Roles:
+    index: str | None
+    index_kind: str  # "step", "epoch" or "row"
+    index_why: str
+    picks: list[Pick] = field(default_factory=list)
+
+    def get(self, role: str) -> Pick | None:
+        return next((p for p in self.picks if p.role == role), None)
+
+    def used(self) -> set[str]:
+        return {c for p in self.picks for c in p.columns} | ({self.index} if self.index else set())
+
+    def lines(self) -> list[str]:
+        out = [f"index: {self.index_kind} ({self.index_why})"]
+        out += [f"{p.role} <- {' + '.join(p.columns) if p.how == 'sum' else p.columns[0]}"
+                f"{' (log of it)' if p.how == 'log' else ''}: {p.why}" for p in self.picks]
+        return out
+
+
+def _integral(v: np.ndarray) -> bool:
+    return len(v) > 0 and bool(np.all(np.isfinite(v))) and bool(np.all(v == np.round(v)))
+
+
+def _rising(v: np.ndarray) -> bool:
+    # Lines of several processes interleave (a step written late, twice): mostly rising is enough.
+    d = np.diff(v)
+    return len(v) >= 2 and int((d > 0).sum()) > 2 * int((d < 0).sum())
+
+
+def pick_index(table: Table, step: str | None) -> tuple[str | None, str, str]:
+    """``(column, kind, why)`` of the index."""
+    if step is not None:
+        if step not in table.values:
+            raise KeyError(step)
+        return step, "step", "named by --step"
+    toks = {name: tokens(name) for name in table.names}
+    for word in _STEP_WORDS:
+        for name, t in toks.items():
+            core = tuple(x for x in t if x not in _STEP_SKIP)
+            vals = table.values[name][table.present[name]]
+            if core == (word,) and "total" not in t and _integral(vals) and _rising(vals):
+                return name, "step", f"{name!r} is a step counter (integral, rising)"
+    for name, t in toks.items():
+        vals = table.values[name][table.present[name]]
+        if t in _EPOCH_WORDS and _integral(vals) and _rising(vals):
+            return name, "epoch", f"{name!r} counts epochs and no step counter was logged"
+    return None, "row", "no step or epoch counter: each row is one point, numbered from 0"
+
+
+def _lossish(t: tuple[str, ...]) -> bool:
+    return any(x in LOSS for x in t) and not any(x in METRIC for x in t) and "scale" not in t
+
+
+def _rank_total(table: Table, name: str) -> tuple:
+    t = tokens(name)
+    grain = 0 if ("step" in t or "batch" in t) else (2 if "epoch" in t else 1)
+    return grain, -int(table.present[name].sum()), len(name)
+
+
+def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None, list[str]]:
+    """The loss among ``cols`` (all on one side: train or val) and the parts it was summed from."""
+    lossy = [c for c in cols if _lossish(tokens(c))]
+    totals = [c for c in lossy if not qualifiers(tokens(c))]
+    role = "loss" if side == "train" else "val_loss"
+    if totals:
+        best = min(totals, key=lambda c: _rank_total(table, c))
+        why = f"{best!r} is named a {'training' if side == 'train' else 'validation'} loss"
+        if len(totals) > 1:
+            why += f" (chosen over {', '.join(repr(c) for c in totals if c != best)}: finer grain or more values)"
+        return Pick(role, (best,), "column", why), []
+    if len(lossy) == 1:
+        return Pick(role, (lossy[0],), "column", f"{lossy[0]!r} is the only loss-named column"), []
+    if len(lossy) > 1:
+        return Pick(role, tuple(lossy), "sum", "loss parts logged without a total: summed "
+                    f"({len(lossy)} parts)"), lossy
+    ppl = [c for c in cols if any(x in PERPLEXITY for x in tokens(c))]
+    if ppl:
+        return Pick(role, (ppl[0],), "log", f"only a perplexity was logged ({ppl[0]!r}): "
+                    "the loss is its natural log"), []
+    return None, []
+
+
+def _simple(table: Table, cols: list[str], picks: list[Pick]) -> None:
+    taken = {c for p in picks for c in p.columns}
+    tests = (
+        ("loss_scale", lambda t: "scale" in t and ("loss" in t or "grad" in t or t == ("scale",)),
+         "named a loss scale"),
+        ("lr", lambda t: "lr" in t or ("learning" in t and "rate" in t), "named a learning rate"),
+        ("grad_norm", lambda t: ("norm" in t and ({"grad", "gradient", "grads", "total"} & set(t) or t == ("norm",)))
+         or "gnorm" in t, "named a gradient norm"),
+        ("epoch", lambda t: t in _EPOCH_WORDS, "an epoch counter"),
+    )
+    for role, test, why in tests:
+        for c in cols:
+            t = tokens(c)
+            if c not in taken and test(t) and (role != "epoch" or _integral(table.values[c][table.present[c]])):
+                picks.append(Pick(role, (c,), "column", f"{c!r} is {why}"))
+                taken.add(c)
+                break
+
+
+def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
+          step: str | None = None) -> Roles:
+    """The roles of ``table``'s columns; raises KeyError naming an override column the table lacks."""
+    index, kind, why = pick_index(table, step)
+    roles = Roles(index, kind, why)
+    for named in (loss, val_loss):
+        if named is not None and named not in table.values:
+            raise KeyError(named)
+    cols = [c for c in table.names if c != index]
+    train = [c for c in cols if not is_val(tokens(c)) and c not in (loss, val_loss)]
+    val = [c for c in cols if is_val(tokens(c)) and c not in (loss, val_loss)]
+    if loss is not None:
+        roles.picks.append(Pick("loss", (loss,), "column", "named by --loss"))
+    else:
+        chosen, _ = _choose_loss(table, train, "train")
+        if chosen is not None:
+            roles.picks.append(chosen)
+    parts = [c for c in train if _lossish(tokens(c))]
+    if val_loss is not None:
+        roles.picks.append(Pick("val_loss", (val_loss,), "column", "named by --val-loss"))
+    else:
+        _val_losses(table, val, roles, parts)
+    _simple(table, [c for c in train if c not in roles.used()], roles.picks)
+    return roles
+
+
+def _val_losses(table: Table, val: list[str], roles: Roles, train_lossy: list[str]) -> None:
+    lossy = [c for c in val if _lossish(tokens(c))]
+    # A qualified validation loss whose words a training loss also has is a part of the loss
+    # (``val/box_loss`` beside ``train/box_loss``), not a validation set of its own.
+    part_words = {q for p in train_lossy if (q := qualifiers(tokens(p)))}
+    val_parts = [c for c in lossy if qualifiers(tokens(c)) in part_words]
+    lossy = [c for c in lossy if c not in val_parts]
+    has_total = any(not qualifiers(tokens(c)) for c in lossy)
+    if len(val_parts) > 1 and not has_total:
+        roles.picks.append(Pick("val_loss", tuple(val_parts), "sum",
+                                "validation loss parts (matching the training loss's parts) logged "
+                                "without a total: summed"))
+    sets: dict[str | None, str] = {}
+    for c in lossy:
+        sets.setdefault(val_set(tokens(c)), c)
+    if not sets and not val_parts:
+        _val_fallback(table, val, roles)
+        return
+    if None not in sets and not val_parts and sets:
+        first = next(iter(sets))
+        sets[None] = sets.pop(first)
+        roles.picks.append(Pick("val_loss", (sets[None],), "column",
+                                f"{sets[None]!r} is the first validation loss (set {first!r})"))
+    elif None in sets and not any(p.role == "val_loss" for p in roles.picks):
+        roles.picks.append(Pick("val_loss", (sets[None],), "column", f"{sets[None]!r} is named a validation loss"))
+    for name, c in sets.items():
+        if name is not None:
+            roles.picks.append(Pick(f"val_loss@{name}", (c,), "column", f"{c!r} is the loss of set {name!r}"))
+
+
+def _val_fallback(table: Table, val: list[str], roles: Roles) -> None:
+    """A validation column named after the training loss's own word, or a validation perplexity."""
+    loss = roles.get("loss")
+    words = set(qualifiers(tokens(loss.columns[0]))) if loss is not None and loss.how == "column" else set()
+    for c in val:
+        shared = words & set(tokens(c))
+        if shared:
+            roles.picks.append(Pick("val_loss", (c,), "column",
+                                    f"{c!r} is a validation column of the training loss's quantity "
+                                    f"({', '.join(sorted(shared))})"))
+            return
+    ppl = [c for c in val if any(x in PERPLEXITY for x in tokens(c))]
+    if ppl:
+        roles.picks.append(Pick("val_loss", (ppl[0],), "log", f"only a validation perplexity was logged "
+                                f"({ppl[0]!r}): the validation loss is its natural log"))
