@@ -11,6 +11,7 @@ from typing import Any
 import jinja2
 
 from runlens.render.audit_cells import COLUMNS, cells, report_href, summary
+from runlens.render.escape import html_value
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -43,7 +44,7 @@ td.err{color:#a40e26;font-size:12px}
 </body></html>
 """
 
-_ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+_ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, finalize=html_value)
 _NUMERIC = {"final_loss", "best_loss", "best_val", "steps", "duration"}
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 
 from runlens.render.audit_cells import number
-from runlens.render.escape import md_cell, md_inline, term_inline
+from runlens.render.escape import html_value, md_cell, md_inline, term_inline
 
 
 def rows(c: Any) -> list[tuple[str, str, str, str]]:
@@ -139,7 +139,7 @@ table{border-collapse:collapse}th,td{padding:.3rem .6rem;border-bottom:1px solid
 {% for n in c.notes %}<p><small>note: {{ n }}</small></p>{% endfor %}
 </body></html>
 """
-_ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+_ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, finalize=html_value)
 
 
 def render_compare_html(c: Any) -> str:

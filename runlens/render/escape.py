@@ -38,6 +38,9 @@ _LINE_START = re.compile(r"^(\s*(?:\d+)?)([#+.)-](?=\s|$)|[=-](?=[\s=-]*$))")
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 _NEWLINES = re.compile(r"\r\n|\r|\n|\u2028|\u2029|\x85")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Bidirectional embeddings, overrides, isolates and marks: a run name holding U+202E shows
+# its own title reversed, and text after it too. Removed from every reader's text.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 # GitHub's mention and issue-reference autolinks; an `@` inside a word (an e-mail
@@ -56,14 +59,26 @@ def no_mentions(text: str) -> str:
     return _ISSUE_REF.sub(lambda m: m.group(1) + _ZWSP, _MENTION.sub("@" + _ZWSP, text))
 
 
+def _plain(value: object) -> str:
+    """``value`` as text without control characters or bidi controls (newlines and tabs kept)."""
+    return _BIDI.sub("", _CONTROL.sub("", str(value)))
+
+
+def html_value(value: object) -> object:
+    """Jinja's ``finalize`` for every HTML template: a plain string loses its control characters
+    and bidi controls before autoescaping (a run name cannot reverse the ``<title>`` or ``<h1>``);
+    markup runlens made itself (``Markup``) and non-strings pass unchanged."""
+    return _plain(value) if type(value) is str else value
+
+
 def md_html(value: object) -> str:
     """``value`` as HTML text inside Markdown (a ``<summary>``): entities, one line, no mentions."""
-    return no_mentions(html.escape(" ".join(_CONTROL.sub("", str(value)).split()), quote=True))
+    return no_mentions(html.escape(" ".join(_plain(value).split()), quote=True))
 
 
 def md_inline(value: object) -> str:
-    """``value`` as literal Markdown text on one line (paragraphs, list items)."""
-    text = _CONTROL.sub("", str(value))
+    """``value`` as literal Markdown text on one line (paragraphs, list items, headings)."""
+    text = _plain(value)
     text = _NEWLINES.sub(" ", text)
     text = _MD_SPECIAL.sub(r"\\\1", text)
     text = _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
@@ -98,7 +113,7 @@ def md_code_block(text: str, lang: str = "", *, tail: int | None = None) -> str:
     ``tail`` keeps only about the last ``tail`` characters, on a line
     boundary (the end of a traceback is where its cause is).
     """
-    text = _CONTROL.sub("", str(text)).replace("\r\n", "\n").replace("\r", "\n")
+    text = _plain(text).replace("\r\n", "\n").replace("\r", "\n")
     if tail is not None and len(text) > tail:
         cut = text.find("\n", len(text) - tail)
         cut = len(text) - tail if cut < 0 else cut + 1
@@ -110,7 +125,7 @@ def md_code_block(text: str, lang: str = "", *, tail: int | None = None) -> str:
 def md_code_span(value: object) -> str:
     """``value`` as an inline code span; falls back to escaped text when a
     span cannot hold it (newlines, or backticks that GFM tables mangle)."""
-    text = _NEWLINES.sub(" ", _CONTROL.sub("", str(value)))
+    text = _NEWLINES.sub(" ", _plain(value))
     if "`" in text or "|" in text or not text.strip():
         return md_inline(text)
     # Inside a code span entities are shown literally, so <, > stay as they are
@@ -125,7 +140,7 @@ def md_code_span(value: object) -> str:
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[PX^_][^\x1b]*(?:\x1b\\)?|.)?",
                    re.DOTALL)
 # C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a line shows.
-_TERM_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_TERM_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _TERM_SPACE = re.compile(r"[\t\n\r\u2028\u2029\x85]")
 
 
@@ -150,10 +165,16 @@ _FORMULA_START = tuple("=+-@\t\r\n") + ("\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 def csv_cell(value: object) -> object:
     """A CSV cell that a spreadsheet shows as text: a string starting like a formula gets a
-    leading ``'``. Numbers are left as they are (a negative loss is a number, not a formula)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    leading ``'``. Numbers are left as they are (a negative loss is a number, not a formula).
+
+    A bare CR becomes a newline: Python's ``csv`` quotes a cell holding its line terminator's
+    characters only, so with ``lineterminator="\n"`` a lone CR went out unquoted and a
+    spreadsheet split the row there, starting a new line (maybe a formula) mid-cell. Bidi
+    controls are removed."""
+    if not isinstance(value, str):
+        return value
+    value = _BIDI.sub("", value.replace("\r\n", "\n").replace("\r", "\n"))
+    return "'" + value if value.startswith(_FORMULA_START) else value
 
 
 # -- XML --------------------------------------------------------------------------

@@ -1,48 +1,72 @@
 """The HTML post-mortem: one self-contained file, no network requests.
 
-Styles are inline, charts are inline SVG, there is no script: the page is
-the same with JavaScript on or off. The template (``reports/templates/
+Styles are inline, charts are inline SVG, a report has no script: the page is
+the same with JavaScript on or off (the index's filter box is its one script, a
+few inline lines; without it the list is whole). The template (``reports/templates/
 report.html.j2``) only displays a :class:`~runlens.render.view.ReportView`;
 Jinja autoescaping escapes everything that came from the run.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from runlens.render.charts import render_charts
-from runlens.render.view import ReportView, build_view
+from runlens.render.escape import html_value
+from runlens.render.view import ReportView, build_view, distinct_names
 
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The Jinja environment for HTML templates (autoescaping always on)."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("reports", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
+        finalize=html_value,  # control and bidi characters out of every value, before autoescaping
     )
+    env.filters["wordbreaks"] = wordbreaks
+    return env
+
+
+_WORD_END = re.compile(r"(?<=[-_./ ])")
+
+
+def wordbreaks(text: str) -> Markup:
+    """``text`` escaped, with a line-break opportunity (``<wbr>``) after each ``_ - . /``: a name
+    such as ``late_loss_variance`` wraps between its words, never inside one."""
+    return Markup("<wbr>").join(escape(part) for part in _WORD_END.split(html_value(str(text))))
 
 
 def render_html(diagnosis: Any, *, docs_base: str = "") -> str:
     """The HTML report of one diagnosis, as a string. The reference of every code it holds is
     embedded; ``docs_base`` (``--docs-url``) adds links to the online reference."""
     view = build_view(diagnosis, docs_base=docs_base)
-    charts = {c.key: _SafeChart(c.key, c.title, c.caption, Markup(c.svg)) for c in render_charts(diagnosis)}
+    charts = {c.key: _SafeChart(c.key, c.title, c.caption, Markup(c.svg), Markup(c.svg_narrow))
+              for c in render_charts(diagnosis)}
     template = environment().get_template("report.html.j2")
     return template.render(v=view, charts=_Charts(charts), curve_doc=view.curve_doc)
 
 
 def render_index(entries: Sequence[tuple[ReportView, str | None]]) -> str:
-    """An index page over several reports: ``(view, href)`` per run, ``href``
-    None when that run's HTML report was not written."""
-    return environment().get_template("index.html.j2").render(entries=entries, version=_version(entries))
+    """An index page over several reports: ``(view, href)`` per run, ``href`` None when that run's
+    HTML report was not written. Runs are listed worst first, named apart where names collide,
+    under a header that counts them by worst severity and takes the worst run's colour."""
+    labels = distinct_names([(v.name, v.path) for v, _ in entries])
+    named = [(dataclasses.replace(v, label=label), href) for (v, href), label in zip(entries, labels, strict=True)]
+    ordered = sorted(named, key=lambda e: (e[0].rank, e[0].label))
+    tally = {sev: sum(v.worst == sev for v, _ in ordered) for sev in ("error", "warning", "info", "none")}
+    worst = next((sev for sev, n in tally.items() if n), "none")
+    return environment().get_template("index.html.j2").render(
+        entries=ordered, version=_version(entries), tally=tally, worst=worst)
 
 
 def _version(entries: Sequence[tuple[ReportView, str | None]]) -> str:
@@ -52,10 +76,10 @@ def _version(entries: Sequence[tuple[ReportView, str | None]]) -> str:
 class _SafeChart:
     """A chart whose SVG is marked safe: matplotlib escaped its text already."""
 
-    __slots__ = ("key", "title", "caption", "svg")
+    __slots__ = ("key", "title", "caption", "svg", "svg_narrow")
 
-    def __init__(self, key: str, title: str, caption: str, svg: Markup) -> None:
-        self.key, self.title, self.caption, self.svg = key, title, caption, svg
+    def __init__(self, key: str, title: str, caption: str, svg: Markup, svg_narrow: Markup) -> None:
+        self.key, self.title, self.caption, self.svg, self.svg_narrow = key, title, caption, svg, svg_narrow
 
 
 class _Charts(dict):

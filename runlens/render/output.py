@@ -5,7 +5,7 @@
   A file output's folder (``audit -o DIR/x.md``) must already exist, as
   for a shell redirection; a folder output (``report -o DIR``) is created.
 - **A run directory is never written into**: not its folder, not its
-  table folders (``audit RUN -o RUN/run.json`` would replace the run's own
+  table folders, whatever symlink leads there (real paths are compared) (``audit RUN -o RUN/run.json`` would replace the run's own
   metadata). Readers ignore unknown files, but a report over ``run.json``
   or a part is data loss.
 - **Files are replaced atomically**: the text goes to a temporary file made
@@ -16,6 +16,9 @@
   On any failure (read-only folder, full disk) the temporary file is
   removed, the error is one line, and the file that was there before is
   left as it was.
+- **Only regular files are replaced**: an existing target that is a
+  symlink, a device, a FIFO or a socket is refused by name (as root,
+  ``-o /dev/null`` would otherwise replace the device with a file).
 - **Every string can be written**: text that holds lone surrogates (a
   ``"\\udbff"`` in run.json, a file name that is not valid UTF-8) is written
   with those characters as ``\\udbff`` escapes instead of raising
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -54,7 +58,8 @@ def safe_streams() -> None:
 
 def run_directory_of(folder: str | os.PathLike[str]) -> Path | None:
     """The run directory ``folder`` is, or is a table folder of; None when neither."""
-    folder = Path(os.path.abspath(folder))
+    # The real path: a symlink to a run's table folder must not hide that it is one.
+    folder = Path(os.path.realpath(folder))
     if _is_file(folder / "run.json"):
         return folder
     if folder.name in _TABLES and _is_file(folder.parent / "run.json"):
@@ -100,7 +105,33 @@ def check_target(path: str | os.PathLike[str]) -> Path:
         raise OutputError(f"cannot write {_show(target)}: the folder {_show(folder)} {what}")
     if target.is_dir():
         raise OutputError(f"cannot write {_show(target)}: it is a folder; give a file name")
+    _refuse_special(target)
     return target
+
+
+def _refuse_special(target: Path) -> None:
+    """Only a regular file (or nothing) may be replaced: as root, ``os.replace`` over
+    ``/dev/null`` would destroy the device; over a symlink it destroys the link."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutputError(f"cannot write {_show(target)}: {_reason(exc)}") from None
+    if stat.S_ISLNK(mode):
+        raise OutputError(f"refusing to write {_show(target)}: it is a symlink (runlens replaces only "
+                          "regular files); give the real path or a new name")
+    if not stat.S_ISREG(mode):
+        raise OutputError(f"refusing to write {_show(target)}: it is {_kind(mode)}, not a regular file "
+                          "(runlens replaces only regular files)")
+
+
+def _kind(mode: int) -> str:
+    for test, word in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return word
+    return "a special file"
 
 
 def write_text(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8") -> Path:

@@ -57,12 +57,14 @@ def test_a_symlink_at_the_old_temp_name_is_not_followed(tmp_path):
     assert victim.read_text() == "mine" and (out / "r.html").read_text() == "report"
 
 
-def test_a_symlink_at_the_target_is_replaced_not_written_through(tmp_path):
+def test_a_symlink_at_the_target_is_refused_neither_replaced_nor_written_through(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("mine")
     (tmp_path / "r.html").symlink_to(victim)
-    write_text(tmp_path / "r.html", "report")
-    assert victim.read_text() == "mine" and not (tmp_path / "r.html").is_symlink()
+    with pytest.raises(OutputError, match="is a symlink"):
+        write_text(tmp_path / "r.html", "report")
+    assert victim.read_text() == "mine" and (tmp_path / "r.html").is_symlink()
+    assert sorted(os.listdir(tmp_path)) == ["r.html", "victim"]
 
 
 def test_run_directories_are_refused(tmp_path):
@@ -94,9 +96,10 @@ def test_terminal_text_has_no_control_characters():
     assert term_text("a\nb") == "a\nb" and term_inline("a\nb") == "a b"
 
 
-@pytest.mark.parametrize("cell", ["=1+1", "+1", "-1+2", "@SUM(1)", "\tx", "\rx", "\uff1d1"])
+@pytest.mark.parametrize("cell", ["=1+1", "+1", "-1+2", "@SUM(1)", "\tx", "\nx", "\uff1d1"])
 def test_csv_cells_that_would_be_formulas_start_with_a_quote(cell):
     assert csv_cell(cell) == "'" + cell
+    assert csv_cell("\rx") == "'\nx"  # a bare CR is a newline the CSV writer quotes
     assert csv_cell(-1.5) == -1.5 and csv_cell("ok") == "ok"
 
 
