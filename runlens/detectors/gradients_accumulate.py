@@ -1,0 +1,138 @@
+"""The ``gradients_accumulate`` detector: gradients summed over steps by mistake (a missing ``zero_grad``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
+from runlens.diagnosis import Finding
+from runlens.stats.progress import linear_growth, progress_test
+
+if TYPE_CHECKING:
+    from runlens.io.run import Run
+
+
+@register
+class GradientsAccumulate(Detector):
+    """The gradient norm grows in proportion to the steps since the last reset while the loss does not improve.
+
+    What it detects:
+        The signature of gradients that are never cleared (``zero_grad``
+        missing, or called once per epoch instead of once per step): each
+        ``backward`` adds the new gradient to the old ones, so the norm the
+        optimizer sees grows with the number of steps since the gradients
+        were last cleared (linearly while the per-step gradients agree, as
+        the square root when they are independent), and the optimizer
+        steps along a stale sum, so the loss stops improving or blows up.
+
+    Why it matters:
+        The run trains on a running sum of every gradient since the start:
+        with SGD it diverges within a few hundred steps, with Adam it crawls
+        or stalls; the usual fixes for those symptoms (lower learning rate,
+        clipping) hide the bug instead of fixing it.
+
+    How it decides:
+        On the global gradient norm (scalars ``grad_norm``, else the norm
+        over the layers table) up to the first non-finite loss, and the
+        loss up to the point where it left ten times its start (past it the
+        norm grows with the explosion, not the sum). A reset is a fall of
+        the norm to a third of the value before it or less (a sawtooth with
+        one tooth per clearing); the norm is regressed on the steps since
+        the last reset (OLS). It fires when the fit explains the norm
+        (``R^2 >= min_r2``), the slope is positive (one-sided p <
+        ``alpha``), the norm grew over the stretch by ``min_growth`` or
+        more (3: the sum of 10 independent gradients is already sqrt(10)
+        times one), and the loss made no progress (no downward
+        Mann-Kendall trend at ``alpha``, or a fall below ``min_drop`` of
+        its start, or not ``min_effect`` noise sd). A sum of gradients acts
+        as momentum without decay and can train for a while, so with a loss
+        that improved it fires only when the growth is the sum's own law:
+        log norm on log steps since the reset with a slope between 0.4 and
+        1.5 (1/2 for independent gradients, 1 for agreeing ones; a norm
+        that does not grow with the steps has ~0), ``R^2 >= min_power_r2``,
+        and an observed growth (last fifth over the first 3 norms) of
+        ``min_summed_growth``. ``n_points`` in the evidence
+        says how many norms it was decided on. Severity error.
+
+    What to try:
+        Call ``optimizer.zero_grad()`` (or ``model.zero_grad()``) once per
+        optimizer step, before ``loss.backward()``; with deliberate
+        gradient accumulation, clear after every ``optimizer.step()`` and
+        divide the loss by the number of accumulated micro-batches.
+
+    Parameters:
+        alpha: significance level of the slope and the loss trend (0.01).
+        min_r2: share of the norm's variance the linear growth must explain
+        (0.8). min_growth: growth of the fitted norm over the stretch (3.0).
+        min_drop: relative fall of the loss below which it made no progress
+        (0.1). min_effect: fall of the loss, in noise sd, below which it
+        made no progress (3.0). min_points: gradient norms needed (8).
+        min_power_r2: R^2 of the log-log fit when the loss improved (0.9).
+        min_summed_growth: observed growth of the norm when the loss improved
+        (10.0: an order of magnitude).
+    """
+
+    code = "gradients_accumulate"
+    severity = "error"
+    title = "Gradients accumulate across steps"
+    needs = Needs(scalars=("loss", "grad_norm", "step_skipped"), layers=("grad_norm",), requires=("scalars.loss",))
+    constraints: ClassVar[dict[str, Interval]] = {
+        "alpha": Interval(float, 0, 1, closed="neither"), "min_r2": Interval(float, 0, 1),
+        "min_growth": Interval(float, 1, None), "min_drop": Interval(float, 0, 1),
+        "min_effect": Interval(float, 0, None), "min_points": Interval(int, 5, None),
+        "min_power_r2": Interval(float, 0, 1), "min_summed_growth": Interval(float, 1, None)}
+
+    def __init__(self, *, alpha: float = 0.01, min_r2: float = 0.8, min_growth: float = 3.0,
+                 min_drop: float = 0.1, min_effect: float = 3.0, min_points: int = 8,
+                 min_power_r2: float = 0.9, min_summed_growth: float = 10.0) -> None:
+        self.min_power_r2 = min_power_r2
+        self.min_summed_growth = min_summed_growth
+        self.alpha = alpha
+        self.min_r2 = min_r2
+        self.min_growth = min_growth
+        self.min_drop = min_drop
+        self.min_effect = min_effect
+        self.min_points = min_points
+
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+        sig = ctx.signals_of(run)
+        g = sig.grad_norm
+        if g is None:
+            raise Skip("no gradient norm logged (scalars.grad_norm or layers.grad_norm)")
+        steps, x = sig.loss.steps, sig.loss.values
+        if x.size < self.min_points:
+            raise Skip(f"only {x.size} finite training losses (< {self.min_points})")
+        start = float(np.median(x[:3]))
+        out = np.flatnonzero(np.abs(x) > 10 * abs(start)) if start != 0 else np.empty(0, int)
+        end = int(steps[out[0]]) if out.size else int(steps[-1]) + 1
+        if sig.first_nonfinite_step is not None:
+            end = min(end, sig.first_nonfinite_step)
+        keep = (g.steps < end) & np.isfinite(g.values)
+        gs, gv = g.steps[keep], g.values[keep]
+        if gv.size < self.min_points:
+            raise Skip(f"only {gv.size} finite gradient norms before the loss left its scale (< {self.min_points})")
+        fit = linear_growth(gs, gv)
+        if fit is None or not (fit.r2 >= self.min_r2 and fit.p_positive < self.alpha
+                               and fit.growth >= self.min_growth):
+            return []
+        lx = x[steps < end] if (steps < end).sum() >= 5 else x
+        prog = progress_test(lx)
+        # A loss that improves does not clear it: the sum acts as momentum without decay and trains
+        # for a while. Then the growth itself must be the sum's: a power law of the steps since
+        # the reset from the first step on, at least an order of magnitude.
+        summed = (0.4 <= fit.power <= 1.5 and fit.power_r2 >= self.min_power_r2
+                  and fit.observed_growth >= self.min_summed_growth)
+        if prog.made_progress(self.alpha, self.min_effect, self.min_drop) and not summed:
+            return []
+        resets = f" since the last of {fit.resets} resets" if fit.resets else " since the first step"
+        loss = (f"the loss does not improve ({prog.relative_drop:.0%} fall)" if not summed else
+                f"it grows as steps^{fit.power:.2f}, a sum's law (the loss fell {prog.relative_drop:.0%})")
+        return [self.finding(
+            f"The gradient norm grows linearly with the steps{resets} (R^2={fit.r2:.2f}, {fit.growth:.3g}x over "
+            f"{gv.size} points) and {loss}: gradients are summed across steps, zero_grad is missing",
+            step=int(gs[0]),
+            evidence={**fit.to_dict(), "n_points": int(gv.size), "grad_norm_source": g.source,
+                      "loss_progress": prog.to_dict(), "last_step_tested": int(gs[-1])})]
