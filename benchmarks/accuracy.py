@@ -1,6 +1,6 @@
-"""How often runlens is right: recall, precision and false alarms on five labeled sets.
+"""How often runlens is right: recall, precision and false alarms on six labeled sets.
 
-    python benchmarks/accuracy.py                  # generate what is missing, grade every set, write the page
+    python benchmarks/accuracy.py --set final      # generate what is missing, grade every set, write the page
     python benchmarks/accuracy.py --evaluate-only  # re-grade the runs already in benchmarks/_data/
     python benchmarks/accuracy.py --set heldout    # one set only
     python benchmarks/accuracy.py --set heldout-varied --generate-only   # train a new set, grade nothing
@@ -22,7 +22,11 @@ measurements in torch (never by a runlens threshold):
   another length, width and layer interval (``--vary``), into
   ``benchmarks/_data/heldout-varied/``; graded once, then looked at;
 - the *second varied* set (``--vary --seed-offset 3000``), into
-  ``benchmarks/_data/heldout-varied2/``: the set to quote.
+  ``benchmarks/_data/heldout-varied2/``;
+- the *third* set (``benchmarks/third``): bugs written into real training
+  loops on six new architectures, each confirmed against its fixed twin,
+  into ``benchmarks/_data/third/``: generated before round 4's tuning and
+  graded once, the set to quote.
 
 The page, ``benchmarks/results/accuracy.md``, names the commit it graded and
 whether the tree was dirty. Scoring is ``benchmarks/_accuracy/scoring.py``.
@@ -49,8 +53,9 @@ REPORT = ROOT / "benchmarks" / "results" / "accuracy.md"
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", choices=("all", "both", "tuning", "heldout", "heldout-fresh", "heldout-varied",
-                                          "heldout-varied2"),
-                        default="all", help="all: every set; both: tuning and heldout")
+                                          "heldout-varied2", "third", "final"),
+                        default="all", help="all: every development set; both: tuning and heldout; "
+                                            "third: the graded-once set; final: all and third")
     parser.add_argument("--only", help="tuning families (default: all): " + ", ".join(tuning.FAMILIES))
     parser.add_argument("--jobs", type=int, default=1, help="training processes for the tuning set (default 1)")
     parser.add_argument("--evaluate-only", action="store_true", help="grade the runs already generated")
@@ -66,16 +71,18 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     gen, grade = not args.evaluate_only, not args.generate_only
     sets = []
-    if args.set in ("all", "both", "tuning"):
+    if args.set in ("all", "final", "both", "tuning"):
         if grade:
             sets.append(evaluate.tuning_set(args.jobs, only, generate=gen))
         else:
             evaluate.generate_tuning(args.jobs, only)
-    if args.set in ("all", "both", "heldout"):
+    if args.set in ("all", "final", "both", "heldout"):
         sets.append(evaluate.heldout_set(generate=gen, grade=grade))
     for name in ("heldout-fresh", "heldout-varied", "heldout-varied2"):
-        if args.set in ("all", name):
+        if args.set in ("all", "final", name):
             sets.append(evaluate.heldout_set(generate=gen, name=name, grade=grade))
+    if args.set in ("final", "third"):
+        sets.append(evaluate.third_set(generate=gen, grade=grade))
     if not grade:
         print(f"generated in {time.monotonic() - t0:.0f} s; nothing graded, the page is unchanged")
         return 0

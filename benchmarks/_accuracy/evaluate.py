@@ -38,6 +38,7 @@ HELDOUT_DATA = ROOT / "benchmarks" / "_data" / "heldout"
 FRESH_DATA = ROOT / "benchmarks" / "_data" / "heldout-fresh"
 VARIED_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied"
 VARIED2_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied2"
+THIRD_DATA = ROOT / "benchmarks" / "_data" / "third"
 
 ROLES = {
     "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",
@@ -52,6 +53,10 @@ ROLES = {
                       "at, so a development set since",
     "heldout-varied2": "second varied held-out set (`--vary --seed-offset 3000`): generated at 11:30 UTC, before "
                        "the changes made after the 11:25 grading, never looked at before the final grading",
+    "third": "third set (`benchmarks/third`: bugs written into real training loops, each confirmed against "
+             "its fixed twin; six architectures and fourteen bugs no other set has; a third healthy runs "
+             "with alarming shapes): written and generated before the round-4 detector changes were tuned, "
+             "graded once",
 }
 
 DATA_RULES = (
@@ -220,5 +225,36 @@ def heldout_set(generate: bool = True, name: str = "heldout", grade: bool = True
             continue
         got = _diagnose(data / run.name)
         res.graded.append(from_diagnosis(label, got, name=run.name, group=kind, healthy=kind == "healthy"))
+    res.seconds = round(res.seconds, 1)
+    return res
+
+
+# -- third set --------------------------------------------------------------------------------------
+
+
+def third_set(generate: bool = True, grade: bool = True) -> SetResult:
+    """The third set: each buggy run's label confirmed against its fixed twin (``benchmarks/third``)."""
+    from benchmarks.third.catalog import RUNS
+    from benchmarks.third.generate import generate as generate_third
+
+    if generate:
+        labels = generate_third(THIRD_DATA)
+    else:
+        labels = {sc.name: json.loads((THIRD_DATA / sc.name / "label.json").read_text())
+                  for sc in RUNS if (THIRD_DATA / sc.name / "label.json").exists()}
+    res = SetResult("third", ROLES["third"], runs=len(RUNS))
+    if not grade:
+        return res
+    for sc in RUNS:
+        label = labels.get(sc.name)
+        if label is None:
+            continue
+        res.seconds += float(label.get("seconds") or 0)
+        group = sc.bug or "healthy"
+        if not label["confirmed"]:
+            res.unconfirmed.append((sc.name, group, label["measured"]))
+            continue
+        got = _diagnose(THIRD_DATA / sc.name)
+        res.graded.append(from_diagnosis(label, got, name=sc.name, group=group, healthy=sc.bug is None))
     res.seconds = round(res.seconds, 1)
     return res

@@ -1,0 +1,3 @@
+from benchmarks.third.generate import main
+
+raise SystemExit(main())
