@@ -73,7 +73,8 @@ class ShardedNorms(tn.LocalNorms):
         which = [i for i, (k, _) in enumerate(keys) if k in RULES]
         if not which:
             return pieces
-        local = torch.cat([pieces[i].float() ** 2 if RULES[keys[i][0]] == L2 else pieces[i].float()
+        # float64: a norm of 1e-22 squares to 1e-44, under float32's normal range.
+        local = torch.cat([pieces[i].double() ** 2 if RULES[keys[i][0]] == L2 else pieces[i].double()
                            for i in which])
         gathered = [torch.empty_like(local) for _ in range(self.world)]
         dist.all_gather(gathered, local, group=self.group)
