@@ -107,6 +107,10 @@ def _discover_local(root: str, probe: Callable[[str], bool],
         if "run.json" in files or (_has_marker(folder, files, subdirs) and probe(folder)):
             runs.append(folder)
             continue
+        if folder == root:
+            # Loose logs beside the runs in the folder the user named are runs too (issue 19): the
+            # probe takes a file only when it holds a training signal, so data files stay out.
+            runs.extend(os.path.join(folder, f) for f in sorted(files) if _loose_log(folder, f, probe))
         # Reversed so that the stack pops them in name order.
         stack.extend(reversed([os.path.join(folder, d) for d in subdirs]))
     return sorted(runs, key=_natural)
@@ -139,8 +143,10 @@ def _has_marker(folder: str, files: set[str], subdirs: list[str]) -> bool:
     ``checkpoint-*`` folder). Any CSV, Parquet or text file could be a log
     but is usually data, so such logs are audited only when named.
     """
-    if "metrics.csv" in files or "trainer_state.json" in files:
+    if "metrics.csv" in files or "trainer_state.json" in files or "metrics.jsonl" in files:
         return True
+    if "plots" in subdirs and os.path.isdir(os.path.join(folder, "plots", "metrics")):
+        return True  # a dvclive folder
     if "meta.yaml" in files and "metrics" in subdirs:
         return True  # an MLflow run folder
     if any(name.endswith(".wandb") for name in files):
@@ -151,6 +157,20 @@ def _has_marker(folder: str, files: set[str], subdirs: list[str]) -> bool:
         return True
     return any(d.startswith("checkpoint-") and os.path.isfile(os.path.join(folder, d, "trainer_state.json"))
                for d in subdirs)
+
+
+_LOOSE_MAX = 256 << 20  # a loose file larger than this is data, not a log
+
+
+def _loose_log(folder: str, name: str, probe: Callable[[str], bool]) -> bool:
+    """Whether the loose file ``name`` in ``folder`` is another tool's training log."""
+    path = os.path.join(folder, name)
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > _LOOSE_MAX:
+            return False
+    except OSError:
+        return False
+    return probe(path)
 
 
 def _keras_run(folder: str, subdirs: list[str]) -> bool:
