@@ -10,8 +10,9 @@ from runlens.io.importers import KINDS
 
 _TAKES = {
     "tensorboard": ("loss_tag", "val_loss_tag", "lr_tag", "grad_norm_tag"),
-    "csv": ("step", "loss", "val_loss", "lr", "grad_norm", "conflict"),
-    "lightning-csv": ("step", "loss", "val_loss", "lr", "grad_norm"),
+    "csv": ("step", "loss", "val_loss", "lr", "grad_norm", "conflict", "run"),
+    "lightning-csv": ("step", "loss", "val_loss", "lr", "grad_norm", "run"),
+    "table": ("step", "loss", "val_loss", "lr", "grad_norm", "conflict", "run"),
     "hf": ("logging_steps",),
     "text": ("step", "loss", "val_loss", "run"),
     "jsonl": ("step", "loss", "val_loss", "run"),
@@ -29,16 +30,16 @@ _TAKES = {
 @click.option("--val-loss-tag", help="tensorboard: the validation-loss tag (default: val_loss, eval/loss, ...)")
 @click.option("--lr-tag", help="tensorboard: the learning-rate tag (default: lr, learning_rate, ...)")
 @click.option("--grad-norm-tag", help="tensorboard: the gradient-norm tag (default: grad_norm, ...)")
-@click.option("--step", help="csv, text, jsonl, wandb: the step column/field (default: step, iteration, ...)")
+@click.option("--step", help="table, text, wandb: the step column/field (default: a step counter, else epoch, else row)")
 @click.option("--loss", help="the training-loss column/field/key")
 @click.option("--val-loss", help="the validation-loss column/field/key")
-@click.option("--lr", help="csv/lightning-csv: the learning-rate column")
-@click.option("--grad-norm", help="csv/lightning-csv: the gradient-norm column")
+@click.option("--lr", help="table: the learning-rate column")
+@click.option("--grad-norm", help="table: the gradient-norm column")
 @click.option("--conflict", type=click.Choice(["ours", "theirs"]),
-              help="csv: a file with git merge-conflict markers: import this side only")
+              help="table: a file with git merge-conflict markers: import this side only")
 @click.option("--logging-steps", type=int, help="hf console logs: the Trainer's logging_steps")
 @click.option("--run", type=click.IntRange(min=1),
-              help="text, jsonl, mlflow, wandb: a source holding several runs: import run N (default: the last)")
+              help="table, text, mlflow, wandb: a source holding several runs: import run N (default: the last)")
 @click.option("--dry-run", is_flag=True, help="print what would be mapped and skipped; write nothing")
 def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **given) -> None:
     """Import SOURCE, read as KIND ('auto': chosen from the content), into the new run OUT_RUN.
@@ -87,7 +88,9 @@ def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **giv
 
 def describe(imp, kind: str, source: str) -> str:
     """The dry-run report: each column with where it came from and how many values, then the notes."""
-    names = imp.config.get("import_fields") or imp.config.get("import_columns") or imp.config.get(
+    roles = {role: " + ".join(v["columns"]) for role, v in (imp.config.get("import_roles") or {}).items()
+             if v.get("columns")}
+    names = roles or imp.config.get("import_fields") or imp.config.get("import_columns") or imp.config.get(
         "import_tags") or {}
     out = [f"{source} read as {kind}"]
     lines = imp.config.get("text_lines")

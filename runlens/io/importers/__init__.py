@@ -1,19 +1,19 @@
 """Importers: logs written by other tools, turned into format-v1 runs.
 
 Each kind has one module with a ``read(source, **options) -> Imported``;
-:func:`import_run` reads and writes through :class:`recorders.writer.RunWriter`,
-so an imported run is a run like any other. The run's ``config`` says
+:func:`load` builds the run in memory (what ``analyze`` uses); only
+:func:`import_run` (``runlens import``) writes a run to disk. The run's ``config`` says
 where it came from (``imported_from``), which columns or tags became which
 role (``import_columns`` / ``import_tags``), and what could not be mapped
 (``import_warnings``, a list of readable lines).
 
-Kinds: ``tensorboard`` (event files), ``lightning-csv`` (CSVLogger
-``metrics.csv``), ``hf`` (``trainer_state.json`` or Trainer console
-output), ``csv`` (generic CSV/Parquet, Keras ``CSVLogger``), ``text`` (any console
-log with step-carrying lines), ``jsonl`` (one metrics object per line:
-detectron2, mmdet), ``mlflow`` (an MLflow file store), ``wandb`` (a W&B
-chart CSV export or an offline ``.wandb`` file), ``markdown`` (a metrics
-table in notes, an issue or a PR comment).
+Kinds: ``table`` (any structured log, by its structure: a JSON document
+or JSON lines, a delimited table; ``csv``, ``lightning-csv`` and ``jsonl``
+are other names for it), ``tensorboard`` (event files), ``hf`` (Trainer
+console output; a ``trainer_state.json`` is a table), ``text`` (any console
+log with step-carrying lines), ``mlflow`` (an MLflow file store), ``wandb``
+(a W&B chart CSV export or an offline ``.wandb`` file), ``markdown`` (a
+metrics table in notes, an issue or a PR comment).
 """
 
 from __future__ import annotations
@@ -26,13 +26,15 @@ from runlens.errors import ImportFailedError
 
 __all__ = ["KINDS", "detect_kind", "import_run", "load", "read"]
 
+# csv, lightning-csv and jsonl are names for the structure-first table reader: kept so that
+# `runlens import csv ...` goes on working; what each column means is decided the same way for all.
 KINDS = {
     "tensorboard": "runlens.io.importers.tensorboard",
-    "lightning-csv": "runlens.io.importers.lightning_csv",
+    "lightning-csv": "runlens.io.importers.table",
     "hf": "runlens.io.importers.hf",
-    "csv": "runlens.io.importers.csv",
+    "csv": "runlens.io.importers.table",
     "text": "runlens.io.importers.text",
-    "jsonl": "runlens.io.importers.jsonl",
+    "jsonl": "runlens.io.importers.table",
     "mlflow": "runlens.io.importers.mlflow",
     "wandb": "runlens.io.importers.wandb",
     "markdown": "runlens.io.importers.markdown",

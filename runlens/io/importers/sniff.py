@@ -5,7 +5,7 @@ The first 256 KiB are looked at (the whole file for a JSON document under
 
 - TFRecord framing (a small length, then an ``Event`` starting with its
   ``wall_time`` field) or a ``tfevents`` name: ``tensorboard``;
-- ``PAR1`` magic: ``csv`` (Parquet); the W&B ``:W&B`` datastore header:
+- ``PAR1`` magic: ``table`` (Parquet); the W&B ``:W&B`` datastore header:
   ``wandb``;
 - NUL bytes: a binary file, read by none;
 - a JSON document holding ``log_history``: ``hf`` (a ``trainer_state.json``
@@ -65,7 +65,7 @@ def sniff_file(path: Path) -> Sniff:
     if "tfevents" in name or _is_tfrecord(head):
         return Sniff("tensorboard")
     if head[:4] == b"PAR1":
-        return Sniff("csv")
+        return Sniff("table")
     if head[:4] == b":W&B" or name.endswith(".wandb"):
         return Sniff("wandb")
     encoding = text_encoding(head)
@@ -213,10 +213,10 @@ def sniff_dir(p: Path) -> Sniff:
         return Sniff("wandb")
     if next(p.rglob("*tfevents*"), None) is not None:
         return Sniff("tensorboard")
-    if next(p.rglob("trainer_state.json"), None) is not None:
-        return Sniff("hf")
-    if next(p.rglob("metrics.csv"), None) is not None:
-        return Sniff("lightning-csv")
+    from runlens.io.importers.table import folder_table
+
+    if folder_table(p) is not None:
+        return Sniff("table")
     return Sniff(None, "no training log found in this folder")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from runlens.errors import ImportFailedError
 from runlens.io.importers._common import Imported
-from runlens.io.reader import read_table
+from runlens.io.reader import folders, read_table
 from runlens.io.reader.build import to_imported
 from runlens.io.reader.roles import infer
 from runlens.io.reader.table import Table
@@ -24,10 +24,11 @@ def signal_roles(roles) -> list[str]:
 
 
 def from_table(table: Table, source: Path, *, loss: str | None = None, val_loss: str | None = None,
-               step: str | None = None, run: int | None = None, kind: str = "table") -> Imported:
+               step: str | None = None, run: int | None = None, kind: str = "table",
+               named: dict[str, str] | None = None) -> Imported:
     """Roles for ``table`` and its series; refuses a table with no training signal, naming what it holds."""
     try:
-        roles = infer(table, loss=loss, val_loss=val_loss, step=step)
+        roles = infer(table, loss=loss, val_loss=val_loss, step=step, named=named)
     except KeyError as exc:
         names = ", ".join(table.names[:20]) + (" ..." if len(table.names) > 20 else "")
         raise ImportFailedError(f"{source}: no column {exc.args[0]!r} (columns: {names})") from None
@@ -40,12 +41,69 @@ def from_table(table: Table, source: Path, *, loss: str | None = None, val_loss:
 
 
 def read(source: str | Path, *, loss: str | None = None, val_loss: str | None = None,
-         step: str | None = None, run: int | None = None) -> Imported:
-    """The series of the structured log at ``source``."""
+         step: str | None = None, run: int | None = None, conflict: str | None = None,
+         lr: str | None = None, grad_norm: str | None = None) -> Imported:
+    """The series of the structured log at ``source`` (a file, or a folder holding one)."""
     path = Path(source)
-    table = read_table(path)
+    named = {k: v for k, v in (("lr", lr), ("grad_norm", grad_norm)) if v is not None}
+    options = dict(loss=loss, val_loss=val_loss, step=step, run=run, named=named)
+    if path.is_dir():
+        return _read_folder(path, options)
+    table = read_table(path, conflict)
     if table is None:
         raise ImportFailedError(f"{path}: not a JSON document, JSON lines or a delimited table")
     if table.n == 0:
         raise ImportFailedError(f"{path}: a {table.shape} holding no numeric rows")
-    return from_table(table, path, loss=loss, val_loss=val_loss, step=step, run=run)
+    return from_table(table, path, **options)
+
+
+def folder_table(folder: Path) -> tuple[Table, Path, list[str]] | None:
+    """The table of a log folder, the file (or folder) it came from, and notes; None when none holds a signal."""
+    table = folders.dvclive(folder)
+    if table is not None:
+        return table, folder, []
+    chosen, note = folders.lightning_version(folder)
+    if chosen is not None and (table := read_table(chosen)) is not None:
+        return table, chosen, [note] if note else []
+    states = sorted(folder.rglob("trainer_state.json"), key=_checkpoint)
+    if states and (table := read_table(states[-1])) is not None:
+        return table, states[-1], ([f"{len(states)} trainer_state.json files: read {states[-1].relative_to(folder)} "
+                                    "(the latest checkpoint)"] if len(states) > 1 else [])
+    found, skipped = [], []
+    for path in folders.candidates(folder):
+        rel = path.relative_to(folder).as_posix()
+        try:
+            table = read_table(path)
+        except ImportFailedError as exc:
+            skipped.append(f"{rel} ({exc})")
+            continue
+        if table is None or table.n == 0 or not signal_roles(infer(table)):
+            skipped.append(f"{rel} (no training signal in it)")
+            continue
+        found.append((table.n, path, table))
+    if not found:
+        return None
+    n, path, table = max(found, key=lambda f: f[0])
+    notes = [f"read {path.relative_to(folder).as_posix()}, the log with the most rows"]
+    others = [f"{p.relative_to(folder).as_posix()} ({k} rows)" for k, p, _ in found if p != path]
+    if others or skipped:
+        notes.append("not read: " + "; ".join(others + skipped)[:2000])
+    return table, path, notes
+
+
+def _checkpoint(path: Path) -> tuple[int, float]:
+    digits = "".join(ch for ch in path.parent.name if ch.isdigit())
+    return (int(digits) if digits and path.parent.name.startswith("checkpoint") else 1 << 62, path.stat().st_mtime)
+
+
+def _read_folder(folder: Path, options: dict) -> Imported:
+    got = folder_table(folder)
+    if got is None:
+        raise ImportFailedError(f"{folder}: no file in this folder holds a training loss, validation loss or "
+                                "gradient norm")
+    table, path, notes = got
+    imp = from_table(table, path, **options)
+    imp.warnings[:0] = notes
+    imp.config.update(folders.folder_config(folder))
+    imp.source = folder
+    return imp

@@ -23,7 +23,9 @@ __all__ = ["read_table", "shape_of"]
 
 
 def shape_of(head: bytes) -> str | None:
-    """``json``, ``jsonl`` or ``delimited`` for a file starting with ``head``; None for anything else."""
+    """``parquet``, ``json``, ``jsonl`` or ``delimited`` for a file starting with ``head``; None otherwise."""
+    if head[:4] == b"PAR1":
+        return "parquet"
     if b"\x00" in head[:8192] and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return None
     text = decode(head)
@@ -53,22 +55,28 @@ def _is_object(line: str) -> bool:
 _LAST: list = []  # (key, table): sniffing and reading one file parse it once
 
 
-def read_table(path: Path) -> Table | None:
-    """The table held by the file at ``path``, or None when it is not a structured log."""
+def read_table(path: Path, conflict: str | None = None) -> Table | None:
+    """The table held by the file at ``path``, or None when it is not a structured log.
+
+    ``conflict`` picks the side of git merge-conflict markers in a delimited table (``ours`` or
+    ``theirs``, the default).
+    """
     st = check_regular(path)
-    key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino, conflict)
     if _LAST and _LAST[0][0] == key:
         return _LAST[0][1]
-    table = _read_table(path)
+    table = _read_table(path, conflict)
     _LAST[:] = [(key, table)]
     return table
 
 
-def _read_table(path: Path) -> Table | None:
+def _read_table(path: Path, conflict: str | None) -> Table | None:
     head = head_bytes(path)
     shape = shape_of(head)
     if shape is None:
         return None
+    if shape == "parquet":
+        return delimited.read_parquet(path)
     if shape == "json":
         data = read_all(path, MAX_JSON)
         try:
@@ -84,4 +92,4 @@ def _read_table(path: Path) -> Table | None:
     found = delimited.sniff(decode(head).splitlines()[:-1] or decode(head).splitlines())
     if found is None:
         return None
-    return delimited.read_text(text, *found)
+    return delimited.read_text(text, *found, conflict)

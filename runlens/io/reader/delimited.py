@@ -26,6 +26,7 @@ from runlens.io.reader.table import MAX_COLUMNS, Table
 from runlens.io.reader.values import parse
 
 _DELIMS = ("\t", ",", ";", "|", " ")
+_MARK = ("<<<<<<<", "=======", ">>>>>>>")
 _COUNTER = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
 _RULE = re.compile(r"^[\s|:+-]+$")
 # Known headerless layouts, named by their first cell and width: YOLOv5/YOLOv7 ``results.txt``.
@@ -45,7 +46,7 @@ def split(line: str, delim: str) -> list[str]:
 
 def sniff(lines: list[str]) -> tuple[str, int] | None:
     """``(delimiter, width)`` of the table the lines hold, or None when they are not one."""
-    rows = [ln for ln in lines[:200] if ln.strip() and not ln.lstrip().startswith("#")]
+    rows = [ln for ln in lines[:200] if ln.strip() and not ln.lstrip().startswith("#") and not ln.startswith(_MARK)]
     if len(rows) < 2:
         return None
     for delim in _DELIMS:
@@ -76,12 +77,34 @@ def _cell(text: str) -> float | None:
     return v
 
 
-def read(text_lines, delim: str, width: int) -> Table:
+def resolve_conflict(lines: list[str], side: str | None) -> tuple[list[str], str | None]:
+    """The lines of one side of git merge-conflict markers (default: ``theirs``, the last) and a note.
+
+    A file holding markers carries two versions of the log; reading both would splice two runs into one curve.
+    """
+    marks = [i for i, ln in enumerate(lines) if ln.startswith(_MARK)]
+    if not marks:
+        return lines, None
+    side = side or "theirs"
+    keep, state = [], "common"
+    for ln in lines:
+        if ln.startswith(_MARK):
+            state = {"<": "ours", "=": "theirs", ">": "common"}[ln[0]]
+            continue
+        if state in ("common", side):
+            keep.append(ln)
+    other = "ours" if side == "theirs" else "theirs"
+    note = (f"merge-conflict markers at lines {', '.join(str(i + 1) for i in marks)}: read the {side!r} side; "
+            f"--conflict {other} reads the other")
+    return keep, note
+
+
+def read(text_lines, delim: str, width: int, conflict: str | None = None) -> Table:
     """The table held by ``text_lines`` split on ``delim`` (``width`` cells a row)."""
-    it = iter(text_lines)
+    lines, note = resolve_conflict(list(text_lines), conflict)
     header: list[str] | None = None
     rows: list[list[float | None]] = []
-    for line in it:
+    for line in lines:
         if not line.strip() or _RULE.match(line) or line.lstrip().startswith("#"):
             continue
         cells = split(line, delim)
@@ -94,7 +117,10 @@ def read(text_lines, delim: str, width: int) -> Table:
         if any(v is not None for v in nums):
             rows.append(nums)
     names = header if header is not None else _default_names(width)
-    return _table(names, rows, "delimited" if header is not None else "delimited, no header")
+    table = _table(names, rows, "delimited" if header is not None else "delimited, no header")
+    if note:
+        table.notes.append(note)
+    return table
 
 
 def _default_names(width: int) -> list[str]:
@@ -154,12 +180,31 @@ def _column(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return np.array([np.nan if v is None else v for v in cells], dtype=np.float64), mask
 
 
-def read_text(text: str, delim: str, width: int) -> Table:
+def read_text(text: str, delim: str, width: int, conflict: str | None = None) -> Table:
     """:func:`read_fast` for a clean headed table, else the cell-by-cell reader."""
-    if delim in (",", "\t", ";"):
+    if delim in (",", "\t", ";") and "\n=======" not in text:
         first = next((ln for ln in text.splitlines()[:5] if ln.strip()), "")
         if _numeric_share(split(first, delim)) < 0.5:
             fast = read_fast(io.BytesIO(text.encode("utf-8")), delim)
             if fast is not None:
                 return fast
-    return read(text.splitlines(), delim, width)
+    return read(text.splitlines(), delim, width, conflict)
+
+
+def read_parquet(path) -> Table:
+    """A Parquet table of metrics (a pandas dump): its numeric columns."""
+    import pyarrow.parquet as pq
+
+    try:
+        data = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        from runlens.errors import ImportFailedError
+
+        raise ImportFailedError(f"{path}: not a readable Parquet file ({exc})") from None
+    values, present = {}, {}
+    for name, col in list(zip(data.column_names, data.columns, strict=True))[:MAX_COLUMNS]:
+        if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_string(col.type):
+            arr, mask = _column(col)
+            if mask.any():
+                values[name], present[name] = arr, mask
+    return Table(data.num_rows, values, present, "parquet")

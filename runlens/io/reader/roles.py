@@ -130,7 +130,7 @@ def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None,
     return None, []
 
 
-def _simple(table: Table, cols: list[str], picks: list[Pick]) -> None:
+def _simple(table: Table, cols: list[str], picks: list[Pick], skip: set[str]) -> None:
     taken = {c for p in picks for c in p.columns}
     tests = (
         ("loss_scale", lambda t: "scale" in t and ("loss" in t or "grad" in t or t == ("scale",)),
@@ -141,6 +141,8 @@ def _simple(table: Table, cols: list[str], picks: list[Pick]) -> None:
         ("epoch", lambda t: t in _EPOCH_WORDS, "an epoch counter"),
     )
     for role, test, why in tests:
+        if role in skip:
+            continue
         for c in cols:
             t = tokens(c)
             if c not in taken and test(t) and (role != "epoch" or _integral(table.values[c][table.present[c]])):
@@ -150,13 +152,18 @@ def _simple(table: Table, cols: list[str], picks: list[Pick]) -> None:
 
 
 def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
-          step: str | None = None) -> Roles:
-    """The roles of ``table``'s columns; raises KeyError naming an override column the table lacks."""
+          step: str | None = None, named: dict[str, str] | None = None) -> Roles:
+    """The roles of ``table``'s columns; raises KeyError naming an override column the table lacks.
+
+    ``named`` maps other roles (``lr``, ``grad_norm``) to the columns the user named for them.
+    """
     index, kind, why = pick_index(table, step)
     roles = Roles(index, kind, why)
-    for named in (loss, val_loss):
-        if named is not None and named not in table.values:
-            raise KeyError(named)
+    named = dict(named or {})
+    for column in (loss, val_loss, *named.values()):
+        if column is not None and column not in table.values:
+            raise KeyError(column)
+    roles.picks += [Pick(role, (c,), "column", f"named by --{role.replace('_', '-')}") for role, c in named.items()]
     cols = [c for c in table.names if c != index]
     train = [c for c in cols if not is_val(tokens(c)) and c not in (loss, val_loss)]
     val = [c for c in cols if is_val(tokens(c)) and c not in (loss, val_loss)]
@@ -171,7 +178,7 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
         roles.picks.append(Pick("val_loss", (val_loss,), "column", "named by --val-loss"))
     else:
         _val_losses(table, val, roles, parts)
-    _simple(table, [c for c in train if c not in roles.used()], roles.picks)
+    _simple(table, [c for c in train if c not in roles.used()], roles.picks, skip=set(named))
     return roles
 
 
