@@ -163,4 +163,6 @@ class Diagnosis:
             "curve": self.curve.label,
             "findings": [f.to_dict() for f in self.findings],
             "warnings": list(self.warnings),
+            # An imported log says which column took which role and why (docs/format.md, "Added keys: roles").
+            **({"roles": jsonable(self.run.config["import_roles"])} if "import_roles" in self.run.config else {}),
         }

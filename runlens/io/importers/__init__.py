@@ -69,11 +69,14 @@ def read(kind: str, source: str | Path, **options: Any):
     if not Path(source).exists():
         raise ImportFailedError(f"{source}: no such file or folder")
     try:
-        return importlib.import_module(module).read(source, **{k: v for k, v in options.items() if v is not None})
+        imp = importlib.import_module(module).read(source, **{k: v for k, v in options.items() if v is not None})
     except TypeError as exc:  # an option this kind does not take
         if "unexpected keyword argument" in str(exc):
             raise ImportFailedError(f"the {kind} importer does not take that option ({exc})") from exc
         raise
+    from runlens.io.importers.table import reinfer
+
+    return reinfer(imp)
 
 
 def import_run(kind: str, source: str | Path, out_dir: str | Path, **options: Any) -> Path:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from runlens.errors import ImportFailedError
 from runlens.io.importers._common import Imported
 from runlens.io.reader import folders, read_table
 from runlens.io.reader.build import to_imported
+from runlens.io.reader.names import is_val, tokens
 from runlens.io.reader.roles import infer
 from runlens.io.reader.table import Table
 
@@ -107,3 +110,36 @@ def _read_folder(folder: Path, options: dict) -> Imported:
     imp.config.update(folders.folder_config(folder))
     imp.source = folder
     return imp
+
+
+def reinfer(imp: Imported) -> Imported:
+    """``imp`` with its roles decided by the table reader when its own importer found no loss.
+
+    Tracker folders and console logs name their metrics freely (``MAE loss per step``,
+    ``train/box_loss`` parts, ``train_loss_local``): their series, gathered into one table on their
+    steps, go through the same role inference as every structured log.
+    """
+    if "loss" in imp.train or any(k.startswith("val_loss") for k in imp.evals):
+        return imp
+    series = {**imp.train, **{(k if is_val(tokens(k)) else f"val_{k}"): s for k, s in imp.evals.items()}}
+    if not series:
+        return imp
+    steps = np.unique(np.concatenate([s.steps for s in series.values()]))
+    values, present = {"step": steps.astype(np.float64)}, {"step": np.ones(len(steps), dtype=bool)}
+    for name, s in series.items():
+        pos = np.searchsorted(steps, s.steps)
+        col, mask = np.full(len(steps), np.nan), np.zeros(len(steps), dtype=bool)
+        col[pos], mask[pos] = s.values, True
+        values[name], present[name] = col, mask
+    table = Table(len(steps), values, present, f"{imp.kind} series")
+    roles = infer(table, step="step")
+    if not signal_roles(roles):
+        return imp
+    roles.index_why = f"the steps {imp.kind} recorded"
+    out = to_imported(table, roles, imp.source, imp.kind)
+    out.warnings = imp.warnings + out.warnings
+    out.config = {**imp.config, **out.config}
+    out.layers, out.layer_rows, out.name, out.seed, out.events = (imp.layers, imp.layer_rows, imp.name,
+                                                                 imp.seed, imp.events)
+    out.config["index_kind"] = imp.config.get("index_kind", "step")
+    return out
