@@ -2,8 +2,10 @@
 
 Each run trains into ``benchmarks/_data/third/<name>/`` with the project's
 recorder; its fixed twin (buggy runs only) trains beside it without a
-recorder. ``label.json`` holds the bug, the criteria's numbers, the codes and
-``confirmed``. A run whose ``label.json`` matches its definition is kept.
+recorder. ``probe.npz`` and ``twin.npz`` hold what was measured in torch;
+``label.json`` holds the bug, the criteria's numbers, the codes and
+``confirmed``, recomputed from the probes on every call. A run whose
+definition is unchanged is not retrained.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks.third import truth  # noqa: E402
@@ -30,7 +33,7 @@ from benchmarks.third.catalog import RUNS  # noqa: E402
 from benchmarks.third.train import train  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "_data" / "third"
-VERSION = 1
+VERSION = 2
 
 
 def fingerprint(sc) -> str:
@@ -39,21 +42,24 @@ def fingerprint(sc) -> str:
 
 
 def generate_one(sc, root: Path = DATA) -> dict:
+    """Train ``sc`` (and its twin) unless cached; the label is recomputed from the saved probes."""
     out = root / sc.name
     stamp = out / "label.json"
-    if stamp.exists():
-        cached = json.loads(stamp.read_text())
-        if cached.get("fingerprint") == fingerprint(sc):
-            return cached
-    if out.exists():
-        shutil.rmtree(out)
-    t0 = time.monotonic()
-    measured = train(sc, out)
-    twin = train(sc.twin()) if sc.bug else None
-    lab = truth.label(sc.bug, measured, twin)
+    cached = json.loads(stamp.read_text()) if stamp.exists() else {}
+    if cached.get("fingerprint") != fingerprint(sc) or not (out / "probe.npz").exists():
+        if out.exists():
+            shutil.rmtree(out)
+        t0 = time.monotonic()
+        measured = train(sc, out)
+        np.savez_compressed(out / "probe.npz", **measured)
+        if sc.bug:
+            np.savez_compressed(out / "twin.npz", **train(sc.twin()))
+        cached = {"seconds": round(time.monotonic() - t0, 1)}
+    m = dict(np.load(out / "probe.npz"))
+    t = dict(np.load(out / "twin.npz")) if sc.bug else None
+    lab = truth.label(sc.bug, m, t)
     lab.update({"fingerprint": fingerprint(sc), "task": sc.task, "steps": sc.steps,
-                "seconds": round(time.monotonic() - t0, 1)})
-    out.mkdir(parents=True, exist_ok=True)
+                "seconds": cached.get("seconds")})
     stamp.write_text(json.dumps(lab, indent=1, default=float) + "\n")
     return lab
 

@@ -177,5 +177,8 @@ def train(sc: Scenario, out: Path | None = None) -> dict[str, np.ndarray]:
     arrays = st.probe.arrays()
     arrays["steps_per_epoch"] = np.asarray([st.spe])
     arrays["k"] = np.asarray([task.k or 0])
+    # Chance for accuracy is the majority class's share of the validation labels (classes are unbalanced).
+    vy = task.vy.reshape(-1)
+    arrays["majority"] = np.asarray([float(torch.bincount(vy).max()) / len(vy) if task.k else 0.0])
     arrays["restart_at"] = np.asarray([half if sc.bug == "restart" else -1])
     return arrays

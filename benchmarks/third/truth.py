@@ -48,12 +48,24 @@ CODES = {
 }
 
 
+def _finite(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=float)
+    return a[np.isfinite(a)]
+
+
 def _tail(a: np.ndarray, frac: float = 0.1) -> float:
-    return float(np.median(a[-max(3, int(len(a) * frac)):]))
+    """Median of the last ``frac`` of the finite values (a run stopped by a NaN ends where it was finite)."""
+    a = _finite(a)
+    return float(np.median(a[-max(3, int(len(a) * frac)):])) if a.size else math.nan
 
 
 def _head(a: np.ndarray, frac: float = 0.05) -> float:
-    return float(np.median(a[:max(3, int(len(a) * frac))]))
+    a = _finite(a)
+    return float(np.median(a[:max(3, int(len(a) * frac))])) if a.size else math.nan
+
+
+def _blew_up(m: dict, key: str) -> bool:
+    return not np.isfinite(np.asarray(m[key], dtype=float)).all()
 
 
 def _acf(x: np.ndarray, lag: int) -> float:
@@ -70,9 +82,10 @@ def _acf(x: np.ndarray, lag: int) -> float:
 def criterion(bug: str, m: dict, t: dict) -> tuple[bool, dict]:
     """Whether the bug's effect shows in the run ``m`` against its twin ``t``, and the numbers."""
     k = int(m["k"][0])
-    if bug == "no_zero_grad":  # gradients pile up: the late gradient norm dwarfs the twin's
+    if bug == "no_zero_grad":  # gradients pile up: the late gradient norm dwarfs the twin's, or blows up
         r = _tail(m["grad_norm"], 0.25) / max(_tail(t["grad_norm"], 0.25), 1e-30)
-        return r >= 5, {"late_grad_norm_vs_twin": r}
+        blew = _blew_up(m, "grad_norm") and not _blew_up(t, "grad_norm")
+        return r >= 5 or blew, {"late_grad_norm_vs_twin": r, "grad_nonfinite_not_twin": blew}
     if bug == "softmax_ce":  # the loss cannot go below ln(1 + (K-1)/e); the twin goes well below it
         floor = math.log(1 + (k - 1) / math.e)
         got, twin = _tail(m["loss"]), _tail(t["loss"])
@@ -85,14 +98,14 @@ def criterion(bug: str, m: dict, t: dict) -> tuple[bool, dict]:
         spe = int(m["steps_per_epoch"][0])
         r = float(m["lr"][min(spe, len(m["lr"]) - 1)] / m["lr"][0])
         return r <= 1e-3, {"lr_after_one_epoch_over_start": r}
-    if bug == "labels_shuffled":  # validation accuracy at chance; the twin's well above
-        chance = 1 / k
+    if bug == "labels_shuffled":  # validation accuracy at chance (the majority class); the twin's well above
+        chance = float(m["majority"][0])
         got, twin = float(m["val_acc"][-1]), float(t["val_acc"][-1])
         return got <= chance + 0.1 and twin >= chance + 0.25, {"val_acc": got, "twin_val_acc": twin}
     if bug == "unnormalized":  # first layer's gradient against the others', over the twin's same ratio
         r = (_head(m["stem_grad"] / np.maximum(m["rest_grad"], 1e-30))
              / max(_head(t["stem_grad"] / np.maximum(t["rest_grad"], 1e-30)), 1e-30))
-        return r >= 30, {"stem_vs_rest_grad_over_twin": r}
+        return r >= 30, {"stem_vs_rest_grad_over_twin": r}  # over the finite steps: a blow-up ends the run
     if bug == "optimizer_subset":  # the head never moves while its gradient is non-zero
         moved = float(np.max(m["head_moved"]))
         return moved == 0.0 and float(np.median(m["grad_norm"])) > 0, {"head_max_change": moved}
@@ -127,14 +140,14 @@ def criterion(bug: str, m: dict, t: dict) -> tuple[bool, dict]:
 
 
 def healthy(m: dict) -> tuple[bool, dict]:
-    """Learned (validation a sixth below its start; accuracy 0.2 above chance) and did not overfit."""
+    """Learned (validation a sixth below its start; accuracy 0.2 above the majority class) and did not overfit."""
     v = m["val_loss"]
     finite = bool(np.isfinite(m["loss"]).all() and np.isfinite(v).all())
     if not finite:
         return False, {"finite": False}
     learned = _tail(v, 0.15) <= 0.85 * float(v[0])
     k = int(m["k"][0])
-    acc_ok = k == 0 or float(m["val_acc"][-1]) >= 1 / k + 0.2
+    acc_ok = k == 0 or float(m["val_acc"][-1]) >= float(m["majority"][0]) + 0.2
     rise = (_tail(v, 0.15) - float(v.min())) / max(float(v[0] - v.min()), 1e-30)
     return learned and acc_ok and rise <= 0.1, {"val_end_over_start": _tail(v, 0.15) / float(v[0]),
                                                 "val_acc": float(m["val_acc"][-1]), "val_rise_share": rise}
