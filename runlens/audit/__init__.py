@@ -19,7 +19,10 @@ finished first: the local and the Dask audits of a tree are identical.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -36,6 +39,7 @@ FAIL_ON = ("error", "warning", "info", "never")
 Progress = Callable[[int, int], None]
 
 _STATUS_RANK = {"crashed": 0, "killed": 1, "running": 2, "finished": 3}
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 @dataclass(frozen=True)
@@ -218,7 +222,7 @@ def _run_pool(runs: Sequence[str], options: WorkOptions, workers: int,
 
     chunks = chunked(runs, workers)
     records: list[dict] = []
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_warm_up)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_warm_up, initargs=(os.getpid(),))
     try:
         pending = {pool.submit(analyze_chunk, chunk, options): chunk for chunk in chunks}
         while pending:
@@ -236,9 +240,26 @@ def _run_pool(runs: Sequence[str], options: WorkOptions, workers: int,
     return records
 
 
-def _warm_up() -> None:
+def _warm_up(parent: int | None = None) -> None:
+    """A pool worker's start: end with the audit, and load the engine once."""
+    if parent is not None:
+        _die_with(parent)
     # Under "spawn" (macOS, Windows) a worker starts bare: import the engine once, not per run.
     from runlens import analysis  # noqa: F401
+
+
+def _die_with(parent: int) -> None:
+    """Ask Linux to send this worker SIGTERM when the audit process dies (SIGTERM, SIGKILL, a
+    crash): a pool worker blocked on its task queue would otherwise outlive it forever."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the audit died before the request took effect
+        os._exit(1)
 
 
 __all__ = ["FAIL_ON", "AuditResult", "AuditRow", "audit", "chunked", "default_workers", "sort_key"]

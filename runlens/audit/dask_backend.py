@@ -18,26 +18,51 @@ same way, so ``--scheduler`` changes where the work runs, never the result.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from runlens.audit.worker import WorkOptions, analyze_chunk, chunked, collect
 from runlens.errors import UsageError
 
-#: How long to wait for the scheduler before calling the address unusable.
+#: How long to wait for the scheduler before calling the address unusable (dask's spelling).
 CONNECT_TIMEOUT = "20s"
 
 
 def connect(scheduler: str):
-    """A ``Client`` for the scheduler at ``scheduler`` (``tcp://host:port``)."""
+    """A ``Client`` for the scheduler at ``scheduler`` (``tcp://host:port``).
+
+    dask's own ``timeout`` bounds the TCP connection but not the handshake after
+    it: an address that accepts and never answers (not a scheduler, a wedged
+    one) waits forever in ``distributed.comm.connect``. So the client is made in
+    a daemon thread under a deadline of our own; past it the address is refused
+    in one line and the stuck thread is left to die with the process.
+    """
     try:
         from dask.distributed import Client
     except ImportError:
         raise UsageError("--scheduler needs dask.distributed: pip install 'runlens[dask]'") from None
-    try:
-        return Client(scheduler, timeout=CONNECT_TIMEOUT)
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+    box: dict[str, Any] = {}
+    seconds = float(CONNECT_TIMEOUT.removesuffix("s"))
+
+    def attempt() -> None:
+        try:
+            box["client"] = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            box["error"] = exc
+
+    thread = threading.Thread(target=attempt, name="runlens-dask-connect", daemon=True)
+    thread.start()
+    thread.join(seconds + 5)
+    if thread.is_alive():
+        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: no answer within "
+                         f"{seconds + 5:g} s (is a Dask scheduler listening there?)")
+    error = box.get("error")
+    if isinstance(error, (OSError, TimeoutError, ValueError)):
+        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {' '.join(str(error).split())}") from None
+    if error is not None:
+        raise error
+    return box["client"]
 
 
 def run_on_dask(runs: Sequence[str], options: WorkOptions, *, client: Any = None,

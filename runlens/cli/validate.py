@@ -19,16 +19,17 @@ def validate(runs: tuple[str, ...], quiet: bool) -> None:
 
     Example: runlens validate runs/exp1 runs/exp2
     """
-    from runlens.io.validate import validate_run
+    from runlens.io.validate import printable, validate_run
 
     bad = 0
     for run in runs:
         report = validate_run(run)
+        shown = printable(run)  # a run's name must not drive the terminal
         for violation in report.violations:
-            click.echo(f"{run}: {violation.line()}")
+            click.echo(f"{shown}: {violation.line()}")
         if not quiet:
             for note in report.notes:
-                click.echo(f"{run}: note: {note}")
+                click.echo(f"{shown}: note: {note}")
         bad += not report.ok
     if not quiet:
         click.echo(f"{len(runs) - bad} of {len(runs)} runs conform to run-log format v1")

@@ -31,6 +31,13 @@ INT64_MAX = (1 << 63) - 1
 #: The most bytes read from a run.json or a ``--config`` file; a real one is a few kB to a few MB
 #: (a layers list for 10,000 parameters is about 2 MB).
 MAX_JSON_BYTES = 64 << 20
+#: Rows decoded from one Parquet part at most (the recorder's compaction writes parts of
+#: 2,000,000); the footer's count is checked before decoding, and a part claiming more is
+#: skipped (loader) or a violation (validate).
+MAX_PART_ROWS = 20_000_000
+#: Rows read into one table at most (ten times the engine's 10^7-row benchmark); past it the
+#: run is refused in one line rather than read until memory runs out.
+MAX_TABLE_ROWS = 100_000_000
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))

@@ -104,7 +104,10 @@ def _discover_local(root: str, probe: Callable[[str], bool],
             if unlisted is not None and os.path.basename(folder) != "lost+found":
                 unlisted.append((folder, exc.strerror or type(exc).__name__))
             continue
-        if "run.json" in files or (_has_marker(folder, files, subdirs) and probe(folder)):
+        # A run.json that is a FIFO or a device still makes a run, which the loader refuses by
+        # name (an unreadable_run row); other markers count only as regular files, since the
+        # importers' probe would open them.
+        if "run.json" in files or (_has_marker(folder, files.regular, subdirs) and probe(folder)):
             runs.append(folder)
             continue
         if folder == root:
@@ -116,21 +119,32 @@ def _discover_local(root: str, probe: Callable[[str], bool],
     return sorted(runs, key=_natural)
 
 
-def _scan(folder: str) -> tuple[set[str], list[str]]:
+class _Files(set):
+    """The names of a folder's entries that are not folders; ``regular`` the regular files
+    among them (symlinks followed), the only ones an importer's probe may open."""
+
+    regular: set[str]
+
+
+def _scan(folder: str) -> tuple[_Files, list[str]]:
     """Names of the files and (symlinks followed) subfolders of ``folder``, dot-names left out.
 
     Raises OSError when ``folder`` cannot be listed: what it holds is unknown, not empty.
     """
     entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    files, subdirs = set(), []
+    files, subdirs = _Files(), []
+    files.regular = set()
     for entry in entries:
         if entry.name.startswith("."):
             continue
         try:
             is_dir = entry.is_dir()  # follows symlinks
+            regular = not is_dir and entry.is_file()
         except OSError:
             continue
         (subdirs.append if is_dir else files.add)(entry.name)
+        if regular:
+            files.regular.add(entry.name)
     return files, subdirs
 
 

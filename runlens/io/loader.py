@@ -58,19 +58,13 @@ import pyarrow.parquet as pq
 from recorders import _merge
 from recorders import format as fmt
 from runlens.errors import RunFormatError, RunlensError, UsageError
-from runlens.io.bounded import is_regular, special_kind
+from runlens.io.bounded import MAX_PART_ROWS, MAX_TABLE_ROWS, is_regular, special_kind
 from runlens.io.layer_order import layer_depth, layer_order
 from runlens.io.run import Run
 from runlens.io.runmeta import derive_status, one_line, read_meta
 
 Columns = Mapping[str, "Iterable[str] | None"]
 
-#: Rows decoded from one part at most (the recorder's compaction writes parts of 2,000,000);
-#: a part claiming more is skipped with a warning.
-MAX_PART_ROWS = 20_000_000
-#: Rows read into one table at most (ten times the engine's 10^7-row benchmark); past it the
-#: run is refused in one line rather than read until memory runs out.
-MAX_TABLE_ROWS = 100_000_000
 # Fresh listings tried when parts vanish under a reader (each vanishing is one finished compaction).
 _READ_ATTEMPTS = 8
 

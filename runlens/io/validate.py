@@ -28,10 +28,13 @@ The rules (ids shown in every message, described in docs/format.md):
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+
+from runlens.io.bounded import MAX_JSON_BYTES, MAX_PART_ROWS, loads_json, read_regular, special_kind
 
 RULES = {
     "layout": "a run is a directory holding run.json",
@@ -145,13 +148,19 @@ def _iso_or_null(value) -> bool:
 
 def _check_meta(run: Path, out: list[Violation]) -> dict | None:
     path = run / "run.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         out.append(Violation("layout", "run.json", "is missing"))
         return None
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta = loads_json(read_regular(path, MAX_JSON_BYTES, _Refused).decode("utf-8"))
+    except _Refused as exc:
+        out.append(Violation("layout", "run.json", str(exc).partition(": ")[2]))
+        return None
+    except OSError as exc:
+        out.append(Violation("layout", "run.json", f"cannot be read ({exc.strerror or exc})"))
+        return None
     except (ValueError, UnicodeDecodeError) as exc:
-        out.append(Violation("json", "run.json", f"is not valid UTF-8 JSON ({exc})"))
+        out.append(Violation("json", "run.json", f"is not valid UTF-8 JSON ({_one_line(exc)})"))
         return None
     if not isinstance(meta, dict):
         out.append(Violation("json", "run.json", f"holds a {type(meta).__name__}, not an object"))
@@ -241,7 +250,7 @@ def _check_table(folder: Path, table: str, spec: dict, layer_names: set, report:
     for path in sorted(folder.iterdir()):
         if path.name.startswith("."):
             continue
-        where = f"{table}/{path.name}"
+        where = f"{table}/{printable(path.name)}"
         match = PART.match(path.name)
         if not match:
             report.notes.append(f"{where}: not a part name (readers ignore it)")
@@ -259,9 +268,9 @@ def _check_part(path: Path, where: str, table: str, spec: dict, layer_names: set
 
     out = report.violations
     try:
-        data = read_part(path)
+        data = _bounded_part(path, read_part)
     except Exception as exc:  # noqa: BLE001 - whatever pyarrow raises, the part is unreadable
-        out.append(Violation("part-readable", where, f"cannot be read ({exc})"))
+        out.append(Violation("part-readable", where, f"cannot be read ({_one_line(exc)})"))
         return
     schema = data.schema
     for col, (types, required) in spec.items():
@@ -292,6 +301,39 @@ def _check_part(path: Path, where: str, table: str, spec: dict, layer_names: set
         if unknown:
             out.append(Violation("layer-names", where,
                                  f"layers not in run.json: {sorted(map(str, unknown))[:5]}"))
+
+
+class _Refused(Exception):
+    """A path that is not a regular file, or too large: refused before it is read."""
+
+
+def _bounded_part(path: Path, read_part):
+    """The part at ``path``, refused unread when it is not a regular file (a FIFO would block
+    forever) or its footer claims more rows than a reader decodes."""
+    import pyarrow.parquet as pq
+
+    from recorders._merge import open_input
+
+    kind = special_kind(os.stat(path).st_mode)
+    if kind is not None:
+        raise _Refused(f"it is {kind}, not a regular file")
+    with open_input(path) as f:
+        rows = pq.ParquetFile(f).metadata.num_rows
+    if rows > MAX_PART_ROWS:
+        raise _Refused(f"its footer claims {rows:,} rows, more than the {MAX_PART_ROWS:,} a reader decodes")
+    return read_part(path)
+
+
+def printable(text: str) -> str:
+    """``text`` with control, bidi and unencodable characters as visible escapes: a file name goes
+    into every line ``validate`` prints, and must not drive the terminal."""
+    return "".join(ch if ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF
+                   and not 0x202A <= ord(ch) <= 0x202E and not 0x2066 <= ord(ch) <= 0x2069
+                   else ch.encode("unicode_escape", "backslashreplace").decode("ascii") for ch in text)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
 def _type_name(typ) -> str:
