@@ -86,6 +86,10 @@ def sniff_file(path: Path) -> Sniff:
             return found
         table_note = found
     counts = _line_counts(lines)
+    if not (counts["text"] or counts["hf"] or counts["jsonl"]) and len(head) == HEAD:
+        # A long preamble (a config dump, a model summary) can fill the head: look further in.
+        lines = _more_lines(path, encoding)
+        counts = _line_counts(lines)
     table = _markdown_rows(lines)
     # A table is written on purpose (a header naming its columns); loose step lines beside
     # it (prose that restates a few of its rows) do not outweigh it unless they are twice as many.
@@ -96,6 +100,18 @@ def sniff_file(path: Path) -> Sniff:
     if found.kind is None and table_note:
         return Sniff(None, table_note)
     return found
+
+
+_FURTHER = 8 << 20
+
+
+def _more_lines(path: Path, encoding: str) -> list[str]:
+    """Lines of the first 8 MiB, one in every few when there are many (the counts only need a sample)."""
+    with open(path, "rb") as f:
+        text = f.read(_FURTHER).decode(encoding, "replace")
+    lines = text.splitlines()[:-1]
+    step = max(1, len(lines) // 4000)
+    return lines[::step]
 
 
 def _structured(path: Path) -> Sniff | str:

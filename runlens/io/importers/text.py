@@ -36,7 +36,8 @@ from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, require_file
 from runlens.io.importers._lineplan import Parser
 from runlens.io.importers._names import Mapper
-from runlens.io.importers._textline import Context
+from runlens.io.importers._textline import Context, Line, clean, read_fields
+from runlens.io.reader.names import LOSS, PERPLEXITY, tokens
 
 _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
 _DIGIT = re.compile(r"\d")
@@ -103,6 +104,8 @@ def _scan(path: Path, mapper: Mapper, step_key: str | None,
                 ctx.restart = False
                 if runs[-1].rows:
                     runs.append(_RunAcc(n))  # a second "Epoch 1/N": the next run begins here
+            if hit is None and ctx.last_step is not None:
+                hit, fields = _eval_at_last_step(raw, ctx.last_step)
             if hit is None:
                 skipped += 1
                 continue
@@ -116,6 +119,13 @@ def _scan(path: Path, mapper: Mapper, step_key: str | None,
                 markers["_beyond"] += 1
                 continue
             cur = runs[-1]
+            if hit.source == "epoch" and ctx.last_step is not None and sum(markers.values()) > markers["epoch"]:
+                # An epoch summary ("Epoch 1: total training loss ...") in a log that counts steps: its
+                # numbers belong to the last step, the epoch number is not a step (nor a restart).
+                hit.step, hit.eval_line = ctx.last_step, hit.eval_line
+                _put_line(cur, hit, fields, mapper)
+                markers["epoch summary"] += 1
+                continue
             if (not hit.eval_line and cur.rows and cur.last_step is not None and hit.step < cur.last_step
                     and cur.first_step is not None and hit.step <= cur.first_step):
                 cur = _RunAcc(n)  # the step went back to the start: a restart
@@ -129,6 +139,27 @@ def _scan(path: Path, mapper: Mapper, step_key: str | None,
             markers[hit.source] += 1
     markers["_partial"] = partial
     return [r for r in runs if r.rows] or runs[:1], n, skipped, markers
+
+
+_EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|dev)\b", re.I)
+
+
+_LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
+
+
+def _eval_at_last_step(raw: str, step: int) -> tuple[Line | None, list[tuple[str, float]]]:
+    """A validation line that names no step ("Evaluation result (greedy) loss: 3.72, ppl: 41.47"):
+    its fields at the last training step seen, as a validation pass."""
+    text = clean(raw.strip())
+    m = _EVAL_WORD.search(text[:400])
+    if m is None:
+        return None, []
+    # "result (greedy) loss: 3.72": the words before a metric's own name are prose, not part of it.
+    fields = [(tokens(k)[-1] if tokens(k) and tokens(k)[-1] in _LAST_WORD else k, v)
+              for k, v in read_fields(text[m.end():])]
+    if not fields:
+        return None, []
+    return Line(step, text[m.end():], True, None, "eval after step"), fields
 
 
 def _put_line(cur: _RunAcc, hit, fields: list[tuple[str, float]], mapper: Mapper) -> None:
