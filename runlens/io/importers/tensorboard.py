@@ -30,6 +30,7 @@ import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.importers._common import Imported, Series, column_name
+from runlens.io.importers._eventproto import ProtoError, parse_event
 from runlens.io.importers._tfrecord import read_events
 
 LOSS_TAGS = ("train/loss", "loss", "train_loss", "training/loss", "loss/train", "train/loss_step",
@@ -69,46 +70,40 @@ def find_event_files(source: Path) -> list[tuple[str, Path]]:
 
 
 class _Others:
-    """Events the fast path could not decode, parsed with TensorBoard's compiled protos."""
+    """Events the fast path could not decode (TF2 tensor summaries, histograms), parsed by
+    :mod:`._eventproto`: no ``tensorboard`` package needed."""
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self.scalars: dict[str, tuple[list[int], list[float], list[float]]] = defaultdict(lambda: ([], [], []))
         self.histos: dict[str, dict[int, tuple[float, int]]] = defaultdict(dict)
         self.skipped: dict[str, int] = defaultdict(int)
-        self.no_proto = 0
+        self.no_proto = 0  # events that are not well-formed protobuf
         self.negative = 0
-        try:
-            from tensorboard.compat.proto import event_pb2
-        except ImportError:
-            self._event = None
-        else:
-            self._event = event_pb2.Event
 
     def __call__(self, data: bytes) -> None:
-        if self._event is None:
+        try:
+            ev = parse_event(data)
+        except ProtoError:
             self.no_proto += 1
             return
-        ev = self._event.FromString(data)
-        if not ev.HasField("summary"):
+        if ev.values is None:
             return
         if ev.step < 0:
             # Event.step is int64 on the wire: a step written as uint64 past 2**63 reads negative.
             # It is no step of format v1, so the event is skipped, never imported wrapped.
             self.negative += 1
             return
-        for v in ev.summary.value:
+        for v in ev.values:
             tag = self.prefix + v.tag
-            kind = v.WhichOneof("value")
-            if kind == "simple_value":
+            if v.kind == "simple_value":
                 self._scalar(tag, ev, v.simple_value)
-            elif kind == "histo":
+            elif v.kind == "histo":
                 self._histo(tag, ev.step, v.histo)
-            elif kind == "tensor" and _tensor_scalar(v.tensor) is not None:
+            elif v.kind == "tensor" and _tensor_scalar(v.tensor) is not None:
                 self._scalar(tag, ev, _tensor_scalar(v.tensor))
             else:
-                plugin = v.metadata.plugin_data.plugin_name if v.HasField("metadata") else ""
-                self.skipped[f"{kind or 'empty'}{'/' + plugin if plugin else ''}"] += 1
+                self.skipped[f"{v.kind or 'empty'}{'/' + v.plugin if v.plugin else ''}"] += 1
 
     def _scalar(self, tag: str, ev, value: float) -> None:
         steps, walls, values = self.scalars[tag]
@@ -132,7 +127,7 @@ def _tensor_scalar(t) -> float | None:
     vals = getattr(t, field)
     if len(vals):
         return float(vals[0])
-    if t.tensor_content:
+    if t.tensor_content and t.dtype in (1, 2, 3, 9, 19):
         fmt = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}[t.dtype]
         return float(np.frombuffer(t.tensor_content, dtype=fmt)[0])
     return None
@@ -182,8 +177,7 @@ def read(source: str | Path, *, loss_tag: str | None = None, val_loss_tag: str |
             imp.warnings.append(f"{path.name}: {others.negative} events with a negative step (a step "
                                 "past 2**63 written unsigned reads so): skipped")
         if others.no_proto:
-            imp.warnings.append(f"{path.name}: {others.no_proto} events need the tensorboard package "
-                                "to be read (pip install tensorboard): skipped")
+            imp.warnings.append(f"{path.name}: {others.no_proto} events are not well-formed protobuf: skipped")
     for kind, n in sorted(skipped.items()):
         imp.warnings.append(f"{n} summary values of kind {kind!r} have no place in a run log: skipped")
     series = {tag: _merge(parts) for tag, parts in scalars.items()}
