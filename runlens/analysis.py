@@ -32,6 +32,7 @@ from runlens.io.loader import load_run
 from runlens.io.run import Run
 from runlens.io.runmeta import one_line
 from runlens.signals import signals_of
+from runlens.summary import headline, run_numbers, verdict_step
 
 # What the signals the context always carries read, whatever detectors run.
 BASE_NEEDS = Needs(scalars=("loss", "step_skipped"))
@@ -72,9 +73,16 @@ def analyze(run_or_path: Run | str | os.PathLike[str], *,
             notes.append(f"detector {det.code} crashed: {outcome.reason}")
     curve = ctx.curve or CurveVerdict("insufficient_data", "the curve classifier did not run")
     ordered, curve = order_by_cause(findings, curve, _order)  # a cause leads the symptoms it explains
+    numbers = run_numbers(signals, run)
+    at = verdict_step(run.status, curve, ordered, signals, run)
+    # The curve's own finding marks where the failure starts: the same step as headline and chart.
+    ordered = tuple(dataclasses.replace(f, step=at) if f.code == curve.label and at is not None else f
+                    for f in ordered)
     return Diagnosis(run=run, curve=curve, findings=ordered,
                      warnings=(*run.warnings, *notes), outcomes=tuple(outcomes),
-                     report=_report_factory(run, curve, ordered))
+                     report=_report_factory(run, curve, ordered),
+                     headline=headline(run.status, curve, ordered, numbers, at),
+                     key_numbers=numbers, verdict_step=at)
 
 
 def _report_factory(run: Run, curve: CurveVerdict, findings: tuple[Finding, ...]):

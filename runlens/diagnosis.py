@@ -8,13 +8,44 @@ renderers' business. ``Diagnosis.to_dict`` is the JSON object of the spec's
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+
+class Severity(str, Enum):
+    """How bad a finding is. One type, one order and one ``--fail-on`` rule for every command
+    (analyze, report, audit, compare, JUnit): ``error`` > ``warning`` > ``info``."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """0 for the most severe."""
+        return SEVERITIES.index(self.value)
+
+    def reaches(self, fail_on: str) -> bool:
+        """Whether this severity is at least ``fail_on`` (``never``: nothing reaches it)."""
+        return fail_on != "never" and self.rank <= Severity(fail_on).rank
+
+
 SEVERITIES = ("error", "warning", "info")
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+FAIL_ON = ("error", "warning", "info", "never")
+
+
+def reaches(severities: Iterable[str], fail_on: str) -> bool:
+    """Whether any of ``severities`` reaches ``--fail-on`` (the one rule every command uses)."""
+    return any(Severity(s).reaches(fail_on) for s in severities)
+
+
+def worst(severities: Iterable[str]) -> str | None:
+    """The most severe of ``severities``, or None when there are none."""
+    return min(severities, key=SEVERITY_RANK.__getitem__, default=None)
 CURVES = ("healthy", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data")
 STATUSES = ("finished", "crashed", "killed", "running")
 
@@ -123,15 +154,39 @@ class Diagnosis:
     warnings: tuple[str, ...] = ()
     outcomes: tuple[DetectorOutcome, ...] = ()
     report: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
+    #: One sentence: the outcome, where it starts and its cause (``runlens.summary.headline``).
+    headline: str = ""
+    #: The run's key numbers, one definition each (``runlens.summary.run_numbers``).
+    key_numbers: Mapping[str, Any] = field(default_factory=dict)
+    #: The step where the failure starts (``runlens.summary.verdict_step``); None on a clean run.
+    verdict_step: int | None = None
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def status(self) -> str:
         return self.run.status
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key_numbers", _freeze(self.key_numbers))
+
     @property
     def worst_severity(self) -> str | None:
-        return min((f.severity for f in self.findings), key=SEVERITY_RANK.get, default=None)
+        return worst(f.severity for f in self.findings)
+
+    def reaches(self, fail_on: str) -> bool:
+        """Whether a finding reaches ``--fail-on``."""
+        return reaches((f.severity for f in self.findings), fail_on)
+
+    @property
+    def status_text(self) -> str:
+        """The run's status as a reader should take it: ``finished (diverged)``, never a bare
+        ``finished`` on a run whose curve failed."""
+        label = self.curve.label
+        if self.status == "finished" and label not in ("healthy", "insufficient_data"):
+            return f"finished ({label})"
+        if self.status == "finished" and self.worst_severity == "error":
+            return "finished (with errors)"
+        return self.status
 
     @property
     def report_data(self) -> Any:
@@ -155,7 +210,8 @@ class Diagnosis:
         return f"<Diagnosis {self.summary()}>"
 
     def to_dict(self) -> dict[str, Any]:
-        """The spec's analysis-output object, exactly."""
+        """The spec's analysis-output object, plus the added keys ``headline``, ``key_numbers``
+        and ``verdict_step`` (docs/format.md, "Added keys in the analysis output")."""
         return {
             "run": self.run.path,
             "name": self.run.name,
@@ -163,6 +219,9 @@ class Diagnosis:
             "curve": self.curve.label,
             "findings": [f.to_dict() for f in self.findings],
             "warnings": list(self.warnings),
+            "headline": self.headline,
+            "key_numbers": jsonable(self.key_numbers),
+            "verdict_step": self.verdict_step,
             # An imported log says which column took which role and why (docs/format.md, "Added keys: roles").
             **({"roles": jsonable(self.run.config["import_roles"])} if "import_roles" in self.run.config else {}),
         }

@@ -14,6 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from runlens.summary import duration, lowest, run_numbers
+
+__all__ = ["Item", "KeyNumber", "duration", "evidence_items", "key_numbers", "label_of", "unit_of"]
+
 
 @dataclass(frozen=True)
 class KeyNumber:
@@ -89,23 +93,23 @@ def evidence_items(evidence: Mapping[str, Any], params: Mapping[str, Any] | None
 
 
 def key_numbers(signals: Any, run: Any) -> tuple[KeyNumber, ...]:
-    """The few numbers a reader looks at first, from the run's signals."""
+    """The few numbers a reader looks at first, as labelled rows (built on :func:`run_numbers`)."""
+    n = run_numbers(signals, run)
     rows: list[KeyNumber] = []
-    steps = run.steps("scalars")
-    if len(steps):
-        rows.append(KeyNumber("steps recorded", len(steps), unit=f"(step {steps[0]:,} to {steps[-1]:,})"))
+    if n["steps"]:
+        rows.append(KeyNumber("steps recorded", n["steps"],
+                              unit=f"(step {n['first_step']:,} to {n['last_step']:,})"))
     loss = signals.loss_logged
     if len(loss):
-        rows += _extremes("loss", loss.steps, loss.values)
-    if signals.first_nonfinite_step is not None:
-        rows.append(KeyNumber("first NaN/Inf loss", None, at=signals.first_nonfinite_step))
-    for name, val in signals.validation.items():
-        finite = np.isfinite(val.values)
-        if finite.any():
-            best = int(np.nanargmin(np.where(finite, val.values, np.nan)))
-            label = "validation loss" if name == "val_loss" else f"validation loss ({name.split('@', 1)[1]})"
-            rows.append(KeyNumber(f"best {label}", float(val.values[best]), at=int(val.steps[best])))
-            rows.append(KeyNumber(f"final {label}", float(val.values[-1]), at=int(val.steps[-1])))
+        if n["min_loss"] is None:
+            rows.append(KeyNumber("loss", "never finite"))
+        else:
+            rows += [KeyNumber("first loss", n["first_loss"], at=int(loss.steps[0])),
+                     KeyNumber("final loss", n["final_loss"], at=n["final_loss_step"]),
+                     KeyNumber("lowest loss", n["min_loss"], at=n["min_loss_step"])]
+    if n["first_nonfinite_step"] is not None:
+        rows.append(KeyNumber("first NaN/Inf loss", None, at=n["first_nonfinite_step"]))
+    rows += _validation_rows(signals, n)
     lr = signals.lr
     if lr is not None and len(lr):
         rows.append(KeyNumber("learning rate", (float(lr.values.min()), float(lr.values.max())),
@@ -119,32 +123,24 @@ def key_numbers(signals: Any, run: Any) -> tuple[KeyNumber, ...]:
     n_layers = len(run.layer_names())
     if n_layers:
         rows.append(KeyNumber("layers recorded", n_layers))
-    rows.append(KeyNumber("duration", duration(run), unit="s"))
+    rows.append(KeyNumber("duration", n["duration_s"], unit="s"))
     return tuple(rows)
 
 
-def duration(run: Any) -> float | None:
-    """Wall-clock seconds from the first to the last recorded step; None when unknown
-    (an imported log without times, or times that do not move)."""
-    time = run.column("scalars", "time")
-    if time is None or len(time) < 2 or not np.isfinite(time[[0, -1]]).all():
-        return None
-    seconds = float(time[-1] - time[0])
-    config = run.config if isinstance(run.config, Mapping) else {}
-    imported = isinstance(config.get("imported_from"), Mapping)
-    if seconds <= 0 or (imported and np.unique(time).size < 2):
-        return None
-    return seconds
-
-
-def _extremes(label: str, steps: np.ndarray, values: np.ndarray) -> list[KeyNumber]:
-    finite = np.isfinite(values)
-    if not finite.any():
-        return [KeyNumber(label, "never finite")]
-    at = int(np.nanargmin(np.where(finite, values, np.nan)))
-    return [KeyNumber(f"first {label}", float(values[0]), at=int(steps[0])),
-            KeyNumber(f"last {label}", float(values[-1]), at=int(steps[-1])),
-            KeyNumber(f"lowest {label}", float(values[at]), at=int(steps[at]))]
+def _validation_rows(signals: Any, n: dict[str, Any]) -> list[KeyNumber]:
+    rows = []
+    for name, val in signals.validation.items():
+        if name == "val_loss":
+            if n["val_min"] is not None:
+                rows += [KeyNumber("best validation loss", n["val_min"], at=n["val_min_step"]),
+                         KeyNumber("final validation loss", n["final_val_loss"], at=n["final_val_step"])]
+            continue
+        low = lowest(val.steps, val.values)
+        if low is not None:
+            label = f"validation loss ({name.split('@', 1)[1]})"
+            rows += [KeyNumber(f"best {label}", low[1], at=low[0]),
+                     KeyNumber(f"final {label}", float(val.values[-1]), at=int(val.steps[-1]))]
+    return rows
 
 
 def _is_number(value: Any) -> bool:

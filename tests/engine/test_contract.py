@@ -23,6 +23,8 @@ from runlens.diagnosis import CURVES
 
 CODES = sorted(REGISTRY)
 SPEC_KEYS = ["run", "name", "status", "curve", "findings", "warnings"]
+# Added keys (docs/format.md, "Added keys in the analysis output"), after the spec's.
+ADDED_KEYS = ["headline", "key_numbers", "verdict_step"]
 FINDING_KEYS = ["code", "severity", "title", "step", "layers", "evidence", "advice"]
 SPEC_CODES = {"nonfinite_loss", "nonfinite_gradient", "exploding_gradients", "vanishing_gradients",
               "dead_layers", "learning_rate_too_low", "learning_rate_too_high", "loss_spikes", "plateau",
@@ -32,7 +34,7 @@ SPEC_CODES = {"nonfinite_loss", "nonfinite_gradient", "exploding_gradients", "va
 
 
 def assert_spec_object(obj: dict) -> None:
-    assert list(obj) == SPEC_KEYS
+    assert list(obj) == SPEC_KEYS + ADDED_KEYS
     assert obj["curve"] in CURVES
     assert obj["status"] in ("finished", "crashed", "killed", "running")
     for f in obj["findings"]:
