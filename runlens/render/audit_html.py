@@ -12,6 +12,7 @@ import jinja2
 
 from runlens.render.audit_cells import COLUMNS, cells, report_href, summary
 from runlens.render.escape import html_value
+from runlens.render.view import distinct_names
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -52,9 +53,10 @@ def render_audit_html(result: Any, *, reports_base: str | None = None,
                       title: str = "runlens audit") -> str:
     """The page; ``reports_base`` is the reports folder relative to where the page is saved."""
     rows = []
-    for row in result.rows:
+    labels = distinct_names([(row.name, row.run) for row in result.rows])
+    for row, label in zip(result.rows, labels, strict=True):
         shown = row.worst_findings(3)
-        rows.append({"cells": cells(row), "run": row.run, "error": row.error,
+        rows.append({"cells": {**cells(row), "name": label}, "run": row.run, "error": row.error,
                      "href": report_href(row, reports_base), "findings": shown,
                      "more": len(row.findings) - len(shown)})
     return _ENV.from_string(_TEMPLATE).render(title=title, summary=summary(result), rows=rows,

@@ -6,6 +6,7 @@ from typing import Any
 
 from runlens.render.audit_cells import COLUMNS, cells, report_href, summary
 from runlens.render.escape import md_cell, md_inline
+from runlens.render.view import distinct_names
 
 _BADGE = {"unreadable": "⛔ unreadable", "error": "🔴 error", "warning": "🟠 warning",
           "info": "🔵 info", "ok": "🟢 ok"}
@@ -17,9 +18,10 @@ def render_audit_markdown(result: Any, *, reports_base: str | None = None,
     lines = [f"## {md_inline(title)}", "", md_inline(summary(result)), ""]
     lines.append("| " + " | ".join(head for head, _ in COLUMNS) + " |")
     lines.append("|" + "|".join("---:" if key in _NUMERIC else "---" for _, key in COLUMNS) + "|")
-    for row in result.rows:
+    labels = distinct_names([(row.name, row.run) for row in result.rows])
+    for row, label in zip(result.rows, labels, strict=True):
         c = cells(row)
-        c["severity"] = _BADGE[c["severity"]]
+        c["severity"], c["name"] = _BADGE[c["severity"]], label  # a name shared by two runs gets its path
         # Numbers, labels and badges are ours and safe; only run-supplied text needs escaping.
         out = {key: md_cell(c[key]) if key in _FREE_TEXT else (c[key] or " ") for _, key in COLUMNS}
         href = report_href(row, reports_base)

@@ -37,7 +37,7 @@ def environment() -> jinja2.Environment:
     return env
 
 
-_WORD_END = re.compile(r"(?<=[-_./ ])")
+_WORD_END = re.compile(r"(?<=[-_./])")
 
 
 def wordbreaks(text: str) -> Markup:

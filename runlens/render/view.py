@@ -18,6 +18,7 @@ from typing import Any
 from runlens.diagnosis import SEVERITY_RANK, Finding
 
 DOCS_PAGE = "docs/detectors.md"
+_FAILING = ("diverged", "unstable", "overfitting", "underfitting")
 MAX_LIST = 20  # layers or evidence items shown inline before "+N more"
 MAX_BRIEF = 3  # layers named in a one-line summary (a table cell)
 MAX_LAYER_ROWS = 2000
@@ -69,6 +70,26 @@ class ReportView:
     references: tuple[Reference, ...] = ()
     sparks: tuple[Any, ...] = ()
     curve_doc: tuple[str, tuple[tuple[str, str], ...]] = ("", ())
+    headline: str = ""  # the one sentence: the diagnosis's headline, else the curve verdict's reason
+    label: str = ""  # the name as lists show it (an index adds a path where names collide)
+
+    @property
+    def status_tone(self) -> str:
+        """How the status badge looks: ``bad`` for a crash or kill, ``ok`` only for a finished run
+        with nothing worse than info and a curve that is not failing, else ``neutral`` (a diverged run
+        that ran to its last step is not shown as a healthy one)."""
+        if self.status in ("crashed", "killed"):
+            return "bad"
+        if self.status == "finished" and self.worst in ("info", "none") and self.curve not in _FAILING:
+            return "ok"
+        return "neutral"
+
+    @property
+    def rank(self) -> tuple[int, int, int, int]:
+        """Sort key of a run in a list, worst first: errors, then warnings, then info, then none;
+        within one severity the run with more findings of it first."""
+        n = dict(self.counts)
+        return (SEVERITY_RANK.get(self.worst, 3), -n.get("error", 0), -n.get("warning", 0), -n.get("info", 0))
 
     @property
     def top_findings(self) -> tuple[FindingView, ...]:
@@ -146,7 +167,34 @@ def build_view(diagnosis: Any, *, docs_base: str = "") -> ReportView:
         layers_total=len(layer_info) or len(run.layer_names()),
         version=_version(), references=refs, sparks=tuple(data.sparks),
         curve_doc=(curve.summary, curve.sections) if curve is not None else ("", ()),
+        headline=str(getattr(diagnosis, "headline", None) or diagnosis.curve.reason), label=run.name,
     )
+
+
+def distinct_names(runs: Sequence[tuple[str, str]]) -> list[str]:
+    """How each ``(name, path)`` is shown in a list of runs: its name, and where two runs share
+    a name, the name followed by the shortest tail of its path that tells them apart
+    (``healthy (copy/healthy)``, ``healthy (sample_runs/healthy)``); runs that share the
+    whole path are numbered."""
+    parts = [[p for p in str(path).replace("\\", "/").split("/") if p] for _, path in runs]
+    groups: dict[str, list[int]] = {}
+    for i, (name, _) in enumerate(runs):
+        groups.setdefault(name, []).append(i)
+    labels = [name for name, _ in runs]
+    for name, members in groups.items():
+        if len(members) < 2:
+            continue
+        longest = max(len(parts[i]) for i in members)
+        for depth in range(1, longest + 1):
+            tails = ["/".join(parts[i][-depth:]) for i in members]
+            if len(set(tails)) == len(tails) or depth == longest:
+                break
+        seen: dict[str, int] = {}
+        for i, tail in zip(members, tails, strict=True):
+            seen[tail] = seen.get(tail, 0) + 1
+            suffix = f" #{seen[tail]}" if tails.count(tail) > 1 else ""
+            labels[i] = f"{name} ({tail}{suffix})"
+    return labels
 
 
 # -- formatting -------------------------------------------------------------

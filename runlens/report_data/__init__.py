@@ -65,7 +65,8 @@ class Marks:
 
 @dataclass(frozen=True)
 class Onset:
-    """A zoomed view of the steps around an early failure, at full resolution."""
+    """A zoomed view of the steps around an early failure, at full resolution, or (``kind``
+    "validation") of an overfitting run's validation rise, training and validation side by side."""
 
     at: int
     reason: str
@@ -74,6 +75,7 @@ class Onset:
     loss: Series | None
     val_loss: Series | None
     grad_norm: Series | None
+    kind: str = "early"
 
 
 @dataclass(frozen=True)
@@ -90,34 +92,70 @@ class ReportData:
     evidence: tuple[tuple[Item, ...], ...]  # one per finding, in the diagnosis's order
     curve_evidence: tuple[Item, ...]
     docs: Mapping[str, CodeDoc]
+    x_range: tuple[int, int] | None = None  # the steps every full-run chart spans (a crash step included)
+    source: Any = field(default=None, repr=False, compare=False)  # the Factory it was built by
+
+    def with_verdict(self, step: int | None) -> ReportData:
+        """This data with ``step`` as the verdict's step: the diagnosis's one step where the
+        failure starts (``Diagnosis.verdict_step``), which the headline and findings name too, in
+        the charts' marks and onset window. Unchanged when ``step`` is None or already marked."""
+        if step is None or step == self.marks.verdict_step or self.source is None:
+            return self
+        from runlens.signals import signals_of
+
+        run, curve, findings = self.source.run, self.source.curve, self.source.findings
+        marks = dataclasses.replace(self.marks, verdict_step=int(step),
+                                    verdict_label=_verdict_label(curve, findings, int(step)))
+        sig = signals_of(run)
+        return dataclasses.replace(self, marks=marks, onset=_onset(sig, marks, curve),
+                                   x_range=_x_range(run, sig, marks))
+
+
+class _Unset:
+    """No verdict step given: the curve verdict's ``step`` evidence stands in for it."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __reduce__(self) -> str:
+        return "UNSET"  # one instance, also after pickling
+
+
+UNSET = _Unset()
 
 
 @dataclass(frozen=True)
 class Factory:
-    """``Factory(run, curve, findings)()`` builds the report data; a plain object, so a
-    Diagnosis that carries one still pickles (process pools, Dask)."""
+    """``Factory(run, curve, findings, verdict_step)()`` builds the report data; a plain object,
+    so a Diagnosis that carries one still pickles (process pools, Dask). ``verdict_step`` is the
+    diagnosis's one step where the failure starts (None: none), which every chart marks."""
 
     run: Any
     curve: Any
     findings: tuple
+    verdict_step: Any = UNSET
 
     def __call__(self) -> ReportData:
-        return build(self.run, self.curve, self.findings)
+        data = build(self.run, self.curve, self.findings, verdict_step=self.verdict_step)
+        return dataclasses.replace(data, source=self)
 
 
 def attach(diagnosis: Any) -> Any:
     """``diagnosis`` with a report-data factory (a diagnosis built by hand has none)."""
     if getattr(diagnosis, "report", None) is not None:
         return diagnosis
-    return dataclasses.replace(diagnosis, report=Factory(diagnosis.run, diagnosis.curve, diagnosis.findings))
+    step = getattr(diagnosis, "verdict_step", None)
+    factory = Factory(diagnosis.run, diagnosis.curve, diagnosis.findings, UNSET if step is None else step)
+    return dataclasses.replace(diagnosis, report=factory)
 
 
-def build(run: Any, curve: Any, findings: tuple) -> ReportData:
-    """Everything a report shows about ``run``, its curve verdict and its findings."""
+def build(run: Any, curve: Any, findings: tuple, *, verdict_step: Any = UNSET) -> ReportData:
+    """Everything a report shows about ``run``, its curve verdict and its findings; ``verdict_step``
+    is the diagnosis's step where the failure starts (by default the curve verdict's step)."""
     from runlens.signals import signals_of
 
     sig = signals_of(run)
-    marks = _marks(run, sig, curve, findings)
+    marks = _marks(run, sig, curve, findings, verdict_step)
     lines = _series(run, sig)
     return ReportData(
         key_numbers=key_numbers(sig, run), duration_s=duration(run), series=lines,
@@ -129,7 +167,33 @@ def build(run: Any, curve: Any, findings: tuple) -> ReportData:
         evidence=tuple(evidence_items(f.evidence, _params(f.code)) for f in findings),
         curve_evidence=evidence_items(curve.evidence, _params("curve")),
         docs=_docs({f.code for f in findings} | {curve.label, "curve"}),
+        x_range=_x_range(run, sig, marks),
     )
+
+
+def _verdict_label(curve: Any, findings: tuple, step: int | None) -> str:
+    """What the verdict's marker says: the curve label, or the most severe finding's code when
+    the curve itself looks fine (a crash or a layer pathology on a healthy-looking curve)."""
+    if step is None:
+        return ""
+    name = curve.label
+    if name in ("healthy", "insufficient_data") and findings:
+        name = sorted(findings, key=_rank)[0].code
+    return f"{name} (step {step:,})"
+
+
+def _x_range(run: Any, sig: Any, marks: Marks) -> tuple[int, int] | None:
+    """First and last step over every table a chart draws (and the stop), so all full-run
+    charts share one x axis: a layer table logged until step 45 is not stretched to the width
+    of a loss logged until step 120."""
+    ends: list[int] = []
+    for steps in (sig.loss_logged.steps, run.steps("scalars"),
+                  *(v.steps for v in sig.validation.values()),
+                  sig.layers.steps if sig.layers else None):
+        if steps is not None and len(steps):
+            ends += [int(np.min(steps)), int(np.max(steps))]
+    ends += [s for s in (marks.stop, marks.first_nan, marks.verdict_step) if s is not None]
+    return (min(ends), max(ends)) if ends else None
 
 
 def _raw(s: Any) -> np.ndarray | None:
@@ -154,7 +218,7 @@ def _series(run: Any, sig: Any) -> dict[str, Series]:
     return out
 
 
-def _marks(run: Any, sig: Any, curve: Any, findings: tuple) -> Marks:
+def _marks(run: Any, sig: Any, curve: Any, findings: tuple, verdict_step: Any = UNSET) -> Marks:
     steps: dict[str, int] = {}
     spikes: set[int] = set()
     for f in findings:
@@ -170,23 +234,31 @@ def _marks(run: Any, sig: Any, curve: Any, findings: tuple) -> Marks:
     stop, stop_label = None, ""
     error = run.error
     if error is not None and isinstance(error.get("step"), int):
-        stop, stop_label = int(error["step"]), f"crash ({error.get('type', 'error')})"
+        stop, stop_label = int(error["step"]), f"crash: {error.get('type') or 'error'}"
     elif run.status in ("crashed", "killed") and len(run.steps("scalars")):
         stop, stop_label = int(run.steps("scalars")[-1]), run.status
-    verdict = curve.evidence.get("step") if isinstance(curve.evidence.get("step"), (int, np.integer)) else None
+    verdict = verdict_step
+    if verdict is UNSET:
+        given = curve.evidence.get("step")
+        verdict = given if isinstance(given, (int, np.integer)) else None
     named = tuple((f.code, tuple(f.layers)) for f in sorted(findings, key=_rank) if f.layers)
     val = sig.validation.get("val_loss")
     best = None
     if val is not None and np.isfinite(val.values).any():
         i = int(np.nanargmin(np.where(np.isfinite(val.values), val.values, np.nan)))
         best = (int(val.steps[i]), float(val.values[i]))
-    return Marks(spike_pts, sig.first_nonfinite_step, stop, stop_label,
-                 None if verdict is None else int(verdict), f"{curve.label} (step {int(verdict):,})"
-                 if verdict is not None else "", steps, named, best)
+    verdict = None if verdict is None else int(verdict)
+    return Marks(spike_pts, sig.first_nonfinite_step, stop, stop_label, verdict,
+                 _verdict_label(curve, findings, verdict), steps, named, best)
 
 
 def _onset(sig: Any, marks: Marks, curve: Any) -> Onset | None:
-    at = marks.first_nan if marks.first_nan is not None else marks.verdict_step
+    """The zoomed view: the validation rise of an overfitting run, else the steps around a failure
+    that starts early (the verdict's step, or the first NaN/Inf, or the stop of a diverged run)."""
+    val = sig.validation.get("val_loss")
+    if curve.label == "overfitting" and val is not None:
+        return _rise(sig, val, marks)
+    at = marks.verdict_step if marks.verdict_step is not None else marks.first_nan
     if at is None and curve.label in ("diverged", "unstable"):
         at = marks.stop
     loss = sig.loss_logged
@@ -194,14 +266,35 @@ def _onset(sig: Any, marks: Marks, curve: Any) -> Onset | None:
     if span is None:
         return None
     lo, hi = span
-    reason = (f"the loss became NaN/Inf at step {at:,}" if at == marks.first_nan
-              else f"the {curve.label} verdict names step {at:,}" if at == marks.verdict_step
+    reason = (f"the {curve.label} verdict names step {at:,}" if at == marks.verdict_step
+              else f"the loss became NaN/Inf at step {at:,}" if at == marks.first_nan
               else f"the run stopped at step {at:,}")
     grad = sig.grad_norm
-    val = sig.validation.get("val_loss")
     return Onset(at, reason, lo, hi, window((loss.steps, loss.values), lo, hi, "training loss"),
                  window(None if val is None else (val.steps, val.values), lo, hi, "validation loss"),
                  window(None if grad is None else (grad.steps, grad.values), lo, hi, "global grad norm"))
+
+
+def _rise(sig: Any, val: Any, marks: Marks) -> Onset | None:
+    """From two evaluations before the rise (the verdict's step, else the validation minimum)
+    to the end: training and validation loss over the same steps, each on its own scale."""
+    finite = np.isfinite(val.values)
+    if finite.sum() < 3:
+        return None
+    at = marks.verdict_step if marks.verdict_step is not None else (marks.val_best or (None,))[0]
+    if at is None:
+        return None
+    before = int(np.searchsorted(val.steps, at, side="left"))
+    lo = int(val.steps[max(0, before - 2)])
+    loss = sig.loss_logged
+    hi = int(max(val.steps[-1], loss.steps[-1] if len(loss) else val.steps[-1]))
+    if hi <= lo:
+        return None
+    train = window((loss.steps, loss.values), lo, hi, "training loss")
+    if train is not None:
+        train = series(train.label, train.steps, train.values)
+    return Onset(at, f"the validation rise the overfitting verdict names (step {at:,})", lo, hi,
+                 train, window((val.steps, val.values), lo, hi, "validation loss"), None, kind="validation")
 
 
 def _heatmaps(run: Any, sig: Any, marks: Marks) -> tuple[Heatmap, ...]:

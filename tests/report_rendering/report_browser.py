@@ -83,10 +83,13 @@ class Browser:
 
     def open(self, path: str | os.PathLike[str], *, evaluate: str | None = None,
              screenshot: bool = False, javascript: bool = True, dark: bool = False,
-             viewport: tuple[int, int] | None = None, timeout: float = 60) -> PageReport:
+             viewport: tuple[int, int] | None = None, mobile: bool | None = None,
+             shot_height: int | None = None, shot_top: int = 0, timeout: float = 60) -> PageReport:
         """Load ``path`` in a new tab and report what happened; ``evaluate``
         runs after the load event, ``dark`` emulates prefers-color-scheme,
-        ``viewport`` (width, height) emulates a phone-sized screen."""
+        ``viewport`` (width, height) emulates a screen of that size (a phone's unless ``mobile``
+        is False); ``shot_height`` takes the screenshot of that many pixels of the page from
+        ``shot_top`` down (a full-page picture rather than one screen)."""
         from websockets.sync.client import connect
 
         url = Path(path).resolve().as_uri()
@@ -98,8 +101,8 @@ class Browser:
                 self._call(browser, method, {}, session, report)
             width, height = viewport or (self.width, self.height)
             self._call(browser, "Emulation.setDeviceMetricsOverride",
-                       {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": viewport is not None},
-                       session, report)
+                       {"width": width, "height": height, "deviceScaleFactor": 1,
+                        "mobile": viewport is not None if mobile is None else mobile}, session, report)
             if not javascript:
                 self._call(browser, "Emulation.setScriptExecutionDisabled", {"value": True}, session, report)
             if dark:
@@ -114,7 +117,11 @@ class Browser:
                                     session, report)
                 report.evaluated = result.get("result", {}).get("value")
             if screenshot:
-                shot = self._call(browser, "Page.captureScreenshot", {"format": "png"}, session, report)
+                params: dict[str, Any] = {"format": "png"}
+                if shot_height:
+                    params |= {"captureBeyondViewport": True,
+                               "clip": {"x": 0, "y": shot_top, "width": width, "height": shot_height, "scale": 1}}
+                shot = self._call(browser, "Page.captureScreenshot", params, session, report)
                 report.screenshot = base64.b64decode(shot["data"])
             self._call(browser, "Target.closeTarget", {"targetId": target})
         return report

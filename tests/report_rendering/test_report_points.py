@@ -37,7 +37,7 @@ def _early_nan(steps: int = 300, at: int = 3) -> Diagnosis:
 def test_an_early_failure_gets_an_onset_chart_of_the_steps_around_it():
     diagnosis = _early_nan()
     onset = diagnosis.report_data.onset
-    assert onset is not None and onset.first == 0 and onset.at == 3
+    assert onset is not None and onset.first == 0 and onset.at == 2  # the verdict step, where it starts
     assert onset.last - onset.first < 100  # a zoom, not the whole run
     assert np.array_equal(onset.loss.steps, np.arange(onset.first, onset.last + 1))  # every step, no buckets
     page = render_html(diagnosis)
