@@ -105,7 +105,8 @@ BUG_LINKS: dict[str, tuple[str, ...]] = {
     "nonfinite_loss": _TOO_LARGE,
     "loss_spikes": ("data_not_shuffled", *_TOO_LARGE),
     "late_loss_variance": ("data_not_shuffled", "accumulation_unscaled"),
-    "dead_layers": ("weight_decay_collapse", "parameters_without_gradient", "inputs_not_normalized"),
+    "dead_layers": ("weight_decay_collapse", "parameters_not_in_optimizer", "parameters_without_gradient",
+                    "inputs_not_normalized"),
     "vanishing_gradients": ("weight_decay_collapse", "parameters_without_gradient"),
     "overfitting": ("validation_in_train_mode",),
 }

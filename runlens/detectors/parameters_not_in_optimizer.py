@@ -10,6 +10,7 @@ import numpy as np
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._bugs import name_list, trainable
 from runlens.detectors._layerstats import MAX_NAMED
+from runlens.detectors._updates import lr_at
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from runlens.io.run import Run
 
 _ROUNDING = 2.0 ** -20  # float32 norms of the same tensor, recomputed: a few ulps apart at most
+_VISIBLE = 1e-4  # a relative change a hundred times the rounding: an optimizer step would have shown
 
 
 @register
@@ -46,8 +48,12 @@ class ParametersNotInOptimizer(Detector):
         below float32 resolution (2^-20), whose gradient norm is finite and
         above 0 on at least half of its rows, while at least one other layer
         changed by more than ``min_change`` of its norm (so the run did take
-        steps). ``max_relative_change`` is that layer's change. Severity
-        error.
+        steps), and plain SGD with the logged rate (``scalars.lr``, else the
+        config's) would have moved it by at least 1e-4 of its norm over the
+        run (``sum of lr x grad_norm / weight_norm``; the smallest step of
+        the usual optimizers for a given gradient: a gradient that vanished
+        moves nothing, in the optimizer or not). ``max_relative_change`` is
+        that layer's change. Severity error.
 
     What to try:
         Build the optimizer from model.parameters() (or check that the
@@ -102,9 +108,20 @@ class ParametersNotInOptimizer(Detector):
             change = np.nanmax(np.abs(w - first) / np.abs(first), axis=0)
             g = np.where(grads.present, grads.values, np.nan)
             has_grad = (np.isfinite(g) & (g > 0)).sum(axis=0) >= 0.5 * np.isfinite(w).sum(axis=0)
-        still = np.isfinite(change) & (change <= _ROUNDING) & has_grad & (np.isfinite(w).sum(axis=0) >= self.min_rows)
+        lr, _ = lr_at(run, weights.steps)
+        if lr is None:
+            raise Skip("needs a learning rate to tell a parameter left out from one whose gradient is too small to "
+                       "move it")
+        # What plain SGD (the smallest step of the usual optimizers for a given gradient) would have moved
+        # each layer over the run, relative to its norm: a vanishing gradient moves nothing either.
+        gaps = np.diff(weights.steps, append=weights.steps[-1] + 1).astype(float)
+        with np.errstate(all="ignore"):
+            would = np.nansum(np.where(np.isfinite(g), lr[:, None] * g / np.abs(w) * gaps[:, None], 0.0), axis=0)
+        still = (np.isfinite(change) & (change <= _ROUNDING) & has_grad & (would >= _VISIBLE)
+                 & (np.isfinite(w).sum(axis=0) >= self.min_rows))
         moved = np.isfinite(change) & (change > self.min_change)
         names = [n for j, n in enumerate(weights.layers) if still[j] and train.get(n, True)]
         if not moved.any() or not names:
             return [], {}
-        return names, {"max_relative_change": float(np.nanmax(change[still]))}
+        return names, {"max_relative_change": float(np.nanmax(change[still])),
+                       "sgd_would_have_moved": float(np.nanmin(would[still]))}

@@ -44,8 +44,11 @@ class ValidationInTrainMode(Detector):
 
     How it decides:
         With ``model_training``: fires when the share of evaluations in
-        training mode is at least ``min_share``; evidence ``train_mode_share``
-        and the mode-dependent layers run.json lists (``mode_layers``).
+        training mode is at least ``min_share`` and the mode matters: run.json
+        lists a batch-norm-like layer (``mode_layers``) or the config states
+        a dropout of at least ``min_dropout`` (dropout has no parameters, so
+        run.json cannot show it; a model with neither validates the same in
+        either mode, and many loops skip ``model.eval()`` harmlessly).
         Without it: needs at least ``min_evals`` evaluations; fires when the
         validation/training loss ratio is above ``min_ratio`` on every one
         (one-sided sign test at ``alpha``), the first evaluation included,
@@ -90,14 +93,15 @@ class ValidationInTrainMode(Detector):
 
     def _from_flag(self, run: Run, flag: np.ndarray) -> list[Finding]:
         share = float(np.mean(flag > 0))
-        if share < self.min_share:
-            return []
+        mode_layers = sorted({str(e.get("kind")) for e in run.layer_info
+                              if any(k in str(e.get("kind")) for k in _MODE_KINDS)})
+        dropout, _ = config_number(run.config, DROPOUT_KEYS)
+        if share < self.min_share or not (mode_layers or (dropout or 0) >= self.min_dropout):
+            return []  # training mode changes nothing the log can see: no batch norm, no dropout stated
         steps = run.steps("evals")[np.isfinite(run.column("evals", "model_training"))]
         first = int(steps[np.flatnonzero(flag > 0)[0]])
-        mode_layers = sorted({e.get("kind") for e in run.layer_info
-                              if any(k in str(e.get("kind")) for k in _MODE_KINDS)} - {None})
         ev = {"train_mode_share": share, "evals": int(flag.size), "source": "evals.model_training",
-              "mode_layers": mode_layers}
+              "mode_layers": mode_layers, "dropout": dropout}
         return [self.finding(
             f"{int((flag > 0).sum())} of {flag.size} validation passes ran with the model in training mode "
             f"(model.training was True at rec.validation(), first at step {first})", step=first, evidence=ev)]

@@ -1,0 +1,84 @@
+"""Generate the training-loop-bug fixture runs (issue 21): one command.
+
+    .venv/bin/python -m benchmarks.bugs.generate            # every case into tests/fixtures/bugs/
+    .venv/bin/python -m benchmarks.bugs.generate --only data_not_shuffled --out /tmp/bugs
+
+Each case in :mod:`benchmarks.bugs.cases` trains a small real model on
+synthetic data (CPU seconds) twice: with the bug, and fixed. The bug is
+measured in torch during training by the criterion stated up front in
+``CRITERIA`` (:mod:`benchmarks.bugs._cases`); a buggy run whose criterion
+does not hold, or a fixed twin whose criterion holds, is refused (not
+written, exit status 1). Each run goes to ``<out>/<bug>-<model>[-fixed]/``
+with a ``truth.json``: the bug, whether it is present, the criterion and
+the measured figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from benchmarks.bugs._cases import CRITERIA
+from benchmarks.bugs._loop import train
+from benchmarks.bugs.cases import CASES
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "fixtures" / "bugs"
+
+
+def generate_one(bug: str, model: str, fixed: bool, out: Path) -> tuple[bool, dict]:
+    """Train one run into ``out/<bug>-<model>[-fixed]``; (accepted, truth)."""
+    loop, truth = CASES[(bug, model)](fixed)
+    name = f"{bug}-{model}" + ("-fixed" if fixed else "")
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / name
+        measured = train(run, loop)
+        holds, figures = truth(measured, loop)
+        record = {"bug": bug, "model": model, "fixed": fixed, "bug_present": holds, "criterion": CRITERIA[bug],
+                  "measured": _plain(figures), "expected_code": None if fixed else bug,
+                  "steps": measured["steps"]}
+        if holds == fixed:
+            return False, record
+        dest = out / name
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(run, dest)
+        (dest / "truth.json").write_text(json.dumps(record, indent=1) + "\n")
+    return True, record
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return float(v) if hasattr(v, "item") and not isinstance(v, (bool, int, str)) else v
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--only", nargs="*", help="bug codes to generate (default: all)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    refused = 0
+    for (bug, model) in CASES:
+        if args.only and bug not in args.only:
+            continue
+        for fixed in (False, True):
+            ok, rec = generate_one(bug, model, fixed, args.out)
+            tag = "ok     " if ok else "REFUSED"
+            print(f"{tag} {bug}-{model}{'-fixed' if fixed else ''}: bug measured {rec['bug_present']} "
+                  f"{json.dumps(rec['measured'])[:160]}")
+            refused += not ok
+    return 1 if refused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

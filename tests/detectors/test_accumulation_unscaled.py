@@ -1,0 +1,54 @@
+"""accumulation_unscaled: updates K times too large with K accumulation steps and SGD."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from gradients_synth import check, falling_loss, healthy_net, make_run
+
+from runlens.analysis import analyze
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
+
+
+def test_real_run_names_the_bug_first():
+    diag = analyze(FIX / "accumulation_unscaled-conv1d")
+    f = diag.findings[0]
+    assert f.code == "accumulation_unscaled"
+    assert f.evidence["accumulation_steps"] == 8
+
+
+def test_real_fixed_twin_is_silent():
+    diag = analyze(FIX / "accumulation_unscaled-conv1d-fixed")
+    assert "accumulation_unscaled" not in {f.code for f in diag.findings}
+
+
+def _run(ratio, config):
+    g, w, u = healthy_net(0, n=60, m=4, ratio=ratio)
+    run = make_run(g, w, u, loss=falling_loss(0, 60))
+    return dataclasses.replace(run, meta={**run.meta, "config": config})
+
+
+def test_large_updates_with_accumulation_and_sgd_fire():
+    [f] = check("accumulation_unscaled", _run(4e-2, {"gradient_accumulation_steps": 8, "optimizer": "SGD"}))
+    assert f.evidence["update_ratio_over_k"] < 1e-2
+
+
+@pytest.mark.parametrize("config", [
+    {"gradient_accumulation_steps": 8, "optimizer": "AdamW"},  # Adam's step does not scale with the gradient
+    {"optimizer": "SGD"},  # no accumulation
+    {"accumulate_grad_batches": 1, "optimizer": "SGD"},
+])
+def test_other_setups_are_silent(config):
+    assert check("accumulation_unscaled", _run(4e-2, config)) == []
+
+
+def test_healthy_updates_with_accumulation_are_silent():
+    assert check("accumulation_unscaled", _run(1e-3, {"accum_steps": 8, "optimizer": "SGD"})) == []
+
+
+def test_updates_too_large_even_divided_by_k_are_silent():
+    """Then the learning rate is too high whatever the accumulation: another finding's job."""
+    assert check("accumulation_unscaled", _run(0.5, {"accum_steps": 4, "optimizer": "SGD"})) == []

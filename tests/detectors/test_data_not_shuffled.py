@@ -1,0 +1,60 @@
+"""data_not_shuffled: the loss's deviations repeat with the epoch's position."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gradients_synth import check
+from loss_synth import healthy, make_run
+
+from runlens.analysis import analyze
+from runlens.detectors import Skip
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
+
+
+def test_real_run_names_the_bug_first():
+    diag = analyze(FIX / "data_not_shuffled-mlp")
+    f = diag.findings[0]
+    assert f.code == "data_not_shuffled"
+    assert f.evidence["kruskal_p"] < 1e-3
+    assert f.evidence["steps_per_epoch"] == 20
+
+
+def test_real_fixed_twin_is_silent():
+    diag = analyze(FIX / "data_not_shuffled-mlp-fixed")
+    assert "data_not_shuffled" not in {f.code for f in diag.findings}
+
+
+def _run(loss, period, lr=None):
+    n = len(loss)
+    return make_run(loss, lr=lr, scalars={"epoch": np.arange(n) // period})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_epoch_periodic_pattern_fires(seed):
+    n, period = 600, 25
+    pattern = np.random.default_rng(100 + seed).normal(0, 0.4, period)
+    loss = healthy(n, seed) * np.exp(np.tile(pattern, n // period))
+    [f] = check("data_not_shuffled", _run(loss, period))
+    assert f.evidence["lag_epoch_autocorrelation"] > 0.5
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_shuffled_noise_is_silent(seed):
+    assert check("data_not_shuffled", _run(healthy(600, seed), 25)) == []
+
+
+def test_a_schedule_with_the_epoch_period_explains_it():
+    n, period = 600, 25
+    t = np.arange(n)
+    lr = 0.05 * 0.5 * (1 + np.cos(np.pi * (t % period) / period)) + 1e-5
+    loss = healthy(n, 0) * np.exp(0.3 * np.cos(np.pi * (t % period) / period))
+    assert check("data_not_shuffled", _run(loss, period, lr=lr)) == []
+
+
+def test_without_epochs_it_skips():
+    with pytest.raises(Skip, match="steps per epoch"):
+        check("data_not_shuffled", make_run(healthy(300, 0)))

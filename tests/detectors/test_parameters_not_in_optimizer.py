@@ -1,0 +1,75 @@
+"""parameters_not_in_optimizer: trainable parameters in no param group."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gradients_synth import check, healthy_net, make_run
+
+from runlens.analysis import analyze
+from runlens.detectors import Skip
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
+LR = {"lr": np.full(50, 0.01)}
+
+
+def test_real_run_names_the_bug_first():
+    diag = analyze(FIX / "parameters_not_in_optimizer-decoder")
+    f = diag.findings[0]
+    assert f.code == "parameters_not_in_optimizer"
+    assert f.evidence["modules"] == ["head"]
+
+
+def test_real_fixed_twin_is_silent():
+    diag = analyze(FIX / "parameters_not_in_optimizer-decoder-fixed")
+    assert "parameters_not_in_optimizer" not in {f.code for f in diag.findings}
+
+
+def test_real_run_without_the_run_json_key_reads_the_constant_weights():
+    from runlens.io.loader import load_run
+
+    run = load_run(FIX / "parameters_not_in_optimizer-decoder")
+    meta = {k: v for k, v in run.meta.items() if k != "params_outside_optimizer"}
+    [f] = check("parameters_not_in_optimizer", dataclasses.replace(run, meta=meta, _cache={}))
+    assert "head.weight" in f.evidence["params"]
+    fixed = load_run(FIX / "parameters_not_in_optimizer-decoder-fixed")
+    meta = {k: v for k, v in fixed.meta.items() if k != "params_outside_optimizer"}
+    assert check("parameters_not_in_optimizer", dataclasses.replace(fixed, meta=meta, _cache={})) == []
+
+
+def test_synthetic_constant_weight_with_gradient_fires():
+    g, w, u = healthy_net(0, n=50, m=4)
+    w[:, 2] = w[0, 2]  # bit-for-bit the same norm on every row, while its gradient is healthy
+    [f] = check("parameters_not_in_optimizer", make_run(g, w, scalars=LR))
+    assert "l2.weight" in f.evidence["params"]
+
+
+def test_synthetic_moving_weights_are_silent():
+    g, w, u = healthy_net(0, n=50, m=4)
+    assert check("parameters_not_in_optimizer", make_run(g, w, scalars=LR)) == []
+
+
+def test_a_vanishing_gradient_that_cannot_move_the_weight_is_silent():
+    g, w, u = healthy_net(0, n=50, m=4)
+    w[:, 0] = w[0, 0]
+    g[:, 0] = 1e-12  # non-zero, but lr x g moves nothing visible in float32
+    assert check("parameters_not_in_optimizer", make_run(g, w, scalars=LR)) == []
+
+
+def test_without_a_learning_rate_the_layers_reading_skips():
+    g, w, u = healthy_net(0, n=50, m=4)
+    with pytest.raises(Skip, match="learning rate"):
+        check("parameters_not_in_optimizer", make_run(g, w))
+
+
+def test_run_json_list_decides():
+    g, w, u = healthy_net(0, n=50, m=4)
+    run = make_run(g, w)
+    [f] = check("parameters_not_in_optimizer",
+                dataclasses.replace(run, meta={**run.meta, "params_outside_optimizer": ["l3.weight"]}))
+    assert f.evidence["source"] == "run.json params_outside_optimizer"
+    assert check("parameters_not_in_optimizer",
+                 dataclasses.replace(run, meta={**run.meta, "params_outside_optimizer": []})) == []

@@ -1,0 +1,60 @@
+"""parameters_without_gradient: trainable parameters whose gradient is never set."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+from gradients_synth import check, healthy_net, make_run
+
+from runlens.analysis import analyze
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
+
+
+def test_real_run_names_the_bug_first():
+    diag = analyze(FIX / "parameters_without_gradient-bn_cnn")
+    f = diag.findings[0]
+    assert f.code == "parameters_without_gradient"
+    assert f.evidence["modules"] == ["stem.0", "stem.1"]
+
+
+def test_real_fixed_twin_is_silent():
+    diag = analyze(FIX / "parameters_without_gradient-bn_cnn-fixed")
+    assert "parameters_without_gradient" not in {f.code for f in diag.findings}
+
+
+def test_real_run_without_the_run_json_key_reads_the_layers_table():
+    from runlens.io.loader import load_run
+
+    run = load_run(FIX / "parameters_without_gradient-bn_cnn")
+    meta = {k: v for k, v in run.meta.items() if k != "params_without_grad"}
+    [f] = check("parameters_without_gradient", dataclasses.replace(run, meta=meta, _cache={}))
+    assert f.evidence["source"].startswith("layers")
+    assert {"stem.0.weight", "stem.0.bias"} <= set(f.evidence["params"])
+
+
+def test_synthetic_null_first_module_fires():
+    g, w, u = healthy_net(0, n=50, m=4)
+    null = np.zeros(g.shape, bool)
+    null[:, 0] = True
+    [f] = check("parameters_without_gradient", make_run(g, w, u, null_grad=null))
+    assert set(f.evidence["params"]) == {"l0.weight", "l0.bias"}
+
+
+def test_synthetic_all_gradients_is_silent_and_frozen_does_not_count():
+    g, w, u = healthy_net(0, n=50, m=4)
+    assert check("parameters_without_gradient", make_run(g, w, u)) == []
+    null = np.zeros(g.shape, bool)
+    null[:, 0] = True
+    run = make_run(g, w, u, null_grad=null)
+    frozen = [{**e, "trainable": not e["name"].startswith("l0.")} for e in run.meta["layers"]]
+    assert check("parameters_without_gradient", dataclasses.replace(run, meta={"layers": frozen})) == []
+
+
+def test_run_json_empty_list_is_silent():
+    g, w, u = healthy_net(0, n=50, m=4)
+    run = make_run(g, w, u)
+    assert check("parameters_without_gradient",
+                 dataclasses.replace(run, meta={**run.meta, "params_without_grad": []})) == []

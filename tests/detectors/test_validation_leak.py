@@ -1,0 +1,60 @@
+"""validation_leak: a validation loss a small fraction of the training loss from the start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gradients_synth import check
+from loss_synth import healthy, make_run
+
+from runlens.analysis import analyze
+from runlens.detectors import Skip
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
+
+
+def test_real_run_names_the_bug_first():
+    diag = analyze(FIX / "validation_leak-conv1d")
+    f = diag.findings[0]
+    assert f.code == "validation_leak"
+    assert f.evidence["val_train_ratio"] < 0.2
+    assert f.evidence["sign_p"] <= 0.05
+
+
+def test_real_fixed_twin_is_silent():
+    diag = analyze(FIX / "validation_leak-conv1d-fixed")
+    assert "validation_leak" not in {f.code for f in diag.findings}
+
+
+def _run(train, val_of, n=500, evals=20):
+    vs = np.linspace(n / evals, n - 1, evals).astype(int)
+    return make_run(train, val_loss=val_of(train[vs], vs), val_steps=vs)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_val_near_zero_early_fires(seed):
+    train = healthy(500, seed, scale=2.0, floor=0.3)
+    rng = np.random.default_rng(seed)
+    [f] = check("validation_leak", _run(train, lambda t, s: 0.002 * np.exp(0.2 * rng.standard_normal(len(t)))))
+    assert f.evidence["first_leak_step"] <= 50
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_val_somewhat_below_train_is_silent(seed):
+    """Dropout or augmentation: validation at 0.6-0.9x the training loss is normal."""
+    train = healthy(500, seed, scale=2.0, floor=0.3)
+    rng = np.random.default_rng(seed)
+    assert check("validation_leak", _run(train, lambda t, s: t * rng.uniform(0.6, 0.9, len(t)))) == []
+
+
+def test_overfitting_is_silent():
+    train = healthy(500, 0, scale=2.0, floor=0.01)
+    assert check("validation_leak", _run(train, lambda t, s: 0.5 + s / 500)) == []
+
+
+def test_too_few_evaluations_skip():
+    train = healthy(500, 0)
+    with pytest.raises(Skip, match="evaluations"):
+        check("validation_leak", _run(train, lambda t, s: t * 0.01, evals=3))
