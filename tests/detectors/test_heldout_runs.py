@@ -197,9 +197,11 @@ def test_weights_collapsed_by_weight_decay_lead_with_underfitting(runs):
     fault, twin = runs("weight_collapse")
     ok, detail = judged("underfitting", fault)
     assert ok, f"{fault.run.name} does not underfit: {detail}"
-    assert fault.codes[0] == "underfitting", fault
+    # The bug's own finding (issue 21) leads; the underfitting verdict it explains comes next.
+    assert fault.codes[0] == "weight_decay_collapse", fault
     under = fault.finding("underfitting")
     assert under.evidence["weight_norm_ratio"] <= 0.1 and "weight_decay 50" in under.title, under
+    assert "weight_decay_collapse" in under.evidence["caused_by"], under
     for code in ("vanishing_gradients", "dead_layers", "loss_at_chance"):
         if code in fault.codes:
             assert "underfitting" in fault.finding(code).evidence.get("caused_by", ()), fault.finding(code)
