@@ -1,20 +1,28 @@
-"""Short real runs of the held-out generator (``benchmarks/heldout``), one pair per failure class.
+"""Short real runs of the held-out generator (``benchmarks/heldout``), one pair per failure class,
+and the ground truth each pair must show in torch.
 
 Each pair is a run made with a fault and its twin: the same task, model, seed
 and training loop with the fault taken out. Most are the catalog's own runs
-(``benchmarks/heldout/catalog.py``), shortened so that the whole set trains in
-well under a minute of one CPU thread; the names say which catalog run each
-comes from. ``record`` trains one into a directory with the generator's
-``train`` (recorded by the public ``recorders.Recorder``) and returns what the
-generator's probe measured in torch, which the tests use to check that the
-run really shows its fault before they look at runlens's verdict.
+(``benchmarks/heldout/catalog.py``), shortened; the names say which catalog run
+each comes from.
+
+Where a chaotic run ends up depends on the float kernels of the machine (CPU,
+BLAS, thread count), so the tests never train these pairs: they read the runs
+recorded once into ``tests/fixtures/trained/<class>/`` by
+``tests/fixtures/trained/generate.py``. :data:`TRUTH` states, per class and
+before any run is recorded, what the probe's measurements (torch, during
+training) must show; the generator refuses to write a pair whose measurements
+do not show it (it tries the next seed instead), and the tests check it again
+on the committed measurements before they look at runlens's verdict.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +31,16 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.heldout import criteria  # noqa: E402
+from benchmarks.heldout.generate import context  # noqa: E402
 from benchmarks.heldout.tasks import Setup  # noqa: E402
 from benchmarks.heldout.train import Run, train  # noqa: E402
 
 INF = math.inf
+FIXTURES = ROOT / "tests" / "fixtures" / "trained"
+# Layer rows are recorded every LAYERS_EVERY steps: the fixtures stay small, and the
+# detectors that read the layers table see the sampled rows a user with layers_every > 1 has.
+LAYERS_EVERY = 10
 
 
 def S(task: str, seed: int, **kw) -> Setup:
@@ -95,9 +109,143 @@ def _pairs() -> dict[str, tuple[Run, Run]]:
 
 
 PAIRS = _pairs()
+# Robust by construction (a rate multiplied by 1e10 turns the loss NaN on any machine) and a
+# dozen steps long: trained at test time, so the recorder -> disk -> engine path stays exercised.
+LIVE = ("short_nan",)
 
 
-def record(run: Run, out: Path) -> dict[str, np.ndarray]:
+def shifted(run: Run, shift: int) -> Run:
+    """``run`` drawn ``shift`` seeds further on, with the fixtures' sparse layer rows."""
+    setup = dataclasses.replace(run.setup, seed=run.setup.seed + shift)
+    return dataclasses.replace(run, setup=setup, layers_every=LAYERS_EVERY)
+
+
+def definition(run: Run) -> dict:
+    """What decides a recorded run, as JSON values (a fixture whose definition differs is stale)."""
+    return json.loads(json.dumps(dataclasses.asdict(run), default=str, allow_nan=True).replace("Infinity", '"inf"'))
+
+
+# -- the ground truth of each class, in torch measurements ----------------------------------------
+
+Measured = dict[str, np.ndarray]
+Truth = Callable[[Measured, Measured, tuple[Run, Run]], tuple[bool, dict]]
+
+
+def _judge(kind: str, m: Measured, run: Run, twin: Measured | None = None) -> tuple[bool, dict]:
+    """The held-out generator's own criterion for ``kind``."""
+    return criteria.CRITERIA[kind](m, context(kind, run, None, twin))
+
+
+def _confirmed(kind: str, extra: Truth | None = None) -> Truth:
+    """The fault shows ``kind``; the twin does not (a too-high rate's twin is its reference instead)."""
+    def truth(fault: Measured, twin: Measured, pair: tuple[Run, Run]) -> tuple[bool, dict]:
+        ok, detail = _judge(kind, fault, pair[0], twin if kind == "lr_too_high" else None)
+        out = {"fault": detail}
+        if kind != "lr_too_high":
+            shown, out["twin"] = _judge(kind, twin, pair[1])
+            ok = ok and not shown
+        if extra is not None:
+            more, out["extra"] = extra(fault, twin, pair)
+            ok = ok and more
+        return ok, out
+    return truth
+
+
+def _median(x: np.ndarray) -> float:
+    return float(np.median(x[np.isfinite(x)]))
+
+
+def _stable_twin(fault: Measured, twin: Measured, pair) -> tuple[bool, dict]:
+    """The reference's late validation losses scatter < 5% around their trend (no jumping weights)."""
+    v = twin["val_loss"]
+    cv = criteria.detrended_cv(v[v.size // 2:])
+    return cv < 0.05, {"twin_late_val_detrended_cv": cv}
+
+
+def _ends_exploding(fault: Measured, twin: Measured, pair) -> tuple[bool, dict]:
+    """The explosion ends the run: its largest gradient norms are in the last 10 steps, and they grow
+    >= 10^6 over the start, or (>= 10^3 on the way) past float range to Inf/NaN."""
+    g = fault["grad_norm"]
+    finite = np.isfinite(g)
+    at = int(np.argmax(np.where(finite, g, np.inf)))
+    grow = criteria.growth(g)
+    overflow = bool(not finite[-10:].all() and finite[:-10].all())
+    ok = at >= g.size - 10 and (math.log10(grow) >= 6 or (overflow and grow >= 1e3))
+    return ok, {"argmax_step": at, "steps": int(g.size), "grad_growth": grow, "overflowed": overflow}
+
+
+def _by_decades(fault: Measured, twin: Measured, pair) -> tuple[bool, dict]:
+    """Finite throughout, and >= 10 decades above its head: magnitude, not NaN, makes it diverged."""
+    loss = fault["loss"]
+    head, _ = criteria.head_tail(loss)
+    finite = bool(np.isfinite(loss).all())
+    decades = math.log10(float(np.max(loss[np.isfinite(loss)])) / head)
+    return finite and decades >= 10, {"finite": finite, "decades_above_head": decades}
+
+
+def _near_zero(fault: Measured, twin: Measured, pair) -> tuple[bool, dict]:
+    """The easy run falls > 99%; its 10x-rate contrast shows a too-high rate against it."""
+    fall = criteria.relative_fall(fault["loss"])
+    high, detail = _judge("lr_too_high", twin, pair[1], fault)
+    return fall > 0.99 and high, {"relative_fall": fall, "contrast": detail}
+
+
+def _jump(fault: Measured, twin: Measured, pair) -> tuple[bool, dict]:
+    """After the rate's 30x jump the loss settles > 1.2x higher; the twin trains healthily."""
+    run = pair[0]
+    loss, at = fault["loss"], int(run.change_at * run.steps)
+    before, after = _median(loss[at - 50:at]), _median(loss[-100:])
+    healthy, detail = _judge("healthy", twin, pair[1])
+    return after > 1.2 * before and healthy, {"before": before, "after": after, "twin": detail}
+
+
+def _one_step_spike(g: np.ndarray, at: int) -> float:
+    """The gradient norm at ``at`` over the largest of the 50 steps on either side."""
+    others = np.concatenate([g[at - 50:at], g[at + 1:at + 51]])
+    return float(g[at] / others.max())
+
+
+def _spike(fault: Measured, twin: Measured, pair) -> tuple[bool, dict]:
+    """One step, >= 10x every step around it, is the run's largest; the twin has none there."""
+    at = pair[0].spike_every
+    g, tg = fault["grad_norm"], twin["grad_norm"]
+    ratio, twin_ratio = _one_step_spike(g, at), _one_step_spike(tg, at)
+    return int(np.argmax(g)) == at and ratio >= 10 and twin_ratio < 10, {
+        "spike_over_neighbours": ratio, "twin_over_neighbours": twin_ratio}
+
+
+def _collapse(fault: Measured, twin: Measured, pair) -> tuple[bool, dict]:
+    """The weights end at <= 0.1 of their norm at the start."""
+    w = fault["weight_norm"]
+    ratio = float(w[-1] / w[0])
+    return ratio <= 0.1, {"weight_norm_end_over_start": ratio}
+
+
+def _both_healthy(fault: Measured, twin: Measured, pair) -> tuple[bool, dict]:
+    ok_a, a = _judge("healthy", fault, pair[0])
+    ok_b, b = _judge("healthy", twin, pair[1])
+    return ok_a and ok_b, {"fault": a, "twin": b}
+
+
+TRUTH: dict[str, Truth] = {
+    "chance": _confirmed("chance"),
+    "overfitting": _confirmed("overfitting"),
+    "plateau": _confirmed("plateau"),
+    "diverged": _confirmed("diverged", _by_decades),
+    "too_high": _confirmed("lr_too_high", _stable_twin),
+    "exploding": _confirmed("exploding", _ends_exploding),
+    "vanishing": _confirmed("vanishing"),
+    "late_variance": _confirmed("late_variance"),
+    "settled_too_high": _confirmed("lr_too_high", _stable_twin),
+    "weight_collapse": _confirmed("underfitting", _collapse),
+    "near_zero": _near_zero,
+    "jump": _jump,
+    "grad_norm_spike": _spike,
+    "vit_start": _both_healthy,
+}
+
+
+def record(run: Run, out: Path) -> Measured:
     """Train ``run`` into ``out`` with the generator's loop; the probe's measurements."""
     probe, raised = train(run, out)
     if raised is not None:
