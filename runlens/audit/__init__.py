@@ -30,12 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runlens.audit.worker import WorkOptions, analyze_chunk, chunked, collect, error_record
-from runlens.diagnosis import SEVERITY_RANK
+from runlens.diagnosis import FAIL_ON, SEVERITY_RANK, reaches, worst
 from runlens.errors import UsageError
 from runlens.io.discover import discover_runs
 from runlens.io.remote import open_run
 
-FAIL_ON = ("error", "warning", "info", "never")
 Progress = Callable[[int, int], None]
 
 _STATUS_RANK = {"crashed": 0, "killed": 1, "running": 2, "finished": 3}
@@ -79,7 +78,7 @@ class AuditRow:
     @property
     def worst(self) -> str | None:
         """The most severe finding's severity (None: no finding)."""
-        return min((f["severity"] for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
+        return worst(f["severity"] for f in self.findings)
 
     def worst_findings(self, limit: int = 3) -> list[Mapping[str, Any]]:
         """The findings, most severe first (stable within a severity)."""
@@ -88,10 +87,7 @@ class AuditRow:
 
     def reaches(self, fail_on: str) -> bool:
         """Whether a finding of this run is at least as severe as ``fail_on``."""
-        if fail_on == "never":
-            return False
-        limit = SEVERITY_RANK[fail_on]
-        return any(SEVERITY_RANK[f["severity"]] <= limit for f in self.findings)
+        return reaches((f["severity"] for f in self.findings), fail_on)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec's analysis-output object, exactly its keys."""

@@ -22,13 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from runlens.diagnosis import STATUSES, Finding
 from runlens.errors import RunlensError, UsageError
 from runlens.io.discover import is_url
 from runlens.io.remote import open_run
-from runlens.io.runmeta import parse_time
 
 # Baselines read in this process, by path (and the projection, by key): computed once per worker.
 _CACHE: dict[Any, Any] = {}
@@ -193,40 +190,14 @@ def collect(future: Any, chunk: Sequence[str]) -> list[dict]:
 # -- per-run numbers --------------------------------------------------------
 
 def summarize(run) -> dict[str, Any]:
-    """The numbers of an audit row: losses, best validation, steps, duration."""
-    loss = run.column("scalars", "loss")
-    steps = run.steps("scalars")
-    out: dict[str, Any] = {"final_loss": None, "best_loss": None, "best_val_loss": None,
-                           "best_val_step": None, "steps": None, "duration_s": _duration(run)}
-    if loss is not None and len(loss):
-        out["final_loss"] = float(loss[-1])
-        finite = np.isfinite(loss)
-        out["best_loss"] = float(loss[finite].min()) if finite.any() else None
-    if len(steps):
-        out["steps"] = int(steps.max()) + 1
-    val = run.column("evals", "val_loss")
-    if val is not None and np.isfinite(val).any():
-        i = int(np.nanargmin(np.where(np.isfinite(val), val, np.nan)))
-        out["best_val_loss"] = float(val[i])
-        out["best_val_step"] = int(run.steps("evals")[i])
-    return out
+    """The numbers of an audit row: the run's key numbers (``runlens.summary.run_numbers``, the
+    one definition every command shows) under the audit's column names."""
+    from runlens.signals import signals_of
+    from runlens.summary import run_numbers
 
-
-def _duration(run) -> float | None:
-    meta = run.meta
-    config = run.config if isinstance(run.config, Mapping) else {}
-    # An imported run's started_at/ended_at are when the import ran, not the training: unknown then,
-    # unless the log itself carried timestamps that move.
-    imported = isinstance(config.get("imported_from"), Mapping)
-    start = parse_time(meta.get("started_at"))
-    end = parse_time(meta.get("ended_at")) or parse_time(meta.get("heartbeat_at"))
-    if not imported and start is not None and end is not None and end >= start:
-        return end - start
-    times = run.column("scalars", "time")
-    if times is not None and np.isfinite(times).sum() >= 2:
-        span = float(np.nanmax(times) - np.nanmin(times))
-        return span if span > 0 or not imported else None
-    return None
+    n = run_numbers(signals_of(run), run)
+    return {"final_loss": n["final_loss"], "best_loss": n["min_loss"], "best_val_loss": n["val_min"],
+            "best_val_step": n["val_min_step"], "steps": n["steps"], "duration_s": n["duration_s"]}
 
 
 # -- errors and reports -----------------------------------------------------

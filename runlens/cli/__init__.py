@@ -14,13 +14,32 @@ Exit status (the same for every subcommand):
 
 from __future__ import annotations
 
-import importlib
 import os
+import signal
 import sys
 
-import click
 
-from runlens.errors import RunlensError
+def _interrupted_early(signum, frame):  # noqa: ARG001 - the signal handler's signature
+    """Ctrl-C before ``main`` is running (while the imports load): one line and 130, no traceback.
+    Nothing has been written yet, so there is nothing to clean up."""
+    if _RUNNING:
+        raise KeyboardInterrupt
+    os.write(2, b"runlens: interrupted\n")
+    os._exit(130)
+
+
+# Installed before the imports below (click alone takes ~100 ms) when this process is the command
+# (`runlens`, `python -m runlens`), never in a program that imports the package.
+_RUNNING = False
+if (os.path.basename(sys.argv[0] if sys.argv else "") in ("runlens", "runlens.exe", "__main__.py")
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+    signal.signal(signal.SIGINT, _interrupted_early)
+
+import importlib  # noqa: E402
+
+import click  # noqa: E402
+
+from runlens.errors import RunlensError  # noqa: E402
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -77,13 +96,30 @@ class LazyGroup(click.Group):
             raise click.UsageError(f"no such command {name!r}{hint}")
         return super().resolve_command(ctx, args)
 
+    def invoke(self, ctx: click.Context):
+        # A reader that went away (`runlens explain | head -1`) is not an error. It must be caught
+        # here: click's own handler, around this call, turns a broken pipe into exit status 1.
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise click.exceptions.Exit(_pipe_closed()) from None
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """Run the command; every way out is one of the documented exit statuses."""
+        global _RUNNING
         from runlens.render.output import safe_streams
 
+        quiet_third_parties()
         safe_streams()  # a lone surrogate in a run name is escaped on stdout, not a UnicodeEncodeError
+        _RUNNING = True
         try:
             rv = super().main(args, prog_name or "runlens", complete_var, standalone_mode=False, **extra)
+            code = rv if isinstance(rv, int) else EXIT_OK
+        except SystemExit as exc:  # a command's sys.exit(1): flush first, a closed pipe wins
+            code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # `runlens` alone: the normal help, as click shows it
+            return _exit(exc.exit_code, None, standalone_mode)
         except click.exceptions.UsageError as exc:
             hint = f" (see 'runlens {exc.ctx.command_path.split(' ', 1)[1]} --help')" \
                 if exc.ctx and " " in exc.ctx.command_path else " (see 'runlens --help')"
@@ -97,7 +133,7 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt:
             return _exit(130, "runlens: interrupted", standalone_mode)
         except BrokenPipeError:
-            return _exit(EXIT_OK, None, standalone_mode)  # `runlens ... | head` closed the pipe: fine
+            return _exit(_pipe_closed(), None, standalone_mode)  # `runlens ... | head`: fine
         except OSError as exc:  # a file we were told to read or write: the user's input
             where = f"{exc.filename}: " if exc.filename else ""
             return _exit(EXIT_USAGE, error_line(f"{where}{exc.strerror or exc}"), standalone_mode)
@@ -108,16 +144,44 @@ class LazyGroup(click.Group):
             return _exit(EXIT_INTERNAL, error_line(
                 f"internal error: {what} (a bug in runlens: please report it; "
                 "RUNLENS_DEBUG=1 shows the traceback)"), standalone_mode)
-        code = rv if isinstance(rv, int) else EXIT_OK
+        try:
+            sys.stdout.flush()  # the last buffered line meets a closed pipe here, not at exit
+        except BrokenPipeError:
+            code = _pipe_closed()
+        except (OSError, ValueError):
+            pass
         return _exit(code, None, standalone_mode) if standalone_mode else code
 
 
 def _exit(code: int, line: str | None, standalone: bool):
     if line:
-        click.echo(line, err=True)
+        try:
+            click.echo(line, err=True)
+        except OSError:
+            pass  # stderr is gone too: the status still says it
     if standalone:
         sys.exit(code)
     return code
+
+
+def _pipe_closed() -> int:
+    """stdout's reader left: drop what is still buffered (at exit it would raise again) and
+    say 0, whatever the findings: the reader took what it wanted."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return EXIT_OK
+
+
+def quiet_third_parties() -> None:
+    """No library's log line on stderr: matplotlib warns that it made a temporary cache folder
+    when it finds no writable one; runlens says what matters itself, in one line."""
+    import logging
+
+    for name in ("matplotlib", "fontTools", "PIL"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)

@@ -14,9 +14,12 @@ from runlens.cli.common import (
     detector_settings,
     expand_runs,
     fail_on_option,
+    refuse_both,
+    run_counts,
     use_color,
+    verbosity_options,
 )
-from runlens.diagnosis import SEVERITY_RANK
+from runlens.errors import UsageError
 
 
 @click.command()
@@ -32,27 +35,34 @@ from runlens.diagnosis import SEVERITY_RANK
 @click.option("--val-loss", "val_loss_key", help="another tool's log: the field that holds the validation loss")
 @click.option("--run", "run_index", type=click.IntRange(min=1),
               help="a log holding several runs: analyze run N (1-based; default: the last)")
+@verbosity_options
 def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ...],
             config_file: str | None, color: str, step_key: str | None = None, loss_key: str | None = None,
-            val_loss_key: str | None = None, run_index: int | None = None) -> None:
+            val_loss_key: str | None = None, run_index: int | None = None, quiet: bool = False,
+            verbose: bool = False) -> None:
     """Diagnose each run RUN: a run directory, another tool's log, or a folder of runs.
 
-    Prints the status, the curve label and every finding with its evidence
-    and what to try.
+    Prints the verdict (what went wrong, from which step, and the likely
+    cause), the key numbers, and each finding with what to try; -v adds the
+    evidence behind each finding, -q prints the verdict line only.
 
     \b
     Examples:
       runlens analyze runs/exp1
+      runlens analyze runs/exp1 -v
       runlens analyze runs/ --format json > diagnoses.json
       runlens analyze runs/exp1 --set loss_spikes.z_min=8 --fail-on warning
     """
     from runlens.analysis import analyze as run_analysis
 
+    refuse_both(quiet, verbose)
     detectors = detector_settings(settings, config_file)
     paths, several = expand_runs(runs)
-    use_system_allocator()
     options = {k: v for k, v in dict(step=step_key, loss=loss_key, val_loss=val_loss_key,
                                      run=run_index).items() if v is not None}
+    if options:
+        refuse_import_options(options, paths)
+    use_system_allocator()
     if options:
         from runlens.io.loader import load_run
 
@@ -65,16 +75,33 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
         from runlens.render.text import render
 
         painted = use_color(color)
-        click.echo("\n".join(render(d, color=painted) for d in diagnoses), nl=False, color=painted)
-    if reaches(diagnoses, fail_on):
+        text = "\n".join(render(d, color=painted, verbose=verbose, quiet=quiet) for d in diagnoses)
+        click.echo(text.replace("\n\n", "\n") if quiet else text, nl=False, color=painted)
+    if (several or fmt == "json") and not quiet:
+        click.echo(f"runlens: {run_counts(d.worst_severity for d in diagnoses)}", err=True)
+    if any(d.reaches(fail_on) for d in diagnoses):
         sys.exit(1)
+
+
+#: The flags that read another tool's log, by their option names.
+IMPORT_FLAGS = {"step": "--step", "loss": "--loss", "val_loss": "--val-loss", "run": "--run"}
+
+
+def refuse_import_options(options: dict, paths: list[str]) -> None:
+    """``--run``/``--loss``/... name columns of another tool's log: on a run directory they would
+    be silently ignored, so they are refused, naming the flag."""
+    from pathlib import Path
+
+    for path in paths:
+        if (Path(path) / "run.json").is_file():
+            flags = ", ".join(IMPORT_FLAGS[k] for k in options)
+            raise UsageError(f"{flags}: applies to another tool's log, but {path} is a runlens run "
+                             "directory (its columns are already named); drop the flag")
 
 
 def reaches(diagnoses, fail_on: str) -> bool:
     """Whether any finding of ``diagnoses`` is at least as severe as ``fail_on``."""
-    if fail_on == "never":
-        return False
-    return any(SEVERITY_RANK[f.severity] <= SEVERITY_RANK[fail_on] for d in diagnoses for f in d.findings)
+    return any(d.reaches(fail_on) for d in diagnoses)
 
 
 def to_json(diagnosis) -> str:

@@ -18,9 +18,9 @@ from typing import Any
 
 import click
 
+from runlens.diagnosis import FAIL_ON
 from runlens.errors import UsageError
 
-FAIL_ON = ("error", "warning", "info", "never")
 FAIL_ON_DEFAULT = "error"
 COLORS = ("auto", "always", "never")
 SEVERITY_COLORS = {"error": "red", "warning": "yellow", "info": "cyan"}
@@ -38,6 +38,31 @@ def fail_on_option(what: str = "finding"):
     return click.option(
         "--fail-on", type=click.Choice(FAIL_ON), default=FAIL_ON_DEFAULT, show_default=True,
         help=f"exit with status 1 when a {what} at least this severe is present ('never': always 0)")
+
+
+def verbosity_options(func):
+    """``-q`` (the verdict line only) and ``-v`` (the evidence too), the same on every command."""
+    func = click.option("-v", "--verbose", is_flag=True,
+                        help="also print the evidence behind each finding, with units and thresholds")(func)
+    return click.option("-q", "--quiet", is_flag=True, help="print the verdict line only")(func)
+
+
+def refuse_both(quiet: bool, verbose: bool) -> None:
+    if quiet and verbose:
+        raise UsageError("-q and -v contradict each other; give one")
+
+
+def run_counts(worsts: Iterable[str | None]) -> str:
+    """``23 runs: 11 with errors, 4 with warnings, 8 clean``: what a command found, in one line."""
+    worsts = list(worsts)
+    n = len(worsts)
+    parts = [f"{k} with {word}" for word, k in (
+        ("errors", worsts.count("error")), ("warnings", worsts.count("warning")),
+        ("info only", worsts.count("info"))) if k]
+    clean = worsts.count(None)
+    if clean or not parts:
+        parts.append(f"{clean} clean")
+    return f"{n} run{'s' if n != 1 else ''}: " + ", ".join(parts)
 
 
 def color_option(func):

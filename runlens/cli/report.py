@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from runlens.cli.common import detector_options, detector_settings, expand_runs
+from runlens.cli.common import (
+    detector_options,
+    detector_settings,
+    expand_runs,
+    fail_on_option,
+    refuse_both,
+    run_counts,
+    verbosity_options,
+)
 
 
 @click.command()
@@ -16,36 +26,51 @@ from runlens.cli.common import detector_options, detector_settings, expand_runs
 @click.option("--docs-url", default="", metavar="URL",
               help="also link each finding to the online reference under URL, e.g. "
                    "https://github.com/ORG/runlens/blob/main/ (the reference is always embedded)")
+@fail_on_option()
+@verbosity_options
 @detector_options
 def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str, settings: tuple[str, ...],
-           config_file: str | None) -> None:
+           config_file: str | None, fail_on: str = "error", quiet: bool = False, verbose: bool = False) -> None:
     """Write a report for each run RUN: a run directory, another tool's log, or a folder of runs.
 
     Each report is named after the run and its path (NAME-1a2b3c4d.html and
     .md); with several runs an index.html links them. The reports are
     self-contained: charts, findings and the reference of every finding.
+    Prints one line per run (its verdict) and a summary; -v lists every file
+    written, -q only the summary. Exits 1 when a finding reaches --fail-on.
 
     \b
     Examples:
       runlens report runs/exp1
-      runlens report runs/ -o reports/ --format html
+      runlens report runs/ -o reports/ --format html --fail-on warning
     """
     from runlens.analysis import analyze
     from runlens.io.loader import load_run
+    from runlens.render.escape import term_inline
     from runlens.render.output import output_dir
     from runlens.render.write import report_stem, write_index, write_reports
 
+    refuse_both(quiet, verbose)
     formats = ("html", "md") if fmt == "both" else (fmt,)
     detectors = detector_settings(settings, config_file)
     paths, _ = expand_runs(runs)
     output_dir(out_dir)  # refuse an unusable folder before any analysis
-    entries = []
+    entries, written = [], []
     for path in paths:
         # Every column, not the detectors' projection: the charts draw more than they test.
         diagnosis = analyze(load_run(path), detectors=detectors)
         stem = report_stem(diagnosis.run.name, path)
-        for written in write_reports(diagnosis, out_dir, formats, stem=stem, docs_base=docs_url):
-            click.echo(str(written))
+        written = write_reports(diagnosis, out_dir, formats, stem=stem, docs_base=docs_url)
+        if verbose:
+            click.echo("\n".join(str(w) for w in written))
+        elif not quiet:
+            click.echo(f"{term_inline(diagnosis.run.name)}: {term_inline(diagnosis.headline)}")
         entries.append((diagnosis, f"{stem}.html" if "html" in formats else None))
     if len(entries) > 1 and "html" in formats:
-        click.echo(str(write_index(entries, out_dir)))
+        where = f"index: {write_index(entries, out_dir)}"
+    else:
+        where = f"{'reports' if len(entries) > 1 else 'report'}: " + \
+            (str(written[0]) if len(entries) == 1 else str(out_dir))
+    click.echo(f"{run_counts(d.worst_severity for d, _ in entries)}; {term_inline(where)}")
+    if any(d.reaches(fail_on) for d, _ in entries):
+        sys.exit(1)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from runlens.diagnosis import SEVERITY_RANK, Finding, jsonable
+from runlens.diagnosis import Finding, jsonable, reaches, worst
 from runlens.stats.robust import MAD_TO_SD, rolling_median, runs_of
 
 #: What a comparison reads (the loader projects on it).
@@ -105,12 +105,11 @@ class Comparison:
 
     @property
     def worst(self) -> str | None:
-        return min((f.severity for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
+        return worst(f.severity for f in self.findings)
 
     def reaches(self, fail_on: str) -> bool:
-        if fail_on == "never":
-            return False
-        return any(SEVERITY_RANK[f.severity] <= SEVERITY_RANK[fail_on] for f in self.findings)
+        """Whether a finding reaches ``--fail-on`` (the one rule of ``runlens.diagnosis``)."""
+        return reaches((f.severity for f in self.findings), fail_on)
 
     def to_dict(self) -> dict[str, Any]:
         def obj(x):

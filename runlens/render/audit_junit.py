@@ -13,7 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from runlens.diagnosis import SEVERITY_RANK
+from runlens.diagnosis import Severity
 from runlens.render.escape import xml_text
 
 
@@ -66,7 +66,7 @@ def _cases(row: Any) -> list[tuple[str, str, str, list]]:
 
 
 def _reaches(severity: str, fail_on: str) -> bool:
-    return fail_on != "never" and SEVERITY_RANK[severity] <= SEVERITY_RANK[fail_on]
+    return Severity(severity).reaches(fail_on)
 
 
 def _classname(row: Any) -> str:

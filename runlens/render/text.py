@@ -1,13 +1,18 @@
-"""Plain-text rendering of a diagnosis, for a terminal.
+"""Plain-text rendering of a diagnosis, for a terminal, read in ten seconds.
 
-The verdict comes first (status and curve label), then the findings in the
-diagnosis's order (most severe first), each with its step, layers, the
-numbers behind it and what to try, then reading warnings. No analysis
-happens here: everything shown is in the :class:`~runlens.diagnosis.Diagnosis`.
+By default: the run, the headline (outcome, where it starts, its cause), the
+status and curve, the key numbers on one line, then each finding's one-line
+statement and its fix (or the finding that causes it). ``verbose`` adds the
+curve's reason, and each finding's evidence in readable labels with units,
+what was observed apart from the thresholds it was judged by. ``quiet`` is
+the headline alone. No analysis happens here: everything shown is in the
+:class:`~runlens.diagnosis.Diagnosis`.
 """
 
 from __future__ import annotations
 
+import math
+import re
 import textwrap
 from collections.abc import Mapping
 from typing import Any
@@ -21,64 +26,168 @@ _ANSI = {"error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
 _RESET = "\033[0m"
 _MAX_LAYERS = 6
 _MAX_ITEMS = 8
+_MAX_WARNINGS = 3
+_INDENT = "      "
 
 
-def render(diagnosis: Diagnosis, *, color: bool = False) -> str:
+def render(diagnosis: Diagnosis, *, color: bool = False, verbose: bool = False, quiet: bool = False) -> str:
     """The diagnosis as text lines ending in a newline; ``color`` marks severities with ANSI colours."""
     run = diagnosis.run
+    if quiet:
+        return f"{term_inline(run.name)}: {term_inline(diagnosis.headline)}\n"
     lines = [f"{term_inline(run.name)}  ({term_inline(run.path)})",
-             f"status: {run.status}    curve: {diagnosis.curve.label}"]
-    if diagnosis.curve.reason:
-        lines += _wrap(diagnosis.curve.reason, "  ")
+             *_wrap(diagnosis.headline, ""),
+             f"status: {diagnosis.status_text}    curve: {diagnosis.curve.label}"]
+    numbers = key_numbers_line(diagnosis.key_numbers)
+    if numbers:
+        lines += _wrap(numbers, "")
+    if verbose and diagnosis.curve.reason:
+        lines += _wrap(f"curve: {diagnosis.curve.reason}", "  ")
     lines.append("")
     if not diagnosis.findings:
         lines.append("No findings.")
-    for finding in diagnosis.findings:
-        lines += _finding(finding, color)
+    evidence = _evidence_items(diagnosis) if verbose else ()
+    for i, finding in enumerate(diagnosis.findings):
+        lines += _finding(finding, color, verbose, evidence[i] if i < len(evidence) else ())
+        if verbose:
+            lines.append("")
+    if not verbose and diagnosis.findings:
         lines.append("")
-    if diagnosis.warnings:
-        lines.append("Warnings while reading or analysing:")
-        lines += [f"  - {term_inline(w)}" for w in diagnosis.warnings]
-        lines.append("")
-    lines.append(_summary(diagnosis))
+    lines += _warnings(diagnosis.warnings, verbose)
+    lines.append(summary_line(diagnosis, verbose))
     return "\n".join(lines) + "\n"
 
 
-def _finding(f: Finding, color: bool = False) -> list[str]:
+def key_numbers_line(n: Mapping[str, Any]) -> str:
+    """The key numbers in one line, e.g. ``final loss 0.576 (lowest 0.3965 at step 278) ...``."""
+    parts = []
+    if n.get("final_loss") is not None:
+        low = (f" (lowest {number(n['min_loss'])} at step {n['min_loss_step']:,})"
+               if n.get("min_loss") is not None and n.get("min_loss_step") != n.get("final_loss_step") else "")
+        parts.append(f"final loss {number(n['final_loss'])}{low}")
+    if n.get("val_min") is not None:
+        parts.append(f"best val loss {number(n['val_min'])} at step {n['val_min_step']:,}")
+    if n.get("first_nonfinite_step") is not None:
+        parts.append(f"first NaN/Inf loss at step {n['first_nonfinite_step']:,}")
+    if n.get("steps"):
+        parts.append(f"{n['steps']:,} steps")
+    if n.get("duration_s") is not None:
+        parts.append(f"{duration(n['duration_s'])}")
+    return "; ".join(parts)
+
+
+def number(x: Any) -> str:
+    """A key number as every text renderer shows it: 4 significant digits; NaN and Inf by name."""
+    if isinstance(x, str):
+        return {"nan": "NaN", "inf": "Inf", "-inf": "-Inf"}.get(x, x)
+    if isinstance(x, float) and not math.isfinite(x):
+        return "NaN" if math.isnan(x) else ("Inf" if x > 0 else "-Inf")
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def summary_line(diagnosis: Diagnosis, verbose: bool = False) -> str:
+    counts = {s: sum(f.severity == s for f in diagnosis.findings) for s in ("error", "warning", "info")}
+    words = [f"{counts['error']} error{'s' if counts['error'] != 1 else ''}",
+             f"{counts['warning']} warning{'s' if counts['warning'] != 1 else ''}", f"{counts['info']} info"]
+    hint = "" if verbose or not diagnosis.findings else "  (-v: the evidence behind each finding)"
+    return ", ".join(words) + hint
+
+
+def _evidence_items(diagnosis: Diagnosis) -> tuple:
+    """Each finding's evidence as labelled items, observations before thresholds (from the report
+    data, which knows each detector's parameters; plain labels for a diagnosis built by hand)."""
+    from runlens.report_data.numbers import evidence_items
+
+    data = diagnosis.report_data
+    if data is not None and len(data.evidence) == len(diagnosis.findings):
+        return data.evidence
+    return tuple(evidence_items(f.evidence, {}) for f in diagnosis.findings)
+
+
+def _finding(f: Finding, color: bool, verbose: bool, items: tuple = ()) -> list[str]:
     mark = f"{_ANSI[f.severity]}{_MARK[f.severity]}{_RESET}" if color else _MARK[f.severity]
     lines = [f"{mark} {f.code}: {term_inline(f.title)}"]
+    causes = [c for c in f.evidence.get("caused_by", ()) if isinstance(c, str)]
+    if not verbose:
+        if causes:
+            lines.append(f"{_INDENT}caused by {causes[0]}: fix that first")
+        elif f.advice:
+            lines.append(f"{_INDENT}fix: {term_inline(first_sentence(f.advice))}")
+        return lines
     if f.step is not None:
-        lines.append(f"      step: {f.step:,}")
+        lines.append(f"{_INDENT}step: {f.step:,}")
     if f.layers:
         shown = ", ".join(f.layers[:_MAX_LAYERS])
         more = f" (+{len(f.layers) - _MAX_LAYERS} more)" if len(f.layers) > _MAX_LAYERS else ""
-        lines += _wrap(f"layers: {shown}{more}", "      ")
-    for key, value in jsonable(f.evidence).items():
-        lines += _wrap(f"{key}: {_value(value)}", "      ")
+        lines += _wrap(f"layers: {shown}{more}", _INDENT)
+    lines += _evidence(items)
+    if causes:
+        lines += _wrap(f"caused by: {', '.join(causes)}", _INDENT)
     if f.advice:
-        lines += _wrap(f"try: {f.advice}", "      ")
+        lines += _wrap(f"try: {f.advice}", _INDENT)
     return lines
 
 
-def _value(value: Any) -> str:
+def _evidence(items: tuple) -> list[str]:
+    lines = []
+    shown = [i for i in items if i.key != "caused_by"]
+    for title, group in (("observed", [i for i in shown if not i.threshold]),
+                         ("judged against", [i for i in shown if i.threshold])):
+        if group:
+            lines.append(f"{_INDENT}{title}:")
+            for item in group:
+                unit = f" {item.unit}" if item.unit and item.value is not None else ""
+                lines += _wrap(f"{item.label}: {value_text(item.value)}{unit}", _INDENT + "  ")
+    return lines
+
+
+def first_sentence(text: str) -> str:
+    """The advice's most likely fix: its first sentence (or clause list up to the first ';')."""
+    text = " ".join(text.split())
+    m = re.match(r"(.+?[.;])(\s|$)", text)
+    return (m.group(1) if m else text).rstrip(";.") + "."
+
+
+def value_text(value: Any) -> str:
+    value = jsonable(value)
     if isinstance(value, float):
         return f"{value:.4g}"
+    if isinstance(value, str):
+        return number(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     # Evidence can name thousands of layers; a terminal shows the first few.
     if isinstance(value, Mapping):
-        items = [f"{k}={_value(v)}" for k, v in list(value.items())[:_MAX_ITEMS]]
+        items = [f"{k}={value_text(v)}" for k, v in list(value.items())[:_MAX_ITEMS]]
         return ", ".join(items) + (", ..." if len(value) > _MAX_ITEMS else "")
     if isinstance(value, list):
-        items = [_value(v) for v in value[:_MAX_ITEMS]]
+        items = [value_text(v) for v in value[:_MAX_ITEMS]]
         return "[" + ", ".join(items) + (", ..." if len(value) > _MAX_ITEMS else "") + "]"
-    return str(value)
+    return "none" if value is None else str(value)
+
+
+def _warnings(warnings: tuple[str, ...], verbose: bool) -> list[str]:
+    if not warnings:
+        return []
+    shown = warnings if verbose else warnings[:_MAX_WARNINGS]
+    lines = ["Warnings while reading or analysing:"]
+    lines += _wrap_all([f"- {w}" for w in shown], "  ")
+    if len(shown) < len(warnings):
+        lines.append(f"  ... and {len(warnings) - len(shown)} more (-v shows them)")
+    return lines + [""]
+
+
+def _wrap_all(texts: list[str], indent: str) -> list[str]:
+    return [line for t in texts for line in _wrap(t, indent)[:2]]
 
 
 def _wrap(text: str, indent: str) -> list[str]:
     # Run-supplied text (layer names, messages) must not drive the terminal: no escapes, no controls.
     return textwrap.wrap(term_inline(text), WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
                          break_on_hyphens=False) or [indent]
-
-
-def _summary(diagnosis: Diagnosis) -> str:
-    counts = {s: sum(f.severity == s for f in diagnosis.findings) for s in ("error", "warning", "info")}
-    return f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info"

@@ -59,6 +59,8 @@ def label_of(key: str) -> str:
         return str(key)
     out = [ACRONYMS.get(w.lower(), WORDS.get(w.lower(), w)) for w in words]
     text = " ".join(out)
+    # "z_scores" is "z-scores", not "z-score scores".
+    text = re.sub(r"z-score (score)(s?)\b", r"z-\1\2", text)
     return text[:1].upper() + text[1:]
 
 
@@ -67,8 +69,12 @@ def unit_of(key: str, value: Any) -> str:
     k = str(key).lower()
     if not _is_number(value) and not isinstance(value, (list, tuple)):
         return ""
-    if k in ("step", "steps", "length", "window", "points") or k.endswith(("_step", "_steps", "step_range")) \
-            or k.startswith(("step_", "steps_")) or k.endswith("_length"):
+    # A step number ("died_at_step": 250) is a position, not an amount: it has no unit.
+    if k == "step" or k.endswith(("_step", "step_range")) or k.startswith("step_"):
+        return ""
+    if isinstance(value, (list, tuple)) and (k == "steps" or k.endswith("_steps")):
+        return ""  # a list of step numbers
+    if k in ("steps", "length", "window") or k.endswith(("_steps", "_length")) or k.startswith("steps_"):
         return "steps"
     if "decades" in k or k.endswith("_orders") or k.startswith("orders_"):
         return "orders of magnitude"
