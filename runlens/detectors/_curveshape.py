@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import stats
 
+from runlens.stats.progress import progress_test
 from runlens.stats.robust import bucket_medians, find_spikes, mad_sd, rolling_median
 from runlens.stats.trend import trend
 from runlens.stats.variance import levene_compare, wander_test
@@ -167,6 +168,10 @@ def curve_features(steps: np.ndarray, x: np.ndarray) -> dict[str, Any]:
         # transient, which calms down even in a run that never settles.
         "late_vs_early": levene_compare(np.diff(x[third:2 * third]), np.diff(late)),
         "wander": wander_test(late),
+        # Progress comes before noise: the trend of the whole curve against its own noise.
+        "progress": progress_test(x),
+        # The stretch up to the best level: its own fall, tested as such (p of a downward trend).
+        "fall_to_min_p": trend(x[:i_min + 1], max_points=200).p_decreasing if i_min >= 4 else 1.0,
     }
 
 
@@ -390,6 +395,8 @@ def curve_evidence(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
     lev = f["late_vs_early"]
     ev = {k: f[k] for k in ("points", "start_level", "end_level", "min_level", "min_step",
                             "relative_drop", "late_spread")}
+    prog = f["progress"]
+    ev.update(progress_p=prog.p_decreasing, progress_effect=prog.effect)
     ev.update(levene_late_vs_early=lev.statistic, levene_p_smaller=lev.p_smaller,
               variance_ratio_late_early=lev.ratio, wander_ratio=f["wander"]["ratio"],
               wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"])

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from runlens.detectors._curveshape import chance_level
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.trend import trend
 
@@ -24,18 +25,23 @@ from runlens.stats.trend import trend
 class ShortCurve:
     """The verdicts a short log can carry: grown, given back, overfitting, fell and settled."""
 
+    alpha: float
     alpha_strong: float
     growth: float
+    stuck_band: float
     min_drop: float
     min_points: int
     settle_ratio: float
     _val_rises: Callable[..., Iterator[tuple[str, dict[str, Any], str]]]  # ValidationChecks'
 
-    def _short(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]]
-               ) -> CurveVerdict:
+    def _short(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+               classes: tuple[int | None, str | None] = (None, None)) -> CurveVerdict:
+        stuck = self._short_stuck(steps, x, classes) if x.size >= 4 else None
+        if stuck is not None:
+            return stuck
         if x.size >= 5:
             t = trend(x, steps.astype(float))
-            base = {"points": int(x.size), "short_log": True, "start_level": float(np.median(x[:3])),
+            base = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "start_level": float(np.median(x[:3])),
                     "final_level": float(x[-1]), "min_level": float(np.min(x)), "trend": t.to_dict()}
             verdict = (self._short_grown(steps, x, t, base) or self._short_given_back(steps, x, base)
                        or self._short_overfit(steps, x, sets, base) or self._short_settled(steps, x, t, base))
@@ -98,3 +104,37 @@ class ShortCurve:
             "healthy", f"the loss fell by {drop:.0%} in {x.size} points (Kendall tau={t.tau:.2f}, "
             f"p={t.p_decreasing:.1e}) and slowed: its last steps move {last / first:.0%} as much as its first",
             {**base, "relative_drop": drop, "kind": "short_settled", "step": int(steps[0])})
+
+    def _short_stuck(self, steps, x, classes) -> CurveVerdict | None:
+        # Stuck: every printed value the same, or all within ``stuck_band`` of the
+        # level with no Kendall trend at ``alpha``: a model that does not learn (at ln K: the prior).
+        level = float(np.median(x))
+        q = printed_step(x)
+        t = trend(x, steps.astype(float))
+        within = float(np.ptp(x)) == 0.0 or (
+            level != 0 and float(np.ptp(x)) <= self.stuck_band * abs(level) and not t.p < self.alpha)
+        if not within:
+            return None
+        ev: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck",
+                              "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
+                              "late_drift": float(np.ptp(x)), "printed_step": q, "relative_band": float(np.ptp(x)) /
+                              abs(level) if level else 0.0, "relative_drop": (float(x[0]) - float(x[-1])) / abs(x[0])
+                              if x[0] else 0.0, "trend": t.to_dict(), "step": int(steps[0])}
+        k, source = classes
+        hit = chance_level(level, classes=k)
+        where = ""
+        if hit is not None:
+            ev.update(hit, chance_source=source or "the loss level (no class count in the log)")
+            where = f" at ln({hit['chance_classes']})={hit['chance_loss']:.3f}, chance level (K from {ev['chance_source']})"
+        return CurveVerdict(
+            "underfitting", f"the loss is stuck at {level:.6g}{where}: its {x.size} points stay within "
+            f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level) with no trend, in a short log",
+            ev)
+
+
+def printed_step(x: np.ndarray) -> float:
+    """The unit of the last printed digit: 10^-d for the fewest decimals d (<= 8) that hold every value."""
+    for d in range(9):
+        if np.all(np.abs(np.round(x, d) - x) <= 1e-9 * np.maximum(1.0, np.abs(x))):
+            return 10.0 ** -d
+    return 0.0

@@ -61,7 +61,8 @@ class ValidationChecks:
         return None
 
     def _val_unstable(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-                      f: dict[str, Any], sig) -> CurveVerdict | None:
+                      f: dict[str, Any], sig, *, steps_only: bool = False) -> CurveVerdict | None:
+        """Validation jumps with a rough training loss, or (``steps_only``: only) with large steps."""
         if not sets:
             return None
         lev, w = f["late_vs_early"], f["wander"]
@@ -73,6 +74,7 @@ class ValidationChecks:
         rough = ((1.0 - lev.p_smaller) < self.alpha_strong and lev.ratio >= 1 / self.settle_ratio) or (
             w["p"] < self.alpha_strong and w["ratio"] >= self.wander_ratio and w["halves_p"] < self.alpha
             and w["excess"] >= 0.02 * abs(f["end_level"]))
+        rough = rough and not steps_only
         steps_big: tuple | None = None
         for name, (vs, vl) in sorted(sets.items()):
             j = shape.val_jumps(shape.drop_after_spikes(steps, x, vs, vl, sig.loss_spikes() if x.size >= 50 else []))

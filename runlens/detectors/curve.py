@@ -17,9 +17,10 @@ import numpy as np
 
 from runlens.detectors import _curveshape as shape
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
+from runlens.detectors._curveprogress import ProgressChecks
 from runlens.detectors._curveshort import ShortCurve
 from runlens.detectors._curveval import ValidationChecks
-from runlens.detectors._updates import weight_collapse
+from runlens.detectors.unreadable_data import skipped_parts
 from runlens.diagnosis import CurveVerdict
 from runlens.signals import signals_of
 
@@ -38,7 +39,7 @@ _ev = shape.curve_evidence
 
 
 @register
-class CurveClassifier(ShortCurve, ValidationChecks, Detector):
+class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
     """The curve verdict: one label for the shape of the training (and validation) loss.
 
     What it detects:
@@ -90,7 +91,11 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
           the training loss does not settle (its differenced variance is not
           significantly below ``settle_ratio`` of the middle third's, Levene)
           and either its fluctuations dwarf the progress (``(S - E) / D <
-          min_progress`` with ``D >= dispersion * |S|``: judged against the
+          min_progress`` with ``D >= dispersion * |S|``, on a loss that made
+          progress (below), or whose steps are large (late update/weight
+          above ``step_ratio``) or, without step sizes, whose spread is
+          ``chaos`` of its level: jitter around a loss that never moved is
+          underfitting, not instability; judged against the
           loss's own scale and progress, so a loss that fell 99% to near zero
           is not unstable for its relative jitter) or its level wanders beyond
           what independent minibatch noise allows (variance ratio of bucket
@@ -113,6 +118,15 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
           learning rate whose training loss looks settled). Evaluation noise
           alone, on a smooth training loss with ordinary steps, never makes a
           curve unstable.
+        - progress comes first: the loss made progress when it fell by
+          ``min_drop`` of ``S`` along a downward Mann-Kendall trend of the
+          whole curve (on at most 200 bucket medians, p < ``alpha``), or
+          reached a best level ``m`` that far below ``S`` along a downward
+          trend at ``alpha_strong`` (it fell, then jumped back or became
+          noisy). The validation checks come before the training loss's
+          noise: validation jumps with large steps (below) first, then
+          overfitting (on a loss that made progress), then the training
+          loss's instability, then validation jumps with a rough loss.
         - overfitting, per eval set (``val_loss`` and each ``val_loss@<set>``,
           5 evaluations at least): the minimum of the rolling median of 3 is
           followed by at least ``min_evals_after`` evaluations whose
@@ -130,14 +144,21 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
           ``n_classes``, ``num_labels``, ``id2label``...), a ``num_classes`` or
           label column, or else the loss level itself when it matches one K in
           2..16 unambiguously and barely varies (robust sd within 2% of ln K)
-          (``chance_source`` says which); or the relative
-          drop ``(S - E) / |S|`` is below ``min_drop``. The evidence's
+          (``chance_source`` says which); or the loss made no progress
+          (above; ``kind: no_progress``), e.g. a relative drop ``(S - E) /
+          |S|`` below ``min_drop``. The evidence's
           ``weight_norm_ratio`` is the median over modules of the last weight
           norm over the first: at a tenth or less the weights collapsed
           toward zero (weight decay), and that, not the gradients it
           starves, is the cause.
         - healthy: none of the above.
-        - a short log (5 to ``min_points`` finite losses, e.g. a dozen epochs):
+        - a short log (4 to ``min_points`` finite losses, e.g. a dozen epochs):
+          underfitting when it is stuck: every value printed the same, or
+          all within ``stuck_band`` of its level
+          with no Kendall trend (p >= ``alpha``); at ln K (the chance test
+          above, K stated or guessed from the level) the evidence says so and
+          ``loss_at_chance`` fires too (``kind: short_stuck``, ``n_points``).
+          With 5 points or more:
           diverged when the last value is >= 10x the start (median of the
           first 3) with an upward Kendall trend at ``alpha_strong``, or when
           every point of the last third (2 at least), after the minimum, is
@@ -180,7 +201,11 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
         relative to its level, that make it unstable (0.035). alpha_val:
         significance level of the permutation test of the validation rise
         (0.01; 499 permutations). step_ratio: late update/weight ratio above
-        which the steps explain validation jumps (1e-2).
+        which the steps explain validation jumps (1e-2). chaos: late spread
+        relative to the level above which a loss that made no progress, in a
+        log without step sizes, is unstable rather than underfitting (0.25).
+        stuck_band: range of a short log, relative to its level, within which
+        (with no trend) it is stuck (0.01).
     """
 
     code = "curve"
@@ -196,14 +221,18 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
         "min_evals_after": Interval(int, 2, None), "min_val_rise": Interval(float, 0, None),
         "settle_ratio": Interval(float, 0, 1, closed="right"), "val_jumps": Interval(float, 0, None, closed="neither"),
         "alpha_val": Interval(float, 0, 1, closed="neither"),
-        "step_ratio": Interval(float, 0, None, closed="neither"),
+        "step_ratio": Interval(float, 0, None, closed="neither"), "chaos": Interval(float, 0, None),
+        "stuck_band": Interval(float, 0, 1),
     }
 
     def __init__(self, *, min_points: int = 20, alpha: float = 0.05, alpha_strong: float = 0.001,
                  growth: float = 0.5, min_progress: float = 2.0, dispersion: float = 0.1,
                  wander_ratio: float = 3.0, min_drop: float = 0.1, min_evals_after: int = 4,
                  min_val_rise: float = 0.1, settle_ratio: float = 0.5, val_jumps: float = 0.035,
-                 alpha_val: float = 0.01, step_ratio: float = 1e-2) -> None:
+                 alpha_val: float = 0.01, step_ratio: float = 1e-2, chaos: float = 0.25,
+                 stuck_band: float = 0.01) -> None:
+        self.chaos = chaos
+        self.stuck_band = stuck_band
         self.min_points = min_points
         self.alpha = alpha
         self.alpha_strong = alpha_strong
@@ -224,6 +253,13 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
 
     def classify(self, run: Run, ctx: Context | None = None) -> CurveVerdict:
         if run.scalars is None or run.scalars.num_rows == 0:
+            lost = [p for p in skipped_parts(run.warnings) if p["table"] == "scalars"]
+            if lost:
+                # Not "nothing was logged": something was, and could not be read.
+                return CurveVerdict(
+                    "insufficient_data", f"the training steps could not be read: {len(lost)} scalars part(s) "
+                    f"unreadable ({lost[0]['path']}: {lost[0]['why']}); the curve has no readable loss",
+                    {"finite_points": 0, "training_loss_logged": True, "unreadable_parts": lost})
             return CurveVerdict("insufficient_data", "no training step was logged",
                                 {"finite_points": 0, "training_loss_logged": False})
         if not run.has("scalars", "loss"):
@@ -243,17 +279,21 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
                                 {**masked, "step": masked["zero_loss_step"]})
         if x.size < self.min_points:
             last = int(steps[-1]) if steps.size else None
-            return self._short(steps, x, shape.validation_sets(sig.validation, last))
+            return self._short(steps, x, shape.validation_sets(sig.validation, last), shape.stated_classes(run))
         f = shape.curve_features(steps, x)
         ended = self._ended_exploding(sig.grad_norm, steps, x, f)
         if ended is not None:
             return ended
-        for check in (self._diverged, self._level_shift, self._unstable):
+        for check in (self._diverged, self._level_shift):
             verdict = check(steps, x, f)
             if verdict is not None:
                 return verdict
         sets = shape.validation_sets(sig.validation, int(steps[-1]))
-        verdict = self._overfitting(steps, x, sets, f) or self._val_unstable(steps, x, sets, f, sig)
+        # Validation jumps that large steps explain, then the validation trend, before the training
+        # loss's own noise: a noisy training loss neither hides overfitting nor makes it instability.
+        verdict = (self._val_unstable(steps, x, sets, f, sig, steps_only=True)
+                   or (self._overfitting(steps, x, sets, f) if self._progressed(f) else None)
+                   or self._unstable(steps, x, f, sig) or self._val_unstable(steps, x, sets, f, sig))
         if verdict is not None:
             return verdict
         return self._underfitting(steps, x, f, run, sig) or CurveVerdict(
@@ -307,7 +347,7 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
             f"to {shift['level_after']:.4g} and never recovered (Mann-Whitney p={shift['mannwhitney_p']:.1e})",
             _ev(f, **shift, kind="level_shift", step=shift["shift_step"]))
 
-    def _unstable(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
+    def _unstable(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], sig=None) -> CurveVerdict | None:
         lev = f["late_vs_early"]
         # Settling needs both significance and an effect: with 10^5 steps a
         # 5% smaller late variance is "significant" and means nothing.
@@ -315,7 +355,8 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
             return None
         S, E, D, scale = f["start_level"], f["end_level"], f["late_spread"], f["scale"]
         progress = (S - E) / D if D > 0 else math.inf
-        noisy = progress < self.min_progress and D >= self.dispersion * scale
+        noisy = (progress < self.min_progress and D >= self.dispersion * scale
+                 and (self._progressed(f) or self._chaotic(f, sig)))
         w = f["wander"]
         # Wandering must undo a real share of the progress, be visible at the
         # loss's own level, and be present in both halves of the late third
@@ -333,24 +374,6 @@ class CurveClassifier(ShortCurve, ValidationChecks, Detector):
             f"(variance late/early {lev.ratio:.2f}, Levene p={lev.p_smaller:.2g})",
             _ev(f, kind="noisy" if noisy else "wandering", step=int(steps[-max(3, x.size // 3)])))
 
-    def _underfitting(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
-                      sig) -> CurveVerdict | None:
-        classes, source = shape.stated_classes(run)
-        chance = shape.chance_test(steps, x, classes, source)
-        if chance is not None:
-            k = chance["chance_classes"]
-            reason = (f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} classes (K from "
-                      f"{chance['chance_source']}): the model predicts the prior")
-            ev = _ev(f, **chance, step=int(steps[-max(5, x.size // 3)]))
-        elif f["relative_drop"] < self.min_drop:
-            reason = f"the loss barely moved: {f['relative_drop']:.1%} below its start {f['start_level']:.4g}"
-            ev = _ev(f, step=int(steps[0]))
-        else:
-            return None
-        ratio, note = weight_collapse(sig, run.config)
-        if ratio is not None:
-            ev["weight_norm_ratio"] = ratio
-        return CurveVerdict("underfitting", reason + note, ev)
 
 
 _DEFAULT = CurveClassifier()

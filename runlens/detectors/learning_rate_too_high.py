@@ -61,7 +61,10 @@ class LearningRateTooHigh(Detector):
         ``min_lr_raise`` or more from one record to the next and the loss
         peaked (or became non-finite) at or after that step: the curve went
         wrong once the rate went up (warmups rise by small increments and
-        never qualify). Severity error when diverged
+        never qualify). It also fires when the curve is unstable because its
+        validation loss jumps while the steps of the second half are large
+        (``kind: val_jumps`` with the curve's ``late_update_ratio``: the
+        curve's own measurement, see its entry). Severity error when diverged
         (the run is broken), warning when unstable. Without update norms
         or weight norms it is skipped: an unstable curve alone does not say
         that the steps were too large.
@@ -121,7 +124,10 @@ class LearningRateTooHigh(Detector):
         peak = max((q for q in quarters if np.isfinite(q)), default=float("nan"))
         worst = int(np.nanargmax(per_module))
         one_layer = float(per_module[worst]) >= self.min_window_ratio
-        if not (median_ratio > self.min_update_ratio or peak >= self.min_window_ratio or one_layer):
+        # The curve already measured the late steps when they explain its validation jumps: one rule, read.
+        ev = ctx.curve.evidence if ctx.curve is not None else {}
+        late = ev.get("late_update_ratio") if ev.get("kind") == "val_jumps" else None
+        if not (median_ratio > self.min_update_ratio or peak >= self.min_window_ratio or one_layer or late):
             return [] if raised is None else [self._raise_finding(label, raised)]
         top = np.argsort(-np.nan_to_num(per_module, nan=-1.0))[:20]
         big = {m for m, r in zip(modules.modules, per_module, strict=True) if r > self.min_update_ratio}
@@ -133,9 +139,13 @@ class LearningRateTooHigh(Detector):
         elif peak >= self.min_window_ratio:
             how = (f"by{bound} {peak:.1%} of their norm in one quarter of the run (>= {self.min_window_ratio:g}; "
                    f"median over the run {median_ratio:.2g})")
-        else:
+        elif one_layer:
             how = (f"of module {modules.modules[worst]} by{bound} {per_module[worst]:.1%} of their norm at the median "
                    f"step (>= {self.min_window_ratio:g}; median over modules {median_ratio:.2g})")
+        else:
+            how = (f"by{bound} {late:.1%} of their norm in the second half of the run, while the validation loss "
+                   f"jumps between evaluations (module {ev.get('late_largest_module')}: "
+                   f"{ev.get('late_largest_module_ratio', 0.0):.1%}; median over the run {median_ratio:.2g})")
         lr = sig.lr
         return [self.finding(
             f"the loss is {label} and each step changes the weights {how}",

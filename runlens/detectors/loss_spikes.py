@@ -74,7 +74,7 @@ class LossSpikes(Detector):
         (0.05). max_width: longest spike in steps (10). recovery: steps
         within which the loss must come back (20). min_spikes: spikes needed
         to fire (1). min_points: finite losses below which the short-log
-        test is used (50). short_points: finite losses needed at all (5).
+        test is used (50). short_points: finite losses needed at all (4).
         short_ratio: how many times its neighbours a spike in a short log
         must be (3.0).
     """
@@ -89,12 +89,12 @@ class LossSpikes(Detector):
         "min_rise": Interval(float, 0, None), "min_progress": Interval(float, 0, None),
         "max_width": Interval(int, 1, None), "recovery": Interval(int, 1, None),
         "min_spikes": Interval(int, 1, None), "min_points": Interval(int, 20, None),
-        "short_points": Interval(int, 5, "min_points"), "short_ratio": Interval(float, 1, None),
+        "short_points": Interval(int, 4, "min_points"), "short_ratio": Interval(float, 1, None),
     }
 
     def __init__(self, *, z_min: float = 6.0, tail_factor: float = 3.6, min_rise: float = 0.25,
                  min_progress: float = 0.05, max_width: int = 10, recovery: int = 20, min_spikes: int = 1,
-                 min_points: int = 50, short_points: int = 5, short_ratio: float = 3.0) -> None:
+                 min_points: int = 50, short_points: int = 4, short_ratio: float = 3.0) -> None:
         self.z_min = z_min
         self.tail_factor = tail_factor
         self.min_rise = min_rise
@@ -132,7 +132,7 @@ class LossSpikes(Detector):
             "z_min": self.z_min,
         }
         if short:
-            evidence.update(short_log=True, points=int(x.size), min_ratio=self.short_ratio)
+            evidence.update(short_log=True, points=int(x.size), n_points=int(x.size), min_ratio=self.short_ratio)
         ratios = [s["value"] / s["level"] for s in spikes if s["level"] > 0]
         biggest = f"up to {max(ratios):.3g}x the running level, " if ratios else ""
         where = f" in a short log of {x.size} points" if short else ""
@@ -154,9 +154,16 @@ def short_spikes(x: np.ndarray, *, z_min: float, min_ratio: float) -> list[dict[
     pos = bool(np.all(x > 0))
     y = np.log(x) if pos else x
     n = y.size
-    ref = np.array([np.median(np.delete(y[max(0, i - 2):i + 3], min(i, 2))) for i in range(n)])
+    ref = _neighbour_medians(y, np.zeros(n, bool))
+    # With a handful of points a spike is one of its neighbours' few neighbours: its own
+    # height would inflate their references and the scale. Points already ``min_ratio`` above
+    # theirs are left out of every other point's reference and of the scale.
+    cand = (x / np.exp(ref) >= min_ratio) if pos else np.zeros(n, bool)
+    if cand.any() and not cand.all():
+        ref = _neighbour_medians(y, cand)
     resid = y - ref
-    scale = max(mad_sd(resid), 0.01 * np.log(10) if pos else 1e-12 + 1e-3 * float(np.ptp(y)))
+    rest = resid[~cand] if (~cand).sum() >= 2 else resid
+    scale = max(mad_sd(rest), 0.01 * np.log(10) if pos else 1e-12 + 1e-3 * float(np.ptp(y)))
     out = []
     for i in np.flatnonzero(resid / scale >= z_min):
         level = float(np.exp(ref[i])) if pos else float(ref[i])
@@ -166,4 +173,15 @@ def short_spikes(x: np.ndarray, *, z_min: float, min_ratio: float) -> list[dict[
         later = y[i + 1:]
         if ratio >= min_ratio and later.size and float(np.min(later[:3])) <= ref[i] + 0.5 * resid[i]:
             out.append({"index": int(i), "z": float(resid[i] / scale), "value": float(x[i]), "level": level})
+    return out
+
+
+def _neighbour_medians(y: np.ndarray, skip: np.ndarray) -> np.ndarray:
+    """Median of up to 2 neighbours each side of every point, the point itself and ``skip`` left out."""
+    out = np.empty(y.size)
+    for i in range(y.size):
+        idx = [j for j in range(max(0, i - 2), min(y.size, i + 3)) if j != i and not skip[j]]
+        if not idx:  # every neighbour skipped: fall back to all of them
+            idx = [j for j in range(max(0, i - 2), min(y.size, i + 3)) if j != i]
+        out[i] = np.median(y[idx])
     return out

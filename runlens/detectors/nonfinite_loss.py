@@ -54,7 +54,10 @@ class NonfiniteLoss(Detector):
         definition (a step a loss scaler skipped does not count). Without a
         non-finite loss: the first exactly-zero loss after positive ones
         fires when the global gradient norm at that step (or the next
-        recorded one) is NaN/Inf.
+        recorded one) is NaN/Inf. Else an events row of kind
+        ``nonfinite_loss`` (the writer's, or a log reader's from a warning
+        line while the printed loss stays finite) fires at its first step
+        (``cause: event``).
 
     What to try:
         Explosion: lower the learning rate or add warmup, clip gradients
@@ -82,7 +85,7 @@ class NonfiniteLoss(Detector):
     severity = "error"
     title = "Loss became NaN/Inf"
     needs = Needs(scalars=("loss", "grad_norm", "lr", "step_skipped", "loss_scale"),
-                  layers=("grad_norm",), events=("kind", "layer"), requires=("scalars.loss",))
+                  layers=("grad_norm",), events=("kind", "layer", "message"), requires=("scalars.loss",))
 
     constraints: ClassVar[dict[str, Interval]] = {
         "recent": Interval(int, 1, None), "baseline": Interval(int, 3, None),
@@ -100,7 +103,7 @@ class NonfiniteLoss(Detector):
         sig = ctx.signals_of(run)
         step = sig.first_nonfinite_step
         if step is None:
-            return self._masked(sig)
+            return self._masked(sig) or self._event(run, sig)
         logged, finite = sig.loss_logged, sig.loss
         evidence: dict[str, Any] = {
             "first_nonfinite_step": step,
@@ -132,6 +135,23 @@ class NonfiniteLoss(Detector):
         return [self.finding(f"Loss collapsed to exactly 0 at step {step:,} while the gradient norm became "
                              f"non-finite (step {hit['nonfinite_grad_step']:,}): a NaN masked as 0",
                              step=step, evidence=evidence, advice=_ADVICE["masked"])]
+
+    def _event(self, run: Run, sig: Signals) -> list[Finding]:
+        """The writer (or a log reader, from a warning line) reported a non-finite loss that the
+        logged loss does not show: the printed loss stays finite (averaged, or logged before the
+        NaN), but a step's loss was NaN/Inf all the same."""
+        steps, _ = sig.events("nonfinite_loss")
+        if steps.size == 0:
+            return []
+        step = int(steps.min())
+        ev = run.events
+        rows = [i for i, k in enumerate(ev.column("kind").to_pylist()) if k == "nonfinite_loss"]
+        msg = ev.column("message").to_pylist()[rows[0]] if "message" in ev.column_names else None
+        evidence = {"first_nonfinite_step": step, "cause": "event", "nonfinite_events": int(steps.size),
+                    "message": msg, "n_points": len(sig.loss)}
+        said = f" ({msg})" if msg else ""
+        return [self.finding(f"The log reports a non-finite loss at step {step:,}{said} while the logged loss stays "
+                             f"finite", step=step, evidence=evidence, advice=_ADVICE["unclear"])]
 
     def _precursor(self, sig: Signals, step: int, evidence: dict[str, Any]) -> str:
         loss_growth = self._growth(sig.loss.values, "loss", evidence)

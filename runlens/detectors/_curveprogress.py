@@ -1,0 +1,76 @@
+"""The curve verdict's progress checks: did the loss make progress, and the underfitting label.
+
+Progress is decided before noise (issue 20): a loss that never moved and
+jitters is underfitting, not unstable. A mixin of
+:class:`~runlens.detectors.curve.CurveClassifier`, which holds the
+parameters (``alpha``, ``alpha_strong``, ``min_drop``, ``step_ratio``,
+``chaos``) and documents the rules in its docstring.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from runlens.detectors import _curveshape as shape
+from runlens.detectors._updates import late_step_ratio, weight_collapse
+from runlens.diagnosis import CurveVerdict
+
+if TYPE_CHECKING:
+    from runlens.io.run import Run
+
+_ev = shape.curve_evidence
+
+
+class ProgressChecks:
+    """Whether the loss progressed, whether its jitter is chaos, and the underfitting verdict."""
+
+    alpha: float
+    alpha_strong: float
+    chaos: float
+    min_drop: float
+    step_ratio: float
+    def _progressed(self, f: dict[str, Any]) -> bool:
+        """Whether the loss made progress: a fall of ``min_drop`` of its start, along a
+        significant downward Mann-Kendall trend (``alpha``) of the whole curve; or a best level
+        ``min_drop`` below the start reached along a downward trend at ``alpha_strong`` (a loss
+        that fell and then jumped back or became noisy did progress first)."""
+        if f["relative_drop"] >= self.min_drop and f["progress"].p_decreasing < self.alpha:
+            return True
+        if (f["start_level"] - f["min_level"]) / f["scale"] < self.min_drop:
+            return False
+        return bool(f["fall_to_min_p"] < self.alpha_strong)
+
+    def _chaotic(self, f: dict[str, Any], sig) -> bool:
+        """Whether a loss that made no progress jitters from steps too large rather than from
+        minibatch noise around a loss that never moved (that is underfitting): the late update/weight
+        ratio above ``step_ratio`` when the log has step sizes, else a late spread of ``chaos`` of
+        its own level (a flat model's minibatch noise, even at batch size 4, stays well below)."""
+        ratio = late_step_ratio(sig) if sig is not None else None
+        if ratio is not None:
+            return ratio[0] > self.step_ratio
+        return f["late_spread"] >= self.chaos * abs(f["end_level"])
+
+    def _underfitting(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
+                      sig) -> CurveVerdict | None:
+        classes, source = shape.stated_classes(run)
+        chance = shape.chance_test(steps, x, classes, source)
+        if chance is not None:
+            k = chance["chance_classes"]
+            reason = (f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} classes (K from "
+                      f"{chance['chance_source']}): the model predicts the prior")
+            ev = _ev(f, **chance, step=int(steps[-max(5, x.size // 3)]))
+        elif not self._progressed(f):
+            p = f["progress"].p_decreasing
+            reason = (f"the loss barely moved: {f['relative_drop']:.1%} below its start {f['start_level']:.4g}"
+                      if f["relative_drop"] < self.min_drop else
+                      f"the loss made no significant progress: its {f['relative_drop']:.1%} fall is within its "
+                      f"noise (Kendall p={p:.2g})")
+            ev = _ev(f, kind="no_progress", step=int(steps[0]))
+        else:
+            return None
+        ratio, note = weight_collapse(sig, run.config)
+        if ratio is not None:
+            ev["weight_norm_ratio"] = ratio
+        return CurveVerdict("underfitting", reason + note, ev)

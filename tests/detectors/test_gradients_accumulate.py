@@ -1,0 +1,58 @@
+"""``gradients_accumulate``: a gradient norm growing with the steps since the last reset (missing zero_grad)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from loss_synth import healthy, make_run, noise
+from verdict_fixtures import TRUTH, analysed, codes
+
+from runlens.analysis import run_detector
+from runlens.detectors import Context
+from runlens.detectors.gradients_accumulate import GradientsAccumulate
+
+
+def found(run, det=None):
+    outcome, findings = run_detector(det or GradientsAccumulate(), run, Context())
+    assert outcome.state == "ran", outcome
+    return findings
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_norm_growing_with_the_steps_while_the_loss_stays_flat_fires(seed):
+    rng = np.random.default_rng(seed)
+    t = np.arange(1, 301)
+    g = 0.5 * t * np.exp(0.05 * rng.standard_normal(t.size))
+    (f,) = found(make_run(noise(300, seed, level=1.6, sd=0.05), scalars={"grad_norm": g}))
+    assert f.severity == "error" and f.evidence["r2"] > 0.9 and f.evidence["n_points"] == 300
+
+
+def test_a_sawtooth_cleared_once_per_epoch_fires_on_the_steps_since_each_reset():
+    rng = np.random.default_rng(0)
+    t = np.arange(400) % 50 + 1
+    g = 0.3 * t * np.exp(0.05 * rng.standard_normal(t.size))
+    (f,) = found(make_run(noise(400, 0, level=1.6, sd=0.05), scalars={"grad_norm": g}))
+    assert f.evidence["resets"] == 7
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_a_steady_norm_on_the_same_flat_loss(seed):
+    rng = np.random.default_rng(seed)
+    g = 0.5 * np.exp(0.2 * rng.standard_normal(300))
+    assert found(make_run(noise(300, seed, level=1.6, sd=0.05), scalars={"grad_norm": g})) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_a_norm_rising_threefold_while_a_healthy_loss_falls(seed):
+    # Healthy runs do see their gradient norm rise (warmup, sharpening): the loss improves, and the
+    # rise is no power law of the steps from the first step on.
+    rng = np.random.default_rng(seed)
+    g = (1 + 2 * np.linspace(0, 1, 2000)) * np.exp(0.2 * rng.standard_normal(2000))
+    assert found(make_run(healthy(2000, seed), scalars={"grad_norm": g})) == []
+
+
+def test_recorded_run_without_zero_grad_fires_and_its_twin_does_not():
+    assert TRUTH["zero_grad_missing"]["label"] == "gradients_accumulate"
+    assert TRUTH["zero_grad_ok"]["label"] == "healthy_gradients"
+    assert "gradients_accumulate" in codes(analysed("zero_grad_missing"), "error")
+    assert "gradients_accumulate" not in codes(analysed("zero_grad_ok"))
