@@ -215,7 +215,7 @@ def error_record(path: str, message: str, code: str = "unreadable_run", *,
     """
     title = ("the run could not be read: " if code == "unreadable_run"
              else "the analysis failed on this run: ") + message
-    advice = ("Check run.json and the table folders with `check-runlog`; a run written by a newer "
+    advice = ("Check run.json and the table folders with `runlens validate RUN`; a run written by a newer "
               "runlens needs a newer reader." if code == "unreadable_run" else
               "This is a runlens bug: please report it with the run attached.")
     evidence = {"error": message} if exception is None else {"error": message, "exception": exception}

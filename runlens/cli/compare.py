@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from runlens.cli.common import color_option, fail_on_option, use_color
+from runlens.cli.common import color_option, fail_on_option, refuse_both, use_color, verbosity_options
 from runlens.errors import UsageError
 
 
@@ -23,9 +23,10 @@ from runlens.errors import UsageError
               show_default=True, help="text for a terminal, json, md (a PR comment) or html")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout")
 @fail_on_option("regression")
+@verbosity_options
 @color_option
 def compare(run: str, baseline_arg: str | None, baseline_opt: str | None, fmt: str, output: str | None,
-            fail_on: str, color: str) -> None:
+            fail_on: str, color: str, quiet: bool = False, verbose: bool = False) -> None:
     """Compare the run RUN with the run BASELINE, aligned by step.
 
     Says where RUN is worse beyond run-to-run noise (final loss, validation
@@ -46,13 +47,24 @@ def compare(run: str, baseline_arg: str | None, baseline_opt: str | None, fmt: s
     from runlens.render.compare_render import RENDERERS
     from runlens.render.output import check_target, write_text
 
+    refuse_both(quiet, verbose)
     if output:
         check_target(output)
     result = compare_runs(run, baseline)
+    if result.shared_steps == 0:
+        raise UsageError(f"{run} and {baseline} share no logged training step: there is nothing to "
+                         "compare (compare aligns the runs by step)")
     painted = fmt == "text" and not output and use_color(color)
-    text = RENDERERS[fmt](result, color=True) if painted else RENDERERS[fmt](result)
+    if fmt == "text":
+        text = RENDERERS[fmt](result, color=painted, quiet=quiet, verbose=verbose)
+    else:
+        text = RENDERERS[fmt](result)
     if output:
         write_text(output, text)
+        if not quiet:  # the file holds the comparison; the terminal gets what was found
+            from runlens.render.compare_render import verdict_line
+
+            click.echo(f"runlens: {verdict_line(result)}; written to {output}", err=True)
     else:
         click.echo(text, nl=False, color=painted or None)
     sys.exit(1 if result.reaches(fail_on) else 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
@@ -68,7 +69,10 @@ def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **giv
                          f"{kind} importer; it takes: "
                          f"{', '.join('--' + k.replace('_', '-') for k in _TAKES[kind]) or 'no options'}")
     if dry_run:
-        click.echo(describe(read(kind, source, **options), kind, source), nl=False)
+        imported = read(kind, source, **options)
+        if out_run is not None:
+            refuse_target(out_run)  # --dry-run exits as the import would: 2 where it would be refused
+        click.echo(describe(imported, kind, source), nl=False)
         return
     if out_run is None:
         raise UsageError("OUT_RUN is missing: where to write the run (or pass --dry-run)")
@@ -84,6 +88,26 @@ def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **giv
     click.echo(f"imported {source} ({kind}) into {path}")
     for line in warnings:
         click.echo(f"  note: {line}")
+
+
+def refuse_target(out_run: str) -> None:
+    """What the import would refuse about OUT_RUN, checked without writing anything."""
+    from pathlib import Path
+
+    from runlens.errors import UsageError
+
+    target = Path(out_run)
+    if (target / "run.json").exists():
+        raise UsageError(f"{out_run} already holds a run; choose a new OUT_RUN directory")
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{out_run}: exists and is not a folder; give a new run directory")
+    for folder in (target, *target.parents):
+        if (folder / "run.json").is_file() and folder != target:
+            raise UsageError(f"{out_run}: inside the run {folder}; give a folder outside any run")
+        if folder.exists():
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise UsageError(f"{out_run}: cannot write in {folder} (permission denied)")
+            break
 
 
 def describe(imp, kind: str, source: str) -> str:

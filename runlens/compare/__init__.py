@@ -18,7 +18,11 @@ recipe, another seed) stays quiet and a real regression does not:
   of its improvement; slower when the run needs ``slow_ratio`` times as
   many steps, or never gets there.
 - **new non-finite values**: a NaN/Inf loss (or gradient norm on a step
-  that was not skipped by a loss scaler) that the baseline never had.
+  that was not skipped by a loss scaler) that the baseline never had, read
+  as ``analyze`` reads them (``runlens.signals``: a null is not logged).
+- **an improvement is not a regression**: the same level test the other
+  way marks a run whose loss ends lower beyond noise; its gradient shift is
+  then ``info``, a change.
 - **new spikes**: loss spikes (robust z-score above ``spike_z`` against a
   rolling median) counted in both runs; a one-sided binomial test on the
   counts given each run's number of steps.
@@ -65,7 +69,8 @@ def compare_runs(run: Run | str | os.PathLike[str], baseline: Run | str | os.Pat
         parts["loss"] = check_levels(run, baseline, "scalars", "loss", th)
         parts["val_loss"] = check_levels(run, baseline, "evals", "val_loss", th)
         parts["convergence"] = check_convergence(run, baseline, th, notes)
-    parts["run_nonfinite_step"], parts["baseline_nonfinite_step"] = check_nonfinite(run, baseline)
+    parts.update(check_nonfinite(run, baseline))
+    parts["run_numbers"], parts["baseline_numbers"] = _numbers(run), _numbers(baseline)
     if parts.get("loss") is None and len(shared) >= th.min_shared_steps:
         notes.append("final loss not compared: too few finite values in the last window of either run")
     parts["spikes"] = check_spikes(run, baseline, th)
@@ -90,6 +95,13 @@ def _linked(finding: Finding, changes: tuple[ConfigChange, ...]) -> Finding:
     said = "; ".join(c.describe() for c in hits[:4])
     return replace(finding, evidence={**finding.evidence, "config_changes": [c.describe() for c in hits]},
                    advice=f"The config changed against the baseline ({said}): start there. {finding.advice}")
+
+
+def _numbers(run: Run) -> dict[str, Any]:
+    from runlens.signals import signals_of
+    from runlens.summary import run_numbers
+
+    return run_numbers(signals_of(run), run)
 
 
 def _as_run(x: Run | str | os.PathLike[str]) -> Run:

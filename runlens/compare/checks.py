@@ -69,9 +69,12 @@ def check_levels(run: Run, base: Run, table: str, column: str, th: Thresholds) -
         # Exact Mann-Whitney from 5 points a side (p can reach 0.004); below that, Welch's t.
         if len(a) >= 5 and len(b) >= 5:
             test, p = "mann-whitney", float(mw.pvalue)
+            p_less = float(sps.mannwhitneyu(a, b, alternative="less").pvalue)
         else:
             test, p = "welch", float(sps.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue)
+            p_less = float(sps.ttest_ind(a, b, equal_var=False, alternative="less").pvalue)
     p = 1.0 if not np.isfinite(p) else p
+    p_less = 1.0 if not np.isfinite(p_less) else p_less
     delta = cliffs_delta(float(mw.statistic), len(a), len(b))
     ra, rb = float(np.median(a)), float(np.median(b))
     change = (ra - rb) / abs(rb) if rb != 0 else (np.inf if ra > rb else 0.0)
@@ -79,9 +82,10 @@ def check_levels(run: Run, base: Run, table: str, column: str, th: Thresholds) -
     big_enough = change >= th.min_change and (improvement is None
                                                or ra - rb >= th.min_range_change * improvement)
     worse = bool(p < th.alpha and delta >= th.min_effect and big_enough)
+    better = bool(p_less < th.alpha and delta <= -th.min_effect and -change >= th.min_change)
     return LevelTest(metric=column, run_median=ra, baseline_median=rb, relative_change=float(change),
                      test=test, p_value=p, effect_size=float(delta), n_run=len(a), n_baseline=len(b),
-                     first_step=int(used.min()), last_step=int(used.max()), worse=worse)
+                     first_step=int(used.min()), last_step=int(used.max()), worse=worse, better=better)
 
 
 def _tail(mask: np.ndarray, th: Thresholds) -> np.ndarray:
@@ -130,26 +134,24 @@ def check_convergence(run: Run, base: Run, th: Thresholds, notes: list[str]) -> 
                        run_step=r_step, ratio=ratio, slower=slower)
 
 
-def _first_nonfinite(run: Run) -> int | None:
-    """First step with a NaN/Inf loss, or a NaN/Inf gradient norm on a step not skipped."""
-    steps = run.steps("scalars")
-    bad = np.zeros(len(steps), bool)
-    loss = run.column("scalars", "loss")
-    if loss is not None:
-        bad |= ~np.isfinite(loss)
-    grad = run.column("scalars", "grad_norm")
-    if grad is not None:
-        # null means "no parameter had a gradient", which is not a non-finite value.
-        null = run.scalars.column("grad_norm").is_null().to_numpy(zero_copy_only=False)
-        skipped = run.column("scalars", "step_skipped")
-        # A loss scaler skipping a step over Inf gradients is normal mixed precision.
-        was_skipped = np.zeros(len(steps), bool) if skipped is None else np.nan_to_num(skipped) > 0
-        bad |= ~np.isfinite(grad) & ~null & ~was_skipped
-    return int(steps[np.argmax(bad)]) if bad.any() else None
+def first_nonfinite(run: Run) -> tuple[int | None, int | None]:
+    """``(loss step, gradient step)``: the first counted NaN/Inf training loss and the first
+    NaN/Inf gradient norm on a step the optimizer took, read from the run's signals (the reading
+    ``analyze`` uses: a null is not logged, not NaN; a scaler-skipped step is mixed precision
+    working as designed)."""
+    from runlens.signals import signals_of
+
+    sig = signals_of(run)
+    grad = sig.grad_norm
+    bad = None if grad is None else np.flatnonzero(~np.isfinite(grad.values))
+    grad_step = int(grad.steps[bad[0]]) if bad is not None and len(bad) else None
+    return sig.first_nonfinite_step, grad_step
 
 
-def check_nonfinite(run: Run, base: Run) -> tuple[int | None, int | None]:
-    return _first_nonfinite(run), _first_nonfinite(base)
+def check_nonfinite(run: Run, base: Run) -> dict[str, int | None]:
+    (r_loss, r_grad), (b_loss, b_grad) = first_nonfinite(run), first_nonfinite(base)
+    return {"run_nonfinite_step": r_loss, "baseline_nonfinite_step": b_loss,
+            "run_nonfinite_grad_step": r_grad, "baseline_nonfinite_grad_step": b_grad}
 
 
 def check_spikes(run: Run, base: Run, th: Thresholds) -> SpikeTest | None:
@@ -215,13 +217,9 @@ def findings_for(c: Comparison) -> list[Finding]:
                   f"({conv.fraction:.0%} of its improvement) at step {conv.baseline_step:,}, this run {got}",
             evidence={**_fields(conv), "slow_ratio": th.slow_ratio},
             advice=advice("baseline_slower_convergence")))
-    if c.run_nonfinite_step is not None and c.baseline_nonfinite_step is None:
-        out.append(Finding(
-            code="baseline_new_nonfinite", severity="error", step=c.run_nonfinite_step,
-            title=f"non-finite loss or gradient norm from step {c.run_nonfinite_step:,}; "
-                  "the baseline never had one",
-            evidence={"run_step": c.run_nonfinite_step, "baseline_step": None},
-            advice=advice("baseline_new_nonfinite")))
+    new = _new_nonfinite(c)
+    if new is not None:
+        out.append(new)
     sp = c.spikes
     if sp is not None and sp.more:
         out.append(Finding(
@@ -232,16 +230,43 @@ def findings_for(c: Comparison) -> list[Finding]:
             advice=advice("baseline_new_spikes")))
     if c.gradient_shifts:
         top = c.gradient_shifts[0]
+        # A run whose loss ends lower than its baseline's beyond noise has changed, not regressed.
+        better = _improved(c)
         out.append(Finding(
-            code="baseline_gradient_shift", severity="warning",
+            code="baseline_gradient_shift", severity="info" if better else "warning",
             layers=[g.layer for g in c.gradient_shifts],
             title=f"gradient norms moved by {th.gradient_orders:g}+ orders of magnitude in "
                   f"{len(c.gradient_shifts)} layer(s); largest: {top.layer} "
-                  f"{top.run_median:.3g} vs {top.baseline_median:.3g} (10^{top.log10_ratio:+.1f})",
+                  f"{top.run_median:.3g} vs {top.baseline_median:.3g} (10^{top.log10_ratio:+.1f})"
+                  + ("; the run's loss is lower than the baseline's: a change, not a regression"
+                     if better else ""),
             evidence={"log10_ratio": {g.layer: g.log10_ratio for g in c.gradient_shifts[:20]},
                       "gradient_orders": th.gradient_orders},
             advice=advice("baseline_gradient_shift")))
     return out
+
+
+def _improved(c: Comparison) -> bool:
+    levels = [lv for lv in (c.loss, c.val_loss) if lv is not None]
+    return any(lv.better for lv in levels) and not any(lv.worse for lv in levels)
+
+
+def _new_nonfinite(c: Comparison) -> Finding | None:
+    """NaN/Inf in the run's loss or gradient norm where the baseline's stayed finite."""
+    loss = c.run_nonfinite_step if c.baseline_nonfinite_step is None else None
+    grad = c.run_nonfinite_grad_step if c.baseline_nonfinite_grad_step is None else None
+    if loss is None and grad is None:
+        return None
+    said = "; ".join(x for x in (
+        f"the loss became NaN/Inf at step {loss:,}" if loss is not None else "",
+        f"the gradient norm at step {grad:,}" if grad is not None else "") if x)
+    return Finding(
+        code="baseline_new_nonfinite", severity="error", step=min(s for s in (loss, grad) if s is not None),
+        title=f"{said}; the baseline's stayed finite",
+        evidence={"run_loss_step": loss, "run_grad_step": grad,
+                  "baseline_loss_step": c.baseline_nonfinite_step,
+                  "baseline_grad_step": c.baseline_nonfinite_grad_step},
+        advice=advice("baseline_new_nonfinite"))
 
 
 def _level_finding(level: LevelTest, th: Thresholds) -> Finding:

@@ -4,6 +4,7 @@ statistics its checks share; the checks themselves are in ``checks.py``, the ent
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,7 @@ from runlens.diagnosis import Finding, jsonable, reaches, worst
 from runlens.stats.robust import MAD_TO_SD, rolling_median, runs_of
 
 #: What a comparison reads (the loader projects on it).
-COLUMNS = {"scalars": ["loss", "grad_norm", "step_skipped"], "evals": ["val_loss"],
+COLUMNS = {"scalars": ["loss", "grad_norm", "step_skipped", "loss_scale", "time"], "evals": ["val_loss"],
            "layers": ["grad_norm"]}
 
 
@@ -53,6 +54,7 @@ class LevelTest:
     first_step: int
     last_step: int
     worse: bool
+    better: bool = False  # lower than the baseline's beyond noise (the same test, the other way)
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,13 @@ class Comparison:
     loss: LevelTest | None = None
     val_loss: LevelTest | None = None
     convergence: Convergence | None = None
-    run_nonfinite_step: int | None = None
+    run_nonfinite_step: int | None = None  # the first non-finite training loss (a key number)
     baseline_nonfinite_step: int | None = None
+    run_nonfinite_grad_step: int | None = None  # the first non-finite gradient norm on a step taken
+    baseline_nonfinite_grad_step: int | None = None
+    #: Each run's key numbers (``runlens.summary.run_numbers``): the numbers every command shows.
+    run_numbers: Mapping[str, Any] = field(default_factory=dict)
+    baseline_numbers: Mapping[str, Any] = field(default_factory=dict)
     spikes: SpikeTest | None = None
     gradient_shifts: tuple[GradientShift, ...] = ()
     findings: tuple[Finding, ...] = ()
@@ -121,7 +128,10 @@ class Comparison:
             "loss": obj(self.loss), "val_loss": obj(self.val_loss),
             "convergence": obj(self.convergence),
             "nonfinite": {"run_step": self.run_nonfinite_step,
-                          "baseline_step": self.baseline_nonfinite_step},
+                          "baseline_step": self.baseline_nonfinite_step,
+                          "run_grad_step": self.run_nonfinite_grad_step,
+                          "baseline_grad_step": self.baseline_nonfinite_grad_step},
+            "key_numbers": {"run": dict(self.run_numbers), "baseline": dict(self.baseline_numbers)},
             "spikes": obj(self.spikes),
             "gradient_shifts": [obj(g) for g in self.gradient_shifts],
             "findings": [f.to_dict() for f in self.findings], "notes": list(self.notes),

@@ -171,7 +171,8 @@ def read_console(path: Path, *, logging_steps: int | None = None) -> Imported:
         warnings.append(f"{beyond} log dicts at a step beyond what a 64-bit integer holds: skipped")
     if from_bar < n_train:
         how = (f"logging_steps={logging_steps}" if logging_steps else
-               "logging_steps unknown: step = index of the log line (pass logging_steps to fix)")
+               "logging_steps unknown: step = index of the log line (to fix: runlens import hf LOG OUT_RUN "
+               "--logging-steps N, then analyze OUT_RUN)")
         warnings.append(f"console lines carry no step; {how}; eval lines take the step of the log line before")
     config = {"step_convention": "HF global_step N is step N-1 (0-based optimizer steps)"}
     if logging_steps:
