@@ -35,6 +35,10 @@ MAX_JSON_BYTES = 64 << 20
 #: 2,000,000); the footer's count is checked before decoding, and a part claiming more is
 #: skipped (loader) or a violation (validate).
 MAX_PART_ROWS = 20_000_000
+#: Columns of one part at most (a scalars part with one column per class of a 1,000-class
+#: model has 1,000): Arrow's decoding costs about 0.1 ms per column and per part, so a part of
+#: 150,000 columns would take minutes; it is skipped with a warning, its schema alone read.
+MAX_PART_COLUMNS = 10_000
 #: Rows read into one table at most (ten times the engine's 10^7-row benchmark); past it the
 #: run is refused in one line rather than read until memory runs out.
 MAX_TABLE_ROWS = 100_000_000

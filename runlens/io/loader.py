@@ -58,7 +58,7 @@ import pyarrow.parquet as pq
 from recorders import _merge
 from recorders import format as fmt
 from runlens.errors import RunFormatError, RunlensError, UsageError
-from runlens.io.bounded import MAX_PART_ROWS, MAX_TABLE_ROWS, is_regular, special_kind
+from runlens.io.bounded import MAX_PART_COLUMNS, MAX_PART_ROWS, MAX_TABLE_ROWS, is_regular, special_kind
 from runlens.io.layer_order import layer_depth, layer_order
 from runlens.io.run import Run
 from runlens.io.runmeta import derive_status, one_line, read_meta
@@ -218,6 +218,10 @@ def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
     try:
         with _source(part.path) as src, pq.ParquetFile(src) as pf:
             names = pf.schema_arrow.names
+            if len(names) > MAX_PART_COLUMNS:
+                warnings.append(f"skipped {rel}: {len(names):,} columns, more than the {MAX_PART_COLUMNS:,} "
+                                "runlens reads from one part")
+                return None
             missing = [c for c in fmt.REQUIRED[table] if c not in names]
             if missing:
                 warnings.append(f"skipped {rel}: lacks required column(s) {', '.join(missing)}")
@@ -235,7 +239,8 @@ def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
                 warnings.append(f"skipped {rel}: {rows:,} rows, more than the {MAX_PART_ROWS:,} "
                                 "runlens decodes from one part")
                 return None
-            data = pf.read(columns=names if want is None else _matching(want, names))
+            # None, not the list of names: Arrow resolves each name it is given with a scan.
+            data = pf.read(columns=None if want is None else _matching(want, names))
         data = _normalise(data, table)
     except FileNotFoundError as exc:
         if strict:

@@ -34,7 +34,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from runlens.io.bounded import MAX_JSON_BYTES, MAX_PART_ROWS, loads_json, read_regular, special_kind
+from runlens.io.bounded import (
+    MAX_JSON_BYTES,
+    MAX_PART_COLUMNS,
+    MAX_PART_ROWS,
+    loads_json,
+    read_regular,
+    special_kind,
+)
 
 RULES = {
     "layout": "a run is a directory holding run.json",
@@ -318,9 +325,11 @@ def _bounded_part(path: Path, read_part):
     if kind is not None:
         raise _Refused(f"it is {kind}, not a regular file")
     with open_input(path) as f:
-        rows = pq.ParquetFile(f).metadata.num_rows
-    if rows > MAX_PART_ROWS:
-        raise _Refused(f"its footer claims {rows:,} rows, more than the {MAX_PART_ROWS:,} a reader decodes")
+        meta = pq.ParquetFile(f).metadata
+    if meta.num_rows > MAX_PART_ROWS:
+        raise _Refused(f"its footer claims {meta.num_rows:,} rows, more than the {MAX_PART_ROWS:,} a reader decodes")
+    if meta.num_columns > MAX_PART_COLUMNS:
+        raise _Refused(f"{meta.num_columns:,} columns, more than the {MAX_PART_COLUMNS:,} a reader reads")
     return read_part(path)
 
 

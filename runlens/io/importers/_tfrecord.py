@@ -65,7 +65,7 @@ class ScalarChunks:
         if not self.parts:
             return {}
         ids, steps, walls, values = (np.concatenate(c) for c in zip(*self.parts, strict=True))
-        order = np.argsort(ids, kind="stable")  # radix sort on int16 ids: linear time
+        order = np.argsort(ids, kind="stable")
         bounds = np.searchsorted(ids[order], np.arange(len(self.tags) + 1))
         out = {}
         for i, tag in enumerate(self.tags):
@@ -157,7 +157,7 @@ def _decode_scalars(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, ou
     if len(fast):
         walls = _gather(buf, d0[fast] + 1, 8).copy().view("<f8").ravel()
         values = _gather(buf, p5[fast] + 1, 4).copy().view("<f4").ravel()
-        ids = np.empty(len(fast), dtype=np.int16)
+        ids = np.empty(len(fast), dtype=np.int32)  # int16 overflowed past 32,767 tags (exit 3)
         tl = tlen[fast]
         for width in np.unique(tl):  # tags of one length at a time: fixed-size binary, hashed in C
             sel = np.flatnonzero(tl == width)
@@ -165,7 +165,7 @@ def _decode_scalars(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, ou
             tags = pa.FixedSizeBinaryArray.from_buffers(pa.binary(int(width)), len(sel),
                                                         [None, pa.py_buffer(rows)])
             enc = pc.dictionary_encode(tags)
-            remap = np.array([out.tag_id(t.as_py()) for t in enc.dictionary], dtype=np.int16)
+            remap = np.array([out.tag_id(t.as_py()) for t in enc.dictionary], dtype=np.int32)
             ids[sel] = remap[enc.indices.to_numpy(zero_copy_only=False)]
         out.parts.append((ids, step[fast], walls, values))
     return np.flatnonzero(~ok)
