@@ -48,7 +48,8 @@ def render_markdown(diagnosis: Any, max_chars: int = MAX_CHARS, *, docs_base: st
     if max_chars < _MIN_CHARS:
         raise ValueError(f"max_chars must be >= {_MIN_CHARS}, got {max_chars}")
     view = build_view(diagnosis, docs_base=docs_base)
-    return _fit(_sections(view, docs_base), max_chars, _macros())
+    status = getattr(diagnosis, "status_text", None) or view.status  # never a bare "finished" on a failure
+    return _fit(_sections(view, docs_base, status), max_chars, _macros())
 
 
 def marker(run_id: str) -> str:
@@ -57,9 +58,9 @@ def marker(run_id: str) -> str:
 
 
 # -- sections ---------------------------------------------------------------
-def _sections(v: ReportView, docs_base: str) -> list[_Section]:
+def _sections(v: ReportView, docs_base: str, status: str = "") -> list[_Section]:
     m = _macros()
-    out = [_Section("verdict", _KEEP + 2, m.header(v, marker(v.run_id), ICONS))]
+    out = [_Section("verdict", _KEEP + 2, m.header(v, marker(v.run_id), ICONS, status or v.status))]
     if v.findings:
         out.append(_Section("findings table", _KEEP + 1, m.findings_table(v, ICONS)))
     else:
