@@ -23,10 +23,10 @@ def codes(d) -> set[str]:
 
 def test_detectron2_metrics_json_is_jsonl_with_total_loss(tmp_path):
     path = logmaker.detectron2(tmp_path)
-    assert detect_kind(path) == "jsonl"
+    assert detect_kind(path) == "table"
     imp = read("jsonl", path)
-    assert imp.config["import_fields"]["loss"] == "total_loss" and imp.train["loss"].steps[0] == 19
-    assert "loss_cls" in imp.train and "data_time" not in imp.train
+    assert imp.config["import_roles"]["loss"]["columns"] == ["total_loss"] and imp.train["loss"].steps[0] == 19
+    assert "loss_cls" in imp.train  # a part beside its total stays a user scalar
     assert "nonfinite_loss" in codes(analyze(str(path)))
     over = read("jsonl", path, loss="loss_cls")
     assert all(v == 0.5 for v in over.train["loss"].values)
@@ -34,7 +34,7 @@ def test_detectron2_metrics_json_is_jsonl_with_total_loss(tmp_path):
 
 def test_mmdet_log_json_counts_iters_across_epochs_and_reads_val(tmp_path):
     path = logmaker.mmdet_json(tmp_path)
-    assert detect_kind(path) == "jsonl"
+    assert detect_kind(path) == "table"
     imp = read("jsonl", path)
     assert list(imp.train["loss"].steps[:4]) == [50, 100, 150, 200]
     assert list(imp.evals["val_loss"].steps[:2]) == [100, 200]  # at the last training step
@@ -42,7 +42,7 @@ def test_mmdet_log_json_counts_iters_across_epochs_and_reads_val(tmp_path):
 
 def test_trainer_state_under_any_name_with_several_eval_sets(tmp_path, check_runlog):
     path = logmaker.trainer_state(tmp_path, "__init__.py", sets=("wiki", "code"))
-    assert detect_kind(path) == "hf"
+    assert detect_kind(path) == "table"
     from runlens.io.loader import load_run
 
     cols = load_run(str(path)).evals.column_names
@@ -54,7 +54,7 @@ def test_trainer_state_under_any_name_with_several_eval_sets(tmp_path, check_run
 
 def test_keras_csvlogger_without_extension_overfits(tmp_path):
     path = logmaker.keras_csv(tmp_path)
-    assert detect_kind(path) == "csv"
+    assert detect_kind(path) == "table"
     assert analyze(str(path)).curve.label == "overfitting"
 
 
@@ -100,9 +100,9 @@ def test_sniffing_reads_content_not_names(tmp_path):
     (tmp_path / "a.csv").write_text("step: 1 loss: 2.0\nstep: 2 loss: 1.5\nstep: 3 loss: 1.2\n")
     assert detect_kind(tmp_path / "a.csv") == "text"
     (tmp_path / "b.txt").write_text("epoch,step,train_loss,val_loss\n0,0,1.0,\n0,1,0.9,\n0,1,,1.2\n")
-    assert detect_kind(tmp_path / "b.txt") == "lightning-csv"
+    assert detect_kind(tmp_path / "b.txt") == "table"
     (tmp_path / "c.log").write_text('{"iteration": 1, "loss": 2}\n{"iteration": 2, "loss": 1}\n')
-    assert detect_kind(tmp_path / "c.log") == "jsonl"
+    assert detect_kind(tmp_path / "c.log") == "table"
     pytest.importorskip("tensorboard")
     tb = logmaker.tfevents(tmp_path)
     renamed = tmp_path / "renamed.bin"

@@ -85,7 +85,7 @@ def test_keras_csv_uses_the_row_index_and_keeps_nan(tmp_path):
     assert s.column("step").to_pylist() == list(range(len(rows)))
     assert math.isnan(s.column("loss")[0].as_py())
     assert "val_accuracy" in e.column_names and "accuracy" in s.column_names
-    assert meta(run)["config"]["import_columns"]["step"].startswith("row index")
+    assert meta(run)["config"]["index_kind"] == "row"  # Keras writes no epoch column: the row is the index
     assert curve(run) == "diverged"
 
 
@@ -177,12 +177,12 @@ def test_detect_kind(tmp_path):
     assert detect_kind(tmp_path / "tb") == "tensorboard"
     assert detect_kind(REAL / "modded-nanogpt" / "records" / "track_1_short" / "2024-10-13_llmc" / "main.log") == "text"
     assert detect_kind(HF_CONSOLE[0]) == "hf"
-    assert detect_kind(KERAS[0]) == "csv"
+    assert detect_kind(KERAS[0]) == "table"
     assert detect_kind(REAL / "README.md") is None
     (tmp_path / "v0").mkdir()
     (tmp_path / "v0" / "metrics.csv").write_text("epoch,step,train_loss\n0,0,1.0\n")
-    assert detect_kind(tmp_path / "v0") == "lightning-csv"
-    assert detect_kind(tmp_path / "v0" / "metrics.csv") == "lightning-csv"
+    assert detect_kind(tmp_path / "v0") == "table"
+    assert detect_kind(tmp_path / "v0" / "metrics.csv") == "table"
     (tmp_path / "v0" / "run.json").write_text("{}")
     assert detect_kind(tmp_path / "v0") is None
 
@@ -213,8 +213,8 @@ def test_kinds_are_the_documented_ones():
     page = (Path(__file__).resolve().parents[2] / "docs" / "integrations" / "importers.md").read_text()
     table = page[page.index("| KIND | SOURCE | notes |"):].split("\n\n", 1)[0]
     documented = set(re.findall(r"^\| `([a-z-]+)` \|", table, re.MULTILINE))
-    assert set(KINDS) == documented == {"tensorboard", "lightning-csv", "hf", "csv", "text", "jsonl", "mlflow",
-                                        "wandb", "markdown"}
+    assert set(KINDS) == documented == {"table", "tensorboard", "lightning-csv", "hf", "csv", "text", "jsonl",
+                                        "mlflow", "wandb", "markdown"}
 
 
 def test_generic_step_lines(tmp_path, check_runlog):

@@ -22,9 +22,10 @@ import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import bounded_steps
-from runlens.io.importers._common import Imported, Series, parse_float, require_file
+from runlens.io.importers._common import Imported, Series, require_file
 from runlens.io.importers._names import Mapper, is_step_key, map_name, normalise
 from runlens.io.importers.text import check_text_file
+from runlens.io.reader.values import parse
 
 _ROW = re.compile(r"^\s*\|(.*)\|\s*$")
 _RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -75,7 +76,7 @@ def cell_value(text: str):
     c = _MARKUP.sub("", text).strip()
     if c.lower() in _MISSING:
         return None
-    v = parse_float(c.replace(",", ""))
+    v = parse(c.replace(",", ""))  # every spelling of NaN/Inf is a value (nanxxx, 1.#QNAN, tensor(nan))
     return WORDS if v is None else v
 
 

@@ -34,11 +34,12 @@ def from_table(table: Table, source: Path, *, loss: str | None = None, val_loss:
         roles = infer(table, loss=loss, val_loss=val_loss, step=step, named=named)
     except KeyError as exc:
         names = ", ".join(table.names[:20]) + (" ..." if len(table.names) > 20 else "")
-        raise ImportFailedError(f"{source}: no column {exc.args[0]!r} (columns: {names})") from None
+        role, column = exc.args
+        raise ImportFailedError(f"{source}: no {role} column {column!r} (columns: {names})") from None
     if not signal_roles(roles):
         names = ", ".join(table.names[:12]) + (" ..." if len(table.names) > 12 else "")
-        raise ImportFailedError(f"{source}: a {table.shape} table of {table.n} rows with no loss, validation "
-                                f"loss or gradient norm among its columns ({names or 'none'}); "
+        raise ImportFailedError(f"{source}: no training loss, validation loss or gradient norm among the "
+                                f"columns of this {table.shape} table of {table.n} rows ({names or 'none'}); "
                                 "name one with --loss")
     return to_imported(table, roles, source, kind, run=run)
 
@@ -102,8 +103,8 @@ def _checkpoint(path: Path) -> tuple[int, float]:
 def _read_folder(folder: Path, options: dict) -> Imported:
     got = folder_table(folder)
     if got is None:
-        raise ImportFailedError(f"{folder}: no file in this folder holds a training loss, validation loss or "
-                                "gradient norm")
+        raise ImportFailedError(f"{folder}: is a directory and no file in it holds a training loss, validation "
+                                "loss or gradient norm")
     table, path, notes = got
     imp = from_table(table, path, **options)
     imp.warnings[:0] = notes

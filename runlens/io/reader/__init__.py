@@ -89,7 +89,8 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
     text = decode(read_all(path))
     if shape == "jsonl":
         return jsonshape.read_lines(text.splitlines())
-    found = delimited.sniff(decode(head).splitlines()[:-1] or decode(head).splitlines())
+    lines = decode(head).splitlines()
+    found = delimited.sniff(lines[:-1] if len(head) >= 262_144 else lines)  # a full window may cut its last line
     if found is None:
         return None
     return delimited.read_text(text, *found, conflict)

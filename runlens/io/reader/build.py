@@ -56,8 +56,20 @@ def _combined(table: Table, pick: Pick) -> tuple[np.ndarray, np.ndarray]:
 def _steps(table: Table, roles: Roles) -> tuple[np.ndarray, np.ndarray]:
     if roles.index is None:
         return np.arange(table.n, dtype=np.int64), np.ones(table.n, dtype=bool)
-    values, present = table.column(roles.index)
+    if roles.index not in table.values:  # "epoch*iter": a counter that starts again every epoch
+        epoch, counter = roles.index.split("*", 1)
+        ep, ep_ok = table.column(epoch)
+        it, it_ok = table.column(counter)
+        present = ep_ok & it_ok
+        per_epoch = np.nanmax(np.where(present, it, np.nan))
+        values = (ep - np.nanmin(np.where(present, ep, np.nan))) * per_epoch + it
+    else:
+        values, present = table.column(roles.index)
     ok = present & np.isfinite(values)
+    beyond = ok & (np.abs(np.where(ok, values, 0)) >= 2.0 ** 63)
+    if beyond.any():  # no step of format v1 (int64): those rows are skipped, said so
+        table.notes.append(f"{int(beyond.sum())} row(s) with a step beyond what a 64-bit integer holds: skipped")
+        ok &= ~beyond
     return np.where(ok, values, 0).astype(np.int64), ok
 
 
@@ -81,8 +93,8 @@ def _choose_run(steps: np.ndarray, loss_rows: np.ndarray, notes: list[str], run:
 
 def to_imported(table: Table, roles: Roles, source: Path, kind: str, *, run: int | None = None) -> Imported:
     """The series of ``table`` by ``roles`` (steps are the index's own numbers)."""
-    imp = Imported(kind=kind, source=source, warnings=list(table.notes), config=dict(table.config))
     steps, has_step = _steps(table, roles)
+    imp = Imported(kind=kind, source=source, warnings=list(table.notes), config=dict(table.config))
     if roles.index is not None and not has_step.all():
         imp.warnings.append(f"{int((~has_step).sum())} rows without a {roles.index!r} value: not read")
     loss_pick = roles.get("loss")

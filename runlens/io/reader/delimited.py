@@ -1,12 +1,13 @@
 """Delimited tables by structure: any delimiter, padded or quoted cells, with or without a header.
 
-The delimiter is the one (tab, comma, semicolon, pipe, then runs of
+The delimiter is the one (tab, comma, semicolon, then runs of
 spaces) that splits the head of the file into the same number of cells
 on most lines. A header is a first row whose cells are mostly not numbers;
 the same header repeated further down (appended runs, concatenated files)
 starts nothing new and is skipped, as is every row that carries no number.
-A ``e/N`` cell (YOLO's ``0/299``) is its counter ``e``. Markdown/pipe
-tables are pipe-delimited tables with a ``---`` rule row, which is skipped.
+A ``e/N`` cell (YOLO's ``0/299``) is its counter ``e``. Pipe tables are
+Markdown's, read by :mod:`runlens.io.importers.markdown` with the same cell
+values (:func:`runlens.io.reader.values.parse`).
 
 A well-formed comma/tab table is handed to :func:`pyarrow.csv.read_csv`
 (columns it cannot type are re-read cell by cell); the rest is split here.
@@ -25,7 +26,7 @@ import pyarrow.csv as pacsv
 from runlens.io.reader.table import MAX_COLUMNS, Table
 from runlens.io.reader.values import parse
 
-_DELIMS = ("\t", ",", ";", "|", " ")
+_DELIMS = ("\t", ",", ";", " ")  # pipe tables are Markdown: runlens.io.importers.markdown reads them
 _MARK = ("<<<<<<<", "=======", ">>>>>>>")
 _COUNTER = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
 _RULE = re.compile(r"^[\s|:+-]+$")
@@ -94,7 +95,7 @@ def resolve_conflict(lines: list[str], side: str | None) -> tuple[list[str], str
         if state in ("common", side):
             keep.append(ln)
     other = "ours" if side == "theirs" else "theirs"
-    note = (f"merge-conflict markers at lines {', '.join(str(i + 1) for i in marks)}: read the {side!r} side; "
+    note = (f"git merge-conflict markers at lines {', '.join(str(i + 1) for i in marks)}: read the {side!r} side; "
             f"--conflict {other} reads the other")
     return keep, note
 

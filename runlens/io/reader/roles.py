@@ -81,7 +81,7 @@ def pick_index(table: Table, step: str | None) -> tuple[str | None, str, str]:
     """``(column, kind, why)`` of the index."""
     if step is not None:
         if step not in table.values:
-            raise KeyError(step)
+            raise KeyError("step", step)
         return step, "step", "named by --step"
     toks = {name: tokens(name) for name in table.names}
     for word in _STEP_WORDS:
@@ -90,11 +90,32 @@ def pick_index(table: Table, step: str | None) -> tuple[str | None, str, str]:
             vals = table.values[name][table.present[name]]
             if core == (word,) and "total" not in t and _integral(vals) and _rising(vals):
                 return name, "step", f"{name!r} is a step counter (integral, rising)"
-    for name, t in toks.items():
-        vals = table.values[name][table.present[name]]
-        if t in _EPOCH_WORDS and _integral(vals) and _rising(vals):
-            return name, "epoch", f"{name!r} counts epochs and no step counter was logged"
+    epoch = next((n for n, t in toks.items() if t in _EPOCH_WORDS
+                  and _integral(table.values[n][table.present[n]])), None)
+    if epoch is not None:
+        within = _within_epoch(table, toks, epoch)
+        if within is not None:
+            return within
+        if _rising(table.values[epoch][table.present[epoch]]):
+            return epoch, "epoch", f"{epoch!r} counts epochs and no step counter was logged"
     return None, "row", "no step or epoch counter: each row is one point, numbered from 0"
+
+
+def _within_epoch(table: Table, toks: dict, epoch: str) -> tuple[str, str, str] | None:
+    """A counter that starts again every epoch (mmdet's ``iter``): the step is counted across epochs."""
+    for word in _STEP_WORDS:
+        for name, t in toks.items():
+            if tuple(x for x in t if x not in _STEP_SKIP) != (word,):
+                continue
+            both = table.present[name] & table.present[epoch]
+            it, ep = table.values[name][both], table.values[epoch][both]
+            if len(it) < 2 or not _integral(it):
+                continue
+            order = ep * (it.max() + 1) + it
+            if _rising(order) and len(np.unique(ep)) > 1:
+                return f"{epoch}*{name}", "step", (f"{name!r} counts within each {epoch!r}: the step is "
+                                                   f"({epoch} - first) x {int(it.max())} + {name}")
+    return None
 
 
 def _lossish(t: tuple[str, ...]) -> bool:
@@ -160,9 +181,9 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
     index, kind, why = pick_index(table, step)
     roles = Roles(index, kind, why)
     named = dict(named or {})
-    for column in (loss, val_loss, *named.values()):
+    for role, column in (("loss", loss), ("val_loss", val_loss), *named.items()):
         if column is not None and column not in table.values:
-            raise KeyError(column)
+            raise KeyError(role, column)
     roles.picks += [Pick(role, (c,), "column", f"named by --{role.replace('_', '-')}") for role, c in named.items()]
     cols = [c for c in table.names if c != index]
     train = [c for c in cols if not is_val(tokens(c)) and c not in (loss, val_loss)]
@@ -200,12 +221,7 @@ def _val_losses(table: Table, val: list[str], roles: Roles, train_lossy: list[st
     if not sets and not val_parts:
         _val_fallback(table, val, roles)
         return
-    if None not in sets and not val_parts and sets:
-        first = next(iter(sets))
-        sets[None] = sets.pop(first)
-        roles.picks.append(Pick("val_loss", (sets[None],), "column",
-                                f"{sets[None]!r} is the first validation loss (set {first!r})"))
-    elif None in sets and not any(p.role == "val_loss" for p in roles.picks):
+    if None in sets and not any(p.role == "val_loss" for p in roles.picks):
         roles.picks.append(Pick("val_loss", (sets[None],), "column", f"{sets[None]!r} is named a validation loss"))
     for name, c in sets.items():
         if name is not None:

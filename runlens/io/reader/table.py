@@ -16,6 +16,9 @@ import numpy as np
 
 from runlens.io.reader.values import number
 
+_SECTION_KEYS = ("mode", "phase", "split", "stage", "set")
+_VAL_SECTIONS = frozenset({"val", "valid", "validation", "eval", "evaluation", "dev", "test"})
+_COUNTERS = frozenset({"epoch", "iter", "step", "iteration", "global_step", "current_steps", "steps", "time"})
 MAX_COLUMNS = 4096  # a table wider than this is not a metrics log (documented in docs/integrations)
 
 
@@ -49,10 +52,18 @@ class Records:
         self.too_wide = False
 
     def add(self, row: dict) -> None:
-        """One row; values that are not numbers are left out; nested dicts are flattened (``a/b``)."""
+        """One row; values that are not numbers are left out; nested dicts are flattened (``a/b``).
+
+        A row marked as a validation pass by a text field (mmdet's ``"mode": "val"``, ``"split": "eval"``)
+        has its metrics named as validation ones (``loss`` -> ``val/loss``); its counters keep their names.
+        """
         i = self.rows
         took = False
+        section = next((str(row[k]).lower() for k in _SECTION_KEYS if isinstance(row.get(k), str)), None)
+        prefix = "val/" if section in _VAL_SECTIONS else ""
         for key, value in _flat(row):
+            if prefix and key not in _COUNTERS:
+                key = prefix + key
             v = number(value)
             if v is None:
                 continue
