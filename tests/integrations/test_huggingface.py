@@ -95,7 +95,7 @@ def test_trainer_run_matches_the_trainers_own_logs(tmp_path, capsys, check_runlo
     assert e["val_loss"] == pytest.approx([x["eval_loss"] for x in evals])
 
     state = tmp_path / "out" / "checkpoint-8" / "trainer_state.json"
-    assert detect_kind(tmp_path / "out") == "hf"
+    assert detect_kind(tmp_path / "out") == "table"  # the structure-first reader (issue 19)
     imported = import_run("hf", tmp_path / "out", tmp_path / "imported")
     check_runlog(imported)
     si = table(imported, "scalars").to_pydict()

@@ -95,7 +95,7 @@ def test_fit_records_pre_clip_gradients_validation_and_csvlogger_imports_alike(t
     assert e.column("step").to_pylist() == [3, 7, 11]  # after the last step of each epoch
 
     metrics = next((tmp_path / "logs").rglob("metrics.csv"))
-    assert detect_kind(metrics.parent) == "lightning-csv"
+    assert detect_kind(metrics.parent) == "table"  # the structure-first reader (issue 19)
     imported = import_run("lightning-csv", metrics.parent, tmp_path / "imported")
     check_runlog(imported)
     ie = table(imported, "evals")
