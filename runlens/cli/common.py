@@ -13,7 +13,6 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -195,8 +194,10 @@ def _value(raw: str) -> Any:
 
 
 def _read_config(path: str) -> dict[str, Any]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
+    from runlens.io.bounded import MAX_JSON_BYTES, read_regular
+
+    try:  # a regular file of bounded size: never --config /dev/zero or a FIFO
+        text = read_regular(path, MAX_JSON_BYTES, UsageError).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read the config file ({getattr(exc, 'strerror', None) or exc})") from None
     try:
@@ -209,7 +210,7 @@ def _read_config(path: str) -> dict[str, Any]:
             data = tomllib.loads(text)
         else:
             data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's limit
         kind = "TOML" if path.endswith(".toml") else "JSON"
         raise UsageError(f"{path}: not valid {kind} ({' '.join(str(exc).split())})") from None
     if not isinstance(data, dict):
