@@ -54,6 +54,7 @@ def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **giv
     """
     from runlens.errors import UsageError
     from runlens.io.importers import import_run, read
+    from runlens.render.escape import term_inline, term_text
 
     if kind == "auto":
         from runlens.io.importers.sniff import sniff
@@ -72,7 +73,7 @@ def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **giv
         imported = read(kind, source, **options)
         if out_run is not None:
             refuse_target(out_run)  # --dry-run exits as the import would: 2 where it would be refused
-        click.echo(describe(imported, kind, source), nl=False)
+        click.echo(term_text(describe(imported, kind, source)), nl=False)  # names from the log: inert
         return
     if out_run is None:
         raise UsageError("OUT_RUN is missing: where to write the run (or pass --dry-run)")
@@ -85,9 +86,9 @@ def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **giv
         path = import_run(kind, source, out_run, **options)
     meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
     warnings = meta.get("config", {}).get("import_warnings", [])
-    click.echo(f"imported {source} ({kind}) into {path}")
+    click.echo(term_inline(f"imported {source} ({kind}) into {path}"))
     for line in warnings:
-        click.echo(f"  note: {line}")
+        click.echo(f"  note: {term_inline(line)}")
 
 
 def refuse_target(out_run: str) -> None:
