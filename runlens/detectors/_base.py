@@ -111,6 +111,9 @@ class Detector:
     depends: ClassVar[tuple[str, ...]] = ()
     constraints: ClassVar[dict[str, Interval]] = {}
     verdict: ClassVar[type | None] = None
+    #: Every severity its findings can take, when it is not only ``severity`` (e.g. a warning
+    #: raised to an error on a diverged run); ``runlens explain`` lists them all.
+    severities: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)

@@ -85,6 +85,7 @@ class LearningRateTooHigh(Detector):
 
     code = "learning_rate_too_high"
     severity = "warning"
+    severities = ("warning", "error")  # an error when the curve diverged
     title = "Learning rate too high"
     needs = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", "loss_scale"),
                   layers=("weight_norm", "update_norm", "grad_norm"), requires=("scalars.loss",))

@@ -86,6 +86,7 @@ class Plateau(Detector):
 
     code = "plateau"
     severity = "warning"
+    severities = ("info", "warning")  # info when the loss escaped at the same learning rate
     title = "Loss plateau"
     needs = Needs(scalars=("loss", "lr", "step_skipped"), requires=("scalars.loss",))
 
