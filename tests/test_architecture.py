@@ -131,3 +131,18 @@ def test_no_module_or_function_over_the_limits():
                 if lines > MAX_FUNCTION_LINES:
                     too_long.append(f"{name}.{node.name}: {lines} lines")
     assert too_long == []
+
+
+def test_the_engine_imports_no_private_recorder_module():
+    # The engine reads runs by the format's public rules (recorders.format, recorders.merge); a private
+    # recorder module (recorders._*) is the recorder's own business and may change with it.
+    graph = import_graph()
+    bad = sorted((m, d) for m, deps in graph.items() if m.startswith(("runlens", "reports"))
+                 for d in deps if d.startswith("recorders.") and d.split(".")[1].startswith("_"))
+    assert bad == []
+
+
+def test_the_private_import_check_sees_one():
+    graph = {"runlens.x": {"recorders._merge"}, "runlens.y": {"recorders.merge"}}
+    bad = [(m, d) for m, deps in graph.items() for d in deps if d.split(".")[1].startswith("_")]
+    assert bad == [("runlens.x", "recorders._merge")]

@@ -55,8 +55,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from recorders import _merge
 from recorders import format as fmt
+from recorders import merge as _merge
 from runlens.errors import RunFormatError, RunlensError, UsageError
 from runlens.io.bounded import MAX_PART_COLUMNS, MAX_PART_ROWS, MAX_TABLE_ROWS, is_regular, special_kind
 from runlens.io.layer_order import layer_depth, layer_order

@@ -271,7 +271,7 @@ def _check_table(folder: Path, table: str, spec: dict, layer_names: set, report:
 
 
 def _check_part(path: Path, where: str, table: str, spec: dict, layer_names: set, report: Report) -> None:
-    from recorders._merge import read_part  # opens by bytes: a non-UTF-8 run directory reads too
+    from recorders.merge import read_part  # opens by bytes: a non-UTF-8 run directory reads too
 
     out = report.violations
     try:
@@ -319,7 +319,7 @@ def _bounded_part(path: Path, read_part):
     forever) or its footer claims more rows than a reader decodes."""
     import pyarrow.parquet as pq
 
-    from recorders._merge import open_input
+    from recorders.merge import open_input
 
     kind = special_kind(os.stat(path).st_mode)
     if kind is not None:
