@@ -161,3 +161,25 @@ def bounded_steps(values: Iterable[Any], what: str, warnings: list[str]) -> np.n
     if beyond:
         warnings.append(f"{beyond} row(s) with a {what} beyond what a 64-bit integer holds: skipped")
     return np.array(out, dtype=np.int64)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` that refuses aliases (``*name``) with ``yaml.YAMLError``.
+
+    A "billion laughs" document is a few hundred bytes of anchors, each a list
+    of ten aliases of the one before: PyYAML builds it as shared references,
+    cheaply, and it expands only when written out (a run's config in run.json),
+    to 10^9 items. Metadata files that training tools write (MLflow's
+    ``meta.yaml``, Lightning's ``hparams.yaml``) never use aliases.
+    """
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, "YAML aliases are refused (they can expand "
+                                                  "a small file into billions of items)", mark)
+            return super().compose_node(parent, index)
+
+    return yaml.load(text, Loader=NoAliases)  # noqa: S506 - a SafeLoader subclass

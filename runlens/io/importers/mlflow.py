@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.bounded import in_int64
+from runlens.io.bounded import in_int64, load_yaml
 from runlens.io.importers._common import Imported, Series
 from runlens.io.importers._names import Mapper
 
@@ -32,7 +32,7 @@ def parse_meta(text: str) -> dict[str, Any]:
         yaml = None
     if yaml is not None:
         try:
-            data = yaml.safe_load(text)
+            data = load_yaml(text)  # aliases refused: a billion-laughs meta.yaml is not expanded
             return data if isinstance(data, dict) else {}
         except Exception:  # noqa: BLE001 - a damaged meta.yaml: fall back to the line reader
             pass
