@@ -299,3 +299,58 @@ def test_the_run_json_path_itself_is_accepted(tmp_path):
     write_run(tmp_path / "r", scalars=_scalars([0, 1]))
     run = load_run(tmp_path / "r" / "run.json")
     assert run.scalars.num_rows == 2 and run.name == "r"
+
+
+# -- round 3: concurrent compaction, ranks that cannot be read, bounds ------------
+
+def test_a_compaction_between_listing_and_reading_reads_the_table_again(tmp_path, monkeypatch):
+    from recorders import _parts
+    from runlens.io import loader
+
+    write_run(tmp_path, scalars=[_scalars([0, 1]), _scalars([2, 3]), _scalars([4, 5])])
+    listed = loader._parts
+    calls = []
+
+    def list_then_compact(root, table, warnings):
+        parts = listed(root, table, warnings)
+        if table == "scalars" and not calls:
+            # The writer compacts right after the reader listed: merged part in, old parts out.
+            _parts.compact(root / "scalars", "scalars", 0, 3)
+        calls.append(table)
+        return parts
+
+    monkeypatch.setattr(loader, "_parts", list_then_compact)
+    run = load_run(tmp_path)
+    assert run.steps("scalars").tolist() == [0, 1, 2, 3, 4, 5] and run.warnings == ()
+    assert calls.count("scalars") == 2  # the first listing went stale, the second was read
+
+
+def test_the_curve_is_the_lowest_rank_whose_parts_can_be_read(tmp_path):
+    write_run(tmp_path, scalars=[(1, 0, _scalars([0, 1, 2], loss=[9.0, 9.0, 9.0]))])
+    (tmp_path / "scalars" / "r0-00000000.parquet").write_bytes(b"PAR1 not really")
+    run = load_run(tmp_path)
+    assert run.column("scalars", "loss").tolist() == [9.0, 9.0, 9.0]
+    assert any("rank 1's" in w for w in run.warnings)
+
+
+def test_special_files_are_never_opened(tmp_path):
+    write_healthy(tmp_path)
+    os.mkfifo(tmp_path / "scalars" / "r0-00000009.parquet")  # reading it would block forever
+    assert load_run(tmp_path).has("scalars")
+    (tmp_path / "run.json").unlink()
+    os.mkfifo(tmp_path / "run.json")
+    with pytest.raises(RunFormatError, match="FIFO"):
+        load_run(tmp_path)
+
+
+def test_parts_past_the_row_and_column_ceilings_are_skipped(tmp_path, monkeypatch):
+    from runlens.io import loader
+
+    write_run(tmp_path, scalars=[_scalars([0, 1]), _scalars(range(2, 12)),
+                                 _scalars([12], **{f"c{i}": np.array([1.0]) for i in range(9)})])
+    monkeypatch.setattr(loader, "MAX_PART_ROWS", 5)
+    monkeypatch.setattr(loader, "MAX_PART_COLUMNS", 10)
+    run = load_run(tmp_path)
+    assert run.steps("scalars").tolist() == [0, 1]
+    assert any("10 rows, more than the 5" in w for w in run.warnings)
+    assert any("12 columns, more than the 10" in w for w in run.warnings)
