@@ -14,7 +14,6 @@ its error: one bad run never ends an audit.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 from runlens.diagnosis import STATUSES, Finding
 from runlens.errors import RunlensError, UsageError
+from runlens.io.bounded import MAX_JSON_BYTES, loads_json, read_regular
 from runlens.io.discover import is_url
 from runlens.io.remote import open_run
 
@@ -229,8 +229,8 @@ def _meta_of(path: str) -> dict[str, Any]:
     if is_url(path):
         return {}
     try:
-        with open(os.path.join(path, "run.json"), encoding="utf-8") as fh:
-            meta = json.load(fh)
+        # The run was unreadable: its run.json may be a FIFO, /dev/zero or nested 100,000 deep.
+        meta = loads_json(read_regular(os.path.join(path, "run.json"), MAX_JSON_BYTES, ValueError))
     except (OSError, ValueError):
         return {}
     return meta if isinstance(meta, dict) else {}
