@@ -33,7 +33,8 @@ def output_lock(target: str | os.PathLike[str]) -> Iterator[None]:
     process holds it."""
     path = lock_path(target)
     for _ in range(100):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        # O_NOFOLLOW: a symlink planted at the lock name must not make us create a file elsewhere.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
