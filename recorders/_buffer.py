@@ -26,9 +26,11 @@ ROW_TABLES = ("scalars", "evals", "events")
 class Buffers:
     """Pending rows of one writer; the caller holds the writer's lock around every call."""
 
-    def __init__(self, max_pending_rows: int, warn_once: Callable[[str, str], None]) -> None:
+    def __init__(self, max_pending_rows: int, warn_once: Callable[[str, str], None],
+                 on_drop: Callable[[str, int], None] = lambda table, rows: None) -> None:
         self.max_pending_rows = max_pending_rows
         self._warn_once = warn_once
+        self._on_drop = on_drop
         self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in ROW_TABLES}
         self.layers: list[tuple[int, np.ndarray, dict[str, Any]]] = []
         self.layer_rows = 0
@@ -85,6 +87,7 @@ class Buffers:
             _, idx, _ = self.layers.pop(0)
             self.layer_rows -= len(idx)
             dropped += len(idx)
+        self._on_drop("layers", dropped)
         self._warn_once("drop layers", f"runlens: dropping the oldest buffered layer rows ({dropped} so far "
                         f"this time) that could not be written")
 
@@ -105,6 +108,7 @@ class Buffers:
         for t, rows in batch.rows.items():
             merged = rows + self.rows[t]
             if len(merged) > self.max_pending_rows:
+                self._on_drop(t, len(merged) - self.max_pending_rows)
                 del merged[: len(merged) - self.max_pending_rows]
                 self._warn_once(f"drop {t}", f"runlens: dropping the oldest buffered {t} rows: the writer "
                                 "cannot keep up")

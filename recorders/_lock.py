@@ -73,7 +73,13 @@ class WriterLock:
             if self._key in _HELD:
                 raise WriterBusyError(self._busy_message({"pid": os.getpid(), "host": socket.gethostname()}))
             for _ in range(3):
-                if self._create():
+                try:
+                    created = self._create()
+                except OSError:
+                    # Disk full or folder unwritable: the run's own writes will fail and say so
+                    # once; refusing here would stop training over a marker file.
+                    return
+                if created:
                     _HELD.add(self._key)
                     self.held = True
                     return
@@ -91,9 +97,16 @@ class WriterLock:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             return False
-        with os.fdopen(fd, "w") as f:
-            json.dump({"pid": os.getpid(), "host": socket.gethostname(), "rank": self.rank,
-                       "started": time.time()}, f)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"pid": os.getpid(), "host": socket.gethostname(), "rank": self.rank,
+                           "started": time.time()}, f)
+        except OSError:
+            try:  # an empty marker left behind would read as stale anyway; remove it if we can
+                os.remove(self.path)
+            except OSError:
+                pass
+            raise
         return True
 
     def _read(self) -> dict:

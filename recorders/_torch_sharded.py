@@ -33,7 +33,7 @@ except ImportError:  # torch without distributed tensors
 
 Tensor = torch.Tensor
 L2, MAX, SUM, WEIGHTED = "l2", "max", "sum", "weighted"
-RULES = {"pre": L2, "weight": L2, "update": L2, "amax": MAX, "zero": WEIGHTED, "zero_n": SUM,
+RULES = {"pre": L2, "applied": L2, "weight": L2, "update": L2, "amax": MAX, "zero": WEIGHTED, "zero_n": SUM,
          "nonzero": SUM}
 
 

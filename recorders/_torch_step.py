@@ -48,6 +48,7 @@ class StepResult:
     loss: float
     grad_norm: float | None
     loss_scale: float | None = None
+    grad_norm_applied: float | None = None  # the global norm optimizer.step() applied (after clipping)
     step_skipped: int = 0
     layers: dict[str, Any] | None = None
     nonfinite_params: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
@@ -131,9 +132,24 @@ class StepMath:
         return cap
 
     @torch.no_grad()
+    def applied(self) -> torch.Tensor | None:
+        """The global L2 norm of the gradients as they are now (in the optimizer's step pre-hook:
+        after clipping and unscaling), on the device; None when no parameter has one."""
+        grads = [p.grad for p in self.params]
+        if all(g is not None for g in grads) and self.layout().usable:
+            norms = self.layout().l2(self._local(grads))
+        else:
+            present = [g for g in grads if g is not None]
+            if not present:
+                return None
+            norms = self.norms.l2(self._local(present))
+        return torch.linalg.vector_norm(norms.double()).reshape(1)
+
+    @torch.no_grad()
     def finish(self, loss: Any, pre: Capture | None, *, layer_step: bool, scale: Any = None,
                extra: dict[str, Any] | None = None, lrs: Sequence[Any] = (),
-               user_norm: Any = None, deferred: Sequence[tuple[Any, ...]] = ()) -> StepResult:
+               user_norm: Any = None, deferred: Sequence[tuple[Any, ...]] = (),
+               applied: torch.Tensor | None = None) -> StepResult:
         """After the optimizer step: all numbers of this step, with one host transfer.
 
         ``pre`` None: gradients are not recorded this step (only the loss,
@@ -148,11 +164,15 @@ class StepMath:
         staged = _stage(batch, deferred)
         if pre is not None:
             batch.put("pre", pre.norms)
+        if applied is not None:
+            batch.put("applied", applied)
         if layer_step and pre is not None and self.params:
             self._layer_pieces(batch, pre)
         host = batch.to_host(getattr(self.norms, "combine", None))
         res = _scalar_result("", numbers, keys, host, len(lrs))
         res.deferred = _unstage(staged, host)
+        if "applied" in host:
+            res.grad_norm_applied = float(np.sqrt(np.sum(np.square(host["applied"].astype(np.float64)))))
         pre_norms = host.get("pre", np.empty(0, dtype=np.float32))
         used = 1.0
         if scale is not None:

@@ -149,6 +149,7 @@ class WriterIO(threading.Thread):
         except Exception as e:  # noqa: BLE001 - the writer must never break training
             self._failed(f"writing {table} part", e)
             if len(rows) > self.w.max_pending_rows:
+                self.w.count_dropped(table, len(rows) - self.w.max_pending_rows)
                 del rows[: len(rows) - self.w.max_pending_rows]
             return False
         self._retry[table] = []
@@ -163,7 +164,7 @@ class WriterIO(threading.Thread):
         except Exception as e:  # noqa: BLE001
             self._failed("writing layers part", e)
             while sum(len(c[1]) for c in chunks) > self.w.max_pending_rows and len(chunks) > 1:
-                chunks.pop(0)
+                self.w.count_dropped("layers", len(chunks.pop(0)[1]))
             return False
         self._retry_layers = []
         return True

@@ -60,14 +60,21 @@ _STATE_KEYS = ("global_step", "max_steps", "num_train_epochs", "epoch", "logging
 class RunlensCallback(TrainerCallback):
     """Records ``Trainer.train`` into the run directory ``path`` (format v1).
 
-    ``config`` entries go beside ``training_args`` in run.json; the other keywords go
-    to the Recorder (``layers_every``, ``flush_every``, ...).
+    ``config`` entries go beside ``training_args`` in run.json. ``resume``:
+    append to the run already in ``path`` as a new attempt (True), or record
+    into a new versioned sibling folder (False); by default (None) training
+    resumed from a checkpoint (``train(resume_from_checkpoint=...)``)
+    continues its run and any other training into a folder that holds a run
+    gets the next free ``path-N``. The Trainer's learning-rate scheduler is
+    handed to the Recorder (``scheduler_steps``). The other keywords go to
+    the Recorder (``layers_every``, ``flush_every``, ...).
     """
 
     def __init__(self, path: str | Path, *, name: str | None = None, config: Mapping[str, Any] | None = None,
                  layers_every: int = 1, flush_every: int = 100, flush_seconds: float = 30.0,
-                 **recorder_options: Any) -> None:
+                 resume: bool | None = None, **recorder_options: Any) -> None:
         self.path = Path(path)
+        self.resume = resume
         self.name = name
         self.config = dict(config or {})
         self.recorder_options = dict(layers_every=layers_every, flush_every=flush_every,
@@ -80,7 +87,7 @@ class RunlensCallback(TrainerCallback):
 
     # -- training begins and ends ------------------------------------------
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
-                       optimizer: Any = None, **kwargs: Any) -> None:
+                       optimizer: Any = None, lr_scheduler: Any = None, **kwargs: Any) -> None:
         """The model is wrapped and the optimizer created; no step has run (or a checkpoint's have)."""
         inner = getattr(optimizer, "optimizer", optimizer)  # accelerate wraps it; hooks go on the real one
         # fp16: Accelerate's AcceleratedOptimizer carries the GradScaler that scales every backward;
@@ -89,6 +96,8 @@ class RunlensCallback(TrainerCallback):
         config = {"training_args": _args_dict(args), "recorded_by": "recorders.huggingface.RunlensCallback",
                   **self.config}
         options = {"scaler": scaler, "accumulation_steps": max(1, int(args.gradient_accumulation_steps)),
+                   "scheduler": lr_scheduler,
+                   "resume": self.resume if self.resume is not None else state.global_step > 0,
                    **self.recorder_options}
         self.recorder = Recorder(self.path, model, inner, name=self.name or args.run_name, config=config,
                                  seed=args.seed, start_step=state.global_step, **options)

@@ -39,14 +39,21 @@ class RunlensCallback(Callback):
     (default: the first of ``val_loss``, ``val/loss``, ``validation_loss``,
     ...); ``loss_key`` the logged training loss used when ``training_step``
     returns none (manual optimization). ``config`` is merged over the
-    module's ``hparams``. The other keywords go to the Recorder.
+    module's ``hparams``. ``resume``: append to the run already in ``path``
+    as a new attempt (True), or record into a new versioned sibling folder
+    (False); by default (None) a fit resumed from a checkpoint
+    (``fit(ckpt_path=...)``) continues its run and any other fit into a folder
+    that holds a run gets the next free ``path-N``. The trainer's first
+    learning-rate scheduler is handed to the Recorder (``scheduler_steps``).
+    The other keywords go to the Recorder.
     """
 
     def __init__(self, path: str | Path, *, name: str | None = None, config: Mapping[str, Any] | None = None,
                  seed: int | None = None, val_loss_key: str | None = None, loss_key: str | None = None,
                  layers_every: int = 1, flush_every: int = 100, flush_seconds: float = 30.0,
-                 **recorder_options: Any) -> None:
+                 resume: bool | None = None, **recorder_options: Any) -> None:
         self.path = Path(path)
+        self.resume = resume
         self.name = name
         self.config = dict(config or {})
         self.seed = seed
@@ -63,13 +70,22 @@ class RunlensCallback(Callback):
         """Optimizers exist and a checkpoint's ``global_step`` is restored (it is not yet at
         ``on_fit_start``), the sanity check is over: open the run here."""
         optimizer = trainer.optimizers[0] if trainer.optimizers else None
+        configs = getattr(trainer, "lr_scheduler_configs", None) or []
         options = {"scaler": getattr(trainer.precision_plugin, "scaler", None),
-                   "accumulation_steps": max(1, int(trainer.accumulate_grad_batches)), **self.recorder_options}
+                   "accumulation_steps": max(1, int(trainer.accumulate_grad_batches)),
+                   "scheduler": configs[0].scheduler if configs else None,
+                   "resume": self.resume if self.resume is not None else trainer.global_step > 0,
+                   **self.recorder_options}
         self.recorder = Recorder(self.path, pl_module, optimizer, name=self.name,
                                  config=self._config(trainer, pl_module), seed=self._seed(),
                                  start_step=trainer.global_step, **options)
         self._stepped = False
         self._losses = []
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The folder the current fit is written to (None before ``fit`` starts)."""
+        return self.recorder.run_dir if self.recorder is not None else None
 
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
         """Training and its last validation are over: finish the run."""

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import sys
-import threading
 import traceback
 import warnings
 from collections.abc import Mapping
@@ -36,20 +34,22 @@ import numpy as np
 import torch
 from torch import nn
 
-from recorders import _meta
+from recorders import _meta, _run_dir
 from recorders._online import SpikeDetector
 from recorders._torch_env import check_every, config_of, dist_rank, environment, host
 from recorders._torch_events import step_events
 from recorders._torch_hooks import ActivationWatch, BackwardEnd, FirstForward, depth_order
+from recorders._torch_loop import LoopWatch, model_training, total_norm
 from recorders._torch_scale import ScaleTracker, enabled
 from recorders._torch_sharded import norms_for
+from recorders._torch_signals import Handlers
 from recorders._torch_step import Capture, StepMath
 from recorders.writer import RunWriter
 
 __all__ = ["Recorder"]
 
 
-class Recorder:
+class Recorder(Handlers):
     """Records a PyTorch training run into a run directory; see the module docstring."""
 
     def __init__(self, path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
@@ -60,7 +60,8 @@ class Recorder:
                  layer_ranks: tuple[int, ...] = (0,), scalars_all_ranks: bool = True,
                  sample_size: int = 4096, exact_zero_frac: bool = False, grad_abs_max: bool = True,
                  spike_threshold: float = 6.0, spike_window: int = 100, handle_signals: bool = True,
-                 compact_on_close: bool = True, announce: bool = True) -> None:
+                 compact_on_close: bool = True, announce: bool = True, resume: bool = False,
+                 scheduler: Any = None) -> None:
         check_every("layers_every", layers_every)
         check_every("grad_norm_every", grad_norm_every)
         if accumulation_steps is not None:
@@ -76,11 +77,20 @@ class Recorder:
         self._params = [p for _, p in self._named]
         self._names = tuple(n for n, _ in self._named)
         self._depth = np.arange(len(self._params))
+        self._loop = LoopWatch(self._named, optimizer, scheduler)
+        path, moved = _run_dir.choose(path, resume, rank, world)
         self._writer = RunWriter(path, name=name, config=config_of(config, optimizer, layers_every),
                                  seed=seed, rank=rank, world_size=world, flush_every=flush_every,
                                  flush_seconds=flush_seconds, environment=environment(self._params, rank, world),
                                  start_step=start_step, compact_on_close=compact_on_close)
         self._writer.on_behind.append(self._writer_behind)
+        if moved and announce:
+            print(moved, file=sys.stderr)
+        elif moved:
+            warnings.warn(moved, UserWarning, 2)
+        outside = self._loop.outside(self._named, optimizer)
+        if outside is not None:
+            self._writer.set_meta(params_outside_optimizer=outside)
         last = self._writer.last_step
         self._step = start_step if start_step is not None else (0 if last is None else last + 1)
         norms = norms_for(self._params)
@@ -107,6 +117,7 @@ class Recorder:
         self._cap_at = -1
         self._lrs: list[Any] | None = None
         self._lrs_backward: list[Any] | None = None
+        self._applied: Any = None
 
     def _attach(self, watch_activations: bool, handle_signals: bool) -> None:
         self._first = FirstForward(self.model, self._after_first_forward)
@@ -152,6 +163,8 @@ class Recorder:
     def _capture(self, at_backward: bool) -> None:
         self._cap = self._math.capture(self._is_layer_step(self._step), at_backward=at_backward)
         self._cap_at = self._n_backward
+        if self._loop.saw(self._cap.present):  # rare: the first read, or a parameter's first gradient
+            self._writer.set_meta(params_without_grad=self._loop.without_grad)
 
     def _stale(self) -> bool:
         return self._cap is None or self._cap_at != self._n_backward
@@ -161,6 +174,8 @@ class Recorder:
         self._lrs = self._read_lrs()
         if self._backward.active and self._stale():  # the last backward's moment was missed
             self._guard("reading gradients", self._capture, False)
+        if self._backward.active:  # after any clipping and unscaling: the gradient the step applies
+            self._guard("reading the applied gradient", lambda: setattr(self, "_applied", self._math.applied()))
 
     def _read_lrs(self) -> list[Any] | None:
         if self.optimizer is None:
@@ -215,6 +230,7 @@ class Recorder:
         self._guard("recording deferred steps", self._resolve)
         step = max(self._step - 1, 0)
         values = {k: host(v) for k, v in scalars.items()}
+        values["model_training"] = model_training(self.model)
         self._guard("recording validation", lambda: self._writer.add_eval(step, host(val_loss), **values))
 
     def summary(self) -> dict[str, Any]:
@@ -248,6 +264,11 @@ class Recorder:
         return self._writer.path
 
     @property
+    def run_dir(self) -> Path:
+        """The folder this run is written to: ``path``, or its versioned sibling on a rerun."""
+        return self._writer.path
+
+    @property
     def writer(self) -> RunWriter:
         return self._writer
 
@@ -260,6 +281,7 @@ class Recorder:
         scaler = self._scaler if scaler is None else scaler
         self._scaler = scaler
         lrs = self._lrs or self._lrs_backward or self._read_lrs() or []
+        scalars = {**scalars, **self._loop.columns()}
         if not reads and not enabled(scaler) and self._watch is None:
             # No gradient read this step: its device scalars wait for the next step's one transfer.
             self._deferred.append((s, (_detached(loss), lrs, {k: _detached(v) for k, v in scalars.items()},
@@ -274,8 +296,9 @@ class Recorder:
                 self._capture(False)
             pre = self._cap
         scale = (lambda nonfinite: self._scale.step(scaler, nonfinite)) if enabled(scaler) else None
+        applied, self._applied = self._applied, None
         res = self._math.finish(loss, pre, layer_step=layer_step, scale=scale, extra=scalars, lrs=lrs,
-                                user_norm=user_norm, deferred=[row for _, row in deferred])
+                                user_norm=user_norm, deferred=[row for _, row in deferred], applied=applied)
         for (step, _), earlier in zip(deferred, res.deferred, strict=True):
             self._rows(step, earlier)
         self._rows(s, res)
@@ -299,6 +322,10 @@ class Recorder:
             if lr is not None:
                 columns["lr" if i == 0 else f"lr_group{i}"] = lr
         columns["grad_norm"] = res.grad_norm
+        if res.grad_norm_applied is not None:
+            columns["grad_norm_applied"] = res.grad_norm_applied
+        if res.layers is not None and res.layers.get("update_norm") is not None:
+            columns["update_norm"] = total_norm(res.layers["update_norm"])
         if res.loss_scale is not None:
             columns["loss_scale"], columns["step_skipped"] = res.loss_scale, res.step_skipped
         if self._write_scalars:
@@ -329,7 +356,7 @@ class Recorder:
         self._guard("recording deferred steps", self._resolve)
         atexit.unregister(self._resolve_at_exit)
         self._closed = True
-        for part in (self._first, self._backward, self._watch, self._lr_hook):
+        for part in (self._first, self._backward, self._watch, self._lr_hook, self._loop):
             if part is not None:
                 self._guard("removing hooks", part.remove)
         self._restore_handlers()
@@ -338,41 +365,6 @@ class Recorder:
             info = self._writer.summary()
             print(f"runlens: {status} run written to {self._writer.path} ({info['steps']} steps, "
                   f"{info['parts']} part(s), {info['bytes'] / 1e6:.1f} MB this attempt)", file=sys.stderr)
-
-    def _install_handlers(self) -> None:
-        self._prev_excepthook = sys.excepthook
-        sys.excepthook = self._excepthook
-        if threading.current_thread() is threading.main_thread():
-            self._prev_sigterm = signal.getsignal(signal.SIGTERM)
-            signal.signal(signal.SIGTERM, self._on_sigterm)
-
-    def _restore_handlers(self) -> None:
-        if self._prev_excepthook is not None and sys.excepthook == self._excepthook:
-            sys.excepthook = self._prev_excepthook
-        if (self._prev_sigterm is not None and threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGTERM) == self._on_sigterm):
-            signal.signal(signal.SIGTERM, self._prev_sigterm)
-
-    def _excepthook(self, exc_type: type, exc: BaseException, tb: Any) -> None:
-        if os.getpid() == self._pid:  # not in a forked DataLoader worker
-            self._guard("recording the exception", lambda: self._crashed(exc_type, exc, tb))
-        (self._prev_excepthook or sys.__excepthook__)(exc_type, exc, tb)
-
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
-        """Preemption: write what is buffered; the run stays ``running`` and reads as killed."""
-        def flush() -> None:
-            self._resolve()
-            self._writer.add_event(max(self._step - 1, 0), "user",
-                                   f"SIGTERM received at step {self._step}; buffered rows flushed")
-            self._writer.flush()
-        if os.getpid() == self._pid:  # a forked DataLoader worker inherits this handler
-            self._guard("flushing on SIGTERM", flush)
-        prev = self._prev_sigterm
-        if callable(prev):
-            prev(signum, frame)
-        elif prev != signal.SIG_IGN:
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
 
     def _guard(self, what: str, fn: Any, *args: Any) -> None:
         try:

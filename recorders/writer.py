@@ -92,8 +92,12 @@ class RunWriter:
         self._reported: set[str] = set()
         self._pid = os.getpid()
         self._steps = 0
-        self._buf = Buffers(self.max_pending_rows, self._warn_once)
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.dropped: dict[str, int] = {}
+        self._buf = Buffers(self.max_pending_rows, self._warn_once, self.count_dropped)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass  # disk full or unwritable: the first write fails, warns once and keeps the rows
         self.meta_path = self.path / ("run.json" if self.rank == 0 else f"run-r{self.rank}.json")
         self._marker = WriterLock(self.path, self.rank, self._heartbeat_age, 3 * max(self.flush_seconds, 1.0))
         self._marker.acquire()
@@ -104,6 +108,9 @@ class RunWriter:
             self.meta = self._open_meta(name=name, config=config, seed=seed, environment=env,
                                         first_step=None if start_step is None else int(start_step))
             self._first_step_known = self.meta["attempts"][-1].get("first_step") is not None
+            earlier = self.meta.get("rows_dropped")  # a resumed run keeps counting what it lost
+            self.dropped = {str(k): int(v) for k, v in earlier.items() if isinstance(v, int)} \
+                if isinstance(earlier, dict) else {}
             self._io = WriterIO(self, seq, heartbeat=heartbeat)
             self._io.write_meta(durable=True)
             self._io.start()
@@ -153,6 +160,17 @@ class RunWriter:
         with self.meta_lock:
             self.meta["config"].update(kv)
         self._write_meta_now()
+
+    def set_meta(self, **kv: Any) -> None:
+        """Set top-level run.json keys; written with the next flush, heartbeat or close (no write now)."""
+        with self.meta_lock:
+            self.meta.update(kv)
+
+    def count_dropped(self, table: str, rows: int) -> None:
+        """Rows lost because they could not be written within the memory bound (run.json ``rows_dropped``)."""
+        with self.meta_lock:
+            self.dropped[table] = self.dropped.get(table, 0) + int(rows)
+            self.meta["rows_dropped"] = dict(self.dropped)
 
     def update_environment(self, **kv: Any) -> None:
         with self.meta_lock:

@@ -45,7 +45,7 @@ def main() -> int:
     x, y = torch.randn(128, 16), torch.randn(128, 1)
     rec = Recorder(args.run_dir, model, opt, config={"attempt": args.attempt}, seed=0,
                    flush_every=args.flush_every, flush_seconds=args.flush_seconds,
-                   start_step=args.start_step)
+                   start_step=args.start_step, resume=args.attempt > 1 or args.start_step is not None)
     first = args.start_step or 0
     if args.no_with:
         train(rec, model, opt, x, y, first, args)

@@ -1,0 +1,106 @@
+"""What only the recorder can see of the training loop (docs/recorder.md, "What the loop does").
+
+The recorder holds the model, the optimizer and (when given) the scheduler,
+so it can tell things no log line says. All of it is cheap: counted in
+hooks, computed once at start, once per validation call, or on the steps
+whose gradients the recorder reads anyway.
+
+- ``optimizer_steps`` / ``scheduler_steps`` (scalars): ``optimizer.step()``
+  calls (a step post-hook; a GradScaler's skipped step makes none) and
+  scheduler ``.step()`` calls since the recorder started;
+- ``params_outside_optimizer`` (run.json): trainable parameters in no param
+  group, found at start;
+- ``params_without_grad`` (run.json): trainable parameters that had no
+  gradient on any step whose gradients were read, kept current in memory
+  and written with run.json (every flush and at close);
+- ``model_training`` (evals): 1 when any module was in training mode at
+  ``rec.validation``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from torch import nn
+
+
+def scheduler_count(scheduler: Any) -> int | None:
+    """Calls of ``scheduler.step()`` so far, read from the scheduler itself.
+
+    ``_step_count`` counts every call of a torch ``LRScheduler`` (the one in its constructor
+    included); ``ReduceLROnPlateau`` lacks it but advances ``last_epoch`` once per call.
+    """
+    for attr in ("_step_count", "last_epoch"):
+        value = getattr(scheduler, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+class LoopWatch:
+    """Counters and parameter checks of one recorder; the recorder calls it at its moments."""
+
+    def __init__(self, named: Sequence[tuple[str, nn.Parameter]], optimizer: Any, scheduler: Any) -> None:
+        self.names = [n for n, _ in named]
+        self.trainable = np.array([p.requires_grad for _, p in named], dtype=bool)
+        self.ever = np.zeros(len(named), dtype=bool)
+        self.optimizer_steps = 0
+        self._hook = optimizer.register_step_post_hook(self._stepped) if optimizer is not None else None
+        self.scheduler = scheduler
+        start = scheduler_count(scheduler) if scheduler is not None else None
+        self._scheduler_start = start
+        self.without_grad: list[str] | None = None  # None until a step's gradients were read
+
+    def _stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self.optimizer_steps += 1
+
+    def outside(self, named: Sequence[tuple[str, nn.Parameter]], optimizer: Any) -> list[str] | None:
+        """Trainable parameters in none of ``optimizer``'s param groups (None without an optimizer)."""
+        if optimizer is None:
+            return None
+        held = {id(p) for group in optimizer.param_groups for p in group.get("params", ())}
+        return [n for n, p in named if p.requires_grad and id(p) not in held]
+
+    def columns(self) -> dict[str, int]:
+        """This step's counters, host ints (they ride with the step's other scalars)."""
+        out = {"optimizer_steps": self.optimizer_steps} if self._hook is not None else {}
+        if self._scheduler_start is not None:
+            now = scheduler_count(self.scheduler)
+            if now is not None:
+                out["scheduler_steps"] = now - self._scheduler_start
+        return out
+
+    def saw(self, present: Sequence[int]) -> bool:
+        """Note the parameters that had a gradient at a read; True when the missing list changed."""
+        before = self.without_grad
+        if len(present) == len(self.ever):
+            if before == []:
+                return False
+            self.ever[:] = True
+        elif present:
+            self.ever[np.asarray(present, dtype=np.int64)] = True
+        missing = np.flatnonzero(self.trainable & ~self.ever)
+        if before is not None and len(missing) == len(before):
+            return False
+        self.without_grad = [self.names[i] for i in missing]
+        return True
+
+    def remove(self) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+
+
+def model_training(model: nn.Module) -> int:
+    """1 when any module of ``model`` is in training mode (``rec.validation``'s ``model_training``)."""
+    return int(any(m.training for m in model.modules()))
+
+
+def total_norm(values: np.ndarray | None) -> float | None:
+    """The L2 norm of per-parameter norms (float64), None when there are none."""
+    if values is None or not len(values):
+        return None
+    v = np.ma.getdata(values).astype(np.float64)
+    return float(np.sqrt(np.dot(v, v)))
