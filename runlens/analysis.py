@@ -34,8 +34,9 @@ from runlens.io.runmeta import one_line
 from runlens.signals import signals_of
 from runlens.summary import headline, run_numbers, verdict_step
 
-# What the signals the context always carries read, whatever detectors run.
-BASE_NEEDS = Needs(scalars=("loss", "step_skipped"))
+# What the signals the context always carries read, and what the key numbers read
+# (``runlens.summary``), whatever detectors run.
+BASE_NEEDS = Needs(scalars=("loss", "step_skipped", "loss_scale", "time"), evals=("val_loss",))
 CURVE = "curve"
 
 

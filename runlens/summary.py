@@ -155,18 +155,20 @@ def _stop(status: str, findings: Sequence[Any], run: Any) -> int | None:
 
 # -- the headline --------------------------------------------------------------
 
-def cause_of(label: str, findings: Sequence[Any]) -> Any | None:
-    """The leading finding that explains the outcome rather than restating it, or None.
+def cause_of(curve: Any, findings: Sequence[Any]) -> Any | None:
+    """The finding that explains the curve's outcome rather than restating it, or None.
 
-    A NaN born in the loss itself (healthy gradients before it) is a cause:
-    a numerical fault. Findings come cause first (``_causes.order_by_cause``)."""
-    symptoms = SYMPTOMS.get(label, frozenset())
+    Candidates are the root causes the cause graph found for the label
+    (``curve.evidence["likely_cause"]``, ``runlens.detectors._causes``), in
+    the findings' order (cause first); a code that measures the symptom
+    itself is never one, except a NaN born in the loss (healthy gradients
+    before it), which is a numerical fault."""
+    roots = curve.evidence.get("likely_cause") or ()
+    symptoms = SYMPTOMS.get(curve.label, frozenset())
     for f in findings:
-        if f.severity == "info":
+        if f.code not in roots or f.severity == "info":
             continue
-        if f.code == "nonfinite_loss" and f.evidence.get("cause") == "numerical":
-            return f
-        if f.code not in symptoms:
+        if f.code not in symptoms or (f.code == "nonfinite_loss" and f.evidence.get("cause") == "numerical"):
             return f
     return None
 
@@ -185,7 +187,8 @@ def headline(status: str, curve: Any, findings: Sequence[Any], numbers: Mapping[
             outcome += f" (the loss became NaN/Inf at step {nonfinite:,})"
     elif status in ("crashed", "killed") and crash is not None:
         # A crash finding's title names the step and the exception already.
-        title = crash.title if "step" in crash.title else f"{status.capitalize()}{at}: {_lower(crash.title)}"
+        said = step is None or f"step {step:,}" in crash.title
+        title = crash.title if said else f"{status.capitalize()}{at}: {_lower(crash.title)}"
         return _sentence(title)
     elif label in FAILING:
         # Underfitting has no start: its step is where the test judged the late level.
@@ -198,7 +201,7 @@ def headline(status: str, curve: Any, findings: Sequence[Any], numbers: Mapping[
         if lead is None:
             return _sentence(f"Healthy: {curve.reason}")
         return _sentence(f"The loss curve is healthy, but {_lower(lead.title)}")
-    cause = cause_of(label, findings)
+    cause = cause_of(curve, findings)
     if cause is not None:
         return _sentence(f"{outcome}; likely cause: {_name(cause)}: {_lower(cause.title)}")
     if label == "overfitting":  # the model memorised the training set: the symptom is the cause

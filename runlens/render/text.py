@@ -38,9 +38,7 @@ def render(diagnosis: Diagnosis, *, color: bool = False, verbose: bool = False, 
     lines = [f"{term_inline(run.name)}  ({term_inline(run.path)})",
              *_wrap(diagnosis.headline, ""),
              f"status: {diagnosis.status_text}    curve: {diagnosis.curve.label}"]
-    numbers = key_numbers_line(diagnosis.key_numbers)
-    if numbers:
-        lines += _wrap(numbers, "")
+    lines += _pack(key_numbers_line(diagnosis.key_numbers).split("; "))
     if verbose and diagnosis.curve.reason:
         lines += _wrap(f"curve: {diagnosis.curve.reason}", "  ")
     lines.append("")
@@ -170,6 +168,17 @@ def value_text(value: Any) -> str:
         items = [value_text(v) for v in value[:_MAX_ITEMS]]
         return "[" + ", ".join(items) + (", ..." if len(value) > _MAX_ITEMS else "") + "]"
     return "none" if value is None else str(value)
+
+
+def _pack(parts: list[str]) -> list[str]:
+    """``parts`` joined by "; " into lines of at most WIDTH, never breaking inside a part."""
+    lines: list[str] = []
+    for part in (p for p in parts if p):
+        if lines and len(lines[-1]) + 2 + len(part) <= WIDTH:
+            lines[-1] += "; " + part
+        else:
+            lines.append(part if not lines else "  " + part)
+    return lines
 
 
 def _warnings(warnings: tuple[str, ...], verbose: bool) -> list[str]:
