@@ -3,7 +3,8 @@ an embedding + GRU language model, a Transformer encoder (attention, LayerNorm),
 stack, a recurrent net that explodes, and one corrupt batch that spikes the gradient norm.
 
 Recorded through ``recorders.torch.Recorder`` and read back from disk, once per module; the
-healthy twins must stay silent on every gradient code.
+healthy twins must stay silent on every gradient code. Each run must show its fault (or none) in
+torch before its verdict is looked at, else the next seed is tried (``real_training``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
-from real_training import diagnose_scenarios, warning_codes  # noqa: E402
+from real_training import diagnose_scenarios, explodes, faultless, one_step_spike, vanishes, warning_codes  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
@@ -119,9 +120,16 @@ def _scenarios():
                                     exploding_rnn(2), spiked_mlp)}
 
 
+# What each run must show in torch before its verdict is looked at (real_training's truths).
+TRUTHS = {"healthy_gru": faultless, "healthy_transformer": faultless, "deep_tanh": vanishes,
+          "exploding_rnn_1.5": explodes, "exploding_rnn_2": explodes, "spiked_mlp": one_step_spike(119)}
+
+
 @pytest.fixture(scope="module")
 def diagnoses(tmp_path_factory):
-    return diagnose_scenarios(tmp_path_factory.mktemp("archs"), _scenarios(), stop_on_nonfinite=True)
+    """``diagnoses(name)``: the scenario's diagnosis, once its run showed its truth in torch."""
+    trained = diagnose_scenarios(tmp_path_factory.mktemp("archs"), _scenarios(), TRUTHS, stop_on_nonfinite=True)
+    return lambda name: trained[name].checked()
 
 
 def _codes(diag):
@@ -130,11 +138,11 @@ def _codes(diag):
 
 @pytest.mark.parametrize("name", ["healthy_gru", "healthy_transformer"])
 def test_healthy_recurrent_and_attention_models_are_silent(diagnoses, name):
-    assert _codes(diagnoses[name]) == set(), [f.title for f in diagnoses[name].findings]
+    assert _codes(diagnoses(name)) == set(), [f.title for f in diagnoses(name).findings]
 
 
 def test_deep_tanh_stack_vanishes(diagnoses):
-    [f] = [f for f in diagnoses["deep_tanh"].findings if f.code == "vanishing_gradients"]
+    [f] = [f for f in diagnoses("deep_tanh").findings if f.code == "vanishing_gradients"]
     assert f.evidence["decades"] >= 2
 
 
@@ -142,11 +150,11 @@ def test_deep_tanh_stack_vanishes(diagnoses):
 def test_recurrent_net_that_explodes_within_a_few_steps(diagnoses, name):
     # gain 1.5: the norm climbs ~16 decades in three steps; gain 2: one finite step that moved
     # the weights by their own size, then Inf.
-    assert "exploding_gradients" in _codes(diagnoses[name]), [f.title for f in diagnoses[name].findings]
+    assert "exploding_gradients" in _codes(diagnoses(name)), [f.title for f in diagnoses(name).findings]
 
 
 def test_one_corrupt_batch_is_a_gradient_norm_spike(diagnoses):
-    found = [f for f in diagnoses["spiked_mlp"].findings if f.code == "grad_norm_spike"]
-    assert [f.step for f in found] == [119], [f.title for f in diagnoses["spiked_mlp"].findings]
+    found = [f for f in diagnoses("spiked_mlp").findings if f.code == "grad_norm_spike"]
+    assert [f.step for f in found] == [119], [f.title for f in diagnoses("spiked_mlp").findings]
     assert found[0].evidence["ratio"] >= 100
-    assert "exploding_gradients" not in _codes(diagnoses["spiked_mlp"])
+    assert "exploding_gradients" not in _codes(diagnoses("spiked_mlp"))
