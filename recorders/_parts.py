@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -186,8 +187,47 @@ def _dedup_last(table: pa.Table, key: tuple[str, ...] | None) -> pa.Table:
     return table if keep is None else table.take(pa.array(keep))
 
 
-def _unify(tables: list[pa.Table], table_name: str) -> pa.Table:
-    merged = _merge.concat(tables)
+def _kind(typ: pa.DataType) -> str:
+    """The suffix of a column kept apart because its type cannot join the numeric one (``acc__str``)."""
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_dictionary(typ):
+        return "str"
+    return "".join(c if c.isalnum() else "_" for c in str(typ)).strip("_") or "other"
+
+
+def _separate(tables: list[pa.Table], on_warn: Callable[[str], None]) -> list[pa.Table]:
+    """Parts whose column types cannot be unified get the odd ones renamed, never dropped.
+
+    Booleans join integers (the format has no bool); numeric types are promoted by :func:`_merge.concat`.
+    A column that is numeric in some parts and, say, a string in others keeps the numbers under its
+    name and the rest under ``{name}__{kind}`` (``acc__str``), so compaction never deletes a value.
+    """
+    tables = [t.cast(pa.schema([pa.field(f.name, pa.int64()) if pa.types.is_boolean(f.type) else f
+                                for f in t.schema])) for t in tables]
+    seen: dict[str, set[pa.DataType]] = {}
+    for t in tables:
+        for f in t.schema:
+            seen.setdefault(f.name, set()).add(f.type)
+    odd = {name for name, types in seen.items() if _merge.unify_types(types) is None}
+    if not odd:
+        return tables
+    out = []
+    for t in tables:
+        names = [f"{f.name}__{_kind(f.type)}" if f.name in odd and not _numeric(f.type) else f.name
+                 for f in t.schema]
+        out.append(t.rename_columns(names))
+    for name in sorted(odd):
+        kinds = sorted({_kind(typ) for typ in seen[name] if not _numeric(typ)})
+        on_warn(f"runlens: compaction: column {name!r} holds {', '.join(kinds)} values in some parts and "
+                f"numbers in others; kept apart as {', '.join(f'{name}__{k}' for k in kinds)}")
+    return out
+
+
+def _numeric(typ: pa.DataType) -> bool:
+    return pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_null(typ)
+
+
+def _unify(tables: list[pa.Table], table_name: str, on_warn: Callable[[str], None]) -> pa.Table:
+    merged = _merge.concat(_separate(tables, on_warn))
     fixed = FIELDS[table_name]
     fields = []
     for f in merged.schema:
@@ -195,8 +235,10 @@ def _unify(tables: list[pa.Table], table_name: str) -> pa.Table:
             fields.append(pa.field(f.name, fixed[f.name]))
         elif pa.types.is_integer(f.type):
             fields.append(pa.field(f.name, pa.int64()))
-        else:
+        elif _numeric(f.type):
             fields.append(pa.field(f.name, pa.float64()))
+        else:  # a non-numeric column kept apart: as it was written
+            fields.append(f)
     merged = merged.cast(pa.schema(fields))
     if "layer" in merged.column_names:
         merged = merged.unify_dictionaries()
@@ -218,6 +260,10 @@ def _groups(parts: list[tuple[int, int, Path]], target_rows: int) -> list[list[t
     return groups
 
 
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
 def finish_interrupted_compaction(folder: Path, rank: int) -> int:
     """Remove ``rank``'s parts that a surviving merged part replaces (a kill hit between
     writing it and removing them); returns how many were removed."""
@@ -230,7 +276,7 @@ def finish_interrupted_compaction(folder: Path, rank: int) -> int:
 
 
 def compact(folder: Path, table_name: str, rank: int, next_seq: int,
-            target_rows: int = 2_000_000) -> int:
+            target_rows: int = 2_000_000, on_warn: Callable[[str], None] | None = None) -> int:
     """Merge ``rank``'s parts of one table; returns the next free seq.
 
     Groups of consecutive parts (in seq order) become one part each, written
@@ -256,7 +302,7 @@ def compact(folder: Path, table_name: str, rank: int, next_seq: int,
     written: list[tuple[int, int, Path]] = []
     for group in groups:
         tables = [_merge.read_part(p) for _, _, p in group]
-        merged = _dedup_last(_unify(tables, table_name), KEYS[table_name])
+        merged = _dedup_last(_unify(tables, table_name, on_warn or _warn), KEYS[table_name])
         replaces = _merge.replaces_value(seq for seq, _, _ in group)
         merged = merged.replace_schema_metadata({REPLACES_KEY: replaces})
         write_part(folder, rank, next_seq, merged, fsync=True)

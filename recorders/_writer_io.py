@@ -218,7 +218,8 @@ class WriterIO(threading.Thread):
         if self.w.compact_on_close and self.failing is None:
             for table in TABLES:
                 try:
-                    self.seq[table] = _parts.compact(self.w.path / table, table, self.w.rank, self.seq[table])
+                    self.seq[table] = _parts.compact(self.w.path / table, table, self.w.rank, self.seq[table],
+                                                     on_warn=self.w.note)
                 except Exception as e:  # noqa: BLE001 - the parts are still there, just many
                     self.w.note(f"runlens: compacting {table} failed ({type(e).__name__}: {e}); parts left "
                                 "as they are")
