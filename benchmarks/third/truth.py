@@ -7,6 +7,12 @@ and did not overfit. The bounds are the generator's own (fixed before any
 run was graded), never a runlens detector's threshold. Unconfirmed runs are
 not graded; the page lists them with their numbers.
 
+A run meant healthy that overfit (validation fell by a sixth, then gave
+back at least 0.3 of that fall from a minimum before the last quarter of
+its evaluations while the training loss kept falling) is labeled
+``overfitting``, not dropped: the rule was written before any run was
+graded, after the generator's first draw showed such runs.
+
 Curve labels are graded only where the measurements settle them: a loss
 that became non-finite is ``diverged``; a finite loss whose last tenth is
 at least 0.9 of its first twentieth made no progress and is
@@ -153,6 +159,22 @@ def healthy(m: dict) -> tuple[bool, dict]:
                                                 "val_acc": float(m["val_acc"][-1]), "val_rise_share": rise}
 
 
+def overfit(m: dict) -> tuple[bool, dict]:
+    """A run meant healthy that overfit: validation fell a sixth, then gave back at least 0.3 of its fall
+    from a minimum before the last quarter, while the training loss kept falling past that minimum."""
+    v, vs, loss = m["val_loss"], m["val_step"], m["loss"]
+    if not (np.isfinite(v).all() and np.isfinite(loss).all()) or len(v) < 4:
+        return False, {}
+    i = int(np.argmin(v))
+    fell = float(v[i]) <= 0.85 * float(v[0])
+    rise = (_tail(v, 0.15) - float(v[i])) / max(float(v[0] - v[i]), 1e-30)
+    at = int(np.searchsorted(m["step"], vs[i]))
+    train_fell = _tail(loss) < float(np.median(loss[max(0, at - 10):at + 1]))
+    early = i < 0.75 * len(v)
+    return fell and rise >= 0.3 and train_fell and early, {"val_rise_share": rise, "val_min_at": float(vs[i]),
+                                                           "train_fell_after": bool(train_fell)}
+
+
 def curve_of(m: dict) -> list[str] | None:
     loss = m["loss"]
     if not np.isfinite(loss).all():
@@ -165,6 +187,11 @@ def curve_of(m: dict) -> list[str] | None:
 def label(bug: str | None, m: dict, t: dict | None) -> dict:
     if bug is None:
         ok, measured = healthy(m)
+        over, why = overfit(m)
+        if not ok and over:
+            return {"bug": None, "confirmed": True, "measured": {**measured, **why}, "relabeled": "overfitting",
+                    "curve_ok": ["overfitting"], "must_include": ["overfitting"], "may_include": [],
+                    "first": ["overfitting"]}
         return {"bug": None, "confirmed": ok, "measured": measured, "curve_ok": ["healthy"],
                 "must_include": [], "may_include": [], "first": []}
     ok, measured = criterion(bug, m, t)
