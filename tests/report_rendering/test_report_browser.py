@@ -1,6 +1,8 @@
 """Open generated reports in headless Chromium (Debian's /usr/bin/chromium)
 over the DevTools protocol: the charts render, nothing is logged as an
-error, and no request leaves the file. Screenshots go to test-artifacts/."""
+error, and no request leaves the file; at a phone's 390 px and a laptop's
+1366 px the verdict, every chart's failure markers and the index's cards are
+inside the viewport. Screenshots go to test-artifacts/."""
 
 from __future__ import annotations
 
@@ -17,13 +19,18 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-SAMPLE_NAMES = ("nan_divergence", "vanishing_gradients", "crash_shape")
+SAMPLE_NAMES = ("nan_divergence", "vanishing_gradients", "crash_shape", "killed", "exploding_gradients",
+                "overfitting")
+SCREENS = {"phone": (390, 844), "laptop": (1366, 768)}
 
 # What the page looks like once loaded: charts drawn with a real size (the
-# alternative loss scale is hidden until toggled), the verdict present, and
+# alternative loss scale is hidden until toggled, and of each chart's wide and
+# narrow drawing the screen shows one), the verdict present, and
 # the page's own theme applied.
 PROBE = """(() => {
-  const charts = [...document.querySelectorAll('svg.chart')].filter(s => !s.closest('.chart-alt'));
+  // The wide or the narrow drawing of each chart, whichever this screen shows.
+  const charts = [...document.querySelectorAll('svg.chart')].filter(
+    s => !s.closest('.chart-alt') && getComputedStyle(s.parentElement).display !== 'none');
   const drawn = charts.filter(s => { const r = s.getBoundingClientRect(); return r.width > 100 && r.height > 50; });
   return {charts: charts.length, drawn: drawn.length, paths: document.querySelectorAll('svg.chart path').length,
           verdict: (document.getElementById('verdict') || document.body).innerText,
@@ -105,8 +112,96 @@ def test_readable_without_javascript_in_dark_mode_and_on_a_phone(browser, pages)
     probe = phone.evaluated
     assert probe["overflow"] <= 0  # no sideways scrolling of the page itself
     assert probe["drawn"] == probe["charts"]
-    # Charts keep their full-size text on a phone and scroll sideways inside their figure.
+    # Charts fit the phone's width (nothing to scroll sideways to) with text still readable.
     texts = probe["chartText"]
-    assert texts and texts[len(texts) // 10] >= 9.5, texts[:20]
-    assert probe["clipped"] == 0 and probe["scrollable"] == probe["charts"], probe
+    assert texts and texts[len(texts) // 10] >= 9, texts[:20]
+    assert probe["clipped"] == 0 and probe["scrollable"] == 0, probe
     (ARTIFACTS / "report-phone.png").write_bytes(phone.screenshot)
+
+
+# Where things are on the first screen: the verdict's name and headline, every drawn chart and
+# each failure marker in it (the vertical lines charts.py tags with "<chart>-<size>-mark-<kind>").
+VIEWPORT = """(() => {
+  const W = window.innerWidth, H = window.innerHeight;
+  const box = e => { const r = e.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top,
+                                                                  bottom: r.bottom, width: r.width}; };
+  const drawn = [...document.querySelectorAll('svg.chart')].filter(s => s.getBoundingClientRect().width > 0);
+  const charts = drawn.map(s => ({figure: s.closest('figure').id, box: box(s),
+    marks: [...s.querySelectorAll('g[id*="-mark-"]')].map(g => ({kind: g.id.split('-mark-')[1], box: box(g)}))}));
+  const v = document.getElementById('verdict');
+  return {W, H, overflow: document.documentElement.scrollWidth - W, charts,
+          h1: box(v.querySelector('h1')), headline: box(document.getElementById('headline') || v), verdict: box(v)};
+})()"""
+
+INDEX = """(() => {
+  const W = window.innerWidth, H = window.innerHeight;
+  const cards = [...document.querySelectorAll('.run-card')].map(c => {
+    const r = c.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, height: r.height, sev: c.className,
+            name: c.querySelector('.run-name').getBoundingClientRect().width,
+            worst: c.querySelector('.run-worst').getBoundingClientRect().width};
+  });
+  const box = document.getElementById('filter');
+  box.value = 'killed'; box.dispatchEvent(new Event('input'));
+  const shown = [...document.querySelectorAll('.run-card')].filter(c => !c.hidden).length;
+  return {W, H, overflow: document.documentElement.scrollWidth - W, cards, shown, filterHidden: box.hidden,
+          header: getComputedStyle(document.getElementById('verdict')).borderLeftColor,
+          error: getComputedStyle(document.documentElement).getPropertyValue('--error').trim()};
+})()"""
+
+
+def _inside(box: dict, width: float, *, line: bool = False) -> bool:
+    """Within the screen's width; a box of its own width unless it is a vertical line."""
+    return box["left"] >= -0.5 and box["right"] <= width + 0.5 and (line or box["width"] > 0)
+
+
+@pytest.mark.parametrize("screen", sorted(SCREENS))
+def test_verdict_and_every_charts_failure_markers_are_in_the_viewport(browser, pages, screen):
+    from runlens.render.chart_parts import failure_marks
+
+    width, height = SCREENS[screen]
+    _, entries = pages
+    ARTIFACTS.mkdir(exist_ok=True)
+    for diagnosis, page in entries:
+        report = browser.open(page, evaluate=VIEWPORT, viewport=(width, height), mobile=screen == "phone",
+                              screenshot=True)
+        _check(report, page)
+        probe = report.evaluated
+        assert probe["overflow"] <= 0, (page.name, probe["overflow"])
+        # The run's name and its one-sentence verdict are on the first screen.
+        assert _inside(probe["h1"], width) and probe["h1"]["top"] >= 0
+        assert _inside(probe["headline"], width) and probe["headline"]["bottom"] <= height, (page.name, probe)
+        expected = {m[4] for m in failure_marks(diagnosis.report_data.with_verdict(diagnosis.verdict_step).marks)}
+        assert probe["charts"], page.name
+        for chart in probe["charts"]:
+            assert _inside(chart["box"], width), (page.name, chart["figure"], chart["box"])
+            kinds = {m["kind"] for m in chart["marks"]}
+            if chart["figure"] != "chart-onset":  # a zoom shows only the marks inside its window
+                assert kinds == expected, (page.name, chart["figure"], kinds, expected)
+            for mark in chart["marks"]:
+                # The marker line lies within the chart and the screen: no side scroller hides it.
+                assert _inside(mark["box"], width, line=True), (page.name, chart["figure"], mark)
+                assert chart["box"]["left"] - 1 <= mark["box"]["left"] <= chart["box"]["right"] + 1
+        (ARTIFACTS / f"viewport-{screen}-{page.stem}.png").write_bytes(report.screenshot)
+
+
+@pytest.mark.parametrize("screen", sorted(SCREENS))
+def test_index_cards_fit_the_screen_worst_first_and_filter(browser, pages, screen):
+    width, height = SCREENS[screen]
+    out, entries = pages
+    index = out / "index.html"
+    report = browser.open(index, evaluate=INDEX, viewport=(width, height), mobile=screen == "phone",
+                          screenshot=True)
+    _check(report, index)
+    probe = report.evaluated
+    cards = probe["cards"]
+    assert len(cards) == len(entries) and probe["overflow"] <= 0
+    assert cards[0]["top"] < height and "sev-error" in cards[0]["sev"]  # the worst run is on the first screen
+    for card in cards:
+        assert card["left"] >= 0 and card["right"] <= width
+        # A card, not a collapsed table row: the worst finding gets most of the width, not 32 px.
+        assert card["worst"] >= (0.8 * (card["right"] - card["left"]) if screen == "phone" else 300), card
+        assert card["height"] <= (260 if screen == "phone" else 140), card
+    assert probe["shown"] == 1 and probe["filterHidden"] is False
+    assert probe["header"] != "rgba(0, 0, 0, 0)"
+    (ARTIFACTS / f"index-{screen}.png").write_bytes(report.screenshot)
