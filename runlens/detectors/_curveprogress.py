@@ -3,8 +3,8 @@
 Progress is decided before noise (issue 20): a loss that never moved and
 jitters is underfitting, not unstable. A mixin of
 :class:`~runlens.detectors.curve.CurveClassifier`, which holds the
-parameters (``alpha``, ``alpha_strong``, ``min_drop``, ``step_ratio``,
-``chaos``) and documents the rules in its docstring.
+parameters (``alpha``, ``alpha_strong``, ``min_drop``, ``step_ratio``)
+and documents the rules in its docstring.
 """
 
 from __future__ import annotations
@@ -28,15 +28,18 @@ class ProgressChecks:
 
     alpha: float
     alpha_strong: float
-    chaos: float
     min_drop: float
     step_ratio: float
+
     def _progressed(self, f: dict[str, Any]) -> bool:
-        """Whether the loss made progress: a fall of ``min_drop`` of its start, along a
-        significant downward Mann-Kendall trend (``alpha``) of the whole curve; or a best level
+        """Whether the loss made progress: a fall of ``min_drop`` of its start (or from its first
+        fifth to its last), along a significant downward Mann-Kendall trend (``alpha``) of the whole
+        curve; or a best level
         ``min_drop`` below the start reached along a downward trend at ``alpha_strong`` (a loss
         that fell and then jumped back or became noisy did progress first)."""
-        if f["relative_drop"] >= self.min_drop and f["progress"].p_decreasing < self.alpha:
+        prog = f["progress"]
+        # The drop from the first steps, or (a noisy start level) from the first fifth's median.
+        if max(f["relative_drop"], prog.relative_drop) >= self.min_drop and prog.p_decreasing < self.alpha:
             return True
         if (f["start_level"] - f["min_level"]) / f["scale"] < self.min_drop:
             return False
@@ -45,12 +48,10 @@ class ProgressChecks:
     def _chaotic(self, f: dict[str, Any], sig) -> bool:
         """Whether a loss that made no progress jitters from steps too large rather than from
         minibatch noise around a loss that never moved (that is underfitting): the late update/weight
-        ratio above ``step_ratio`` when the log has step sizes, else a late spread of ``chaos`` of
-        its own level (a flat model's minibatch noise, even at batch size 4, stays well below)."""
+        ratio above ``step_ratio``. The loss alone cannot tell the two apart (a batch of 4 jumps by
+        its own level), so without step sizes it is underfitting."""
         ratio = late_step_ratio(sig) if sig is not None else None
-        if ratio is not None:
-            return ratio[0] > self.step_ratio
-        return f["late_spread"] >= self.chaos * abs(f["end_level"])
+        return ratio is not None and ratio[0] > self.step_ratio
 
     def _underfitting(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
                       sig) -> CurveVerdict | None:

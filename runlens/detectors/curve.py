@@ -93,9 +93,9 @@ class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
           and either its fluctuations dwarf the progress (``(S - E) / D <
           min_progress`` with ``D >= dispersion * |S|``, on a loss that made
           progress (below), or whose steps are large (late update/weight
-          above ``step_ratio``) or, without step sizes, whose spread is
-          ``chaos`` of its level: jitter around a loss that never moved is
-          underfitting, not instability; judged against the
+          above ``step_ratio``): jitter around a loss that never moved is
+          underfitting, not instability, and the loss alone cannot tell a
+          batch of 4's noise from chaos; judged against the
           loss's own scale and progress, so a loss that fell 99% to near zero
           is not unstable for its relative jitter) or its level wanders beyond
           what independent minibatch noise allows (variance ratio of bucket
@@ -119,7 +119,8 @@ class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
           alone, on a smooth training loss with ordinary steps, never makes a
           curve unstable.
         - progress comes first: the loss made progress when it fell by
-          ``min_drop`` of ``S`` along a downward Mann-Kendall trend of the
+          ``min_drop`` of ``S`` (or its last fifth's median by that much of
+          its first fifth's) along a downward Mann-Kendall trend of the
           whole curve (on at most 200 bucket medians, p < ``alpha``), or
           reached a best level ``m`` that far below ``S`` along a downward
           trend at ``alpha_strong`` (it fell, then jumped back or became
@@ -201,10 +202,7 @@ class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
         relative to its level, that make it unstable (0.035). alpha_val:
         significance level of the permutation test of the validation rise
         (0.01; 499 permutations). step_ratio: late update/weight ratio above
-        which the steps explain validation jumps (1e-2). chaos: late spread
-        relative to the level above which a loss that made no progress, in a
-        log without step sizes, is unstable rather than underfitting (0.25).
-        stuck_band: range of a short log, relative to its level, within which
+        which the steps explain validation jumps (1e-2). stuck_band: range of a short log, relative to its level, within which
         (with no trend) it is stuck (0.01).
     """
 
@@ -221,17 +219,15 @@ class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
         "min_evals_after": Interval(int, 2, None), "min_val_rise": Interval(float, 0, None),
         "settle_ratio": Interval(float, 0, 1, closed="right"), "val_jumps": Interval(float, 0, None, closed="neither"),
         "alpha_val": Interval(float, 0, 1, closed="neither"),
-        "step_ratio": Interval(float, 0, None, closed="neither"), "chaos": Interval(float, 0, None),
-        "stuck_band": Interval(float, 0, 1),
+        "step_ratio": Interval(float, 0, None, closed="neither"),         "stuck_band": Interval(float, 0, 1),
     }
 
     def __init__(self, *, min_points: int = 20, alpha: float = 0.05, alpha_strong: float = 0.001,
                  growth: float = 0.5, min_progress: float = 2.0, dispersion: float = 0.1,
                  wander_ratio: float = 3.0, min_drop: float = 0.1, min_evals_after: int = 4,
                  min_val_rise: float = 0.1, settle_ratio: float = 0.5, val_jumps: float = 0.035,
-                 alpha_val: float = 0.01, step_ratio: float = 1e-2, chaos: float = 0.25,
+                 alpha_val: float = 0.01, step_ratio: float = 1e-2,
                  stuck_band: float = 0.01) -> None:
-        self.chaos = chaos
         self.stuck_band = stuck_band
         self.min_points = min_points
         self.alpha = alpha
