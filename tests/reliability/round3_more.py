@@ -143,8 +143,9 @@ def _csv_cr(work: Path) -> list[str]:
     problems = list(got.problems)
     if len(rows) != 3:
         problems.append(f"injection: {len(rows)} CSV rows for 2 runs and a header")
-    if any(cell.lstrip("\r\n").startswith("=") or "\n=" in cell for row in rows for cell in row):
-        problems.append("injection: a cell can start a formula")
+    names = [row[1] for row in rows[1:] if len(row) > 1]
+    if any(name.startswith(("=", "+", "-", "@")) for name in names):
+        problems.append(f"injection: a name cell starts a formula: {names}")
     return problems
 
 
