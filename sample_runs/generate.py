@@ -121,7 +121,7 @@ SAMPLES: tuple[Sample, ...] = (
            (V.explodes,), may=("learning_rate_too_high", "weight_norm_growth", "loss_spikes",
                                "late_loss_variance")),
     Sample(Spec("dead_layer", frozen_first=True, width=128, steps=600, batch_size=128), "healthy", "finished",
-           ("dead_layers",),
+           ("parameters_not_in_optimizer", "dead_layers"),
            "the input layer is left out of the optimizer: it gets gradients but its weights never "
            "change, while the rest of the MLP learns", (V.dead_layer, V.learns)),
     Sample(Spec("loss_spikes", spike_every=150, spike_scale=3.0, steps=700, batch_size=128,
