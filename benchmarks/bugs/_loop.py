@@ -5,16 +5,18 @@ loop records through the public recorder and returns what it measured
 during training (the numbers the case's truth criterion reads). Nothing here
 knows a detector's threshold.
 
-The recorder columns issue 21 adds (evals ``model_training``; scalars
-``optimizer_steps``, ``scheduler_steps``, ``grad_norm_applied``,
-``update_norm``) are written here through the recorder's public API as user
-scalars, and run.json ``params_without_grad`` / ``params_outside_optimizer``
-are added to run.json after the recorder closed, from this loop's own
-measurement, until the recorder writes them itself.
+The recorder writes the loop columns issue 21 added itself (evals
+``model_training``; scalars ``optimizer_steps``, ``scheduler_steps``,
+``grad_norm_applied``, ``update_norm``; run.json ``params_without_grad``,
+``params_outside_optimizer``): the loop hands it the scheduler and checks,
+after close, that its run.json lists agree with this loop's own
+measurement. With a recorder that predates them, the loop writes them
+itself (user scalars, and the run.json keys added after close).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections.abc import Callable
@@ -26,6 +28,9 @@ import torch
 from torch import nn
 
 from recorders.torch import Recorder
+
+#: Whether this recorder records the loop columns itself (it takes the scheduler).
+NATIVE = "scheduler" in inspect.signature(Recorder.__init__).parameters
 
 
 @dataclass
@@ -125,8 +130,9 @@ def train(path: Path, loop: Loop) -> dict[str, Any]:
     meas: dict[str, list] = {k: [] for k in ("kept", "accum_over_max_micro", "val_train_mode", "val_eval_mode",
                                              "lr", "purity", "decay_share", "orders", "losses", "accuracy")}
     step = sched_steps = 0
+    native = {"scheduler": loop.sched} if NATIVE else {}
     with Recorder(path, model, opt, config=loop.config, seed=loop.seed, layers_every=2, flush_every=1000,
-                  handle_signals=False, announce=False) as rec:
+                  handle_signals=False, announce=False, **native) as rec:
         for epoch in range(loop.epochs):
             order = torch.randperm(n, generator=g) if loop.shuffle else torch.arange(n)
             meas["orders"].append(order[: micro * loop.accum * spe].tolist())
@@ -143,15 +149,18 @@ def train(path: Path, loop: Loop) -> dict[str, Any]:
                 extra = {"accuracy": correct / (micro * loop.accum)} if loop.classify else {}
                 meas["losses"].append(sum(losses) / len(losses))
                 meas["accuracy"].append(extra.get("accuracy", float("nan")))
-                rec.step(sum(losses) / len(losses), grad_norm=pre, epoch=epoch, optimizer_steps=step + 1,
-                         scheduler_steps=sched_steps, grad_norm_applied=applied, update_norm=upd, **extra)
+                if not NATIVE:
+                    extra.update(optimizer_steps=step + 1, scheduler_steps=sched_steps, grad_norm_applied=applied,
+                                 update_norm=upd)
+                rec.step(sum(losses) / len(losses), grad_norm=pre, epoch=epoch, **extra)
                 step += 1
                 if (b + 1) % max(1, spe // loop.evals_per_epoch) == 0:
                     tm, em = _val(loop, True), _val(loop, False)
                     meas["val_train_mode"].append(tm)
                     meas["val_eval_mode"].append(em)
                     model.train(not loop.eval_mode)  # the flag the recorder's model_training reads
-                    rec.validation(tm if not loop.eval_mode else em, model_training=int(model.training))
+                    flag = {} if NATIVE else {"model_training": int(model.training)}
+                    rec.validation(tm if not loop.eval_mode else em, **flag)
                     model.train()
             if loop.sched is not None and not loop.sched_per_batch:
                 loop.sched.step()
@@ -166,9 +175,14 @@ def train(path: Path, loop: Loop) -> dict[str, Any]:
 
 
 def _add_run_keys(path: Path, meas: dict[str, Any]) -> None:
-    """run.json keys the recorder does not write yet, from this loop's own measurement."""
+    """The recorder's run.json lists checked against this loop's measurement (written by the loop when
+    the recorder predates them); ``meas["recorder_agrees"]`` says whether they matched."""
     run_json = Path(path) / "run.json"
     meta = json.loads(run_json.read_text())
-    meta["params_without_grad"] = meas["no_grad"]
-    meta["params_outside_optimizer"] = meas["outside"]
+    pairs = (("params_without_grad", "no_grad"), ("params_outside_optimizer", "outside"))
+    if NATIVE:
+        meas["recorder_agrees"] = all(sorted(meta.get(key) or []) == sorted(meas[m]) for key, m in pairs)
+        return
+    for key, m in pairs:
+        meta[key] = meas[m]
     run_json.write_text(json.dumps(meta, indent=1))

@@ -9,8 +9,10 @@ measured in torch during training by the criterion stated up front in
 ``CRITERIA`` (:mod:`benchmarks.bugs._cases`); a buggy run whose criterion
 does not hold, or a fixed twin whose criterion holds, is refused (not
 written, exit status 1). Each run goes to ``<out>/<bug>-<model>[-fixed]/``
-with a ``truth.json``: the bug, whether it is present, the criterion and
-the measured figures.
+with a ``truth.json``: the bug, whether it is present, the criterion, the
+measured figures and whether the recorder's run.json lists
+(``params_without_grad``, ``params_outside_optimizer``) agreed with the
+loop's own measurement (a disagreement refuses the run too).
 """
 
 from __future__ import annotations
@@ -42,9 +44,9 @@ def generate_one(bug: str, model: str, fixed: bool, out: Path) -> tuple[bool, di
         holds, figures = truth(measured, loop)
         record = {"bug": bug, "model": model, "fixed": fixed, "bug_present": holds, "criterion": CRITERIA[bug],
                   "measured": _plain(figures), "expected_code": None if fixed else bug,
-                  "steps": measured["steps"]}
-        if holds == fixed:
-            return False, record
+                  "steps": measured["steps"], "recorder_agrees": measured.get("recorder_agrees")}
+        if holds == fixed or measured.get("recorder_agrees") is False:
+            return False, record  # the bug not measured as stated, or the recorder's lists disagree
         dest = out / name
         if dest.exists():
             shutil.rmtree(dest)

@@ -42,7 +42,10 @@ class ParametersNotInOptimizer(Detector):
         too high.
 
     How it decides:
-        The run.json list when the recorder wrote it (fires when non-empty).
+        The run.json list when the recorder wrote it (fires when it names a
+        parameter whose recorded weight norm never changed beyond float
+        rounding: one added to the optimizer later, as in a two-phase
+        unfreeze, did change).
         Else, with at least ``min_rows`` recorded rows: a trainable layer
         whose largest relative weight-norm change from its first record is
         below float32 resolution (2^-20), whose gradient norm is finite and
@@ -82,7 +85,9 @@ class ParametersNotInOptimizer(Detector):
         train = trainable(run)
         ev: dict = {}
         if listed is not None:
-            names, source = [n for n in listed if train.get(n, True)], "run.json params_outside_optimizer"
+            moved = _moved(run)  # added to the optimizer later (a two-phase unfreeze): it did change
+            names = [n for n in listed if train.get(n, True) and n not in moved]
+            source = "run.json params_outside_optimizer"
         else:
             names, ev = self._from_layers(run, train)
             source = "layers: weight norm constant while the gradient is not zero"
@@ -125,3 +130,15 @@ class ParametersNotInOptimizer(Detector):
             return [], {}
         return names, {"max_relative_change": float(np.nanmax(change[still])),
                        "sgd_would_have_moved": float(np.nanmin(would[still]))}
+
+
+def _moved(run: Run) -> set[str]:
+    """Layers whose recorded weight norm changed beyond float rounding at some point."""
+    weights = run.layer_matrix("weight_norm")
+    if weights is None:
+        return set()
+    w = np.where(weights.present, weights.values, np.nan)
+    with np.errstate(all="ignore"):
+        first = np.array([col[np.isfinite(col)][0] if np.isfinite(col).any() else np.nan for col in w.T])
+        change = np.nanmax(np.abs(w - first) / np.abs(first), axis=0) if w.shape[0] else np.full(w.shape[1], np.nan)
+    return {n for j, n in enumerate(weights.layers) if np.isfinite(change[j]) and change[j] > _ROUNDING}

@@ -36,8 +36,10 @@ class ParametersWithoutGradient(Detector):
         a graph bug, not a tuning problem.
 
     How it decides:
-        The run.json list when the recorder wrote it (fires when it is
-        non-empty and names a trainable parameter); else the layers table,
+        The run.json list when the recorder wrote it (fires when it names a
+        trainable parameter that the layers table, when there is one, never
+        shows with a gradient: one unfrozen later did get one); else the
+        layers table,
         with at least ``min_rows`` recorded rows (a layer recorded with a
         gradient once is excluded). Frozen parameters (``trainable`` false)
         never count. ``without_grad_share`` is the share of trainable
@@ -66,7 +68,9 @@ class ParametersWithoutGradient(Detector):
         listed = name_list(run, "params_without_grad")
         train = trainable(run)
         if listed is not None:
-            names, source = [n for n in listed if train.get(n, True)], "run.json params_without_grad"
+            got = _had_gradient(run)  # unfrozen later (a two-phase fine-tune): it did get one
+            names = [n for n in listed if train.get(n, True) and n not in got]
+            source = "run.json params_without_grad"
         else:
             names, source = self._from_layers(run, train), "layers.grad_norm null on every row"
         if not names:
@@ -92,3 +96,11 @@ class ParametersWithoutGradient(Detector):
         if no_grad.all() or not grads.present.any():
             return []  # nothing had a gradient: a logging gap, not a graph bug
         return [n for j, n in enumerate(grads.layers) if no_grad[j] and train.get(n, True)]
+
+
+def _had_gradient(run: Run) -> set[str]:
+    """Layers with a (non-null) gradient on some recorded row."""
+    grads = run.layer_matrix("grad_norm")
+    if grads is None:
+        return set()
+    return {n for j, n in enumerate(grads.layers) if grads.present[:, j].any()}

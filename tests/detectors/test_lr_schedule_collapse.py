@@ -50,3 +50,12 @@ def test_healthy_schedules_are_silent(kind):
           "warmup_then_constant": np.minimum(1e-6 + t / 50, 1.0) * 0.05,
           "plateau": 0.05 * 0.1 ** (t // 200)}[kind]
     assert check("lr_schedule_collapse", _run(lr)) == []
+
+
+def test_plateau_drops_within_a_quarter_of_the_run_but_after_two_epochs_are_silent():
+    """ReduceLROnPlateau with a short patience: three 10x drops by a quarter of the run, epochs of 10 steps."""
+    n = 600
+    t = np.arange(n)
+    lr = 0.05 * 0.1 ** np.minimum(t // 40, 3)
+    run = make_run(healthy(n, 0), lr=lr, scalars={"epoch": t // 10})
+    assert check("lr_schedule_collapse", run) == []

@@ -67,9 +67,18 @@ def test_without_a_learning_rate_the_layers_reading_skips():
 
 def test_run_json_list_decides():
     g, w, u = healthy_net(0, n=50, m=4)
+    w[:, 3] = w[0, 3]
     run = make_run(g, w)
     [f] = check("parameters_not_in_optimizer",
                 dataclasses.replace(run, meta={**run.meta, "params_outside_optimizer": ["l3.weight"]}))
     assert f.evidence["source"] == "run.json params_outside_optimizer"
     assert check("parameters_not_in_optimizer",
                  dataclasses.replace(run, meta={**run.meta, "params_outside_optimizer": []})) == []
+
+
+def test_a_listed_parameter_whose_weights_moved_is_silent():
+    """Added to the optimizer after an unfreeze: listed at the start, but its weights did change."""
+    g, w, u = healthy_net(0, n=50, m=4)
+    run = make_run(g, w, scalars=LR)
+    listed = dataclasses.replace(run, meta={**run.meta, "params_outside_optimizer": ["l0.weight"]})
+    assert check("parameters_not_in_optimizer", listed) == []

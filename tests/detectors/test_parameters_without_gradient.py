@@ -58,3 +58,13 @@ def test_run_json_empty_list_is_silent():
     run = make_run(g, w, u)
     assert check("parameters_without_gradient",
                  dataclasses.replace(run, meta={**run.meta, "params_without_grad": []})) == []
+
+
+def test_a_listed_parameter_that_got_a_gradient_later_is_silent():
+    """A two-phase fine-tune: the backbone had no gradient while frozen, then got one."""
+    g, w, u = healthy_net(0, n=50, m=4)
+    null = np.zeros(g.shape, bool)
+    null[:25, 0] = True
+    run = make_run(g, w, u, null_grad=null)
+    listed = dataclasses.replace(run, meta={**run.meta, "params_without_grad": ["l0.weight", "l0.bias"]})
+    assert check("parameters_without_gradient", listed) == []
