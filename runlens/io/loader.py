@@ -132,13 +132,26 @@ def _parts(root: Path, table: str, warnings: list[str]) -> list[_Part]:
     if not folder.is_dir():
         return []
     try:
-        entries = sorted(folder.iterdir())
+        entries = _stable_listing(folder)
     except OSError as exc:
         warnings.append(f"skipped {table}/: cannot list it ({one_line(exc)})")
         return []
     # Regular files only: a FIFO named like a part would block the read forever.
     return [_Part(e, *parsed) for e in entries
             if (parsed := fmt.parse_part_name(e.name)) is not None and is_regular(e)]
+
+
+def _stable_listing(folder: Path) -> list[Path]:
+    """The folder's entries, listed until two listings in a row agree: a listing taken while a
+    compaction renames its merged part in and removes the old ones may miss both (POSIX leaves
+    entries added or removed during ``readdir`` unspecified), losing rows silently."""
+    entries = sorted(folder.iterdir())
+    for _ in range(_READ_ATTEMPTS):
+        again = sorted(folder.iterdir())
+        if again == entries:
+            break
+        entries = again
+    return entries
 
 
 class _Vanished(Exception):
