@@ -14,8 +14,12 @@ Attributes are imported on first use, so ``import runlens`` stays light
 (no scipy, no detectors) until an analysis actually runs.
 """
 
-import importlib as _importlib
-import typing as _typing
+from runlens import _interrupt
+
+_interrupt.install()  # before any other import: `runlens` answers Ctrl-C in one line from here on
+
+import importlib as _importlib  # noqa: E402
+import typing as _typing  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -14,32 +14,14 @@ Exit status (the same for every subcommand):
 
 from __future__ import annotations
 
+import importlib
 import os
-import signal
 import sys
 
+import click
 
-def _interrupted_early(signum, frame):  # noqa: ARG001 - the signal handler's signature
-    """Ctrl-C before ``main`` is running (while the imports load): one line and 130, no traceback.
-    Nothing has been written yet, so there is nothing to clean up."""
-    if _RUNNING:
-        raise KeyboardInterrupt
-    os.write(2, b"runlens: interrupted\n")
-    os._exit(130)
-
-
-# Installed before the imports below (click alone takes ~100 ms) when this process is the command
-# (`runlens`, `python -m runlens`), never in a program that imports the package.
-_RUNNING = False
-if (os.path.basename(sys.argv[0] if sys.argv else "") in ("runlens", "runlens.exe", "__main__.py")
-        and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-    signal.signal(signal.SIGINT, _interrupted_early)
-
-import importlib  # noqa: E402
-
-import click  # noqa: E402
-
-from runlens.errors import RunlensError  # noqa: E402
+from runlens import _interrupt
+from runlens.errors import RunlensError
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -106,12 +88,11 @@ class LazyGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """Run the command; every way out is one of the documented exit statuses."""
-        global _RUNNING
         from runlens.render.output import safe_streams
 
         quiet_third_parties()
         safe_streams()  # a lone surrogate in a run name is escaped on stdout, not a UnicodeEncodeError
-        _RUNNING = True
+        _interrupt.running = True  # Ctrl-C is a KeyboardInterrupt from here: answered below
         try:
             rv = super().main(args, prog_name or "runlens", complete_var, standalone_mode=False, **extra)
             code = rv if isinstance(rv, int) else EXIT_OK

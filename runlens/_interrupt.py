@@ -1,0 +1,36 @@
+"""Ctrl-C from the first line of ``runlens`` (the command): one line and status 130, no traceback.
+
+Installed by ``runlens/__init__.py`` before anything else is imported, only when this process is
+the command (``runlens``, ``python -m runlens``), never in a program that imports the package.
+Until ``runlens.cli`` is running, nothing has been written, so the handler leaves at once; from
+then on it raises ``KeyboardInterrupt`` for the CLI to turn into the same line and status after
+its outputs are left intact.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+#: Set by ``runlens.cli`` once its own handling of KeyboardInterrupt is in place.
+running = False
+
+
+def _handler(signum, frame):  # noqa: ARG001 - the signal handler's signature
+    if running:
+        raise KeyboardInterrupt
+    os.write(2, b"runlens: interrupted\n")
+    os._exit(130)
+
+
+def is_command() -> bool:
+    """Whether this process is the ``runlens`` command (``-m``: the package is being found as
+    the module to run, which is the only time ``sys.argv[0]`` reads ``-m``)."""
+    name = (sys.argv[0] if sys.argv else "").replace("\\", "/").rsplit("/", 1)[-1]
+    return name in ("runlens", "runlens.exe", "-m", "__main__.py")
+
+
+def install() -> None:
+    if is_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _handler)

@@ -1,0 +1,86 @@
+"""A closed stdout pipe exits 0, Ctrl-C at any moment is one line and status 130, and no library
+adds a log line on stderr. Real processes: these are about what the interpreter does at the edges."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+from _cli import SAMPLES, command, env
+
+
+def _piped_to_head(args: list[str]) -> tuple[int, str]:
+    producer = subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    head = subprocess.Popen(["head", "-1"], stdin=producer.stdout, stdout=subprocess.DEVNULL)
+    producer.stdout.close()  # head owns the read end: when it exits, the pipe is closed
+    head.wait(timeout=120)
+    err = producer.stderr.read().decode()
+    return producer.wait(timeout=120), err
+
+
+def test_explain_into_head_exits_0_every_time():
+    for _ in range(20):
+        code, err = _piped_to_head(["explain"])
+        assert code == 0, err
+        assert err == "", err
+
+
+@pytest.mark.parametrize("args", [["analyze", "{runs}", "--format", "json"], ["analyze", "{runs}", "-v"],
+                                  ["audit", "{runs}", "--workers", "1"], ["compare", "{one}", "{two}"],
+                                  ["validate", "{one}"], ["explain", "curve"]])
+def test_a_stdout_pipe_with_no_reader_exits_0_whatever_the_findings(tmp_path, args):
+    """Every command: the findings would exit 1, but nobody reads; no traceback, no fail-on line."""
+    runs = tmp_path / "runs"
+    for name in ("nan_divergence", "crash_oom"):
+        shutil.copytree(SAMPLES / name, runs / name)
+    args = [a.format(runs=runs, one=runs / "nan_divergence", two=runs / "crash_oom") for a in args]
+    proc = subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    proc.stdout.close()  # the reader is gone before the first byte is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0, err
+    assert "Traceback" not in err and "Exception ignored" not in err and "fail-on" not in err, err
+    assert len(err.strip().splitlines()) <= 1, err  # at most the one-line summary on stderr
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sigint") / "runs"
+    for name in ("healthy", "crash_oom", "plateau", "overfitting"):
+        shutil.copytree(SAMPLES / name, root / name)
+    return root
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.03, 0.1, 0.3, 0.8, 1.5])
+@pytest.mark.parametrize("cmd", ["audit", "report"])
+def test_ctrl_c_at_any_moment_is_one_line_and_130(runs, tmp_path, cmd, delay):
+    args = ["audit", str(runs), "--workers", "1"] if cmd == "audit" else \
+        ["report", str(runs), "-o", str(tmp_path / "out")]
+    proc = subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    text = err.decode()
+    if "Traceback" in text and "/runlens/" not in text:
+        # The interpreter's own start-up (runpy, encodings) was interrupted before the first line
+        # of runlens ran: Python reports that itself, and no project code can run earlier.
+        assert "runlens" not in text.split("Traceback", 1)[1], text
+        return
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    # Before the interpreter installs its handler a SIGINT ends the process as a signal (the
+    # shell's 130); from then on runlens answers in one line with 130; never a finished run.
+    assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, text)
+    assert text.strip() in ("", "runlens: interrupted"), text
+
+
+def test_no_third_party_log_line_without_a_writable_config_dir(tmp_path):
+    """matplotlib warns when it must make a temporary cache folder: not on runlens's stderr."""
+    over = {"HOME": "/dev/null/nohome", "XDG_CONFIG_HOME": "/dev/null/nohome", "XDG_CACHE_HOME": "/dev/null/x"}
+    e = env(**over)
+    e.pop("MPLCONFIGDIR", None)
+    result = subprocess.run(command("report", str(SAMPLES / "healthy"), "-o", str(tmp_path), "--format", "html"),
+                            capture_output=True, text=True, env=e, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "", result.stderr
