@@ -20,14 +20,13 @@ N - 1, here and in the Hugging Face callback alike.
 from __future__ import annotations
 
 import ast
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
 from runlens.errors import ImportFailedError
-from runlens.io.bounded import bounded_int, in_int64, is_int
+from runlens.io.bounded import bounded_int, in_int64, is_int, loads_json
 from runlens.io.importers._common import Imported, Series, as_float, column_name, require_file, val_set_column
 
 _SKIP = frozenset({"step", "epoch", "total_flos"})
@@ -107,7 +106,7 @@ def _finish(log: _Log, source: Path, kind: str, warnings: list[str], config: dic
 def read_state(path: Path) -> Imported:
     """Read ``trainer_state.json``: every ``log_history`` entry at its own step."""
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
+        state = loads_json(path.read_text(encoding="utf-8"))  # nested 100,000 deep: ValueError, not exit 3
     except (OSError, ValueError) as exc:
         raise ImportFailedError(f"{path}: not a readable trainer_state.json ({exc})") from exc
     history = state.get("log_history") if isinstance(state, dict) else None
