@@ -56,6 +56,7 @@ class Loop:
     classify: bool = True
     evals_per_epoch: int = 1
     seed: int = 0
+    on_epoch: Callable[[int], None] | None = None  # called before each epoch (a two-phase unfreeze)
     measured: dict[str, Any] = field(default_factory=dict)
 
 
@@ -134,6 +135,8 @@ def train(path: Path, loop: Loop) -> dict[str, Any]:
     with Recorder(path, model, opt, config=loop.config, seed=loop.seed, layers_every=2, flush_every=1000,
                   handle_signals=False, announce=False, **native) as rec:
         for epoch in range(loop.epochs):
+            if loop.on_epoch is not None:
+                loop.on_epoch(epoch)
             order = torch.randperm(n, generator=g) if loop.shuffle else torch.arange(n)
             meas["orders"].append(order[: micro * loop.accum * spe].tolist())
             model.train()

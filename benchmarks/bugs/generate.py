@@ -12,7 +12,9 @@ written, exit status 1). Each run goes to ``<out>/<bug>-<model>[-fixed]/``
 with a ``truth.json``: the bug, whether it is present, the criterion, the
 measured figures and whether the recorder's run.json lists
 (``params_without_grad``, ``params_outside_optimizer``) agreed with the
-loop's own measurement (a disagreement refuses the run too).
+loop's own measurement (a disagreement refuses the run too). The healthy
+controls of :mod:`benchmarks.bugs.controls` (alarming shapes, no bug) go to
+``<out>/control-<kind>-<model>/`` and must have learned.
 """
 
 from __future__ import annotations
@@ -29,24 +31,39 @@ import torch
 from benchmarks.bugs._cases import CRITERIA
 from benchmarks.bugs._loop import train
 from benchmarks.bugs.cases import CASES
+from benchmarks.bugs.controls import CONTROL_CRITERION, CONTROLS
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "fixtures" / "bugs"
 
 
 def generate_one(bug: str, model: str, fixed: bool, out: Path) -> tuple[bool, dict]:
-    """Train one run into ``out/<bug>-<model>[-fixed]``; (accepted, truth)."""
-    loop, truth = CASES[(bug, model)](fixed)
+    """Train one bug case into ``out/<bug>-<model>[-fixed]``; (accepted, truth)."""
     name = f"{bug}-{model}" + ("-fixed" if fixed else "")
+    return _write(name, CASES[(bug, model)](fixed), out, {"bug": bug, "model": model, "fixed": fixed,
+                                                          "criterion": CRITERIA[bug],
+                                                          "expected_code": None if fixed else bug}, not fixed)
+
+
+def generate_control(kind: str, model: str, out: Path) -> tuple[bool, dict]:
+    """Train one healthy control into ``out/control-<kind>-<model>``; (accepted, truth)."""
+    return _write(f"control-{kind}-{model}", CONTROLS[(kind, model)](True), out,
+                  {"bug": None, "control": kind, "model": model, "fixed": True, "criterion": CONTROL_CRITERION,
+                   "expected_code": None}, True)
+
+
+def _write(name: str, case, out: Path, record: dict, want: bool) -> tuple[bool, dict]:
+    """Train ``case``; keep the run only when its criterion comes out ``want`` and the recorder agrees."""
+    loop, truth = case
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / name
         measured = train(run, loop)
         holds, figures = truth(measured, loop)
-        record = {"bug": bug, "model": model, "fixed": fixed, "bug_present": holds, "criterion": CRITERIA[bug],
-                  "measured": _plain(figures), "expected_code": None if fixed else bug,
-                  "steps": measured["steps"], "recorder_agrees": measured.get("recorder_agrees")}
-        if holds == fixed or measured.get("recorder_agrees") is False:
-            return False, record  # the bug not measured as stated, or the recorder's lists disagree
+        key = "learned" if record["bug"] is None else "bug_present"
+        record = {**record, key: holds, "measured": _plain(figures), "steps": measured["steps"],
+                  "recorder_agrees": measured.get("recorder_agrees")}
+        if holds != want or measured.get("recorder_agrees") is False:
+            return False, record  # the truth not measured as stated, or the recorder's lists disagree
         dest = out / name
         if dest.exists():
             shutil.rmtree(dest)
@@ -66,19 +83,18 @@ def _plain(v):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--only", nargs="*", help="bug codes to generate (default: all)")
+    ap.add_argument("--only", nargs="*", help="bug codes or control kinds to generate, or 'controls' (default: all)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    jobs = [(f"{b}-{m}{'-fixed' if f else ''}", lambda b=b, m=m, f=f: generate_one(b, m, f, args.out))
+            for (b, m) in CASES if not args.only or b in args.only for f in (False, True)]
+    jobs += [(f"control-{c}-{m}", lambda c=c, m=m: generate_control(c, m, args.out))
+             for (c, m) in CONTROLS if not args.only or c in args.only or "controls" in args.only]
     refused = 0
-    for (bug, model) in CASES:
-        if args.only and bug not in args.only:
-            continue
-        for fixed in (False, True):
-            ok, rec = generate_one(bug, model, fixed, args.out)
-            tag = "ok     " if ok else "REFUSED"
-            print(f"{tag} {bug}-{model}{'-fixed' if fixed else ''}: bug measured {rec['bug_present']} "
-                  f"{json.dumps(rec['measured'])[:160]}")
-            refused += not ok
+    for name, job in jobs:
+        ok, rec = job()
+        print(f"{'ok     ' if ok else 'REFUSED'} {name}: {json.dumps(rec['measured'])[:160]}")
+        refused += not ok
     return 1 if refused else 0
 
 

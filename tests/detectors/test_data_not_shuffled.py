@@ -58,3 +58,9 @@ def test_a_schedule_with_the_epoch_period_explains_it():
 def test_without_epochs_it_skips():
     with pytest.raises(Skip, match="steps per epoch"):
         check("data_not_shuffled", make_run(healthy(300, 0)))
+
+
+def test_real_batches_of_four_are_silent():
+    """Batches of 4, shuffled: a loud loss whose noise has no epoch pattern."""
+    diag = analyze(FIX / "control-batch_four-mlp")
+    assert "data_not_shuffled" not in {f.code for f in diag.findings}

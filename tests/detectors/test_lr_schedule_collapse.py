@@ -59,3 +59,10 @@ def test_plateau_drops_within_a_quarter_of_the_run_but_after_two_epochs_are_sile
     lr = 0.05 * 0.1 ** np.minimum(t // 40, 3)
     run = make_run(healthy(n, 0), lr=lr, scalars={"epoch": t // 10})
     assert check("lr_schedule_collapse", run) == []
+
+
+@pytest.mark.parametrize("control", ["control-warm_restarts-lstm", "control-one_cycle-decoder"])
+def test_real_per_batch_schedules_that_are_meant_are_silent(control):
+    """Warm restarts touch ~0 at every cycle's end; one-cycle ends 1e5 below its peak: both on purpose."""
+    diag = analyze(FIX / control)
+    assert "lr_schedule_collapse" not in {f.code for f in diag.findings}

@@ -68,3 +68,9 @@ def test_a_listed_parameter_that_got_a_gradient_later_is_silent():
     run = make_run(g, w, u, null_grad=null)
     listed = dataclasses.replace(run, meta={**run.meta, "params_without_grad": ["l0.weight", "l0.bias"]})
     assert check("parameters_without_gradient", listed) == []
+
+
+def test_real_two_phase_unfreeze_is_silent():
+    """The stem frozen for three epochs, then trained: neither missing a gradient nor outside the optimizer."""
+    codes = {f.code for f in analyze(FIX / "control-two_phase_unfreeze-bn_cnn").findings}
+    assert not codes & {"parameters_without_gradient", "parameters_not_in_optimizer"}, codes
