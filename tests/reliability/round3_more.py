@@ -65,6 +65,19 @@ def _deep_sniff(work: Path) -> list[str]:
     return cli("import", "auto", str(work / "log.json"), str(work / "out"), allowed=(2,)).problems
 
 
+@case("bad_input", "a trainer_state.json nested 100,000 deep (import hf)")
+def _deep_hf(work: Path) -> list[str]:
+    (work / "trainer_state.json").write_text('{"log_history": ' + "[" * DEEP + "]" * DEEP + "}")
+    return cli("import", "hf", str(work / "trainer_state.json"), str(work / "out"), allowed=(2,)).problems
+
+
+@case("bad_input", "a JSON-lines log with one line nested 100,000 deep")
+def _deep_jsonl_line(work: Path) -> list[str]:
+    rows = "".join(json.dumps({"step": i, "loss": 1 / (i + 1)}) + "\n" for i in range(40))
+    (work / "log.jsonl").write_text(rows + _deep_json() + "\n")
+    return cli("import", "jsonl", str(work / "log.jsonl"), str(work / "out"), allowed=(0, 2)).problems
+
+
 @case("bad_input", "a 5,000-digit pid in run.json")
 def _huge_pid(work: Path) -> list[str]:
     run = write_run(work / "run")
