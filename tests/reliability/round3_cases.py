@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import shutil
 import socket
+import tempfile
 import threading
 from pathlib import Path
 
@@ -219,12 +222,21 @@ def _wide_part(work: Path) -> list[str]:
 
 # -- memory ---------------------------------------------------------------------
 
-def _tall_part(path: Path, rows: int, chunk: int = 2_000_000) -> None:
-    """A part whose footer holds ``rows`` rows of one repeated value: a few MB on disk."""
+@functools.cache
+def _tall_source(rows: int, chunk: int = 2_000_000) -> Path:
+    """A part whose footer holds ``rows`` rows of one repeated value: a few MB on disk, but
+    encoding it takes tens of seconds, so it is written once per process and copied."""
+    path = Path(tempfile.mkdtemp(prefix="round3-tall-")) / "tall.parquet"
     piece = _scalars(np.zeros(chunk, dtype=np.int64), 1.0)
     with pq.ParquetWriter(path, piece.schema, compression="zstd") as writer:
         for _ in range(rows // chunk):
             writer.write_table(piece, row_group_size=chunk)
+    atexit.register(shutil.rmtree, path.parent, True)
+    return path
+
+
+def _tall_part(path: Path, rows: int) -> None:
+    shutil.copyfile(_tall_source(rows), path)
 
 
 @case("memory", "a 2x10^8-row part (analyze)")
