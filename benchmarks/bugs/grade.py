@@ -67,7 +67,9 @@ def render(rows: list[dict]) -> str:
         f"- engine: commit `{sha}` ({'clean `runlens/`' if clean else 'uncommitted changes in `runlens/`'})",
         f"- graded at {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
         "- **This is the development set**: the bug detectors were written and checked against these runs. "
-        "It says the detectors work on the runs they were built on, not how they do on bugs they have not seen.",
+        "It says the detectors work on the runs they were built on, not how they do on bugs they have not seen. "
+        "The healthy controls were written after the detectors and no detector was changed after they ran; "
+        "they are few (4) and now looked at.",
         "", "## Summary", "",
         f"- the bug's own code first on the buggy runs: {nb}/{len(bug)}",
         f"- no warning or error on the fixed twins: {nf}/{len(fixed)}",
