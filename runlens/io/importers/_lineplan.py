@@ -33,6 +33,7 @@ from runlens.io.importers._textline import (
     clean,
     find_step,
     read_field_spans,
+    squeeze,
     to_float,
 )
 
@@ -70,6 +71,7 @@ class Parser:
         self._rx: dict[int, re.Pattern | None] = {}
 
     def parse(self, raw: str, ctx: Context) -> tuple[Line | None, list[tuple[str, float]]]:
+        raw = squeeze(raw)  # runs of spaces made single first: no pattern then backtracks on them
         if "\x1b" in raw:
             return self._full(raw, ctx)[:2]
         for rx, plan in self.recent:

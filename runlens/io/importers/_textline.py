@@ -74,7 +74,7 @@ _END_OF_EPOCH = re.compile(r"\bend of epoch\s+(\d+)", re.I)
 _NET_OUTPUT = re.compile(rf"\b(Test|Train) net output #\d+:\s*([\w/]+)\s*=\s*({_NUM})", re.I)
 _EVAL_LINE = re.compile(r"\bvalidation\s+loss\s+at\b|^\s*(?:validation|validating|evaluation|evaluating)\b"
                         r"|\bEpoch\((?:val|test)\)|\bIter\((?:val|test)\)|\bend of epoch\b", re.I)
-_DICT = re.compile(r"\{.*\}")
+_RUNS = re.compile(r"[ \t]{2,}")
 _BARE = re.compile(r"(?<=[:\s\[(])(-?inf|nan|NaN|-?Infinity|NaN)(?=\s*[,})\]])")
 
 
@@ -183,11 +183,25 @@ def mapping_fields(d: dict, prefix: str = "") -> list[tuple[str, float]]:
     return out
 
 
+def squeeze(raw: str) -> str:
+    """``raw`` with every run of spaces and tabs as one space: the step and field patterns allow
+    spaces around optional separators (``epoch  :  3``), which backtrack on long runs of them; with
+    runs of one, no pattern here is worse than linear on a line."""
+    return _RUNS.sub(" ", raw) if ("  " in raw or "\t" in raw) else raw
+
+
+def braced(text: str) -> str | None:
+    """From the first ``{`` to the last ``}`` (what ``\\{.*\\}`` finds, without its quadratic search)."""
+    i = text.find("{")
+    j = text.rfind("}")
+    return text[i:j + 1] if 0 <= i < j else None
+
+
 def _dict_line(text: str, step_names: tuple[str, ...]) -> Line | None:
-    m = _DICT.search(text)
-    if not m:
+    body = braced(text)
+    if body is None:
         return None
-    d = parse_mapping(m.group(0))
+    d = parse_mapping(body)
     if d is None:
         return None
     fields = mapping_fields(d)

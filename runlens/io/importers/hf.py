@@ -32,7 +32,7 @@ from runlens.io.importers._common import Imported, Series, as_float, column_name
 _SKIP = frozenset({"step", "epoch", "total_flos"})
 _TRAIN_ROLES = {"loss": "loss", "learning_rate": "lr", "grad_norm": "grad_norm"}
 _SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second")
-_DICT = re.compile(r"\{'(?:loss|eval_loss|train_runtime|grad_norm|learning_rate)'.*\}")
+_DICT_START = re.compile(r"\{'(?:loss|eval_loss|train_runtime|grad_norm|learning_rate)'")
 _BARE = re.compile(r"(?<=[:\s\[(])(-?inf|nan|NaN|-?Infinity)(?=\s*[,})\]])")
 _BAR_STEP = re.compile(r"(\d+)/(\d+) \[[^\]]*\]?\s*$")
 
@@ -144,14 +144,15 @@ def read_console(path: Path, *, logging_steps: int | None = None) -> Imported:
     n_train, last, bad, from_bar, beyond = 0, 0, 0, 0, 0
     for raw_line in text.splitlines():
         for piece in raw_line.split("\r"):
-            m = _DICT.search(piece)
-            if not m:
+            m = _DICT_START.search(piece)
+            end = piece.rfind("}") if m else -1
+            if end < 0 or end < m.start():  # found with find/rfind: ``{'loss'.*}`` would search quadratically
                 continue
-            entry = _parse_dict(m.group(0))
+            entry = _parse_dict(piece[m.start():end + 1])
             if entry is None:
                 bad += 1
                 continue
-            bar = _BAR_STEP.search(piece[: m.start()])
+            bar = _BAR_STEP.search(piece[max(0, m.start() - 256): m.start()])  # a bar is short: bounded search
             if "loss" in entry or ("grad_norm" in entry and "eval_loss" not in entry):
                 n_train += 1
                 if bar:

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runlens.io.importers._textline import Context, clean, find_step, parse_mapping, read_fields
+from runlens.io.importers._textline import Context, clean, find_step, parse_mapping, read_fields, squeeze
 from runlens.io.importers.text import text_encoding
 from runlens.io.reader import read_table, shape_of
 
@@ -157,7 +157,7 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
                 counts["hf"] += 1  # a Trainer dict: no step in it (a dict with one is a text line)
                 continue
         for piece in s.split("\r"):
-            hit = find_step(clean(piece.strip()), ctx)
+            hit = find_step(clean(squeeze(piece.strip())), ctx)
             if hit is not None and (hit.fields or read_fields(hit.rest)):
                 counts["text"] += 1
                 break

@@ -36,7 +36,7 @@ from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, require_file
 from runlens.io.importers._lineplan import Parser
 from runlens.io.importers._names import Mapper
-from runlens.io.importers._textline import Context, Line, clean, read_fields
+from runlens.io.importers._textline import Context, Line, clean, read_fields, squeeze
 from runlens.io.reader.names import LOSS, PERPLEXITY, tokens
 
 _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
@@ -150,7 +150,7 @@ _LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
 def _eval_at_last_step(raw: str, step: int) -> tuple[Line | None, list[tuple[str, float]]]:
     """A validation line that names no step ("Evaluation result (greedy) loss: 3.72, ppl: 41.47"):
     its fields at the last training step seen, as a validation pass."""
-    text = clean(raw.strip())
+    text = clean(squeeze(raw.strip()))
     m = _EVAL_WORD.search(text[:400])
     if m is None:
         return None, []
