@@ -76,7 +76,29 @@ def read(kind: str, source: str | Path, **options: Any):
         raise
     from runlens.io.importers.table import reinfer
 
-    return reinfer(imp)
+    return _said_roles(reinfer(imp))
+
+
+_ROLE_COLUMNS = ("loss", "val_loss", "lr", "grad_norm", "loss_scale", "epoch")
+
+
+def _said_roles(imp):
+    """``config.import_roles`` for a source whose importer mapped names by its own table (console logs,
+    TensorBoard, MLflow, W&B, Markdown): the same record of which name took which role, and why."""
+    if "import_roles" in imp.config:
+        return imp
+    names = imp.config.get("import_fields") or imp.config.get("import_columns") or imp.config.get("import_tags") or {}
+    roles = {}
+    for col in [*imp.train, *imp.evals]:
+        if col in _ROLE_COLUMNS or col.startswith("val_loss@"):
+            src = names.get(col) if isinstance(names.get(col), str) else col
+            roles[col] = {"columns": [src], "how": "column",
+                          "why": f"{src!r} is a name the {imp.kind} importer reads as {col}"}
+    index = imp.config.get("index_kind", "step")
+    roles["index"] = {"columns": [], "how": index, "why": f"the steps the {imp.kind} source recorded"}
+    imp.config["import_roles"] = roles
+    imp.config.setdefault("index_kind", index)
+    return imp
 
 
 def import_run(kind: str, source: str | Path, out_dir: str | Path, **options: Any) -> Path:

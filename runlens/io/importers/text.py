@@ -54,6 +54,7 @@ class _RunAcc:
         self.first_step: int | None = None
         self.last_step: int | None = None
         self.rows = 0
+        self.events: list[tuple[int, str, float, str]] = []  # warnings that a NaN loss was skipped
 
     def put(self, is_eval: bool, column: str, name: str, step: int, value: float) -> None:
         pair = self.series.get((is_eval, column))
@@ -96,6 +97,8 @@ def _scan(path: Path, mapper: Mapper, step_key: str | None,
     with open(path, encoding=encoding, errors="replace") as f:
         while raw := f.readline(_MAX_LINE):
             n += 1
+            if ("skip" in raw or "Skip" in raw) and (event := _skipped_nonfinite(raw, ctx.last_step)):
+                runs[-1].events.append(event)
             if not _DIGIT.search(raw):
                 skipped += bool(raw.strip())
                 continue
@@ -142,6 +145,18 @@ def _scan(path: Path, mapper: Mapper, step_key: str | None,
 
 
 _EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|dev)\b", re.I)
+
+
+_NONFINITE = frozenset({"nan", "inf", "nonfinite", "infinite", "infinity"})
+
+
+def _skipped_nonfinite(raw: str, last_step: int | None) -> tuple[int, str, float, str] | None:
+    """An events row for a warning that a non-finite loss was skipped ("NaN loss, skipping batch"):
+    the run went non-finite even though no NaN value reaches the log."""
+    words = tokens(raw[:2000].lower())  # lower first: "NaN" is one word, not a camel-case pair
+    if "loss" in words and _NONFINITE & set(words) and any(w.startswith("skip") for w in words):
+        return (last_step or 0, "nonfinite_loss", math.nan, clean(raw.strip())[:300])
+    return None
 
 
 _LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
@@ -224,6 +239,7 @@ def read(source: str | Path, *, step: str | None = None, loss: str | None = None
         # No copy: the ndarray keeps the array alive through its buffer, and nothing appends any more.
         s = Series(np.frombuffer(steps, dtype=np.int64), np.frombuffer(values, dtype=np.float64))
         (imp.evals if is_eval else imp.train)[col] = s
+    imp.events = list(acc.events)
     imp.config["log_style"] = dict(markers.most_common())
     imp.config["import_fields"] = {col: acc.names[col] for (_, col) in acc.series if col in acc.names}
     imp.config["text_lines"] = {"read": n_lines, "skipped": skipped + partial, "runs": len(runs), "run": chosen}
