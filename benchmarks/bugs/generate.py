@@ -35,10 +35,12 @@ from benchmarks.bugs.controls import CONTROL_CRITERION, CONTROLS
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "fixtures" / "bugs"
+SEED = [0]  # --seed: the models' initialization and the batch order (the data sets keep their own seeds)
 
 
 def generate_one(bug: str, model: str, fixed: bool, out: Path) -> tuple[bool, dict]:
     """Train one bug case into ``out/<bug>-<model>[-fixed]``; (accepted, truth)."""
+    torch.manual_seed(SEED[0])  # the model's initialization
     name = f"{bug}-{model}" + ("-fixed" if fixed else "")
     return _write(name, CASES[(bug, model)](fixed), out, {"bug": bug, "model": model, "fixed": fixed,
                                                           "criterion": CRITERIA[bug],
@@ -47,6 +49,7 @@ def generate_one(bug: str, model: str, fixed: bool, out: Path) -> tuple[bool, di
 
 def generate_control(kind: str, model: str, out: Path) -> tuple[bool, dict]:
     """Train one healthy control into ``out/control-<kind>-<model>``; (accepted, truth)."""
+    torch.manual_seed(SEED[0])
     return _write(f"control-{kind}-{model}", CONTROLS[(kind, model)](True), out,
                   {"bug": None, "control": kind, "model": model, "fixed": True, "criterion": CONTROL_CRITERION,
                    "expected_code": None}, True)
@@ -55,6 +58,7 @@ def generate_control(kind: str, model: str, out: Path) -> tuple[bool, dict]:
 def _write(name: str, case, out: Path, record: dict, want: bool) -> tuple[bool, dict]:
     """Train ``case``; keep the run only when its criterion comes out ``want`` and the recorder agrees."""
     loop, truth = case
+    loop.seed = SEED[0]
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / name
         measured = train(run, loop)
@@ -84,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--only", nargs="*", help="bug codes or control kinds to generate, or 'controls' (default: all)")
+    ap.add_argument("--seed", type=int, default=0, help="initialization and batch-order seed (default 0: the fixtures)")
     args = ap.parse_args(argv)
+    SEED[0] = args.seed
     torch.set_num_threads(1)
     jobs = [(f"{b}-{m}{'-fixed' if f else ''}", lambda b=b, m=m, f=f: generate_one(b, m, f, args.out))
             for (b, m) in CASES if not args.only or b in args.only for f in (False, True)]

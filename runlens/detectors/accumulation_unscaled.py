@@ -73,8 +73,9 @@ class AccumulationUnscaled(Detector):
         if k is None or k <= 1:
             return []
         family, _ = optimizer_family(run.config)
-        if family == "adam":
-            return []
+        named = any(run.config.get(key) for key in ("optimizer", "optim", "optimizer_name", "opt"))
+        if family == "adam" or (family is None and named):
+            return []  # Adam-family, or an optimizer this reading cannot place: no claim
         ratio, source, _ = step_ratios(ctx.signals_of(run))
         with np.errstate(all="ignore"):
             ratio = np.where(np.isfinite(ratio) & (ratio > 0), ratio, np.nan)

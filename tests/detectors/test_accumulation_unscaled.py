@@ -52,3 +52,11 @@ def test_healthy_updates_with_accumulation_are_silent():
 def test_updates_too_large_even_divided_by_k_are_silent():
     """Then the learning rate is too high whatever the accumulation: another finding's job."""
     assert check("accumulation_unscaled", _run(0.5, {"accum_steps": 4, "optimizer": "SGD"})) == []
+
+
+def test_an_optimizer_it_cannot_place_is_silent():
+    assert check("accumulation_unscaled", _run(4e-2, {"gradient_accumulation_steps": 8, "optimizer": "Shampoo"})) == []
+
+
+def test_no_optimizer_named_reads_as_sgd():
+    assert check("accumulation_unscaled", _run(4e-2, {"gradient_accumulation_steps": 8}))
