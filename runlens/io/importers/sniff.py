@@ -35,6 +35,7 @@ from pathlib import Path
 from runlens.io.importers._textline import Context, clean, find_step, parse_mapping, read_fields, squeeze
 from runlens.io.importers.text import text_encoding
 from runlens.io.reader import read_table, shape_of
+from runlens.io.reader.source import head_bytes, open_binary
 
 HEAD = 262_144
 _HF_LINE = re.compile(r"\{'(loss|eval_loss|grad_norm|learning_rate|eval_[\w]+_loss)': '?(?:[-+]?[0-9]|nan|inf)")
@@ -59,8 +60,7 @@ def _is_tfrecord(head: bytes) -> bool:
 
 def sniff_file(path: Path) -> Sniff:
     """The importer kind for the file at ``path``, from its content."""
-    with open(path, "rb") as f:
-        head = f.read(HEAD)
+    head = head_bytes(path, HEAD)  # decompressed for a .gz log
     name = path.name.lower()
     if "tfevents" in name or _is_tfrecord(head):
         return Sniff("tensorboard")
@@ -107,7 +107,7 @@ _FURTHER = 8 << 20
 
 def _more_lines(path: Path, encoding: str) -> list[str]:
     """Lines of the first 8 MiB, one in every few when there are many (the counts only need a sample)."""
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         text = f.read(_FURTHER).decode(encoding, "replace")
     lines = text.splitlines()[:-1]
     step = max(1, len(lines) // 4000)

@@ -23,6 +23,7 @@ another, and the warnings list them all.
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from array import array
@@ -38,6 +39,7 @@ from runlens.io.importers._lineplan import Parser
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textline import Context, Line, clean, read_fields, squeeze
 from runlens.io.reader.names import LOSS, PERPLEXITY, tokens
+from runlens.io.reader.source import open_binary
 
 _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
 _DIGIT = re.compile(r"\d")
@@ -73,9 +75,9 @@ def text_encoding(head: bytes) -> str:
 def check_text_file(path: Path) -> str:
     """Refuse what is not a text log (a missing, empty or binary file); the encoding to read it with."""
     try:
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             head = f.read(_SNIFF)
-    except OSError as exc:
+    except (OSError, EOFError) as exc:
         raise ImportFailedError(f"{path}: cannot read ({exc})") from exc
     encoding = text_encoding(head)
     if encoding == "utf-16":
@@ -94,7 +96,7 @@ def _scan(path: Path, mapper: Mapper, step_key: str | None,
     ctx, parser = Context(), Parser(step_key)
     n = skipped = partial = 0
     markers: Counter = Counter()
-    with open(path, encoding=encoding, errors="replace") as f:
+    with io.TextIOWrapper(open_binary(path), encoding=encoding, errors="replace") as f:  # .gz read as is
         while raw := f.readline(_MAX_LINE):
             n += 1
             if ("skip" in raw or "Skip" in raw) and (event := _skipped_nonfinite(raw, ctx.last_step)):
