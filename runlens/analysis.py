@@ -81,17 +81,18 @@ def analyze(run_or_path: Run | str | os.PathLike[str], *,
                     for f in ordered)
     return Diagnosis(run=run, curve=curve, findings=ordered,
                      warnings=(*run.warnings, *notes), outcomes=tuple(outcomes),
-                     report=_report_factory(run, curve, ordered),
+                     report=_report_factory(run, curve, ordered, at),
                      headline=headline(run.status, curve, ordered, numbers, at),
                      key_numbers=numbers, verdict_step=at)
 
 
-def _report_factory(run: Run, curve: CurveVerdict, findings: tuple[Finding, ...]):
+def _report_factory(run: Run, curve: CurveVerdict, findings: tuple[Finding, ...], verdict_step: int | None):
     """What the reports show, built on first use (``Diagnosis.report_data``, by
-    ``runlens.report_data``): never for an analysis that is not rendered."""
+    ``runlens.report_data``): never for an analysis that is not rendered. The charts mark
+    ``verdict_step``, the step the headline and findings name."""
     from runlens.report_data import Factory
 
-    return Factory(run, curve, findings)
+    return Factory(run, curve, findings, verdict_step)
 
 
 def projection(detectors: Iterable[Detector]) -> dict[str, list[str]]:

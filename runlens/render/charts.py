@@ -74,7 +74,7 @@ def render_charts(diagnosis: Any) -> tuple[Chart, ...]:
     if data is None:
         raise ValueError("this diagnosis carries no report data (see runlens.report_data.attach)")
     # The diagnosis's one step where the failure starts, which its headline and findings name too.
-    data = data.with_verdict(getattr(diagnosis, "verdict_step", None))
+    data = data.with_verdict(diagnosis.verdict_step)
     with matplotlib.rc_context(RC):  # tick labels read rcParams at draw time
         return tuple(c for c in (_draw(*plan) for plan in _plans(data)) if c is not None)
 
@@ -107,7 +107,7 @@ def _plans(data: Any) -> list[tuple[str, str, str, Draw]]:
     for key, title, color in (("lr", "Learning rate", LR_C), ("grad_norm", "Global gradient norm", GRAD_C)):
         s = data.series.get(key)
         plans.append((key, title, f"{title} per recorded step (min/max per bucket; log axis when it spans "
-                      f"decades). {_MARKS_NOTE}", lambda lay, gid, s=s, c=color: _line_chart(data, s, c, lay, gid)))
+                      "decades), the same steps marked.", lambda lay, gid, s=s, c=color: _line_chart(data, s, c, lay, gid)))
     for h in data.heatmaps:
         grouped = f", {h.n_layers:,} layers in {len(h.row_starts)} rows (max per row)" \
             if len(h.row_starts) < h.n_layers else ""
@@ -188,6 +188,8 @@ def _onset_chart(onset: Any, marks: Any, layout: Layout, gid: str) -> Figure:
         twin.set_ylabel("grad norm", color=GRAD_C)
         twin.grid(False)
         twin.spines["right"].set_visible(True)
+    if onset.loss is not None:
+        magnitude_scale(ax, onset.loss.values)  # a loss that blows up by decades flattens the rest
     ax.set_xlim(onset.first - 0.5, onset.last + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     draw_marks(ax, marks, gid)
@@ -205,6 +207,7 @@ def _rise_chart(onset: Any, marks: Any, layout: Layout, gid: str) -> Figure:
     if onset.loss is not None:
         _plot(left, onset.loss, TRAIN, linewidth=1.0, label=onset.loss.label)
         nonfinite_ticks(left, onset.loss.steps, onset.loss.values)
+        magnitude_scale(left, onset.loss.values)
     if onset.val_loss is not None:
         _plot(right, onset.val_loss, VAL, linewidth=1.2, marker="o" if len(onset.val_loss) <= 80 else None,
               markersize=3, label=onset.val_loss.label)

@@ -167,7 +167,7 @@ def build_view(diagnosis: Any, *, docs_base: str = "") -> ReportView:
         layers_total=len(layer_info) or len(run.layer_names()),
         version=_version(), references=refs, sparks=tuple(data.sparks),
         curve_doc=(curve.summary, curve.sections) if curve is not None else ("", ()),
-        headline=str(getattr(diagnosis, "headline", None) or diagnosis.curve.reason), label=run.name,
+        headline=diagnosis.headline or diagnosis.curve.reason, label=run.name,
     )
 
 

@@ -144,7 +144,7 @@ def attach(diagnosis: Any) -> Any:
     """``diagnosis`` with a report-data factory (a diagnosis built by hand has none)."""
     if getattr(diagnosis, "report", None) is not None:
         return diagnosis
-    step = getattr(diagnosis, "verdict_step", None)
+    step = diagnosis.verdict_step  # None on a diagnosis built by hand: the curve verdict's step stands in
     factory = Factory(diagnosis.run, diagnosis.curve, diagnosis.findings, UNSET if step is None else step)
     return dataclasses.replace(diagnosis, report=factory)
 
