@@ -189,7 +189,7 @@ def _step(formula: str, n: list[int], epoch: int | None, ctx: Context) -> int:
     if formula in ("counter", "bar"):
         e = epoch if epoch is not None else ctx.epoch
         if e is None:
-            return max(n[0] - 1, 0)
+            return n[0]
         ctx.per_epoch = n[1]
         return max((e - 1) * n[1] + n[0] - 1, 0)
     if formula == "end_epoch":

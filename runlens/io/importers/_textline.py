@@ -25,7 +25,7 @@ import math
 import re
 from dataclasses import dataclass
 
-_WORDNUM = r"[-+]?(?:nan|NaN|NAN|inf(?:inity)?|Inf(?:inity)?|INF)"
+_WORDNUM = r"[-+]?(?:nan(?:x+)?|NaN|NAN|inf(?:inity)?|Inf(?:inity)?|INF)"  # PaddleOCR pads: nanxxx
 _NUM = rf"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|{_WORDNUM}"
 _NUM_ONLY = re.compile(_NUM)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
@@ -50,7 +50,7 @@ _FIELD = re.compile(
     rf"(?<![\w.\-])(?P<key>{_KEY_WORD}(?: {_KEY_MORE}){{0,6}}?)"
     rf"(?:\s*(?P<sep>[:=]|\bis\b))?\s*"
     rf"(?:(?P<val>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?P<unit>[A-Za-z%µ]*(?:/[A-Za-z]+)?)"
-    rf"|(?P<word>{_WORDNUM})(?(sep)|(?! [A-Za-z_(])))(?![\w/:]|\.\d)")
+    rf"|(?P<word>{_WORDNUM})(?(sep)|(?! [A-Za-z_])))(?![\w/:]|\.\d)")
 _IGNORED_KEYS = frozenset({"eta", "in", "of", "at", "to", "for", "the", "with", "on", "and", "by", "from",
                            "is", "was", "took", "#", "time left", "remaining"})
 # Words of prose, never of a metric name: a "key" holding one is a sentence ("but training continued for").
@@ -131,6 +131,8 @@ def to_float(text: str) -> float:
     t = text.lower().lstrip("+")
     if "inf" in t:
         return -math.inf if t.startswith("-") else math.inf
+    if t.lstrip("-").startswith("nan"):
+        return math.nan
     return float(t)
 
 
@@ -267,8 +269,9 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
                   espan: tuple[int, int] | None) -> Line | None:
     """Steps from per-batch counters inside an epoch, from ``end of epoch N``, or the epoch itself.
 
-    A counter says how many batches are done (``200/2983``: the 200th), so
-    the 0-based optimizer step is one less: ``(epoch - 1) * per_epoch + i - 1``.
+    A counter alone is the step as logged (``[10/1200]`` is step 10); inside an
+    epoch it says how many batches are done (``200/2983``: the 200th), so the
+    0-based optimizer step is ``(epoch - 1) * per_epoch + i - 1``.
     """
     bar = None if _BATCHES.search(text) else _BAR.match(text)
     m = _BATCHES.search(text) or bar or _BRACKET.search(text)
@@ -278,7 +281,8 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
         sp = (m.span(1), m.span(2))
         formula = "bar" if bar is not None else "counter"
         if e is None:
-            return Line(max(i - 1, 0), text[m.end():], ev, None, "[N/M]", formula=formula, spans=sp,
+            # The counter as logged: the user finds "[10/1200]" in the file as step 10, not 9.
+            return Line(i, text[m.end():], ev, None, "[N/M]", formula=formula, spans=sp,
                         rest_at=m.end(), partial=bar is not None and i < n)
         ctx.per_epoch = n
         return Line(max((e - 1) * n + i - 1, 0), text[m.end():], ev, e, "epoch+counter", formula=formula,
