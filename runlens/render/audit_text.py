@@ -6,6 +6,7 @@ from typing import Any
 
 from runlens.render.audit_cells import COLUMNS, cells, summary
 from runlens.render.escape import term_inline
+from runlens.render.view import distinct_names
 
 _MAX_NAME = 40
 _MAX_FINDINGS = 48
@@ -17,7 +18,8 @@ _RESET = "\033[0m"
 def render_audit_text(result: Any, *, color: bool = False) -> str:
     """One aligned row per run, then each unreadable run's error and the summary line;
     ``color`` marks the severity cell with ANSI colours (the padding stays outside them)."""
-    rows = [cells(row) for row in result.rows]
+    labels = distinct_names([(row.name, row.run) for row in result.rows])  # two runs of one name told apart
+    rows = [{**cells(row), "name": label} for row, label in zip(result.rows, labels, strict=True)]
     for c in rows:
         # A run name must not retitle the terminal or clear it.
         c["name"] = _clip(term_inline(c["name"]), _MAX_NAME)

@@ -16,6 +16,7 @@ from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
 from runlens.render.audit_csv import render_audit_csv
 from runlens.render.audit_html import render_audit_html
 from runlens.render.audit_markdown import render_audit_markdown
+from runlens.render.audit_text import render_audit_text
 from runlens.render.html import render_html, render_index, wordbreaks
 from runlens.render.view import build_view, distinct_names
 from runlens.report_data import attach
@@ -67,9 +68,10 @@ def test_two_runs_named_alike_are_told_apart_in_the_index_and_every_audit_format
     result = AuditResult(rows=rows, workers=1, backend="inline")
     html = render_audit_html(result)
     md = render_audit_markdown(result)
+    text = render_audit_text(result)
     table = list(csv.DictReader(io.StringIO(render_audit_csv(result))))
     for label in ("healthy (sample_runs/healthy)", "healthy (copy/healthy)"):
-        assert label in html
+        assert label in html and label in text
         assert label.replace("_", "\\_") in md or label in md
         assert label in [r["label"] for r in table]
     assert [r["name"] for r in table] == ["healthy", "healthy"]  # the name column keeps the run's name
