@@ -54,3 +54,10 @@ def test_recorded_run_at_a_learning_rate_too_low_is_underfitting_and_its_twin_he
     low, ok = analysed("lr_too_low"), analysed("lr_ok")
     assert low.curve.label == "underfitting" and "unstable" not in codes(low)
     assert ok.curve.label == "healthy" and not codes(ok)
+
+
+def test_recorded_run_with_few_training_samples_overfits_and_its_twin_does_not():
+    assert TRUTH["overfit_few"]["label"] == "overfitting" and TRUTH["overfit_none"]["label"] == "no_overfitting"
+    few, none = analysed("overfit_few"), analysed("overfit_none")
+    assert few.curve.label == "overfitting" and "overfitting" in codes(few)
+    assert none.curve.label == "healthy" and "overfitting" not in codes(none)
