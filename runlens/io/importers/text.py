@@ -39,7 +39,7 @@ from runlens.io.importers._lineplan import Parser
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textline import Context, Line, clean, read_fields, squeeze
 from runlens.io.reader.names import LOSS, PERPLEXITY, tokens
-from runlens.io.reader.source import open_binary
+from runlens.io.reader.source import open_binary, open_limited
 
 _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
 _DIGIT = re.compile(r"\d")
@@ -96,7 +96,7 @@ def _scan(path: Path, mapper: Mapper, step_key: str | None,
     ctx, parser = Context(), Parser(step_key)
     n = skipped = partial = 0
     markers: Counter = Counter()
-    with io.TextIOWrapper(open_binary(path), encoding=encoding, errors="replace") as f:  # .gz read as is
+    with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:  # .gz read as is
         while raw := f.readline(_MAX_LINE):
             n += 1
             if ("skip" in raw or "Skip" in raw) and (event := _skipped_nonfinite(raw, ctx.last_step)):

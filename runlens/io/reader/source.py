@@ -77,3 +77,34 @@ def decode(data: bytes) -> str:
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return data.decode("utf-16", "replace")
     return data.decode("utf-8", "replace").lstrip("\ufeff")
+
+
+class Limited(io.RawIOBase):
+    """A stream that refuses to give more than ``limit`` bytes (a gzip bomb ends in one line, not a full disk)."""
+
+    def __init__(self, raw, path: Path, limit: int | None = None) -> None:
+        self.raw, self.path = raw, path
+        self.left = MAX_BYTES if limit is None else limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        try:
+            n = self.raw.readinto(buf)
+        except (OSError, EOFError) as exc:
+            raise ImportFailedError(f"{self.path}: a broken gzip stream ({exc})") from None
+        self.left -= n or 0
+        if self.left < 0:
+            raise ImportFailedError(f"{self.path}: more than {MAX_BYTES >> 20} MiB of text; logs are read up "
+                                    f"to {MAX_BYTES >> 20} MiB (after decompression)")
+        return n
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+def open_limited(path: Path) -> io.BufferedReader:
+    """:func:`open_binary` within :data:`MAX_BYTES` (decompressed), buffered."""
+    return io.BufferedReader(Limited(open_binary(path), path))
