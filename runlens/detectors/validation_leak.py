@@ -6,9 +6,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy import stats
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
-from runlens.detectors._bugs import sign_p, train_loss_at
+from runlens.detectors._bugs import train_loss_at
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context
@@ -38,14 +39,15 @@ class ValidationLeak(Detector):
 
     How it decides:
         At each evaluation, the ratio of the validation loss to the median
-        training loss over the steps since the previous evaluation. It fires
-        when, over the evaluations of the first half of the run (at least
-        ``min_evals``), the ratio is below ``max_ratio`` on a number of them
-        a one-sided sign test finds significant at ``alpha`` (more than half
-        of them), and the median ratio over the whole run is below
-        ``max_ratio`` too (a leak does not heal). ``val_train_ratio`` is that
-        median; ``first_leak_step`` the first evaluation below the ratio.
-        Severity error.
+        training loss over the steps since the previous evaluation (at least
+        ``min_evals`` evaluations). It fires when the median ratio is below
+        ``max_ratio``, the first evaluation below it comes in the first half
+        of the run (the validation loss got there early, far faster than the
+        training loss), and a one-sided Wilcoxon signed-rank test on
+        log(ratio / ``max_ratio``) over every evaluation finds the ratios
+        below ``max_ratio`` at ``alpha`` (a leak does not heal).
+        ``val_train_ratio`` is the median; ``first_leak_step`` the first
+        evaluation below the ratio. Severity error.
 
     What to try:
         Check that no input feature is the target or computed from it (a
@@ -56,8 +58,8 @@ class ValidationLeak(Detector):
 
     Parameters:
         max_ratio: validation/training loss ratio below which an evaluation counts as too good (0.2).
-        min_evals: least evaluations in the first half of the run to decide (5).
-        alpha: significance level of the sign test (0.05).
+        min_evals: least evaluations during training to decide (5).
+        alpha: significance level of the Wilcoxon test (0.01).
     """
 
     code = "validation_leak"
@@ -67,7 +69,7 @@ class ValidationLeak(Detector):
     constraints = {"max_ratio": Interval(float, 0, 1, closed="neither"), "min_evals": Interval(int, 2, None),
                    "alpha": Interval(float, 0, 1, closed="neither")}
 
-    def __init__(self, *, max_ratio: float = 0.2, min_evals: int = 5, alpha: float = 0.05) -> None:
+    def __init__(self, *, max_ratio: float = 0.2, min_evals: int = 5, alpha: float = 0.01) -> None:
         self.max_ratio = max_ratio
         self.min_evals = min_evals
         self.alpha = alpha
@@ -83,19 +85,20 @@ class ValidationLeak(Detector):
         if ok.sum() < self.min_evals:
             raise Skip(f"needs at least {self.min_evals} evaluations during training")
         steps, ratio = val.steps[ok], val.values[ok] / train[ok]
-        early = steps <= loss.steps[0] + (loss.steps[-1] - loss.steps[0]) / 2
-        if early.sum() < self.min_evals:
-            raise Skip(f"needs at least {self.min_evals} evaluations in the first half of the run")
-        low = ratio[early] < self.max_ratio
-        p = sign_p(int(low.sum()), int(early.sum()))
+        below = ratio < self.max_ratio
+        half = loss.steps[0] + (loss.steps[-1] - loss.steps[0]) / 2
         median = float(np.median(ratio))
-        if p > self.alpha or median >= self.max_ratio:
+        if median >= self.max_ratio or not below.any() or steps[np.flatnonzero(below)[0]] > half:
+            return []
+        with np.errstate(divide="ignore"):
+            d = np.log(np.maximum(ratio, 1e-300)) - np.log(self.max_ratio)
+        p = float(stats.wilcoxon(d, alternative="less").pvalue) if np.any(d != 0) else 1.0
+        if p > self.alpha:
             return []
         first = int(steps[np.flatnonzero(ratio < self.max_ratio)[0]])
-        ev = {"val_train_ratio": median, "early_ratio": float(np.median(ratio[early])),
-              "early_evals_below": int(low.sum()), "early_evals": int(early.sum()), "sign_p": p,
-              "first_leak_step": first, "max_ratio": self.max_ratio}
+        ev = {"val_train_ratio": median, "evals": int(len(ratio)), "evals_below": int(below.sum()),
+              "wilcoxon_p": p, "first_leak_step": first, "max_ratio": self.max_ratio}
         return [self.finding(
             f"the validation loss is {median:.2g}x the training loss (median over {len(ratio)} evaluations; "
-            f"below {self.max_ratio:g}x from step {first}, sign test p={p:.2g}): check for a leak",
+            f"below {self.max_ratio:g}x from step {first}, Wilcoxon p={p:.2g}): check for a leak",
             step=first, evidence=ev)]
