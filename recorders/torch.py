@@ -77,13 +77,13 @@ class Recorder(Handlers):
         self._params = [p for _, p in self._named]
         self._names = tuple(n for n, _ in self._named)
         self._depth = np.arange(len(self._params))
-        self._loop = LoopWatch(self._named, optimizer, scheduler)
         path, moved = _run_dir.choose(path, resume, rank, world)
         self._writer = RunWriter(path, name=name, config=config_of(config, optimizer, layers_every),
                                  seed=seed, rank=rank, world_size=world, flush_every=flush_every,
                                  flush_seconds=flush_seconds, environment=environment(self._params, rank, world),
                                  start_step=start_step, compact_on_close=compact_on_close)
         self._writer.on_behind.append(self._writer_behind)
+        self._loop = LoopWatch(self._named, optimizer, scheduler)  # hooks only once the writer exists
         if moved and announce:
             print(moved, file=sys.stderr)
         elif moved:
