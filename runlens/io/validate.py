@@ -101,7 +101,8 @@ class Violation:
     message: str
 
     def line(self) -> str:
-        return f"{self.where}: {self.message} [rule {self.rule}: {RULES[self.rule]}]"
+        # A message may quote a path or a value from the run (a pyarrow error names the file).
+        return printable(f"{self.where}: {self.message} [rule {self.rule}: {RULES[self.rule]}]")
 
 
 @dataclass

@@ -129,10 +129,11 @@ def _validate_escape_name(work: Path) -> list[str]:
     return cli("validate", str(run), allowed=(0, 1)).problems
 
 
-@case("injection", "validate: a run folder named with OSC 8")
+@case("injection", "validate: a run folder named with OSC 8, holding an unreadable part")
 def _validate_escape_run(work: Path) -> list[str]:
     run = write_run(work / f"run{OSC8}")
-    return cli("validate", str(run), allowed=(0, 1)).problems
+    (run / "scalars" / "r0-00000003.parquet").write_bytes(b"PAR1 truncated")  # its error quotes the path
+    return cli("validate", str(run), allowed=(1,)).problems
 
 
 @case("injection", "import --dry-run: column names with OSC 52")
