@@ -36,7 +36,10 @@ class GradientsAccumulate(Detector):
 
     How it decides:
         On the global gradient norm (scalars ``grad_norm``, else the norm
-        over the layers table) up to the first non-finite loss, and the
+        over the layers table; over the updated layers only when the layers
+        table shows some that never move: a parameter left out of the
+        optimizer keeps its gradient through ``zero_grad``, harmlessly) up to
+        the first non-finite loss, and the
         loss up to the point where it left ten times its start (past it the
         norm grows with the explosion, not the sum). A reset is a fall of
         the norm to a third of the value before it or less (a sawtooth with
@@ -110,8 +113,9 @@ class GradientsAccumulate(Detector):
         end = int(steps[out[0]]) if out.size else int(steps[-1]) + 1
         if sig.first_nonfinite_step is not None:
             end = min(end, sig.first_nonfinite_step)
-        keep = (g.steps < end) & np.isfinite(g.values)
-        gs, gv = g.steps[keep], g.values[keep]
+        gsteps, gvalues, source = _updated_layers_norm(sig) or (g.steps, g.values, g.source)
+        keep = (gsteps < end) & np.isfinite(gvalues)
+        gs, gv = gsteps[keep], gvalues[keep]
         if gv.size < self.min_points:
             raise Skip(f"only {gv.size} finite gradient norms before the loss left its scale (< {self.min_points})")
         fit = linear_growth(gs, gv)
@@ -134,5 +138,32 @@ class GradientsAccumulate(Detector):
             f"The gradient norm grows linearly with the steps{resets} (R^2={fit.r2:.2f}, {fit.growth:.3g}x over "
             f"{gv.size} points) and {loss}: gradients are summed across steps, zero_grad is missing",
             step=int(gs[0]),
-            evidence={**fit.to_dict(), "n_points": int(gv.size), "grad_norm_source": g.source,
+            evidence={**fit.to_dict(), "n_points": int(gv.size), "grad_norm_source": source,
                       "loss_progress": prog.to_dict(), "last_step_tested": int(gs[-1])})]
+
+
+def _updated_layers_norm(sig) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """The gradient norm over the layers the optimizer updates, when some are never updated.
+
+    ``zero_grad`` clears only the optimizer's parameters: the gradient of a layer
+    left out of it (or frozen after its gradient was computed) piles up harmlessly
+    while the others are cleared. Such a layer (no recorded update, weights that
+    never change) is the business of ``dead_layers``, not a missing ``zero_grad``.
+    None when every layer moves or the layers table cannot tell.
+    """
+    layers = sig.layers
+    if not layers or layers.grad_norm is None:
+        return None
+    if layers.update_norm is not None:
+        moved = np.nanmax(np.where(np.isfinite(layers.update_norm), layers.update_norm, 0.0), axis=0) > 0
+    elif layers.weight_norm is not None:
+        w = np.where(np.isfinite(layers.weight_norm), layers.weight_norm, np.nan)
+        moved = np.nan_to_num(np.nanmax(w, axis=0) - np.nanmin(w, axis=0)) > 0
+    else:
+        return None
+    if moved.all() or not moved.any():
+        return None
+    g = np.where(np.isfinite(layers.grad_norm), layers.grad_norm, np.nan)[:, moved]
+    rows = np.isfinite(g).any(axis=1)
+    total = np.sqrt(np.nansum(g[rows] ** 2, axis=1))
+    return layers.steps[rows], total, f"layers.grad_norm over the {int(moved.sum())} updated layers"

@@ -23,7 +23,9 @@ class NonfiniteValidation(Detector):
         is NaN, +Inf or -Inf, on a run whose training loss was still finite
         then (when the training loss became non-finite first, the
         ``nonfinite_loss`` finding explains the evaluations and this one
-        stays silent). The evidence gives, per eval set, the count of
+        stays silent, and so for an evaluation at the last finite training
+        step before it, which saw the weights that step broke). The evidence
+        gives, per eval set, the count of
         non-finite evaluations, their share, the first step and whether the
         last evaluation is one of them (``n_points``: evaluations in all).
 
@@ -74,6 +76,10 @@ class NonfiniteValidation(Detector):
         if not sig.validation:
             raise Skip("no validation loss logged (evals.val_loss or val_loss@<set>)")
         train_bad = sig.first_nonfinite_step
+        if train_bad is not None:
+            # An evaluation logged at the last finite step already saw the weights of the step that broke.
+            before = sig.loss.steps[sig.loss.steps < train_bad]
+            train_bad = int(before[-1]) if before.size else train_bad
         per_set: dict[str, dict[str, Any]] = {}
         for name, series in sig.validation.items():
             bad = ~np.isfinite(series.values)
