@@ -56,3 +56,27 @@ def test_recorded_run_without_zero_grad_fires_and_its_twin_does_not():
     assert TRUTH["zero_grad_ok"]["label"] == "healthy_gradients"
     assert "gradients_accumulate" in codes(analysed("zero_grad_missing"), "error")
     assert "gradients_accumulate" not in codes(analysed("zero_grad_ok"))
+
+
+def test_silent_twin_a_layer_left_out_of_the_optimizer_piles_up_its_gradient_harmlessly():
+    # zero_grad clears only the optimizer's parameters: the excluded layer's gradient grows with the
+    # steps (and dominates the global norm), while the updated layers' stay steady.
+    import pyarrow as pa
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(300)
+    names = ["0.weight", "1.weight", "2.weight"]
+    grad = np.stack([0.5 * (steps + 1), np.exp(0.1 * rng.standard_normal(300)),
+                     np.exp(0.1 * rng.standard_normal(300))], axis=1)
+    update = np.stack([np.zeros(300), np.full(300, 1e-3), np.full(300, 1e-3)], axis=1)
+    table = pa.table({"step": np.repeat(steps, 3), "layer": np.tile(names, 300),
+                      "grad_norm": grad.reshape(-1), "weight_norm": np.ones(900), "update_norm": update.reshape(-1)})
+    meta = {"name": "s", "layers": [{"name": n, "index": i, "module": str(i), "kind": "Linear", "shape": [4, 4],
+                                     "numel": 16} for i, n in enumerate(names)]}
+    run = make_run(healthy(300, 0), layers=table, meta=meta, scalars={"grad_norm": np.sqrt((grad ** 2).sum(1))})
+    assert found(run) == []
+    # Its firing twin: the same pile-up in an updated layer.
+    update[:, 0] = 1e-3
+    table = table.set_column(4, "update_norm", pa.array(update.reshape(-1)))
+    x = 1.6 + 0.05 * rng.standard_normal(300)
+    assert found(make_run(x, layers=table, meta=meta, scalars={"grad_norm": np.sqrt((grad ** 2).sum(1))}))
