@@ -81,25 +81,24 @@ def lowest(steps: np.ndarray, values: np.ndarray) -> tuple[int, float] | None:
 
 
 def duration(run: Any) -> float | None:
-    """Wall-clock seconds of the run: the span of the recorded ``time`` column when it moves,
-    else run.json's ``started_at`` to ``ended_at`` (or the last heartbeat); None when unknown.
-    An imported run's run.json times are when the import ran: only its logged times count."""
+    """Wall-clock seconds of the run: run.json's ``started_at`` to ``ended_at`` (or the last
+    heartbeat, for a run that did not close), else the span of the recorded ``time`` column;
+    None when unknown. An imported run's run.json times are when the import ran, not the
+    training: only its logged times count, and only when they move."""
     config = run.config if isinstance(run.config, Mapping) else {}
     imported = isinstance(config.get("imported_from"), Mapping)
+    if not imported:
+        from runlens.io.runmeta import parse_time
+
+        meta = run.meta if isinstance(run.meta, Mapping) else {}
+        start = parse_time(meta.get("started_at"))
+        end = parse_time(meta.get("ended_at")) or parse_time(meta.get("heartbeat_at"))
+        if start is not None and end is not None and end >= start:
+            return float(end - start)
     time = run.column("scalars", "time")
     if time is not None and np.isfinite(time).sum() >= 2:
         span = float(np.nanmax(time) - np.nanmin(time))
-        if span > 0:
-            return span
-    if imported:
-        return None
-    from runlens.io.runmeta import parse_time
-
-    meta = run.meta if isinstance(run.meta, Mapping) else {}
-    start = parse_time(meta.get("started_at"))
-    end = parse_time(meta.get("ended_at")) or parse_time(meta.get("heartbeat_at"))
-    if start is not None and end is not None and end > start:
-        return float(end - start)
+        return span if span > 0 or not imported else None
     return None
 
 

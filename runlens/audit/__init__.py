@@ -62,6 +62,10 @@ class AuditRow:
     outcomes: tuple[tuple[str, str, str], ...] = ()
     seconds: float = field(default=0.0, compare=False)
     cpu_seconds: float = field(default=0.0, compare=False)
+    # The analysis output's added keys (docs/format.md), as the worker's analysis gave them.
+    headline: str = ""
+    key_numbers: Mapping[str, Any] = field(default_factory=dict)
+    verdict_step: int | None = None
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> AuditRow:
@@ -72,6 +76,8 @@ class AuditRow:
                    outcomes=tuple(tuple(o) for o in record.get("outcomes") or ()),
                    seconds=float(record.get("seconds") or 0.0),
                    cpu_seconds=float(record.get("cpu_seconds") or 0.0),
+                   headline=obj.get("headline") or "", key_numbers=obj.get("key_numbers") or {},
+                   verdict_step=obj.get("verdict_step"),
                    **{k: summary.get(k) for k in ("final_loss", "best_loss", "best_val_loss",
                                                   "best_val_step", "steps", "duration_s")})
 
@@ -90,9 +96,14 @@ class AuditRow:
         return reaches((f["severity"] for f in self.findings), fail_on)
 
     def to_dict(self) -> dict[str, Any]:
-        """The spec's analysis-output object, exactly its keys."""
+        """The spec's analysis-output object: its keys, then the added ones (docs/format.md)."""
+        from runlens.summary import KEY_NUMBERS
+
         return {"run": self.run, "name": self.name, "status": self.status, "curve": self.curve,
-                "findings": [dict(f) for f in self.findings], "warnings": list(self.warnings)}
+                "findings": [dict(f) for f in self.findings], "warnings": list(self.warnings),
+                "headline": self.headline or (self.error or ""),
+                "key_numbers": {k: self.key_numbers.get(k) for k in KEY_NUMBERS},
+                "verdict_step": self.verdict_step}
 
 
 @dataclass(frozen=True)

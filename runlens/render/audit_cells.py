@@ -69,7 +69,8 @@ def cells(row: Any) -> dict[str, str]:
 def summary(result: Any) -> str:
     """One line: how many runs, and how many at each worst severity."""
     c = result.counts()
-    parts = [f"{c[k]} {k}" for k in ("unreadable", "error", "warning", "info") if c[k]]
+    words = {"unreadable": "unreadable", "error": "with errors", "warning": "with warnings", "info": "info only"}
+    parts = [f"{c[k]} {words[k]}" for k in words if c[k]]
     parts.append(f"{c['clean']} clean")
     return f"{c['runs']} run{'s' if c['runs'] != 1 else ''}: " + ", ".join(parts)
 
