@@ -2,6 +2,10 @@
 
     python benchmarks/real_logs.py [--logs ../shared/real-logs] [--report benchmarks/results/real_logs.md]
 
+Both sets are graded in one run: the labeled items of ``real_logs_labels.toml``
+(curve agreement) and every item of ``collected/`` (what was read, with the
+roles the reader chose, or why it was refused; these carry no labels).
+
 The logs are the workplace's ``shared/real-logs/`` (real training logs from
 public repositories and issue threads, in the formats people have); they are
 not shipped with runlens, so this benchmark needs that folder and the tests do
@@ -62,6 +66,27 @@ def diagnose(path: Path) -> tuple[int, dict | list | None, str]:
     return proc.returncode, out, err
 
 
+def roles_text(out) -> str:
+    """Which column took which role, as the analysis says (its ``roles`` key), in a few words."""
+    objs = out if isinstance(out, list) else [out]
+    said = []
+    for o in objs:
+        roles = o.get("roles") if isinstance(o, dict) else None
+        if not roles:
+            continue
+        parts = []
+        for role in ("index", "loss", "val_loss"):
+            r = roles.get(role)
+            if r:
+                cols = " + ".join(r["columns"]) or "row"
+                parts.append(f"{role}: {cols}" + (f" ({r['how']})" if r["how"] not in ("column",) else ""))
+        sets = [k for k in roles if k.startswith("val_loss@")]
+        if sets:
+            parts.append(f"{len(sets)} named validation sets")
+        said.append("; ".join(parts))
+    return " / ".join(said) or "-"
+
+
 def grade(item: dict, status: int, out, err: str) -> tuple[bool, str]:
     """(agrees, what runlens said) for one labeled item."""
     if isinstance(out, list):  # a folder read as several runs: the labeled run is the whole folder
@@ -83,7 +108,7 @@ def grade(item: dict, status: int, out, err: str) -> tuple[bool, str]:
     return ok, said
 
 
-def render(rows: list[tuple[dict, bool, str]], elapsed: float) -> str:
+def render(rows: list[tuple[dict, bool, str]], elapsed: float, collected=()) -> str:
     head, dirty = git_state()
     curve_rows = [r for r in rows if r[0]["curve"] != "no_curve"]
     refusals = [r for r in rows if r[0]["curve"] == "no_curve"]
@@ -111,15 +136,39 @@ def render(rows: list[tuple[dict, bool, str]], elapsed: float) -> str:
              f"| of those, runs whose loss or gradient went non-finite | "
              f"{Rate(sum(ok for _, ok, _ in nf), len(nf)).text()} |",
              f"| files with no training curve refused in one line (or `insufficient_data`) | {refuse.text()} |",
-             "", "## Items", "", "| log | label (accepted) | runlens | agrees |", "|---|---|---|---|"]
+             "", "## Items", "", "| log | label (accepted) | runlens | agrees | roles |", "|---|---|---|---|---|"]
     for item, ok, said in rows:
         label = item["curve"] + (f" ({', '.join(item['accept'])})" if item.get("accept") else "")
         if item.get("nonfinite"):
             label += ", non-finite"
-        lines.append(f"| `{item['path']}` | {label} | {said.replace('|', '/')} | {'yes' if ok else '**no**'} |")
+        lines.append(f"| `{item['path']}` | {label} | {said.replace('|', '/')} | {'yes' if ok else '**no**'} | "
+                     f"{item.get('_roles', '-').replace('|', '/')} |")
+    lines += collected_section(collected)
     lines += ["", "## Why each label", ""]
     lines += [f"- `{item['path']}`: {item.get('why', '')}" for item, _, _ in rows]
     return "\n".join(lines) + "\n"
+
+
+def collected_section(collected: list[tuple[str, int, object, str]]) -> list[str]:
+    """The second set (``collected/``, not labeled): for each item what was read and which column took
+    which role, or why it was refused."""
+    if not collected:
+        return []
+    read = sum(status in (0, 1) and out is not None for _, status, out, _ in collected)
+    out_lines = ["", "## Collected set (`collected/`, not labeled)", "",
+                 f"Items read with no flags: {read} of {len(collected)}. These items carry no labels (what each "
+                 "run did is for a reader of the numbers to decide), so no agreement is counted here.", "",
+                 "| item | read | curve and findings, or why refused | roles |", "|---|---|---|---|"]
+    for name, status, out, err in collected:
+        if status in (0, 1) and out is not None:
+            objs = out if isinstance(out, list) else [out]
+            said = "; ".join(f"curve {o.get('curve')}: " + (", ".join(f.get("code") for f in o.get("findings", []))
+                                                             or "no findings") for o in objs)
+            lines_said, ok = said, "yes"
+        else:
+            lines_said, ok = f"exit {status}: {err[:160]}", "**no**"
+        out_lines.append(f"| `{name}` | {ok} | {lines_said.replace('|', '/')} | {roles_text(out).replace('|', '/')} |")
+    return out_lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,9 +185,19 @@ def main(argv: list[str] | None = None) -> int:
     for item in items:
         status, out, err = diagnose(args.logs / item["path"])
         ok, said = grade(item, status, out, err)
+        item["_roles"] = roles_text(out)
         rows.append((item, ok, said))
         print(f"{'ok ' if ok else 'NO '} {item['path']}: {said}", flush=True)
-    text = render(rows, time.monotonic() - t0)
+    collected = []
+    folder = args.logs / "collected"
+    for path in sorted(folder.iterdir()) if folder.is_dir() else ():
+        if path.name == "README.md":
+            continue
+        status, out, err = diagnose(path)
+        collected.append((path.name, status, out, err))
+        print(f"{'read' if status in (0, 1) else 'NO  '} collected/{path.name}: {roles_text(out)} {err[:100]}",
+              flush=True)
+    text = render(rows, time.monotonic() - t0, collected)
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(text, encoding="utf-8")
     print(text)
