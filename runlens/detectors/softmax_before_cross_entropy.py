@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
-from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, scalar_column
+from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, config_number, scalar_column
 from runlens.detectors._curveshape import stated_classes
 
 if TYPE_CHECKING:
@@ -21,6 +21,12 @@ def softmax_floor(k: int) -> float:
     """The least cross-entropy a softmax output can reach: one-hot probabilities p give
     ``-1 + ln(e + K - 1) = ln(1 + (K - 1) / e)``."""
     return float(np.log1p((k - 1) / np.e))
+
+
+def smoothed_floor(k: int, eps: float) -> float:
+    """The least cross-entropy against targets smoothed by ``eps``: the targets' own entropy."""
+    hi, lo = 1 - eps + eps / k, eps / k
+    return float(-hi * np.log(hi) - (k - 1) * lo * np.log(lo)) if 0 < eps < 1 else 0.0
 
 
 @register
@@ -58,7 +64,9 @@ class SoftmaxBeforeCrossEntropy(Detector):
         the loss hugs the floor (``floor_gap`` under a tenth of
         ``max_gap``): a real classifier settling exactly there is a
         coincidence. A healthy classifier that accurate is far below the
-        floor on most batches. Severity error.
+        floor on most batches. With ``label_smoothing`` in the config whose
+        own minimum (the smoothed targets' entropy) reaches the floor, it
+        does not fire: the two cannot be told apart. Severity error.
 
     What to try:
         Remove the softmax (or sigmoid) at the end of the model and feed the
@@ -97,6 +105,9 @@ class SoftmaxBeforeCrossEntropy(Detector):
         if k is None:
             raise Skip("the number of classes is not stated (config num_classes, num_labels... or a label column)")
         floor, chance = softmax_floor(k), float(np.log(k))
+        eps, _ = config_number(run.config, ("label_smoothing", "smoothing"))
+        if eps is not None and smoothed_floor(k, eps) >= floor * (1 - self.tolerance):
+            return []  # label smoothing alone holds a correct loss at or above the floor: no telling them apart
         late = loss.values[-max(5, int(len(loss) * self.late_frac)):]
         level, lowest = float(np.median(late)), float(np.min(late))
         gap = (level - floor) / (chance - floor)

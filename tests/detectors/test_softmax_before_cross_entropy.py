@@ -80,3 +80,14 @@ def test_without_accuracy_only_a_loss_hugging_the_floor_fires():
 def test_without_classes_it_is_skipped():
     with pytest.raises(Skip, match="number of classes"):
         check("softmax_before_cross_entropy", make_run(_softmax_loss(200, 0, 10)))
+
+
+def test_label_smoothing_that_reaches_the_floor_is_silent():
+    """Binary targets smoothed by 0.2 have an entropy of 0.325, above ln(1 + 1/e) = 0.313."""
+    n = 400
+    run = make_run(_softmax_loss(n, 0, 2), meta={"config": {"num_classes": 2, "label_smoothing": 0.2}},
+                   scalars={"accuracy": np.linspace(0.3, 0.97, n)})
+    assert check("softmax_before_cross_entropy", run) == []
+    run = make_run(_softmax_loss(n, 0, 10), meta={"config": {"num_classes": 10, "label_smoothing": 0.1}},
+                   scalars={"accuracy": np.linspace(0.3, 0.97, n)})
+    assert check("softmax_before_cross_entropy", run)  # 10 classes smoothed by 0.1: 0.5, far below 1.46
