@@ -9,8 +9,9 @@ its outputs are left intact.
 
 from __future__ import annotations
 
+# The C module itself: `signal` imports enum, which is time a Ctrl-C could land in.
+import _signal
 import os
-import signal
 import sys
 
 #: Set by ``runlens.cli`` once its own handling of KeyboardInterrupt is in place.
@@ -32,5 +33,5 @@ def is_command() -> bool:
 
 
 def install() -> None:
-    if is_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _handler)
+    if is_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _handler)
