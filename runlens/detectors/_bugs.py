@@ -64,7 +64,7 @@ def steps_per_epoch(run: Run) -> tuple[int | None, str | None]:
         steps = run.steps("scalars")
         ok = np.isfinite(epoch)
         e, s = epoch[ok], steps[ok]
-        if e.size:
+        if e.size and np.all(e == np.round(e)):  # a fractional epoch (0.01, 0.02...) counts progress, not epochs
             starts = s[np.flatnonzero(np.r_[True, np.diff(e) != 0])]
             if starts.size >= 3:
                 gap = int(np.median(np.diff(starts)))

@@ -23,10 +23,9 @@ class LrScheduleCollapse(Detector):
 
     What it detects:
         A learning rate that falls to ``max_fraction`` of its peak so far
-        (three decades by default) within the first ``max_epochs`` epochs
-        (the epoch length from the ``epoch`` column or the config), or,
-        when the epoch length is unknown, within the first
-        ``max_run_share`` of the run, and never recovers (a warm restart or a cyclic
+        (three decades by default) within the first ``max_run_share`` of the
+        run and, when the epoch length is known (the ``epoch`` column or the
+        config), within the first ``max_epochs`` epochs, and never recovers (a warm restart or a cyclic
         schedule comes back up; a cosine or step decay reaches such a low
         only at the end). ``StepLR``/``ExponentialLR``/``MultiStepLR``
         stepped per batch does this: ``gamma`` applied per step instead of
@@ -44,9 +43,10 @@ class LrScheduleCollapse(Detector):
         On ``scalars.lr``: ``collapse_step`` is the first step whose rate is
         at most ``max_fraction`` of the largest rate before it (a warmup's
         tiny start does not count: the peak comes first). It fires when that
-        step is within the first ``max_epochs`` epochs (the first
-        ``max_run_share`` of the logged steps without an epoch length), and
-        the median rate after it stays
+        step is within the first ``max_run_share`` of the logged steps and the
+        first ``max_epochs`` epochs (when the epoch length is known; a decay
+        to ~0 at the end of a two-epoch fine-tune is within two epochs, not
+        early), and the median rate after it stays
         below ``max_fraction`` of the peak. ``decades`` is log10(peak / the
         last rate). Severity error.
 
@@ -88,9 +88,9 @@ class LrScheduleCollapse(Detector):
         at, top = int(steps[i]), float(peak[i])
         spe, spe_source = steps_per_epoch(run)
         span = steps[-1] - steps[0]
-        # With the epoch length known the epochs decide: a plateau scheduler's three drops within a
-        # quarter of a long run are not a per-batch collapse.
-        early = at - steps[0] <= (self.max_epochs * spe if spe is not None else self.max_run_share * span)
+        # Both: a decay that reaches ~0 at the end of a two-epoch fine-tune is within two epochs but not
+        # early in the run; a plateau scheduler's drops within a quarter of a long run are not within two epochs.
+        early = at - steps[0] <= self.max_run_share * span and (spe is None or at - steps[0] <= self.max_epochs * spe)
         after = rate[i:]
         stays = float(np.median(after)) <= self.max_fraction * top
         if not early or not stays or i == len(rate) - 1:

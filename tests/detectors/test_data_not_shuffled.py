@@ -64,3 +64,13 @@ def test_real_batches_of_four_are_silent():
     """Batches of 4, shuffled: a loud loss whose noise has no epoch pattern."""
     diag = analyze(FIX / "control-batch_four-mlp")
     assert "data_not_shuffled" not in {f.code for f in diag.findings}
+
+
+def test_a_fractional_epoch_column_is_no_epoch_length():
+    """Trainers that log the epoch as a fraction (0.01, 0.02...) count progress, not epochs."""
+    n, period = 600, 25
+    pattern = np.random.default_rng(100).normal(0, 0.4, period)
+    loss = healthy(n, 0) * np.exp(np.tile(pattern, n // period))
+    run = make_run(loss, scalars={"epoch": np.arange(n) / 250})
+    with pytest.raises(Skip, match="steps per epoch"):
+        check("data_not_shuffled", run)

@@ -66,3 +66,10 @@ def test_real_per_batch_schedules_that_are_meant_are_silent(control):
     """Warm restarts touch ~0 at every cycle's end; one-cycle ends 1e5 below its peak: both on purpose."""
     diag = analyze(FIX / control)
     assert "lr_schedule_collapse" not in {f.code for f in diag.findings}
+
+
+def test_a_linear_decay_to_zero_over_a_two_epoch_fine_tune_is_silent():
+    n = 600
+    t = np.arange(n)
+    run = make_run(healthy(n, 0), lr=5e-5 * (1 - t / n), scalars={"epoch": t // 300})
+    assert check("lr_schedule_collapse", run) == []
