@@ -274,7 +274,7 @@ def train(spec: Spec, out_dir: str | Path, *, start_step: int = 0, stop_at: int 
         with Recorder(str(out_dir), model, opt, config=spec.config(), seed=spec.seed,
                       flush_every=spec.flush_every, flush_seconds=30.0, layers_every=spec.layers_every,
                       name=spec.name, compact_on_close=spec.compact,
-                      **({"start_step": start_step} if start_step else {})) as rec:
+                      resume=bool(start_step), **({"start_step": start_step} if start_step else {})) as rec:
             for step in range(start_step, spec.steps):
                 if ckpt_dir is not None and step % spec.ckpt_every == 0:
                     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()},
