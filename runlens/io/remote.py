@@ -1,7 +1,9 @@
-"""Open a run given as a local path or as a filesystem URL (s3://, gs://, file://).
+"""Open a run given as a local path or as a filesystem URL (s3://, gs://, file://): a run folder
+or another tool's log.
 
 A remote run is staged to a temporary folder (run.json and the final parts
-only) and read there; the run keeps the name the user gave it.
+only) and read there; a remote log file is staged as itself and imported in
+memory; the run keeps the name the user gave it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ def open_run(path: str, columns: Mapping[str, Any] | None = None):
         return _renamed(load_run(local, columns=columns), local, path)
     with tempfile.TemporaryDirectory(prefix="runlens-") as tmp:
         local = os.path.join(tmp, "run")
-        _stage(path, local)
+        # A URL may name another tool's log (s3://bucket/train.log): it is staged as the file it is and
+        # read by the importers in memory, like a local log.
+        local = _stage_file(path, tmp) or (_stage(path, local) or local)
         return _renamed(load_run(local, columns=columns), local, path)
 
 
@@ -36,6 +40,23 @@ def _renamed(run, local: str, path: str):
     # Readers report the run under the name the user gave it, not where it was staged.
     return dataclasses.replace(run, path=path, warnings=tuple(
         w.replace(local, path) for w in run.warnings))
+
+
+def _stage_file(url: str, tmp: str) -> str | None:
+    """The local copy of ``url`` when it names one file (a log), else None."""
+    import pyarrow.fs as pafs
+
+    fs, root = url_filesystem(url)
+    try:
+        info = fs.get_file_info(root.rstrip("/"))
+    except (FileNotFoundError, OSError):
+        return None
+    if info.type != pafs.FileType.File:
+        return None
+    target = os.path.join(tmp, os.path.basename(root.rstrip("/")) or "log")
+    with fs.open_input_stream(info.path) as src, open(target, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    return target
 
 
 def _stage(url: str, local: str) -> None:

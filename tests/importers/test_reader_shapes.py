@@ -133,3 +133,14 @@ def test_no_analysis_writes_a_run(tmp_path, monkeypatch):
     path, _ = shapes.records_json(tmp_path)
     assert not math.isnan(analyze(str(path)).run.scalars.column("loss")[0].as_py())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log"]
+
+
+def test_open_run_takes_a_log_by_url(tmp_path):
+    fsspec = pytest.importorskip("fsspec")
+    from runlens.io.remote import open_run
+
+    path, steps = shapes.records_json(tmp_path)
+    fsspec.filesystem("memory").pipe("/bucket/runs/log", path.read_bytes())
+    run = open_run("memory://bucket/runs/log")
+    assert run.path == "memory://bucket/runs/log"
+    assert run.scalars.column("step").to_pylist() == steps
