@@ -154,7 +154,8 @@ def test_missing_requirements_skip_with_a_reason():
 
 
 #: Codes no sample run has the fault for, and the synthetic firing tests that cover them instead.
-SYNTHETIC_ONLY = {"grad_norm_spike": "tests/detectors/test_gradients_architectures.py"}
+SYNTHETIC_ONLY = {"grad_norm_spike": "tests/detectors/test_gradients_architectures.py",
+                  "unreadable_data": "tests/detectors/test_unreadable_data.py"}
 
 
 def test_every_detector_fires_on_at_least_one_sample_run():
@@ -166,7 +167,9 @@ def test_every_detector_fires_on_at_least_one_sample_run():
     assert len(runs) >= 15
     # The training-loop bugs (issue 21) have their own recorded runs, each with a fixed twin.
     bugs = sorted(p.parent for p in (root / "tests" / "fixtures" / "bugs").glob("*/truth.json"))
-    fired = {f.code for run in runs + bugs for f in analyze(run).findings}
+    # The broken-signal verdicts (issue 20) too: tests/fixtures/verdicts, each with its twin.
+    verdicts = sorted(p.parent for p in (root / "tests" / "fixtures" / "verdicts").glob("*/run.json"))
+    fired = {f.code for run in runs + bugs + verdicts for f in analyze(run).findings}
     for code, where in SYNTHETIC_ONLY.items():
         assert f'"{code}"' in (root / where).read_text(), f"{code}: no firing test in {where}"
     steps = {c for c in CODES if REGISTRY[c].verdict is not None}  # publish a verdict; their findings carry other codes
