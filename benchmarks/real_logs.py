@@ -78,7 +78,7 @@ def roles_text(out) -> str:
         for role in ("index", "loss", "val_loss"):
             r = roles.get(role)
             if r:
-                cols = " + ".join(r["columns"]) or "row"
+                cols = " + ".join(r["columns"]) or ("row number" if r["how"] == "row" else "steps as logged")
                 parts.append(f"{role}: {cols}" + (f" ({r['how']})" if r["how"] not in ("column",) else ""))
         sets = [k for k in roles if k.startswith("val_loss@")]
         if sets:

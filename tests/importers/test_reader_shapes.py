@@ -144,3 +144,17 @@ def test_open_run_takes_a_log_by_url(tmp_path):
     run = open_run("memory://bucket/runs/log")
     assert run.path == "memory://bucket/runs/log"
     assert run.scalars.column("step").to_pylist() == steps
+
+
+def test_a_counter_two_processes_wrote_out_of_order_is_still_the_step(tmp_path):
+    import json
+
+    steps = [10 * (i + 1) for i in range(120)]
+    order = []
+    for i in range(0, 120, 2):  # each process writes its line twice, the second one step late
+        order += [steps[i], steps[i], steps[i + 1], steps[i]] if i % 4 == 0 else [steps[i], steps[i + 1]]
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_text("\n".join(json.dumps({"current_steps": s, "loss": 3.0 - s / 1000}) for s in order))
+    run = load_run(str(path))
+    assert run.config["index_kind"] == "step"
+    assert run.scalars.column("step").to_pylist() == sorted(set(order))

@@ -33,7 +33,8 @@ def segments(steps: np.ndarray) -> list[tuple[int, int]]:
         return [(0, 0)]
     first = steps[0]
     for i in range(1, len(steps)):
-        if steps[i] < steps[i - 1] and steps[i] <= first:
+        # A fall to where the run began after a few rows: an interleaved duplicate in the first rows is not a run.
+        if steps[i] < steps[i - 1] and steps[i] <= first and (i - start >= 4 or steps[i] < first):
             out.append((start, i))
             start, first = i, steps[i]
     out.append((start, len(steps)))

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from runlens.io.reader.names import LOSS, METRIC, PERPLEXITY, is_val, qualifiers, tokens, val_set
 from runlens.io.reader.table import Table
@@ -72,9 +73,15 @@ def _integral(v: np.ndarray) -> bool:
 
 
 def _rising(v: np.ndarray) -> bool:
-    # Lines of several processes interleave (a step written late, twice): mostly rising is enough.
+    # Lines of several processes interleave (a step written late, twice): mostly rising is enough,
+    # or a counter that follows the row order closely (rank correlation).
     d = np.diff(v)
-    return len(v) >= 2 and int((d > 0).sum()) > 2 * int((d < 0).sum())
+    if len(v) < 2 or not np.any(d > 0):
+        return False
+    if int((d > 0).sum()) > 2 * int((d < 0).sum()):
+        return True
+    rho = spearmanr(v, np.arange(len(v))).statistic
+    return bool(np.isfinite(rho) and rho > 0.9)
 
 
 def pick_index(table: Table, step: str | None) -> tuple[str | None, str, str]:
