@@ -77,7 +77,7 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
         painted = use_color(color)
         text = "\n".join(render(d, color=painted, verbose=verbose, quiet=quiet) for d in diagnoses)
         click.echo(text.replace("\n\n", "\n") if quiet else text, nl=False, color=painted)
-    if (several or fmt == "json") and not quiet:
+    if several and not quiet:
         click.echo(f"runlens: {run_counts(d.worst_severity for d in diagnoses)}", err=True)
     if any(d.reaches(fail_on) for d in diagnoses):
         sys.exit(1)

@@ -98,14 +98,22 @@ def summary_line(diagnosis: Diagnosis, verbose: bool = False) -> str:
 
 
 def _evidence_items(diagnosis: Diagnosis) -> tuple:
-    """Each finding's evidence as labelled items, observations before thresholds (from the report
-    data, which knows each detector's parameters; plain labels for a diagnosis built by hand)."""
-    from runlens.report_data.numbers import evidence_items
-
+    """Each finding's evidence as labelled items, observations before thresholds (the report
+    data's, which knows each detector's parameters; the raw keys for a diagnosis built by hand)."""
     data = diagnosis.report_data
     if data is not None and len(data.evidence) == len(diagnosis.findings):
         return data.evidence
-    return tuple(evidence_items(f.evidence, {}) for f in diagnosis.findings)
+    return tuple(tuple(_Plain(str(k), str(k).replace("_", " "), v) for k, v in f.evidence.items())
+                 for f in diagnosis.findings)
+
+
+class _Plain:
+    """An evidence item without report data: the key as words, no unit, not a threshold."""
+
+    unit, threshold = "", False
+
+    def __init__(self, key: str, label: str, value: Any) -> None:
+        self.key, self.label, self.value = key, label, value
 
 
 def _finding(f: Finding, color: bool, verbose: bool, items: tuple = ()) -> list[str]:

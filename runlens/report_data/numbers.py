@@ -70,11 +70,12 @@ def unit_of(key: str, value: Any) -> str:
     if not _is_number(value) and not isinstance(value, (list, tuple)):
         return ""
     # A step number ("died_at_step": 250) is a position, not an amount: it has no unit.
-    if k == "step" or k.endswith(("_step", "step_range")) or k.startswith("step_"):
+    if k == "step" or k.endswith("_step"):
         return ""
     if isinstance(value, (list, tuple)) and (k == "steps" or k.endswith("_steps")):
         return ""  # a list of step numbers
-    if k in ("steps", "length", "window") or k.endswith(("_steps", "_length")) or k.startswith("steps_"):
+    if k in ("steps", "length", "window", "step_range") or k.endswith(("_steps", "_length", "step_range")) \
+            or k.startswith(("step_", "steps_")):
         return "steps"
     if "decades" in k or k.endswith("_orders") or k.startswith("orders_"):
         return "orders of magnitude"

@@ -13,6 +13,8 @@ from runlens.audit.worker import analyze_path
 from runlens.errors import UsageError
 
 SPEC_KEYS = ["run", "name", "status", "curve", "findings", "warnings"]
+# Added keys (docs/format.md, "Added keys in the analysis output"), after the spec's.
+ADDED_KEYS = ["headline", "key_numbers", "verdict_step"]
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,7 @@ def test_rows_carry_the_numbers(inline):
 
 def test_json_objects_have_exactly_the_spec_keys(inline):
     for obj in inline.to_list():
-        assert list(obj) == SPEC_KEYS
+        assert list(obj) == SPEC_KEYS + ADDED_KEYS
         json.dumps(obj, allow_nan=False)
 
 

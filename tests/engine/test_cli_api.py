@@ -15,6 +15,8 @@ from runlens.cli import main
 from runlens.detectors.catalog import PAGE, documented, render_markdown
 
 SPEC_KEYS = ["run", "name", "status", "curve", "findings", "warnings"]
+# Added keys (docs/format.md, "Added keys in the analysis output"), after the spec's.
+ADDED_KEYS = ["headline", "key_numbers", "verdict_step"]
 FINDING_KEYS = ["code", "severity", "title", "step", "layers", "evidence", "advice"]
 
 
@@ -45,7 +47,7 @@ def test_analyze_json_is_exactly_the_spec_object_and_byte_identical(tmp_path):
     first = invoke("analyze", path, "--format", "json")
     assert first.exit_code == 0, first.output
     obj = json.loads(first.output)
-    assert list(obj) == SPEC_KEYS
+    assert list(obj) == SPEC_KEYS + ADDED_KEYS
     assert obj["run"] == str(path) and obj["name"] == "h" and obj["status"] == "finished"
     assert all(list(f) == FINDING_KEYS for f in obj["findings"])
     assert first.output == json.dumps(obj, indent=2) + "\n"
@@ -60,9 +62,10 @@ def test_analyze_text_puts_the_verdict_first_and_shows_evidence(tmp_path):
     result = invoke("analyze", path)
     assert result.exit_code == 1  # an error finding reaches the default --fail-on (error)
     lines = result.output.splitlines()
-    assert lines[1].startswith("status: crashed") and "curve:" in lines[1]
-    assert "ERROR crash_shape_mismatch" in result.output
-    assert "64x512" in result.output and "try:" in result.output
+    assert lines[2].startswith("status: crashed") and "curve:" in lines[2]  # after the headline
+    assert "ERROR crash_shape_mismatch" in result.output and "fix:" in result.output
+    verbose = invoke("analyze", path, "-v").output  # the evidence is behind -v
+    assert "64x512" in verbose and "try:" in verbose
     assert result.output.index("ERROR") < result.output.index("INFO")
 
 
@@ -142,7 +145,7 @@ def test_text_renderer_keeps_huge_evidence_short():
     f = Finding("x", "warning", "many layers", step=3, layers=[f"l{i}" for i in range(10_000)],
                 evidence={"per_layer": {f"l{i}": i for i in range(10_000)}, "ratio": 0.123456})
     text = render(Diagnosis(run=Run(path="p", meta={"name": "n"}, status="finished"),
-                            curve=CurveVerdict("healthy", "fine"), findings=(f,)))
+                            curve=CurveVerdict("healthy", "fine"), findings=(f,)), verbose=True)
     assert "(+9994 more)" in text and "ratio: 0.1235" in text
     assert len(text.splitlines()) < 20
 
