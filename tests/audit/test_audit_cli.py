@@ -71,7 +71,8 @@ def test_no_runs_found_says_so_in_one_line(tree):
 def test_json_is_the_list_of_spec_objects(tree):
     data = json.loads(run_cli(tree, "--format", "json", "-q", "--workers", "1").stdout)
     assert isinstance(data, list) and len(data) == 6
-    assert all(list(o) == ["run", "name", "status", "curve", "findings", "warnings"] for o in data)
+    assert all(list(o) == ["run", "name", "status", "curve", "findings", "warnings",
+                           "headline", "key_numbers", "verdict_step"] for o in data)  # docs/format.md
 
 
 def test_csv_parses_with_a_row_per_run(tree):
