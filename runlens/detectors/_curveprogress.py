@@ -64,8 +64,10 @@ class ProgressChecks:
             ev = _ev(f, **chance, step=int(steps[-max(5, x.size // 3)]))
         elif not self._progressed(f):
             p = f["progress"].p_decreasing
-            reason = (f"the loss barely moved: {f['relative_drop']:.1%} below its start {f['start_level']:.4g}"
-                      if f["relative_drop"] < self.min_drop else
+            drop = f["relative_drop"]
+            reason = (f"the loss rose {-drop:.1%} above its start {f['start_level']:.4g}" if drop < 0 else
+                      f"the loss barely moved: {drop:.1%} below its start {f['start_level']:.4g}"
+                      if drop < self.min_drop else
                       f"the loss made no significant progress: its {f['relative_drop']:.1%} fall is within its "
                       f"noise (Kendall p={p:.2g})")
             ev = _ev(f, kind="no_progress", step=int(steps[0]))

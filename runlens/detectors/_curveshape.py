@@ -101,6 +101,8 @@ def chance_level(value: float, *, classes: int | None = None,
             return {"chance_classes": best, "chance_loss": math.log(best), "chance_tolerance": tol}
         return None
     else:
+        if value > math.log(MAX_LEVEL_CLASSES + 1):  # no K in range; exp would overflow on a blown-up loss
+            return None
         k = int(round(math.exp(value)))
         best = min((kk for kk in (k - 1, k, k + 1) if 2 <= kk <= MAX_LEVEL_CLASSES),
                    key=lambda kk: abs(value - math.log(kk)), default=None)

@@ -299,6 +299,16 @@ class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
     def _diverged(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
         S, F, m = f["start_level"], f["final_level"], f["min_level"]
         tail = x[-3:]
+        first = float(x[0])
+        if first > 0 and x.size > 3 and float(np.min(x[1:])) >= 10 * first:
+            # The loss left its first value by an order of magnitude at once and never came back
+            # (lr=10: 0.7 -> 4,000 at step 1): the start level, a median of the first steps, already
+            # holds the blow-up, so the tests below would see a flat loss.
+            orders = math.log10(float(np.median(x[1:])) / first)
+            return CurveVerdict(
+                "diverged", f"the loss jumped from {first:.4g} at step {int(steps[0])} to {float(x[1]):.4g} at "
+                f"step {int(steps[1])} and never came back within 10x of its first value",
+                _ev(f, orders_of_magnitude=orders, kind="jump_from_first", step=int(steps[1])))
         if m > 0 and S > 0 and np.all(tail >= 10 * max(S, m)):
             orders = math.log10(float(np.min(tail)) / m)
             return CurveVerdict(

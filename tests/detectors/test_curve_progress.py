@@ -61,3 +61,13 @@ def test_recorded_run_with_few_training_samples_overfits_and_its_twin_does_not()
     few, none = analysed("overfit_few"), analysed("overfit_none")
     assert few.curve.label == "overfitting" and "overfitting" in codes(few)
     assert none.curve.label == "healthy" and "overfitting" not in codes(none)
+
+
+def test_a_loss_blown_up_to_thousands_and_flat_there_is_classified_without_overflow():
+    # lr=10: the loss jumps from 0.7 to about 4,000 on the first step and sits there;
+    # the chance-level guess must not take exp(4000) (OverflowError) and leave the run unlabeled.
+    rng = np.random.default_rng(0)
+    loss = np.concatenate([[0.7], 4000 * (1 + 0.01 * rng.standard_normal(199))])
+    label = classify(make_run(loss)).label
+    assert label != "insufficient_data"
+    assert label == "diverged"
