@@ -58,7 +58,9 @@ def read(source: str | Path, *, loss: str | None = None, val_loss: str | None = 
         raise ImportFailedError(f"{path}: not a JSON document, JSON lines or a delimited table")
     if table.n == 0:
         raise ImportFailedError(f"{path}: a {table.shape} holding no numeric rows")
-    return from_table(table, path, **options)
+    imp = from_table(table, path, **options)
+    imp.config.update(folders.folder_config(path.parent, imp.warnings))
+    return imp
 
 
 def folder_table(folder: Path) -> tuple[Table, Path, list[str]] | None:
@@ -108,7 +110,10 @@ def _read_folder(folder: Path, options: dict) -> Imported:
     table, path, notes = got
     imp = from_table(table, path, **options)
     imp.warnings[:0] = notes
-    imp.config.update(folders.folder_config(folder))
+    beside = path if path.is_dir() else path.parent  # hyperparameters beside the log, then in the folder
+    imp.config.update(folders.folder_config(beside, imp.warnings))
+    if beside != folder:
+        imp.config.update(folders.folder_config(folder, imp.warnings))
     imp.source = folder
     return imp
 

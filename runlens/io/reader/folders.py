@@ -92,13 +92,34 @@ def candidates(folder: Path) -> list[Path]:
     return out
 
 
-def folder_config(folder: Path) -> dict:
-    """``config.json`` beside the logs, when there is one (hyperparameters of the run)."""
+def folder_config(folder: Path, notes: list[str]) -> dict:
+    """Hyperparameters beside the logs: ``config.json``, Lightning's ``hparams.yaml``."""
+    out = {}
     path = folder / "config.json"
+    if path.is_file() and path.stat().st_size <= (4 << 20):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            out["config_json"] = doc
+    hp = _hparams(folder / "hparams.yaml", notes)
+    if hp:
+        out["hparams"] = hp
+    return out
+
+
+def _hparams(path: Path, notes: list[str]) -> dict:
     if not path.is_file() or path.stat().st_size > (4 << 20):
         return {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except ValueError:
+        import yaml  # Lightning depends on PyYAML, so it is there wherever these files are written
+    except ImportError:
+        notes.append("hparams.yaml not read: PyYAML is not installed")
         return {}
-    return {"config_json": doc} if isinstance(doc, dict) else {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+    except Exception as exc:  # noqa: BLE001 - a custom YAML tag we cannot load
+        notes.append(f"hparams.yaml not read ({type(exc).__name__})")
+        return {}
+    return data if isinstance(data, dict) else {}
