@@ -101,7 +101,7 @@ def test_fit_records_pre_clip_gradients_validation_and_csvlogger_imports_alike(t
     ie = table(imported, "evals")
     assert ie.column("val_loss").to_pylist() == pytest.approx(e.column("val_loss").to_pylist(), rel=1e-6)
     im = meta(imported)
-    assert im["config"]["import_columns"]["loss"] == "train_loss"
+    assert im["config"]["import_roles"]["loss"]["columns"] == ["train_loss"]
     assert im["config"]["hparams"]["lr"] == 0.05
     # Lightning's CSV steps are 0-based optimizer steps too, so both runs line up; the logged
     # per-batch loss is the last micro-batch's, the callback's is the step's mean.
