@@ -208,7 +208,7 @@ def overfit_test(vs: np.ndarray, vl: np.ndarray, *, min_evals_after: int = 4) ->
     """The trend of the validation loss after its minimum, robust to evaluation noise.
 
     The minimum is taken on the rolling median of 3 (a single lucky
-    evaluation does not move it); the evaluations after it (the minimum
+    evaluation does not move it) and quoted as the value logged there; the evaluations after it (the minimum
     left out) get a Mann-Kendall test and a Theil-Sen line, whose climb over
     that stretch is the effect size: jumps between evaluations move
     neither. Choosing the minimum first makes any stretch after it look
@@ -227,7 +227,10 @@ def overfit_test(vs: np.ndarray, vl: np.ndarray, *, min_evals_after: int = 4) ->
     seg_s, seg = vs[i + 1:].astype(float), vl[i + 1:]
     t = trend(seg, seg_s)
     rise = float(t.slope * (seg_s[-1] - vs[i])) if math.isfinite(t.slope) else 0.0
-    return {"val_min": float(smooth[i]), "val_min_step": int(vs[i]), "val_rise": rise,
+    # The minimum quoted is the logged value at that evaluation (one the user finds in the log);
+    # the smoothed level it was chosen by is kept beside it.
+    return {"val_min": float(vl[i]), "val_min_smoothed": float(smooth[i]), "val_min_step": int(vs[i]),
+            "val_rise": rise,
             "val_trend_tau": t.tau, "val_trend_p": t.p_increasing,
             "val_perm_p": _permutation_p(vl, min_evals_after), "val_noise_sd": eval_noise(vl),
             "evals_after_min": int(vl.size - 1 - i), "val_last": float(vl[-1])}

@@ -127,3 +127,21 @@ def test_the_verdict_step_on_the_samples(name, step):
         assert d.verdict_step == step
     if d.verdict_step is not None:
         assert f"step {d.verdict_step:,}" in d.headline
+
+
+def test_the_overfitting_finding_quotes_the_logged_validation_minimum_the_key_numbers_give():
+    # The finding's minimum used to be the rolling median (1.288) beside a key number of 1.284.
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    run = Path(__file__).resolve().parents[2] / "sample_runs" / "overfitting"
+    out = subprocess.run([sys.executable, "-m", "runlens", "analyze", str(run), "--format", "json",
+                          "--fail-on", "never"], capture_output=True, text=True, check=True)
+    d = json.loads(out.stdout)
+    finding = next(f for f in d["findings"] if f["code"] == "overfitting")
+    best = d["key_numbers"]
+    vmin = next(v for k, v in best.items() if "val" in k and "min" in k and not k.endswith("step"))
+    assert abs(finding["evidence"]["val_min"] - vmin) < 1e-9
+    assert f"{vmin:.4g}" in finding["title"]
