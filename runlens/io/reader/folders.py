@@ -117,8 +117,13 @@ def _hparams(path: Path, notes: list[str]) -> dict:
     except ImportError:
         notes.append("hparams.yaml not read: PyYAML is not installed")
         return {}
+    text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+        # Aliases can expand exponentially ("billion laughs"): hyperparameters never need them.
+        if any(isinstance(ev, yaml.AliasEvent) for ev in yaml.parse(text, Loader=yaml.SafeLoader)):
+            notes.append("hparams.yaml not read: it uses YAML aliases")
+            return {}
+        data = yaml.safe_load(text)
     except Exception as exc:  # noqa: BLE001 - a custom YAML tag we cannot load
         notes.append(f"hparams.yaml not read ({type(exc).__name__})")
         return {}
