@@ -114,6 +114,8 @@ class AuditResult:
     workers: int
     backend: str  # "inline", "processes" or "dask"
     wall_seconds: float = field(default=0.0, compare=False)
+    # Loose files that sniffed as logs but held no training signal: (path, why), named by the CLI.
+    skipped: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def failed(self, fail_on: str = "error") -> bool:
         return any(row.reaches(fail_on) for row in self.rows)
@@ -173,7 +175,8 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
     if workers is not None and workers < 1:
         raise UsageError(f"The 'workers' parameter of audit must be an int >= 1. Got {workers} instead.")
     unlisted: list[tuple[str, str]] = []
-    runs = discover_runs(paths, unlisted)
+    skipped: list[tuple[str, str]] = []
+    runs = discover_runs(paths, unlisted, skipped)
     if not runs and not unlisted:
         raise UsageError(f"no runs found below {', '.join(paths)} (a run is a directory with run.json)")
     if reports_dir:
@@ -205,7 +208,7 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
                 for folder, reason in unlisted]
     rows = sorted((AuditRow.from_record(r) for r in records), key=sort_key)
     return AuditResult(rows=tuple(rows), workers=n, backend=backend,
-                       wall_seconds=time.perf_counter() - start)
+                       wall_seconds=time.perf_counter() - start, skipped=tuple(skipped))
 
 
 def _check_baseline(path: str) -> None:

@@ -59,6 +59,10 @@ def audit(paths: tuple[str, ...], fmt: str, output: str | None, fail_on: str, wo
     result = run_audit(paths, workers=workers, scheduler=scheduler, baseline=baseline,
                        reports_dir=reports_dir, progress=bar.update, detectors=params)
     bar.close()
+    from runlens.render.escape import term_inline
+
+    for file, reason in result.skipped:
+        click.echo(f"runlens: skipped {term_inline(file)}: {term_inline(reason)}", err=True)
     # Colour only for the text table on stdout: a file or another format stays plain.
     painted = fmt == "text" and not output and use_color(color)
     text = render(result, fmt, fail_on=fail_on, reports_base=_reports_base(reports_dir, output), color=painted)

@@ -104,12 +104,16 @@ def expand_runs(paths: Iterable[str]) -> tuple[list[str], bool]:
     """The runs named by ``paths`` (runs, logs, folders of runs) and whether there are "several":
     more than one path, or a path that is a folder holding runs rather than a run itself."""
     from runlens.io.discover import discover_runs
+    from runlens.render.escape import term_inline
 
     paths = list(paths)
     runs: list[str] = []
     several = len(paths) > 1
     for path in paths:
-        found = discover_runs([path])
+        skipped: list[tuple[str, str]] = []
+        found = discover_runs([path], skipped=skipped)
+        for file, reason in skipped:
+            click.echo(f"runlens: skipped {term_inline(file)}: {term_inline(reason)}", err=True)
         if not found:
             raise UsageError(f"{path}: no run found (a run is a folder holding run.json, "
                              "or a log runlens can import)")

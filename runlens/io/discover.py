@@ -38,12 +38,16 @@ def is_url(path: str) -> bool:
 
 
 def discover_runs(paths: Iterable[str | os.PathLike[str]],
-                  unlisted: list[tuple[str, str]] | None = None) -> list[str]:
+                  unlisted: list[tuple[str, str]] | None = None,
+                  skipped: list[tuple[str, str]] | None = None) -> list[str]:
     """Every run below ``paths``, as strings that start with the path given.
 
     A folder that cannot be listed (permissions) may hold runs: with
     ``unlisted``, each such folder is appended as ``(path, reason)`` so the
-    caller can show it instead of leaving it out silently.
+    caller can show it instead of leaving it out silently. A loose file in
+    a named folder that an importer's sniffing takes for a log but that
+    holds no training signal (a README with a table) is left out; with
+    ``skipped`` it is appended as ``(path, reason)`` so the caller names it.
 
     Raises :class:`UsageError` for a local path that does not exist or a URL
     whose filesystem is not installed.
@@ -56,7 +60,7 @@ def discover_runs(paths: Iterable[str | os.PathLike[str]],
         elif not os.path.exists(given):
             raise UsageError(f"{given}: no such file or directory")
         else:
-            found.extend(_discover_local(given, _importer_probe(), unlisted))
+            found.extend(_discover_local(given, _importer_probe(), unlisted, skipped))
     return list(dict.fromkeys(found))
 
 
@@ -79,7 +83,8 @@ def _importer_probe() -> Callable[[str], bool]:
 
 
 def _discover_local(root: str, probe: Callable[[str], bool],
-                    unlisted: list[tuple[str, str]] | None = None) -> list[str]:
+                    unlisted: list[tuple[str, str]] | None = None,
+                    skipped: list[tuple[str, str]] | None = None) -> list[str]:
     if os.path.isfile(os.path.join(root, "run.json")):
         return [root]
     if not os.path.isdir(root):
@@ -113,7 +118,8 @@ def _discover_local(root: str, probe: Callable[[str], bool],
         if folder == root:
             # Loose logs beside the runs in the folder the user named are runs too (issue 19): the
             # probe takes a file only when it holds a training signal, so data files stay out.
-            runs.extend(os.path.join(folder, f) for f in sorted(files) if _loose_log(folder, f, probe))
+            loose = [os.path.join(folder, f) for f in sorted(files) if _loose_log(folder, f, probe)]
+            runs.extend(_with_signal(loose, skipped))
         # Reversed so that the stack pops them in name order.
         stack.extend(reversed([os.path.join(folder, d) for d in subdirs]))
     return sorted(runs, key=_natural)
@@ -185,6 +191,28 @@ def _loose_log(folder: str, name: str, probe: Callable[[str], bool]) -> bool:
     except OSError:
         return False
     return probe(path)
+
+
+def _with_signal(paths: list[str], skipped: list[tuple[str, str]] | None) -> list[str]:
+    """The loose files that read as a log with a training signal; the others go to ``skipped``.
+
+    Sniffing looks at a file's first lines only: a README whose table has a
+    ``steps`` column passes it. Reading the file (bounded, in memory) settles
+    it, so a folder of runs with a README beside them is not refused whole.
+    """
+    from runlens.errors import RunlensError
+    from runlens.io.loader import load_run
+
+    kept = []
+    for path in paths:
+        try:
+            load_run(path)
+        except RunlensError as exc:
+            if skipped is not None:
+                skipped.append((path, str(exc).removeprefix(f"{path}: ")))
+            continue
+        kept.append(path)
+    return kept
 
 
 def _keras_run(folder: str, subdirs: list[str]) -> bool:
