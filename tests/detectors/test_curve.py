@@ -295,5 +295,8 @@ def test_any_series_gets_a_valid_deterministic_label(loss, val):
     run = make_run(x, val_loss=np.array(val, dtype=float), val_steps=vs)
     with np.errstate(all="ignore"):
         v = classify(run)
-        assert v.label in CURVES and v == classify(run)
+        again = classify(run)
+        # repr: evidence may hold NaN (a variance ratio of two zero variances), and NaN != NaN.
+        assert v.label in CURVES and (v.label, v.reason, repr(v.evidence)) == (again.label, again.reason,
+                                                                               repr(again.evidence))
     jsonable(v.evidence)
