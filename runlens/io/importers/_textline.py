@@ -20,10 +20,11 @@ words: ``elapsed time per iteration (ms)``) and a number, joined by ``:``,
 from __future__ import annotations
 
 import ast
-import json
 import math
 import re
 from dataclasses import dataclass
+
+from runlens.io.bounded import loads_json
 
 _WORDNUM = r"[-+]?(?:nan(?:x+)?|NaN|NAN|inf(?:inity)?|Inf(?:inity)?|INF)"  # PaddleOCR pads: nanxxx
 _NUM = rf"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|{_WORDNUM}"
@@ -160,7 +161,7 @@ def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple
 def parse_mapping(text: str) -> dict | None:
     """A JSON object or Python dict repr (``nan``/``inf`` bare or quoted), else None."""
     try:
-        value = json.loads(text)
+        value = loads_json(text)
     except ValueError:
         try:
             value = ast.literal_eval(_BARE.sub(lambda m: f"'{m.group(1)}'", text))

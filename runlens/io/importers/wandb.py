@@ -16,12 +16,11 @@ to install: ``pip install 'runlens[wandb]'``.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from runlens.errors import ImportFailedError
-from runlens.io.bounded import bounded_int, bounded_steps
+from runlens.io.bounded import bounded_int, bounded_steps, loads_json
 from runlens.io.importers import csv as _csv
 from runlens.io.importers._common import Imported, Series, require_file
 from runlens.io.importers._names import Mapper
@@ -155,7 +154,7 @@ def _offline(path: Path, *, loss: str | None, val_loss: str | None) -> Imported:
 def _json_step(raw: str) -> int | None:
     """``_step`` of a history record: an int64 step >= 0 (a uint64 read as negative is not one), else None."""
     try:
-        value = json.loads(raw)
+        value = loads_json(raw)
     except ValueError:
         return None
     if isinstance(value, float) and value.is_integer():
@@ -167,7 +166,7 @@ def _json_step(raw: str) -> int | None:
 def _json_number(raw: str) -> float | None:
     """A history value: JSON numbers, and the NaN/Infinity W&B writes bare."""
     try:
-        value = json.loads(raw)
+        value = loads_json(raw)
     except ValueError:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -11,10 +11,10 @@ by their own modules, whose series go through the same role names.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from runlens.errors import ImportFailedError
+from runlens.io.bounded import loads_json
 from runlens.io.reader import delimited, jsonshape
 from runlens.io.reader.source import MAX_JSON, check_regular, decode, head_bytes, read_all
 from runlens.io.reader.table import Table
@@ -47,7 +47,7 @@ def shape_of(head: bytes) -> str | None:
 
 def _is_object(line: str) -> bool:
     try:
-        return isinstance(json.loads(line), dict)
+        return isinstance(loads_json(line), dict)
     except ValueError:
         return False
 
@@ -80,7 +80,7 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
     if shape == "json":
         data = read_all(path, MAX_JSON)
         try:
-            doc = json.loads(decode(data))
+            doc = loads_json(decode(data))
         except ValueError:
             return jsonshape.read_lines(decode(data).splitlines())
         except RecursionError:

@@ -14,12 +14,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 
+from runlens.io.bounded import loads_json
 from runlens.io.reader.table import Table
 
 _VERSION = re.compile(r"^version_(\d+)$")
@@ -98,7 +98,7 @@ def folder_config(folder: Path, notes: list[str]) -> dict:
     path = folder / "config.json"
     if path.is_file() and path.stat().st_size <= (4 << 20):
         try:
-            doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+            doc = loads_json(path.read_text(encoding="utf-8", errors="replace"))
         except ValueError:
             doc = None
         if isinstance(doc, dict):

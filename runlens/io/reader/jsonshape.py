@@ -14,8 +14,7 @@ Among several candidates in one document the one with the most numbers wins.
 
 from __future__ import annotations
 
-import json
-
+from runlens.io.bounded import loads_json
 from runlens.io.reader.table import Records, Table, from_columns
 from runlens.io.reader.values import number
 
@@ -77,7 +76,7 @@ def read_lines(lines) -> Table | None:
             bad += 1
             continue
         try:
-            obj = json.loads(s)
+            obj = loads_json(s)
         except ValueError:
             bad += 1
             continue
