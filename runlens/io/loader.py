@@ -45,7 +45,6 @@ import contextlib
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -58,23 +57,16 @@ import pyarrow.parquet as pq
 from recorders import format as fmt
 from recorders import merge as _merge
 from runlens.errors import RunFormatError, RunlensError, UsageError
-from runlens.io.bounded import MAX_PART_COLUMNS, MAX_PART_ROWS, MAX_TABLE_ROWS, is_regular, special_kind
+from runlens.io._listing import READ_ATTEMPTS as _READ_ATTEMPTS
+from runlens.io._listing import Part as _Part
+from runlens.io._listing import Vanished as _Vanished
+from runlens.io._listing import parts as _parts
+from runlens.io.bounded import MAX_PART_COLUMNS, MAX_PART_ROWS, MAX_TABLE_ROWS, special_kind
 from runlens.io.layer_order import layer_depth, layer_order
 from runlens.io.run import Run
 from runlens.io.runmeta import derive_status, one_line, read_meta
 
 Columns = Mapping[str, "Iterable[str] | None"]
-
-# Fresh listings tried when parts vanish under a reader (each vanishing is one finished compaction).
-_READ_ATTEMPTS = 8
-
-
-@dataclass(frozen=True)
-class _Part:
-    path: Path
-    rank: int
-    seq: int
-
 
 def load_run(path: str | os.PathLike[str], columns: Columns | None = None, *,
              import_options: Mapping[str, Any] | None = None) -> Run:
@@ -127,37 +119,6 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None, *,
 
 # -- tables -----------------------------------------------------------------
 
-def _parts(root: Path, table: str, warnings: list[str]) -> list[_Part]:
-    folder = root / table
-    if not folder.is_dir():
-        return []
-    try:
-        entries = _stable_listing(folder)
-    except OSError as exc:
-        warnings.append(f"skipped {table}/: cannot list it ({one_line(exc)})")
-        return []
-    # Regular files only: a FIFO named like a part would block the read forever.
-    return [_Part(e, *parsed) for e in entries
-            if (parsed := fmt.parse_part_name(e.name)) is not None and is_regular(e)]
-
-
-def _stable_listing(folder: Path) -> list[Path]:
-    """The folder's entries, listed until two listings in a row agree: a listing taken while a
-    compaction renames its merged part in and removes the old ones may miss both (POSIX leaves
-    entries added or removed during ``readdir`` unspecified), losing rows silently."""
-    entries = sorted(folder.iterdir())
-    for _ in range(_READ_ATTEMPTS):
-        again = sorted(folder.iterdir())
-        if again == entries:
-            break
-        entries = again
-    return entries
-
-
-class _Vanished(Exception):
-    """A listed part was gone when it was opened: a compaction removed it meanwhile."""
-
-
 def _load_table(root: Path, table: str, wanted: Iterable[str] | None, warnings: list[str],
                 order: Mapping[str, int]) -> tuple[pa.Table | None, np.ndarray | None]:
     """The merged table and its step column as int64 (None, None when no part could be read).
@@ -188,7 +149,7 @@ def _read_pieces(root: Path, table: str, want: list[str] | None, warnings: list[
     """The readable parts of one listing, in ascending preference (a later part's row wins a
     duplicate key); ``strict``: raise
     :class:`_Vanished` for a part removed since the listing instead of skipping it."""
-    parts = _parts(root, table, warnings)
+    parts = _parts(root, table, warnings, strict)
     # A kill inside compaction leaves a merged part beside the parts it replaces: drop those,
     # or every event in them would be counted twice (events are never deduplicated).
     gone = _merge.replaced_parts((p.rank, p.seq, p.path) for p in parts)

@@ -313,8 +313,8 @@ def test_a_compaction_between_listing_and_reading_reads_the_table_again(tmp_path
     listed = loader._parts
     calls = []
 
-    def list_then_compact(root, table, warnings):
-        parts = listed(root, table, warnings)
+    def list_then_compact(root, table, warnings, strict=False):
+        parts = listed(root, table, warnings, strict)
         if table == "scalars" and not calls:
             # The writer compacts right after the reader listed: merged part in, old parts out.
             _parts.compact(root / "scalars", "scalars", 0, 3)
