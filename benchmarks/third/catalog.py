@@ -9,7 +9,12 @@ scaled gradient accumulation, 60 and 20,000 steps): a third of the set.
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import random
+
 from benchmarks.third.loops import Scenario as S
+from benchmarks.third.models import WIDTHS
 
 BUGGY = (
     S("nozero-mixer", "mixer", 11, 300, "no_zero_grad", optimizer="sgd", lr=0.01),
@@ -62,3 +67,34 @@ HEALTHY = (
 )
 
 RUNS = BUGGY + HEALTHY
+
+DEFAULT_BATCH = S.__dataclass_fields__["batch"].default
+
+
+def redraw(sc: S, rng: random.Random) -> S:
+    """``sc`` at another length, width, learning rate and batch size, each within the scenario's intent.
+
+    The length is scaled by a factor drawn log-uniformly from [0.6, 1.8] (at least 40 steps; the
+    evaluation count, warmup, restart, unfreeze point and schedule period are fractions of the
+    length, so they keep their place in the run); the hidden width by one of 0.5, 1, 1.5 or 2; the
+    learning rate by a factor log-uniform in [0.5, 2]; the batch size, where the catalog leaves it
+    at its default (64), is one of 32, 64 or 128, and where the catalog names a small one (4, or 16
+    under accumulation, the run's point) it is that or twice that, so it stays small. Bug, optimizer,
+    schedule, dropout, accumulation count and logging intervals are the catalog's.
+    """
+    steps = max(40, round(sc.steps * math.exp(rng.uniform(math.log(0.6), math.log(1.8)))))
+    width = int(WIDTHS[sc.task] * rng.choice((0.5, 1.0, 1.5, 2.0)))
+    lr = float(f"{sc.lr * math.exp(rng.uniform(math.log(0.5), math.log(2.0))):.3g}")
+    batch = rng.choice((32, 64, 128)) if sc.batch == DEFAULT_BATCH else sc.batch * rng.choice((1, 2))
+    return dataclasses.replace(sc, steps=steps, width=width, lr=lr, batch=batch)
+
+
+def draw(seed_shift: int = 0, vary: bool = False) -> tuple[S, ...]:
+    """The catalog with every seed shifted by ``seed_shift`` (new data, initialisation, batch order and
+    label permutation: all of them derive from the run's seed), each run redrawn by :func:`redraw` when
+    ``vary``, from a generator seeded by the run's shifted seed alone; ``draw()`` is :data:`RUNS`."""
+    out = []
+    for sc in RUNS:
+        sc = dataclasses.replace(sc, seed=sc.seed + seed_shift)
+        out.append(redraw(sc, random.Random(sc.seed * 104_729 + 17)) if vary else sc)
+    return tuple(out)

@@ -47,6 +47,7 @@ class Scenario:
     layers_every: int = 5
     unfreeze_at: float | None = None  # two-phase fine-tuning: stem and body frozen until this fraction
     evals: int = 20
+    width: int | None = None  # the model's hidden width; None: the task's default (``models.WIDTHS``)
 
     def twin(self) -> Scenario:
         return dataclasses.replace(self, name=self.name + "-twin", bug=None)

@@ -23,6 +23,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 TASKS = ("mixer", "tagger", "bag", "resreg", "moe", "sepconv")
+# Each model's default hidden width (the constructors' own defaults), which ``--vary`` scales.
+WIDTHS = {"mixer": 32, "tagger": 32, "bag": 32, "resreg": 48, "moe": 32, "sepconv": 16}
 
 
 def gen(seed: int, salt: int) -> torch.Generator:
@@ -132,11 +134,14 @@ class Task:
             y = torch.where(flip, torch.randint(0, self.k, y.shape, generator=g), y)
         self.x, self.y, self.vx, self.vy = x[:n], y[:n], x[n:], y[n:]
 
-    def build(self, dropout: float = 0.0) -> nn.Module:
+    def build(self, dropout: float = 0.0, width: int | None = None) -> nn.Module:
+        """The task's model; ``width`` overrides its hidden width (``None``: the default in :data:`WIDTHS`)."""
         torch.manual_seed(self.seed)
-        return {"mixer": lambda: Mixer(5, dropout=dropout), "tagger": lambda: Tagger(4, dropout=dropout),
-                "bag": lambda: Bag(3, dropout=dropout), "resreg": lambda: ResReg(dropout=dropout),
-                "moe": lambda: MoE(6, dropout=dropout), "sepconv": lambda: SepConv(4, dropout=dropout)}[self.name]()
+        w = {"width": width} if width is not None else {}
+        return {"mixer": lambda: Mixer(5, dropout=dropout, **w), "tagger": lambda: Tagger(4, dropout=dropout, **w),
+                "bag": lambda: Bag(3, dropout=dropout, **w), "resreg": lambda: ResReg(dropout=dropout, **w),
+                "moe": lambda: MoE(6, dropout=dropout, **w),
+                "sepconv": lambda: SepConv(4, dropout=dropout, **w)}[self.name]()
 
     def loss(self, out: torch.Tensor, y: torch.Tensor, reduction: str = "mean",
              label_smoothing: float = 0.0) -> torch.Tensor:

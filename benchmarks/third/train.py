@@ -28,7 +28,7 @@ class State:
 
 
 def build(sc: Scenario, task: Task, data: tuple, probe: Probe | None = None) -> State:
-    model = task.build(sc.dropout)
+    model = task.build(sc.dropout, sc.width)
     if sc.bug == "detached_stem":  # ``h = self.stem(x).detach()`` in the model's forward
         model.stem.register_forward_hook(lambda m, i, o: o.detach())
     frozen = []
