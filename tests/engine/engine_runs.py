@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from recorders import format as fmt
+from runlens.testing import format_table
 
 
 def meta(name: str = "run", *, status: str = "finished", layers: list[str] = (), **extra: Any) -> dict:
@@ -41,19 +42,7 @@ def meta(name: str = "run", *, status: str = "finished", layers: list[str] = (),
 
 
 def to_table(table: str, columns: Mapping[str, Any]) -> pa.Table:
-    known = fmt.FIELDS[table]
-    arrays = {}
-    for name, values in columns.items():
-        if name in known:
-            typ = known[name]
-            if pa.types.is_dictionary(typ):
-                arrays[name] = pa.array(list(values), pa.string()).dictionary_encode()
-            else:
-                arrays[name] = pa.array(np.asarray(values).tolist() if isinstance(values, np.ndarray)
-                                        else list(values), typ)
-        else:
-            arrays[name] = pa.array(np.asarray(values))
-    return pa.table(arrays)
+    return format_table(table, columns)
 
 
 def write_part(root: Path, table: str, columns: Mapping[str, Any] | pa.Table, rank: int = 0,
