@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
+from runlens.detectors._bugs import name_list, trainable
 from runlens.detectors._layerstats import (
     MAX_NAMED,
     MAX_ROWS,
     MIN_MODULES,
+    ModuleMatrix,
     column_medians,
     fmt_p,
     log10_positive,
@@ -67,7 +69,12 @@ class VanishingGradients(Detector):
         at least half as many decades, so that widths alone cannot explain it.
         A gradient that is small in every layer has no depth trend and does
         not fire (that is a learning rate or loss-scale question).
-        Needs at least 3 modules; steps after a non-finite loss are ignored.
+        Modules the optimizer does not train are left out of the profile: a
+        parameter in run.json ``params_outside_optimizer`` or
+        ``params_without_grad``, or marked ``trainable`` false (an untrained
+        head passes back a gradient scaled by its random weights, not by the
+        chain of Jacobians this test is about).
+        Needs at least 3 trained modules; steps after a non-finite loss are ignored.
 
     What to try:
         Replace saturating activations (sigmoid, tanh) with ReLU/GELU; use the
@@ -107,16 +114,23 @@ class VanishingGradients(Detector):
         grads = lay.modules("grad_norm", max_rows=MAX_ROWS) if lay else None
         if grads is None or len(grads.modules) < MIN_MODULES:
             raise Skip(f"needs per-layer gradients of at least {MIN_MODULES} modules")
+        keep = _trained_modules(run, grads)
+        if keep.sum() < MIN_MODULES:
+            raise Skip(f"needs per-layer gradients of at least {MIN_MODULES} modules the optimizer trains")
+        every = grads.modules
+        grads = _columns(grads, keep)
         logg = log10_positive(grads.values)
         rows = np.isfinite(logg).sum(axis=1) >= MIN_MODULES
         if not rows.any():
             raise Skip("no recorded step has finite gradients in 3 modules")
         weights = lay.modules("weight_norm", max_rows=MAX_ROWS)
+        weights = None if weights is None or weights.modules != every else _columns(weights, keep)
         with np.errstate(all="ignore"):
             logr = None if weights is None or weights.values.shape != grads.values.shape else \
                 log10_positive(grads.values / weights.values)
         idx = np.flatnonzero(rows)
         updates = lay.modules("update_norm", max_rows=MAX_ROWS)
+        updates = None if updates is None or updates.modules != every else _columns(updates, keep)
         with np.errstate(all="ignore"):
             upd = None if updates is None or weights is None or updates.values.shape != weights.values.shape \
                 else updates.values / weights.values
@@ -181,6 +195,27 @@ class VanishingGradients(Detector):
         if 2 / math.factorial(trend.n) > self.alpha:  # no ranking of so few modules reaches alpha
             return trend.tau >= 1 - 1e-9  # strictly monotone (kendalltau rounds 1 to 0.999...)
         return trend.tau_p <= self.alpha and trend.tau > 0
+
+
+def _trained_modules(run: Run, grads: ModuleMatrix) -> np.ndarray:
+    """Per module: whether the optimizer trains it. A module with a parameter
+    outside every param group (run.json ``params_outside_optimizer``), one
+    without a gradient (``params_without_grad``) or one marked frozen keeps
+    its initialization, so its gradient says nothing of how depth attenuates
+    the signal: a random head scales the gradient it passes on by its own
+    initial weights, not by the Jacobian chain the test is about."""
+    left_out = set(name_list(run, "params_outside_optimizer") or ()) | set(name_list(run, "params_without_grad") or ())
+    left_out |= {n for n, t in trainable(run).items() if not t}
+    return np.array([not any(n in left_out for n in members) for members in grads.members], dtype=bool)
+
+
+def _columns(m: ModuleMatrix, keep: np.ndarray) -> ModuleMatrix:
+    """``m`` with only the modules ``keep`` marks (the matrices share one module order)."""
+    if keep.all():
+        return m
+    idx = np.flatnonzero(keep)
+    return ModuleMatrix(steps=m.steps, modules=tuple(m.modules[j] for j in idx),
+                        members=tuple(m.members[j] for j in idx), values=m.values[:, idx])
 
 
 def _nanmean(a: np.ndarray) -> np.ndarray:

@@ -111,3 +111,51 @@ def test_without_metadata_parameters_are_grouped_by_their_names():
     bare = Run(path="x", meta={}, status="finished", scalars=full.scalars, layers=full.layers)
     [f] = check("vanishing_gradients", bare)
     assert f.evidence["modules"] == 8
+
+
+def _rising_head_net(seed: int, n: int = 100):
+    """Five modules: a body whose gradients are level within 0.2 decades, then two more each about two
+    decades above the one before (the shape a trained body beside an untrained, randomly scaled head and
+    neck can leave). Across all five the profile is monotone: the rise alone is a depth trend."""
+    rng = np.random.default_rng(seed)
+    level = np.array([-3.0, -2.9, -2.8, -1.0, 1.0])
+    logg = level + 0.02 * rng.standard_normal((n, 5))
+    w = np.full((n, 5), 8.0)
+    return 10 ** logg, w, w * 1e-3
+
+
+@pytest.mark.parametrize("key", ["params_outside_optimizer", "params_without_grad"])
+@pytest.mark.parametrize("seed", range(5))
+def test_modules_the_optimizer_does_not_train_make_no_depth_trend(seed, key):
+    g, w, u = _rising_head_net(seed)
+    run = make_run(g, w, u)
+    assert len(check("vanishing_gradients", run)) == 1  # the rise alone is a trend: the twin below is the test
+    run = make_run(g, w, u)
+    run.meta[key] = [f"l{j}.{kind}" for j in (3, 4) for kind in ("weight", "bias")]
+    assert check("vanishing_gradients", run) == []
+
+
+def test_frozen_modules_are_left_out_of_the_profile():
+    g, w, u = _rising_head_net(1)
+    run = make_run(g, w, u)
+    for e in run.meta["layers"]:
+        e["trainable"] = e["module"] not in ("l3", "l4")
+    assert check("vanishing_gradients", run) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_vanishing_profile_still_fires_beside_a_module_left_out(seed):
+    g, w, u = vanishing_net(seed)
+    run = make_run(g, w, u)
+    run.meta["params_outside_optimizer"] = ["l0.weight", "l0.bias"]  # a frozen-by-accident embedding
+    [f] = check("vanishing_gradients", run)
+    assert f.evidence["modules"] == 7
+    assert "l0.weight" not in f.layers and "l1.weight" in f.layers
+
+
+def test_too_few_trained_modules_are_skipped():
+    g, w, u = vanishing_net(0, m=3, per_layer=1.5)
+    run = make_run(g, w, u)
+    run.meta["params_outside_optimizer"] = ["l2.weight", "l2.bias"]
+    with pytest.raises(Skip, match="the optimizer trains"):
+        check("vanishing_gradients", run)
