@@ -73,9 +73,11 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
         click.echo(json.dumps(objects if several else objects[0], indent=2))
     else:
         from runlens.render.text import render
+        from runlens.report_data import evidence_of
 
         painted = use_color(color)
-        text = "\n".join(render(d, color=painted, verbose=verbose, quiet=quiet) for d in diagnoses)
+        text = "\n".join(render(d, color=painted, verbose=verbose, quiet=quiet,
+                                evidence=evidence_of(d) if verbose else None) for d in diagnoses)
         click.echo(text.replace("\n\n", "\n") if quiet else text, nl=False, color=painted)
     if several and not quiet:
         click.echo(f"runlens: {run_counts(d.worst_severity for d in diagnoses)}", err=True)

@@ -49,6 +49,8 @@ def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str, setting
     from runlens.render.escape import term_inline
     from runlens.render.output import output_dir
     from runlens.render.write import report_stem, write_index, write_reports
+    from runlens.report_data import build_report_data
+    from runlens.signals import signals_of
 
     refuse_both(quiet, verbose)
     formats = ("html", "md") if fmt == "both" else (fmt,)
@@ -58,13 +60,16 @@ def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str, setting
     entries, written = [], []
     for path in paths:
         # Every column, not the detectors' projection: the charts draw more than they test.
-        diagnosis = analyze(load_run(path), detectors=detectors)
-        stem = report_stem(diagnosis.run.name, path)
-        written = write_reports(diagnosis, out_dir, formats, stem=stem, docs_base=docs_url)
+        run = load_run(path)
+        diagnosis = analyze(run, detectors=detectors)
+        stem = report_stem(diagnosis.name, path)
+        # Entries keep the diagnosis only (plain values): no run's tables wait for the index.
+        written = write_reports(build_report_data(diagnosis, signals_of(run)), out_dir, formats, stem=stem,
+                                docs_base=docs_url)
         if verbose:
             click.echo("\n".join(str(w) for w in written))
         elif not quiet:
-            click.echo(f"{term_inline(diagnosis.run.name)}: {term_inline(diagnosis.headline)}")
+            click.echo(f"{term_inline(diagnosis.name)}: {term_inline(diagnosis.headline)}")
         entries.append((diagnosis, f"{stem}.html" if "html" in formats else None))
     if len(entries) > 1 and "html" in formats:
         where = f"index: {write_index(entries, out_dir)}"
