@@ -5,10 +5,10 @@ The public API::
     import runlens
 
     run = runlens.load_run("runs/exp1")       # a Run: metadata + Arrow tables
-    diagnosis = runlens.analyze(run)          # or analyze("runs/exp1")
+    diagnosis = runlens.analyze(run)          # a Diagnosis: plain values, no tables
     diagnosis.summary()                       # one line: status, curve, findings
     diagnosis.to_dict()                       # the JSON object of docs/format.md
-    runlens.report(diagnosis, "out/")         # the HTML and Markdown post-mortem
+    runlens.report(diagnosis, "out/", run=run)  # the HTML and Markdown post-mortem
 
 Attributes are imported on first use, so ``import runlens`` stays light
 (no scipy, no detectors) until an analysis actually runs.
@@ -71,23 +71,31 @@ __all__ = [
 ]
 
 
-def report(diagnosis, out_dir, *, formats=("html", "md"), docs_url=""):
+def report(diagnosis, out_dir, *, formats=("html", "md"), docs_url="", run=None):
     """Write the HTML and/or Markdown report of ``diagnosis`` into ``out_dir``; returns the paths.
 
-    ``diagnosis`` is a :class:`Diagnosis` or the path of a run (then read
-    with every column, as ``runlens report`` does). Files are named by the
-    one rule of ``runlens report``: ``<name>-<8 hex digits of the path>``.
-    ``docs_url`` adds links to the online reference (it is always embedded).
+    ``diagnosis`` is a :class:`Diagnosis`, a :class:`Run` or the path of a
+    run (a path is read with every column, as ``runlens report`` does). The
+    charts are drawn from the run's signals: ``run`` is the Run a Diagnosis
+    was made from; without it the run is read again from ``diagnosis.path``.
+    Files are named by the one rule of ``runlens report``: ``<name>-<8 hex
+    digits of the path>``. ``docs_url`` adds links to the online reference
+    (it is always embedded).
     """
+    from runlens.analysis import analyze as _analyze
+    from runlens.io.loader import load_run as _load_run
+    from runlens.io.run import Run as _Run
     from runlens.render.write import write_reports
-    from runlens.report_data import attach
+    from runlens.report_data import build_report_data
+    from runlens.signals import signals_of
 
     if not hasattr(diagnosis, "findings"):
-        from runlens.analysis import analyze as _analyze
-        from runlens.io.loader import load_run as _load_run
-
-        diagnosis = _analyze(_load_run(diagnosis))
-    return write_reports(attach(diagnosis), out_dir, formats, docs_base=docs_url)
+        run = diagnosis if isinstance(diagnosis, _Run) else _load_run(diagnosis)
+        diagnosis = _analyze(run)
+    elif run is None:
+        run = _load_run(diagnosis.path)
+    data = build_report_data(diagnosis, signals_of(run))
+    return write_reports(data, out_dir, formats, docs_base=docs_url)
 
 
 def __getattr__(name):

@@ -20,6 +20,7 @@ import dataclasses
 import os
 import warnings as pywarnings
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -74,25 +75,28 @@ def analyze(run_or_path: Run | str | os.PathLike[str], *,
             notes.append(f"detector {det.code} crashed: {outcome.reason}")
     curve = ctx.curve or CurveVerdict("insufficient_data", "the curve classifier did not run")
     ordered, curve = order_by_cause(findings, curve, _order)  # a cause leads the symptoms it explains
-    numbers = run_numbers(signals, run)
     at = verdict_step(run.status, curve, ordered, signals, run)
     # The curve's own finding marks where the failure starts: the same step as headline and chart.
     ordered = tuple(dataclasses.replace(f, step=at) if f.code == curve.label and at is not None else f
                     for f in ordered)
-    return Diagnosis(run=run, curve=curve, findings=ordered,
+    facts = facts_of(run)
+    return Diagnosis(**facts, curve=curve, findings=ordered,
                      warnings=(*run.warnings, *notes), outcomes=tuple(outcomes),
-                     report=_report_factory(run, curve, ordered, at),
-                     headline=headline(run.status, curve, ordered, numbers, at),
-                     key_numbers=numbers, verdict_step=at)
+                     headline=headline(run.status, curve, ordered, facts["key_numbers"], at), verdict_step=at)
 
 
-def _report_factory(run: Run, curve: CurveVerdict, findings: tuple[Finding, ...], verdict_step: int | None):
-    """What the reports show, built on first use (``Diagnosis.report_data``, by
-    ``runlens.report_data``): never for an analysis that is not rendered. The charts mark
-    ``verdict_step``, the step the headline and findings name."""
-    from runlens.report_data import Factory
-
-    return Factory(run, curve, findings, verdict_step)
+def facts_of(run: Run) -> dict[str, Any]:
+    """The run's facts a :class:`Diagnosis` keeps, as plain values (its key numbers included),
+    so nothing downstream holds the run's tables. run.json's per-layer ``layers`` list stays out:
+    it can be long, and only a report shows it (from the signals)."""
+    steps = run.steps("scalars")
+    return {
+        "path": run.path, "name": run.name, "status": run.status, "run_id": run.run_id,
+        "step_range": (int(steps.min()), int(steps.max())) if len(steps) else None,
+        "meta": {k: v for k, v in run.meta.items() if k != "layers"},
+        "reading_warnings": tuple(run.warnings),
+        "key_numbers": run_numbers(signals_of(run), run),
+    }
 
 
 def projection(detectors: Iterable[Detector]) -> dict[str, list[str]]:

@@ -8,7 +8,7 @@ renderers' business. ``Diagnosis.to_dict`` is the JSON object of the spec's
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -140,34 +140,52 @@ class DetectorOutcome:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """Everything ``analyze`` concluded about one run.
+    """Everything ``analyze`` concluded about one run, as plain values.
 
-    ``report_data`` is what the reports show (key numbers, chart series and
-    marks, evidence with units, the reference of every code), built by
-    ``runlens.report_data`` on first use from the ``report`` factory the
-    analysis attaches, so an analysis that is never rendered pays nothing.
+    It holds the verdicts, the findings and the run's facts (where it is,
+    its name, status, id, step range and run.json as read), never the run's
+    tables nor a way back into the engine, so 10,000 of them are cheap to
+    keep. What a report shows is built from it by an explicit step,
+    ``runlens.report_data.build_report_data(diagnosis, signals)``.
     """
 
-    run: Any  # runlens.io.run.Run; typed loosely to keep this module free of IO
+    path: str
+    name: str
+    status: str
     curve: CurveVerdict
     findings: tuple[Finding, ...]
     warnings: tuple[str, ...] = ()
     outcomes: tuple[DetectorOutcome, ...] = ()
-    report: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
     #: One sentence: the outcome, where it starts and its cause (``runlens.summary.headline``).
     headline: str = ""
     #: The run's key numbers, one definition each (``runlens.summary.run_numbers``).
     key_numbers: Mapping[str, Any] = field(default_factory=dict)
     #: The step where the failure starts (``runlens.summary.verdict_step``); None on a clean run.
     verdict_step: int | None = None
-    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    @property
-    def status(self) -> str:
-        return self.run.status
+    run_id: str = ""
+    #: First and last recorded training step (None: no steps).
+    step_range: tuple[int, int] | None = None
+    #: run.json as read, without its per-layer ``layers`` list (the report data carries that).
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    #: The warnings of reading the run (they lead ``warnings``; the rest are the analysis's own).
+    reading_warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "findings", tuple(self.findings))
         object.__setattr__(self, "key_numbers", _freeze(self.key_numbers))
+        object.__setattr__(self, "meta", _freeze(self.meta))
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        """run.json ``config`` (empty when absent or not an object)."""
+        cfg = self.meta.get("config")
+        return cfg if isinstance(cfg, Mapping) else {}
+
+    @property
+    def error(self) -> Mapping[str, Any] | None:
+        """run.json ``error`` of a crashed run, else None."""
+        err = self.meta.get("error")
+        return err if isinstance(err, Mapping) else None
 
     @property
     def worst_severity(self) -> str | None:
@@ -188,22 +206,13 @@ class Diagnosis:
             return "finished (with errors)"
         return self.status
 
-    @property
-    def report_data(self) -> Any:
-        """The :class:`runlens.report_data.ReportData` of this diagnosis (None when it has none)."""
-        if self.report is None:
-            return None
-        if "report" not in self._memo:
-            self._memo["report"] = self.report()
-        return self._memo["report"]
-
     def summary(self) -> str:
         """One line: name, status, curve and the findings by severity, worst first."""
         counts = [f"{n} {sev}{'s' if n != 1 and sev != 'info' else ''}"
                   for sev in SEVERITIES if (n := sum(f.severity == sev for f in self.findings))]
         codes = ", ".join(dict.fromkeys(f.code for f in self.findings))
         tail = f": {codes}" if codes else ""
-        return (f"{self.run.name}: {self.run.status}, curve {self.curve.label}, "
+        return (f"{self.name}: {self.status}, curve {self.curve.label}, "
                 f"{', '.join(counts) or 'no findings'}{tail}")
 
     def __repr__(self) -> str:
@@ -213,9 +222,9 @@ class Diagnosis:
         """The spec's analysis-output object, plus the added keys ``headline``, ``key_numbers``
         and ``verdict_step`` (docs/format.md, "Added keys in the analysis output")."""
         return {
-            "run": self.run.path,
-            "name": self.run.name,
-            "status": self.run.status,
+            "run": self.path,
+            "name": self.name,
+            "status": self.status,
             "curve": self.curve.label,
             "findings": [f.to_dict() for f in self.findings],
             "warnings": list(self.warnings),
@@ -223,5 +232,5 @@ class Diagnosis:
             "key_numbers": jsonable(self.key_numbers),
             "verdict_step": self.verdict_step,
             # An imported log says which column took which role and why (docs/format.md, "Added keys: roles").
-            **({"roles": jsonable(self.run.config["import_roles"])} if "import_roles" in self.run.config else {}),
+            **({"roles": jsonable(self.config["import_roles"])} if "import_roles" in self.config else {}),
         }

@@ -124,7 +124,7 @@ def _analyze(path: str, options: WorkOptions) -> dict[str, Any]:
         from runlens.render.output import OutputError
 
         try:
-            report = _write_report(diagnosis, options.reports_dir)
+            report = _write_report(diagnosis, run, options.reports_dir)
         except OutputError as exc:  # a full disk must not hide the analysis that was done
             obj["warnings"].append(f"report not written: {exc}")
     return {
@@ -256,13 +256,15 @@ def report_name(path: str, name: str) -> str:
     return f"{report_stem(name, path)}.html"
 
 
-def _write_report(diagnosis, reports_dir: str) -> str:
+def _write_report(diagnosis, run, reports_dir: str) -> str:
     from runlens.render.html import render_html
     from runlens.render.output import write_text
+    from runlens.report_data import build_report_data
+    from runlens.signals import signals_of
 
     # The folder was checked (or created) once by the audit, before any worker started.
-    name = report_name(diagnosis.run.path, diagnosis.run.name)
-    write_text(os.path.join(reports_dir, name), render_html(diagnosis))
+    name = report_name(diagnosis.path, diagnosis.name)
+    write_text(os.path.join(reports_dir, name), render_html(build_report_data(diagnosis, signals_of(run))))
     return name
 
 

@@ -67,14 +67,10 @@ class Chart:
 Draw = Callable[[Layout, str], Figure | None]
 
 
-def render_charts(diagnosis: Any) -> tuple[Chart, ...]:
-    """Every chart the run has data for, in reading order (the onset chart, when there is one,
-    right after the loss chart)."""
-    data = diagnosis.report_data
-    if data is None:
-        raise ValueError("this diagnosis carries no report data (see runlens.report_data.attach)")
-    # The diagnosis's one step where the failure starts, which its headline and findings name too.
-    data = data.with_verdict(diagnosis.verdict_step)
+def render_charts(data: Any) -> tuple[Chart, ...]:
+    """Every chart a :class:`~runlens.report_data.ReportData` has data for, in reading order (the
+    onset chart, when there is one, right after the loss chart). Its marks name the diagnosis's one
+    step where the failure starts, which its headline and findings name too."""
     with matplotlib.rc_context(RC):  # tick labels read rcParams at draw time
         return tuple(c for c in (_draw(*plan) for plan in _plans(data)) if c is not None)
 

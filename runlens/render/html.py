@@ -46,12 +46,13 @@ def wordbreaks(text: str) -> Markup:
     return Markup("<wbr>").join(escape(part) for part in _WORD_END.split(html_value(str(text))))
 
 
-def render_html(diagnosis: Any, *, docs_base: str = "") -> str:
-    """The HTML report of one diagnosis, as a string. The reference of every code it holds is
-    embedded; ``docs_base`` (``--docs-url``) adds links to the online reference."""
-    view = build_view(diagnosis, docs_base=docs_base)
+def render_html(data: Any, *, docs_base: str = "") -> str:
+    """The HTML report of one run's :class:`~runlens.report_data.ReportData`, as a string. The
+    reference of every code it holds is embedded; ``docs_base`` (``--docs-url``) adds links to the
+    online reference."""
+    view = build_view(data, docs_base=docs_base)
     charts = {c.key: _SafeChart(c.key, c.title, c.caption, Markup(c.svg), Markup(c.svg_narrow))
-              for c in render_charts(diagnosis)}
+              for c in render_charts(data)}
     template = environment().get_template("report.html.j2")
     return template.render(v=view, charts=_Charts(charts), curve_doc=view.curve_doc)
 

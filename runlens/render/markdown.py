@@ -39,16 +39,17 @@ class _Section:
     text: str
 
 
-def render_markdown(diagnosis: Any, max_chars: int = MAX_CHARS, *, docs_base: str = "") -> str:
-    """The Markdown report of one diagnosis, at most ``max_chars`` characters.
+def render_markdown(data: Any, max_chars: int = MAX_CHARS, *, docs_base: str = "") -> str:
+    """The Markdown report of one run's :class:`~runlens.report_data.ReportData`, at most
+    ``max_chars`` characters.
 
     ``docs_base`` prefixes the links to the detector reference
     (``docs/detectors.md#<code>``), e.g. a repository URL for PR comments.
     """
     if max_chars < _MIN_CHARS:
         raise ValueError(f"max_chars must be >= {_MIN_CHARS}, got {max_chars}")
-    view = build_view(diagnosis, docs_base=docs_base)
-    status = getattr(diagnosis, "status_text", None) or view.status  # never a bare "finished" on a failure
+    view = build_view(data, docs_base=docs_base)
+    status = data.diagnosis.status_text or view.status  # never a bare "finished" on a failure
     return _fit(_sections(view, docs_base, status), max_chars, _macros())
 
 

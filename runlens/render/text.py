@@ -30,12 +30,14 @@ _MAX_WARNINGS = 3
 _INDENT = "      "
 
 
-def render(diagnosis: Diagnosis, *, color: bool = False, verbose: bool = False, quiet: bool = False) -> str:
-    """The diagnosis as text lines ending in a newline; ``color`` marks severities with ANSI colours."""
-    run = diagnosis.run
+def render(diagnosis: Diagnosis, *, color: bool = False, verbose: bool = False, quiet: bool = False,
+           evidence: Any = None) -> str:
+    """The diagnosis as text lines ending in a newline; ``color`` marks severities with ANSI colours.
+    ``evidence`` (``runlens.report_data.evidence_of``, or a ReportData's ``evidence``) labels what
+    ``verbose`` shows: observations apart from thresholds, with units; without it, the raw keys."""
     if quiet:
-        return f"{term_inline(run.name)}: {term_inline(diagnosis.headline)}\n"
-    lines = [f"{term_inline(run.name)}  ({term_inline(run.path)})",
+        return f"{term_inline(diagnosis.name)}: {term_inline(diagnosis.headline)}\n"
+    lines = [f"{term_inline(diagnosis.name)}  ({term_inline(diagnosis.path)})",
              *_wrap(diagnosis.headline, ""),
              f"status: {diagnosis.status_text}    curve: {diagnosis.curve.label}"]
     lines += _pack(key_numbers_line(diagnosis.key_numbers).split("; "))
@@ -44,7 +46,7 @@ def render(diagnosis: Diagnosis, *, color: bool = False, verbose: bool = False, 
     lines.append("")
     if not diagnosis.findings:
         lines.append("No findings.")
-    evidence = _evidence_items(diagnosis) if verbose else ()
+    evidence = _evidence_items(diagnosis, evidence) if verbose else ()
     for i, finding in enumerate(diagnosis.findings):
         lines += _finding(finding, color, verbose, evidence[i] if i < len(evidence) else ())
         if verbose:
@@ -97,12 +99,11 @@ def summary_line(diagnosis: Diagnosis, verbose: bool = False) -> str:
     return ", ".join(words) + hint
 
 
-def _evidence_items(diagnosis: Diagnosis) -> tuple:
-    """Each finding's evidence as labelled items, observations before thresholds (the report
-    data's, which knows each detector's parameters; the raw keys for a diagnosis built by hand)."""
-    data = diagnosis.report_data
-    if data is not None and len(data.evidence) == len(diagnosis.findings):
-        return data.evidence
+def _evidence_items(diagnosis: Diagnosis, labelled: Any) -> tuple:
+    """Each finding's evidence as labelled items, observations before thresholds (as given, from
+    the report data, which knows each detector's parameters; else the raw keys)."""
+    if labelled is not None and len(labelled) == len(diagnosis.findings):
+        return tuple(labelled)
     return tuple(tuple(_Plain(str(k), str(k).replace("_", " "), v) for k, v in f.evidence.items())
                  for f in diagnosis.findings)
 

@@ -5,7 +5,8 @@ Both the HTML and the Markdown templates display a :class:`ReportView` and
 compute nothing. Values here are raw text (not escaped): each renderer
 escapes for its own language (Jinja autoescaping for HTML,
 :mod:`runlens.render.escape` for Markdown). Nothing here analyzes the run;
-it picks out and formats what the run and the findings already hold.
+it picks out and formats what the report data (the diagnosis and what its
+report shows) already holds, and never sees a run.
 """
 
 from __future__ import annotations
@@ -127,47 +128,62 @@ class Reference:
     online: str  # link to the online reference, "" without --docs-url
 
 
-def build_view(diagnosis: Any, *, docs_base: str = "") -> ReportView:
-    """Everything the templates display, formatted once from the diagnosis and its report data.
+def build_view(data: Any, *, docs_base: str = "") -> ReportView:
+    """Everything the templates display, formatted once from a
+    :class:`~runlens.report_data.ReportData` (the diagnosis and what its report shows).
 
     ``docs_base`` (``--docs-url``) adds links to the online reference; the
     reference itself is always embedded, so every link resolves offline.
     """
-    data = diagnosis.report_data
-    if data is None:
-        raise ValueError("this diagnosis carries no report data: get it from runlens.analyze(), "
-                         "or attach it with runlens.report_data.attach(diagnosis)")
-    run = diagnosis.run
-    order = sorted(range(len(diagnosis.findings)),
-                   key=lambda i: SEVERITY_RANK.get(diagnosis.findings[i].severity, 9))
-    findings = [diagnosis.findings[i] for i in order]
-    counts = tuple((sev, sum(f.severity == sev for f in findings)) for sev in ("error", "warning", "info"))
-    meta = run.meta
-    layer_info = run.layer_info
+    diagnosis = data.diagnosis
+    order = _order(diagnosis)
     refs = tuple(_reference(doc, docs_base) for code, doc in data.docs.items() if code != "curve")
     curve = data.docs.get("curve")
     return ReportView(
-        name=run.name, run_id=run.run_id, path=str(run.path), status=run.status,
-        curve=diagnosis.curve.label, curve_reason=diagnosis.curve.reason,
+        **_facts(diagnosis, order),
         curve_evidence=_items(data.curve_evidence),
-        counts=counts, worst=findings[0].severity if findings else "none",
         findings=tuple(_finding_view(n, diagnosis.findings[i], data.evidence[i], data.docs, docs_base)
                        for n, i in enumerate(order)),
         key_numbers=tuple(_key_number(k) for k in data.key_numbers),
-        crash=_crash(run.error),
-        run_facts=_run_facts(run),
-        config=_flatten(run.config),
+        layers=tuple((str(e.get("index", "")), str(e["name"]), str(e.get("kind", "")), fmt(e.get("numel")))
+                     for e in data.layer_info[:MAX_LAYER_ROWS]),
+        layers_total=data.layers_total, references=refs, sparks=tuple(data.sparks),
+        curve_doc=(curve.summary, curve.sections) if curve is not None else ("", ()),
+    )
+
+
+def index_view(diagnosis: Any) -> ReportView:
+    """What an index page shows of one run, from its :class:`~runlens.diagnosis.Diagnosis` alone
+    (no report data: the index lists runs, it draws nothing)."""
+    order = _order(diagnosis)
+    return ReportView(**_facts(diagnosis, order), curve_evidence=(), key_numbers=(), layers=(), layers_total=0,
+                      findings=tuple(_finding_view(n, diagnosis.findings[i], (), {}, "")
+                                     for n, i in enumerate(order)))
+
+
+def _order(diagnosis: Any) -> list[int]:
+    return sorted(range(len(diagnosis.findings)),
+                  key=lambda i: SEVERITY_RANK.get(diagnosis.findings[i].severity, 9))
+
+
+def _facts(diagnosis: Any, order: list[int]) -> dict[str, Any]:
+    """The view's fields that come from the diagnosis's run facts and verdicts."""
+    findings = [diagnosis.findings[i] for i in order]
+    counts = tuple((sev, sum(f.severity == sev for f in findings)) for sev in ("error", "warning", "info"))
+    meta = diagnosis.meta
+    reading = tuple(diagnosis.reading_warnings)
+    return dict(
+        name=diagnosis.name, run_id=diagnosis.run_id, path=str(diagnosis.path), status=diagnosis.status,
+        curve=diagnosis.curve.label, curve_reason=diagnosis.curve.reason,
+        counts=counts, worst=findings[0].severity if findings else "none",
+        crash=_crash(diagnosis.error), run_facts=_run_facts(diagnosis),
+        config=_flatten(diagnosis.config),
         environment=_flatten(meta.get("environment") if isinstance(meta.get("environment"), Mapping) else {}),
         attempts=_attempts(meta.get("attempts")),
-        reading_warnings=tuple(str(w) for w in run.warnings),
-        analysis_warnings=tuple(str(w) for w in diagnosis.warnings if w not in run.warnings),
+        reading_warnings=tuple(str(w) for w in reading),
+        analysis_warnings=tuple(str(w) for w in diagnosis.warnings if w not in reading),
         outcomes=tuple((o.code, o.state, o.reason) for o in diagnosis.outcomes if o.state != "ran"),
-        layers=tuple((str(e.get("index", "")), str(e["name"]), str(e.get("kind", "")), fmt(e.get("numel")))
-                     for e in layer_info[:MAX_LAYER_ROWS]),
-        layers_total=len(layer_info) or len(run.layer_names()),
-        version=_version(), references=refs, sparks=tuple(data.sparks),
-        curve_doc=(curve.summary, curve.sections) if curve is not None else ("", ()),
-        headline=diagnosis.headline or diagnosis.curve.reason, label=run.name,
+        version=_version(), headline=diagnosis.headline or diagnosis.curve.reason, label=diagnosis.name,
     )
 
 
@@ -318,9 +334,9 @@ def _attempts(attempts: Any) -> tuple[tuple[str, str, str, str], ...]:
     return tuple(rows)
 
 
-def _run_facts(run: Any) -> tuple[tuple[str, str], ...]:
-    meta = run.meta
-    facts = [("run id", run.run_id or "–"), ("path", str(run.path)), ("status", run.status),
+def _run_facts(diagnosis: Any) -> tuple[tuple[str, str], ...]:
+    meta = diagnosis.meta
+    facts = [("run id", diagnosis.run_id or "–"), ("path", str(diagnosis.path)), ("status", diagnosis.status),
              ("seed", _plain(meta.get("seed"))), ("host", str(meta.get("host") or "–")),
              ("pid", _plain(meta.get("pid"))), ("started", str(meta.get("started_at") or "–")),
              ("ended", str(meta.get("ended_at") or "–")), ("format version", fmt(meta.get("format_version")))]

@@ -26,9 +26,10 @@ def report_stem(name: str, path: str | None = None) -> str:
     return f"{slug}-{digest}"
 
 
-def write_reports(diagnosis: Any, out_dir: str | os.PathLike[str], formats: Iterable[str] = FORMATS,
+def write_reports(data: Any, out_dir: str | os.PathLike[str], formats: Iterable[str] = FORMATS,
                   *, stem: str | None = None, docs_base: str = "") -> list[Path]:
-    """Write ``<stem>.html`` and/or ``<stem>.md`` for one diagnosis into
+    """Write ``<stem>.html`` and/or ``<stem>.md`` of one run's
+    :class:`~runlens.report_data.ReportData` into
     ``out_dir`` (created if needed); returns the paths written. The reference of
     every code is embedded in both; ``docs_base`` (``--docs-url``) adds links to
     the online reference.
@@ -43,26 +44,27 @@ def write_reports(diagnosis: Any, out_dir: str | os.PathLike[str], formats: Iter
     if unknown:
         raise ValueError(f"unknown report format(s) {unknown}; choose from {FORMATS}")
     out = output_dir(out_dir)
-    stem = stem or report_stem(diagnosis.run.name, diagnosis.run.path)
+    stem = stem or report_stem(data.diagnosis.name, data.diagnosis.path)
     written = []
     if "html" in formats:
         from runlens.render.html import render_html
 
-        written.append(_write(out / f"{stem}.html", render_html(diagnosis, docs_base=docs_base)))
+        written.append(_write(out / f"{stem}.html", render_html(data, docs_base=docs_base)))
     if "md" in formats:
         from runlens.render.markdown import render_markdown
 
-        written.append(_write(out / f"{stem}.md", render_markdown(diagnosis, docs_base=docs_base)))
+        written.append(_write(out / f"{stem}.md", render_markdown(data, docs_base=docs_base)))
     return written
 
 
 def write_index(entries: Sequence[tuple[Any, str | None]], out_dir: str | os.PathLike[str]) -> Path:
     """Write ``index.html`` over several runs: ``(diagnosis, html file name
-    or None)`` per run, in the order given."""
+    or None)`` per run, in the order given. The index needs the diagnoses only (plain values),
+    so a caller keeps no run and no report data until it is written."""
     from runlens.render.html import render_index
-    from runlens.render.view import build_view
+    from runlens.render.view import index_view
 
-    page = render_index([(build_view(d), href) for d, href in entries])
+    page = render_index([(index_view(d), href) for d, href in entries])
     return _write(output_dir(out_dir) / "index.html", page)
 
 

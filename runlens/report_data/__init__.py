@@ -1,12 +1,13 @@
-"""What a report shows, computed once on the engine side and carried by the Diagnosis.
+"""What a report shows, computed once on the engine side by an explicit step.
 
-``runlens.analysis.analyze`` attaches a lazy :class:`ReportData` to every
-diagnosis (built on first use, so an analysis that is never rendered pays
-nothing); ``attach(diagnosis)`` does it for a diagnosis built by hand.
-Renderers (``runlens.render``) read ``diagnosis.report_data`` and format
-it: the key numbers, the downsampled series and the marks for the charts,
-the onset window of an early failure, the heatmap matrices, evidence with
-labels and units, and the documentation of every code the diagnosis holds.
+``build_report_data(diagnosis, signals)`` turns a :class:`~runlens.diagnosis.Diagnosis`
+(plain values) and the run's :class:`~runlens.signals.Signals` into a
+:class:`ReportData`: the key numbers, the downsampled series and the marks
+for the charts, the onset window of an early failure, the heatmap
+matrices, evidence with labels and units, the run's declared layers, and
+the documentation of every code the diagnosis holds. It reads the run only
+through its signals. Renderers (``runlens.render``) take the ReportData
+and format it; they never see a run.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from runlens.report_data.numbers import Item, KeyNumber, duration, evidence_items, key_numbers
+from runlens.diagnosis import Diagnosis
+from runlens.report_data.numbers import Item, KeyNumber, evidence_items, key_numbers
 from runlens.report_data.series import (
     Heatmap,
     Series,
@@ -32,8 +34,8 @@ from runlens.report_data.series import (
     window,
 )
 
-__all__ = ["CodeDoc", "Factory", "Heatmap", "Item", "KeyNumber", "Marks", "Onset", "ReportData", "Series",
-           "Spark", "attach", "build"]
+__all__ = ["CodeDoc", "Heatmap", "Item", "KeyNumber", "Marks", "Onset", "ReportData", "Series", "Spark",
+           "build_report_data", "evidence_of"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,9 @@ class Onset:
 
 @dataclass(frozen=True)
 class ReportData:
+    """What the reports of one run show: its diagnosis, and everything drawn or tabled beside it."""
+
+    diagnosis: Diagnosis
     key_numbers: tuple[KeyNumber, ...]
     duration_s: float | None
     series: Mapping[str, Series]
@@ -93,82 +98,39 @@ class ReportData:
     curve_evidence: tuple[Item, ...]
     docs: Mapping[str, CodeDoc]
     x_range: tuple[int, int] | None = None  # the steps every full-run chart spans (a crash step included)
-    source: Any = field(default=None, repr=False, compare=False)  # the Factory it was built by
-
-    def with_verdict(self, step: int | None) -> ReportData:
-        """This data with ``step`` as the verdict's step: the diagnosis's one step where the
-        failure starts (``Diagnosis.verdict_step``), which the headline and findings name too, in
-        the charts' marks and onset window. Unchanged when ``step`` is None or already marked."""
-        if step is None or step == self.marks.verdict_step or self.source is None:
-            return self
-        from runlens.signals import signals_of
-
-        run, curve, findings = self.source.run, self.source.curve, self.source.findings
-        marks = dataclasses.replace(self.marks, verdict_step=int(step),
-                                    verdict_label=_verdict_label(curve, findings, int(step)))
-        sig = signals_of(run)
-        return dataclasses.replace(self, marks=marks, onset=_onset(sig, marks, curve),
-                                   x_range=_x_range(run, sig, marks))
+    layer_info: tuple[Mapping[str, Any], ...] = ()  # run.json's layers entries, in depth order
+    layers_total: int = 0  # layers declared, else layers recorded
 
 
-class _Unset:
-    """No verdict step given: the curve verdict's ``step`` evidence stands in for it."""
+def build_report_data(diagnosis: Diagnosis, signals: Any) -> ReportData:
+    """Everything a report shows about ``diagnosis``, read from the run's ``signals``.
 
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __reduce__(self) -> str:
-        return "UNSET"  # one instance, also after pickling
-
-
-UNSET = _Unset()
-
-
-@dataclass(frozen=True)
-class Factory:
-    """``Factory(run, curve, findings, verdict_step)()`` builds the report data; a plain object,
-    so a Diagnosis that carries one still pickles (process pools, Dask). ``verdict_step`` is the
-    diagnosis's one step where the failure starts (None: none), which every chart marks."""
-
-    run: Any
-    curve: Any
-    findings: tuple
-    verdict_step: Any = UNSET
-
-    def __call__(self) -> ReportData:
-        data = build(self.run, self.curve, self.findings, verdict_step=self.verdict_step)
-        return dataclasses.replace(data, source=self)
-
-
-def attach(diagnosis: Any) -> Any:
-    """``diagnosis`` with a report-data factory (a diagnosis built by hand has none)."""
-    if getattr(diagnosis, "report", None) is not None:
-        return diagnosis
-    step = diagnosis.verdict_step  # None on a diagnosis built by hand: the curve verdict's step stands in
-    factory = Factory(diagnosis.run, diagnosis.curve, diagnosis.findings, UNSET if step is None else step)
-    return dataclasses.replace(diagnosis, report=factory)
-
-
-def build(run: Any, curve: Any, findings: tuple, *, verdict_step: Any = UNSET) -> ReportData:
-    """Everything a report shows about ``run``, its curve verdict and its findings; ``verdict_step``
-    is the diagnosis's step where the failure starts (by default the curve verdict's step)."""
-    from runlens.signals import signals_of
-
-    sig = signals_of(run)
-    marks = _marks(run, sig, curve, findings, verdict_step)
-    lines = _series(run, sig)
+    The charts mark ``diagnosis.verdict_step``, the step the headline and the
+    findings name (none when it is None)."""
+    sig = signals
+    numbers = diagnosis.key_numbers
+    marks = _marks(diagnosis, sig)
+    declared = tuple(sig.declared_layers)
     return ReportData(
-        key_numbers=key_numbers(sig, run), duration_s=duration(run), series=lines,
+        diagnosis=diagnosis, key_numbers=key_numbers(sig, numbers, len(sig.layer_names)),
+        duration_s=numbers.get("duration_s"), series=_series(sig),
         sparks=tuple(s for s in (spark("training loss", _raw(sig.loss_logged)),
                                  spark("validation loss", _raw(sig.validation.get("val_loss"))),
                                  spark("grad norm", _raw(sig.grad_norm))) if s is not None),
-        onset=_onset(sig, marks, curve),
-        heatmaps=_heatmaps(run, sig, marks), **_weights(run, findings), marks=marks,
-        evidence=tuple(evidence_items(f.evidence, _params(f.code)) for f in findings),
-        curve_evidence=evidence_items(curve.evidence, _params("curve")),
-        docs=_docs({f.code for f in findings} | {curve.label, "curve"}),
-        x_range=_x_range(run, sig, marks),
+        onset=_onset(sig, marks, diagnosis.curve),
+        heatmaps=_heatmaps(sig, marks), **_weights(sig, diagnosis.findings), marks=marks,
+        evidence=evidence_of(diagnosis),
+        curve_evidence=evidence_items(diagnosis.curve.evidence, _params("curve")),
+        docs=_docs({f.code for f in diagnosis.findings} | {diagnosis.curve.label, "curve"}),
+        x_range=_x_range(diagnosis, sig, marks), layer_info=declared,
+        layers_total=len(declared) or len(sig.layer_names),
     )
+
+
+def evidence_of(diagnosis: Diagnosis) -> tuple[tuple[Item, ...], ...]:
+    """Each finding's evidence as labelled items with units, observations before the thresholds
+    it was judged by (its detector's parameters): what ``analyze -v`` shows, without the charts."""
+    return tuple(evidence_items(f.evidence, _params(f.code)) for f in diagnosis.findings)
 
 
 def _verdict_label(curve: Any, findings: tuple, step: int | None) -> str:
@@ -182,12 +144,12 @@ def _verdict_label(curve: Any, findings: tuple, step: int | None) -> str:
     return f"{name} (step {step:,})"
 
 
-def _x_range(run: Any, sig: Any, marks: Marks) -> tuple[int, int] | None:
+def _x_range(diagnosis: Diagnosis, sig: Any, marks: Marks) -> tuple[int, int] | None:
     """First and last step over every table a chart draws (and the stop), so all full-run
     charts share one x axis: a layer table logged until step 45 is not stretched to the width
     of a loss logged until step 120."""
     ends: list[int] = []
-    for steps in (sig.loss_logged.steps, run.steps("scalars"),
+    for steps in (sig.loss_logged.steps, diagnosis.step_range,
                   *(v.steps for v in sig.validation.values()),
                   sig.layers.steps if sig.layers else None):
         if steps is not None and len(steps):
@@ -200,7 +162,7 @@ def _raw(s: Any) -> np.ndarray | None:
     return None if s is None else s.values
 
 
-def _series(run: Any, sig: Any) -> dict[str, Series]:
+def _series(sig: Any) -> dict[str, Series]:
     out = {}
     loss = sig.loss_logged
     pairs = {"loss": ("training loss", loss.steps, loss.values)}
@@ -208,9 +170,10 @@ def _series(run: Any, sig: Any) -> dict[str, Series]:
         pairs[name] = ("validation loss" if name == "val_loss" else name.replace("val_loss@", "validation: "),
                        val.steps, val.values)
     for name, label in (("lr", "learning rate"), ("grad_norm", "global grad norm")):
-        s = run.column("scalars", name)
-        if s is not None and np.isfinite(s).any():
-            pairs[name] = (label, run.steps("scalars"), s)
+        # As logged (nulls out, NaN kept): the chart shows the column, the signals' cleaning aside.
+        s = sig.scalar(name)
+        if s is not None and np.isfinite(s.values).any():
+            pairs[name] = (label, s.steps, s.values)
     for key, (label, steps, values) in pairs.items():
         made = series(label, steps, values)
         if made is not None:
@@ -218,7 +181,8 @@ def _series(run: Any, sig: Any) -> dict[str, Series]:
     return out
 
 
-def _marks(run: Any, sig: Any, curve: Any, findings: tuple, verdict_step: Any = UNSET) -> Marks:
+def _marks(diagnosis: Diagnosis, sig: Any) -> Marks:
+    curve, findings = diagnosis.curve, diagnosis.findings
     steps: dict[str, int] = {}
     spikes: set[int] = set()
     for f in findings:
@@ -232,15 +196,12 @@ def _marks(run: Any, sig: Any, curve: Any, findings: tuple, verdict_step: Any = 
     at = np.searchsorted(loss.steps, sorted(spikes)).clip(0, max(len(loss) - 1, 0))
     spike_pts = tuple((int(loss.steps[i]), float(loss.values[i])) for i in at) if len(loss) else ()
     stop, stop_label = None, ""
-    error = run.error
+    error = diagnosis.error
     if error is not None and isinstance(error.get("step"), int):
         stop, stop_label = int(error["step"]), f"crash: {error.get('type') or 'error'}"
-    elif run.status in ("crashed", "killed") and len(run.steps("scalars")):
-        stop, stop_label = int(run.steps("scalars")[-1]), run.status
-    verdict = verdict_step
-    if verdict is UNSET:
-        given = curve.evidence.get("step")
-        verdict = given if isinstance(given, (int, np.integer)) else None
+    elif diagnosis.status in ("crashed", "killed") and diagnosis.key_numbers.get("last_step") is not None:
+        stop, stop_label = int(diagnosis.key_numbers["last_step"]), diagnosis.status
+    verdict = diagnosis.verdict_step
     named = tuple((f.code, tuple(f.layers)) for f in sorted(findings, key=_rank) if f.layers)
     val = sig.validation.get("val_loss")
     best = None
@@ -297,7 +258,7 @@ def _rise(sig: Any, val: Any, marks: Marks) -> Onset | None:
                  train, window((val.steps, val.values), lo, hi, "validation loss"), None, kind="validation")
 
 
-def _heatmaps(run: Any, sig: Any, marks: Marks) -> tuple[Heatmap, ...]:
+def _heatmaps(sig: Any, marks: Marks) -> tuple[Heatmap, ...]:
     layers = sig.layers
     if not layers:
         return ()
@@ -316,17 +277,19 @@ def _heatmaps(run: Any, sig: Any, marks: Marks) -> tuple[Heatmap, ...]:
     return tuple(h for h in out if h is not None)
 
 
-def _weights(run: Any, findings: tuple) -> dict[str, Any]:
-    matrix = run.layer_matrix("weight_norm")
-    if matrix is None or not len(matrix.layers):
+def _weights(sig: Any, findings: tuple) -> dict[str, Any]:
+    layers = sig.layers
+    values = layers.values("weight_norm") if layers.names else None
+    if values is None:
         return {"weight_lines": (), "weight_total": 0}
+    present = layers.present("weight_norm")
     flagged = [n for f in findings if f.code == "weight_norm_growth" for n in f.layers]
     lines = []
-    for j in pick_layers(matrix.layers, flagged):
-        keep = matrix.present[:, j]
+    for j in pick_layers(layers.names, flagged):
+        keep = present[:, j]
         if keep.any():
-            lines.append(series(matrix.layers[j], matrix.steps[keep], matrix.values[keep, j], 600))
-    return {"weight_lines": tuple(lines), "weight_total": len(matrix.layers)}
+            lines.append(series(layers.names[j], layers.steps[keep], values[keep, j], 600))
+    return {"weight_lines": tuple(lines), "weight_total": len(layers.names)}
 
 
 def _params(code: str) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from runlens.summary import duration, lowest, run_numbers
+from runlens.summary import lowest
 
-__all__ = ["Item", "KeyNumber", "duration", "evidence_items", "key_numbers", "label_of", "unit_of"]
+__all__ = ["Item", "KeyNumber", "evidence_items", "key_numbers", "label_of", "unit_of"]
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,11 @@ def evidence_items(evidence: Mapping[str, Any], params: Mapping[str, Any] | None
     return tuple(observed + thresholds)
 
 
-def key_numbers(signals: Any, run: Any) -> tuple[KeyNumber, ...]:
-    """The few numbers a reader looks at first, as labelled rows (built on :func:`run_numbers`)."""
-    n = run_numbers(signals, run)
+def key_numbers(signals: Any, numbers: Mapping[str, Any], n_layers: int) -> tuple[KeyNumber, ...]:
+    """The few numbers a reader looks at first, as labelled rows: the diagnosis's key ``numbers``
+    (:func:`runlens.summary.run_numbers`, one definition each), what the signals add (learning
+    rate, gradient norm) and ``n_layers``."""
+    n = numbers
     rows: list[KeyNumber] = []
     if n["steps"]:
         rows.append(KeyNumber("steps recorded", n["steps"],
@@ -127,14 +129,13 @@ def key_numbers(signals: Any, run: Any) -> tuple[KeyNumber, ...]:
         at = int(np.argmax(np.where(fin, grad.values, -np.inf)))
         rows.append(KeyNumber("gradient norm (median)", float(np.median(grad.values[fin]))))
         rows.append(KeyNumber("gradient norm (max)", float(grad.values[at]), at=int(grad.steps[at])))
-    n_layers = len(run.layer_names())
     if n_layers:
         rows.append(KeyNumber("layers recorded", n_layers))
     rows.append(KeyNumber("duration", n["duration_s"], unit="s"))
     return tuple(rows)
 
 
-def _validation_rows(signals: Any, n: dict[str, Any]) -> list[KeyNumber]:
+def _validation_rows(signals: Any, n: Mapping[str, Any]) -> list[KeyNumber]:
     rows = []
     for name, val in signals.validation.items():
         if name == "val_loss":

@@ -15,8 +15,9 @@ that needs only the loss never builds a layer matrix.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -131,6 +132,16 @@ class Signals:
     def layers(self) -> LayerSignals:
         """Per-layer matrices (falsy when the run has no layers table)."""
         return LayerSignals(self.run, self.first_nonfinite_step)
+
+    @property
+    def layer_names(self) -> tuple[str, ...]:
+        """Layer names in depth order: those run.json declares, then any the layers table names."""
+        return self.run.layer_names()
+
+    @property
+    def declared_layers(self) -> tuple[Mapping[str, Any], ...]:
+        """run.json's ``layers`` entries (name, index, kind, numel, shape), in depth order."""
+        return self.run.layer_info
 
     def events(self, kind: str) -> tuple[np.ndarray, tuple[str | None, ...]]:
         """``(steps, layers)`` of the writer's events of ``kind`` (e.g. ``nonfinite_grad``), in table order;
