@@ -1,6 +1,7 @@
-"""How often runlens is right: recall, precision and false alarms on six labeled sets.
+"""How often runlens is right: recall, precision and false alarms on seven labeled sets.
 
     python benchmarks/accuracy.py --set final      # generate what is missing, grade every set, write the page
+    python benchmarks/accuracy.py --set third-fresh   # the set to quote (round 5), graded once
     python benchmarks/accuracy.py --evaluate-only  # re-grade the runs already in benchmarks/_data/
     python benchmarks/accuracy.py --set heldout    # one set only (or a list: --set heldout-varied,third)
     python benchmarks/accuracy.py --set heldout-varied --generate-only   # train a new set, grade nothing
@@ -26,7 +27,12 @@ measurements in torch (never by a runlens threshold):
 - the *third* set (``benchmarks/third``): bugs written into real training
   loops on six new architectures, each confirmed against its fixed twin,
   into ``benchmarks/_data/third/``: generated before round 4's tuning and
-  graded once, the set to quote.
+  graded once at its end; tuned on in round 5, a development set since;
+- the *fresh third* set: the same generator with every seed shifted by 5000
+  and every run redrawn at another length, width, learning rate and batch
+  size (``python -m benchmarks.third --seed-shift 5000 --vary``), into
+  ``benchmarks/_data/third-fresh/``: generated before round 5's detector
+  changes landed, graded once at the end of round 5, the set to quote.
 
 The page, ``benchmarks/results/accuracy.md``, names the commit it graded and
 whether the tree was dirty. Scoring is ``benchmarks/_accuracy/scoring.py``.
@@ -48,7 +54,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from benchmarks._accuracy import evaluate, page, tuning  # noqa: E402
 
 REPORT = ROOT / "benchmarks" / "results" / "accuracy.md"
-SETS = ("tuning", "heldout", "heldout-fresh", "heldout-varied", "heldout-varied2", "third")
+SETS = ("tuning", "heldout", "heldout-fresh", "heldout-varied", "heldout-varied2", "third", "third-fresh")
 GROUPS = {"all": SETS[:-1], "both": ("tuning", "heldout"), "final": SETS}
 
 
@@ -65,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="all", type=_sets,
                         help="comma-separated sets among " + ", ".join(SETS) + "; all: every development "
-                             "set; both: tuning and heldout; final: all and third")
+                             "set (third included); both: tuning and heldout; final: all and third-fresh")
     parser.add_argument("--only", help="tuning families (default: all): " + ", ".join(tuning.FAMILIES))
     parser.add_argument("--jobs", type=int, default=1, help="training processes for the tuning set (default 1)")
     parser.add_argument("--evaluate-only", action="store_true", help="grade the runs already generated")
@@ -91,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("heldout-fresh", "heldout-varied", "heldout-varied2"):
         if name in args.set:
             sets.append(evaluate.heldout_set(generate=gen, name=name, grade=grade))
-    if "third" in args.set:
-        sets.append(evaluate.third_set(generate=gen, grade=grade))
+    for name in ("third", "third-fresh"):
+        if name in args.set:
+            sets.append(evaluate.third_set(generate=gen, grade=grade, name=name))
     if not grade:
         print(f"generated in {time.monotonic() - t0:.0f} s; nothing graded, the page is unchanged")
         return 0

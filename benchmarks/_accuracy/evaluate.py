@@ -39,6 +39,9 @@ FRESH_DATA = ROOT / "benchmarks" / "_data" / "heldout-fresh"
 VARIED_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied"
 VARIED2_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied2"
 THIRD_DATA = ROOT / "benchmarks" / "_data" / "third"
+THIRD_FRESH_DATA = ROOT / "benchmarks" / "_data" / "third-fresh"
+# When the third-fresh draw was trained (its draw.json's start and end); a retrained set no longer matches.
+THIRD_FRESH_DRAWN = ("2026-12-02 01:01", "PENDING")
 
 ROLES = {
     "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",
@@ -56,7 +59,11 @@ ROLES = {
     "third": "third set (`benchmarks/third`: bugs written into real training loops, each confirmed against "
              "its fixed twin; six architectures and fourteen bugs no other set has; a third healthy runs "
              "with alarming shapes): written and generated before the round-4 detector changes were tuned, "
-             "graded once",
+             "graded once at the end of round 4, then looked at and tuned on in round 5: a development set "
+             "since",
+    "third-fresh": "the third generator with every seed shifted by 5000 and every run redrawn (`--seed-shift "
+                   "5000 --vary`), generated at {drawn} UTC before round 5's detector changes landed, graded "
+                   "once at the end of round 5; the set to quote",
 }
 
 DATA_RULES = (
@@ -232,20 +239,38 @@ def heldout_set(generate: bool = True, name: str = "heldout", grade: bool = True
 # -- third set --------------------------------------------------------------------------------------
 
 
-def third_set(generate: bool = True, grade: bool = True) -> SetResult:
-    """The third set: each buggy run's label confirmed against its fixed twin (``benchmarks/third``)."""
-    from benchmarks.third.catalog import RUNS
+def _fresh_role(data: Path) -> str:
+    from benchmarks.third.generate import drawn_at
+
+    stated = f"{THIRD_FRESH_DRAWN[0]}–{THIRD_FRESH_DRAWN[1][-5:]}"  # same day: the end's time only
+    role = ROLES["third-fresh"].format(drawn=stated)
+    started, finished = drawn_at(data)
+    if not (started or "").startswith(THIRD_FRESH_DRAWN[0]) or not (finished or "").startswith(THIRD_FRESH_DRAWN[1]):
+        role += (f" (**but the runs graded here were trained {started} to {finished}, not in the draw this "
+                 "line describes: not the set to quote**)")
+    return role
+
+
+def third_set(generate: bool = True, grade: bool = True, name: str = "third") -> SetResult:
+    """A set of the third generator: ``third`` (the catalog) or ``third-fresh`` (every seed shifted by
+    :data:`~benchmarks.third.catalog.FRESH_SEED_SHIFT`, every run redrawn); each buggy run's label is
+    confirmed against its fixed twin (``benchmarks/third``). ``grade=False`` generates only."""
+    from benchmarks.third.catalog import FRESH_SEED_SHIFT, draw
     from benchmarks.third.generate import generate as generate_third
 
+    shift, vary, data = {"third": (0, False, THIRD_DATA),
+                         "third-fresh": (FRESH_SEED_SHIFT, True, THIRD_FRESH_DATA)}[name]
+    runs = draw(shift, vary)
     if generate:
-        labels = generate_third(THIRD_DATA)
+        labels = generate_third(data, seed_shift=shift, vary=vary)
     else:
-        labels = {sc.name: json.loads((THIRD_DATA / sc.name / "label.json").read_text())
-                  for sc in RUNS if (THIRD_DATA / sc.name / "label.json").exists()}
-    res = SetResult("third", ROLES["third"], runs=len(RUNS))
+        labels = {sc.name: json.loads((data / sc.name / "label.json").read_text())
+                  for sc in runs if (data / sc.name / "label.json").exists()}
+    role = _fresh_role(data) if name == "third-fresh" else ROLES[name]
+    res = SetResult(name, role, runs=len(runs))
     if not grade:
         return res
-    for sc in RUNS:
+    for sc in runs:
         label = labels.get(sc.name)
         if label is None:
             continue
@@ -254,7 +279,7 @@ def third_set(generate: bool = True, grade: bool = True) -> SetResult:
         if not label["confirmed"]:
             res.unconfirmed.append((sc.name, group, label["measured"]))
             continue
-        got = _diagnose(THIRD_DATA / sc.name)
+        got = _diagnose(data / sc.name)
         res.graded.append(from_diagnosis(label, got, name=sc.name, group=group, healthy=sc.bug is None))
     res.seconds = round(res.seconds, 1)
     return res

@@ -68,6 +68,14 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "`heldout-varied2` (added 2026-12-01 11:30 UTC, right after `heldout-varied` was graded and before any "
     "change made after it): the same as `heldout-varied` with seeds shifted by 3000 "
     "(`python -m benchmarks.heldout --vary --seed-offset 3000`), generated with nothing diagnosed.",
+    "`third-fresh` (round 5): the third generator (`benchmarks/third`) with every seed shifted by 5000 and "
+    "every run redrawn at a length x0.6-1.8 (log-uniform), a hidden width x0.5, 1, 1.5 or 2, a learning "
+    "rate x0.5-2 (log-uniform) and a batch size of 32, 64 or 128 (a small batch the catalog names, 4 or "
+    "16 under accumulation, kept or doubled), drawn from each run's own shifted seed "
+    "(`benchmarks/third/catalog.py: redraw`, `python -m benchmarks.third --seed-shift 5000 --vary`). The "
+    "bugs, criteria and labels are the catalog's; each label is confirmed against the run's fixed twin as "
+    "before. Generated before round 5's detector changes landed, with nothing diagnosed; only the "
+    "generator's own confirmations were read before its one grading.",
 )
 
 
@@ -210,7 +218,11 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              "the final grading; heldout-varied's figures at its first grading are in the closing note of "
              "that round. *third* (round 4) is a generator of a third kind, written and generated before "
              "round 4's detector changes were tuned: bugs written into real training loops, each confirmed "
-             "against its fixed twin; it is graded once, at the commit above: **quote third**. A set absent "
+             "against its fixed twin; it was graded once at the end of round 4 and tuned on in round 5, so it "
+             "is a development set since. *third-fresh* (round 5) is the third generator with every seed "
+             "shifted by 5000 and every run redrawn at another length, width, learning rate and batch size, "
+             "generated before round 5's detector changes landed and graded once, at the commit above: "
+             "**quote third-fresh**. A set absent "
              "from this page was not regenerated in that round (its data is not kept in the repository); "
              "its last figures are in the page's history.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",

@@ -69,6 +69,7 @@ HEALTHY = (
 RUNS = BUGGY + HEALTHY
 
 DEFAULT_BATCH = S.__dataclass_fields__["batch"].default
+FRESH_SEED_SHIFT = 5000  # the never-seen draw of round 5 (``third-fresh``): ``--seed-shift 5000 --vary``
 
 
 def redraw(sc: S, rng: random.Random) -> S:

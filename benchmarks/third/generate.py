@@ -15,7 +15,8 @@ the ranges), e.g. ``--seed-shift 5000 --vary --out benchmarks/_data/third-fresh`
 The bug each run names is written into its loop as before, and its twin
 confirmation (``truth.py``) decides its label as before. Without either flag
 the set is exactly the catalog's. ``draw.json`` in the output folder records
-the flags, every drawn scenario and when the generation started and ended.
+the flags, every drawn scenario and when the last call that trained
+anything started and ended.
 """
 
 from __future__ import annotations
@@ -54,12 +55,18 @@ def fingerprint(sc) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def _stale(sc, root: Path) -> bool:
+    stamp = root / sc.name / "label.json"
+    cached = json.loads(stamp.read_text()) if stamp.exists() else {}
+    return cached.get("fingerprint") != fingerprint(sc) or not (root / sc.name / "probe.npz").exists()
+
+
 def generate_one(sc, root: Path = DATA) -> dict:
     """Train ``sc`` (and its twin) unless cached; the label is recomputed from the saved probes."""
     out = root / sc.name
     stamp = out / "label.json"
     cached = json.loads(stamp.read_text()) if stamp.exists() else {}
-    if cached.get("fingerprint") != fingerprint(sc) or not (out / "probe.npz").exists():
+    if _stale(sc, root):
         if out.exists():
             shutil.rmtree(out)
         t0 = time.monotonic()
@@ -83,20 +90,38 @@ def _utc() -> str:
 
 def generate(root: Path = DATA, only: set[str] | None = None, seed_shift: int = 0,
              vary: bool = False) -> dict[str, dict]:
+    """Train what is missing or changed and label every run; ``draw.json`` says when training last happened.
+
+    A call that trains nothing (every run cached) leaves ``draw.json`` as it was, so its times stay
+    those of the training a set's description quotes.
+    """
     torch.set_num_threads(1)
     root.mkdir(parents=True, exist_ok=True)
-    runs = [sc for sc in draw(seed_shift, vary) if not only or sc.name in only]
-    record = {"seed_shift": seed_shift, "vary": vary, "only": sorted(only) if only else None,
-              "started": _utc(), "finished": None, "runs": [dataclasses.asdict(sc) for sc in runs]}
-    (root / "draw.json").write_text(json.dumps(record, indent=1) + "\n")
+    drawn = draw(seed_shift, vary)
+    runs = [sc for sc in drawn if not only or sc.name in only]
+    trained = [sc.name for sc in runs if _stale(sc, root)]
+    record = {"seed_shift": seed_shift, "vary": vary, "only": sorted(only) if only else None, "trained": trained,
+              "started": _utc(), "finished": None, "runs": [dataclasses.asdict(sc) for sc in drawn]}
+    if trained:
+        (root / "draw.json").write_text(json.dumps(record, indent=1) + "\n")
     labels = {}
     for sc in runs:
         labels[sc.name] = lab = generate_one(sc, root)
         print(f"{sc.name:22s} {'confirmed' if lab['confirmed'] else 'UNCONFIRMED':12s} {lab['seconds']:7.1f} s "
               f"{json.dumps(lab['measured'], default=float)}", flush=True)
-    record["finished"] = _utc()
-    (root / "draw.json").write_text(json.dumps(record, indent=1) + "\n")
+    if trained:
+        record["finished"] = _utc()
+        (root / "draw.json").write_text(json.dumps(record, indent=1) + "\n")
     return labels
+
+
+def drawn_at(root: Path) -> tuple[str | None, str | None]:
+    """When the set in ``root`` was last trained (start, end), from its ``draw.json``; ``None`` if unknown."""
+    try:
+        record = json.loads((root / "draw.json").read_text())
+    except (OSError, ValueError):
+        return None, None
+    return record.get("started"), record.get("finished")
 
 
 def main(argv: list[str] | None = None) -> int:
