@@ -29,9 +29,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 REPLACES_KEY = b"runlens.replaces"
+#: Rows decoded from one part at most; compaction writes parts of 2,000,000 (the engine's
+#: documented limit, ``runlens.io.bounded.MAX_PART_ROWS``, is this number).
+MAX_PART_ROWS = 20_000_000
+#: Values per decoded batch (rows times columns): 128 MB of float64, so a part of 10,000 columns
+#: is decoded 1,677 rows at a time and one of 5 columns in batches of 3.3M rows.
+BATCH_CELLS = 1 << 24
 
-__all__ = ["REPLACES_KEY", "concat", "in_key_order", "last_per_key", "open_input", "open_output",
-           "part_replaces", "read_part", "replaced_parts", "replaces_value", "unify_types"]
+__all__ = ["BATCH_CELLS", "MAX_PART_ROWS", "REPLACES_KEY", "TooManyRows", "concat", "decode_bounded",
+           "in_key_order", "last_per_key", "open_input", "open_output", "part_replaces", "read_part",
+           "replaced_parts", "replaces_value", "unify_types"]
 
 
 def open_input(path: str | os.PathLike[str]) -> pa.NativeFile:
@@ -156,7 +163,48 @@ def last_per_key(step: np.ndarray, sub: np.ndarray | None = None) -> np.ndarray 
     return idx[last]
 
 
-def read_part(path: Path, columns: list[str] | None = None) -> pa.Table:
-    """A whole part (or ``columns`` of it), opened by bytes path."""
-    with open_input(path) as f:
-        return pq.read_table(f, columns=columns)
+class TooManyRows(ValueError):
+    """A part holds more rows than the reader's ceiling (its footer may say fewer)."""
+
+
+def decode_bounded(pf: pq.ParquetFile, columns: list[str] | None = None,
+                   max_rows: int = MAX_PART_ROWS) -> pa.Table:
+    """``columns`` of an open part (None: all), decoded in batches and refused past ``max_rows``.
+
+    A 2 MB part of repeated values decodes to 2x10^8 rows, and the file's row count in its
+    footer can claim 1,000 of them: the row groups' own counts (what pyarrow decodes) are
+    checked too before decoding, and the rows counted again batch by batch, so a part past the
+    ceiling raises :class:`TooManyRows` at most one batch past it, never after decoding it
+    whole. Batches hold about :data:`BATCH_CELLS` values, however many columns the part has.
+    """
+    meta = pf.metadata
+    claimed = max(meta.num_rows, sum(meta.row_group(i).num_rows for i in range(meta.num_row_groups)))
+    if claimed > max_rows:
+        raise TooManyRows(f"{claimed:,} rows, more than the {max_rows:,} decoded from one part")
+    return _decode_counting(pf, columns, max_rows)
+
+
+def _decode_counting(pf: pq.ParquetFile, columns: list[str] | None, max_rows: int) -> pa.Table:
+    # pyarrow decodes no more rows than a row group's footer entry says (checked above); the count
+    # here holds whatever a future reader or a corrupt page makes of that.
+    meta = pf.metadata
+    width = len(columns) if columns is not None else len(pf.schema_arrow)
+    rows, batches = 0, []
+    for batch in pf.iter_batches(batch_size=max(1024, BATCH_CELLS // max(width, 1)), columns=columns):
+        rows += batch.num_rows
+        if rows > max_rows:
+            raise TooManyRows(f"more than {max_rows:,} rows decoded although the footer claims "
+                              f"{meta.num_rows:,}, the most decoded from one part")
+        batches.append(batch)
+    if batches:
+        return pa.Table.from_batches(batches)
+    schema = pf.schema_arrow
+    return schema.empty_table() if columns is None else schema.empty_table().select(columns)
+
+
+def read_part(path: Path, columns: list[str] | None = None, max_rows: int = MAX_PART_ROWS) -> pa.Table:
+    """A whole part (or ``columns`` of it), opened by bytes path, at most ``max_rows`` rows
+    (:class:`TooManyRows` past them): compaction, resume and ``validate`` read parts they did
+    not necessarily write."""
+    with open_input(path) as f, pq.ParquetFile(f) as pf:
+        return decode_bounded(pf, columns, max_rows)

@@ -10,8 +10,11 @@ the engine depends on no private recorder module.
 from __future__ import annotations
 
 from recorders._merge import (
+    MAX_PART_ROWS,
     REPLACES_KEY,
+    TooManyRows,
     concat,
+    decode_bounded,
     in_key_order,
     last_per_key,
     open_input,
@@ -22,5 +25,6 @@ from recorders._merge import (
     unify_types,
 )
 
-__all__ = ["REPLACES_KEY", "concat", "in_key_order", "last_per_key", "open_input", "open_output",
-           "part_replaces", "read_part", "replaced_parts", "unify_types"]
+__all__ = ["MAX_PART_ROWS", "REPLACES_KEY", "TooManyRows", "concat", "decode_bounded", "in_key_order",
+           "last_per_key", "open_input", "open_output", "part_replaces", "read_part", "replaced_parts",
+           "unify_types"]

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from recorders.merge import MAX_PART_ROWS as _PART_ROWS
+
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
@@ -32,9 +34,11 @@ INT64_MAX = (1 << 63) - 1
 #: (a layers list for 10,000 parameters is about 2 MB).
 MAX_JSON_BYTES = 64 << 20
 #: Rows decoded from one Parquet part at most (the recorder's compaction writes parts of
-#: 2,000,000); the footer's count is checked before decoding, and a part claiming more is
-#: skipped (loader) or a violation (validate).
-MAX_PART_ROWS = 20_000_000
+#: 2,000,000). The footer's counts are checked before decoding and the rows counted again as
+#: batches are decoded (a footer can understate them); a part past it is skipped (loader) or a
+#: violation (validate). The number is the recorder's own (``recorders.merge.MAX_PART_ROWS``),
+#: which its compaction and resume read under.
+MAX_PART_ROWS = _PART_ROWS
 #: Columns of one part at most (a scalars part with one column per class of a 1,000-class
 #: model has 1,000): Arrow's decoding costs about 0.1 ms per column and per part, so a part of
 #: 150,000 columns would take minutes; it is skipped with a warning, its schema alone read.

@@ -27,7 +27,8 @@ What the loader decides, so detectors do not have to:
   compaction, never half of each.
 - **Bounds**: only regular files are read (a FIFO named like a part is
   ignored, a FIFO or device named run.json is refused by name); a part
-  claiming more than ``MAX_PART_ROWS`` rows is skipped with a warning, and
+  holding more than ``MAX_PART_ROWS`` rows (counted as it is decoded in
+  batches, whatever its footer claims) is skipped with a warning, and
   a table past ``MAX_TABLE_ROWS`` rows is refused in one line.
 - **Status**: a run.json left ``running`` is ``killed`` when its heartbeat
   is older than ``3 * flush_seconds``, or when it was written on this host
@@ -206,16 +207,13 @@ def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
                 # Which of two `loss` columns is the loss? The format says: skip the part.
                 warnings.append(f"skipped {rel}: column name(s) {', '.join(twice[:5])} appear more than once")
                 return None
-            rows = pf.metadata.num_rows
-            if rows > MAX_PART_ROWS:
-                # The footer's count is what decoding allocates: a 2 MB part of repeated values can
-                # claim 2x10^8 rows. Refused before a byte of it is decoded.
-                warnings.append(f"skipped {rel}: {rows:,} rows, more than the {MAX_PART_ROWS:,} "
-                                "runlens decodes from one part")
-                return None
-            # None, not the list of names: Arrow resolves each name it is given with a scan.
-            data = pf.read(columns=None if want is None else _matching(want, names))
+            # In batches, counting rows: a 2 MB part of repeated values decodes to 2x10^8 rows,
+            # and its footer may claim far fewer.
+            data = _merge.decode_bounded(pf, None if want is None else _matching(want, names), MAX_PART_ROWS)
         data = _normalise(data, table)
+    except _merge.TooManyRows as exc:
+        warnings.append(f"skipped {rel}: {exc}")
+        return None
     except FileNotFoundError as exc:
         if strict:
             raise _Vanished(str(part.path)) from None

@@ -317,21 +317,23 @@ class _Refused(Exception):
 
 def _bounded_part(path: Path, read_part):
     """The part at ``path``, refused unread when it is not a regular file (a FIFO would block
-    forever) or its footer claims more rows than a reader decodes."""
+    forever) or has too many columns, and refused while decoding once it holds more rows than a
+    reader decodes (``read_part`` counts them batch by batch: a footer can understate them)."""
     import pyarrow.parquet as pq
 
-    from recorders.merge import open_input
+    from recorders.merge import TooManyRows, open_input
 
     kind = special_kind(os.stat(path).st_mode)
     if kind is not None:
         raise _Refused(f"it is {kind}, not a regular file")
     with open_input(path) as f:
         meta = pq.ParquetFile(f).metadata
-    if meta.num_rows > MAX_PART_ROWS:
-        raise _Refused(f"its footer claims {meta.num_rows:,} rows, more than the {MAX_PART_ROWS:,} a reader decodes")
     if meta.num_columns > MAX_PART_COLUMNS:
         raise _Refused(f"{meta.num_columns:,} columns, more than the {MAX_PART_COLUMNS:,} a reader reads")
-    return read_part(path)
+    try:
+        return read_part(path, max_rows=MAX_PART_ROWS)
+    except TooManyRows as exc:
+        raise _Refused(str(exc)) from None
 
 
 def printable(text: str) -> str:

@@ -356,3 +356,53 @@ def test_parts_past_the_row_and_column_ceilings_are_skipped(tmp_path, monkeypatc
     assert run.steps("scalars").tolist() == [0, 1]
     assert any("10 rows, more than the 5" in w for w in run.warnings)
     assert any("12 columns, more than the 10" in w for w in run.warnings)
+
+
+def _many_row_groups(path, rows, group):
+    import pyarrow.parquet as pq
+
+    table = pa.table({"step": pa.array(np.arange(rows, dtype=np.int64)), "time": pa.array(np.zeros(rows)),
+                      "loss": pa.array(np.ones(rows))})
+    pq.write_table(table, path, row_group_size=group)
+
+
+def test_a_footer_understating_its_rows_cannot_pass_the_row_ceiling(tmp_path, monkeypatch):
+    from runlens.io import loader
+    from tests.reliability.parquet_lies import understate_rows
+
+    write_run(tmp_path, scalars=[_scalars([0, 1])])
+    lying = tmp_path / "scalars" / "r0-00000001.parquet"
+    _many_row_groups(lying, 3001, 1000)
+    assert understate_rows(lying, 7) == 3001
+    monkeypatch.setattr(loader, "MAX_PART_ROWS", 2000)
+    # Decoding counts the rows the row groups hold: the footer's 7 is not believed.
+    run = load_run(tmp_path)
+    assert run.steps("scalars").tolist() == [0, 1]
+    assert [w for w in run.warnings if "r0-00000001" in w] == [
+        "skipped scalars/r0-00000001.parquet: 3,001 rows, more than the 2,000 decoded from one part"]
+    monkeypatch.setattr(loader, "MAX_PART_ROWS", 5000)
+    assert load_run(tmp_path).steps("scalars").tolist() == list(range(3001))
+
+
+def test_rows_are_counted_as_batches_are_decoded(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from recorders import _merge
+
+    path = tmp_path / "p.parquet"
+    _many_row_groups(path, 5000, 5000)  # one row group: a footer check alone would decode it whole
+    seen = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self, *args, **kwargs):
+        for batch in real(self, *args, **kwargs):
+            seen.append(batch.num_rows)
+            yield batch
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    monkeypatch.setattr(_merge, "BATCH_CELLS", 3 * 1024)  # 3 columns: batches of 1,024 rows
+    with pq.ParquetFile(path) as pf, pytest.raises(_merge.TooManyRows, match="more than 2,500 rows decoded"):
+        _merge._decode_counting(pf, None, 2500)
+    # Refused one batch past the ceiling, not after decoding the part whole.
+    assert seen == [1024, 1024, 1024]
+    with pq.ParquetFile(path) as pf:
+        assert _merge._decode_counting(pf, ["step"], 5000).column("step").to_pylist() == list(range(5000))
