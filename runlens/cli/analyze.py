@@ -14,6 +14,7 @@ from runlens.cli.common import (
     detector_settings,
     expand_runs,
     fail_on_option,
+    judge,
     refuse_both,
     run_counts,
     use_color,
@@ -34,7 +35,8 @@ from runlens.errors import UsageError
 @click.option("--loss", "loss_key", help="another tool's log: the field that holds the training loss")
 @click.option("--val-loss", "val_loss_key", help="another tool's log: the field that holds the validation loss")
 @click.option("--run", "run_index", type=click.IntRange(min=1),
-              help="a log holding several runs: analyze run N (1-based; default: the last)")
+              help="a log holding several runs: analyze run N (1-based; default: judge each run "
+                   "and show the worst, listing the others)")
 @verbosity_options
 def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, ...],
             config_file: str | None, color: str, step_key: str | None = None, loss_key: str | None = None,
@@ -53,8 +55,6 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
       runlens analyze runs/ --format json > diagnoses.json
       runlens analyze runs/exp1 --set loss_spikes.z_min=8 --fail-on warning
     """
-    from runlens.analysis import analyze as run_analysis
-
     refuse_both(quiet, verbose)
     detectors = detector_settings(settings, config_file)
     paths, several = expand_runs(runs)
@@ -63,13 +63,10 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
     if options:
         refuse_import_options(options, paths)
     use_system_allocator()
-    if options:
-        from runlens.io.loader import load_run
-
-        paths = [load_run(path, import_options=options) for path in paths]
-    diagnoses = [run_analysis(path, detectors=detectors) for path in paths]
+    judged = [_judge(path, options, detectors) for path in paths]
+    diagnoses = [d for d, _ in judged]
     if fmt == "json":
-        objects = [d.to_dict() for d in diagnoses]
+        objects = [with_runs_in_file(d.to_dict(), entries) for d, entries in judged]
         click.echo(json.dumps(objects if several else objects[0], indent=2))
     else:
         from runlens.render.text import render
@@ -83,6 +80,24 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
         click.echo(f"runlens: {run_counts(d.worst_severity for d in diagnoses)}", err=True)
     if any(d.reaches(fail_on) for d in diagnoses):
         sys.exit(1)
+
+
+def _judge(path: str, options: dict, detectors: list | None):
+    """A run directory is read with the detectors' projection only; a log is read whole, since
+    the importer builds every column anyway, and every run in it is judged (``judge``)."""
+    from pathlib import Path
+
+    from runlens.analysis import analyze as run_analysis
+
+    if (Path(path) / "run.json").is_file():
+        return run_analysis(path, detectors=detectors), None
+    diagnosis, entries, _ = judge(path, options, detectors)
+    return diagnosis, entries
+
+
+def with_runs_in_file(obj: dict, entries: list[dict] | None) -> dict:
+    """The analysis object, with ``runs_in_file`` when the log held several runs (docs/format.md)."""
+    return obj if entries is None else {**obj, "runs_in_file": entries}
 
 
 #: The flags that read another tool's log, by their option names.

@@ -8,9 +8,11 @@ and ``--config FILE`` set detector parameters the same way everywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -120,6 +122,104 @@ def expand_runs(paths: Iterable[str]) -> tuple[list[str], bool]:
         several = several or found != [path]
         runs.extend(found)
     return list(dict.fromkeys(runs)), several
+
+
+# -- several runs in one log --------------------------------------------------
+
+# The importers' own words for a log they split into runs ("2 runs in one log", "the log holds 3 runs"):
+# the table reader says how many only in this note, the text reader also in config["text_lines"].
+_RUNS_NOTE = re.compile(r"\b(\d+) runs in one log\b|\bthe log holds (\d+) runs\b")
+_SEVERITY_ORDER = {None: 0, "info": 1, "warning": 2, "error": 3}
+
+
+def runs_in_log(config: dict) -> int:
+    """How many runs the importer told apart in the log a run's ``config`` came from (1: one, or a run dir)."""
+    lines = config.get("text_lines")
+    if isinstance(lines, dict) and isinstance(lines.get("runs"), int):
+        return lines["runs"]
+    for note in config.get("import_warnings") or ():
+        if m := _RUNS_NOTE.search(str(note)):
+            return int(m.group(1) or m.group(2))
+    return 1
+
+
+def judge(path: str, options: dict, detectors: list | None, columns=None):
+    """``(diagnosis, runs_in_file, run)`` of ``path``: a run directory or a log; ``run`` is the one shown.
+
+    A log holding several runs (a step counter that starts again, a second
+    banner, appended launches) has each run judged; the diagnosis is the
+    worst one's, its headline and first warning say so and list the others,
+    and ``runs_in_file`` holds one entry per run (docs/format.md). With
+    ``--run N`` (``options["run"]``), or a single run, ``runs_in_file`` is None.
+    """
+    from runlens.analysis import analyze
+    from runlens.io.loader import load_run
+
+    run = load_run(path, columns, import_options=options or None)
+    config = run.meta.get("config") if isinstance(run.meta.get("config"), dict) else {}
+    n = runs_in_log(config) if "imported_from" in config and "run" not in options else 1
+    if n < 2:
+        return analyze(run, detectors=detectors), None, run
+    del run  # each run is read on its own below
+    judged, kept = [], (-1, None)
+    for i in range(1, n + 1):
+        diagnosis, error, run = _judge_one(path, {**options, "run": i}, detectors, columns)
+        judged.append((diagnosis, error))
+        # Only the worst run so far stays in memory: the report draws its charts from it.
+        if diagnosis is not None and _rank(diagnosis) >= kept[0]:
+            kept = (_rank(diagnosis), run, i)
+        del run
+    if kept[1] is None:
+        raise judged[-1][1]
+    _, run, shown = kept  # the worst run; among equals the later, as the reader picks by default
+    entries = [_entry(i, d, err, i == shown) for i, (d, err) in enumerate(judged, 1)]
+    return _as_worst(judged[shown - 1][0], shown, n, entries), entries, run
+
+
+def _rank(diagnosis) -> int:
+    return _SEVERITY_ORDER[diagnosis.worst_severity]
+
+
+def _judge_one(path: str, options: dict, detectors: list | None, columns):
+    from runlens.analysis import analyze
+    from runlens.errors import RunlensError
+    from runlens.io.loader import load_run
+
+    try:
+        run = load_run(path, columns, import_options=options)
+        return analyze(run, detectors=detectors), None, run
+    except RunlensError as exc:  # one run of the log that cannot be read: listed, the others judged
+        return None, exc, None
+
+
+def _entry(index: int, diagnosis, error: Exception | None, shown: bool) -> dict:
+    if diagnosis is None:
+        from runlens.io.runmeta import one_line
+
+        return {"index": index, "steps": None, "verdict": None, "severity": None, "reported": False,
+                "error": one_line(error)}
+    n = diagnosis.key_numbers
+    steps = [n.get("first_step"), n.get("last_step")] if n.get("first_step") is not None else None
+    return {"index": index, "steps": steps, "verdict": diagnosis.curve.label,
+            "severity": diagnosis.worst_severity, "reported": shown, "headline": diagnosis.headline}
+
+
+def _as_worst(diagnosis, shown: int, n: int, entries: list[dict]):
+    """The worst run's diagnosis, its headline naming it and its first warning listing every run."""
+    def item(e: dict) -> str:
+        if "error" in e:
+            return f"run {e['index']}: not read ({e['error']})"
+        steps = f"steps {e['steps'][0]}..{e['steps'][1]}" if e["steps"] else "no steps"
+        judged = e["verdict"] + (f", worst finding {e['severity']}" if e["severity"] else ", no findings")
+        return f"run {e['index']} ({steps}{', shown' if e['reported'] else ''}): {judged}"
+
+    note = (f"the log holds {n} runs, each judged: " + "; ".join(item(e) for e in entries)
+            + "; --run N analyzes one of them")
+    warnings = tuple(w for w in diagnosis.warnings if not _RUNS_NOTE.search(w))
+    alike = len({e["severity"] for e in entries if "error" not in e}) == 1
+    which = "the last; none is worse" if alike else "the worst"
+    return dataclasses.replace(diagnosis, headline=f"Run {shown} of {n} in this log ({which}): "
+                               f"{diagnosis.headline}", warnings=(note, *warnings))
 
 
 # -- detector settings -------------------------------------------------------

@@ -11,6 +11,7 @@ from runlens.cli.common import (
     detector_settings,
     expand_runs,
     fail_on_option,
+    judge,
     refuse_both,
     run_counts,
     verbosity_options,
@@ -44,8 +45,6 @@ def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str, setting
       runlens report runs/exp1
       runlens report runs/ -o reports/ --format html --fail-on warning
     """
-    from runlens.analysis import analyze
-    from runlens.io.loader import load_run
     from runlens.render.escape import term_inline
     from runlens.render.output import output_dir
     from runlens.render.write import report_stem, write_index, write_reports
@@ -59,13 +58,14 @@ def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str, setting
     output_dir(out_dir)  # refuse an unusable folder before any analysis
     entries, written = [], []
     for path in paths:
-        # Every column, not the detectors' projection: the charts draw more than they test.
-        run = load_run(path)
-        diagnosis = analyze(run, detectors=detectors)
+        # Every column, not the detectors' projection: the charts draw more than they test. A log
+        # holding several runs is reported by its worst run, whose headline and warnings list the others.
+        diagnosis, _, run = judge(path, {}, detectors)
         stem = report_stem(diagnosis.name, path)
         # Entries keep the diagnosis only (plain values): no run's tables wait for the index.
         written = write_reports(build_report_data(diagnosis, signals_of(run)), out_dir, formats, stem=stem,
                                 docs_base=docs_url)
+        del run
         if verbose:
             click.echo("\n".join(str(w) for w in written))
         elif not quiet:

@@ -1,0 +1,124 @@
+"""A log holding several runs: each run is judged, the worst is shown and the others listed (issue 20.5)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from _cli import invoke
+
+from runlens.cli.common import runs_in_log
+
+STEPS = range(1, 121)
+
+
+def _healthy(step: int) -> float:
+    return 2.5 * math.exp(-step / 30) + 0.1 + 0.01 * math.sin(step)
+
+
+def _diverging(step: int) -> float:
+    return _healthy(step) if step < 70 else float("nan")
+
+
+def _csv(path, *runs):
+    rows = [f"{s},{f(s)}" for f in runs for s in STEPS]
+    path.write_text("step,loss\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def _text(path, *runs):
+    path.write_text("".join(f"step {s} | loss {f(s):.5f}\n" for f in runs for s in STEPS))
+    return path
+
+
+@pytest.fixture(params=["csv", "text"])
+def bad_then_good(request, tmp_path):
+    # The diverging run comes first: the reader alone would read the last (healthy) one.
+    write = _csv if request.param == "csv" else _text
+    return write(tmp_path / f"train.{'csv' if request.param == 'csv' else 'log'}", _diverging, _healthy)
+
+
+def test_the_worst_run_is_the_verdict_and_the_healthy_one_is_listed(bad_then_good):
+    res = invoke("analyze", bad_then_good, "--format", "json")
+    assert res.exit_code == 1, res.output
+    obj = json.loads(res.stdout)
+    assert obj["curve"] == "diverged"
+    assert obj["key_numbers"]["first_nonfinite_step"] == 70
+    assert obj["headline"].startswith("Run 1 of 2 in this log (the worst)")
+    listed = obj["runs_in_file"]
+    assert [e["index"] for e in listed] == [1, 2]
+    assert [e["verdict"] for e in listed] == ["diverged", "healthy"]
+    assert [e["reported"] for e in listed] == [True, False]
+    assert listed[0]["severity"] == "error" and listed[1]["severity"] != "error"
+    assert listed[1]["steps"] == [1, 120]
+    assert obj["warnings"][0].startswith("the log holds 2 runs, each judged")
+    assert sum("runs" in w and "log" in w for w in obj["warnings"]) == 1  # the reader's own note is replaced
+
+
+def test_text_output_names_the_worst_and_lists_the_other(bad_then_good):
+    res = invoke("analyze", bad_then_good, "-v")
+    assert res.exit_code == 1, res.output
+    assert "Run 1 of 2 in this log (the worst): Diverged" in res.stdout
+    assert "run 2 (steps 1..120): healthy" in res.stdout.replace("\n   ", "").replace("\n  ", " ")
+
+
+def test_exit_status_follows_the_worst_run_against_fail_on(bad_then_good):
+    assert invoke("analyze", bad_then_good, "--fail-on", "never").exit_code == 0
+    assert invoke("analyze", bad_then_good, "--fail-on", "error").exit_code == 1
+
+
+def test_run_option_still_analyzes_one_run_alone(bad_then_good):
+    res = invoke("analyze", bad_then_good, "--run", "2", "--format", "json")
+    assert res.exit_code == 0, res.output
+    obj = json.loads(res.stdout)
+    assert obj["curve"] == "healthy" and "runs_in_file" not in obj
+    assert not obj["headline"].startswith("Run ")
+
+
+def test_equal_runs_show_the_last_and_say_none_is_worse(tmp_path):
+    res = invoke("analyze", _csv(tmp_path / "two.csv", _healthy, _healthy), "--format", "json")
+    assert res.exit_code == 0, res.output
+    obj = json.loads(res.stdout)
+    assert obj["headline"].startswith("Run 2 of 2 in this log (the last; none is worse)")
+    assert [e["reported"] for e in obj["runs_in_file"]] == [False, True]
+
+
+def test_a_single_run_log_is_reported_as_the_engine_sees_it(tmp_path):
+    from runlens.analysis import analyze
+    from runlens.io.loader import load_run
+
+    path = _csv(tmp_path / "one.csv", _diverging)
+    res = invoke("analyze", path, "--format", "json")
+    assert res.exit_code == 1, res.output
+    assert json.loads(res.stdout) == json.loads(json.dumps(analyze(load_run(str(path))).to_dict()))
+
+
+def test_several_paths_each_carry_their_own_listing(tmp_path):
+    multi = _text(tmp_path / "a.log", _healthy, _diverging)
+    single = _csv(tmp_path / "b.csv", _healthy)
+    res = invoke("analyze", multi, single, "--format", "json")
+    assert res.exit_code == 1, res.output
+    first, second = json.loads(res.stdout)
+    assert first["curve"] == "diverged" and [e["reported"] for e in first["runs_in_file"]] == [False, True]
+    assert second["curve"] == "healthy" and "runs_in_file" not in second
+
+
+def test_report_shows_the_worst_run_and_lists_the_others(bad_then_good, tmp_path):
+    out = tmp_path / "out"
+    res = invoke("report", bad_then_good, "-o", out, "--format", "md")
+    assert res.exit_code == 1, res.output
+    assert "Run 1 of 2 in this log (the worst)" in res.stdout
+    (page,) = out.glob("*.md")
+    assert "the log holds 2 runs, each judged" in page.read_text()
+
+
+@pytest.mark.parametrize("config, n", [
+    ({"text_lines": {"runs": 3, "run": 3}}, 3),
+    ({"import_warnings": ["2 runs in one log (the step counter starts again at rows 9): read run 2"]}, 2),
+    ({"import_warnings": ["the log holds 4 runs (the step went back to its start)"]}, 4),
+    ({"import_warnings": ["roles: loss <- loss"]}, 1),
+    ({}, 1),
+])
+def test_runs_in_log_reads_the_importers_count(config, n):
+    assert runs_in_log(config) == n
