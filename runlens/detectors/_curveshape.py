@@ -266,15 +266,22 @@ def val_jumps(vl: np.ndarray, min_evals: int = 6) -> dict[str, float]:
 
     RMS of the residuals of the later half of the evaluations from their
     rolling median of 5 (edges padded with the nearest value, so a monotone
-    fall or rise leaves none), with the level (median) and the progress of
-    the validation loss (first evaluation minus the level) to judge it by.
+    fall or rise leaves none), the same without the evaluation of the
+    largest residual (``rms_without_largest``), with the level (median) and
+    the progress of the validation loss (first evaluation minus the level)
+    to judge it by.
     """
     late = vl[vl.size // 2:]
     if late.size < min_evals:
-        return {"rms": 0.0, "level": 0.0, "progress": 0.0}
+        return {"rms": 0.0, "rms_without_largest": 0.0, "level": 0.0, "progress": 0.0}
     resid = late - rolling_median(late, 5, mode="nearest")
     level = float(np.median(late))
+    # The same with the evaluation of the largest excursion left out: one bump is an event, not
+    # jumping; a validation loss that jumps keeps most of its RMS without any single evaluation.
+    rest = np.delete(late, int(np.argmax(np.abs(resid))))
+    rest_resid = rest - rolling_median(rest, 5, mode="nearest")
     return {"rms": float(np.sqrt(np.mean(resid ** 2))), "level": level,
+            "rms_without_largest": float(np.sqrt(np.mean(rest_resid ** 2))),
             "progress": float(max(vl[0] - level, 0.0))}
 
 

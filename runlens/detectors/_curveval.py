@@ -79,7 +79,8 @@ class ValidationChecks:
         for name, (vs, vl) in sorted(sets.items()):
             j = shape.val_jumps(shape.drop_after_spikes(steps, x, vs, vl, sig.loss_spikes() if x.size >= 50 else []))
             ref = max(abs(j["level"]), self.dispersion * j["progress"])
-            if not (ref > 0 and j["rms"] >= self.val_jumps * ref):
+            if not (ref > 0 and j["rms"] >= self.val_jumps * ref
+                    and j["rms_without_largest"] >= 0.5 * self.val_jumps * ref):
                 continue
             why, extra = "the training loss does not settle", {}
             if not rough:

@@ -108,7 +108,9 @@ class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
           of the late third), the validation loss jumps between evaluations by
           ``val_jumps`` of ``max(level, dispersion * its progress)`` (RMS of
           the residuals from a rolling median of 5; evaluations right after a
-          training-loss spike left out); or the validation loss jumps that
+          training-loss spike left out; and at least half that without the
+          evaluation of the largest residual: one bump is an event, not
+          jumping); or the validation loss jumps that
           much while the steps of the second half of the run change the
           weights by more than ``step_ratio`` of their norm (median over
           records of the median over modules of update/weight; ten times the
