@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from recorders import _torch_norms as tn
+from recorders._torch_applied import AppliedWatch, Same
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Capture:
     amax: torch.Tensor | None = None   # layer steps: largest |element| of those gradients
     zero: torch.Tensor | None = None   # layer steps: zero fraction (all params) or nonzero counts
     before: Any = None  # layer steps: sampled weights before the optimizer step (Layout.before's, or a vector)
+    versions: list[int] | None = None  # the gradients' version counters at the capture (_torch_applied)
 
 
 @dataclass
@@ -77,6 +79,8 @@ class StepMath:
         self._sample: tn.Sample | None = None
         self._zero_sample: tn.Sample | None = None
         self._layout: tn.Layout | None = None
+        # Sharded ranks must agree on what each puts in the step's collective: they always take the pass.
+        self.watch = AppliedWatch(self.params, enabled=not getattr(self.norms, "sharded", False))
 
     def _local(self, tensors: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
         return [None if t is None else self.norms.local(t) for t in tensors]
@@ -129,12 +133,21 @@ class StepMath:
         if layer_step and before:
             weights = self._local(self.params)
             cap.before = layout.before(weights) if layout.usable else self.sample().gather(weights)
+        self.watch.start(cap, list(grads))
         return cap
 
     @torch.no_grad()
-    def applied(self) -> torch.Tensor | None:
+    def applied(self, cap: Capture | None = None) -> torch.Tensor | Same | None:
         """The global L2 norm of the gradients as they are now (in the optimizer's step pre-hook:
-        after clipping and unscaling), on the device; None when no parameter has one."""
+        after clipping and unscaling), on the device; None when no parameter has one. A
+        :class:`~recorders._torch_applied.Same` instead when it follows from ``cap`` (no pass)."""
+        same = self.watch.applied(cap)
+        self.watch.clear()  # the gradients are not held past the optimizer step
+        if same is not None:
+            return same
+        return self._applied_pass()
+
+    def _applied_pass(self) -> torch.Tensor | None:
         grads = [p.grad for p in self.params]
         if all(g is not None for g in grads) and self.layout().usable:
             norms = self.layout().l2(self._local(grads))
@@ -149,7 +162,7 @@ class StepMath:
     def finish(self, loss: Any, pre: Capture | None, *, layer_step: bool, scale: Any = None,
                extra: dict[str, Any] | None = None, lrs: Sequence[Any] = (),
                user_norm: Any = None, deferred: Sequence[tuple[Any, ...]] = (),
-               applied: torch.Tensor | None = None) -> StepResult:
+               applied: torch.Tensor | Same | None = None) -> StepResult:
         """After the optimizer step: all numbers of this step, with one host transfer.
 
         ``pre`` None: gradients are not recorded this step (only the loss,
@@ -164,7 +177,9 @@ class StepMath:
         staged = _stage(batch, deferred)
         if pre is not None:
             batch.put("pre", pre.norms)
-        if applied is not None:
+        if isinstance(applied, Same):
+            _put_same(batch, applied, pre)
+        elif applied is not None:
             batch.put("applied", applied)
         if layer_step and pre is not None and self.params:
             self._layer_pieces(batch, pre)
@@ -179,6 +194,8 @@ class StepMath:
             nonfinite = bool(len(pre_norms)) and not np.isfinite(pre_norms).all()
             used, res.step_skipped = scale(nonfinite if pre is not None else None)
             res.loss_scale = used
+        if isinstance(applied, Same):
+            res.grad_norm_applied = _same_norm(applied, host, host["pre"] if applied.cap is pre else None, used)
         divisor = used if pre is not None and pre.at_backward else 1.0
         self._fill(res, host, pre, pre_norms, divisor, numbers.get("user_norm"))
         return res
@@ -255,6 +272,25 @@ class StepMath:
                 counts[bad] = self.norms.nonfinite(self._local(which)).cpu().numpy().astype(np.int32)
         out["nonfinite"] = spread(counts)
         return out
+
+
+def _put_same(batch: _Batch, same: Same, pre: Capture | None) -> None:
+    if same.cap is not pre:  # recaptured since the optimizer step (rare): its norms ride along
+        batch.put("applied_pre", same.cap.norms)
+    if same.clip is not None:
+        batch.put("applied_total", same.clip.total)
+
+
+def _same_norm(same: Same, host: dict[str, np.ndarray], pre_norms: np.ndarray | None, used: float) -> float:
+    """The applied norm from the captured one: unscaled like ``grad_norm``, times torch's clip factor."""
+    raw = (host["applied_pre"] if pre_norms is None else pre_norms).astype(np.float64)
+    norm = math.sqrt(float(np.dot(raw, raw)))
+    if same.cap.at_backward and used != 1.0:  # the scaler's unscale bumps no version: it divided by this
+        norm /= used
+    if same.clip is not None:
+        # torch's factor: clamp(max_norm / (total + 1e-6), max=1); inf * 0 stays NaN, like the pass's.
+        norm *= min(1.0, same.clip.max_norm / (float(host["applied_total"][0]) + 1e-6))
+    return norm
 
 
 def _float(value: Any) -> float | None:

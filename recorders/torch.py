@@ -118,6 +118,7 @@ class Recorder(Handlers):
         self._lrs: list[Any] | None = None
         self._lrs_backward: list[Any] | None = None
         self._applied: Any = None
+        self._math.watch.clear()  # a step without an optimizer step must not hold its gradients
 
     def _attach(self, watch_activations: bool, handle_signals: bool) -> None:
         self._first = FirstForward(self.model, self._after_first_forward)
@@ -175,7 +176,8 @@ class Recorder(Handlers):
         if self._backward.active and self._stale():  # the last backward's moment was missed
             self._guard("reading gradients", self._capture, False)
         if self._backward.active:  # after any clipping and unscaling: the gradient the step applies
-            self._guard("reading the applied gradient", lambda: setattr(self, "_applied", self._math.applied()))
+            self._guard("reading the applied gradient",
+                        lambda: setattr(self, "_applied", self._math.applied(self._cap)))
 
     def _read_lrs(self) -> list[Any] | None:
         if self.optimizer is None:
@@ -356,7 +358,7 @@ class Recorder(Handlers):
         self._guard("recording deferred steps", self._resolve)
         atexit.unregister(self._resolve_at_exit)
         self._closed = True
-        for part in (self._first, self._backward, self._watch, self._lr_hook, self._loop):
+        for part in (self._first, self._backward, self._watch, self._lr_hook, self._loop, self._math.watch):
             if part is not None:
                 self._guard("removing hooks", part.remove)
         self._restore_handlers()
