@@ -11,7 +11,16 @@ them alike), compared by the median step time:
 - ``rec1`` / ``rec10``: plus ``Recorder(layers_every=1)`` / ``(layers_every=10)``;
 - ``rec1_noamax``: ``rec1`` without its costliest column (``grad_abs_max=False``);
 - ``rec10_gn10``: ``rec10`` with the global gradient norm also every 10 steps
-  (``grad_norm_every=10``), so the 9 steps between do no pass over gradients.
+  (``grad_norm_every=10``), so the 9 steps between do no pass over gradients;
+- ``rec1_pass`` / ``rec10_pass``: ``rec1`` / ``rec10`` on the previous code
+  path for ``grad_norm_applied``: a second pass over the gradients in the
+  optimizer's step pre-hook on every step that reads them (the recorder now
+  derives it from the captured norms when it can tell what changed them).
+
+``--clip MAX`` adds ``clip_grad_norm_(model.parameters(), MAX)`` to every
+variant's training step (results then go to ``recorder_overhead_clip.*``).
+The recording work counts the end-of-backward callback, the optimizer step
+pre-hook and ``rec.step``.
 
 On CPU the clock is the thread's CPU time (``time.thread_time``), not wall
 time: with one torch thread all the work runs on the calling thread, and CPU
@@ -47,11 +56,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from recorder_flush import bench_flush, flush_markdown
 from torch import nn
 
 from recorders.torch import Recorder
 
-VARIANTS = ("none", "floor", "naive", "rec1", "rec10", "rec1_noamax", "rec10_gn10")
+VARIANTS = ("none", "floor", "naive", "rec1", "rec10", "rec1_noamax", "rec10_gn10", "rec1_pass", "rec10_pass")
 
 
 def make_mlp(device: str, accumulate: int = 1) -> tuple[nn.Module, Callable[[], torch.Tensor]]:
@@ -141,11 +151,16 @@ def _recorder(variant: str, model: nn.Module, opt: torch.optim.Optimizer, tmp: P
                    compact_on_close=False, announce=False)
     at_end = rec._backward._callback  # the end-of-backward work, timed like rec.step
     rec._backward._callback = lambda: timer.timed(at_end)
+    rec._lr_hook.remove()  # the optimizer step pre-hook too (where grad_norm_applied is read)
+    rec._lr_hook = opt.register_step_pre_hook(lambda *a: timer.timed(rec._before_optimizer_step, *a))
+    if option == "pass":
+        rec._math.watch.remove()  # without it every read step takes the second pass, as before
     return rec
 
 
 def run_segment(variant: str, model: nn.Module, opt: torch.optim.Optimizer, loss_fn: Callable,
-                steps: int, warmup: int, tmp: Path, device: str) -> tuple[list[float], list[float]]:
+                steps: int, warmup: int, tmp: Path, device: str, clip: float | None = None
+                ) -> tuple[list[float], list[float]]:
     """Per-step seconds (whole step, recording work alone) of ``steps`` timed steps of one variant."""
     timer = _Timer(device)
     rec = _recorder(variant, model, opt, tmp, timer) if variant.startswith("rec") else None
@@ -156,6 +171,8 @@ def run_segment(variant: str, model: nn.Module, opt: torch.optim.Optimizer, loss
         t0 = timer.clock()
         opt.zero_grad(set_to_none=True)
         loss = loss_fn()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         if variant == "floor":
             timer.timed(floor_pass, model)
@@ -173,7 +190,7 @@ def run_segment(variant: str, model: nn.Module, opt: torch.optim.Optimizer, loss
 
 
 def bench_model(name: str, factory: Callable, device: str, rounds: int, steps: int, warmup: int,
-                tmp: Path) -> dict:
+                tmp: Path, clip: float | None = None) -> dict:
     torch.manual_seed(0)
     model, loss_fn = factory(device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-5)
@@ -184,7 +201,7 @@ def bench_model(name: str, factory: Callable, device: str, rounds: int, steps: i
     for _ in range(rounds):
         rng.shuffle(order)  # no variant always runs first in a round
         for variant in order:
-            t, e = run_segment(variant, model, opt, loss_fn, steps, warmup, tmp, device)
+            t, e = run_segment(variant, model, opt, loss_fn, steps, warmup, tmp, device, clip)
             times[variant] += t
             extra[variant] += e
     med = {v: statistics.median(t) for v, t in times.items()}
@@ -195,101 +212,6 @@ def bench_model(name: str, factory: Callable, device: str, rounds: int, steps: i
             "mean_extra_s": {v: statistics.fmean(e) for v, e in extra.items()}}
 
 
-FLUSH_VARIANTS = ("none", "rec1", "rec1_syncflush")
-
-
-def _timed_method(obj: Any, name: str, sink: list[float]) -> None:
-    """Wrap ``obj.name`` to append its thread CPU time (on whichever thread runs it) to ``sink``."""
-    real = getattr(obj, name)
-
-    def timed(*a: Any, **k: Any) -> Any:
-        t0 = time.thread_time()
-        try:
-            return real(*a, **k)
-        finally:
-            sink.append(time.thread_time() - t0)
-    setattr(obj, name, timed)
-
-
-def _flush_segment(variant: str, model: nn.Module, opt: torch.optim.Optimizer, loss_fn: Callable,
-                   steps: int, tmp: Path, work: dict[str, list[float]]) -> tuple[list[float], list[float]]:
-    rec = None
-    if variant != "none":  # a part every 10 steps; syncflush: the write waited for on the step
-        rec = Recorder(tmp / f"flush-{variant}-{time.monotonic_ns()}", model, opt, handle_signals=False,
-                       flush_every=10 if variant == "rec1" else 10 ** 9, compact_on_close=False,
-                       announce=False)
-        if variant == "rec1":  # what a flush costs the training thread, and the writer thread
-            _timed_method(rec.writer, "_handover", work["handover"])
-            _timed_method(rec.writer._io, "write", work["write"])
-    wall, cpu = [], []
-    for i in range(5 + steps):
-        w0, c0 = time.perf_counter(), time.thread_time()
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn()
-        opt.step()
-        if rec is not None:
-            rec.step(loss)
-            if variant == "rec1_syncflush" and i % 10 == 9:
-                rec.writer.flush()
-        if i >= 5:
-            wall.append(time.perf_counter() - w0)
-            cpu.append(time.thread_time() - c0)
-    if rec is not None:
-        rec.close()
-    return wall, cpu
-
-
-def bench_flush(device: str, rounds: int, steps: int, tmp: Path) -> dict:
-    """p99 of whole-step time with and without the recorder, a flush every 10 steps (1,000 tensors)."""
-    torch.manual_seed(0)
-    model, loss_fn = make_many(device)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-5)
-    wall: dict[str, list[float]] = {v: [] for v in FLUSH_VARIANTS}
-    cpu: dict[str, list[float]] = {v: [] for v in FLUSH_VARIANTS}
-    work: dict[str, list[float]] = {"handover": [], "write": []}
-    for _ in range(rounds):
-        for variant in FLUSH_VARIANTS:
-            w, c = _flush_segment(variant, model, opt, loss_fn, steps, tmp, work)
-            wall[variant] += w
-            cpu[variant] += c
-
-    def p(values: list[float], q: int) -> float:
-        return statistics.quantiles(values, n=100)[q - 1] if q < 100 else max(values)
-    out = {v: {"wall_p50": p(wall[v], 50), "wall_p99": p(wall[v], 99), "cpu_p50": p(cpu[v], 50),
-               "cpu_p99": p(cpu[v], 99), "steps": len(wall[v])} for v in FLUSH_VARIANTS}
-    out["work"] = {k: {"n": len(v), "p50": p(v, 50), "p99": p(v, 99), "max": max(v)} for k, v in work.items() if v}
-    return out
-
-
-def flush_markdown(f: dict) -> list[str]:
-    lines = ["", "## A flush and the step it lands on", "",
-             "1,000-tensor model, `layers_every=1`, a part (10 steps x 1,000 layer rows) every 10 steps; "
-             "`rec1_syncflush` waits for each part on the training thread, as the writer did before it "
-             "had a thread. *excess at p99*: p99 - p50 of the variant minus the same for `none`: what "
-             "the tail adds beyond the median recording cost.", "",
-             "| variant | steps | wall p50 (ms) | wall p99 (ms) | thread p50 (ms) | thread p99 (ms) "
-             "| excess at p99, wall / thread (ms) |", "|---|---:|---:|---:|---:|---:|---:|"]
-    base = f["none"]
-    for v, r in f.items():
-        if v == "work":
-            continue
-        ew = (r["wall_p99"] - r["wall_p50"]) - (base["wall_p99"] - base["wall_p50"])
-        ec = (r["cpu_p99"] - r["cpu_p50"]) - (base["cpu_p99"] - base["cpu_p50"])
-        lines.append(f"| {v} | {r['steps']} | {r['wall_p50'] * 1e3:.2f} | {r['wall_p99'] * 1e3:.2f} | "
-                     f"{r['cpu_p50'] * 1e3:.2f} | {r['cpu_p99'] * 1e3:.2f} | {ew * 1e3:+.2f} / {ec * 1e3:+.2f} |")
-    work = f.get("work", {})
-    if work:
-        lines += ["", "Where a flush's work runs (`rec1`, thread CPU time of each call):", "",
-                  "| work | thread | calls | p50 (ms) | p99 (ms) | max (ms) |", "|---|---|---:|---:|---:|---:|"]
-        for key, thread in (("handover", "training (every add_* that may flush; a flush: swap the buffers, "
-                                         "queue the batch)"), ("write", "writer (encode + write a part)")):
-            if key in work:
-                w = work[key]
-                lines.append(f"| {key} | {thread} | {w['n']} | {w['p50'] * 1e3:.3f} | {w['p99'] * 1e3:.3f} | "
-                             f"{w['max'] * 1e3:.3f} |")
-    return lines
-
-
 def verdict(r: dict) -> dict:
     base, extra = r["median_step_s"]["none"], r["median_extra_s"]
     floor = max(extra["floor"], 1e-12)
@@ -298,16 +220,20 @@ def verdict(r: dict) -> dict:
             "rec10_pct_step": 100 * extra["rec10"] / base, "floor_pct_step": 100 * extra["floor"] / base,
             "rec10_gn10_pct_step": 100 * extra["rec10_gn10"] / base,
             "naive_vs_rec1": extra["naive"] / max(extra["rec1"], 1e-12),
-            "rec1_vs_naive": extra["rec1"] / max(extra["naive"], 1e-12)}
+            "rec1_vs_naive": extra["rec1"] / max(extra["naive"], 1e-12),
+            **{f"{v}_vs_pass": extra[v] / max(extra[f"{v}_pass"], 1e-12) for v in ("rec1", "rec10")
+               if f"{v}_pass" in extra}}
 
 
 def markdown(results: list[dict], meta: dict) -> str:
     lines = ["# Recorder overhead", "",
              f"Measured {meta['date']} on {meta['machine']} ({meta['device']}, torch {meta['torch']}, "
              f"{meta['threads']} thread(s)); {meta['rounds']} interleaved rounds, medians of per-step "
-             f"{meta['clock']}.", "",
+             f"{meta['clock']}" + (f"; every step clips (`clip_grad_norm_`, max_norm {meta['clip']})"
+                                   if meta.get("clip") is not None else "") + ".", "",
              "*step*: the whole training step; *recording work*: the time inside the recording "
-             "code alone (for the recorder: its end-of-backward callback plus `rec.step`), measured "
+             "code alone (for the recorder: its end-of-backward callback, its optimizer step pre-hook "
+             "and `rec.step`), measured "
              "in the same steps. The ratios below use the recording work, which the noise of a "
              "shared machine does not swamp; the step difference is shown for comparison.", "",
              "| model | variant | step (ms) | step - none (ms) | recording work (ms, median / mean) "
@@ -315,7 +241,7 @@ def markdown(results: list[dict], meta: dict) -> str:
              "|---|---|---:|---:|---:|---:|---:|"]
     for r in results:
         base, floor = r["median_step_s"]["none"], max(r["median_extra_s"]["floor"], 1e-12)
-        for v in VARIANTS:
+        for v in (v for v in VARIANTS if v in r["median_step_s"]):  # older JSON lacks the newer variants
             step, diff = r["median_step_s"][v] * 1e3, r["step_difference_s"][v] * 1e3
             e, mean = r["median_extra_s"][v], r["mean_extra_s"][v]
             tail = "| | | |" if v == "none" else (f"| {e * 1e3:.3f} / {mean * 1e3:.3f} | {100 * e / base:.2f}% "
@@ -330,7 +256,9 @@ def markdown(results: list[dict], meta: dict) -> str:
         lines.append(f"- {r['model']}: rec1 = {v['rec1_vs_floor']:.2f}x floor, {v['rec1_vs_naive']:.2f}x the "
                      f"naive loop ({v['rec1_pct_step']:.2f}% of step; floor {v['floor_pct_step']:.2f}%; without "
                      f"grad_abs_max {v['rec1_noamax_vs_floor']:.2f}x floor), rec10 = {v['rec10_pct_step']:.2f}% "
-                     f"of step ({v['rec10_gn10_pct_step']:.2f}% with grad_norm_every=10)")
+                     f"of step ({v['rec10_gn10_pct_step']:.2f}% with grad_norm_every=10)"
+                     + (f"; against the previous grad_norm_applied pass: rec1 {v['rec1_vs_pass']:.2f}x, "
+                        f"rec10 {v['rec10_vs_pass']:.2f}x its recording work" if "rec1_vs_pass" in v else ""))
     if meta.get("flush"):
         lines += flush_markdown(meta["flush"])
     return "\n".join(lines) + "\n"
@@ -346,6 +274,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     ap.add_argument("--render", metavar="JSON", help="only re-render the Markdown of an earlier run's JSON")
+    ap.add_argument("--clip", type=float, help="clip_grad_norm_ to this max_norm in every training step")
+    ap.add_argument("--models", default="mlp,mlp_accum4,transformer,many_1000", help="comma-separated subset")
     args = ap.parse_args()
     if args.render:
         saved = json.loads(Path(args.render).read_text())
@@ -355,23 +285,26 @@ def main() -> None:
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.machine(),
             "device": args.device, "torch": torch.__version__, "threads": args.threads,
             "python": platform.python_version(),
-            "clock": "wall time" if args.device == "cuda" else "thread CPU time", "rounds": args.rounds}
+            "clock": "wall time" if args.device == "cuda" else "thread CPU time", "rounds": args.rounds,
+            "clip": args.clip}
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, factory, steps in (("mlp", make_mlp, args.mlp_steps),
                                      ("mlp_accum4", make_mlp_accum4, args.mlp_steps),
                                      ("transformer", make_transformer, args.transformer_steps),
                                      ("many_1000", make_many, args.mlp_steps)):
-            r = bench_model(name, factory, args.device, args.rounds, steps, 2, Path(tmp))
+            if name not in args.models.split(","):
+                continue
+            r = bench_model(name, factory, args.device, args.rounds, steps, 2, Path(tmp), args.clip)
             r["verdict"] = verdict(r)
             results.append(r)
             print(json.dumps(r, indent=1), flush=True)
-        meta["flush"] = bench_flush(args.device, 2, args.flush_steps, Path(tmp))
-        print(json.dumps(meta["flush"], indent=1), flush=True)
+        if args.clip is None and args.flush_steps > 0:
+            meta["flush"] = bench_flush(args.device, 2, args.flush_steps, Path(tmp), make_many)
+            print(json.dumps(meta["flush"], indent=1), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    suffix = "" if args.device == "cpu" else f"_{args.device}"
-    (out / f"recorder_overhead{suffix}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    (out / f"recorder_overhead{_suffix(meta)}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     write_markdown(out, results, meta)
 
 
@@ -379,9 +312,12 @@ def write_markdown(out: Path, results: list[dict], meta: dict) -> None:
     """The table, then the hand-written analysis kept in ``recorder_overhead_notes.md``."""
     notes = Path(__file__).parent / "results" / "recorder_overhead_notes.md"
     text = markdown(results, meta) + ("\n" + notes.read_text() if notes.exists() else "")
-    suffix = "" if meta["device"] == "cpu" else f"_{meta['device']}"
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"recorder_overhead{suffix}.md").write_text(text)
+    (out / f"recorder_overhead{_suffix(meta)}.md").write_text(text)
+
+
+def _suffix(meta: dict) -> str:
+    return ("" if meta["device"] == "cpu" else f"_{meta['device']}") + ("_clip" if meta.get("clip") else "")
 
 
 if __name__ == "__main__":
