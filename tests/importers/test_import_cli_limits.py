@@ -57,7 +57,7 @@ def _jsonl(folder: Path) -> Path:
 
 def _hf(folder: Path) -> Path:
     path = folder / "trainer_state.json"
-    history = [{"step": i + 1, "loss": 2 - i * 0.01} for i in range(N)] + [{"step": BIG, "loss": 0.5}]
+    history = [{"step": i, "loss": 2 - i * 0.01} for i in range(N)] + [{"step": BIG, "loss": 0.5}]
     path.write_text(json.dumps({"global_step": BIG, "log_history": history}))
     return path
 

@@ -131,7 +131,7 @@ def test_hf_console_log(tmp_path):
     path = HF_CONSOLE[0]
     run = import_run("hf", path, tmp_path / "run", logging_steps=5)
     s = table(run, "scalars")
-    assert s.column("step").to_pylist()[:3] == [4, 9, 14]
+    assert s.column("step").to_pylist()[:3] == [5, 10, 15]  # line n at n * logging_steps, as the Trainer logs
     assert s.column("loss")[0].as_py() == 0.166 and s.column("lr")[1].as_py() == pytest.approx(6.0206e-05, rel=1e-4)
     assert table(run, "evals").num_rows == path.read_text().count("{'eval_loss'")
     assert meta(run)["config"]["train_summary"]["train_loss"] == pytest.approx(0.0396, abs=1e-4)
@@ -254,7 +254,7 @@ def test_hf_console_bare_nan_and_progress_bar_steps(tmp_path):
         "{'eval_loss': 2.7, 'eval_runtime': 0.5, 'epoch': 0.4}\n")
     run = import_run("hf", log, tmp_path / "run")
     s = table(run, "scalars").to_pydict()
-    assert s["step"] == [1, 3]  # from the bars: HF step N is step N-1
+    assert s["step"] == [2, 4]  # the bars' own counts
     assert math.isnan(s["loss"][1]) and math.isinf(s["grad_norm"][1])
-    assert table(run, "evals").to_pydict()["step"] == [3]
+    assert table(run, "evals").to_pydict()["step"] == [4]
     assert not any("carry no step" in w for w in meta(run)["config"]["import_warnings"])

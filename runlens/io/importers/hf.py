@@ -12,9 +12,12 @@ older versions as bare floats, NaN as ``nan``), among progress bars and
 warnings. Those lines carry no step: the importer counts them and
 multiplies by ``logging_steps`` when the caller knows it.
 
-Steps: the Trainer's ``global_step`` counts optimizer steps done (the first
-log says ``step: 1``); format v1 steps are 0-based, so HF step N is step
-N - 1, here and in the Hugging Face callback alike.
+Steps are the log's own numbers: a ``log_history`` entry's ``step`` (the
+Trainer's ``global_step``, optimizer steps done) is its step, and so is
+the count of a console line's progress bar, so every step shown is one the
+user finds in the file. A console line without a bar is the n-th log line:
+step ``n * logging_steps`` (the Trainer logs when ``global_step`` is a
+multiple of ``logging_steps``), or ``n`` when that is unknown.
 """
 
 from __future__ import annotations
@@ -117,11 +120,11 @@ def read_state(path: Path) -> Imported:
         if not isinstance(entry, dict) or not is_int(entry.get("step")):
             missing += 1
             continue
-        step = bounded_int(entry["step"] - 1, "", None)
+        step = bounded_int(entry["step"], "", None)
         if step is None:  # beyond int64: unknown, not an OverflowError in numpy
             beyond += 1
             continue
-        log.add(entry, max(step, 0))
+        log.add(entry, step)
     if missing:
         warnings.append(f"{missing} log_history entries without an integer 'step': skipped")
     if beyond:
@@ -129,7 +132,7 @@ def read_state(path: Path) -> Imported:
     keep = ("global_step", "max_steps", "num_train_epochs", "logging_steps", "eval_steps",
             "save_steps", "train_batch_size", "best_metric", "best_model_checkpoint")
     config = {"trainer_state": {k: state[k] for k in keep if k in state},
-              "step_convention": "HF global_step N is step N-1 (0-based optimizer steps)"}
+              "step_convention": "the log's own step (HF global_step)"}
     return _finish(log, path, "hf", warnings, config)
 
 
@@ -156,9 +159,9 @@ def read_console(path: Path, *, logging_steps: int | None = None) -> Imported:
             if "loss" in entry or ("grad_norm" in entry and "eval_loss" not in entry):
                 n_train += 1
                 if bar:
-                    last, from_bar = max(int(bar.group(1)) - 1, 0), from_bar + 1
+                    last, from_bar = int(bar.group(1)), from_bar + 1
                 else:
-                    last = n_train * every - 1
+                    last = n_train * every
             if not in_int64(last):  # a progress bar of 10**20 steps: unknown, not an OverflowError
                 beyond += 1
                 continue
@@ -174,7 +177,7 @@ def read_console(path: Path, *, logging_steps: int | None = None) -> Imported:
                "logging_steps unknown: step = index of the log line (to fix: runlens import hf LOG OUT_RUN "
                "--logging-steps N, then analyze OUT_RUN)")
         warnings.append(f"console lines carry no step; {how}; eval lines take the step of the log line before")
-    config = {"step_convention": "HF global_step N is step N-1 (0-based optimizer steps)"}
+    config = {"step_convention": "the log's own step (the progress bar's count, else line n * logging_steps)"}
     if logging_steps:
         config["logging_steps"] = logging_steps
     return _finish(log, path, "hf", warnings, config)
