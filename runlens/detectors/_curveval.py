@@ -37,12 +37,15 @@ class ValidationChecks:
                    ) -> Iterator[tuple[str, dict[str, Any], str]]:
         """``(name, overfit_test result, " on eval set 'x'")`` for each eval set (``val_loss``
         first) whose loss rises after its minimum: trend and permutation tests, at least
-        ``min_val_rise`` of the minimum, and (``noise``) 2 evaluation-noise sd."""
+        ``min_val_rise`` of the minimum and ``dispersion`` of the fall before it (a loss that fell
+        tenfold and gives back a few percent of that gain still generalizes as well as it did), and
+        (``noise``) 2 evaluation-noise sd."""
         for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
             o = shape.overfit_test(vs, vl, min_evals_after=self.min_evals_after)
             if o is None or not (o["val_perm_p"] < self.alpha_val and o["val_trend_p"] < self.alpha
                                  and (not noise or o["val_rise"] >= 2 * o["val_noise_sd"])
-                                 and o["val_rise"] >= self.min_val_rise * abs(o["val_min"])):
+                                 and o["val_rise"] >= self.min_val_rise * abs(o["val_min"])
+                                 and o["val_rise"] >= self.dispersion * max(float(vl[0]) - o["val_min"], 0.0)):
                 continue
             yield name, o, "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
 

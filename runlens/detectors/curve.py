@@ -137,7 +137,11 @@ class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
           test of the same trend over shuffled evaluations, which counts the
           choice of the minimum into its null, p < ``alpha_val``) and whose
           Theil-Sen line climbs over them by at least ``min_val_rise`` of the
-          minimum and 2 evaluation-noise sd (robust sd around a rolling median), while the training loss at the end is no
+          minimum, ``dispersion`` of the validation loss's fall from its first
+          evaluation to that minimum (an effect size against the run's own
+          progress: a loss that fell tenfold and gives back a few percent of
+          that gain is not overfitting) and 2 evaluation-noise sd (robust sd
+          around a rolling median), while the training loss at the end is no
           higher than at the validation minimum (plus its late spread).
           Decided from the trend, so large jumps between evaluations neither
           make nor unmake it. The evidence names the set.
