@@ -146,3 +146,76 @@ def test_the_private_import_check_sees_one():
     graph = {"runlens.x": {"recorders._merge"}, "runlens.y": {"recorders.merge"}}
     bad = [(m, d) for m, deps in graph.items() for d in deps if d.split(".")[1].startswith("_")]
     assert bad == [("runlens.x", "recorders._merge")]
+
+
+# -- the chain of plain values (issue 22): open_run -> Run -> signals_of -> Signals -> analyze ->
+# Diagnosis -> build_report_data(diagnosis, signals) -> ReportData -> render.* -> exit status.
+
+#: Run methods that read its tables; past the signals stage only ``Signals`` calls them.
+RUN_READERS = frozenset({"column", "steps", "has", "layer_matrix", "layer_grid", "layer_names", "prime_steps"})
+#: Names a module holds a Run by (``signals.run`` included): a Run has no business past the signals.
+RUN_HANDLES = frozenset({"run", "_run"})
+#: Functions that take a Run (not its signals): calling one reads the run past the signals stage.
+RUN_FUNCTIONS = frozenset({"run_numbers", "duration", "verdict_step", "logged", "loss_signals", "skipped_steps",
+                           "load_run", "open_run", "signals_of", "facts_of"})
+
+
+def _module_names(prefix: str) -> dict[str, Path]:
+    return {m: p for m, p in _modules().items() if m == prefix or m.startswith(prefix + ".")}
+
+
+def run_reads(source: str, functions: frozenset[str] = RUN_FUNCTIONS) -> list[str]:
+    """Where ``source`` reaches a Run: a name or attribute ``run``, a call of a Run table reader
+    (``x.column(...)``, ``x.steps(...)``), or a call of one of ``functions``, which take a run."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and node.id in RUN_HANDLES:
+            found.append(f"line {node.lineno}: name {node.id}")
+        elif isinstance(node, ast.arg) and node.arg in RUN_HANDLES:
+            found.append(f"line {node.lineno}: parameter {node.arg}")
+        elif isinstance(node, ast.Attribute) and node.attr in RUN_HANDLES:
+            found.append(f"line {node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if (isinstance(func, ast.Attribute) and name in RUN_READERS) or name in functions:
+                found.append(f"line {node.lineno}: {name}()")
+    return found
+
+
+def test_the_analysis_does_not_build_report_data():
+    graph = import_graph()
+    bad = sorted(d for d in graph["runlens.analysis"] | graph["runlens.diagnosis"]
+                 if d == "runlens.report_data" or d.startswith("runlens.report_data."))
+    assert bad == []
+
+
+def test_renderers_neither_import_io_nor_read_a_run():
+    graph = import_graph()
+    upstream = ("runlens.io", "runlens.signals", "runlens.analysis", "runlens.report_data", "runlens.summary")
+    bad = sorted((m, d) for m, deps in graph.items() if m.startswith("runlens.render")
+                 for d in deps if d.startswith(upstream))
+    assert bad == []
+    # The renderers' own ``duration`` formats seconds; an audit row's ``run`` is the run's path.
+    reads = {m: [r for r in run_reads(p.read_text(), RUN_FUNCTIONS - {"duration"}) if not r.endswith(".run")]
+             for m, p in _module_names("runlens.render").items()}
+    assert {m: r for m, r in reads.items() if r} == {}
+
+
+def test_the_report_data_builder_reads_signals_not_the_run():
+    graph = import_graph()
+    modules = _module_names("runlens.report_data")
+    assert modules, "runlens/report_data is gone: update this test"
+    bad = sorted((m, d) for m in modules for d in graph[m] if d.startswith(("runlens.io", "runlens.analysis")))
+    assert bad == []
+    reads = {m: run_reads(p.read_text()) for m, p in modules.items()}
+    assert {m: r for m, r in reads.items() if r} == {}
+
+
+def test_the_run_read_check_sees_raw_columns_and_passes_signals():
+    raw = ("def f(run, sig):\n    a = run.column('scalars', 'lr')\n    b = sig.run.steps('scalars')\n"
+           "    return run_numbers(sig, x), a, b\n")
+    assert len(run_reads(raw)) >= 4
+    clean = ("def f(sig, diagnosis):\n    s = sig.scalar('lr')\n    v = sig.layers.values('weight_norm')\n"
+             "    return s.steps, v, sig.validation.get('val_loss'), diagnosis.key_numbers\n")
+    assert run_reads(clean) == []

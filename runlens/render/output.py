@@ -162,9 +162,9 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 
 
 def _refuse_run_directory(folder: Path, target: Path) -> None:
-    run = run_directory_of(folder)
-    if run is not None:
-        raise OutputError(f"refusing to write {_show(target)}: {_show(run)} is a run directory "
+    inside = run_directory_of(folder)
+    if inside is not None:
+        raise OutputError(f"refusing to write {_show(target)}: {_show(inside)} is a run directory "
                           "(its files are the run's record); choose an output folder outside it")
 
 

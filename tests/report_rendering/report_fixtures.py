@@ -1,8 +1,9 @@
 """Diagnoses built by hand for the report tests.
 
-The reports only read a Diagnosis and its Run, so these tests build both
-directly (no analysis involved) and control exactly what the run holds:
-spikes, a NaN, a crash, hostile layer names, thousands of layers.
+The reports read a ReportData: a Diagnosis (plain values) and what the run's
+signals show. These tests build the run and the diagnosis directly (no
+analysis involved) and control exactly what the run holds: spikes, a NaN, a
+crash, hostile layer names, thousands of layers.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import numpy as np
 import pyarrow as pa
 from markdown_it import MarkdownIt
 
+from runlens.analysis import facts_of
 from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
 from runlens.io.run import Run
-from runlens.report_data import attach
+from runlens.report_data import ReportData, build_report_data
+from runlens.signals import signals_of
 
 # GitHub's dialect minus linkify (which needs an extra package): tables and
 # strikethrough are what matter for cells.
@@ -97,7 +100,27 @@ def make_run(*, steps: int = 600, n_layers: int = 6, hostile: bool = False, nan_
                layers=layers, events=None, warnings=("part r0-00000003.parquet could not be read",))
 
 
-def make_diagnosis(run: Run, *, hostile: bool = False) -> Diagnosis:
+def diagnosis_of(run: Run, **verdicts) -> Diagnosis:
+    """A Diagnosis of ``run`` with the given ``curve``, ``findings`` (and any other field), its run
+    facts and key numbers as ``analyze`` takes them."""
+    return Diagnosis(**{**facts_of(run), **verdicts})
+
+
+def report_of(run: Run, **verdicts) -> ReportData:
+    """The report data of :func:`diagnosis_of` ``(run, **verdicts)``, the step ``runlens report`` takes."""
+    return build_report_data(diagnosis_of(run, **verdicts), signals_of(run))
+
+
+def analyzed(path) -> ReportData:
+    """The report data of the run at ``path``: read with every column, analyzed, then reported."""
+    from runlens.analysis import analyze
+    from runlens.io.loader import load_run
+
+    run = load_run(path)
+    return build_report_data(analyze(run), signals_of(run))
+
+
+def make_report(run: Run, *, hostile: bool = False) -> ReportData:
     names = run.layer_names()
     findings = [
         Finding("vanishing_gradients", "warning", "gradient norm falls 1e4x from loss to input",
@@ -117,6 +140,5 @@ def make_diagnosis(run: Run, *, hostile: bool = False) -> Diagnosis:
     findings.append(Finding("loss_spikes", "warning", "2 loss spikes", step=100, evidence={"steps": [100, 300], "z": 12.5},
                             advice="Clip gradients."))
     warnings = ("detector late_loss_variance crashed: " + (HOSTILE if hostile else "boom"),)
-    diagnosis = Diagnosis(run=run, curve=CurveVerdict("unstable", "loss spikes repeatedly", {"spikes": 2}),
-                          findings=tuple(findings), warnings=warnings)
-    return attach(diagnosis)  # the report data the analysis would attach
+    return report_of(run, curve=CurveVerdict("unstable", "loss spikes repeatedly", {"spikes": 2}),
+                     findings=tuple(findings), warnings=(*run.warnings, *warnings))

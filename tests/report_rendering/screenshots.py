@@ -16,9 +16,8 @@ import tempfile
 from pathlib import Path
 
 from report_browser import Browser
+from report_fixtures import analyzed
 
-from runlens.analysis import analyze
-from runlens.io.loader import load_run
 from runlens.render.write import write_index, write_reports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,13 +47,13 @@ def _reports(tmp: Path) -> dict[str, Path]:
     runs = sorted(p for p in (ROOT / "sample_runs").iterdir() if (p / "run.json").is_file()) + [copy]
     entries, pages = [], {}
     for path in runs:
-        diagnosis = analyze(load_run(path))
+        data = analyzed(path)
         if path.name in SAMPLES and path.parent.name == "sample_runs":
-            page = write_reports(diagnosis, tmp / "reports", ("html",), stem=path.name)[0]
+            page = write_reports(data, tmp / "reports", ("html",), stem=path.name)[0]
             pages[f"sample-{path.name}"] = page
-            entries.append((diagnosis, page.name))
+            entries.append((data.diagnosis, page.name))
         else:
-            entries.append((diagnosis, None))
+            entries.append((data.diagnosis, None))
     pages["index"] = write_index(entries, tmp / "reports")
     return pages
 

@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from report_browser import CHROMIUM, Browser
 
-from runlens.analysis import analyze
-from runlens.io.loader import load_run
 from runlens.render.write import write_index, write_reports
 
 pytestmark = pytest.mark.browser
@@ -59,17 +57,17 @@ def browser():
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
-    from report_fixtures import make_diagnosis, make_run
+    from report_fixtures import analyzed, make_report, make_run
 
-    hostile = make_diagnosis(make_run(hostile=True, crash=True, spikes=(100, 300), nan_at=550,
+    hostile = make_report(make_run(hostile=True, crash=True, spikes=(100, 300), nan_at=550,
                                       name="hostile <img src=x onerror=alert(1)>"), hostile=True)
     entries = [(hostile, write_reports(hostile, out, ("html",), stem="hostile")[0])]
     for name in SAMPLE_NAMES:
         run = ROOT / "sample_runs" / name
         if run.is_dir():
-            diagnosis = analyze(load_run(run))
-            entries.append((diagnosis, write_reports(diagnosis, out, ("html",), stem=name)[0]))
-    write_index([(d, p.name) for d, p in entries], out)
+            data = analyzed(run)
+            entries.append((data, write_reports(data, out, ("html",), stem=name)[0]))
+    write_index([(d.diagnosis, p.name) for d, p in entries], out)
     return out, entries
 
 
@@ -82,13 +80,13 @@ def _check(report, page: Path) -> None:
 def test_reports_render_without_errors_or_requests(browser, pages):
     out, entries = pages
     ARTIFACTS.mkdir(exist_ok=True)
-    for diagnosis, page in entries:
+    for data, page in entries:
         report = browser.open(page, evaluate=PROBE, screenshot=True)
         _check(report, page)
         probe = report.evaluated
         assert probe["charts"] >= 5 and probe["drawn"] == probe["charts"], probe
         assert probe["paths"] > 20 and probe["imgs"] == 0
-        assert diagnosis.curve.label in probe["verdict"] and diagnosis.run.status in probe["verdict"]
+        assert data.diagnosis.curve.label in probe["verdict"] and data.diagnosis.status in probe["verdict"]
         assert probe["verdictBottom"] <= probe["height"]  # the verdict fits the first screen
         assert probe["overflow"] <= 0
         (ARTIFACTS / f"report-{page.stem}.png").write_bytes(report.screenshot)
@@ -162,7 +160,7 @@ def test_verdict_and_every_charts_failure_markers_are_in_the_viewport(browser, p
     width, height = SCREENS[screen]
     _, entries = pages
     ARTIFACTS.mkdir(exist_ok=True)
-    for diagnosis, page in entries:
+    for data, page in entries:
         report = browser.open(page, evaluate=VIEWPORT, viewport=(width, height), mobile=screen == "phone",
                               screenshot=True)
         _check(report, page)
@@ -171,7 +169,7 @@ def test_verdict_and_every_charts_failure_markers_are_in_the_viewport(browser, p
         # The run's name and its one-sentence verdict are on the first screen.
         assert _inside(probe["h1"], width) and probe["h1"]["top"] >= 0
         assert _inside(probe["headline"], width) and probe["headline"]["bottom"] <= height, (page.name, probe)
-        expected = {m[4] for m in failure_marks(diagnosis.report_data.with_verdict(diagnosis.verdict_step).marks)}
+        expected = {m[4] for m in failure_marks(data.marks)}
         assert probe["charts"], page.name
         for chart in probe["charts"]:
             assert _inside(chart["box"], width), (page.name, chart["figure"], chart["box"])

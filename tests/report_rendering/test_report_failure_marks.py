@@ -13,20 +13,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from report_fixtures import make_run
+from report_fixtures import make_run, report_of
 
-from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
+from runlens.diagnosis import CurveVerdict, Finding
 from runlens.render import charts
 from runlens.render.chart_parts import RC, WIDE, failure_marks
 from runlens.render.html import render_html
-from runlens.report_data import attach
+from runlens.report_data import ReportData
 
 FULL_RUN = ("loss", "loss_alt", "lr", "grad_norm", "grad_heatmap", "update_ratio", "weight_norm")
 
 
-def _figures(diagnosis: Diagnosis) -> dict:
+def _figures(data: ReportData) -> dict:
     """Each chart's wide figure, drawn (so legends and labels have their final places)."""
-    data = diagnosis.report_data.with_verdict(diagnosis.verdict_step)
     out = {}
     with matplotlib.rc_context(RC):
         for key, _title, _caption, draw in charts._plans(data):  # noqa: SLF001 - the figures before SVG
@@ -37,14 +36,14 @@ def _figures(diagnosis: Diagnosis) -> dict:
     return out
 
 
-def _crashed_with_short_layers() -> Diagnosis:
+def _crashed_with_short_layers() -> ReportData:
     """A run whose loss starts to grow at step 5, whose layer table stops at step 290 of 600,
     and which crashes at its end; the detectors' finding names another step (72)."""
     run = make_run(crash=True, name="short-layers")
     run = dataclasses.replace(run, layers=run.layers.filter(pc.less_equal(run.layers["step"], 290)))
     f = Finding("exploding_gradients", "error", "gradient norm grew", step=72)
-    return attach(Diagnosis(run=run, curve=CurveVerdict("diverged", "grows", {"step": 52}),
-                            findings=(f,), verdict_step=5))
+    return report_of(run, curve=CurveVerdict("diverged", "grows", {"step": 52}),
+                            findings=(f,), verdict_step=5)
 
 
 def _ids(fig) -> list[str]:
@@ -69,7 +68,7 @@ def test_every_full_run_chart_marks_the_one_verdict_step_and_shares_the_x_range(
 
 def test_crash_marker_is_as_visible_as_the_nan_marker_and_labelled_above_the_data():
     run = make_run(crash=True, nan_at=300, name="crash")
-    diagnosis = attach(Diagnosis(run=run, curve=CurveVerdict("diverged", "x"), findings=(), verdict_step=250))
+    diagnosis = report_of(run, curve=CurveVerdict("diverged", "x"), findings=(), verdict_step=250)
     fig = _figures(diagnosis)["loss"]
     ax = fig.axes[0]
     lines = {ln.get_gid().rsplit("-", 1)[-1]: ln for ln in ax.lines if ln.get_gid()}
@@ -87,7 +86,7 @@ def test_crash_marker_is_as_visible_as_the_nan_marker_and_labelled_above_the_dat
 
 
 def test_marks_list_each_step_once():
-    marks = _crashed_with_short_layers().report_data.marks
+    marks = _crashed_with_short_layers().marks
     same = dataclasses.replace(marks, verdict_step=600, first_nan=600)
     assert [m[4] for m in failure_marks(same)] == ["stop"]
 
@@ -98,12 +97,12 @@ def test_magnitudes_that_span_decades_get_a_log_axis():
     steps = run.layers["step"].to_numpy()
     grown = (w * 10.0 ** (16 * steps / steps.max())).astype(np.float32)
     layers = run.layers.set_column(run.layers.schema.get_field_index("weight_norm"), "weight_norm", pa.array(grown))
-    diagnosis = attach(Diagnosis(run=dataclasses.replace(run, layers=layers), curve=CurveVerdict("healthy", "x"),
-                                 findings=()))
+    diagnosis = report_of(dataclasses.replace(run, layers=layers), curve=CurveVerdict("healthy", "x"),
+                                 findings=())
     figs = _figures(diagnosis)
     assert figs["weight_norm"].axes[0].get_yscale() == "log"
     assert figs["grad_norm"].axes[0].get_yscale() == "linear"  # 0.7..1.3: no decades to span
-    flat = _figures(attach(Diagnosis(run=make_run(name="flat"), curve=CurveVerdict("healthy", "x"), findings=())))
+    flat = _figures(report_of(make_run(name="flat"), curve=CurveVerdict("healthy", "x"), findings=()))
     assert flat["weight_norm"].axes[0].get_yscale() == "linear"  # norms 1..12: one decade at most
 
 
@@ -111,7 +110,7 @@ def test_magnitudes_that_span_decades_get_a_log_axis():
 def test_legends_sit_below_the_axes_and_hold_every_line(key):
     run = make_run(nan_at=20, name="early")
     named = Finding("vanishing_gradients", "warning", "x", layers=run.layer_names()[:2])  # heatmap arrows
-    diagnosis = attach(Diagnosis(run=run, curve=CurveVerdict("diverged", "x", {"step": 10}), findings=(named,)))
+    diagnosis = report_of(run, curve=CurveVerdict("diverged", "x", {"step": 10}), findings=(named,), verdict_step=10)
     fig = _figures(diagnosis)[key]
     renderer = fig.canvas.get_renderer()
     assert all(ax.get_legend() is None for ax in fig.axes)  # nothing inside an axes
@@ -133,8 +132,8 @@ def test_an_overfitting_runs_onset_view_is_its_validation_rise():
     val[steps >= 150] += 0.004 * (steps[steps >= 150] - 150)  # validation rises from step 150
     evals = run.evals.set_column(run.evals.schema.get_field_index("val_loss"), "val_loss", pa.array(val))
     run = dataclasses.replace(run, evals=evals)
-    diagnosis = attach(Diagnosis(run=run, curve=CurveVerdict("overfitting", "rise"), findings=(), verdict_step=150))
-    onset = diagnosis.report_data.with_verdict(150).onset
+    diagnosis = report_of(run, curve=CurveVerdict("overfitting", "rise"), findings=(), verdict_step=150)
+    onset = diagnosis.onset
     assert onset.kind == "validation" and onset.grad_norm is None
     assert onset.first < 150 and onset.last >= steps[-1]  # from before the rise to its end
     assert onset.val_loss.steps[-1] == steps[-1] and len(onset.val_loss) >= 8

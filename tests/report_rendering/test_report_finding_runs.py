@@ -9,23 +9,22 @@ import dataclasses
 import io
 import re
 
-from report_fixtures import make_run
+from report_fixtures import make_run, report_of
 
 from runlens.audit import AuditResult, AuditRow
-from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
+from runlens.diagnosis import CurveVerdict, Finding
 from runlens.render.audit_csv import render_audit_csv
 from runlens.render.audit_html import render_audit_html
 from runlens.render.audit_markdown import render_audit_markdown
 from runlens.render.audit_text import render_audit_text
 from runlens.render.html import render_html, render_index, wordbreaks
 from runlens.render.view import build_view, distinct_names
-from runlens.report_data import attach
 
 
 def _view(name: str, path: str, curve: str = "healthy", severities: tuple[str, ...] = (), status: str = "finished"):
     run = dataclasses.replace(make_run(name=name, steps=60, status=status), path=path)
     findings = tuple(Finding(f"code_{i}_{s}", s, f"{s} thing") for i, s in enumerate(severities))
-    return build_view(attach(Diagnosis(run=run, curve=CurveVerdict(curve, "why"), findings=findings)))
+    return build_view(report_of(run, curve=CurveVerdict(curve, "why"), findings=findings))
 
 
 def _cards(page: str) -> list[str]:
@@ -92,8 +91,8 @@ def test_a_failed_run_never_wears_a_green_status_badge():
     assert _view("k", "/r/k", "healthy", (), status="killed").status_tone == "bad"
     assert _view("h", "/r/h", "healthy", ("info",)).status_tone == "ok"
     run = make_run(name="diverged-run", steps=60)
-    page = render_html(attach(Diagnosis(run=run, curve=CurveVerdict("diverged", "grew"),
-                                        findings=(Finding("diverged", "error", "grew"),))))
+    page = render_html(report_of(run, curve=CurveVerdict("diverged", "grew"),
+                                        findings=(Finding("diverged", "error", "grew"),)))
     badge = re.search(r'<span class="badge status ([\w-]+)"[^>]*>status: finished</span>', page)
     assert badge and badge.group(1) == "tone-neutral"
     style = page[page.index("<style>"):page.index("</style>")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from report_fixtures import HOSTILE, make_diagnosis, make_run
+from report_fixtures import HOSTILE, make_report, make_run
 
 from runlens.render.html import render_html, render_index
 from runlens.render.view import build_view
@@ -23,8 +23,8 @@ def assert_self_contained(page: str, scripts: int = 0) -> None:
     assert "<link" not in page.lower() and "<iframe" not in page.lower()
 
 
-def test_report_is_self_contained_and_complete(demo_diagnosis):
-    page = render_html(demo_diagnosis)
+def test_report_is_self_contained_and_complete(demo_report):
+    page = render_html(demo_report)
     assert_self_contained(page)
     assert page.startswith("<!DOCTYPE html>")
     for key in ("loss", "loss_alt", "lr", "grad_norm", "grad_heatmap", "update_ratio", "weight_norm"):
@@ -38,14 +38,14 @@ def test_report_is_self_contained_and_complete(demo_diagnosis):
     assert page.index("nonfinite_loss", verdict) < charts
     # Every finding links to its reference, embedded in the page: no link needs docs/ or a network.
     assert "docs/detectors.md" not in page
-    for finding in demo_diagnosis.findings:
+    for finding in demo_report.diagnosis.findings:
         assert f'href="#ref-{finding.code}"' in page and f'id="ref-{finding.code}"' in page
     assert "<th scope=\"row\">seed</th><td>1234</td>" in page
     assert "part r0-00000003.parquet could not be read" in page
 
 
-def test_hostile_input_is_escaped(hostile_diagnosis):
-    page = render_html(hostile_diagnosis)
+def test_hostile_input_is_escaped(hostile_report):
+    page = render_html(hostile_report)
     assert_self_contained(page)
     assert HOSTILE not in page and "<script>alert(2)" not in page
     assert "onerror=alert(1)" in page  # still shown, as text
@@ -53,9 +53,9 @@ def test_hostile_input_is_escaped(hostile_diagnosis):
     assert page.count("<img") == 0
 
 
-def test_byte_identical_twice(demo_diagnosis):
-    first = render_html(demo_diagnosis)
-    again = render_html(make_diagnosis(make_run(spikes=(100, 300), nan_at=550, crash=True)))
+def test_byte_identical_twice(demo_report):
+    first = render_html(demo_report)
+    again = render_html(make_report(make_run(spikes=(100, 300), nan_at=550, crash=True)))
     assert first == again
 
 
@@ -69,9 +69,9 @@ def test_byte_identical_across_processes():
 
     here = Path(__file__).resolve().parent
     code = ("import sys; sys.path.insert(0, sys.argv[1]);"
-            "from report_fixtures import make_diagnosis, make_run;"
+            "from report_fixtures import make_report, make_run;"
             "from runlens.render.html import render_html;"
-            "sys.stdout.buffer.write(render_html(make_diagnosis(make_run(spikes=(100, 300), nan_at=550, crash=True))).encode())")
+            "sys.stdout.buffer.write(render_html(make_report(make_run(spikes=(100, 300), nan_at=550, crash=True))).encode())")
     outs = [subprocess.run([sys.executable, "-c", code, str(here)], capture_output=True, check=True, timeout=300,
                            env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
     assert outs[0] == outs[1] and outs[0].startswith(b"<!DOCTYPE html>")
@@ -79,15 +79,15 @@ def test_byte_identical_across_processes():
 
 def test_embedded_reference_comes_from_the_catalog():
     from markupsafe import escape
+    from report_fixtures import report_of
 
     from runlens.detectors.catalog import documented
-    from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
-    from runlens.report_data import attach
+    from runlens.diagnosis import CurveVerdict, Finding
 
     docs = documented()
     for code in [*sorted(REGISTRY_CODES())[:3], "baseline_new_nonfinite", "unreadable_run"]:
-        diagnosis = attach(Diagnosis(run=make_run(), curve=CurveVerdict("healthy", "fine"),
-                                     findings=(Finding(code, "warning", "something"),)))
+        diagnosis = report_of(make_run(), curve=CurveVerdict("healthy", "fine"),
+                                     findings=(Finding(code, "warning", "something"),))
         page = render_html(diagnosis)
         assert f'id="ref-{code}"' in page and f'href="#ref-{code}"' in page
         for heading, body in docs[code].sections.items():
@@ -105,23 +105,23 @@ def REGISTRY_CODES():
 
 
 def test_run_without_tables_still_renders():
-    from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
+    from runlens.diagnosis import CurveVerdict, Finding
     from runlens.io.run import Run
 
     run = Run(path="/runs/empty", meta={"name": "empty", "run_id": "x", "error": {
         "type": "torch.OutOfMemoryError", "message": "CUDA out of memory", "traceback": "tb", "step": None}},
         status="crashed")
-    from runlens.report_data import attach
+    from report_fixtures import report_of
 
-    diagnosis = attach(Diagnosis(run=run, curve=CurveVerdict("insufficient_data", "no steps"),
-                                 findings=(Finding("crash_oom", "error", "out of memory"),)))
+    diagnosis = report_of(run, curve=CurveVerdict("insufficient_data", "no steps"),
+                                 findings=(Finding("crash_oom", "error", "out of memory"),))
     page = render_html(diagnosis)
     assert_self_contained(page)
     assert "<svg" not in page and "no recorded steps" in page
     assert "before training started" in page
 
 
-def test_index_links_every_run(demo_diagnosis, hostile_diagnosis):
-    page = render_index([(build_view(demo_diagnosis), "demo-run.html"), (build_view(hostile_diagnosis), None)])
+def test_index_links_every_run(demo_report, hostile_report):
+    page = render_index([(build_view(demo_report), "demo-run.html"), (build_view(hostile_report), None)])
     assert_self_contained(page, scripts=1)
     assert 'href="demo-run.html"' in page and HOSTILE not in page

@@ -6,11 +6,10 @@ import re
 
 import numpy as np
 import pytest
-from report_fixtures import HOSTILE, MD, make_diagnosis, make_run, table_rows
+from report_fixtures import HOSTILE, MD, make_report, make_run, report_of, table_rows
 
 from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
 from runlens.render.markdown import MAX_CHARS, render_markdown, sparkline
-from runlens.report_data import attach
 
 
 def _balanced(text: str) -> None:
@@ -21,23 +20,23 @@ def _balanced(text: str) -> None:
     assert html.rstrip().endswith("<p>SENTINEL</p>")
 
 
-def test_marker_verdict_and_findings_table(demo_diagnosis):
-    text = render_markdown(demo_diagnosis)
+def test_marker_verdict_and_findings_table(demo_report):
+    text = render_markdown(demo_report)
     assert text.startswith("<!-- runlens:report run=run-demo-run -->\n")
     assert "**Verdict:**" in text and "`unstable`" in text and "`crashed`" in text
     rows = table_rows(text)
     header = rows[0]
     assert header == ["severity", "code", "title", "step", "layers"]
     findings = [r for r in rows if len(r) == 5 and r[0].split()[-1] in ("error", "warning", "info")]
-    assert len(findings) == len(demo_diagnosis.findings)
+    assert len(findings) == len(demo_report.diagnosis.findings)
     assert [r[1].strip("`") for r in findings[:2]] == ["crash_shape_mismatch", "nonfinite_loss"]
     assert "<details><summary>Traceback</summary>" in text
     assert "▁" in text or "▂" in text  # sparkline glyphs
     _balanced(text)
 
 
-def test_hostile_names_do_not_break_tables_or_run_script(hostile_diagnosis):
-    text = render_markdown(hostile_diagnosis)
+def test_hostile_names_do_not_break_tables_or_run_script(hostile_report):
+    text = render_markdown(hostile_report)
     html = MD.render(text)
     assert "<img" not in html.replace("&lt;img", "") and "<script>" not in html
     assert text.count(HOSTILE) == text.count(f"`{HOSTILE}`")  # raw only inside code spans
@@ -62,8 +61,8 @@ def _huge_diagnosis(n_layers: int = 5000) -> Diagnosis:
     findings += [Finding("loss_spikes", sev, f"finding {i} " + "y" * 300, step=i, layers=names[i:i + 50],
                          evidence={f"k{j}": "v" * 200 for j in range(30)})
                  for i, sev in enumerate(["error", "warning", "info"] * 40)]
-    return attach(Diagnosis(run=run, curve=CurveVerdict("diverged", "it blew up"), findings=tuple(findings),
-                            warnings=tuple(f"warning {i} " + "z" * 200 for i in range(300))))
+    return report_of(run, curve=CurveVerdict("diverged", "it blew up"), findings=tuple(findings),
+                            warnings=tuple(f"warning {i} " + "z" * 200 for i in range(300)))
 
 
 def test_5000_layer_run_stays_under_the_cap():
@@ -94,8 +93,8 @@ def test_long_traceback_keeps_its_end():
     run = make_run(crash=True, name="tb")
     tb = "Traceback (most recent call last):\n" + "\n".join(f'  File "x.py", line {i}, in f' for i in range(5000))
     run.meta["error"]["traceback"] = tb + "\nRuntimeError: the real cause"
-    diagnosis = attach(Diagnosis(run=run, curve=CurveVerdict("healthy", "ok"),
-                                 findings=(Finding("crash_other", "error", "boom"),)))
+    diagnosis = report_of(run, curve=CurveVerdict("healthy", "ok"),
+                                 findings=(Finding("crash_other", "error", "boom"),))
     text = render_markdown(diagnosis, max_chars=20_000)
     assert len(text) <= 20_000
     assert "RuntimeError: the real cause" in text and "lines above not shown" in text
@@ -113,9 +112,9 @@ def test_cut_closes_open_fence_and_details(budget):
     _balanced(cut)
 
 
-def test_deterministic(demo_diagnosis):
-    assert render_markdown(demo_diagnosis) == render_markdown(
-        make_diagnosis(make_run(spikes=(100, 300), nan_at=550, crash=True)))
+def test_deterministic(demo_report):
+    assert render_markdown(demo_report) == render_markdown(
+        make_report(make_run(spikes=(100, 300), nan_at=550, crash=True)))
 
 
 def test_sparkline():

@@ -9,12 +9,12 @@ import re
 
 import numpy as np
 import pyarrow as pa
-from report_fixtures import make_run
+from report_fixtures import make_run, report_of
 
-from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
+from runlens.diagnosis import CurveVerdict, Finding
 from runlens.render.html import render_html
 from runlens.render.markdown import render_markdown
-from runlens.report_data import attach
+from runlens.report_data import ReportData
 
 
 def _chart(page: str, key: str) -> str:
@@ -26,17 +26,17 @@ def _texts(svg: str) -> list[str]:
     return [t.strip() for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
 
 
-def _early_nan(steps: int = 300, at: int = 3) -> Diagnosis:
+def _early_nan(steps: int = 300, at: int = 3) -> ReportData:
     run = make_run(steps=steps, nan_at=at, name="early")
     f = Finding("nonfinite_loss", "error", f"loss became NaN at step {at}", step=at,
                 evidence={"first_step": at, "explosion_ratio": 100.0, "grad_norm_growth_decades": 2.5})
     curve = CurveVerdict("diverged", f"the loss grows after step {at - 1}", {"step": at - 1})
-    return attach(Diagnosis(run=run, curve=curve, findings=(f,)))
+    return report_of(run, curve=curve, findings=(f,), verdict_step=at - 1)
 
 
 def test_an_early_failure_gets_an_onset_chart_of_the_steps_around_it():
     diagnosis = _early_nan()
-    onset = diagnosis.report_data.onset
+    onset = diagnosis.onset
     assert onset is not None and onset.first == 0 and onset.at == 2  # the verdict step, where it starts
     assert onset.last - onset.first < 100  # a zoom, not the whole run
     assert np.array_equal(onset.loss.steps, np.arange(onset.first, onset.last + 1))  # every step, no buckets
@@ -46,21 +46,21 @@ def test_an_early_failure_gets_an_onset_chart_of_the_steps_around_it():
 
 
 def test_a_late_failure_has_no_onset_chart():
-    diagnosis = attach(dataclasses.replace(_early_nan(at=280), report=None))
-    assert diagnosis.report_data.onset is None
+    diagnosis = _early_nan(at=280)
+    assert diagnosis.onset is None
     assert 'id="chart-onset"' not in render_html(diagnosis)
 
 
 def test_the_verdicts_step_is_marked_on_the_loss_chart():
     diagnosis = _early_nan(at=150)
-    assert diagnosis.report_data.marks.verdict_step == 149
+    assert diagnosis.marks.verdict_step == 149
     loss = _chart(render_html(diagnosis), "loss")
     assert any("diverged (step 149)" in t for t in _texts(loss))
 
 
 def test_heatmap_depth_ticks_are_whole_numbers():
     run = make_run(n_layers=2, name="two")
-    page = render_html(attach(Diagnosis(run=run, curve=CurveVerdict("healthy", "ok"), findings=())))
+    page = render_html(report_of(run, curve=CurveVerdict("healthy", "ok"), findings=()))
     heat = _chart(page, "grad_heatmap")
     labels = [t for t in _texts(heat) if re.fullmatch(r"-?[\d.]+", t)]
     assert "0" in labels and "1" in labels
@@ -74,8 +74,8 @@ def test_evidence_is_labelled_with_units_and_thresholds_apart():
     param = next(iter(REGISTRY[code]().params()))
     f = Finding(code, "warning", "updates too large", step=10,
                 evidence={"median_update_ratio": 0.0144, "step_range": [0, 599], param: 0.01})
-    diagnosis = attach(Diagnosis(run=make_run(), curve=CurveVerdict("unstable", "x"), findings=(f,)))
-    items = diagnosis.report_data.evidence[0]
+    diagnosis = report_of(make_run(), curve=CurveVerdict("unstable", "x"), findings=(f,))
+    items = diagnosis.evidence[0]
     assert [i.threshold for i in items] == [False, False, True]
     assert items[0].label == "Median update ratio" and items[1].unit == "steps"
     page = render_html(diagnosis)
@@ -93,8 +93,8 @@ def test_duration_of_a_run_without_times_is_unknown_not_zero():
     scalars = run.scalars.set_column(run.scalars.schema.get_field_index("time"), "time",
                                      pa.array(np.full(n, np.nan)))
     run = dataclasses.replace(run, scalars=scalars)
-    diagnosis = attach(Diagnosis(run=run, curve=CurveVerdict("healthy", "ok"), findings=()))
-    assert diagnosis.report_data.duration_s is None
+    diagnosis = report_of(run, curve=CurveVerdict("healthy", "ok"), findings=())
+    assert diagnosis.duration_s is None
     page = render_html(diagnosis)
     assert "<th scope=\"row\">duration</th><td>unknown</td>" in page
     assert "0 s" not in page
@@ -128,11 +128,16 @@ def test_renderers_import_no_engine_module():
     assert offenders == []
 
 
-def test_analysis_attaches_report_data_lazily():
+def test_report_data_is_an_explicit_step_over_a_plain_diagnosis():
     from pathlib import Path
 
     import runlens
+    from runlens.report_data import build_report_data
+    from runlens.signals import signals_of
 
-    d = runlens.analyze(Path(__file__).resolve().parents[2] / "sample_runs" / "healthy")
-    assert d.report is not None and "report" not in d._memo  # nothing built yet
-    assert d.report_data is d.report_data and d.report_data.key_numbers
+    run = runlens.load_run(Path(__file__).resolve().parents[2] / "sample_runs" / "healthy")
+    d = runlens.analyze(run)
+    assert not hasattr(d, "report_data") and not hasattr(d, "run")  # the diagnosis leads nowhere back
+    data = build_report_data(d, signals_of(run))
+    assert data.diagnosis is d and data.key_numbers
+    assert data.duration_s == d.key_numbers["duration_s"]  # one duration, the diagnosis's

@@ -15,6 +15,8 @@ from runlens.cli import main
 from runlens.io.loader import load_run
 from runlens.render.markdown import MAX_CHARS
 from runlens.render.write import write_reports
+from runlens.report_data import build_report_data
+from runlens.signals import signals_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted(p for p in (ROOT / "sample_runs").iterdir() if p.is_dir() and (p / "run.json").is_file())
@@ -27,16 +29,17 @@ def test_samples_exist():
 @pytest.mark.slow
 @pytest.mark.parametrize("run", SAMPLES, ids=[p.name for p in SAMPLES])
 def test_every_sample_renders_in_both_formats(run, tmp_path):
-    diagnosis = analyze(load_run(run))
-    html_path, md_path = write_reports(diagnosis, tmp_path, ("html", "md"))
+    run_data = load_run(run)
+    diagnosis = analyze(run_data)
+    html_path, md_path = write_reports(build_report_data(diagnosis, signals_of(run_data)), tmp_path, ("html", "md"))
     page = html_path.read_text(encoding="utf-8")
     assert_self_contained(page)
     assert diagnosis.curve.label in page
     # a run that died before its first step has nothing to chart, and says so instead
-    assert ("<svg" in page) == diagnosis.run.has("scalars")
+    assert ("<svg" in page) == run_data.has("scalars")
     text = md_path.read_text(encoding="utf-8")
     assert len(text) <= MAX_CHARS
-    assert text.startswith(f"<!-- runlens:report run={diagnosis.run.run_id} -->")
+    assert text.startswith(f"<!-- runlens:report run={diagnosis.run_id} -->")
     html = MD.render(text)
     assert html.count("<table>") >= 1 and html.count("<details") == html.count("</details>")
     for finding in diagnosis.findings:
