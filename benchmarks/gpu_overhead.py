@@ -7,6 +7,8 @@ step, so every variant pays the same single wait):
 - ``none``: the training step alone (forward under bf16 autocast,
   backward, AdamW step);
 - ``rec1`` / ``rec10``: plus ``Recorder(layers_every=1)`` / ``(layers_every=10)``;
+- ``rec1_pass``: ``rec1`` on the previous code path for ``grad_norm_applied``
+  (a second pass over the gradients in the optimizer's step pre-hook);
 - ``naive``: plus ``p.grad.norm().item()`` and ``p.norm().item()`` per
   parameter, a host sync per tensor, as tutorials do.
 
@@ -41,7 +43,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from recorders.torch import Recorder  # noqa: E402
 
-VARIANTS = ("none", "rec1", "rec10", "naive")
+VARIANTS = ("none", "rec1", "rec10", "naive", "rec1_pass")
 
 
 class GPT(nn.Module):
@@ -75,8 +77,11 @@ def segment(variant: str, model: nn.Module, opt: torch.optim.Optimizer, batch: t
             device: str, tmp: Path) -> list[float]:
     rec = None
     if variant.startswith("rec"):
-        rec = Recorder(tmp / f"{variant}-{time.monotonic_ns()}", model, opt, layers_every=int(variant[3:]),
+        every, _, option = variant[3:].partition("_")
+        rec = Recorder(tmp / f"{variant}-{time.monotonic_ns()}", model, opt, layers_every=int(every),
                        handle_signals=False, compact_on_close=False, announce=False)
+        if option == "pass":
+            rec._math.watch.remove()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     times = []
     for _ in range(steps):
