@@ -57,7 +57,13 @@ class GradientsAccumulate(Detector):
         1.5 (1/2 for independent gradients, 1 for agreeing ones; a norm
         that does not grow with the steps has ~0), ``R^2 >= min_power_r2``,
         and an observed growth (last fifth over the first 3 norms) of
-        ``min_summed_growth``. ``n_points`` in the evidence
+        ``min_summed_growth``. When the whole stretch fails the linear
+        fit, its onset is read: the longest prefix of 2, 4, 8... times
+        ``min_points`` norms from the run's first step, without a reset,
+        that passes both the linear fit and the sum's law above (an
+        adaptive optimizer moves the weights along the stale sum and the
+        norm levels off after its first tens of steps; ``onset_only`` in the
+        evidence). ``n_points`` in the evidence
         says how many norms it was decided on. Severity error.
 
     What to try:
@@ -118,17 +124,18 @@ class GradientsAccumulate(Detector):
         gs, gv = gsteps[keep], gvalues[keep]
         if gv.size < self.min_points:
             raise Skip(f"only {gv.size} finite gradient norms before the loss left its scale (< {self.min_points})")
-        fit = linear_growth(gs, gv)
-        if fit is None or not (fit.r2 >= self.min_r2 and fit.p_positive < self.alpha
-                               and fit.growth >= self.min_growth):
-            return []
+        fit, onset = linear_growth(gs, gv), False
+        if not self._grows(fit):
+            fit, onset = self._onset(gs, gv, int(steps[0])), True
+            if fit is None:
+                return []
+            gs, gv = gs[:fit.n], gv[:fit.n]
         lx = x[steps < end] if (steps < end).sum() >= 5 else x
         prog = progress_test(lx)
         # A loss that improves does not clear it: the sum acts as momentum without decay and trains
         # for a while. Then the growth itself must be the sum's: a power law of the steps since
         # the reset from the first step on, at least an order of magnitude.
-        summed = (0.4 <= fit.power <= 1.5 and fit.power_r2 >= self.min_power_r2
-                  and fit.observed_growth >= self.min_summed_growth)
+        summed = self._summed(fit)
         if prog.made_progress(self.alpha, self.min_effect, self.min_drop) and not summed:
             return []
         resets = f" since the last of {fit.resets} resets" if fit.resets else " since the first step"
@@ -139,7 +146,32 @@ class GradientsAccumulate(Detector):
             f"{gv.size} points) and {loss}: gradients are summed across steps, zero_grad is missing",
             step=int(gs[0]),
             evidence={**fit.to_dict(), "n_points": int(gv.size), "grad_norm_source": source,
-                      "loss_progress": prog.to_dict(), "last_step_tested": int(gs[-1])})]
+                      "loss_progress": prog.to_dict(), "last_step_tested": int(gs[-1]), "onset_only": onset})]
+
+    def _grows(self, fit) -> bool:
+        return fit is not None and fit.r2 >= self.min_r2 and fit.p_positive < self.alpha \
+            and fit.growth >= self.min_growth
+
+    def _summed(self, fit) -> bool:
+        return (0.4 <= fit.power <= 1.5 and fit.power_r2 >= self.min_power_r2
+                and fit.observed_growth >= self.min_summed_growth)
+
+    def _onset(self, gs: np.ndarray, gv: np.ndarray, first_step: int):
+        """The longest prefix (2, 4, 8... times ``min_points`` norms) that grows by the sum's law, or None.
+
+        A sum of gradients grows by its law only while the model is near where the sum began:
+        with an adaptive optimizer the weights then move along the stale sum and the norm levels
+        off, so a run-long fit misses it. The prefix must start at the run's first step and
+        carry no reset (a cleared gradient is not a sum from the start)."""
+        if gs.size == 0 or gs[0] > first_step + max(1, int(np.diff(gs[:2]).min()) if gs.size > 1 else 1):
+            return None
+        found, m = None, 2 * self.min_points
+        while m <= gv.size:
+            fit = linear_growth(gs[:m], gv[:m])
+            if fit is not None and fit.resets == 0 and self._grows(fit) and self._summed(fit):
+                found = fit
+            m *= 2
+        return found
 
 
 def _updated_layers_norm(sig) -> tuple[np.ndarray, np.ndarray, str] | None:

@@ -80,3 +80,29 @@ def test_silent_twin_a_layer_left_out_of_the_optimizer_piles_up_its_gradient_har
     table = table.set_column(4, "update_norm", pa.array(update.reshape(-1)))
     x = 1.6 + 0.05 * rng.standard_normal(300)
     assert found(make_run(x, layers=table, meta=meta, scalars={"grad_norm": np.sqrt((grad ** 2).sum(1))}))
+
+
+def _levels_off(seed: int, n: int = 300, onset: int = 30, start: float = 0.6) -> np.ndarray:
+    """A sum from step 0 that grows by the step count for ``onset`` steps, then levels off (an
+    adaptive optimizer moving the weights along the stale sum), as the third set's mixer did."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(1, n + 1)
+    return start * np.minimum(t, onset) * (1 + 0.2 * np.log1p(np.maximum(t - onset, 0) / onset)) \
+        * np.exp(0.03 * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_sum_that_levels_off_after_its_onset_fires_on_the_onset(seed):
+    (f,) = found(make_run(healthy(300, seed), scalars={"grad_norm": _levels_off(seed)}))
+    assert f.evidence["onset_only"] is True and 16 <= f.evidence["n_points"] <= 64, f.evidence
+    assert 0.8 <= f.evidence["power"] <= 1.2
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_the_same_level_reached_without_the_onset_law(seed):
+    # The same norms after the onset, with a steady start: a norm that settles at a higher level
+    # (a healthy net leaving its initialization) grows by no power of the steps from the first one.
+    g = _levels_off(seed)
+    g[:30] = g[30] * np.exp(0.1 * np.random.default_rng(seed).standard_normal(30))
+    assert found(make_run(healthy(300, seed), scalars={"grad_norm": g})) == []
+
