@@ -12,6 +12,11 @@ writer forever), a device (``/dev/zero`` never ends) or a socket.
 file by name, and reads at most a documented number of bytes;
 :func:`loads_json` turns the parser's recursion limit (a document nested
 100,000 deep) into the same one-line error as any other malformed JSON.
+
+Remote runs are staged under byte ceilings of their own (``MAX_STAGED_*``,
+applied by ``runlens.io.remote``), and network filesystems get connect and
+read timeouts (:func:`fsspec_timeouts`, :func:`pyarrow_timeouts`, applied by
+``runlens.io.discover.url_filesystem``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,52 @@ MAX_PART_COLUMNS = 10_000
 #: Rows read into one table at most (ten times the engine's 10^7-row benchmark); past it the
 #: run is refused in one line rather than read until memory runs out.
 MAX_TABLE_ROWS = 100_000_000
+
+#: The most bytes staged from one remote file (a part or a log), the text reader's own ceiling
+#: for a local log (``runlens.io.reader.source.MAX_BYTES``); run.json keeps ``MAX_JSON_BYTES``.
+MAX_STAGED_FILE_BYTES = 2 << 30
+#: The most bytes staged from one remote run in all (into a temporary folder): eight files at the
+#: file ceiling; the 10^7-step benchmark run, 10^8 layer rows, is 1.3 GB of parts.
+MAX_STAGED_RUN_BYTES = 16 << 30
+#: Seconds to wait for a network filesystem to accept a connection, and between two reads of a
+#: response (not for the whole transfer: a large file on a slow link may take longer).
+CONNECT_SECONDS = 20.0
+READ_SECONDS = 60.0
+
+
+
+def fsspec_timeouts(url: str) -> dict[str, Any]:
+    """Storage options that bound an fsspec filesystem's network waits (``url_to_fs(url, **them)``).
+
+    HTTP(S) is fsspec's aiohttp client, whose default waits 5 minutes in all for one response
+    and has no read timeout: ``CONNECT_SECONDS`` to connect, ``READ_SECONDS`` between reads.
+    Other fsspec schemes take no common timeout option and get none.
+    """
+    if url.split(":", 1)[0].lower() not in ("http", "https"):
+        return {}
+    import aiohttp
+
+    return {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_SECONDS,
+                                                               sock_read=READ_SECONDS)}}
+
+
+def pyarrow_timeouts(fs):
+    """``fs`` (a pyarrow FileSystem) with bounded network waits: S3's connect and request timeouts,
+    GCS's retry time limit; any other filesystem as it is."""
+    import datetime as dt
+
+    import pyarrow.fs as pafs
+
+    if not isinstance(fs, (pafs.S3FileSystem, pafs.GcsFileSystem)):
+        return fs
+    # Their options are given at construction only: rebuilt from their own state.
+    rebuild, (options,) = fs.__reduce__()
+    if isinstance(fs, pafs.S3FileSystem):
+        options.update(connect_timeout=CONNECT_SECONDS, request_timeout=READ_SECONDS)
+    else:
+        options.update(retry_time_limit=dt.timedelta(seconds=READ_SECONDS))
+    return rebuild(options)
+
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))

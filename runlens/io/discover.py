@@ -249,11 +249,15 @@ def url_filesystem(url: str):
 
     pyarrow's own filesystems first (s3, gs, hdfs, file); otherwise fsspec
     (wrapped for pyarrow), which knows every scheme of its installed plugins.
+    Network waits are bounded (``bounded.pyarrow_timeouts``/``fsspec_timeouts``).
     """
     import pyarrow.fs as pafs
 
+    from runlens.io.bounded import fsspec_timeouts, pyarrow_timeouts
+
     try:
-        return pafs.FileSystem.from_uri(url)
+        fs, inner = pafs.FileSystem.from_uri(url)
+        return pyarrow_timeouts(fs), inner
     except (ValueError, NotImplementedError, OSError):  # ArrowInvalid is a ValueError
         pass
     try:
@@ -261,7 +265,7 @@ def url_filesystem(url: str):
     except ImportError:
         raise UsageError(f"{url}: pyarrow cannot open this URL and fsspec is not installed") from None
     try:
-        fs, inner = fsspec.core.url_to_fs(url)
+        fs, inner = fsspec.core.url_to_fs(url, **fsspec_timeouts(url))
     except (ImportError, ValueError) as exc:
         raise UsageError(f"{url}: no filesystem for this URL ({exc})") from None
     return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), inner

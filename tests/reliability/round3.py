@@ -152,7 +152,7 @@ def run_cases(workdir: Path, cases: list[Case] | None = None) -> Figures:
 def all_cases() -> list[Case]:
     # Run as ``python -m``, this module is __main__: the cases register in the imported one.
     from . import round3 as registry
-    from . import round3_cases, round3_more  # noqa: F401 - importing registers the cases
+    from . import round3_cases, round3_more, round3_remote  # noqa: F401 - importing registers the cases
 
     return list(registry.CASES)
 
