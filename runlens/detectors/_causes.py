@@ -92,7 +92,7 @@ LINKS: dict[str, tuple[tuple[str, Condition], ...]] = {
 #: prepended to a symptom's causes, so the bug leads when both it and a generic cause are present.
 _NO_TRAINING = ("parameters_without_gradient", "parameters_not_in_optimizer", "lr_schedule_collapse",
                 "clipping_removes_updates", "weight_decay_collapse")
-_TOO_LARGE = ("inputs_not_normalized", "accumulation_unscaled")
+_TOO_LARGE = ("inputs_not_normalized", "accumulation_unscaled", "gradients_accumulate")
 BUG_LINKS: dict[str, tuple[str, ...]] = {
     "learning_rate_too_low": ("lr_schedule_collapse", "clipping_removes_updates"),
     "underfitting": (*_NO_TRAINING, "softmax_before_cross_entropy"),

@@ -72,6 +72,19 @@ def test_a_layer_left_out_of_the_optimizer_comes_before_the_spikes_it_causes():
     assert [x.code for x in ordered] == ["dead_layers", "loss_spikes"]
 
 
+
+def test_summed_gradients_lead_the_too_large_steps_they_make():
+    # A missing zero_grad steps along the sum of every gradient so far: the learning rate looks too
+    # high and the run blows up; the bug, found at its first step, leads both (third: nozero-resreg).
+    found = [f("learning_rate_too_high", "error", step=1), f("diverged", "error", step=20),
+             f("gradients_accumulate", "error", step=3)]
+    ordered, _ = order_by_cause(found, None, _order)
+    assert ordered[0].code == "gradients_accumulate"
+    assert "gradients_accumulate" in ordered[1].evidence["caused_by"]
+    # Without the bug's finding the rate stays the cause.
+    ordered, _ = order_by_cause(found[:2], None, _order)
+    assert [x.code for x in ordered] == ["learning_rate_too_high", "diverged"]
+
 def test_no_links_no_change():
     found = [f("no_validation", "info", None), f("plateau", step=30), f("overfitting", step=80)]
     ordered, curve = order_by_cause(found, CurveVerdict("overfitting", "rose"), _order)
