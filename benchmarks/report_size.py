@@ -37,6 +37,8 @@ from runlens.analysis import analyze  # noqa: E402
 from runlens.io.loader import load_run  # noqa: E402
 from runlens.render.html import render_html  # noqa: E402
 from runlens.render.markdown import render_markdown  # noqa: E402
+from runlens.report_data import build_report_data  # noqa: E402
+from runlens.signals import signals_of  # noqa: E402
 
 SPIKES = (123_457, 400_001, 777_777)
 OPENS = 5
@@ -59,9 +61,10 @@ def measure(run, out: Path, browser: Browser) -> dict:
     t0 = time.perf_counter()
     diagnosis = analyze(run)
     t1 = time.perf_counter()
-    page = render_html(diagnosis)
+    data = build_report_data(diagnosis, signals_of(run))
+    page = render_html(data)
     t2 = time.perf_counter()
-    text = render_markdown(diagnosis)
+    text = render_markdown(data)
     t3 = time.perf_counter()
     html_path = out / f"{run.name}.html"
     html_path.write_text(page, encoding="utf-8")

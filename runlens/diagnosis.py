@@ -83,7 +83,7 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One thing a detector saw, with the numbers behind it and what to try."""
 
@@ -115,7 +115,7 @@ class Finding:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CurveVerdict:
     """The one label for the shape of the loss curve, and the tests behind it."""
 
@@ -129,7 +129,7 @@ class CurveVerdict:
         object.__setattr__(self, "evidence", _freeze(self.evidence))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DetectorOutcome:
     """How one detector's run went: ``ran``, ``skipped`` (with why) or ``crashed``."""
 
@@ -138,7 +138,7 @@ class DetectorOutcome:
     reason: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Diagnosis:
     """Everything ``analyze`` concluded about one run, as plain values.
 

@@ -20,6 +20,7 @@ from runlens.io.loader import load_run
 from runlens.render.markdown import render_markdown
 from runlens.render.text import number
 from runlens.render.view import fmt
+from runlens.report_data import build_report_data
 from runlens.signals import signals_of
 from runlens.summary import KEY_NUMBERS, run_numbers
 
@@ -61,7 +62,7 @@ def test_key_numbers_agree_across_commands(copies, name):
     if expected["first_nonfinite_step"] is not None:
         assert f"first NaN/Inf loss at step {expected['first_nonfinite_step']:,}" in text
     # Markdown
-    md = render_markdown(diagnosis)
+    md = render_markdown(build_report_data(diagnosis, signals_of(run)))
     if expected["final_loss"] is not None:
         assert f"| final loss | {fmt(expected['final_loss'])} at step {expected['final_loss_step']:,} |" in md
     if expected["val_min"] is not None:
@@ -116,9 +117,10 @@ def test_the_verdict_step_is_where_the_loss_left_its_start(tmp_path):
 def test_the_verdict_step_on_the_samples(name, step):
     """A NaN born in the loss starts at its first NaN; a crash or kill at its stop; a clean run has none;
     the other labels at the step their finding carries."""
-    d = analyze(SAMPLES / name)
+    run = load_run(SAMPLES / name)
+    d = analyze(run)
     if name == "nan_divergence":  # the loss never came back below its start after the failure began
-        loss = signals_of(d.run).loss
+        loss = signals_of(run).loss
         after = loss.values[loss.steps >= d.verdict_step]
         assert d.verdict_step < 45 and (after > loss.values[0]).all()
     elif name == "overfitting":

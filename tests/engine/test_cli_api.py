@@ -139,12 +139,11 @@ def test_no_runlens_module_imports_torch():
 
 def test_text_renderer_keeps_huge_evidence_short():
     from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
-    from runlens.io.run import Run
     from runlens.render.text import render
 
     f = Finding("x", "warning", "many layers", step=3, layers=[f"l{i}" for i in range(10_000)],
                 evidence={"per_layer": {f"l{i}": i for i in range(10_000)}, "ratio": 0.123456})
-    text = render(Diagnosis(run=Run(path="p", meta={"name": "n"}, status="finished"),
+    text = render(Diagnosis(path="p", name="n", status="finished",
                             curve=CurveVerdict("healthy", "fine"), findings=(f,)), verbose=True)
     assert "(+9994 more)" in text and "ratio: 0.1235" in text
     assert len(text.splitlines()) < 20

@@ -49,8 +49,9 @@ def test_one_first_nonfinite_step_for_the_analysis_and_every_detector(tmp_path):
     s["loss"][10] = np.inf  # on a skipped step: mixed precision as designed
     path = write_run(tmp_path / "r", run_meta=meta("r", layers=cols["layer_names"]), scalars=s,
                      layers=cols["layers"], evals=cols["evals"])
-    d = analyze(path)
-    assert first_nonfinite_step(d.run) is None
+    run = load_run(path)
+    d = analyze(run)
+    assert first_nonfinite_step(run) is None
     assert d.curve.label == "healthy", d.curve.reason
     assert not [f.code for f in d.findings if f.severity == "error"]
 
@@ -105,9 +106,10 @@ def test_signals_are_computed_once_and_handed_to_every_detector(tmp_path):
             seen.append((ctx.signals, ctx.signals_of(run), signals_of(run)))
             return []
 
-    d = analyze(write_healthy(tmp_path / "h", n=100), detectors=[Spy(), Spy()])
+    run = load_run(write_healthy(tmp_path / "h", n=100))
+    analyze(run, detectors=[Spy(), Spy()])
     assert len(seen) == 2 and all(a is b is c for a, b, c in seen) and seen[0][0] is seen[1][0]
-    assert seen[0][0].run is d.run
+    assert seen[0][0].run is run
 
 
 def test_a_hand_built_context_computes_signals_from_the_run():

@@ -137,10 +137,13 @@ def _render(run: Path, figures: FuzzFigures, label: str) -> None:
     import runlens
     from runlens.render.html import render_html
     from runlens.render.markdown import render_markdown
+    from runlens.report_data import build_report_data
+    from runlens.signals import signals_of
 
     try:
-        diagnosis = runlens.analyze(str(run))
-        outputs = (render_html(diagnosis), render_markdown(diagnosis))
+        opened = runlens.load_run(str(run))
+        data = build_report_data(runlens.analyze(opened), signals_of(opened))
+        outputs = (render_html(data), render_markdown(data))
     except Exception as exc:  # noqa: BLE001 - any exception here is a crash for a user
         figures.count("tracebacks", f"{label}: render {type(exc).__name__}: {exc}")
         return

@@ -23,6 +23,8 @@ def campaign(workdir: Path, seconds: float = 8.0, min_reads: int = 5) -> ReadWhi
     import runlens
     from runlens.render.html import render_html
     from runlens.render.markdown import render_markdown
+    from runlens.report_data import build_report_data
+    from runlens.signals import signals_of
 
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
@@ -39,10 +41,12 @@ def campaign(workdir: Path, seconds: float = 8.0, min_reads: int = 5) -> ReadWhi
         while (time.monotonic() < end or reads < min_reads) and time.monotonic() < give_up \
                 and proc.poll() is None:
             try:
-                diagnosis = runlens.analyze(str(run))
-                render_markdown(diagnosis)
+                opened = runlens.load_run(str(run))
+                diagnosis = runlens.analyze(opened)
+                data = build_report_data(diagnosis, signals_of(opened))
+                render_markdown(data)
                 if reads % 10 == 0:  # charts are the slow part; the read path is what is tested
-                    render_html(diagnosis)
+                    render_html(data)
                 statuses.add(diagnosis.status)
                 half += sum("part" in w and "read" in w for w in diagnosis.warnings)
             except runlens.RunlensError as exc:
