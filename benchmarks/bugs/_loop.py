@@ -60,6 +60,15 @@ class Loop:
     measured: dict[str, Any] = field(default_factory=dict)
 
 
+
+def classifier_loop(data: tuple[torch.Tensor, torch.Tensor], k: int, model: nn.Module, opt: torch.optim.Optimizer,
+                    name: str, *, n_val: int = 200, config: dict[str, Any] | None = None, **options: Any) -> Loop:
+    """A cross-entropy :class:`Loop` over ``data`` (inputs, labels), its first ``n_val`` rows held out for
+    validation; the config states the ``k`` classes, ``config``'s keys and the model's ``name``."""
+    x, y = data
+    return Loop(model, opt, x[n_val:], y[n_val:], x[:n_val], y[:n_val], torch.nn.functional.cross_entropy,
+                {"num_classes": k, **(config or {}), "model": name}, **options)
+
 def _norm(tensors) -> float:
     return math.sqrt(sum(float(t.detach().double().pow(2).sum()) for t in tensors))
 

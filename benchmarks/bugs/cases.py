@@ -21,7 +21,7 @@ from benchmarks.bugs._cases import (
     tokens,
     waves,
 )
-from benchmarks.bugs._loop import Loop
+from benchmarks.bugs._loop import Loop, classifier_loop
 
 
 def _late(values, share=0.2):
@@ -30,11 +30,9 @@ def _late(values, share=0.2):
 
 def softmax_mlp(fixed: bool):
     k = 10
-    x, y = blobs(1200, 20, k, seed=1, spread=0.6)
-    xt, yt, xv, yv = split(x, y, 240)
     model = mlp(20, k, softmax=not fixed)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "mlp"}, epochs=15)
+    loop = classifier_loop(blobs(1200, 20, k, seed=1, spread=0.6), k, model, opt, "mlp", n_val=240, epochs=15)
 
     def truth(m, lp):
         with torch.no_grad():
@@ -53,7 +51,6 @@ def leak_conv1d(fixed: bool):
     x, y = waves(1000, k, seed=2, noise=1.2)
     onehot = F.one_hot(y, k).float()[:, :, None].expand(-1, -1, x.shape[-1])  # the label, one channel a class
     x = torch.cat([x, torch.zeros_like(onehot) if fixed else onehot], dim=1)
-    xt, yt, xv, yv = split(x, y, 200)
 
     def augment(xb, g):  # channel dropout on the training inputs: the leak is visible on part of the batch
         keep = (torch.rand(xb.shape[0], xb.shape[1], 1, generator=g) > 0.4).float()
@@ -61,8 +58,7 @@ def leak_conv1d(fixed: bool):
 
     model = conv1d(k, channels=1 + k)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "conv1d"}, epochs=16,
-                augment=augment, evals_per_epoch=2)
+    loop = classifier_loop((x, y), k, model, opt, "conv1d", epochs=16, augment=augment, evals_per_epoch=2)
 
     def truth(m, lp):
         with torch.no_grad():
@@ -78,12 +74,10 @@ def leak_conv1d(fixed: bool):
 
 def train_mode_lstm(fixed: bool):
     k = 4
-    x, y = tokens(1100, k, seed=3)
-    xt, yt, xv, yv = split(x, y, 200)
     model = LSTMClassifier(k, dropout=0.5)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "dropout": 0.5, "model": "lstm"},
-                epochs=10, eval_mode=fixed, evals_per_epoch=2)
+    loop = classifier_loop(tokens(1100, k, seed=3), k, model, opt, "lstm", config={"dropout": 0.5}, epochs=10,
+                           eval_mode=fixed, evals_per_epoch=2)
 
     def truth(m, lp):
         ratio = float(np.mean(np.array(m["val_train_mode"]) / np.array(m["val_eval_mode"])))
@@ -94,11 +88,9 @@ def train_mode_lstm(fixed: bool):
 
 def no_grad_cnn(fixed: bool):
     k = 5
-    x, y = images(1000, k, seed=4)
-    xt, yt, xv, yv = split(x, y, 200)
     model = BNCNN(k, detach_stem=not fixed)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "bn_cnn"}, epochs=10)
+    loop = classifier_loop(images(1000, k, seed=4), k, model, opt, "bn_cnn", epochs=10)
 
     def truth(m, lp):
         return bool(m["no_grad"]) and len(m["no_grad"]) < len(m["initial"]), {"params_without_grad": m["no_grad"]}
@@ -107,12 +99,10 @@ def no_grad_cnn(fixed: bool):
 
 def not_in_optimizer_decoder(fixed: bool):
     k = 4
-    x, y = tokens(1000, k, seed=5)
-    xt, yt, xv, yv = split(x, y, 200)
     model = TinyDecoder(k)
     params = model.parameters() if fixed else [p for n, p in model.named_parameters() if not n.startswith("head")]
     opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "decoder"}, epochs=10)
+    loop = classifier_loop(tokens(1000, k, seed=5), k, model, opt, "decoder", epochs=10)
 
     def truth(m, lp):
         same = [n for n in m["outside"] if torch.equal(m["initial"][n], m["final"][n])]
@@ -123,13 +113,11 @@ def not_in_optimizer_decoder(fixed: bool):
 
 def lr_collapse_cnn(fixed: bool):
     k = 5
-    x, y = images(1160, k, seed=6)
-    xt, yt, xv, yv = split(x, y, 200)
     model = BNCNN(k)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.8)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "bn_cnn"}, epochs=12,
-                sched=sched, sched_per_batch=not fixed)
+    loop = classifier_loop(images(1160, k, seed=6), k, model, opt, "bn_cnn", epochs=12, sched=sched,
+                           sched_per_batch=not fixed)
 
     def truth(m, lp):
         spe = m["steps_per_epoch"]
@@ -182,10 +170,9 @@ def raw_inputs_mlp(fixed: bool):
     x = x * scale + 3 * scale
     if fixed:
         x = (x - x.mean(0)) / x.std(0)
-    xt, yt, xv, yv = split(x, y, 200)
     model = mlp(12, k)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "mlp"}, epochs=10)
+    loop = classifier_loop((x, y), k, model, opt, "mlp", epochs=10)
 
     def truth(m, lp):
         sd = lp.x.std(0)
@@ -196,13 +183,11 @@ def raw_inputs_mlp(fixed: bool):
 
 def accumulation_conv1d(fixed: bool):
     k = 4
-    x, y = waves(1224, k, seed=10)
-    xt, yt, xv, yv = split(x, y, 200)
     model = conv1d(k)
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy,
-                {"num_classes": k, "gradient_accumulation_steps": 8, "model": "conv1d"}, epochs=12, batch=8,
-                accum=8, scale_accum=fixed)
+    loop = classifier_loop(waves(1224, k, seed=10), k, model, opt, "conv1d",
+                           config={"gradient_accumulation_steps": 8}, epochs=12, batch=8, accum=8,
+                           scale_accum=fixed)
 
     def truth(m, lp):
         r = float(np.median(m["accum_over_max_micro"]))
@@ -212,11 +197,9 @@ def accumulation_conv1d(fixed: bool):
 
 def weight_decay_mlp(fixed: bool):
     k = 4
-    x, y = blobs(1000, 12, k, seed=11)
-    xt, yt, xv, yv = split(x, y, 200)
     model = mlp(12, k, hidden=48)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4 if fixed else 10.0)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "mlp"}, epochs=10)
+    loop = classifier_loop(blobs(1000, 12, k, seed=11), k, model, opt, "mlp", epochs=10)
 
     def truth(m, lp):
         share = float(np.mean(m["decay_share"]))

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
-from benchmarks.bugs._cases import BNCNN, LSTMClassifier, TinyDecoder, blobs, images, mlp, split, tokens
-from benchmarks.bugs._loop import Loop
+from benchmarks.bugs._cases import BNCNN, LSTMClassifier, TinyDecoder, blobs, images, mlp, tokens
+from benchmarks.bugs._loop import classifier_loop
 
 CONTROL_CRITERION = ("no bug switch is on, and the median training loss of the last 10% of steps is at most half "
                      "that of the first 10% (the run learned)")
@@ -30,21 +29,17 @@ def _learned(m, lp):
 def warm_restarts_lstm(fixed: bool):
     """A per-batch cosine schedule with warm restarts: the rate touches ~0 at every cycle's end."""
     k = 4
-    x, y = tokens(1100, k, seed=21)
-    xt, yt, xv, yv = split(x, y, 200)
     model = LSTMClassifier(k)
     opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
     sched = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=60, eta_min=0.0)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "lstm"}, epochs=10,
-                sched=sched, sched_per_batch=True)
+    loop = classifier_loop(tokens(1100, k, seed=21), k, model, opt, "lstm", epochs=10, sched=sched,
+                           sched_per_batch=True)
     return loop, _learned
 
 
 def two_phase_unfreeze_cnn(fixed: bool):
     """The stem frozen (requires_grad False) for three epochs, then fine-tuned with everything else."""
     k = 5
-    x, y = images(1000, k, seed=22)
-    xt, yt, xv, yv = split(x, y, 200)
     model = BNCNN(k)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
@@ -52,31 +47,25 @@ def two_phase_unfreeze_cnn(fixed: bool):
         for p in model.stem.parameters():
             p.requires_grad_(epoch >= 3)
 
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "bn_cnn"}, epochs=10,
-                on_epoch=on_epoch)
+    loop = classifier_loop(images(1000, k, seed=22), k, model, opt, "bn_cnn", epochs=10, on_epoch=on_epoch)
     return loop, _learned
 
 
 def batch_four_mlp(fixed: bool):
     """Batches of 4: a noisy loss, shuffled."""
     k = 4
-    x, y = blobs(600, 10, k, seed=23, spread=1.0)
-    xt, yt, xv, yv = split(x, y, 200)
     model = mlp(10, k)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "mlp"}, epochs=4,
-                batch=4)
+    loop = classifier_loop(blobs(600, 10, k, seed=23, spread=1.0), k, model, opt, "mlp", epochs=4, batch=4)
     return loop, _learned
 
 
 def one_cycle_decoder(fixed: bool):
     """OneCycleLR stepped per batch (as it should be): it ends 1e5 below its peak, at the end."""
     k = 4
-    x, y = tokens(1000, k, seed=24)
-    xt, yt, xv, yv = split(x, y, 200)
     model = TinyDecoder(k)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    loop = Loop(model, opt, xt, yt, xv, yv, F.cross_entropy, {"num_classes": k, "model": "decoder"}, epochs=10)
+    loop = classifier_loop(tokens(1000, k, seed=24), k, model, opt, "decoder", epochs=10)
     loop.sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=10 * (800 // 32))
     loop.sched_per_batch = True
     return loop, _learned
