@@ -219,3 +219,45 @@ def test_the_run_read_check_sees_raw_columns_and_passes_signals():
     clean = ("def f(sig, diagnosis):\n    s = sig.scalar('lr')\n    v = sig.layers.values('weight_norm')\n"
              "    return s.steps, v, sig.validation.get('val_loss'), diagnosis.key_numbers\n")
     assert run_reads(clean) == []
+
+
+def _handles(value, seen: set[int] | None = None) -> list[str]:
+    """Every object inside ``value`` that is not a plain value: a callable, an Arrow table or array,
+    a numpy array, or anything else that is not data (walks mappings, sequences and dataclasses)."""
+    import dataclasses
+    from collections.abc import Mapping
+
+    seen = set() if seen is None else seen
+    if id(value) in seen or value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return []
+    seen.add(id(value))
+    if isinstance(value, Mapping):
+        return [h for k, v in value.items() for h in _handles(k, seen) + _handles(v, seen)]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [h for v in value for h in _handles(v, seen)]
+    if dataclasses.is_dataclass(value) and not callable(value):
+        return [h for f in dataclasses.fields(value) for h in _handles(getattr(value, f.name), seen)]
+    return [type(value).__module__ + "." + type(value).__qualname__]
+
+
+def test_a_diagnosis_holds_plain_values_only():
+    import pytest
+
+    sample = ROOT / "sample_runs" / "vanishing_gradients"
+    if not (sample / "run.json").is_file():
+        pytest.skip("sample_runs/ is missing: run python sample_runs/generate.py")
+    import runlens
+
+    d = runlens.analyze(sample)
+    assert d.findings and d.meta and d.step_range
+    assert _handles(d) == []
+
+
+def test_the_plain_value_walk_sees_a_handle():
+    import numpy as np
+
+    from runlens.diagnosis import CurveVerdict, Diagnosis
+
+    d = Diagnosis(path="p", name="n", status="finished", curve=CurveVerdict("healthy", "ok", {"f": print}),
+                  findings=(), meta={"x": np.zeros(3)})
+    assert sorted(_handles(d)) == ["builtins.builtin_function_or_method", "numpy.ndarray"]
