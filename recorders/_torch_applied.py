@@ -110,8 +110,8 @@ class AppliedWatch:
 
     def applied(self, cap: Any) -> Same | None:
         """In the optimizer's step pre-hook: Same when the applied norm follows from ``cap``, else None."""
-        if not self.enabled or cap is None or cap is not self.cap or self.unknown:
-            return None
+        if not self.enabled or cap is None or cap is not self.cap or self.unknown or not self.grads:
+            return None  # no gradient at all: the pass's None (a null column), not a norm of 0
         now = [p.grad for p in self.params]
         if sum(g is not None for g in now) != len(self.grads) or any(
                 now[i] is not g for i, g in zip(cap.present, self.grads, strict=True)):

@@ -139,3 +139,18 @@ def test_clip_grad_norm_is_torch_again_after_close(tmp_path):
     for p, g in zip(model.parameters(), twin, strict=True):
         p.grad = g.clone()
     assert float(wrapped(model.parameters(), 0.01)) == pytest.approx(float(total), rel=1e-7)
+
+
+def test_a_step_without_gradients_has_no_applied_norm(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Recorder(tmp_path / "run", model, opt, **QUIET) as rec:
+        for step in range(3):
+            opt.zero_grad(set_to_none=True)
+            loss = model(torch.randn(4, 6)).pow(2).mean()
+            if step != 1:  # step 1 steps the optimizer with no gradient at all
+                loss.backward()
+            opt.step()
+            rec.step(loss)
+    s = read_table(rec.run_dir, "scalars").sort_by("step").to_pydict()
+    assert [g is None for g in s["grad_norm_applied"]] == [False, True, False]
