@@ -17,6 +17,7 @@ from runlens.cli.common import (
     judge,
     refuse_both,
     run_counts,
+    skip_loose,
     use_color,
     verbosity_options,
 )
@@ -57,13 +58,16 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
     """
     refuse_both(quiet, verbose)
     detectors = detector_settings(settings, config_file)
-    paths, several = expand_runs(runs)
+    loose: set[str] = set()
+    paths, several = expand_runs(runs, loose)
     options = {k: v for k, v in dict(step=step_key, loss=loss_key, val_loss=val_loss_key,
                                      run=run_index).items() if v is not None}
     if options:
         refuse_import_options(options, paths)
     use_system_allocator()
-    judged = [_judge(path, options, detectors) for path in paths]
+    judged = [j for path in paths if (j := _judge(path, options, detectors, path in loose)) is not None]
+    if not judged:
+        raise UsageError(f"{', '.join(runs)}: no run could be read (the logs found are named above)")
     diagnoses = [d for d, _ in judged]
     if fmt == "json":
         objects = [with_runs_in_file(d.to_dict(), entries) for d, entries in judged]
@@ -82,16 +86,24 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
         sys.exit(1)
 
 
-def _judge(path: str, options: dict, detectors: list | None):
+def _judge(path: str, options: dict, detectors: list | None, loose: bool = False):
     """A run directory is read with the detectors' projection only; a log is read whole, since
-    the importer builds every column anyway, and every run in it is judged (``judge``)."""
+    the importer builds every column anyway, and every run in it is judged (``judge``). A loose
+    log found in a folder that cannot be read is named and left out (None)."""
     from pathlib import Path
 
     from runlens.analysis import analyze as run_analysis
+    from runlens.errors import RunlensError
 
     if (Path(path) / "run.json").is_file():
         return run_analysis(path, detectors=detectors), None
-    diagnosis, entries, _ = judge(path, options, detectors)
+    try:
+        diagnosis, entries, _ = judge(path, options, detectors)
+    except RunlensError as exc:
+        if not loose or isinstance(exc, UsageError):
+            raise
+        skip_loose(path, exc)
+        return None
     return diagnosis, entries
 
 

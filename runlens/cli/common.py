@@ -102,9 +102,13 @@ def paint(text: str, severity: str | None, enabled: bool) -> str:
 
 # -- runs --------------------------------------------------------------------
 
-def expand_runs(paths: Iterable[str]) -> tuple[list[str], bool]:
+def expand_runs(paths: Iterable[str], loose: set[str] | None = None) -> tuple[list[str], bool]:
     """The runs named by ``paths`` (runs, logs, folders of runs) and whether there are "several":
-    more than one path, or a path that is a folder holding runs rather than a run itself."""
+    more than one path, or a path that is a folder holding runs rather than a run itself.
+
+    ``loose`` receives the log files found in a folder rather than named: discovery took them
+    by a sniff of their head, so one may still prove unreadable (:func:`skip_loose`).
+    """
     from runlens.io.discover import discover_runs
     from runlens.render.escape import term_inline
 
@@ -121,7 +125,18 @@ def expand_runs(paths: Iterable[str]) -> tuple[list[str], bool]:
                              "or a log runlens can import)")
         several = several or found != [path]
         runs.extend(found)
+        if loose is not None and found != [path]:
+            loose.update(f for f in found if os.path.isfile(f))
     return list(dict.fromkeys(runs)), several
+
+
+def skip_loose(path: str, exc: Exception) -> None:
+    """Name a loose log found in a folder that could not be read, as discovery names what it skips."""
+    from runlens.io.runmeta import one_line
+    from runlens.render.escape import term_inline
+
+    why = one_line(exc).removeprefix(f"{path}: ")
+    click.echo(f"runlens: skipped {term_inline(path)}: {term_inline(why)}", err=True)
 
 
 # -- several runs in one log --------------------------------------------------

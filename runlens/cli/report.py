@@ -14,8 +14,10 @@ from runlens.cli.common import (
     judge,
     refuse_both,
     run_counts,
+    skip_loose,
     verbosity_options,
 )
+from runlens.errors import RunlensError, UsageError
 
 
 @click.command()
@@ -54,13 +56,20 @@ def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str, setting
     refuse_both(quiet, verbose)
     formats = ("html", "md") if fmt == "both" else (fmt,)
     detectors = detector_settings(settings, config_file)
-    paths, _ = expand_runs(runs)
+    loose: set[str] = set()
+    paths, _ = expand_runs(runs, loose)
     output_dir(out_dir)  # refuse an unusable folder before any analysis
     entries, written = [], []
     for path in paths:
         # Every column, not the detectors' projection: the charts draw more than they test. A log
         # holding several runs is reported by its worst run, whose headline and warnings list the others.
-        diagnosis, _, run = judge(path, {}, detectors)
+        try:
+            diagnosis, _, run = judge(path, {}, detectors)
+        except RunlensError as exc:
+            if path not in loose or isinstance(exc, UsageError):
+                raise
+            skip_loose(path, exc)  # a log found in a folder by its head, unreadable in full: named
+            continue
         stem = report_stem(diagnosis.name, path)
         # Entries keep the diagnosis only (plain values): no run's tables wait for the index.
         written = write_reports(build_report_data(diagnosis, signals_of(run)), out_dir, formats, stem=stem,
@@ -71,6 +80,8 @@ def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str, setting
         elif not quiet:
             click.echo(f"{term_inline(diagnosis.name)}: {term_inline(diagnosis.headline)}")
         entries.append((diagnosis, f"{stem}.html" if "html" in formats else None))
+    if not entries:
+        raise UsageError(f"{', '.join(runs)}: no run could be read (the logs found are named above)")
     if len(entries) > 1 and "html" in formats:
         where = f"index: {write_index(entries, out_dir)}"
     else:

@@ -4,9 +4,14 @@ A run is a directory holding ``run.json``; its subfolders are its tables,
 so the walk does not descend into it. Another tool's log is a run as well
 when ``runlens.io.importers.detect_kind`` recognises it: a file named on the
 command line, or a folder that holds a log's marker file (TensorBoard
-events, a Lightning ``metrics.csv``, Hugging Face's ``trainer_state.json``);
-a CSV, Parquet or text file met during the walk is not, because most are
-data, not logs.
+events, a Lightning ``metrics.csv``, Hugging Face's ``trainer_state.json``).
+A loose file met during the walk, at any depth (``exp1/train.log``), is a
+run when its name and first 64 KiB look like a training log (:mod:`runlens.io.loose`):
+a log's name, and a loss, perplexity or gradient norm named with numbers.
+Most CSV, JSON and text files are data or notes: those are left out
+silently, while a file that looks like a log but does not pass is named
+in ``skipped``. The walk never enters a run folder nor a folder a marker
+made a run (their tables are not loose logs).
 Directories whose name starts with ``.`` are skipped: they are writers'
 temporary files, ``.git``, virtual environments and caches.
 
@@ -28,6 +33,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from runlens.errors import UsageError
+from runlens.io.loose import sniff_loose
 
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -115,11 +121,15 @@ def _discover_local(root: str, probe: Callable[[str], bool],
         if "run.json" in files or (_has_marker(folder, files.regular, subdirs) and probe(folder)):
             runs.append(folder)
             continue
-        if folder == root:
-            # Loose logs beside the runs in the folder the user named are runs too (issue 19): the
-            # probe takes a file only when it holds a training signal, so data files stay out.
-            loose = [os.path.join(folder, f) for f in sorted(files) if _loose_log(folder, f, probe)]
-            runs.extend(_with_signal(loose, skipped))
+        # Loose logs at any depth are runs too (issue 19), decided by a sniff of their head, not a
+        # full read: the analysis reads each once, and names one it then cannot read.
+        for name in sorted(files.regular):
+            path = os.path.join(folder, name)
+            why = sniff_loose(path)
+            if why is None:
+                runs.append(path)
+            elif why and skipped is not None:
+                skipped.append((path, why))
         # Reversed so that the stack pops them in name order.
         stack.extend(reversed([os.path.join(folder, d) for d in subdirs]))
     return sorted(runs, key=_natural)
@@ -177,42 +187,6 @@ def _has_marker(folder: str, files: set[str], subdirs: list[str]) -> bool:
         return True
     return any(d.startswith("checkpoint-") and os.path.isfile(os.path.join(folder, d, "trainer_state.json"))
                for d in subdirs)
-
-
-_LOOSE_MAX = 256 << 20  # a loose file larger than this is data, not a log
-
-
-def _loose_log(folder: str, name: str, probe: Callable[[str], bool]) -> bool:
-    """Whether the loose file ``name`` in ``folder`` is another tool's training log."""
-    path = os.path.join(folder, name)
-    try:
-        if not os.path.isfile(path) or os.path.getsize(path) > _LOOSE_MAX:
-            return False
-    except OSError:
-        return False
-    return probe(path)
-
-
-def _with_signal(paths: list[str], skipped: list[tuple[str, str]] | None) -> list[str]:
-    """The loose files that read as a log with a training signal; the others go to ``skipped``.
-
-    Sniffing looks at a file's first lines only: a README whose table has a
-    ``steps`` column passes it. Reading the file (bounded, in memory) settles
-    it, so a folder of runs with a README beside them is not refused whole.
-    """
-    from runlens.errors import RunlensError
-    from runlens.io.loader import load_run
-
-    kept = []
-    for path in paths:
-        try:
-            load_run(path)
-        except RunlensError as exc:
-            if skipped is not None:
-                skipped.append((path, str(exc).removeprefix(f"{path}: ")))
-            continue
-        kept.append(path)
-    return kept
 
 
 def _keras_run(folder: str, subdirs: list[str]) -> bool:
