@@ -176,7 +176,7 @@ def judge(path: str, options: dict, detectors: list | None, columns=None):
     if n < 2:
         return analyze(run, detectors=detectors), None, run
     del run  # each run is read on its own below
-    judged, kept = [], (-1, None)
+    judged, kept = [], ((-1, False), None)
     for i in range(1, n + 1):
         diagnosis, error, run = _judge_one(path, {**options, "run": i}, detectors, columns)
         judged.append((diagnosis, error))
@@ -191,8 +191,11 @@ def judge(path: str, options: dict, detectors: list | None, columns=None):
     return _as_worst(judged[shown - 1][0], shown, n, entries), entries, run
 
 
-def _rank(diagnosis) -> int:
-    return _SEVERITY_ORDER[diagnosis.worst_severity]
+def _rank(diagnosis) -> tuple[int, bool]:
+    """Worse first by the most severe finding (what the exit status follows), then by a curve
+    that failed (overfitting, diverged, ...) over a healthy or undecided one."""
+    failed = diagnosis.curve.label not in ("healthy", "insufficient_data")
+    return _SEVERITY_ORDER[diagnosis.worst_severity], failed
 
 
 def _judge_one(path: str, options: dict, detectors: list | None, columns):
@@ -231,7 +234,8 @@ def _as_worst(diagnosis, shown: int, n: int, entries: list[dict]):
     note = (f"the log holds {n} runs, each judged: " + "; ".join(item(e) for e in entries)
             + "; --run N analyzes one of them")
     warnings = tuple(w for w in diagnosis.warnings if not _RUNS_NOTE.search(w))
-    alike = len({e["severity"] for e in entries if "error" not in e}) == 1
+    alike = len({(e["severity"], e["verdict"] not in ("healthy", "insufficient_data"))
+                 for e in entries if "error" not in e}) == 1
     which = "the last; none is worse" if alike else "the worst"
     return dataclasses.replace(diagnosis, headline=f"Run {shown} of {n} in this log ({which}): "
                                f"{diagnosis.headline}", warnings=(note, *warnings))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from _cli import invoke
 
-from runlens.cli.common import runs_in_log
+from runlens.cli.common import _rank, runs_in_log
 
 STEPS = range(1, 121)
 
@@ -122,3 +123,27 @@ def test_report_shows_the_worst_run_and_lists_the_others(bad_then_good, tmp_path
 ])
 def test_runs_in_log_reads_the_importers_count(config, n):
     assert runs_in_log(config) == n
+
+
+def _judged(severity, curve):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(worst_severity=severity, curve=SimpleNamespace(label=curve))
+
+
+def test_the_worst_is_the_most_severe_then_the_failed_curve():
+    assert _rank(_judged("warning", "overfitting")) > _rank(_judged("warning", "healthy"))
+    assert _rank(_judged("error", "healthy")) > _rank(_judged("warning", "overfitting"))
+    assert _rank(_judged(None, "insufficient_data")) == _rank(_judged(None, "healthy"))
+
+
+SEVEN = Path(__file__).resolve().parents[3] / "shared" / "real-logs" / "autotrainer" / "DL_tools"
+
+
+@pytest.mark.skipif(not SEVEN.is_dir(), reason="shared/real-logs is not beside the checkout")
+def test_the_log_of_seven_runs_shows_the_one_that_overfits():
+    # Issue 20: "a log of seven runs whose analyzed run overfits while the verdict is healthy".
+    (log,) = [p for p in SEVEN.rglob("nohup.out") if "Overfit" in str(p)]
+    obj = json.loads(invoke("analyze", log, "--format", "json", "--fail-on", "never").stdout)
+    assert len(obj["runs_in_file"]) == 7
+    assert obj["curve"] == "overfitting" and obj["headline"].startswith("Run 1 of 7")
