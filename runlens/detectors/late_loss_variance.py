@@ -51,9 +51,11 @@ class LateLossVariance(Detector):
         p < ``alpha``), and the late noise is material: its sd is at least
         ``min_cv`` of the late loss level. A run still falling fast in its
         last quarter (a significant Kendall fall, one-sided p < 0.05, of more
-        than ``max_late_fall`` of its total fall) is not
-        judged: its noise grows while the model separates easy samples from
-        hard ones, and it has not reached "late" yet. Severity warning.
+        than ``max_late_fall`` of its total fall) whose late level is below
+        every earlier window's median is not judged: its noise grows while
+        the model separates easy samples from hard ones, and it has not
+        reached "late" yet (a late fall from above a level reached before is
+        a recovery from a jump, and is judged). Severity warning.
 
     What to try:
         Decay the learning rate (cosine, step or linear decay to ~0), or
@@ -109,7 +111,10 @@ class LateLossVariance(Detector):
         # Only a significant fall counts: with late noise this large a
         # Theil-Sen slope of pure noise can look like a fall.
         late_fall = abs(t.slope) * float(steps[lb - 1] - steps[la]) if t.p_decreasing < 0.05 else 0.0
-        if not late_fall <= self.max_late_fall * abs(float(np.median(x[:5])) - late_level):
+        # A fall back from a jump is no learning: the late level must be below every earlier
+        # window's for the fall to be the model still improving.
+        learning = late_level <= min(float(np.median(x[a:b])) for a, b in windows[:6])
+        if learning and not late_fall <= self.max_late_fall * abs(float(np.median(x[:5])) - late_level):
             return []
         shrink = 1.0
         if ref_level > 0 and late_level > 0:

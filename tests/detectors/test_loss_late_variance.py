@@ -110,3 +110,30 @@ def test_fires_when_late_noise_is_six_to_nine_times_the_mid_run_level(n, factor,
 def test_silent_twin_the_same_run_with_steady_noise(n, base_noise):
     hits = sum(bool(findings(late_noise_times(n, seed, 1.0, base_noise=base_noise))) for seed in range(40))
     assert hits == 0, hits
+
+
+def jump_and_recover(n: int, seed: int) -> np.ndarray:
+    """Falls to 0.05 by 70% of the run, jumps to 0.8 and falls back toward 0.4 with batch-of-two noise:
+    the last quarter falls, but from a level far above the one the run had reached."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    base = np.where(t < 0.75, 0.05 + 1.4 * np.exp(-8 * t), 0.4 + 0.4 * np.exp(-12 * (t - 0.75)))
+    return base * np.exp(np.where(t < 0.75, 0.1, 0.5) * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fires_when_the_late_fall_is_a_recovery_from_a_jump(seed):
+    (f,) = findings(jump_and_recover(500, seed))
+    assert f.evidence["late_level"] > 5 * f.evidence["reference_level"] or f.evidence["variance_ratio"] >= 2
+
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_a_late_fall_to_new_lows_is_still_learning(seed):
+    # The same late fall and noise, but from a plateau the run had not left before: the last quarter
+    # reaches new lows, so the run has not reached "late" yet, as before.
+    rng = np.random.default_rng(seed)
+    t = np.arange(500) / 500
+    base = np.where(t < 0.75, 1.0 + 0.4 * np.exp(-8 * t), 0.4 + 0.6 * np.exp(-12 * (t - 0.75)))
+    x = base * np.exp(np.where(t < 0.75, 0.1, 0.5) * rng.standard_normal(500))
+    assert findings(x) == []
