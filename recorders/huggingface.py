@@ -32,7 +32,8 @@ Where each column comes from:
 - ``config``: the ``TrainingArguments`` and, at the end, the Trainer's state.
 
 Steps are 0-based optimizer steps: the Trainer's ``global_step`` N (N
-updates done) is step N - 1, as in the ``hf`` importer.
+updates done) is step N - 1. The ``hf`` importer keeps a log's own steps
+(N stays N), so an imported ``trainer_state.json`` sits one step later.
 
 The Trainer has no exception event: an exception that ends the script is
 recorded by the Recorder's ``sys.excepthook``; one the script catches leaves
