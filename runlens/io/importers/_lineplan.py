@@ -22,6 +22,7 @@ same either way; a test holds the two paths to that.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -69,6 +70,7 @@ class Parser:
         # anchored regex costs half of finding the shape and the numbers (benchmarks/text_reader.py).
         self.recent: list[tuple[re.Pattern, Plan]] = []
         self._rx: dict[int, re.Pattern | None] = {}
+        self.literals: dict[int, list[str]] = {}  # a plan's text between its numbers (runs of lines read as arrays)
 
     def parse(self, raw: str, ctx: Context) -> tuple[Line | None, list[tuple[str, float]]]:
         raw = squeeze(raw)  # runs of spaces made single first: no pattern then backtracks on them
@@ -106,7 +108,9 @@ class Parser:
             literals = _TOK.split(raw)
             # Two numbers with nothing between could be split another way by a regex: not for these.
             ok = len(literals) == plan.ntoks + 1 and all(literals[1:-1])
-            self._rx[key] = re.compile(_NUM_GROUP.join(map(re.escape, literals))) if ok else None
+            self._rx[key] = re.compile(pattern(plan, literals, re.escape)) if ok else None
+            if ok:
+                self.literals[key] = literals
         rx = self._rx[key]
         if rx is None:
             return
@@ -147,7 +151,7 @@ class Parser:
         for k, sp in field_spans:
             i = at(sp)
             word = raw[sp[0] + offset:sp[1] + offset]
-            if i is None and not word.lstrip("+-").isalpha():
+            if i is None and math.isfinite(to_float(word)):  # a nan/inf spelling is a constant of the shape
                 return _UNCACHEABLE
             fields.append((k, -1, to_float(word)) if i is None else (k, i, 0.0))
         if None in steps or (epoch_span is not None and epoch is None):
@@ -173,6 +177,17 @@ class Parser:
         fields = [(k, float(toks[i]) if i >= 0 else const) for k, i, const in plan.fields]
         partial = f == "bar" and int(toks[s[0]]) < int(toks[s[1]])
         return Line(step, "", plan.eval_line, epoch, plan.source, partial=partial), fields
+
+
+def pattern(plan: Plan, literals: list[str], literal) -> str:
+    """The regex of a plan's lines: its text (each piece through ``literal``) around its numbers; the
+    numbers read as integers (step, epoch) match digits only, so ``step 5.5`` is not replayed as one."""
+    ints = set(plan.steps) | ({plan.epoch} if plan.epoch is not None else set())
+    parts = [literals[0]]
+    for i, lit in enumerate(literals[1:]):
+        parts += [r"(\d+)" if i in ints else _NUM_GROUP, literal(lit)]
+    parts[0] = literal(parts[0])
+    return "".join(parts)
 
 
 def _step(formula: str, n: list[int], epoch: int | None, ctx: Context) -> int:

@@ -26,7 +26,10 @@ from dataclasses import dataclass
 
 from runlens.io.bounded import loads_json
 
-_WORDNUM = r"[-+]?(?:nan(?:x+)?|NaN|NAN|inf(?:inity)?|Inf(?:inity)?|INF)"  # PaddleOCR pads: nanxxx
+# PaddleOCR pads: nanxxx; MSVC's C runtime prints 1.#QNAN, 1.#SNAN, -1.#IND and 1.#INF.
+_MSVC = r"[-+]?\d\.#(?:QNAN|SNAN|IND|INF)0*"
+_WORDNUM = rf"[-+]?(?:nan(?:x+)?|NaN|NAN|inf(?:inity)?|Inf(?:inity)?|INF)|{_MSVC}"
+_WORD_ONLY = re.compile(_WORDNUM)
 _NUM = rf"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|{_WORDNUM}"
 _NUM_ONLY = re.compile(_NUM)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
@@ -49,15 +52,18 @@ _KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
 # ("number of nan iterations: 0"), not a value.
 _FIELD = re.compile(
     rf"(?<![\w.\-])(?P<key>{_KEY_WORD}(?: {_KEY_MORE}){{0,6}}?)"
-    rf"(?:\s*(?P<sep>[:=]|\bis\b))?\s*"
-    rf"(?:(?P<val>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?P<unit>[A-Za-z%µ]*(?:/[A-Za-z]+)?)"
-    rf"|(?P<word>{_WORDNUM})(?(sep)|(?! [A-Za-z_])))(?![\w/:]|\.\d)")
+    rf"(?:\s*(?P<sep>[:=]|\bis\b))?\s*(?P<tensor>tensor\(\s*)?"
+    rf"(?:(?P<word>{_MSVC}|(?:{_WORDNUM})(?(sep)|(?(tensor)|(?! [A-Za-z_]))))"
+    rf"|(?P<val>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?P<unit>[A-Za-z%µ]*(?:/[A-Za-z]+)?))"
+    rf"(?(tensor)(?:\s*,[^()\n]*)?\))(?![\w/:]|\.\d)")
 _IGNORED_KEYS = frozenset({"eta", "in", "of", "at", "to", "for", "the", "with", "on", "and", "by", "from",
                            "is", "was", "took", "#", "time left", "remaining"})
 # Words of prose, never of a metric name: a "key" holding one is a sentence ("but training continued for").
 _PROSE = frozenset({"but", "the", "a", "an", "than", "after", "while", "and", "or", "which", "that", "was",
                     "were", "has", "had", "with", "to", "for", "from", "on", "at", "this", "it", "we", "when",
                     "so", "is", "are", "be", "by", "into", "about", "its", "our", "you", "i", "if", "then"})
+
+_PROSE_OR_IGNORED = _PROSE | _IGNORED_KEYS
 
 # Step markers, most specific first. Each gives (step, total-or-None); eval says the line is a validation pass.
 _MM_EPOCH = re.compile(r"\bEpoch\((train|val|test)\)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
@@ -132,7 +138,7 @@ def to_float(text: str) -> float:
     t = text.lower().lstrip("+")
     if "inf" in t:
         return -math.inf if t.startswith("-") else math.inf
-    if t.lstrip("-").startswith("nan"):
+    if t.lstrip("-").startswith("nan") or "#" in t:  # 1.#QNAN, -1.#IND
         return math.nan
     return float(t)
 
@@ -146,16 +152,41 @@ def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple
     """``(name, value, span of the number)`` of every numeric field in ``text``."""
     out = []
     for m in _FIELD.finditer(text):
-        key = m.group("key").strip()
-        low = key.lower()
-        if low in _IGNORED_KEYS or len(key) > 48 or key.count("/") > 1 or "://" in key:
-            continue
-        if " " in low and any(w in _PROSE for w in low.split()):
-            continue
+        key, start, prev = m.group("key"), m.start("key") + offset, 0
+        for word, at in _bare_words(key):
+            # "loss nan lr 0.001": a name, a bare nan/inf that is its value, then the next field's name.
+            _keep(out, key[prev:at].strip(), to_float(word), (start + at, start + at + len(word)))
+            prev = at + len(word)
         which = "val" if m.group("val") is not None else "word"
         a, b = m.span(which)
-        out.append((key, to_float(m.group(which)), (a + offset, b + offset)))
+        _keep(out, key[prev:].strip(), to_float(m.group(which)), (a + offset, b + offset))
     return out
+
+
+def _bare_words(key: str) -> list[tuple[str, int]]:
+    """The word-numbers inside a multi-word name that are values of their own, with their offsets in it.
+
+    The field pattern reads a bare ``nan`` followed by a word as part of a name ("number of nan
+    iterations: 0"); it is a value when the word before it is a name, not prose ("loss nan lr 0.001").
+    """
+    if " " not in key:
+        return []
+    words, out, at = key.split(" "), [], 0
+    for i, w in enumerate(words):
+        if (0 < i < len(words) - 1 and _WORD_ONLY.fullmatch(w) and not _WORD_ONLY.fullmatch(words[i - 1])
+                and words[i - 1].lower() not in _PROSE_OR_IGNORED):
+            out.append((w, at))
+        at += len(w) + 1
+    return out
+
+
+def _keep(out: list, key: str, value: float, span: tuple[int, int]) -> None:
+    low = key.lower()
+    if not key or low in _IGNORED_KEYS or len(key) > 48 or key.count("/") > 1 or "://" in key:
+        return
+    if " " in low and any(w in _PROSE for w in low.split()):
+        return
+    out.append((key, value, span))
 
 
 def parse_mapping(text: str) -> dict | None:
