@@ -32,7 +32,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runlens.io.importers._textline import Context, clean, find_step, parse_mapping, read_fields, squeeze
+from runlens.io.importers._lineplan import Parser
+from runlens.io.importers._textline import Context, parse_mapping
 from runlens.io.importers.text import text_encoding
 from runlens.io.reader import read_table, shape_of
 from runlens.io.reader.source import head_bytes, open_binary
@@ -139,7 +140,7 @@ def _markdown_rows(lines: list[str]) -> int:
 
 def _line_counts(lines: list[str]) -> dict[str, int]:
     """How many lines each text reader would take (of the head)."""
-    ctx = Context()
+    ctx, parser = Context(), Parser()  # the text reader's shape cache: a few shapes, parsed once each
     counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0}
     for raw in lines[:4000]:
         s = raw.strip()
@@ -157,8 +158,8 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
                 counts["hf"] += 1  # a Trainer dict: no step in it (a dict with one is a text line)
                 continue
         for piece in s.split("\r"):
-            hit = find_step(clean(squeeze(piece.strip())), ctx)
-            if hit is not None and (hit.fields or read_fields(hit.rest)):
+            hit, fields = parser.parse(piece.strip(), ctx)
+            if hit is not None and fields:
                 counts["text"] += 1
                 break
     return counts

@@ -37,6 +37,7 @@ from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, require_file
 from runlens.io.importers._lineplan import Parser
 from runlens.io.importers._names import Mapper
+from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
 from runlens.io.importers._textline import Context, Line, clean, read_fields, squeeze
 from runlens.io.reader.names import LOSS, PERPLEXITY, tokens
 from runlens.io.reader.source import open_binary, open_limited
@@ -92,58 +93,116 @@ def check_text_file(path: Path) -> str:
 def _scan(path: Path, mapper: Mapper, step_key: str | None,
           encoding: str = "utf-8") -> tuple[list[_RunAcc], int, int, Counter]:
     """Every run of the log, how many lines were read and skipped, and which step markers were seen."""
-    runs = [_RunAcc(1)]
-    ctx, parser = Context(), Parser(step_key)
-    n = skipped = partial = 0
-    markers: Counter = Counter()
+    sc = _Scanner(mapper, step_key)
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:  # .gz read as is
-        while raw := f.readline(_MAX_LINE):
-            n += 1
-            if ("skip" in raw or "Skip" in raw) and (event := _skipped_nonfinite(raw, ctx.last_step)):
-                runs[-1].events.append(event)
-            if not _DIGIT.search(raw):
-                skipped += bool(raw.strip())
-                continue
-            hit, fields = parser.parse(raw.strip(), ctx)
-            if ctx.restart:
-                ctx.restart = False
-                if runs[-1].rows:
-                    runs.append(_RunAcc(n))  # a second "Epoch 1/N": the next run begins here
-            if hit is None and ctx.last_step is not None:
-                hit, fields = _eval_at_last_step(raw, ctx.last_step)
-            if hit is None:
-                skipped += 1
-                continue
-            if hit.partial:
-                partial += 1
-                continue
-            if not fields:
-                skipped += 1
-                continue
-            if not in_int64(hit.step):  # the arrays hold int64: such a step is unknown, its line skipped
-                markers["_beyond"] += 1
-                continue
-            cur = runs[-1]
-            if hit.source == "epoch" and ctx.last_step is not None and sum(markers.values()) > markers["epoch"]:
-                # An epoch summary ("Epoch 1: total training loss ...") in a log that counts steps: its
-                # numbers belong to the last step, the epoch number is not a step (nor a restart).
-                hit.step, hit.eval_line = ctx.last_step, hit.eval_line
-                _put_line(cur, hit, fields, mapper)
-                markers["epoch summary"] += 1
-                continue
-            if (not hit.eval_line and cur.rows and cur.last_step is not None and hit.step < cur.last_step
-                    and cur.first_step is not None and hit.step <= cur.first_step):
-                cur = _RunAcc(n)  # the step went back to the start: a restart
-                runs.append(cur)
-            _put_line(cur, hit, fields, mapper)
-            cur.last_line = n
-            if not hit.eval_line:
-                ctx.last_step = hit.step
-                cur.first_step = hit.step if cur.first_step is None else cur.first_step
-                cur.last_step = hit.step
-            markers[hit.source] += 1
-    markers["_partial"] = partial
-    return [r for r in runs if r.rows] or runs[:1], n, skipped, markers
+        for lines in blocks(f, _MAX_LINE):
+            sc.block(lines)
+    sc.markers["_partial"] = sc.partial
+    return [r for r in sc.runs if r.rows] or sc.runs[:1], sc.n, sc.skipped, sc.markers
+
+
+class _Scanner:
+    """The reader's state over the lines of a log: runs so far, context, counts."""
+
+    def __init__(self, mapper: Mapper, step_key: str | None) -> None:
+        self.runs, self.mapper = [_RunAcc(1)], mapper
+        self.ctx, self.parser = Context(), Parser(step_key)
+        self.matcher = Matcher(self.parser, mapper)
+        self.n = self.skipped = self.partial = 0
+        self.markers: Counter = Counter()
+
+    def block(self, lines: list[str]) -> None:
+        """The lines of a block: runs of one batchable shape as arrays, the others one by one."""
+        self.matcher.start(lines)
+        i, end = 0, len(lines)
+        while i < end:
+            plan, k = (None, 0) if self.ctx.restart else self.matcher.run(i)
+            if k >= MIN_RUN:
+                k = self._run(plan, i, k)
+            if k < MIN_RUN:  # not worth arrays, or the run stops here: this line by itself
+                self.line(lines[i])
+                k = 1
+            i += k
+
+    def _run(self, plan, i: int, k: int) -> int:
+        """Lines ``i .. i+k`` of one plan, up to a restart of the step; how many were taken."""
+        cur = self.runs[-1]
+        if not plan.eval_line and (not cur.rows or cur.first_step is None):
+            return 0  # the run's first training line sets its start: line by line
+        run = self.matcher.take(plan, i, k)
+        if run is None:
+            return 0
+        if not plan.eval_line:
+            prev = np.concatenate(([cur.last_step], run.steps[:-1]))
+            back = np.flatnonzero((run.steps < prev) & (run.steps <= cur.first_step))
+            if back.size:  # the step went back to the start: that line opens a new run, line by line
+                k = int(back[0])
+                if k < MIN_RUN:
+                    return 0
+                run.steps, run.fields = run.steps[:k], [(name, v[:k]) for name, v in run.fields]
+            self.ctx.last_step = cur.last_step = int(run.steps[-1])
+        for name, values in run.fields:
+            target = self.mapper(name, plan.eval_line)
+            pair = cur.series.get(target)
+            if pair is None:
+                pair = cur.series[target] = (array("q"), array("d"))
+                cur.names.setdefault(target[1], name)
+            pair[0].frombytes(run.steps.tobytes())
+            pair[1].frombytes(values.tobytes())
+        self.n += k
+        cur.rows += k
+        cur.last_line = self.n
+        self.markers[plan.source] += k
+        self.parser.hits += k
+        return k
+
+    def line(self, raw: str) -> None:
+        """One line read by itself."""
+        self.n += 1
+        ctx, markers, runs, n = self.ctx, self.markers, self.runs, self.n
+        if ("skip" in raw or "Skip" in raw) and (event := _skipped_nonfinite(raw, ctx.last_step)):
+            runs[-1].events.append(event)
+        if not _DIGIT.search(raw):
+            self.skipped += bool(raw.strip())
+            return
+        hit, fields = self.parser.parse(raw.strip(), ctx)
+        if ctx.restart:
+            ctx.restart = False
+            if runs[-1].rows:
+                runs.append(_RunAcc(n))  # a second "Epoch 1/N": the next run begins here
+        if hit is None and ctx.last_step is not None:
+            hit, fields = _eval_at_last_step(raw, ctx.last_step)
+        if hit is None:
+            self.skipped += 1
+            return
+        if hit.partial:
+            self.partial += 1
+            return
+        if not fields:
+            self.skipped += 1
+            return
+        if not in_int64(hit.step):  # the arrays hold int64: such a step is unknown, its line skipped
+            markers["_beyond"] += 1
+            return
+        cur = runs[-1]
+        if hit.source == "epoch" and ctx.last_step is not None and sum(markers.values()) > markers["epoch"]:
+            # An epoch summary ("Epoch 1: total training loss ...") in a log that counts steps: its
+            # numbers belong to the last step, the epoch number is not a step (nor a restart).
+            hit.step = ctx.last_step
+            _put_line(cur, hit, fields, self.mapper)
+            markers["epoch summary"] += 1
+            return
+        if (not hit.eval_line and cur.rows and cur.last_step is not None and hit.step < cur.last_step
+                and cur.first_step is not None and hit.step <= cur.first_step):
+            cur = _RunAcc(n)  # the step went back to the start: a restart
+            runs.append(cur)
+        _put_line(cur, hit, fields, self.mapper)
+        cur.last_line = n
+        if not hit.eval_line:
+            ctx.last_step = hit.step
+            cur.first_step = hit.step if cur.first_step is None else cur.first_step
+            cur.last_step = hit.step
+        markers[hit.source] += 1
 
 
 _EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|dev)\b", re.I)

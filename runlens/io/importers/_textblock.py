@@ -1,0 +1,147 @@
+"""Runs of console lines of one known shape, read as arrays: the text reader's fast path.
+
+The text reader (:mod:`.text`) reads the log in blocks of lines. Once the
+shape cache (:mod:`._lineplan`) holds a plan for the lines being read, one
+regex built from that plan's literal text finds, in one pass over the whole
+block, every line of that shape and its numbers; a run of such lines is then
+appended to the series as arrays (numbers converted by ``float``/``int`` in
+bulk, steps checked for restarts with numpy), and every other line goes
+through the line-by-line reader as before. Only plans whose lines change
+nothing but the series qualify: a step read as an integer from the line (no
+epoch, no running context), fields that map to distinct series other than the
+epoch, and no ``skip`` in the text (a skipped-NaN warning is read per line).
+The result is the same either way; ``tests/importers/test_shape_cache.py``
+and ``test_reader_text_blocks.py`` hold the two paths to that.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from runlens.io.importers._lineplan import Parser, Plan, pattern
+
+BLOCK_CHARS = 1 << 16  # the memory a block holds is a few times this (test_memory_does_not_grow_with_the_file)
+MIN_RUN = 32  # shorter runs are cheaper line by line than as arrays
+_PLANS_PER_BLOCK = 4  # regex passes over one block, at most (a log that changes shape every line)
+_MAX_DIGITS = 18  # a step of more digits may not fit an int64: read line by line, which says so
+_SPACE = r"(?: |[ \t]{2,})"  # what the line reader squeezes to one space
+
+
+def blocks(f, max_line: int, size: int = BLOCK_CHARS) -> Iterator[list[str]]:
+    """The lines of the text stream ``f`` without their newline, a block at a time, cut as
+    ``f.readline(max_line)`` cuts them (a longer line comes in pieces of ``max_line`` characters)."""
+    carry = ""
+    while chunk := f.read(size):
+        lines = (carry + chunk).split("\n")
+        carry = lines.pop()
+        out: list[str] = []
+        while len(carry) >= max_line:  # no newline yet: readline would hand this piece over as a line
+            out.append(carry[:max_line])
+            carry = carry[max_line:]
+        if lines and max(map(len, lines)) >= max_line:
+            lines = [p for ln in lines for p in _pieces(ln, max_line)]
+        yield lines + out if out else lines
+    if carry:
+        yield [carry]
+
+
+def _pieces(line: str, max_line: int) -> list[str]:
+    full = line + "\n"
+    return [full[i:i + max_line].rstrip("\n") for i in range(0, len(full), max_line)]
+
+
+@dataclass
+class Run:
+    """Consecutive lines of one plan: their steps and each field's values, in line order."""
+
+    plan: Plan
+    steps: np.ndarray
+    fields: list[tuple[str, np.ndarray]]
+
+
+class Matcher:
+    """Which lines of a block have a batchable plan's shape, with their numbers as columns."""
+
+    def __init__(self, parser: Parser, mapper) -> None:
+        self.parser, self.mapper = parser, mapper
+        self._ok: dict[int, bool] = {}
+        self._rx: dict[int, re.Pattern] = {}
+        self._line_rx: dict[int, re.Pattern] = {}
+        self.block: list[str] = []
+        self._found: dict[int, tuple[np.ndarray, list[tuple[str, ...]]]] = {}
+
+    def start(self, lines: list[str]) -> None:
+        self.block, self._found = lines, {}
+
+    def run(self, i: int) -> tuple[Plan | None, int]:
+        """The plan of the run of lines from line ``i`` of the block on, among the recent batchable
+        ones (the shapes the next lines most likely have), and its length; ``(None, 0)`` when none."""
+        for _, plan in self.parser.recent:
+            key = id(plan)
+            ok = self._ok.get(key)
+            if ok is None:
+                ok = self._ok[key] = self._batchable(plan)
+            if ok and (key in self._found or self._likely(plan, i)) and (k := self.run_at(plan, i)):
+                return plan, k
+        return None, 0
+
+    def _likely(self, plan: Plan, i: int) -> bool:
+        """Whether line ``i`` and the line a minimal run later have ``plan``'s shape: only then is the
+        block searched for it (a validation line every 1,000 is read by itself, at no block's cost)."""
+        rx = self._line_rx[id(plan)]
+        j = min(i + MIN_RUN - 1, len(self.block) - 1)
+        return rx.fullmatch(self.block[i]) is not None and rx.fullmatch(self.block[j]) is not None
+
+    def _batchable(self, plan: Plan) -> bool:
+        literals = self.parser.literals.get(id(plan))
+        if literals is None or plan.formula != "int" or plan.epoch is not None or plan.source == "epoch":
+            return False
+        text = "".join(literals)
+        if not plan.fields or "skip" in text or "Skip" in text:
+            return False
+        targets = [self.mapper(name, plan.eval_line) for name, _, _ in plan.fields]
+        if len(set(targets)) < len(targets) or any(t[1] == "epoch" for t in targets):
+            return False
+        body = pattern(plan, literals, lambda lit: _SPACE.join(map(re.escape, lit.split(" "))))
+        self._rx[id(plan)] = re.compile(rf"^(?:[^\S\n]*{body}[^\S\n]*|.*)$", re.M)
+        self._line_rx[id(plan)] = re.compile(rf"\s*{body}\s*")
+        return True
+
+    def run_at(self, plan: Plan, i: int) -> int:
+        """How many lines from line ``i`` of the block on have ``plan``'s shape (0 when unknown)."""
+        found = self._matches(plan)
+        if found is None:
+            return 0
+        hit = found[0]
+        if not hit[i]:
+            return 0
+        miss = np.flatnonzero(~hit[i:])
+        return int(miss[0]) if miss.size else len(hit) - i
+
+    def _matches(self, plan: Plan):
+        key = id(plan)
+        if key not in self._found:
+            if len(self._found) >= _PLANS_PER_BLOCK:
+                return None
+            groups = self._rx[key].findall("\n".join(self.block))
+            if not groups or len(groups) != len(self.block):  # one match a line, the fallback ``.*`` included
+                self._found[key] = None
+                return None
+            cols = list(zip(*groups, strict=True)) if isinstance(groups[0], tuple) else [groups]
+            self._found[key] = (np.fromiter(map(bool, cols[0]), bool, len(groups)), cols)
+        return self._found[key]
+
+    def take(self, plan: Plan, i: int, n: int) -> Run | None:
+        """Lines ``i .. i+n`` of the block as arrays; None when a step is too long for an int64."""
+        cols = self._found[id(plan)][1]
+        step_col = cols[plan.steps[0]][i:i + n]
+        if max(map(len, step_col)) > _MAX_DIGITS:
+            return None
+        steps = np.fromiter(map(int, step_col), np.int64, n)
+        fields = [(name, np.fromiter(map(float, cols[j][i:i + n]), np.float64, n) if j >= 0
+                   else np.full(n, const)) for name, j, const in plan.fields]
+        return Run(plan, steps, fields)
