@@ -98,8 +98,8 @@ def parse_float(text: str | None) -> float | None:
 
 def _last_per_step(s: Series) -> tuple[Series, int]:
     """Keep the last value logged for each step (a resumed run logs steps again)."""
-    if len(s.steps) == 0:
-        return s, 0
+    if len(s.steps) == 0 or np.all(s.steps[1:] > s.steps[:-1]):
+        return s, 0  # already one value a step, in order: a million steps need no sort
     rev = s.steps[::-1]
     uniq, first_in_rev = np.unique(rev, return_index=True)
     idx = len(s.steps) - 1 - first_in_rev
@@ -151,7 +151,9 @@ def _table(series: dict[str, Series], key: str, label: str, warnings: list[str],
                                 "per optimizer step); kept the last value of each")
             bases.append(s)
     pool = [b.steps for b in bases] + ([] if extra_steps is None else [np.asarray(extra_steps, np.int64)])
-    steps = np.unique(np.concatenate(pool)) if pool else np.empty(0, np.int64)
+    steps = np.concatenate(pool) if pool else np.empty(0, np.int64)
+    if len(pool) > 1 or not np.all(steps[1:] > steps[:-1]):  # one series in order is its own union
+        steps = np.unique(steps)
     frame = Series(steps, np.full(len(steps), np.nan))
     times = np.full(len(steps), np.nan)
     for b in bases:

@@ -86,11 +86,11 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
         except RecursionError:
             raise ImportFailedError(f"{path}: JSON nested too deeply to be a metrics log") from None
         return jsonshape.read_document(doc)
-    text = decode(read_all(path))
+    data = read_all(path)
     if shape == "jsonl":
-        return jsonshape.read_lines(text.splitlines())
+        return jsonshape.read_lines(decode(data).splitlines())
     lines = decode(head).splitlines()
     found = delimited.sniff(lines[:-1] if len(head) >= 262_144 else lines)  # a full window may cut its last line
     if found is None:
         return None
-    return delimited.read_text(text, *found, conflict)
+    return delimited.read_data(data, *found, conflict)

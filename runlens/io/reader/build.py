@@ -32,9 +32,9 @@ def segments(steps: np.ndarray) -> list[tuple[int, int]]:
     if len(steps) == 0:
         return [(0, 0)]
     first = steps[0]
-    for i in range(1, len(steps)):
+    for i in (np.flatnonzero(steps[1:] < steps[:-1]) + 1).tolist():  # only a fall can start a run
         # A fall to where the run began after a few rows: an interleaved duplicate in the first rows is not a run.
-        if steps[i] < steps[i - 1] and steps[i] <= first and (i - start >= 4 or steps[i] < first):
+        if steps[i] <= first and (i - start >= 4 or steps[i] < first):
             out.append((start, i))
             start, first = i, steps[i]
     out.append((start, len(steps)))

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from runlens.io.reader.source import decode
 from runlens.io.reader.table import MAX_COLUMNS, Table
 from runlens.io.reader.values import parse
 
@@ -183,13 +184,37 @@ def _column(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
 
 def read_text(text: str, delim: str, width: int, conflict: str | None = None) -> Table:
     """:func:`read_fast` for a clean headed table, else the cell-by-cell reader."""
-    if delim in (",", "\t", ";") and "\n=======" not in text:
-        first = next((ln for ln in text.splitlines()[:5] if ln.strip()), "")
-        if _numeric_share(split(first, delim)) < 0.5:
-            fast = read_fast(io.BytesIO(text.encode("utf-8")), delim)
-            if fast is not None:
-                return fast
+    if _headed(text[:_HEAD_CHARS], delim) and "\n=======" not in text:
+        fast = read_fast(io.BytesIO(text.encode("utf-8")), delim)
+        if fast is not None:
+            return fast
     return read(text.splitlines(), delim, width, conflict)
+
+
+def read_data(data: bytes, delim: str, width: int, conflict: str | None = None) -> Table:
+    """:func:`read_text` of the file's bytes: a clean headed UTF-8 table goes to pyarrow as it is
+    (no decoding to text and encoding back, no list of a million lines)."""
+    raw = data
+    while raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    if raw[:2] not in (b"\xff\xfe", b"\xfe\xff") and b"\n=======" not in raw \
+            and _headed(decode(raw[:_HEAD_CHARS]), delim):
+        fast = read_fast(io.BytesIO(raw), delim)
+        if fast is not None:
+            return fast
+    return read_text(decode(data), delim, width, conflict)  # bad bytes replaced first, as before
+
+
+_BOM = b"\xef\xbb\xbf"
+_HEAD_CHARS = 1 << 16
+
+
+def _headed(head: str, delim: str) -> bool:
+    """Whether the table is pyarrow's to read: a comma/tab/semicolon table whose first row is a header."""
+    if delim not in (",", "\t", ";"):
+        return False
+    first = next((ln for ln in head.splitlines()[:5] if ln.strip()), "")
+    return _numeric_share(split(first, delim)) < 0.5
 
 
 def read_parquet(path) -> Table:
