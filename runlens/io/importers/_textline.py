@@ -13,8 +13,12 @@ words: ``elapsed time per iteration (ms)``) and a number, joined by ``:``,
 ``=``, ``is`` or a space; separators between fields are ``|``, ``,``,
 `` - ``, ``;``, brackets or whitespace. A number may carry a unit
 (``1099.34ms``, ``15.34%``, ``4.2s``); ``2:46:39`` (a duration) and
-``100/735`` (a counter) are not numbers. ``nan``, ``inf``, ``-inf``,
-``Infinity`` and ``NaN`` are numbers: they are data.
+``100/735`` (a counter) are not numbers. ``nan``, ``-nan``, ``inf``, ``-inf``,
+``Infinity``, ``NaN``, PaddleOCR's ``nanxxx``, MSVC's ``1.#QNAN`` / ``-1.#IND`` /
+``1.#INF`` and torch's ``tensor(nan, device='cuda:0')`` are numbers: they are
+data. A bare word-number followed by another name (``loss nan lr 0.001``) is the
+value of the name before it, unless that name ends in prose (``number of nan
+iterations: 0`` is one name).
 """
 
 from __future__ import annotations
