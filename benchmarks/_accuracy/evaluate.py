@@ -41,7 +41,7 @@ VARIED2_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied2"
 THIRD_DATA = ROOT / "benchmarks" / "_data" / "third"
 THIRD_FRESH_DATA = ROOT / "benchmarks" / "_data" / "third-fresh"
 # When the third-fresh draw was trained (its draw.json's start and end); a retrained set no longer matches.
-THIRD_FRESH_DRAWN = ("2026-12-02 01:01", "PENDING")
+THIRD_FRESH_DRAWN = ("2026-12-02 01:01", "2026-12-02 01:33")
 
 ROLES = {
     "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",

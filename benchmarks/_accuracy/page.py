@@ -74,8 +74,13 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "16 under accumulation, kept or doubled), drawn from each run's own shifted seed "
     "(`benchmarks/third/catalog.py: redraw`, `python -m benchmarks.third --seed-shift 5000 --vary`). The "
     "bugs, criteria and labels are the catalog's; each label is confirmed against the run's fixed twin as "
-    "before. Generated before round 5's detector changes landed, with nothing diagnosed; only the "
-    "generator's own confirmations were read before its one grading.",
+    "before. The draw was fixed in commit fc9315b (01:01:06 UTC) and trained from 2026-12-02 01:01:08 to "
+    "01:33:00 UTC (`draw.json`), before the first detector commit of round 5 (13c434d, 01:01:41); "
+    "training runs no runlens code, so nothing committed during it could shape it. Nothing of it was "
+    "diagnosed before its one grading; only the generator's own confirmations were read: 43 runs, 33 "
+    "confirmed, 10 not (eval_missing 0/2, reduction_sum 0/2, target_leak 0/2, labels_shuffled 1/2, "
+    "accum_unscaled 1/2, healthy 13/15; every other bug 2/2), so the codes of the three bugs with none "
+    "confirmed are not graded on it.",
 )
 
 
