@@ -87,11 +87,13 @@ def pyarrow_timeouts(fs):
 
     import pyarrow.fs as pafs
 
-    if not isinstance(fs, (pafs.S3FileSystem, pafs.GcsFileSystem)):
+    # A pyarrow built without S3 or GCS has no such class (and no such filesystem to bound).
+    s3, gcs = getattr(pafs, "S3FileSystem", ()), getattr(pafs, "GcsFileSystem", ())
+    if not isinstance(fs, (s3, gcs)):
         return fs
     # Their options are given at construction only: rebuilt from their own state.
     rebuild, (options,) = fs.__reduce__()
-    if isinstance(fs, pafs.S3FileSystem):
+    if isinstance(fs, s3):
         options.update(connect_timeout=CONNECT_SECONDS, request_timeout=READ_SECONDS)
     else:
         options.update(retry_time_limit=dt.timedelta(seconds=READ_SECONDS))
