@@ -269,7 +269,8 @@ def val_jumps(vl: np.ndarray, min_evals: int = 6) -> dict[str, float]:
     fall or rise leaves none), the same without the evaluation of the
     largest residual (``rms_without_largest``), with the level (median) and
     the progress of the validation loss (first evaluation minus the level)
-    to judge it by.
+    to judge it by (the start is the median of the first three evaluations: a model's first
+    evaluation, straight from its initialization, can sit far above the rest, as a VAE's KL term does).
     """
     late = vl[vl.size // 2:]
     if late.size < min_evals:
@@ -282,7 +283,7 @@ def val_jumps(vl: np.ndarray, min_evals: int = 6) -> dict[str, float]:
     rest_resid = rest - rolling_median(rest, 5, mode="nearest")
     return {"rms": float(np.sqrt(np.mean(resid ** 2))), "level": level,
             "rms_without_largest": float(np.sqrt(np.mean(rest_resid ** 2))),
-            "progress": float(max(vl[0] - level, 0.0))}
+            "progress": float(max(np.median(vl[:3]) - level, 0.0))}
 
 
 def drop_after_spikes(steps: np.ndarray, x: np.ndarray, vs: np.ndarray, vl: np.ndarray,

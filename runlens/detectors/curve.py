@@ -106,7 +106,8 @@ class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
           wandering with ratio >= ``wander_ratio`` and an amplitude of 2% of
           ``E``, each at p < ``alpha_strong``, the wandering in both halves
           of the late third), the validation loss jumps between evaluations by
-          ``val_jumps`` of ``max(level, dispersion * its progress)`` (RMS of
+          ``val_jumps`` of ``max(level, dispersion * its progress)`` (progress
+          from the median of the first three evaluations; RMS of
           the residuals from a rolling median of 5; evaluations right after a
           training-loss spike left out; and at least half that without the
           evaluation of the largest residual: one bump is an event, not

@@ -53,3 +53,25 @@ def test_bumps_on_many_evaluations_with_large_steps_are_unstable(seed):
     assert d.curve.label == "unstable", d.curve
     ev = next(f for f in d.findings if f.code == "unstable").evidence
     assert ev["kind"] == "val_jumps", ev
+
+
+def _first_eval_far_above(seed: int, jump: float) -> tuple[np.ndarray, np.ndarray]:
+    """Settled validation losses jumping by ``jump`` of their level, after a first evaluation straight
+    from initialization twenty times above the rest (a VAE's KL term at the start)."""
+    rng = np.random.default_rng(seed + 200)
+    vs = np.linspace(N // 24, N - 1, 24).astype(np.int64)
+    vl = 4.0 * (1 + 0.5 * np.exp(-8 * vs / N)) * (1 + jump * rng.standard_normal(vs.size))
+    vl[0] = 80.0
+    return vs, vl
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_jumps_with_large_steps_after_a_first_evaluation_far_above_are_unstable(seed):
+    d = _analyze(*_first_eval_far_above(seed, 0.08), seed)
+    assert d.curve.label == "unstable", d.curve
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_the_same_start_with_a_quiet_validation_loss(seed):
+    d = _analyze(*_first_eval_far_above(seed, 0.003), seed)
+    assert d.curve.label == "healthy", d.curve
