@@ -12,11 +12,10 @@ and format it; they never see a run.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +32,9 @@ from runlens.report_data.series import (
     spark,
     window,
 )
+
+if TYPE_CHECKING:
+    from runlens.signals import Signals
 
 __all__ = ["CodeDoc", "Heatmap", "Item", "KeyNumber", "Marks", "Onset", "ReportData", "Series", "Spark",
            "build_report_data", "evidence_of"]
@@ -102,7 +104,7 @@ class ReportData:
     layers_total: int = 0  # layers declared, else layers recorded
 
 
-def build_report_data(diagnosis: Diagnosis, signals: Any) -> ReportData:
+def build_report_data(diagnosis: Diagnosis, signals: Signals) -> ReportData:
     """Everything a report shows about ``diagnosis``, read from the run's ``signals``.
 
     The charts mark ``diagnosis.verdict_step``, the step the headline and the

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from runlens.summary import lowest
+from runlens.summary import KEY_NUMBERS, lowest
 
 __all__ = ["Item", "KeyNumber", "evidence_items", "key_numbers", "label_of", "unit_of"]
 
@@ -103,13 +103,13 @@ def key_numbers(signals: Any, numbers: Mapping[str, Any], n_layers: int) -> tupl
     """The few numbers a reader looks at first, as labelled rows: the diagnosis's key ``numbers``
     (:func:`runlens.summary.run_numbers`, one definition each), what the signals add (learning
     rate, gradient norm) and ``n_layers``."""
-    n = numbers
+    n = {**dict.fromkeys(KEY_NUMBERS), **numbers}  # a diagnosis built by hand may hold none
     rows: list[KeyNumber] = []
     if n["steps"]:
         rows.append(KeyNumber("steps recorded", n["steps"],
                               unit=f"(step {n['first_step']:,} to {n['last_step']:,})"))
     loss = signals.loss_logged
-    if len(loss):
+    if len(loss) and n["final_loss"] is not None:  # set whenever a loss was counted (NaN included)
         if n["min_loss"] is None:
             rows.append(KeyNumber("loss", "never finite"))
         else:
