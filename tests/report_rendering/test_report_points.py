@@ -141,3 +141,17 @@ def test_report_data_is_an_explicit_step_over_a_plain_diagnosis():
     data = build_report_data(d, signals_of(run))
     assert data.diagnosis is d and data.key_numbers
     assert data.duration_s == d.key_numbers["duration_s"]  # one duration, the diagnosis's
+
+
+def test_the_api_reports_a_plain_diagnosis_with_its_run_or_by_reading_it_again(tmp_path):
+    from pathlib import Path
+
+    import runlens
+
+    run = runlens.load_run(Path(__file__).resolve().parents[2] / "sample_runs" / "plateau")
+    d = runlens.analyze(run)
+    given = runlens.report(d, tmp_path / "a", formats=("md",), run=run)
+    again = runlens.report(d, tmp_path / "b", formats=("md",))  # read again from d.path
+    assert [p.name for p in given] == [p.name for p in again]
+    assert given[0].read_text(encoding="utf-8") == again[0].read_text(encoding="utf-8")
+    assert "| final loss |" in given[0].read_text(encoding="utf-8")
