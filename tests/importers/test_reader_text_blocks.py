@@ -3,8 +3,9 @@
 Each log is written here with what stresses the run path: restarts of the step inside a block,
 validation lines between training lines, runs of spaces and tabs, runs shorter than a block and
 longer than one, lines cut at ``_MAX_LINE``, a step too long for an int64, an ``Epoch 1/N`` header.
-The same log is read with blocks of a few hundred characters (runs cross block ends) and with the
-shape cache off (every line parsed in full); the results must be identical.
+The same log is read with blocks of a few hundred characters (runs cross block ends), by pyarrow's
+RE2 or by Python's ``re``, and with the shape cache off (every line parsed in full); the results
+must be identical.
 """
 
 from __future__ import annotations
@@ -81,9 +82,12 @@ def _same(a, b) -> None:
 
 @pytest.mark.parametrize("make", LOGS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("block", [300, 4096, _textblock.BLOCK_CHARS])
-def test_runs_read_as_arrays_match_the_full_parse(tmp_path, monkeypatch, make, block):
+@pytest.mark.parametrize("engine", ["arrow", "re"])
+def test_runs_read_as_arrays_match_the_full_parse(tmp_path, monkeypatch, make, block, engine):
     path = tmp_path / "train.log"
     make(path)
+    if engine == "re":  # the path taken where pyarrow cannot search or cast a block
+        monkeypatch.setattr(_textblock.Matcher, "_search_arrow", lambda self, plan: None)
     if make is long_lines:
         monkeypatch.setattr(text, "_MAX_LINE", 120)
     monkeypatch.setattr(_textblock, "BLOCK_CHARS", block)

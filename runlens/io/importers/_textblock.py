@@ -4,8 +4,9 @@ The text reader (:mod:`.text`) reads the log in blocks of lines. Once the
 shape cache (:mod:`._lineplan`) holds a plan for the lines being read, one
 regex built from that plan's literal text finds, in one pass over the whole
 block, every line of that shape and its numbers; a run of such lines is then
-appended to the series as arrays (numbers converted by ``float``/``int`` in
-bulk, steps checked for restarts with numpy), and every other line goes
+appended to the series as arrays (pyarrow's RE2 finds the lines and casts their
+numbers, rounding as ``float`` does; Python's ``re`` where pyarrow cannot; steps
+checked for restarts with numpy), and every other line goes
 through the line-by-line reader as before. Only plans whose lines change
 nothing but the series qualify: a step read as an integer from the line (no
 epoch, no running context), fields that map to distinct series other than the
@@ -21,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from runlens.io.importers._lineplan import Parser, Plan, pattern
 
@@ -29,6 +32,7 @@ MIN_RUN = 32  # shorter runs are cheaper line by line than as arrays
 _PLANS_PER_BLOCK = 4  # regex passes over one block, at most (a log that changes shape every line)
 _MAX_DIGITS = 18  # a step of more digits may not fit an int64: read line by line, which says so
 _SPACE = r"(?: |[ \t]{2,})"  # what the line reader squeezes to one space
+_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"  # _lineplan's number, not captured
 
 
 def blocks(f, max_line: int, size: int = BLOCK_CHARS) -> Iterator[list[str]]:
@@ -71,6 +75,7 @@ class Matcher:
         self._ok: dict[int, bool] = {}
         self._rx: dict[int, re.Pattern] = {}
         self._line_rx: dict[int, re.Pattern] = {}
+        self._arrow: dict[int, str] = {}
         self.block: list[str] = []
         self._found: dict[int, tuple[np.ndarray, list[tuple[str, ...]]]] = {}
 
@@ -106,7 +111,8 @@ class Matcher:
         targets = [self.mapper(name, plan.eval_line) for name, _, _ in plan.fields]
         if len(set(targets)) < len(targets) or any(t[1] == "epoch" for t in targets):
             return False
-        body = pattern(plan, literals, lambda lit: _SPACE.join(map(re.escape, lit.split(" "))))
+        body = pattern(plan, literals, _literal)
+        self._arrow[id(plan)] = _arrow_pattern(plan, literals)
         self._rx[id(plan)] = re.compile(rf"^(?:[^\S\n]*{body}[^\S\n]*|.*)$", re.M)
         self._line_rx[id(plan)] = re.compile(rf"\s*{body}\s*")
         return True
@@ -127,17 +133,45 @@ class Matcher:
         if key not in self._found:
             if len(self._found) >= _PLANS_PER_BLOCK:
                 return None
-            groups = self._rx[key].findall("\n".join(self.block))
-            if not groups or len(groups) != len(self.block):  # one match a line, the fallback ``.*`` included
-                self._found[key] = None
-                return None
-            cols = list(zip(*groups, strict=True)) if isinstance(groups[0], tuple) else [groups]
-            self._found[key] = (np.fromiter(map(bool, cols[0]), bool, len(groups)), cols)
+            self._found[key] = self._search_arrow(plan) or self._search_re(plan)
         return self._found[key]
+
+    def _search_arrow(self, plan: Plan):
+        """The block's lines of ``plan``'s shape and their numbers, by pyarrow (RE2 and its string to
+        number casts, which round as ``float`` does); None where pyarrow cannot (a step beyond int64, a
+        pattern RE2 refuses), and Python's ``re`` does it. RE2's ``\\s`` and ``\\d`` are ASCII only, so
+        it matches a subset of the lines ``re`` would: the others go through the line reader."""
+        used = {plan.steps[0]} | {j for _, j, _ in plan.fields if j >= 0}
+        try:
+            lines = pc.split_pattern(pa.array(["\n".join(self.block)]), "\n").flatten()
+            found = pc.extract_regex(lines, pattern=self._arrow[id(plan)])
+            ok = found.is_valid()
+            hit = ok.to_numpy(zero_copy_only=False)
+            if len(hit) != len(self.block):
+                return None
+            kept = found.filter(ok)
+            cols = {j: pc.cast(kept.field(f"t{j}"), pa.int64() if j == plan.steps[0] else pa.float64())
+                    .to_numpy(zero_copy_only=False) for j in used}
+        except (pa.ArrowException, ValueError):
+            return None
+        return hit, ("arrow", np.cumsum(hit) - 1, cols)
+
+    def _search_re(self, plan: Plan):
+        groups = self._rx[id(plan)].findall("\n".join(self.block))
+        if not groups or len(groups) != len(self.block):  # one match a line, the fallback ``.*`` included
+            return None
+        cols = list(zip(*groups, strict=True)) if isinstance(groups[0], tuple) else [groups]
+        return np.fromiter(map(bool, cols[0]), bool, len(groups)), ("re", cols)
 
     def take(self, plan: Plan, i: int, n: int) -> Run | None:
         """Lines ``i .. i+n`` of the block as arrays; None when a step is too long for an int64."""
-        cols = self._found[id(plan)][1]
+        how = self._found[id(plan)][1]
+        if how[0] == "arrow":
+            a = int(how[1][i])
+            steps = how[2][plan.steps[0]][a:a + n]
+            fields = [(name, how[2][j][a:a + n] if j >= 0 else np.full(n, const)) for name, j, const in plan.fields]
+            return Run(plan, steps, fields)
+        cols = how[1]
         step_col = cols[plan.steps[0]][i:i + n]
         if max(map(len, step_col)) > _MAX_DIGITS:
             return None
@@ -145,3 +179,17 @@ class Matcher:
         fields = [(name, np.fromiter(map(float, cols[j][i:i + n]), np.float64, n) if j >= 0
                    else np.full(n, const)) for name, j, const in plan.fields]
         return Run(plan, steps, fields)
+
+
+def _arrow_pattern(plan: Plan, literals: list[str]) -> str:
+    """``plan``'s line as an RE2 pattern: the numbers it reads in named groups ``t<token>``."""
+    used = {plan.steps[0]} | {j for _, j, _ in plan.fields if j >= 0}
+    parts = [_literal(literals[0])]
+    for i, lit in enumerate(literals[1:]):
+        num = r"\d+" if i in plan.steps else _NUM
+        parts += [f"(?P<t{i}>{num})" if i in used else f"(?:{num})", _literal(lit)]
+    return rf"^[^\S\n]*{''.join(parts)}[^\S\n]*$"
+
+
+def _literal(text: str) -> str:
+    return _SPACE.join(map(re.escape, text.split(" ")))
