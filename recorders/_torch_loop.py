@@ -13,8 +13,8 @@ whose gradients the recorder reads anyway.
 - ``params_without_grad`` (run.json): trainable parameters that had no
   gradient on any step whose gradients were read, kept current in memory
   and written with run.json (every flush and at close);
-- ``model_training`` (evals): 1 when any module was in training mode at
-  ``rec.validation``.
+- ``model_training`` (evals): 1 when the validation's own forwards ran in
+  training mode (:class:`ModeWatch`).
 """
 
 from __future__ import annotations
@@ -86,6 +86,40 @@ class LoopWatch:
             return False
         self.without_grad = [self.names[i] for i in missing]
         return True
+
+    def remove(self) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+
+
+class ModeWatch:
+    """The training flag of the model's forwards since the last training step.
+
+    Loops commonly call ``model.train()`` right after the validation loop and
+    log the loss after it (``model.eval(); v = evaluate(); model.train();
+    rec.validation(v)``): the flag at the ``rec.validation`` call then says
+    training although the evaluation ran in eval mode. The forwards since the
+    last optimizer step (or ``rec.step``) are the evaluation's own, so their
+    mode is recorded; with none seen (the evaluation called a submodule, or
+    nothing), the mode at the call. One set insert per forward of the root.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+        self.modes: set[bool] = set()
+        self._hook: Any = model.register_forward_pre_hook(self._seen)
+
+    def _seen(self, module: nn.Module, args: Any) -> None:
+        self.modes.add(module.training)
+
+    def clear(self) -> None:
+        self.modes.clear()
+
+    def training(self) -> int:
+        if self.modes:
+            return int(True in self.modes)
+        return model_training(self.model)
 
     def remove(self) -> None:
         if self._hook is not None:

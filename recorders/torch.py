@@ -39,7 +39,7 @@ from recorders._online import SpikeDetector
 from recorders._torch_env import check_every, config_of, dist_rank, environment, host
 from recorders._torch_events import step_events
 from recorders._torch_hooks import ActivationWatch, BackwardEnd, FirstForward, depth_order
-from recorders._torch_loop import LoopWatch, model_training, total_norm
+from recorders._torch_loop import LoopWatch, ModeWatch, total_norm
 from recorders._torch_scale import ScaleTracker, enabled
 from recorders._torch_sharded import norms_for
 from recorders._torch_signals import Handlers
@@ -122,6 +122,7 @@ class Recorder(Handlers):
 
     def _attach(self, watch_activations: bool, handle_signals: bool) -> None:
         self._first = FirstForward(self.model, self._after_first_forward)
+        self._modes = ModeWatch(self.model)
         self._backward = BackwardEnd([p for p in self._params if p.requires_grad], self._at_backward_end)
         self._backward.active = self._reads_grads(self._step)
         opt = self.optimizer
@@ -173,6 +174,7 @@ class Recorder(Handlers):
     def _before_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         # The lr this step uses, before a scheduler stepped after optimizer.step() changes it.
         self._lrs = self._read_lrs()
+        self._modes.clear()  # the forwards so far were training's; a validation after the step has its own
         if self._backward.active and self._stale():  # the last backward's moment was missed
             self._guard("reading gradients", self._capture, False)
         if self._backward.active:  # after any clipping and unscaling: the gradient the step applies
@@ -224,6 +226,7 @@ class Recorder(Handlers):
         if self._n_backward and self._k_hint is None:
             self._expect_k = self._n_backward
         self._reset_step_state()
+        self._modes.clear()  # forwards after a recorded step belong to what comes next (a validation)
         self._step = s + 1
         self._backward.active = self._reads_grads(self._step)
 
@@ -232,7 +235,7 @@ class Recorder(Handlers):
         self._guard("recording deferred steps", self._resolve)
         step = max(self._step - 1, 0)
         values = {k: host(v) for k, v in scalars.items()}
-        values["model_training"] = model_training(self.model)
+        values["model_training"] = self._modes.training()
         self._guard("recording validation", lambda: self._writer.add_eval(step, host(val_loss), **values))
 
     def summary(self) -> dict[str, Any]:
@@ -358,7 +361,8 @@ class Recorder(Handlers):
         self._guard("recording deferred steps", self._resolve)
         atexit.unregister(self._resolve_at_exit)
         self._closed = True
-        for part in (self._first, self._backward, self._watch, self._lr_hook, self._loop, self._math.watch):
+        for part in (self._first, self._modes, self._backward, self._watch, self._lr_hook, self._loop,
+                     self._math.watch):
             if part is not None:
                 self._guard("removing hooks", part.remove)
         self._restore_handlers()

@@ -27,8 +27,9 @@ class ValidationInTrainMode(Detector):
     What it detects:
         Evaluations made without ``model.eval()`` (or after a
         ``model.train()`` that was never undone). The recorder writes the
-        model's ``training`` flag at each ``rec.validation()`` (evals column
-        ``model_training``, 1 = training mode); that flag decides. Without
+        mode of the validation's own forwards at each ``rec.validation()``
+        (evals column ``model_training``, 1 = training mode); that flag
+        decides. Without
         it, a conservative reading of the log: the config states a dropout
         of at least ``min_dropout``, and the validation loss is above the
         training loss at the same point by a steady factor from the very

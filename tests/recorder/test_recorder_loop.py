@@ -56,8 +56,17 @@ def _train(run, *, clip: float, steps: int = 6, scheduler: bool = True):
                                                  for p, b in zip(model.parameters(), before, strict=True))))
             rec.step(loss)
             if step == 2:
+                with torch.no_grad():
+                    model(torch.randn(16, 4))
                 rec.validation(0.5)  # left in training mode, as the bug does
                 truth["training"].append(1)
+            if step == 4:
+                model.eval()
+                with torch.no_grad():
+                    model(torch.randn(16, 4))
+                model.train()  # restored before the loss is logged, as most loops do
+                rec.validation(0.45)
+                truth["training"].append(0)
             if step == 5:
                 model.eval()
                 rec.validation(0.4)
