@@ -168,9 +168,9 @@ def judge(path: str, options: dict, detectors: list | None, columns=None):
     ``--run N`` (``options["run"]``), or a single run, ``runs_in_file`` is None.
     """
     from runlens.analysis import analyze
-    from runlens.io.loader import load_run
+    from runlens.io.remote import open_run
 
-    run = load_run(path, columns, import_options=options or None)
+    run = open_run(path, columns, import_options=options or None)
     config = run.meta.get("config") if isinstance(run.meta.get("config"), dict) else {}
     n = runs_in_log(config) if "imported_from" in config and "run" not in options else 1
     if n < 2:
@@ -201,10 +201,10 @@ def _rank(diagnosis) -> tuple[int, bool]:
 def _judge_one(path: str, options: dict, detectors: list | None, columns):
     from runlens.analysis import analyze
     from runlens.errors import RunlensError
-    from runlens.io.loader import load_run
+    from runlens.io.remote import open_run
 
     try:
-        run = load_run(path, columns, import_options=options)
+        run = open_run(path, columns, import_options=options)
         return analyze(run, detectors=detectors), None, run
     except RunlensError as exc:  # one run of the log that cannot be read: listed, the others judged
         return None, exc, None

@@ -267,6 +267,8 @@ def _discover_url(root_url: str) -> list[str]:
         infos = []  # not a folder: maybe the URL is a run's run.json folder itself
     if fs.get_file_info(f"{root}/run.json").type == pafs.FileType.File:
         return [root_url]
+    if not infos and fs.get_file_info(root).type == pafs.FileType.File:
+        return [root_url]  # a log named by its URL (s3://bucket/train.log): read as a local file named is
     run_dirs = set()
     for info in infos:
         if info.type != pafs.FileType.File or info.base_name != "run.json":

@@ -32,13 +32,14 @@ from runlens.io.loader import load_run
 from runlens.io.runmeta import one_line as _one_line
 
 
-def open_run(path: str, columns: Mapping[str, Any] | None = None):
+def open_run(path: str, columns: Mapping[str, Any] | None = None, *,
+             import_options: Mapping[str, Any] | None = None):
     """``load_run`` for a local path or a filesystem URL (staged to a temp dir)."""
     if not is_url(path):
-        return load_run(path, columns=columns)
+        return load_run(path, columns=columns, import_options=import_options)
     if path.lower().startswith("file://"):
         local = file_url_path(path)
-        return _renamed(load_run(local, columns=columns), local, path)
+        return _renamed(load_run(local, columns=columns, import_options=import_options), local, path)
     with tempfile.TemporaryDirectory(prefix="runlens-") as tmp:
         local = os.path.join(tmp, "run")
         try:
@@ -49,7 +50,7 @@ def open_run(path: str, columns: Mapping[str, Any] | None = None):
             raise
         except Exception as exc:  # noqa: BLE001 - each network filesystem raises its own classes
             raise RunFormatError(f"{path}: cannot be read ({type(exc).__name__}: {_one_line(exc)})") from None
-        return _renamed(load_run(local, columns=columns), local, path)
+        return _renamed(load_run(local, columns=columns, import_options=import_options), local, path)
 
 
 def _renamed(run, local: str, path: str):
