@@ -58,8 +58,6 @@ def analyze(run_or_path: Run | str | os.PathLike[str], *,
     notes: list[str] = []
     signals = signals_of(run)
     ctx = Context(first_nonfinite_step=signals.first_nonfinite_step, signals=signals)
-    if CURVE not in REGISTRY:
-        ctx = dataclasses.replace(ctx, curve=_classify(run, ctx, notes))
     reported = {id(d) for d in chosen}
     findings: list[Finding] = []
     outcomes = []
@@ -103,8 +101,6 @@ def projection(detectors: Iterable[Detector]) -> dict[str, list[str]]:
     """The union of the detectors' ``needs`` (and the base needs), per table."""
     detectors = list(detectors)
     needs = [BASE_NEEDS, *(d.needs for d in detectors)]
-    if CURVE not in REGISTRY:
-        needs.append(_curve_needs())
     tables: dict[str, list[str]] = {}
     for table in ("scalars", "evals", "layers", "events"):
         cols = [c for n in needs for c in getattr(n, table)]
@@ -178,41 +174,12 @@ def _with_dependencies(chosen: list[Detector]) -> list[Detector]:
     """The chosen detectors and the registered steps they (transitively) depend on, in order."""
     by_code = {d.code: d for d in chosen}
     codes = {d.code for d in chosen} | {dep for d in chosen for dep in type(d).depends if dep in REGISTRY}
-    codes |= {CURVE} if CURVE in REGISTRY else set()
+    codes |= {CURVE}  # the verdict every diagnosis carries, whichever detectors were chosen
     order = dependency_order(c for c in codes if c in REGISTRY)  # unregistered instances run last
     extra = {c: REGISTRY[c]() for c in order if c not in by_code}
     rank = {c: i for i, c in enumerate(order)}
     steps = [*chosen, *extra.values()]
     return sorted(steps, key=lambda d: (rank.get(d.code, len(rank)), d.code))
-
-
-def _curve_module():
-    try:
-        from runlens.detectors import curve
-    except ImportError:
-        return None
-    return curve if callable(getattr(curve, "classify", None)) else None
-
-
-def _curve_needs() -> Needs:
-    needs = getattr(_curve_module(), "NEEDS", None)
-    return needs if isinstance(needs, Needs) else Needs()
-
-
-def _classify(run: Run, ctx: Context, notes: list[str]) -> CurveVerdict:
-    curve = _curve_module()
-    if curve is None:
-        return CurveVerdict("insufficient_data", "the curve classifier is not installed")
-    try:
-        with pywarnings.catch_warnings(), np.errstate(all="ignore"):
-            pywarnings.simplefilter("ignore")
-            verdict = curve.classify(run, ctx)
-        if not isinstance(verdict, CurveVerdict):
-            raise TypeError(f"classify() returned {type(verdict).__name__}, not CurveVerdict")
-        return verdict
-    except Exception as exc:  # noqa: BLE001 - same guard as the detectors
-        notes.append(f"curve classifier crashed: {type(exc).__name__}: {one_line(exc)}")
-        return CurveVerdict("insufficient_data", "the curve classifier failed on this run")
 
 
 def _order(f: Finding) -> tuple:

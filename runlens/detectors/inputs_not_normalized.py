@@ -9,8 +9,8 @@ import numpy as np
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._bugs import sign_p
-from runlens.detectors._curveshape import stated_classes
 from runlens.detectors._layerstats import MAX_ROWS
+from runlens.detectors.curve.features import stated_classes
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context

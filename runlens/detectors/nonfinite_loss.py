@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
-from runlens.detectors._curveshape import masked_nan
 from runlens.detectors._nonfinite import activation_culprit, recent_growth
+from runlens.detectors.curve.diverged import masked_nan
 from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:

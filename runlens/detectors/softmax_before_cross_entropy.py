@@ -9,7 +9,7 @@ import numpy as np
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, config_number, scalar_column
-from runlens.detectors._curveshape import stated_classes
+from runlens.detectors.curve.features import stated_classes
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context

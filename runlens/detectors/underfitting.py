@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runlens.detectors._base import register
-from runlens.detectors._curvefinding import CurveFinding
+from runlens.detectors.curve.finding import CurveFinding
 
 
 @register

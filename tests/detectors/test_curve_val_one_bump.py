@@ -9,7 +9,7 @@ import pytest
 from loss_synth import healthy, layers_table, make_run
 
 from runlens import analyze
-from runlens.detectors._curveshape import val_jumps
+from runlens.stats.evals import val_jumps
 
 N = 1500
 

@@ -8,7 +8,7 @@ from edge_runs import make_run
 from engine_runs import healthy, meta
 
 from runlens import analyze
-from runlens.detectors._crashtext import decode
+from runlens.detectors.crash.decode import decode
 
 # (exception type, message as PyTorch prints it, expected code, detail key or None)
 WORDINGS = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from runlens.detectors._crashtext import decode, implausible_allocation, size_bytes
+from runlens.detectors.crash.decode import decode, implausible_allocation, size_bytes
 
 OOM, SHAPE, DEVICE, DTYPE, OTHER = ("crash_oom", "crash_shape_mismatch", "crash_device_mismatch",
                                     "crash_dtype_mismatch", "crash_other")

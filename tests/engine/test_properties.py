@@ -116,7 +116,7 @@ def test_layers_dedup_matches_a_reference(parts, seqs):
 @given(st.one_of(st.none(), st.dictionaries(st.sampled_from(["type", "message", "traceback", "step"]),
                                             st.one_of(st.text(max_size=300), st.integers(), st.none()))))
 def test_crash_decoding_never_fails(error):
-    from runlens.detectors._crashtext import CODES, decode
+    from runlens.detectors.crash.decode import CODES, decode
 
     decoded = decode(error)
     assert decoded.code in CODES and decoded.cause and decoded.advice

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from runlens.detectors._curveshape import chance_level
 from runlens.diagnosis import CurveVerdict
+from runlens.stats.chance import chance_level
 from runlens.stats.trend import trend
 
 

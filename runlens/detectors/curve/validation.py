@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from runlens.detectors import _curveshape as shape
 from runlens.detectors._updates import late_step_ratio
+from runlens.detectors.curve import features as shape
 from runlens.diagnosis import CurveVerdict
+from runlens.stats import evals
 
 _ev = shape.curve_evidence
 
@@ -41,7 +42,7 @@ class ValidationChecks:
         tenfold and gives back a few percent of that gain still generalizes as well as it did), and
         (``noise``) 2 evaluation-noise sd."""
         for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
-            o = shape.overfit_test(vs, vl, min_evals_after=self.min_evals_after)
+            o = evals.overfit_test(vs, vl, min_evals_after=self.min_evals_after)
             if o is None or not (o["val_perm_p"] < self.alpha_val and o["val_trend_p"] < self.alpha
                                  and (not noise or o["val_rise"] >= 2 * o["val_noise_sd"])
                                  and o["val_rise"] >= self.min_val_rise * abs(o["val_min"])
@@ -80,7 +81,7 @@ class ValidationChecks:
         rough = rough and not steps_only
         steps_big: tuple | None = None
         for name, (vs, vl) in sorted(sets.items()):
-            j = shape.val_jumps(shape.drop_after_spikes(steps, x, vs, vl, sig.loss_spikes() if x.size >= 50 else []))
+            j = evals.val_jumps(evals.drop_after_spikes(steps, x, vs, vl, sig.loss_spikes() if x.size >= 50 else []))
             ref = max(abs(j["level"]), self.dispersion * j["progress"])
             if not (ref > 0 and j["rms"] >= self.val_jumps * ref
                     and j["rms_without_largest"] >= 0.5 * self.val_jumps * ref):

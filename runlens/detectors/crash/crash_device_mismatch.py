@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runlens.detectors._base import register
-from runlens.detectors._crash import CrashDetector
+from runlens.detectors.crash.base import CrashDetector
 
 
 @register
@@ -29,7 +29,7 @@ class CrashDeviceMismatch(CrashDetector):
 
     How it decides:
         Only for runs whose status is ``crashed``: the recorded exception is
-        matched against PyTorch's device wordings (``runlens.detectors._crashtext.PATTERNS``);
+        matched against PyTorch's device wordings (``runlens.detectors.crash.decode.PATTERNS``);
         an ``Input type ... weight type`` error counts as a device mismatch
         when exactly one side names an accelerator (otherwise it is a dtype
         mismatch). The two devices go into the evidence when named.

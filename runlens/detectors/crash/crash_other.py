@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runlens.detectors._base import register
-from runlens.detectors._crash import CrashDetector
+from runlens.detectors.crash.base import CrashDetector
 
 
 @register
@@ -27,7 +27,7 @@ class CrashOther(CrashDetector):
 
     How it decides:
         Only for runs whose status is ``crashed`` (a finished run never gets
-        a crash code): the exception is decoded by ``runlens.detectors._crashtext.decode``
+        a crash code): the exception is decoded by ``runlens.detectors.crash.decode.decode``
         and this detector takes what no specific pattern claimed.
 
         Messages recognized (from PyTorch's source), with a cause of their

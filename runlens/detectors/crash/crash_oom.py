@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from runlens.detectors import _crashtext as crash
 from runlens.detectors._base import register
-from runlens.detectors._crash import CrashDetector
+from runlens.detectors.crash import decode as crash
+from runlens.detectors.crash.base import CrashDetector
 
 
 @register
@@ -29,7 +29,7 @@ class CrashOom(CrashDetector):
     How it decides:
         Only for runs whose status is ``crashed``: run.json's ``error`` type
         and message are matched against PyTorch's out-of-memory wordings
-        (``runlens.detectors._crashtext.PATTERNS``). The evidence carries the size the
+        (``runlens.detectors.crash.decode.PATTERNS``). The evidence carries the size the
         allocator asked for and the device's capacity when the message names
         them, the step it died at and the last finite loss and gradient norm.
 

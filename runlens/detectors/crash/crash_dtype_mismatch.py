@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runlens.detectors._base import register
-from runlens.detectors._crash import CrashDetector
+from runlens.detectors.crash.base import CrashDetector
 
 
 @register
@@ -29,7 +29,7 @@ class CrashDtypeMismatch(CrashDetector):
 
     How it decides:
         Only for runs whose status is ``crashed``: the recorded exception is
-        matched against PyTorch's dtype wordings (``runlens.detectors._crashtext.PATTERNS``);
+        matched against PyTorch's dtype wordings (``runlens.detectors.crash.decode.PATTERNS``);
         the dtypes named in the message go into the evidence.
 
         Messages recognized (from PyTorch's source): ``mat1 and mat2 must

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from runlens.detectors import _crashtext as crash
 from runlens.detectors._base import Context, Detector, Needs
+from runlens.detectors.crash import decode as crash
 from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:

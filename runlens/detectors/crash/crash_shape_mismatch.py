@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runlens.detectors._base import register
-from runlens.detectors._crash import CrashDetector
+from runlens.detectors.crash.base import CrashDetector
 
 
 @register
@@ -28,7 +28,7 @@ class CrashShapeMismatch(CrashDetector):
     How it decides:
         Only for runs whose status is ``crashed``: the recorded exception's
         message is matched against PyTorch's shape wordings
-        (``runlens.detectors._crashtext.PATTERNS``); the shapes or sizes named in the
+        (``runlens.detectors.crash.decode.PATTERNS``); the shapes or sizes named in the
         message go into the evidence with the step it died at.
 
         The cause says the mismatch in the message's own numbers where it

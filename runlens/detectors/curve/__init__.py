@@ -2,27 +2,29 @@
 
 The classifier is a registered step (code ``curve``) that publishes a
 :class:`~runlens.diagnosis.CurveVerdict` instead of findings; detectors that
-read the label declare ``depends = ("curve",)``. The shape tests it combines
-live in :mod:`runlens.detectors._curveshape`; its documentation is the
-class docstring below.
+read the label declare ``depends = ("curve",)``. Its documentation is the
+class docstring below; the decision is staged by label, one module each
+(:mod:`.diverged`, :mod:`.unstable`, :mod:`.validation` for overfitting and
+validation jumps, :mod:`.underfitting`, :mod:`.short` for a log too short for
+a shape), over the features of :mod:`.features` and the pure tests of
+:mod:`runlens.stats`. :mod:`.finding` is what the label detectors share.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-
-from runlens.detectors import _curveshape as shape
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
-from runlens.detectors._curveprogress import ProgressChecks
-from runlens.detectors._curveshort import ShortCurve
-from runlens.detectors._curveval import ValidationChecks
+from runlens.detectors.curve import features as shape
+from runlens.detectors.curve.diverged import DivergedChecks, masked_nan
+from runlens.detectors.curve.short import ShortCurve
+from runlens.detectors.curve.unstable import UnstableChecks
+from runlens.detectors.curve.validation import ValidationChecks
 from runlens.detectors.unreadable_data import skipped_parts
 from runlens.diagnosis import CurveVerdict
 from runlens.signals import signals_of
+from runlens.stats import chance
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -34,12 +36,12 @@ NEEDS = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", *shape.CLASS_C
               layers=("weight_norm", "update_norm"), evals=("val_loss", "val_loss@*"))
 
 # Kept importable from here: tests and tools read it as the curve's own.
-chance_level = shape.chance_level
+chance_level = chance.chance_level
 _ev = shape.curve_evidence
 
 
 @register
-class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
+class CurveClassifier(ShortCurve, ValidationChecks, DivergedChecks, UnstableChecks, Detector):
     """The curve verdict: one label for the shape of the training (and validation) loss.
 
     What it detects:
@@ -275,7 +277,7 @@ class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
             return CurveVerdict("diverged", f"the training loss became non-finite at step {bad_step}",
                                 {"first_nonfinite_step": bad_step, "finite_points_before": int(x.size),
                                  "step": bad_step})
-        masked = shape.masked_nan(sig.grad_norm, steps, x) if x.size else None
+        masked = masked_nan(sig.grad_norm, steps, x) if x.size else None
         if masked is not None:
             return CurveVerdict("diverged", f"the loss collapsed to exactly 0 at step {masked['zero_loss_step']} "
                                 "while the gradient norm became non-finite: a NaN masked as 0",
@@ -302,96 +304,7 @@ class CurveClassifier(ShortCurve, ValidationChecks, ProgressChecks, Detector):
         return self._underfitting(steps, x, f, run, sig) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and settled", _ev(f))
 
-    # -- labels, in precedence order -------------------------------------------
-    def _diverged(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
-        S, F, m = f["start_level"], f["final_level"], f["min_level"]
-        tail = x[-3:]
-        first = float(x[0])
-        if first > 0 and x.size > 3 and float(np.min(x[1:])) >= 10 * first:
-            # The loss left its first value by an order of magnitude at once and never came back
-            # (lr=10: 0.7 -> 4,000 at step 1): the start level, a median of the first steps, already
-            # holds the blow-up, so the tests below would see a flat loss.
-            orders = math.log10(float(np.median(x[1:])) / first)
-            return CurveVerdict(
-                "diverged", f"the loss jumped from {first:.4g} at step {int(steps[0])} to {float(x[1]):.4g} at "
-                f"step {int(steps[1])} and never came back within 10x of its first value",
-                _ev(f, orders_of_magnitude=orders, kind="jump_from_first", step=int(steps[1])))
-        if m > 0 and S > 0 and np.all(tail >= 10 * max(S, m)):
-            orders = math.log10(float(np.min(tail)) / m)
-            return CurveVerdict(
-                "diverged", f"the loss grew by {orders:.1f} orders of magnitude after step {f['min_step']}: "
-                f"from {m:.4g} to {float(x[-1]):.4g} (start {S:.4g})",
-                _ev(f, orders_of_magnitude=orders, step=f["min_step"]))
-        if not F - m >= max(S - m, self.growth * f["scale"]):
-            return None
-        t = f["after_min_trend"]
-        if t is None or not t.p_increasing < self.alpha_strong:
-            # A sudden jump that lands above where training started and stays
-            # there gave back all the progress and more, like a climb does.
-            shift = shape.level_shift(steps, x, S, alpha=self.alpha_strong)
-            if shift is None or not shift["level_after"] - m >= max(S - m, self.growth * f["scale"]):
-                return None
-            return CurveVerdict(
-                "diverged", f"the loss jumped at step {shift['shift_step']} from {shift['level_before']:.4g} to "
-                f"{shift['level_after']:.4g}, above where it started ({S:.4g}), and stayed there "
-                f"(Mann-Whitney p={shift['mannwhitney_p']:.1e})",
-                _ev(f, **shift, kind="jump_above_start", step=shift["shift_step"]))
-        return CurveVerdict(
-            "diverged", f"the loss grows after step {f['min_step']}: from {m:.4g} to {F:.4g} "
-            f"(start {S:.4g}; Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
-            _ev(f, after_min_trend=t.to_dict(), step=f["min_step"]))
-
-    def _ended_exploding(self, grad, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
-        e = shape.ended_exploding(grad, steps, x, f["start_level"], f["min_level"])
-        if e is None:
-            return None
-        return CurveVerdict(
-            "diverged", f"the log ends with the loss {e['orders_of_magnitude']:.1f} orders of magnitude above its "
-            f"minimum ({float(x[-1]):.4g}, start {f['start_level']:.4g}) and the gradient norm "
-            f"{e['grad_norm_ratio']:.3g}x its median: the run stopped as it blew up",
-            _ev(f, **e, kind="ended_exploding"))
-
-    def _level_shift(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
-        shift = shape.level_shift(steps, x, f["start_level"], alpha=self.alpha_strong)
-        if shift is None:
-            return None
-        return CurveVerdict(
-            "unstable", f"the loss jumped up at step {shift['shift_step']} from {shift['level_before']:.4g} "
-            f"to {shift['level_after']:.4g} and never recovered (Mann-Whitney p={shift['mannwhitney_p']:.1e})",
-            _ev(f, **shift, kind="level_shift", step=shift["shift_step"]))
-
-    def _unstable(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], sig=None) -> CurveVerdict | None:
-        lev = f["late_vs_early"]
-        # Settling needs both significance and an effect: with 10^5 steps a
-        # 5% smaller late variance is "significant" and means nothing.
-        if lev.p_smaller < self.alpha and lev.ratio < self.settle_ratio:
-            return None
-        S, E, D, scale = f["start_level"], f["end_level"], f["late_spread"], f["scale"]
-        progress = (S - E) / D if D > 0 else math.inf
-        noisy = (progress < self.min_progress and D >= self.dispersion * scale
-                 and (self._progressed(f) or self._chaotic(f, sig)))
-        w = f["wander"]
-        # Wandering must undo a real share of the progress, be visible at the
-        # loss's own level, and be present in both halves of the late third
-        # (one step of a schedule is a single jump, not wandering).
-        wandering = (w["p"] < self.alpha_strong and w["ratio"] >= self.wander_ratio
-                     and w["halves_p"] < self.alpha
-                     and w["excess"] >= self.dispersion * max(S - E, 0.0)
-                     and w["excess"] >= 0.02 * abs(E))
-        if not (noisy or wandering):
-            return None
-        what = ("fluctuates by more than it improved" if noisy
-                else "keeps wandering far beyond minibatch noise")
-        return CurveVerdict(
-            "unstable", f"the loss {what}: late spread {D:.3g} vs drop {S - E:.3g} "
-            f"(variance late/early {lev.ratio:.2f}, Levene p={lev.p_smaller:.2g})",
-            _ev(f, kind="noisy" if noisy else "wandering", step=int(steps[-max(3, x.size // 3)])))
-
-
-
-_DEFAULT = CurveClassifier()
-
 
 def classify(run: Run, ctx: Context | None = None) -> CurveVerdict:
     """The curve verdict for ``run`` with the default thresholds."""
-    return _DEFAULT.classify(run, ctx)
+    return CurveClassifier().classify(run, ctx)

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from runlens.detectors import _curveshape as shape
 from runlens.detectors._updates import late_step_ratio, weight_collapse
+from runlens.detectors.curve import features as shape
 from runlens.diagnosis import CurveVerdict
+from runlens.stats.chance import chance_test
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -56,7 +57,7 @@ class ProgressChecks:
     def _underfitting(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
                       sig) -> CurveVerdict | None:
         classes, source = shape.stated_classes(run)
-        chance = shape.chance_test(steps, x, classes, source)
+        chance = chance_test(steps, x, classes, source)
         if chance is not None:
             k = chance["chance_classes"]
             reason = (f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} classes (K from "

@@ -1,0 +1,128 @@
+"""The curve's diverged label: a non-finite loss, a NaN masked as 0, a blow-up, unbounded growth.
+
+``masked_nan`` and ``ended_exploding`` are pure functions of arrays and signal
+series (``nonfinite_loss`` reads the first too); :class:`DivergedChecks` is
+the stage of :class:`~runlens.detectors.curve.CurveClassifier` that turns
+them, and the growth after the minimum, into a verdict. The classifier holds
+the parameters and documents the rules in its docstring.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from runlens.detectors.curve.features import curve_evidence as _ev
+from runlens.diagnosis import CurveVerdict
+from runlens.stats.shift import level_shift
+
+if TYPE_CHECKING:
+    from runlens.signals import Series
+
+
+def masked_nan(grad_norm: Series | None, steps: np.ndarray, x: np.ndarray) -> dict[str, Any] | None:
+    """The loss collapsing to exactly 0 at the step where the gradients become non-finite.
+
+    A NaN replaced by 0 (``nan_to_num``, a masked mean over nothing, a
+    ``where`` on the loss) leaves a perfect loss with broken gradients: the
+    zero is a non-finite loss in disguise. Needs the loss to have been
+    positive before, and a non-finite global gradient norm at that step or
+    the next recorded one.
+    """
+    zero = np.flatnonzero((x == 0.0) & (np.arange(x.size) > 0))
+    if grad_norm is None or zero.size == 0 or not np.any(x[:zero[0]] > 0):
+        return None
+    step = int(steps[zero[0]])
+    gsteps, norms = grad_norm.steps, grad_norm.values
+    later = np.flatnonzero(gsteps >= step)
+    if later.size == 0:
+        return None
+    g = int(later[0])
+    gap = int(np.median(np.diff(gsteps))) if gsteps.size > 1 else 1
+    if np.isfinite(norms[g]) or int(gsteps[g]) > step + max(1, gap):
+        return None
+    before = x[:zero[0]]
+    return {"zero_loss_step": step, "nonfinite_grad_step": int(gsteps[g]), "grad_norm_source": grad_norm.source,
+            "zero_loss_steps": int(np.count_nonzero(x[zero[0]:] == 0.0)),
+            "last_positive_loss": float(before[before > 0][-1])}
+
+
+def ended_exploding(grad: Any, steps: np.ndarray, x: np.ndarray, start: float,
+                    minimum: float) -> dict[str, Any] | None:
+    """The log ends on fewer than 3 losses >= 10 ``max(start, minimum)`` (too few for
+    the magnitude rule: alone they could be a spike) while the gradient norm at
+    those steps is >= 10 times its median before them too: both signals left
+    their scale together and the run stopped there, an explosion."""
+    if not (minimum > 0 and start > 0) or grad is None or grad.values.size < 10:
+        return None
+    big = x >= 10 * max(start, minimum)
+    n_tail = big.size if big.all() else int(np.argmin(big[::-1]))
+    if not 1 <= n_tail < 3:
+        return None
+    at = steps[-n_tail:]
+    g_before = grad.values[(grad.steps < at[0]) & np.isfinite(grad.values)]
+    g_at = np.nan_to_num(grad.values[np.isin(grad.steps, at)], nan=np.inf)
+    if g_before.size < 10 or g_at.size == 0 or not np.median(g_before) > 0:
+        return None
+    ratio = float(np.min(g_at)) / float(np.median(g_before))
+    if not ratio >= 10:
+        return None
+    return {"orders_of_magnitude": math.log10(float(np.min(x[-n_tail:])) / minimum), "grad_norm_ratio": ratio,
+            "exploding_points": n_tail, "step": int(at[0])}
+
+
+class DivergedChecks:
+    """The verdicts that the loss diverged, from the curve features ``f``."""
+
+    alpha_strong: float
+    growth: float
+
+    def _diverged(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
+        S, F, m = f["start_level"], f["final_level"], f["min_level"]
+        tail = x[-3:]
+        first = float(x[0])
+        if first > 0 and x.size > 3 and float(np.min(x[1:])) >= 10 * first:
+            # The loss left its first value by an order of magnitude at once and never came back
+            # (lr=10: 0.7 -> 4,000 at step 1): the start level, a median of the first steps, already
+            # holds the blow-up, so the tests below would see a flat loss.
+            orders = math.log10(float(np.median(x[1:])) / first)
+            return CurveVerdict(
+                "diverged", f"the loss jumped from {first:.4g} at step {int(steps[0])} to {float(x[1]):.4g} at "
+                f"step {int(steps[1])} and never came back within 10x of its first value",
+                _ev(f, orders_of_magnitude=orders, kind="jump_from_first", step=int(steps[1])))
+        if m > 0 and S > 0 and np.all(tail >= 10 * max(S, m)):
+            orders = math.log10(float(np.min(tail)) / m)
+            return CurveVerdict(
+                "diverged", f"the loss grew by {orders:.1f} orders of magnitude after step {f['min_step']}: "
+                f"from {m:.4g} to {float(x[-1]):.4g} (start {S:.4g})",
+                _ev(f, orders_of_magnitude=orders, step=f["min_step"]))
+        if not F - m >= max(S - m, self.growth * f["scale"]):
+            return None
+        t = f["after_min_trend"]
+        if t is None or not t.p_increasing < self.alpha_strong:
+            # A sudden jump that lands above where training started and stays
+            # there gave back all the progress and more, like a climb does.
+            shift = level_shift(steps, x, S, alpha=self.alpha_strong)
+            if shift is None or not shift["level_after"] - m >= max(S - m, self.growth * f["scale"]):
+                return None
+            return CurveVerdict(
+                "diverged", f"the loss jumped at step {shift['shift_step']} from {shift['level_before']:.4g} to "
+                f"{shift['level_after']:.4g}, above where it started ({S:.4g}), and stayed there "
+                f"(Mann-Whitney p={shift['mannwhitney_p']:.1e})",
+                _ev(f, **shift, kind="jump_above_start", step=shift["shift_step"]))
+        return CurveVerdict(
+            "diverged", f"the loss grows after step {f['min_step']}: from {m:.4g} to {F:.4g} "
+            f"(start {S:.4g}; Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
+            _ev(f, after_min_trend=t.to_dict(), step=f["min_step"]))
+
+    def _ended_exploding(self, grad, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
+        e = ended_exploding(grad, steps, x, f["start_level"], f["min_level"])
+        if e is None:
+            return None
+        return CurveVerdict(
+            "diverged", f"the log ends with the loss {e['orders_of_magnitude']:.1f} orders of magnitude above its "
+            f"minimum ({float(x[-1]):.4g}, start {f['start_level']:.4g}) and the gradient norm "
+            f"{e['grad_norm_ratio']:.3g}x its median: the run stopped as it blew up",
+            _ev(f, **e, kind="ended_exploding"))

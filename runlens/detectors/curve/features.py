@@ -1,0 +1,132 @@
+"""What the curve's stages read: the curve features, the validation sets, the class count.
+
+The pure tests they combine (chance level, validation trend and jumps, level
+shift) are in :mod:`runlens.stats`; these are the curve-specific readings of
+a run's signals around them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from runlens.stats.progress import progress_test
+from runlens.stats.robust import bucket_medians, mad_sd
+from runlens.stats.trend import trend
+from runlens.stats.variance import levene_compare, wander_test
+
+if TYPE_CHECKING:
+    from runlens.io.run import Run
+    from runlens.signals import Series
+
+#: Config keys that state the number of classes.
+CLASS_KEYS = ("num_classes", "n_classes", "classes", "num_labels", "n_labels")
+#: Scalars/evals columns that hold it, or the labels themselves.
+CLASS_COLUMNS = ("num_classes", "n_classes")
+LABEL_COLUMNS = ("label", "labels", "target")
+
+
+# -- the number of classes ---------------------------------------------------------
+
+def stated_classes(run: Run) -> tuple[int | None, str | None]:
+    """``(K, source)``: the number of classes the run states, and where it says so."""
+    k = _config_classes(run.config)
+    if k is not None:
+        return k
+    for table in ("scalars", "evals"):
+        for name in CLASS_COLUMNS:
+            v = run.column(table, name)
+            if v is not None and np.isfinite(v).any():
+                kk = int(np.nanmedian(v))
+                if 2 <= kk <= 10**6:
+                    return kk, f"{table}.{name} column"
+        for name in LABEL_COLUMNS:
+            v = run.column(table, name)
+            if v is None:
+                continue
+            v = v[np.isfinite(v)]
+            if v.size >= 20 and np.all(v == np.round(v)):
+                kk = int(np.unique(v).size)
+                if 2 <= kk <= 10**6:
+                    return kk, f"distinct values of the {table}.{name} column"
+    return None, None
+
+
+def _config_classes(config: Any, prefix: str = "config") -> tuple[int, str] | None:
+    if not isinstance(config, Mapping):
+        return None
+    for key in CLASS_KEYS:
+        v = config.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 10**6:
+            return v, f"{prefix}.{key}"
+    for key in ("id2label", "label2id", "label_names", "classes_names"):
+        v = config.get(key)
+        if isinstance(v, (Mapping, list)) and 2 <= len(v) <= 10**6:
+            return len(v), f"{prefix}.{key} (length)"
+    for key, sub in config.items():  # one level down: config["model"]["num_classes"]
+        if isinstance(sub, Mapping) and prefix.count(".") < 1:
+            found = _config_classes(sub, f"{prefix}.{key}")
+            if found is not None:
+                return found
+    return None
+
+
+def curve_features(steps: np.ndarray, x: np.ndarray) -> dict[str, Any]:
+    """The numbers every label reads, computed once (``x`` finite, ordered)."""
+    n = x.size
+    # The first steps, not the first 5%: a long run falls a long way in its
+    # first 5%, and a learning rate too high throws the loss far above its
+    # initial value within a step or two (hence also the very first loss).
+    S = min(float(x[0]), float(np.median(x[:5])))
+    E = float(np.median(x[-max(5, n // 10):]))
+    pos, med = bucket_medians(x, int(np.clip(n // 5, 10, 200)))
+    j = int(np.argmin(med))
+    i_min = int(round(pos[j]))
+    tail = x[i_min:]
+    third = max(3, n // 3)
+    late = x[-third:]
+    scale = max(abs(S), abs(E), 1e-12)
+    return {
+        "points": int(n), "start_level": S, "end_level": E, "min_level": float(med[j]),
+        "final_level": float(np.median(x[-max(5, n // 50):])),
+        "min_step": int(steps[i_min]), "relative_drop": (S - E) / scale if S != 0 else 0.0,
+        "late_spread": mad_sd(late), "scale": abs(S) if S != 0 else scale,
+        "after_min_trend": trend(tail, steps[i_min:].astype(float)) if tail.size >= 10 else None,
+        # Differences remove the trend; what is left is the step-to-step noise.
+        # The middle third is the reference: the first holds the initial
+        # transient, which calms down even in a run that never settles.
+        "late_vs_early": levene_compare(np.diff(x[third:2 * third]), np.diff(late)),
+        "wander": wander_test(late),
+        # Progress before noise: the whole curve's trend, and the fall to its best level as such.
+        "progress": progress_test(x),
+        "fall_to_min_p": trend(x[:i_min + 1], max_points=200).p_decreasing if i_min >= 4 else 1.0,
+    }
+
+
+# -- validation ----------------------------------------------------------------------
+
+def validation_sets(validation: Mapping[str, Series], last_step: int | None
+                    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{name: (steps, losses)}`` per eval set (``val_loss``, each ``val_loss@<set>``):
+    finite values only, by step, up to the last training step."""
+    out = {}
+    for name, series in validation.items():
+        s = series.finite()
+        keep = np.ones(len(s), bool) if last_step is None else s.steps <= last_step
+        out[name] = (s.steps[keep], s.values[keep])
+    return out
+
+
+def curve_evidence(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The curve features every verdict carries, plus ``extra``."""
+    lev = f["late_vs_early"]
+    ev = {k: f[k] for k in ("points", "start_level", "end_level", "min_level", "min_step",
+                            "relative_drop", "late_spread")}
+    ev.update(progress_p=f["progress"].p_decreasing, progress_effect=f["progress"].effect)
+    ev.update(levene_late_vs_early=lev.statistic, levene_p_smaller=lev.p_smaller,
+              variance_ratio_late_early=lev.ratio, wander_ratio=f["wander"]["ratio"],
+              wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"])
+    ev.update(extra)
+    return ev
