@@ -8,6 +8,7 @@ analysis engine and the importers reuse it without pulling in torch.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pyarrow as pa
 
@@ -19,10 +20,11 @@ TABLES = ("scalars", "evals", "layers", "events")
 # r{rank}-{seq:08d}.parquet; a leading "." marks a part still being written.
 PART_RE = re.compile(r"^r(\d+)-(\d{8,})\.parquet$")
 
-EVENT_KINDS = frozenset(
-    {"nonfinite_loss", "nonfinite_grad", "grad_norm_spike", "loss_spike", "exception", "user"}
-)
-RUN_STATUSES = frozenset({"running", "finished", "crashed"})
+# In the spec's order, for messages; the sets below are what code tests membership against.
+EVENT_KIND_NAMES = ("nonfinite_loss", "nonfinite_grad", "grad_norm_spike", "loss_spike", "exception", "user")
+EVENT_KINDS = frozenset(EVENT_KIND_NAMES)
+RUN_STATUS_NAMES = ("running", "finished", "crashed")
+RUN_STATUSES = frozenset(RUN_STATUS_NAMES)
 
 # Fixed columns of each table, with the exact Arrow types of the spec.
 SCALARS_FIELDS = {
@@ -77,8 +79,43 @@ REQUIRED = {
 # Tables whose extra (user) columns are allowed; they must be int64 or float64.
 OPEN_TABLES = frozenset({"scalars", "evals"})
 
+# Extra (user) columns of the open tables: int64 for ints and bools, float64 for the rest.
+USER_COLUMN_TYPES = (pa.int64(), pa.float64())
+
 # Dedup key per table (events are never deduplicated).
 KEYS = {"scalars": ("step",), "evals": ("step",), "layers": ("step", "layer"), "events": None}
+
+
+# run.json, key by key, as (kind, nested). Kinds: "str", "int", "number", "object", "list";
+# nested is an object's own key table, or a list's item as (kind, nested). A reader treats null
+# (or a missing key) as unknown; a validator holds a writer to RUN_REQUIRED and RUN_PRESENT.
+RUN_ERROR_FIELDS: dict[str, tuple[str, Any]] = {
+    "type": ("str", None), "message": ("str", None), "traceback": ("str", None), "step": ("int", None),
+}
+RUN_LAYER_FIELDS: dict[str, tuple[str, Any]] = {
+    "name": ("str", None), "index": ("int", None), "module": ("str", None), "kind": ("str", None),
+    "shape": ("list", ("int", None)), "numel": ("int", None),
+}
+RUN_ATTEMPT_FIELDS: dict[str, tuple[str, Any]] = {
+    "started_at": ("str", None), "first_step": ("int", None), "status": ("str", None),
+    "error": ("object", RUN_ERROR_FIELDS),
+}
+RUN_FIELDS: dict[str, tuple[str, Any]] = {
+    "run_id": ("str", None), "name": ("str", None), "status": ("str", None),
+    "started_at": ("str", None), "ended_at": ("str", None), "heartbeat_at": ("str", None),
+    "flush_every": ("int", None), "flush_seconds": ("number", None), "host": ("str", None),
+    "pid": ("int", None), "config": ("object", {}), "seed": ("int", None), "environment": ("object", {}),
+    "layers": ("list", ("object", RUN_LAYER_FIELDS)), "attempts": ("list", ("object", RUN_ATTEMPT_FIELDS)),
+    "error": ("object", RUN_ERROR_FIELDS),
+}
+# Keys every writer sets to a value of their kind, never null.
+RUN_REQUIRED = ("run_id", "name", "status", "host", "pid", "config", "environment", "layers", "attempts",
+                "flush_every", "flush_seconds")
+# Keys every writer sets, possibly to null (unknown, not yet, or no error).
+RUN_PRESENT = ("seed", "started_at", "ended_at", "heartbeat_at", "error")
+RUN_TIMESTAMPS = ("started_at", "ended_at", "heartbeat_at")  # ISO-8601 with an offset, or null
+RUN_ATTEMPT_REQUIRED = ("started_at", "first_step")
+RUN_ENVIRONMENT_REQUIRED = ("python",)
 
 
 def part_name(rank: int, seq: int) -> str:

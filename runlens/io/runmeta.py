@@ -112,22 +112,9 @@ def one_line(exc: BaseException) -> str:
 
 # -- field types --------------------------------------------------------------
 
-# The format's run.json table, as (kind, nested spec). Kinds: str, int, number,
-# object, list. null (or a missing key) always means "unknown".
-_ERROR = {"type": ("str", None), "message": ("str", None), "traceback": ("str", None),
-          "step": ("int", None)}
-_LAYER = {"name": ("str", None), "index": ("int", None), "module": ("str", None),
-          "kind": ("str", None), "shape": ("list", ("int", None)), "numel": ("int", None)}
-_ATTEMPT = {"started_at": ("str", None), "first_step": ("int", None), "status": ("str", None),
-            "error": ("object", _ERROR)}
-FIELDS: dict[str, tuple[str, Any]] = {
-    "run_id": ("str", None), "name": ("str", None), "started_at": ("str", None),
-    "ended_at": ("str", None), "heartbeat_at": ("str", None), "flush_every": ("int", None),
-    "flush_seconds": ("number", None), "host": ("str", None), "pid": ("int", None),
-    "config": ("object", {}), "seed": ("int", None), "environment": ("object", {}),
-    "layers": ("list", ("object", _LAYER)), "attempts": ("list", ("object", _ATTEMPT)),
-    "error": ("object", _ERROR),
-}
+# The format's run.json table (kinds str, int, number, object, list), kept in the format module so
+# the writer, this reader and ``runlens validate`` share one definition.
+FIELDS: dict[str, tuple[str, Any]] = fmt.RUN_FIELDS
 _KIND_WORDS = {"str": "a string", "int": "an integer", "number": "a number", "object": "an object",
                "list": "a list"}
 _PLURALS = {"int": "integers", "object": "objects"}

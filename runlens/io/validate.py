@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from recorders import format as fmt
 from runlens.io.bounded import (
     MAX_JSON_BYTES,
     MAX_PART_COLUMNS,
@@ -43,53 +43,40 @@ from runlens.io.bounded import (
     special_kind,
 )
 
+ARROW_WORDS = {"double": "float64", "float": "float32", "halffloat": "float16"}
+
 RULES = {
     "layout": "a run is a directory holding run.json",
     "json": "run.json is a UTF-8 JSON object",
-    "header": 'run.json "format" is "runlens-run" and "format_version" is 1',
+    "header": f'run.json "format" is "{fmt.FORMAT}" and "format_version" is {fmt.FORMAT_VERSION}',
     "meta-types": "run.json keys have the types the format lists",
     "timestamps": "timestamps are ISO-8601 strings with an offset, or null",
-    "layers-meta": 'run.json "layers" lists objects with name/index/module/kind/shape/numel, '
+    "layers-meta": f'run.json "layers" lists objects with {"/".join(fmt.RUN_LAYER_FIELDS)}, '
                    "unique names, index 0..n-1",
     "attempts": 'run.json "attempts" has one entry per start, each with started_at and first_step',
     "error": '"error" is null or has type/message/traceback/step; a crashed run has one',
-    "status": 'status is running, finished or crashed; a finished run has "ended_at"',
+    "status": f'status is {", ".join(fmt.RUN_STATUS_NAMES[:-1])} or {fmt.RUN_STATUS_NAMES[-1]}; '
+              'a finished run has "ended_at"',
     "part-names": "parts are named r{rank}-{seq:08d}.parquet, one file per rank and seq",
     "part-readable": "every part with a final name can be read",
     "columns": "required columns are present and have their types",
-    "extra-columns": "extra scalars/evals columns are int64 or float64",
+    "extra-columns": f"extra {'/'.join(t for t in fmt.TABLES if t in fmt.OPEN_TABLES)} columns are "
+                     f"{' or '.join(ARROW_WORDS.get(str(t), str(t)) for t in fmt.USER_COLUMN_TYPES)}",
     "steps": "step columns hold no null",
-    "event-kinds": "events.kind is one of nonfinite_loss, nonfinite_grad, grad_norm_spike, "
-                   "loss_spike, exception, user",
+    "event-kinds": f"events.kind is one of {', '.join(fmt.EVENT_KIND_NAMES)}",
     "layer-names": 'every layers.layer value is a name listed in run.json "layers"',
 }
 
-PART = re.compile(r"^r(\d+)-(\d{8})\.parquet$")
-STATUSES = ("running", "finished", "crashed")
-EVENT_KINDS = {"nonfinite_loss", "nonfinite_grad", "grad_norm_spike", "loss_spike", "exception", "user"}
 STRING = "string"
-# table -> {column: (allowed arrow type names, required)}
-TABLES = {
-    "scalars": {"step": ({"int64"}, True), "time": ({"float64"}, True), "loss": ({"float64"}, True),
-                "lr": ({"float64"}, False), "grad_norm": ({"float64"}, False),
-                "epoch": ({"int64"}, False), "loss_scale": ({"float64"}, False),
-                "step_skipped": ({"int64"}, False)},
-    "evals": {"step": ({"int64"}, True), "time": ({"float64"}, True), "val_loss": ({"float64"}, True)},
-    "layers": {"step": ({"int64"}, True), "layer": (STRING, True), "grad_norm": ({"float32"}, True),
-               "weight_norm": ({"float32"}, True), "update_norm": ({"float32"}, False),
-               "grad_abs_max": ({"float32"}, False), "grad_zero_frac": ({"float32"}, False),
-               "nonfinite": ({"int32"}, False)},
-    "events": {"step": ({"int64"}, True), "time": ({"float64"}, True), "kind": (STRING, True),
-               "layer": (STRING, True), "value": ({"float64"}, True), "message": (STRING, True)},
-}
-OPEN_TABLES = {"scalars", "evals"}
-ARROW_WORDS = {"double": "float64", "float": "float32", "halffloat": "float16"}
-EXTRA_TYPES = {"int64", "float64", "int32", "float32"}
-META_TYPES = [("run_id", str), ("name", str), ("status", str), ("host", str), ("pid", int),
-              ("config", dict), ("environment", dict), ("layers", list), ("attempts", list)]
-LAYER_KEYS = [("name", str), ("index", int), ("module", str), ("kind", str), ("shape", list),
-              ("numel", int)]
-TYPE_WORDS = {str: "a string", int: "an integer", dict: "an object", list: "a list"}
+KIND_WORDS = {"str": "a string", "int": "an integer", "number": "a number", "object": "an object",
+              "list": "a list"}
+
+
+def table_specs() -> dict[str, dict[str, tuple[str, bool]]]:
+    """table -> {column: (type word, required)}, read from the format module when called, so the
+    validator checks what ``recorders.format`` says and nothing of its own."""
+    return {table: {col: (_type_name(typ), col in fmt.REQUIRED[table]) for col, typ in fields.items()}
+            for table, fields in fmt.FIELDS.items()}
 
 
 @dataclass(frozen=True)
@@ -129,7 +116,7 @@ def validate_run(path: str | Path) -> Report:
     layer_names = set()
     if isinstance(meta, dict) and isinstance(meta.get("layers"), list):
         layer_names = {lay.get("name") for lay in meta["layers"] if isinstance(lay, dict)}
-    for table, spec in TABLES.items():
+    for table, spec in table_specs().items():
         _check_table(run / table, table, spec, layer_names, report)
     return report
 
@@ -138,8 +125,12 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_kind(value, kind) -> bool:
-    return _is_int(value) if kind is int else isinstance(value, kind)
+def _is_kind(value, kind: str) -> bool:
+    """``value`` is of the format's ``kind`` (a key of KIND_WORDS); a bool is no number."""
+    if kind in ("int", "number") and isinstance(value, bool):
+        return False
+    types = {"str": str, "int": int, "number": (int, float), "object": dict, "list": list}
+    return isinstance(value, types[kind])
 
 
 def _iso_or_null(value) -> bool:
@@ -173,10 +164,11 @@ def _check_meta(run: Path, out: list[Violation]) -> dict | None:
     if not isinstance(meta, dict):
         out.append(Violation("json", "run.json", f"holds a {type(meta).__name__}, not an object"))
         return None
-    if meta.get("format") != "runlens-run":
-        out.append(Violation("header", "run.json format", f"is {meta.get('format')!r}, not 'runlens-run'"))
-    if meta.get("format_version") != 1 or isinstance(meta.get("format_version"), bool):
-        out.append(Violation("header", "run.json format_version", f"is {meta.get('format_version')!r}, not 1"))
+    if meta.get("format") != fmt.FORMAT:
+        out.append(Violation("header", "run.json format", f"is {meta.get('format')!r}, not {fmt.FORMAT!r}"))
+    if meta.get("format_version") != fmt.FORMAT_VERSION or isinstance(meta.get("format_version"), bool):
+        out.append(Violation("header", "run.json format_version",
+                             f"is {meta.get('format_version')!r}, not {fmt.FORMAT_VERSION}"))
     _check_meta_types(meta, out)
     _check_layers_meta(meta.get("layers"), out)
     _check_attempts_and_status(meta, out)
@@ -184,22 +176,23 @@ def _check_meta(run: Path, out: list[Violation]) -> dict | None:
 
 
 def _check_meta_types(meta: dict, out: list[Violation]) -> None:
-    for key, kind in META_TYPES:
+    for key in fmt.RUN_REQUIRED:
+        kind = fmt.RUN_FIELDS[key][0]
         if not _is_kind(meta.get(key), kind):
-            out.append(Violation("meta-types", f"run.json {key}",
-                                 f"is {_show(meta, key)}, want {TYPE_WORDS[kind]}"))
-    for key in ("flush_every", "flush_seconds"):
-        value = meta.get(key)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            out.append(Violation("meta-types", f"run.json {key}", f"is {_show(meta, key)}, want a number"))
-    if "seed" not in meta or not (meta["seed"] is None or _is_int(meta["seed"])):
-        out.append(Violation("meta-types", "run.json seed", f"is {_show(meta, 'seed')}, want an integer or null"))
-    for key in ("started_at", "ended_at", "heartbeat_at"):
-        if key not in meta or not _iso_or_null(meta[key]):
-            out.append(Violation("timestamps", f"run.json {key}", f"is {_show(meta, key)}"))
+            out.append(Violation("meta-types", f"run.json {key}", f"is {_show(meta, key)}, want {KIND_WORDS[kind]}"))
+    for key in fmt.RUN_PRESENT:
+        if key in fmt.RUN_TIMESTAMPS:
+            if key not in meta or not _iso_or_null(meta[key]):
+                out.append(Violation("timestamps", f"run.json {key}", f"is {_show(meta, key)}"))
+        elif key != "error" and (key not in meta or not (meta[key] is None
+                                                         or _is_kind(meta[key], fmt.RUN_FIELDS[key][0]))):
+            # "error" has a rule of its own (see _check_attempts_and_status).
+            want = KIND_WORDS[fmt.RUN_FIELDS[key][0]]
+            out.append(Violation("meta-types", f"run.json {key}", f"is {_show(meta, key)}, want {want} or null"))
     env = meta.get("environment")
-    if isinstance(env, dict) and "python" not in env:
-        out.append(Violation("meta-types", "run.json environment", 'has no "python"'))
+    for key in fmt.RUN_ENVIRONMENT_REQUIRED:
+        if isinstance(env, dict) and key not in env:
+            out.append(Violation("meta-types", "run.json environment", f'has no "{key}"'))
 
 
 def _show(meta: dict, key: str) -> str:
@@ -218,10 +211,10 @@ def _check_layers_meta(layers, out: list[Violation]) -> None:
         if not isinstance(layer, dict):
             out.append(Violation("layers-meta", where, "is not an object"))
             continue
-        for key, kind in LAYER_KEYS:
+        for key, (kind, _nested) in fmt.RUN_LAYER_FIELDS.items():
             if not _is_kind(layer.get(key), kind):
                 out.append(Violation("layers-meta", f"{where}.{key}",
-                                     f"is {_show(layer, key)}, want {TYPE_WORDS[kind]}"))
+                                     f"is {_show(layer, key)}, want {KIND_WORDS[kind]}"))
         if layer.get("name") in names:
             out.append(Violation("layers-meta", where, f"repeats the name {layer.get('name')!r}"))
         names.add(layer.get("name"))
@@ -235,16 +228,19 @@ def _check_attempts_and_status(meta: dict, out: list[Violation]) -> None:
     if not attempts:
         out.append(Violation("attempts", "run.json attempts", "is empty (the first start counts)"))
     for i, attempt in enumerate(attempts):
+        # started_at is also a timestamp: present and ISO-8601 or null.
         if not isinstance(attempt, dict) or not _iso_or_null(attempt.get("started_at")) \
-                or "first_step" not in attempt:
-            out.append(Violation("attempts", f"run.json attempts[{i}]", "lacks started_at or first_step"))
+                or any(key not in attempt for key in fmt.RUN_ATTEMPT_REQUIRED):
+            out.append(Violation("attempts", f"run.json attempts[{i}]",
+                                 f"lacks {' or '.join(fmt.RUN_ATTEMPT_REQUIRED)}"))
     err = meta.get("error")
-    if err is not None and not (isinstance(err, dict)
-                                and all(k in err for k in ("type", "message", "traceback", "step"))):
-        out.append(Violation("error", "run.json error", "lacks type, message, traceback or step"))
+    if err is not None and not (isinstance(err, dict) and all(k in err for k in fmt.RUN_ERROR_FIELDS)):
+        keys = list(fmt.RUN_ERROR_FIELDS)
+        out.append(Violation("error", "run.json error", f"lacks {', '.join(keys[:-1])} or {keys[-1]}"))
     status = meta.get("status")
-    if status not in STATUSES:
-        out.append(Violation("status", "run.json status", f"{status!r} is not one of {', '.join(STATUSES)}"))
+    if status not in fmt.RUN_STATUSES:
+        out.append(Violation("status", "run.json status",
+                             f"{status!r} is not one of {', '.join(fmt.RUN_STATUS_NAMES)}"))
     if status == "crashed" and not err:
         out.append(Violation("error", "run.json error", 'is null but status is "crashed"'))
     if status == "finished" and not meta.get("ended_at"):
@@ -259,11 +255,10 @@ def _check_table(folder: Path, table: str, spec: dict, layer_names: set, report:
         if path.name.startswith("."):
             continue
         where = f"{table}/{printable(path.name)}"
-        match = PART.match(path.name)
-        if not match:
+        key = fmt.parse_part_name(path.name)
+        if key is None:
             report.notes.append(f"{where}: not a part name (readers ignore it)")
             continue
-        key = (int(match.group(1)), int(match.group(2)))
         if key in seen:
             report.violations.append(Violation(
                 "part-names", where, f"rank {key[0]} seq {key[1]} is also in {seen[key]}"))
@@ -281,27 +276,29 @@ def _check_part(path: Path, where: str, table: str, spec: dict, layer_names: set
         out.append(Violation("part-readable", where, f"cannot be read ({_one_line(exc)})"))
         return
     schema = data.schema
-    for col, (types, required) in spec.items():
-        if col not in schema.names:
+    types: dict[str, str] = {}
+    for field in schema:
+        if field.name in types:  # schema.field(name) raises on a repeated name
+            out.append(Violation("columns", where, f"column {field.name!r} appears more than once"))
+        types.setdefault(field.name, _type_name(field.type))
+    for col, (want, required) in spec.items():
+        if col not in types:
             if required:
                 out.append(Violation("columns", where, f"has no column {col!r}"))
-            continue
-        name = _type_name(schema.field(col).type)
-        if not (name == STRING if types == STRING else name in types):
-            want = STRING if types == STRING else "/".join(sorted(types))
-            out.append(Violation("columns", where, f"column {col!r} is {name}, want {want}"))
-    for col in schema.names:
+        elif types[col] != want:
+            out.append(Violation("columns", where, f"column {col!r} is {types[col]}, want {want}"))
+    extra_types = [_type_name(typ) for typ in fmt.USER_COLUMN_TYPES]
+    for col, name in types.items():
         if col in spec:
             continue
-        name = _type_name(schema.field(col).type)
-        if table not in OPEN_TABLES:
+        if table not in fmt.OPEN_TABLES:
             report.notes.append(f"{where}: extra column {col!r} (readers ignore it)")
-        elif name not in EXTRA_TYPES:
-            out.append(Violation("extra-columns", where, f"column {col!r} is {name}, want int64 or float64"))
+        elif name not in extra_types:
+            out.append(Violation("extra-columns", where, f"column {col!r} is {name}, want {' or '.join(extra_types)}"))
     if "step" in schema.names and data.column("step").null_count:
         out.append(Violation("steps", where, f"{data.column('step').null_count} null steps"))
     if table == "events" and "kind" in schema.names:
-        unknown = set(data.column("kind").to_pylist()) - EVENT_KINDS
+        unknown = set(data.column("kind").to_pylist()) - fmt.EVENT_KINDS
         if unknown:
             out.append(Violation("event-kinds", where, f"unknown kinds {sorted(map(str, unknown))}"))
     if table == "layers" and "layer" in schema.names and layer_names:
