@@ -206,9 +206,31 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
     # A folder that could not be listed may hold runs: it is a row, never a silent omission.
     records += [error_record(folder, f"cannot list this folder ({reason}); any runs inside it were not read")
                 for folder, reason in unlisted]
+    records, unread = _skip_loose(records, loose_logs(paths, runs))
+    skipped += unread
     rows = sorted((AuditRow.from_record(r) for r in records), key=sort_key)
     return AuditResult(rows=tuple(rows), workers=n, backend=backend,
                        wall_seconds=time.perf_counter() - start, skipped=tuple(skipped))
+
+
+def loose_logs(paths: Sequence[str], runs: Sequence[str]) -> set[str]:
+    """The log files discovery found inside a folder rather than was given: taken by a sniff of
+    their head, so one may still prove unreadable (analyze and report skip those, naming them)."""
+    named = set(paths)
+    return {r for r in runs if r not in named and os.path.isfile(r)}
+
+
+def _skip_loose(records: list[dict], loose: set[str]) -> tuple[list[dict], list[tuple[str, str]]]:
+    """Records without the loose logs that could not be read, and those as ``(path, why)``."""
+    kept, skipped = [], []
+    for record in records:
+        run = record["object"]["run"]
+        codes = [f["code"] for f in record["object"]["findings"]]
+        if run in loose and record.get("error") and codes == ["unreadable_run"]:
+            skipped.append((run, record["error"].removeprefix(f"{run}: ")))
+        else:
+            kept.append(record)
+    return kept, skipped
 
 
 def _check_baseline(path: str) -> None:
@@ -232,6 +254,7 @@ def _run_pool(runs: Sequence[str], options: WorkOptions, workers: int,
 
     chunks = chunked(runs, workers)
     records: list[dict] = []
+    finished = 0
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_warm_up, initargs=(os.getpid(),))
     try:
         pending = {pool.submit(analyze_chunk, chunk, options): chunk for chunk in chunks}
@@ -240,8 +263,9 @@ def _run_pool(runs: Sequence[str], options: WorkOptions, workers: int,
             for future in done:
                 chunk = pending.pop(future)
                 records.extend(collect(future, chunk))
+                finished += len(chunk)  # a log of several runs gives several records
             if progress:
-                progress(len(records), len(runs))
+                progress(finished, len(runs))
     except BaseException:
         # Ctrl-C: drop the chunks not started instead of waiting for all of them.
         pool.shutdown(wait=False, cancel_futures=True)

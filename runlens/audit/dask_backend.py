@@ -82,11 +82,13 @@ def run_on_dask(runs: Sequence[str], options: WorkOptions, *, client: Any = None
         futures = client.map(analyze_chunk, chunks, options=options, pure=False)
         by_key = {f.key: chunk for f, chunk in zip(futures, chunks, strict=True)}
         records: list[dict] = []
+        finished = 0
         for future in as_completed(futures):
             records.extend(collect(future, by_key[future.key]))
+            finished += len(by_key[future.key])  # a log of several runs gives several records
             future.release()
             if progress:
-                progress(len(records), len(runs))
+                progress(finished, len(runs))
         return records, workers
     finally:
         if own:

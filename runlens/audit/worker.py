@@ -81,12 +81,39 @@ def make_detectors(params: Mapping[str, Mapping[str, Any]]) -> list:
 
 
 def analyze_chunk(paths: Sequence[str], options: WorkOptions = WorkOptions()) -> list[dict[str, Any]]:
-    """One record per path (see :func:`analyze_path`), in the order given."""
-    return [analyze_path(p, options) for p in paths]
+    """The records of the paths, in the order given: one per run (see :func:`analyze_runs`)."""
+    return [record for p in paths for record in analyze_runs(p, options)]
 
 
-def analyze_path(path: str, options: WorkOptions = WorkOptions()) -> dict[str, Any]:
+def analyze_runs(path: str, options: WorkOptions = WorkOptions()) -> list[dict[str, Any]]:
+    """One record per run of ``path`` (see :func:`analyze_path`); never raises.
+
+    A log whose importer told several runs apart (a step counter that starts
+    again, a repeated banner, appended launches) gives one record per run,
+    named ``PATH#run-K`` (``runlens analyze PATH --run K`` reads that run
+    alone): each attempt is its own row with its own numbers, so a table of
+    a thousand logs ranks and counts attempts, not files (docs/audit.md).
+    A run of the log that cannot be read is an error row of its own.
+    """
+    first = analyze_path(path, options)
+    n = first.pop("runs_in_log", 1)
+    if n < 2:
+        return [first]
+    records = [analyze_path(path, options, run=k, of=n) for k in range(1, n + 1)]
+    # The first look at the whole log is part of the cost (the benchmark sums the rows' seconds).
+    records[0]["seconds"] += first["seconds"]
+    records[0]["cpu_seconds"] += first["cpu_seconds"]
+    return records
+
+
+def analyze_path(path: str, options: WorkOptions = WorkOptions(), *, run: int | None = None,
+                 of: int = 1) -> dict[str, Any]:
     """Read, analyze (and compare, and report on) one run; never raises.
+
+    ``run``: the run of a log holding ``of`` runs (the importer's ``--run``);
+    its record is named ``PATH#run-K``. Without it, a log found to hold
+    several runs adds ``runs_in_log`` to the record (:func:`analyze_runs`
+    then judges each).
 
     The record: ``object`` (the spec's analysis object), ``summary`` (the
     audit row's numbers), ``outcomes`` (``[code, state, reason]`` per
@@ -95,25 +122,39 @@ def analyze_path(path: str, options: WorkOptions = WorkOptions()) -> dict[str, A
     time spent on this run, for the benchmark's overhead figures).
     """
     start, cpu = time.perf_counter(), time.process_time()
+    name = path if run is None else run_path(path, run)
     try:
-        record = _analyze(path, options)
+        record = _analyze(path, options, run, of)
     except RunlensError as exc:  # the message alone: error lines name no exception classes
-        record = error_record(path, _one_line(exc), "unreadable_run")
+        record = error_record(name, _one_line(exc), "unreadable_run")
     except Exception as exc:  # a bug in a reader or detector: report it on this run's row
-        record = error_record(path, _one_line(exc), "analysis_crashed", exception=type(exc).__name__)
+        record = error_record(name, _one_line(exc), "analysis_crashed", exception=type(exc).__name__)
     record["seconds"] = time.perf_counter() - start
     record["cpu_seconds"] = time.process_time() - cpu
     return record
 
 
-def _analyze(path: str, options: WorkOptions) -> dict[str, Any]:
+def run_path(path: str, run: int) -> str:
+    """The row name of run ``run`` of the log at ``path``."""
+    return f"{path}#run-{run}"
+
+
+def _analyze(path: str, options: WorkOptions, which: int | None = None, of: int = 1) -> dict[str, Any]:
     from runlens.analysis import analyze
 
     # A report draws every chart, so it needs every column; the audit alone reads only what it uses.
     detectors = options.detector_instances()
     columns = None if options.reports_dir else _columns(options, detectors)
-    run = open_run(path, columns=columns)
+    run = open_run(path, columns=columns, import_options=None if which is None else {"run": which})
+    if which is None and (n := _runs_in_log(run)) > 1:
+        return {"runs_in_log": n, "error": None}
     diagnosis = analyze(run, detectors=detectors) if detectors else analyze(run)
+    if which is not None:
+        note = (f"run {which} of {of} in this log, each audited as its own row; "
+                f"`runlens analyze {path} --run {which}` reads it alone")
+        diagnosis = dataclasses.replace(diagnosis, path=run_path(path, which),
+                                        name=f"{diagnosis.name}#run-{which}",
+                                        warnings=(note, *diagnosis.warnings))
     if options.baseline:
         from runlens.compare import compare_runs
 
@@ -134,6 +175,16 @@ def _analyze(path: str, options: WorkOptions) -> dict[str, Any]:
         "error": None,
         "report": report,
     }
+
+
+def _runs_in_log(run) -> int:
+    """How many runs the importer told apart in the log ``run`` was read from (1 for a run folder)."""
+    from runlens.cli.common import runs_in_log  # the one reading of the importers' notes, as analyze's
+
+    config = run.meta.get("config")
+    if not isinstance(config, dict) or "imported_from" not in config:
+        return 1
+    return runs_in_log(config)
 
 
 def _columns(options: WorkOptions, detectors: list | None = None) -> dict[str, list[str]]:
@@ -272,5 +323,5 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or "an error without a message"
 
 
-__all__ = ["WorkOptions", "analyze_chunk", "make_detectors", "analyze_path", "chunked", "collect", "error_record", "open_run",
-           "report_name", "summarize"]
+__all__ = ["WorkOptions", "analyze_chunk", "analyze_path", "analyze_runs", "chunked", "collect", "error_record",
+           "make_detectors", "open_run", "report_name", "run_path", "summarize"]
