@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks._accuracy import evaluate, page, tuning  # noqa: E402
+from benchmarks._accuracy.publish import publish  # noqa: E402
 
 REPORT = ROOT / "benchmarks" / "results" / "accuracy.md"
 SETS = ("tuning", "heldout", "heldout-fresh", "heldout-varied", "heldout-varied2", "third", "third-fresh")
@@ -105,11 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from runlens.detectors import REGISTRY
 
-    text = page.render(sets, sorted(REGISTRY), time.monotonic() - t0)
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(text)
-    print(text)
-    return 0
+    return publish(page.render(sets, sorted(REGISTRY), time.monotonic() - t0), args.report)
 
 
 if __name__ == "__main__":

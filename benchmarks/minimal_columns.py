@@ -52,6 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from benchmarks._accuracy.publish import publish  # noqa: E402 - needs ROOT on sys.path
+
 SAMPLES = ROOT / "sample_runs"
 REPORT = ROOT / "benchmarks" / "results" / "minimal_columns.md"
 VARIANTS = ("full", "layers_required", "layers_required_noconfig", "scalars_required", "no_events", "minimal",
@@ -246,11 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = labeled_runs(args.only.split(",") if args.only else None)
     t0 = time.monotonic()
     result = grade(runs, variants)
-    text = render(result, variants, time.monotonic() - t0)
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(text)
-    print(text)
-    return 0
+    return publish(render(result, variants, time.monotonic() - t0), args.report)
 
 
 if __name__ == "__main__":
