@@ -12,7 +12,8 @@ import numpy as np
 from scipy import stats as sps
 
 from runlens.diagnosis import Finding, jsonable, reaches, worst
-from runlens.stats.robust import MAD_TO_SD, rolling_median, runs_of
+from runlens.stats.robust import rolling_median
+from runlens.stats.spikes import find_spikes
 
 #: What a comparison reads (the loader projects on it).
 COLUMNS = {"scalars": ["loss", "grad_norm", "step_skipped", "loss_scale", "time"], "evals": ["val_loss"],
@@ -154,27 +155,9 @@ def smooth(y: np.ndarray) -> np.ndarray:
 
 
 def spike_steps(steps: np.ndarray, loss: np.ndarray, z_min: float, window: int = 25) -> list[int]:
-    """First step of each run of consecutive upward outliers of the finite loss.
-
-    The level is a rolling median; the noise scale comes from the rolling
-    MAD of first differences (divided by sqrt 2), which a steep early
-    descent does not shrink the way residuals from the median do. The first
-    ``window`` steps are left out: a median has no past to compare them to.
-    """
-    ok = np.isfinite(loss)
-    if not ok.all():  # after the first NaN the curve says nothing about spikes
-        stop = int(np.argmin(ok))
-        steps, loss = steps[:stop], loss[:stop]
-    if len(loss) < 3 * window:
-        return []
-    resid = loss - rolling_median(loss, window)
-    diffs = np.diff(loss, prepend=loss[0])
-    spread = np.abs(diffs - rolling_median(diffs, window))
-    scale = MAD_TO_SD * rolling_median(spread, 4 * window) / np.sqrt(2.0)
-    scale = np.maximum(scale, 1e-12 + 1e-6 * np.abs(np.median(loss)))
-    z = resid / scale
-    z[:window] = 0.0
-    return [int(steps[a]) for a, _ in runs_of(z > z_min)]
+    """First step of each run of consecutive upward outliers of the finite loss
+    (:func:`~runlens.stats.spikes.find_spikes`, ``mode="differences"``)."""
+    return [int(steps[s["start"]]) for s in find_spikes(loss, mode="differences", z_min=z_min, window=window)]
 
 
 def binom_more(k_run: int, k_base: int, n_run: int, n_base: int) -> float:

@@ -9,6 +9,7 @@ import numpy as np
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._bugs import CLIP_KEYS, config_number
+from runlens.detectors._require import at_least
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context
@@ -68,9 +69,7 @@ class ClippingRemovesUpdates(Detector):
         self.min_share = min_share
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        pre = ctx.signals_of(run).grad_norm
-        if pre is None or len(pre) < 10:
-            raise Skip("needs the pre-clip gradient norm on at least 10 steps")
+        pre = at_least(ctx.signals_of(run).grad_norm, 10, "needs the pre-clip gradient norm on at least 10 steps")
         applied = run.column("scalars", "grad_norm_applied")
         clip, clip_source = config_number(run.config, CLIP_KEYS)
         if applied is not None and np.isfinite(applied).sum() >= 10:

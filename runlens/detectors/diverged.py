@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from runlens.detectors._base import register
-from runlens.detectors.curve.finding import SIGNAL_NEEDS, CurveFinding
+from runlens.detectors.curve.finding import ExplainedCurveFinding
 
 
 @register
-class Diverged(CurveFinding):
+class Diverged(ExplainedCurveFinding):
     """The training loss diverged: it became NaN/Inf or grew without bound.
 
     What it detects:
@@ -53,6 +53,3 @@ class Diverged(CurveFinding):
     code = "diverged"
     severity = "error"
     title = "Loss diverged"
-    label = "diverged"
-    explain = True
-    needs = SIGNAL_NEEDS

@@ -6,10 +6,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.stats import median_abs_deviation
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
-from runlens.stats.robust import rolling_median
+from runlens.stats.spikes import find_spikes
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context
@@ -17,7 +16,6 @@ if TYPE_CHECKING:
     from runlens.io.run import Run
 
 MAX_LISTED = 10  # spikes the evidence lists one by one
-MAX_WINDOW = 101  # a level 50 points either side is robust; a wider median only costs time
 
 
 @register
@@ -87,48 +85,23 @@ class GradNormSpike(Detector):
             raise Skip("no gradient norm logged (scalars.grad_norm or layers.grad_norm)")
         gn = gn.before(sig.first_nonfinite_step)
         ok = np.isfinite(gn.values) & (gn.values > 0)
-        steps, logn = gn.steps[ok], np.log10(gn.values[ok])
-        if len(logn) < 4:
-            raise Skip(f"needs at least 4 finite gradient norms (has {len(logn)})")
-        spikes, level, scale = self._spikes(logn)
+        steps, norms = gn.steps[ok], gn.values[ok]
+        if len(norms) < 4:
+            raise Skip(f"needs at least 4 finite gradient norms (has {len(norms)})")
+        spikes = find_spikes(norms, mode="log10", min_ratio=self.min_ratio, z_min=self.min_z,
+                             max_width=self.max_width)
         if not spikes:
             return []
-        peak = max(spikes, key=lambda ab: logn[ab[0]:ab[1]].max() - level[ab[0]:ab[1]].max())
-        i = peak[0] + int(np.argmax(logn[peak[0]:peak[1]]))
-        ratio = float(10 ** (logn[i] - level[i]))
-        listed = [{"step": int(steps[a + int(np.argmax(logn[a:b]))]),
-                   "ratio": float(10 ** (logn[a:b].max() - level[a + int(np.argmax(logn[a:b]))]))}
-                  for a, b in spikes[:MAX_LISTED]]
-        few = f" in a log of only {len(logn)} points" if len(logn) < 50 else ""
+        peak = max(spikes, key=lambda s: s["excess"])
+        i = peak["index"]
+        ratio = peak["ratio"]
+        listed = [{"step": int(steps[s["index"]]), "ratio": s["ratio"]} for s in spikes[:MAX_LISTED]]
+        few = f" in a log of only {len(norms)} points" if len(norms) < 50 else ""
         return [self.finding(
             f"gradient norm spiked to {ratio:.3g}x its running median at step {int(steps[i]):,} and came back"
             f"{few} ({len(spikes)} spike(s) >= {self.min_ratio:g}x)",
             step=int(steps[i]),
-            evidence={"ratio": ratio, "robust_z": float((logn[i] - level[i]) / scale),
-                      "spike_value": float(10 ** logn[i]), "running_median": float(10 ** level[i]),
-                      "spikes": len(spikes), "listed": listed, "points": len(logn),
+            evidence={"ratio": ratio, "robust_z": peak["z"],
+                      "spike_value": peak["value"], "running_median": peak["level"],
+                      "spikes": len(spikes), "listed": listed, "points": len(norms),
                       "source": gn.source, "step_range": [int(steps[0]), int(steps[-1])]})]
-
-    def _spikes(self, logn: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray, float]:
-        n = len(logn)
-        window = int(np.clip(n // 50, 5, MAX_WINDOW)) | 1
-        level = rolling_median(logn, window)
-        resid = logn - level
-        # Floor the scale at float32 resolution: a constant norm has no noise to measure against.
-        scale = max(float(median_abs_deviation(resid, scale="normal")), 1e-6)
-        hot = (resid >= np.log10(self.min_ratio)) & (resid >= self.min_z * scale)
-        out = []
-        for a, b in _runs(hot):
-            if a < 2 or b >= n or b - a > self.max_width:
-                continue
-            # Isolated: the points either side sit within a decade of the level (a steep early
-            # fall, or a rise that stays, has neighbours far from it too).
-            if logn[b] - level[b] >= 1.0 or logn[a - 1] - level[a - 1] >= 1.0:
-                continue
-            out.append((a, b))
-        return out, level, scale
-
-
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    d = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
-    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))

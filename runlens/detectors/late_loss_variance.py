@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
+from runlens.detectors._base import Context, Detector, Interval, Needs, register
+from runlens.detectors._require import finite_loss
 from runlens.diagnosis import Finding
 from runlens.stats.robust import bucket_edges, mad_sd
 from runlens.stats.trend import trend
@@ -92,10 +93,7 @@ class LateLossVariance(Detector):
         self.min_points = min_points
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        loss = ctx.signals_of(run).loss
-        steps, x = loss.steps, loss.values
-        if x.size < self.min_points:
-            raise Skip(f"only {x.size} finite training losses (< {self.min_points})")
+        steps, x = finite_loss(run, ctx, self.min_points)
         edges = bucket_edges(x.size, 8)
         windows = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
         d = np.diff(x)

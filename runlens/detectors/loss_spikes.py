@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-
-from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
+from runlens.detectors._base import Context, Detector, Interval, Needs, register
+from runlens.detectors._require import finite_loss
 from runlens.diagnosis import Finding
-from runlens.stats.robust import mad_sd
+from runlens.stats.spikes import find_spikes
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -107,13 +106,10 @@ class LossSpikes(Detector):
         self.short_ratio = short_ratio
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        loss = ctx.signals_of(run).loss
-        steps, x = loss.steps, loss.values
-        if x.size < self.short_points:
-            raise Skip(f"only {x.size} finite training losses (< {self.short_points})")
+        steps, x = finite_loss(run, ctx, self.short_points)
         short = x.size < self.min_points
         if short:
-            spikes = short_spikes(x, z_min=self.z_min, min_ratio=self.short_ratio)
+            spikes = find_spikes(x, mode="short", z_min=self.z_min, min_ratio=self.short_ratio)
         else:
             spikes = ctx.signals_of(run).loss_spikes(
                 z_min=self.z_min, tail_factor=self.tail_factor, min_rise=self.min_rise,
@@ -139,49 +135,3 @@ class LossSpikes(Detector):
         title = (f"{len(spikes)} loss spike{'s' if len(spikes) > 1 else ''}{where} ({biggest}"
                  f"robust z up to {max(s['z'] for s in spikes):.1f} >= {self.z_min:g})")
         return [self.finding(title, step=int(steps[first["index"]]), evidence=evidence)]
-
-
-def short_spikes(x: np.ndarray, *, z_min: float, min_ratio: float) -> list[dict[str, float]]:
-    """Spikes of a series too short for rolling windows: a dozen lines pasted into an issue.
-
-    Each point against the median of its neighbours (up to 2 each side, the
-    point left out), on the log scale for a positive loss; the scale is the
-    robust sd of all those residuals, floored at 1% of a decade so a
-    constant stretch does not give infinite scores. A spike reaches
-    ``z_min``, is ``min_ratio`` times its neighbours, and recovers: a later
-    point is back below the geometric middle of the jump.
-    """
-    pos = bool(np.all(x > 0))
-    y = np.log(x) if pos else x
-    n = y.size
-    ref = _neighbour_medians(y, np.zeros(n, bool))
-    # With a handful of points a spike is one of its neighbours' few neighbours: its own
-    # height would inflate their references and the scale. Points already ``min_ratio`` above
-    # theirs are left out of every other point's reference and of the scale.
-    cand = (x / np.exp(ref) >= min_ratio) if pos else np.zeros(n, bool)
-    if cand.any() and not cand.all():
-        ref = _neighbour_medians(y, cand)
-    resid = y - ref
-    rest = resid[~cand] if (~cand).sum() >= 2 else resid
-    scale = max(mad_sd(rest), 0.01 * np.log(10) if pos else 1e-12 + 1e-3 * float(np.ptp(y)))
-    out = []
-    for i in np.flatnonzero(resid / scale >= z_min):
-        level = float(np.exp(ref[i])) if pos else float(ref[i])
-        # A loss that reaches exactly 0 is read on its own scale, but a spike is still a
-        # ratio to its neighbours wherever they are positive.
-        ratio = x[i] / level if level > 0 else np.inf
-        later = y[i + 1:]
-        if ratio >= min_ratio and later.size and float(np.min(later[:3])) <= ref[i] + 0.5 * resid[i]:
-            out.append({"index": int(i), "z": float(resid[i] / scale), "value": float(x[i]), "level": level})
-    return out
-
-
-def _neighbour_medians(y: np.ndarray, skip: np.ndarray) -> np.ndarray:
-    """Median of up to 2 neighbours each side of every point, the point itself and ``skip`` left out."""
-    out = np.empty(y.size)
-    for i in range(y.size):
-        idx = [j for j in range(max(0, i - 2), min(y.size, i + 3)) if j != i and not skip[j]]
-        if not idx:  # every neighbour skipped: fall back to all of them
-            idx = [j for j in range(max(0, i - 2), min(y.size, i + 3)) if j != i]
-        out[i] = np.median(y[idx])
-    return out

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from runlens.detectors._base import Detector, Interval, Needs, Skip, register
+from runlens.detectors._base import Detector, Interval, Needs, register
 from runlens.detectors._bugs import steps_per_epoch
+from runlens.detectors._require import at_least
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context
@@ -76,9 +77,7 @@ class LrScheduleCollapse(Detector):
         self.max_epochs = max_epochs
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        lr = ctx.signals_of(run).lr
-        if lr is None or len(lr) < 10:
-            raise Skip("needs a logged learning rate on at least 10 steps")
+        lr = at_least(ctx.signals_of(run).lr, 10, "needs a logged learning rate on at least 10 steps")
         steps, rate = lr.steps, lr.values
         peak = np.maximum.accumulate(rate)
         low = (peak > 0) & (rate <= self.max_fraction * peak)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from runlens.detectors._base import register
-from runlens.detectors.curve.finding import SIGNAL_NEEDS, CurveFinding
+from runlens.detectors.curve.finding import ExplainedCurveFinding
 
 
 @register
-class Unstable(CurveFinding):
+class Unstable(ExplainedCurveFinding):
     """The training loss is unstable: it oscillates, wanders or jumped up and stayed there.
 
     What it detects:
@@ -50,6 +50,3 @@ class Unstable(CurveFinding):
     code = "unstable"
     severity = "warning"
     title = "Loss unstable"
-    label = "unstable"
-    explain = True
-    needs = SIGNAL_NEEDS

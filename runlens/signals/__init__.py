@@ -45,10 +45,10 @@ class Signals:
         return loss_signals(self.run)
 
     def loss_spikes(self, **params) -> list[dict[str, float]]:
-        """:func:`~runlens.stats.robust.find_spikes` of :attr:`loss` with ``params``, once per
+        """:func:`~runlens.stats.spikes.find_spikes` of :attr:`loss` with ``params``, once per
         parameter set: the curve and ``loss_spikes`` ask for the same (a pass of rolling
         medians over every step)."""
-        from runlens.stats.robust import SPIKE_DEFAULTS, find_spikes
+        from runlens.stats.spikes import SPIKE_DEFAULTS, find_spikes
 
         key = tuple(sorted({**SPIKE_DEFAULTS, **params}.items()))
         memo = self.__dict__.setdefault("_spike_memo", {})

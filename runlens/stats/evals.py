@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from runlens.stats.robust import bucket_medians, find_spikes, mad_sd, rolling_median
+from runlens.stats.robust import bucket_medians, mad_sd, rolling_median
+from runlens.stats.spikes import find_spikes
 from runlens.stats.trend import trend
 
 

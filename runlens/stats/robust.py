@@ -7,7 +7,6 @@ be fed a million training steps.
 
 from __future__ import annotations
 
-import inspect
 import warnings
 
 import numpy as np
@@ -15,8 +14,8 @@ from scipy import ndimage, stats
 
 #: The normal distribution's 75th percentile: a Gaussian's MAD is this many standard deviations.
 _NORMAL_MAD = float(stats.norm.ppf(0.75))
-#: MAD times this estimates the standard deviation of Gaussian data. Kept only for
-#: ``runlens.compare.model``; new code uses :func:`mad_sd` / ``median_abs_deviation(scale="normal")``.
+#: MAD times this estimates the standard deviation of Gaussian data. Kept for the spike detector's
+#: ``differences`` mode and ``plateau``; new code uses :func:`mad_sd` / ``median_abs_deviation(scale="normal")``.
 MAD_TO_SD = 1.0 / _NORMAL_MAD
 
 
@@ -128,65 +127,3 @@ def runs_of(mask: np.ndarray) -> list[tuple[int, int]]:
     starts = np.flatnonzero(d == 1)
     stops = np.flatnonzero(d == -1)
     return list(zip(starts.tolist(), stops.tolist(), strict=True))
-
-
-def find_spikes(x: np.ndarray, *, z_min: float = 6.0, tail_factor: float = 3.6, min_rise: float = 0.25,
-                min_progress: float = 0.05, max_width: int = 10,
-                recovery: int = 20) -> list[dict[str, float]]:
-    """Isolated upward spikes of a finite series that recover, as dicts
-    ``index`` (of the peak), ``z``, ``value``, ``level`` (the running level).
-
-    Robust z-scores (on the log scale for a positive series) against a
-    centred rolling median/MAD; a spike reaches ``z_min`` and
-    ``tail_factor`` times the series' own 95th percentile of z, rises by at
-    least ``min_rise`` of the running level and ``min_progress`` of the fall
-    from the start, lasts at most ``max_width`` points, and within
-    ``recovery`` points the median is back below half of the jump.
-    """
-    n = x.size
-    window = int(np.clip(n // 200, 5, 100)) * 2 + 1
-    # Minibatch noise of a loss is multiplicative and right-skewed; on the
-    # log scale it is close to symmetric, so a z-score there means the same
-    # rarity at every loss level and noise shape.
-    logs = bool(np.all(x > 0))
-    z, base, _ = robust_z(np.log(x) if logs else x, window)
-    if logs:
-        base = np.exp(base)
-    start = float(np.median(x[: int(np.clip(n // 20, 5, 50))]))
-    need = np.maximum(min_rise * np.abs(base), min_progress * np.maximum(start - base, 0.0))
-    # A spike must also stand out from the run's own upper tail: where the
-    # noise itself is heavy-tailed (a few hard examples in a small batch),
-    # big z-scores are routine and only a jump well beyond them is a spike.
-    z_cut = max(z_min, tail_factor * float(np.quantile(z, 0.95)))
-    hot = (z >= z_cut) & (x - base >= need)
-    # The first half-window has no past to compare with: a mirrored median
-    # there sits below a falling curve and would call the start a spike.
-    hot[: window // 2] = False
-    out = []
-    for a, b in _merge(runs_of(hot), gap=2):
-        if b - a > max_width or b >= n:
-            continue
-        level = float(base[a])
-        peak = a + int(np.argmax(x[a:b]))
-        after = x[b:b + recovery]
-        if after.size < min(3, recovery):
-            continue
-        if np.median(after) > level + 0.5 * (x[peak] - level):
-            continue
-        out.append({"index": peak, "z": float(z[peak]), "value": float(x[peak]), "level": level})
-    return out
-
-
-#: find_spikes' keyword defaults (a memo of its results keys on every parameter).
-SPIKE_DEFAULTS = {k: v.default for k, v in inspect.signature(find_spikes).parameters.items()
-                  if v.kind is inspect.Parameter.KEYWORD_ONLY}
-
-
-def _merge(runs: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
-    merged: list[list[int]] = []
-    for a, b in runs:
-        if merged and a - merged[-1][1] <= gap:
-            merged[-1][1] = b
-        else:
-            merged.append([a, b])
-    return [(a, b) for a, b in merged]

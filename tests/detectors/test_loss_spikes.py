@@ -9,7 +9,7 @@ from loss_synth import chaotic, healthy, make_run, noise, oscillating, random_wa
 from runlens.detectors import Context
 from runlens.detectors.curve import classify
 from runlens.detectors.loss_spikes import LossSpikes
-from runlens.stats.robust import find_spikes
+from runlens.stats.spikes import find_spikes
 
 
 def findings(x, det=None):

@@ -33,14 +33,14 @@ SIGNAL_NEEDS = Needs(scalars=("loss", "grad_norm", "lr", "loss_scale", "step_ski
 class CurveFinding(Detector):
     """Base of the curve-label findings; subclasses set ``label`` and their docs."""
 
-    label: ClassVar[str] = ""
+    label: ClassVar[str] = ""  # the curve label it reports, when it is not the code
     explain: ClassVar[bool] = False  # read the proximate signals (diverged, unstable)
     depends: ClassVar[tuple[str, ...]] = ("curve",)
     needs = Needs()
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         verdict = ctx.curve
-        if verdict is None or verdict.label != self.label:
+        if verdict is None or verdict.label != (self.label or self.code):
             return []
         evidence = {k: v for k, v in verdict.evidence.items() if k != "step"}
         step = verdict.evidence.get("step")
@@ -53,6 +53,13 @@ class CurveFinding(Detector):
                 if not {"grad_norm", "update_ratio"} - set(missing):
                     title += f"; the log has no {' or '.join(_WORDS[m] for m in missing)} to tell why"
         return [self.finding(title, step=step, evidence=evidence)]
+
+
+class ExplainedCurveFinding(CurveFinding):
+    """A curve-label finding that also reads the proximate signals at its step (diverged, unstable)."""
+
+    explain = True
+    needs = SIGNAL_NEEDS
 
 
 _WORDS = {"grad_norm": "gradient norms", "update_ratio": "update sizes (update_norm)",

@@ -1,0 +1,213 @@
+"""Upward spikes of a series: the one spike detector (loss, gradient norm, comparison, short logs).
+
+A spike is a point (or a few in a row) far above the series' running level
+by its own noise, and back at the level after. What legitimately differs
+between callers is a parameter of :func:`find_spikes`, not another detector:
+``mode="rolling"`` (a training loss: natural-log residuals from a rolling
+median, the series' own tail and a recovery), ``"log10"`` (a gradient norm:
+a ratio to the running median in decades, isolated), ``"short"`` (a dozen
+points: neighbour medians instead of rolling windows), ``"differences"``
+(the noise scale from first differences, which a steep early descent does
+not shrink). Every mode returns dicts with ``index`` (the peak), ``z``,
+``value`` and ``level``; pure numpy/scipy, knows nothing about runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from scipy import stats
+
+from runlens.stats.robust import MAD_TO_SD, mad_sd, robust_z, rolling_median, runs_of
+
+MODES = ("rolling", "log10", "short", "differences")
+_MAX_WINDOW = 101  # a level 50 points either side is robust; a wider median only costs time
+
+
+def find_spikes(x: np.ndarray, *, mode: str = "rolling", z_min: float = 6.0, tail_factor: float = 3.6,
+                min_rise: float = 0.25, min_progress: float = 0.05, max_width: int = 10, recovery: int = 20,
+                min_ratio: float = 3.0, window: int = 25) -> list[dict[str, float]]:
+    """Upward spikes of ``x`` (finite; positive for ``"log10"``), as dicts with ``index``, ``z``,
+    ``value``, ``level`` (see the modes above; ``"log10"`` and ``"differences"`` add ``start``).
+
+    ``z_min`` applies to every mode; ``tail_factor``, ``min_rise``,
+    ``min_progress``, ``max_width`` and ``recovery`` to ``"rolling"``;
+    ``min_ratio`` and ``max_width`` to ``"log10"``; ``min_ratio`` to
+    ``"short"``; ``window`` to ``"differences"``.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if mode == "rolling":
+        return _rolling(x, z_min=z_min, tail_factor=tail_factor, min_rise=min_rise,
+                        min_progress=min_progress, max_width=max_width, recovery=recovery)
+    if mode == "log10":
+        return _log10_ratio(x, min_ratio=min_ratio, z_min=z_min, max_width=max_width)
+    if mode == "short":
+        return _short(x, z_min=z_min, min_ratio=min_ratio)
+    if mode == "differences":
+        return _differences(x, z_min=z_min, window=window)
+    raise ValueError(f"find_spikes: mode {mode!r} is not one of {MODES}")
+
+
+#: find_spikes' keyword defaults (a memo of its results keys on every parameter).
+SPIKE_DEFAULTS = {k: v.default for k, v in inspect.signature(find_spikes).parameters.items()
+                  if v.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def _rolling(x: np.ndarray, *, z_min: float, tail_factor: float, min_rise: float, min_progress: float,
+             max_width: int, recovery: int) -> list[dict[str, float]]:
+    """Isolated upward spikes of a finite series that recover, as dicts
+    ``index`` (of the peak), ``z``, ``value``, ``level`` (the running level).
+
+    Robust z-scores (on the log scale for a positive series) against a
+    centred rolling median/MAD; a spike reaches ``z_min`` and
+    ``tail_factor`` times the series' own 95th percentile of z, rises by at
+    least ``min_rise`` of the running level and ``min_progress`` of the fall
+    from the start, lasts at most ``max_width`` points, and within
+    ``recovery`` points the median is back below half of the jump.
+    """
+    n = x.size
+    window = int(np.clip(n // 200, 5, 100)) * 2 + 1
+    # Minibatch noise of a loss is multiplicative and right-skewed; on the
+    # log scale it is close to symmetric, so a z-score there means the same
+    # rarity at every loss level and noise shape.
+    logs = bool(np.all(x > 0))
+    z, base, _ = robust_z(np.log(x) if logs else x, window)
+    if logs:
+        base = np.exp(base)
+    start = float(np.median(x[: int(np.clip(n // 20, 5, 50))]))
+    need = np.maximum(min_rise * np.abs(base), min_progress * np.maximum(start - base, 0.0))
+    # A spike must also stand out from the run's own upper tail: where the
+    # noise itself is heavy-tailed (a few hard examples in a small batch),
+    # big z-scores are routine and only a jump well beyond them is a spike.
+    z_cut = max(z_min, tail_factor * float(np.quantile(z, 0.95)))
+    hot = (z >= z_cut) & (x - base >= need)
+    # The first half-window has no past to compare with: a mirrored median
+    # there sits below a falling curve and would call the start a spike.
+    hot[: window // 2] = False
+    out = []
+    for a, b in _merge(runs_of(hot), gap=2):
+        if b - a > max_width or b >= n:
+            continue
+        level = float(base[a])
+        peak = a + int(np.argmax(x[a:b]))
+        after = x[b:b + recovery]
+        if after.size < min(3, recovery):
+            continue
+        if np.median(after) > level + 0.5 * (x[peak] - level):
+            continue
+        out.append({"index": peak, "z": float(z[peak]), "value": float(x[peak]), "level": level})
+    return out
+
+
+def _log10_ratio(x: np.ndarray, *, min_ratio: float, z_min: float, max_width: int) -> list[dict[str, float]]:
+    """Spikes of a positive series by their ratio to the running level, in decades.
+
+    The level is a centred rolling median (2% of the points, 5 to 101, odd); the
+    scale one normal-scaled MAD of all the log10 residuals. A spike is at least
+    ``log10(min_ratio)`` decades and ``z_min`` scales above the level, has two
+    points before it and one after, lasts at most ``max_width`` points, and
+    the points either side of it are within one decade of the level.
+    """
+    logn = np.log10(x)
+    n = len(logn)
+    window = int(np.clip(n // 50, 5, _MAX_WINDOW)) | 1
+    level = rolling_median(logn, window)
+    resid = logn - level
+    # Floor the scale at float32 resolution: a constant norm has no noise to measure against.
+    scale = max(float(stats.median_abs_deviation(resid, scale="normal")), 1e-6)
+    hot = (resid >= np.log10(min_ratio)) & (resid >= z_min * scale)
+    out = []
+    for a, b in runs_of(hot):
+        if a < 2 or b >= n or b - a > max_width:
+            continue
+        # Isolated: the points either side sit within a decade of the level (a steep early
+        # fall, or a rise that stays, has neighbours far from it too).
+        if logn[b] - level[b] >= 1.0 or logn[a - 1] - level[a - 1] >= 1.0:
+            continue
+        i = a + int(np.argmax(logn[a:b]))
+        out.append({"index": i, "start": a, "stop": b, "z": float((logn[i] - level[i]) / scale),
+                    "value": float(10 ** logn[i]), "level": float(10 ** level[i]),
+                    "ratio": float(10 ** (logn[i] - level[i])),
+                    "excess": float(logn[a:b].max() - level[a:b].max())})
+    return out
+
+
+def _short(x: np.ndarray, *, z_min: float, min_ratio: float) -> list[dict[str, float]]:
+    """Spikes of a series too short for rolling windows: a dozen lines pasted into an issue.
+
+    Each point against the median of its neighbours (up to 2 each side, the
+    point left out), on the log scale for a positive loss; the scale is the
+    robust sd of all those residuals, floored at 1% of a decade so a
+    constant stretch does not give infinite scores. A spike reaches
+    ``z_min``, is ``min_ratio`` times its neighbours, and recovers: a later
+    point is back below the geometric middle of the jump.
+    """
+    pos = bool(np.all(x > 0))
+    y = np.log(x) if pos else x
+    n = y.size
+    ref = _neighbour_medians(y, np.zeros(n, bool))
+    # With a handful of points a spike is one of its neighbours' few neighbours: its own
+    # height would inflate their references and the scale. Points already ``min_ratio`` above
+    # theirs are left out of every other point's reference and of the scale.
+    cand = (x / np.exp(ref) >= min_ratio) if pos else np.zeros(n, bool)
+    if cand.any() and not cand.all():
+        ref = _neighbour_medians(y, cand)
+    resid = y - ref
+    rest = resid[~cand] if (~cand).sum() >= 2 else resid
+    scale = max(mad_sd(rest), 0.01 * np.log(10) if pos else 1e-12 + 1e-3 * float(np.ptp(y)))
+    out = []
+    for i in np.flatnonzero(resid / scale >= z_min):
+        level = float(np.exp(ref[i])) if pos else float(ref[i])
+        # A loss that reaches exactly 0 is read on its own scale, but a spike is still a
+        # ratio to its neighbours wherever they are positive.
+        ratio = x[i] / level if level > 0 else np.inf
+        later = y[i + 1:]
+        if ratio >= min_ratio and later.size and float(np.min(later[:3])) <= ref[i] + 0.5 * resid[i]:
+            out.append({"index": int(i), "z": float(resid[i] / scale), "value": float(x[i]), "level": level})
+    return out
+
+
+def _neighbour_medians(y: np.ndarray, skip: np.ndarray) -> np.ndarray:
+    """Median of up to 2 neighbours each side of every point, the point itself and ``skip`` left out."""
+    out = np.empty(y.size)
+    for i in range(y.size):
+        idx = [j for j in range(max(0, i - 2), min(y.size, i + 3)) if j != i and not skip[j]]
+        if not idx:  # every neighbour skipped: fall back to all of them
+            idx = [j for j in range(max(0, i - 2), min(y.size, i + 3)) if j != i]
+        out[i] = np.median(y[idx])
+    return out
+
+
+def _differences(loss: np.ndarray, *, z_min: float, window: int) -> list[dict[str, float]]:
+    """Each run of consecutive upward outliers of the finite series (``start`` its first index).
+
+    The level is a rolling median; the noise scale comes from the rolling
+    MAD of first differences (divided by sqrt 2), which a steep early
+    descent does not shrink the way residuals from the median do. The first
+    ``window`` steps are left out: a median has no past to compare them to.
+    """
+    ok = np.isfinite(loss)
+    if not ok.all():  # after the first NaN the curve says nothing about spikes
+        loss = loss[:int(np.argmin(ok))]
+    if len(loss) < 3 * window:
+        return []
+    resid = loss - rolling_median(loss, window)
+    diffs = np.diff(loss, prepend=loss[0])
+    spread = np.abs(diffs - rolling_median(diffs, window))
+    scale = MAD_TO_SD * rolling_median(spread, 4 * window) / np.sqrt(2.0)
+    scale = np.maximum(scale, 1e-12 + 1e-6 * np.abs(np.median(loss)))
+    z = resid / scale
+    z[:window] = 0.0
+    return [{"index": a + int(np.argmax(loss[a:b])), "start": a, "z": float(z[a:b].max()),
+             "value": float(loss[a:b].max()), "level": float(loss[a] - resid[a])} for a, b in runs_of(z > z_min)]
+
+
+def _merge(runs: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
+    merged: list[list[int]] = []
+    for a, b in runs:
+        if merged and a - merged[-1][1] <= gap:
+            merged[-1][1] = b
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
