@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
+from bug_fixtures import assert_fixed_twin_silent, leading_finding
 from gradients_synth import check, falling_loss, healthy_net, make_run
-
-from runlens.analysis import analyze
-
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
 
 
 def test_real_run_names_the_bug_first():
-    diag = analyze(FIX / "accumulation_unscaled-conv1d")
-    f = diag.findings[0]
-    assert f.code == "accumulation_unscaled"
+    _, f = leading_finding("accumulation_unscaled-conv1d", "accumulation_unscaled")
     assert f.evidence["accumulation_steps"] == 8
 
 
 def test_real_fixed_twin_is_silent():
-    diag = analyze(FIX / "accumulation_unscaled-conv1d-fixed")
-    assert "accumulation_unscaled" not in {f.code for f in diag.findings}
+    assert_fixed_twin_silent("accumulation_unscaled-conv1d-fixed", "accumulation_unscaled")
 
 
 def _run(ratio, config):

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from bug_fixtures import assert_fixed_twin_silent, leading_finding
 from gradients_synth import check
 from loss_synth import healthy, make_run
 
-from runlens.analysis import analyze
 from runlens.detectors import Skip
-
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
 
 
 def test_real_run_names_the_bug_first_and_leads_its_symptoms():
-    diag = analyze(FIX / "clipping_removes_updates-autoencoder")
-    f = diag.findings[0]
-    assert f.code == "clipping_removes_updates"
+    diag, f = leading_finding("clipping_removes_updates-autoencoder", "clipping_removes_updates")
     assert f.evidence["median_kept"] < 1e-2
     for symptom in diag.findings[1:]:
         if symptom.code in ("learning_rate_too_low", "underfitting", "unstable"):
@@ -26,8 +20,7 @@ def test_real_run_names_the_bug_first_and_leads_its_symptoms():
 
 
 def test_real_fixed_twin_is_silent():
-    diag = analyze(FIX / "clipping_removes_updates-autoencoder-fixed")
-    assert "clipping_removes_updates" not in {f.code for f in diag.findings}
+    assert_fixed_twin_silent("clipping_removes_updates-autoencoder-fixed", "clipping_removes_updates")
 
 
 def _run(pre, applied=None, config=None):

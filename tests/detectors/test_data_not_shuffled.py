@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from bug_fixtures import assert_fixed_twin_silent, leading_finding
 from gradients_synth import check
 from loss_synth import healthy, make_run
 
-from runlens.analysis import analyze
 from runlens.detectors import Skip
-
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
 
 
 def test_real_run_names_the_bug_first():
-    diag = analyze(FIX / "data_not_shuffled-mlp")
-    f = diag.findings[0]
-    assert f.code == "data_not_shuffled"
+    _, f = leading_finding("data_not_shuffled-mlp", "data_not_shuffled")
     assert f.evidence["kruskal_p"] < 1e-3
     assert f.evidence["steps_per_epoch"] == 20
 
 
 def test_real_fixed_twin_is_silent():
-    diag = analyze(FIX / "data_not_shuffled-mlp-fixed")
-    assert "data_not_shuffled" not in {f.code for f in diag.findings}
+    assert_fixed_twin_silent("data_not_shuffled-mlp-fixed", "data_not_shuffled")
 
 
 def _run(loss, period, lr=None):
@@ -62,8 +55,7 @@ def test_without_epochs_it_skips():
 
 def test_real_batches_of_four_are_silent():
     """Batches of 4, shuffled: a loud loss whose noise has no epoch pattern."""
-    diag = analyze(FIX / "control-batch_four-mlp")
-    assert "data_not_shuffled" not in {f.code for f in diag.findings}
+    assert_fixed_twin_silent("control-batch_four-mlp", "data_not_shuffled")
 
 
 def test_a_fractional_epoch_column_is_no_epoch_length():

@@ -3,41 +3,32 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
+from bug_fixtures import assert_fixed_twin_silent, leading_finding, without_meta_key
 from gradients_synth import check, healthy_net, make_run
 
-from runlens.analysis import analyze
 from runlens.detectors import Skip
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
 LR = {"lr": np.full(50, 0.01)}
 
 
 def test_real_run_names_the_bug_first():
-    diag = analyze(FIX / "parameters_not_in_optimizer-decoder")
-    f = diag.findings[0]
-    assert f.code == "parameters_not_in_optimizer"
+    _, f = leading_finding("parameters_not_in_optimizer-decoder", "parameters_not_in_optimizer")
     assert f.evidence["modules"] == ["head"]
 
 
 def test_real_fixed_twin_is_silent():
-    diag = analyze(FIX / "parameters_not_in_optimizer-decoder-fixed")
-    assert "parameters_not_in_optimizer" not in {f.code for f in diag.findings}
+    assert_fixed_twin_silent("parameters_not_in_optimizer-decoder-fixed", "parameters_not_in_optimizer")
 
 
 def test_real_run_without_the_run_json_key_reads_the_constant_weights():
-    from runlens.io.loader import load_run
-
-    run = load_run(FIX / "parameters_not_in_optimizer-decoder")
-    meta = {k: v for k, v in run.meta.items() if k != "params_outside_optimizer"}
-    [f] = check("parameters_not_in_optimizer", dataclasses.replace(run, meta=meta, _cache={}))
+    key = "params_outside_optimizer"
+    [f] = check("parameters_not_in_optimizer", without_meta_key("parameters_not_in_optimizer-decoder", key))
     assert "head.weight" in f.evidence["params"]
-    fixed = load_run(FIX / "parameters_not_in_optimizer-decoder-fixed")
-    meta = {k: v for k, v in fixed.meta.items() if k != "params_outside_optimizer"}
-    assert check("parameters_not_in_optimizer", dataclasses.replace(fixed, meta=meta, _cache={})) == []
+    fixed = without_meta_key("parameters_not_in_optimizer-decoder-fixed", key)
+    assert check("parameters_not_in_optimizer", fixed) == []
 
 
 def test_synthetic_constant_weight_with_gradient_fires():

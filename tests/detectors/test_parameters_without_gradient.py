@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+from bug_fixtures import assert_fixed_twin_silent, leading_finding, without_meta_key
 from gradients_synth import check, healthy_net, make_run
 
 from runlens.analysis import analyze
@@ -14,23 +15,17 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
 
 
 def test_real_run_names_the_bug_first():
-    diag = analyze(FIX / "parameters_without_gradient-bn_cnn")
-    f = diag.findings[0]
-    assert f.code == "parameters_without_gradient"
+    _, f = leading_finding("parameters_without_gradient-bn_cnn", "parameters_without_gradient")
     assert f.evidence["modules"] == ["stem.0", "stem.1"]
 
 
 def test_real_fixed_twin_is_silent():
-    diag = analyze(FIX / "parameters_without_gradient-bn_cnn-fixed")
-    assert "parameters_without_gradient" not in {f.code for f in diag.findings}
+    assert_fixed_twin_silent("parameters_without_gradient-bn_cnn-fixed", "parameters_without_gradient")
 
 
 def test_real_run_without_the_run_json_key_reads_the_layers_table():
-    from runlens.io.loader import load_run
-
-    run = load_run(FIX / "parameters_without_gradient-bn_cnn")
-    meta = {k: v for k, v in run.meta.items() if k != "params_without_grad"}
-    [f] = check("parameters_without_gradient", dataclasses.replace(run, meta=meta, _cache={}))
+    run = without_meta_key("parameters_without_gradient-bn_cnn", "params_without_grad")
+    [f] = check("parameters_without_gradient", run)
     assert f.evidence["source"].startswith("layers")
     assert {"stem.0.weight", "stem.0.bias"} <= set(f.evidence["params"])
 

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from bug_fixtures import assert_fixed_twin_silent, leading_finding
 from gradients_synth import check
 from loss_synth import healthy, make_run
 
-from runlens.analysis import analyze
-
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
-
 
 def test_real_run_names_the_bug_first():
-    diag = analyze(FIX / "validation_in_train_mode-lstm")
-    f = diag.findings[0]
-    assert f.code == "validation_in_train_mode"
+    _, f = leading_finding("validation_in_train_mode-lstm", "validation_in_train_mode")
     assert f.evidence["train_mode_share"] == 1.0
     assert f.evidence["source"] == "evals.model_training"
 
 
 def test_real_fixed_twin_is_silent():
-    diag = analyze(FIX / "validation_in_train_mode-lstm-fixed")
-    assert "validation_in_train_mode" not in {f.code for f in diag.findings}
+    assert_fixed_twin_silent("validation_in_train_mode-lstm-fixed", "validation_in_train_mode")
 
 
 def _run(flag=None, *, ratio=None, config=None, n=400, evals=12, seed=0):

@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from bug_fixtures import FIX, assert_fixed_twin_silent, leading_finding
 from gradients_synth import check
 from loss_synth import healthy, make_run
 
-from runlens.analysis import analyze
 from runlens.detectors import Skip
-
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
+from runlens.io.loader import load_run
 
 
 def test_real_run_names_the_bug_first():
-    diag = analyze(FIX / "validation_leak-conv1d")
-    f = diag.findings[0]
-    assert f.code == "validation_leak"
+    _, f = leading_finding("validation_leak-conv1d", "validation_leak")
     assert f.evidence["val_train_ratio"] < 0.2
     assert f.evidence["wilcoxon_p"] <= 0.01
 
 
 def test_real_fixed_twin_is_silent():
-    diag = analyze(FIX / "validation_leak-conv1d-fixed")
-    assert "validation_leak" not in {f.code for f in diag.findings}
+    assert_fixed_twin_silent("validation_leak-conv1d-fixed", "validation_leak")
 
 
 def _run(train, val_of, n=500, evals=20):
@@ -62,7 +56,5 @@ def test_too_few_evaluations_skip():
 
 def test_real_leak_is_below_the_ratio_on_most_evaluations():
     """The leak is learned within a few evaluations and never heals: the test runs over every evaluation."""
-    from runlens.io.loader import load_run
-
     [f] = check("validation_leak", load_run(FIX / "validation_leak-conv1d"))
     assert f.evidence["evals_below"] >= f.evidence["evals"] // 2

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
+from bug_fixtures import assert_fixed_twin_silent, leading_finding
 from gradients_synth import check, falling_loss, healthy_net, make_run
-
-from runlens.analysis import analyze
-
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
 
 
 def test_real_run_names_the_bug_first_and_leads_its_symptoms():
-    diag = analyze(FIX / "weight_decay_collapse-mlp")
-    f = diag.findings[0]
-    assert f.code == "weight_decay_collapse"
+    diag, f = leading_finding("weight_decay_collapse-mlp", "weight_decay_collapse")
     assert f.evidence["weight_norm_ratio"] < 0.1
     for symptom in diag.findings[1:]:
         if symptom.code in ("underfitting", "unstable", "learning_rate_too_high", "dead_layers"):
@@ -25,8 +19,7 @@ def test_real_run_names_the_bug_first_and_leads_its_symptoms():
 
 
 def test_real_fixed_twin_is_silent():
-    diag = analyze(FIX / "weight_decay_collapse-mlp-fixed")
-    assert "weight_decay_collapse" not in {f.code for f in diag.findings}
+    assert_fixed_twin_silent("weight_decay_collapse-mlp-fixed", "weight_decay_collapse")
 
 
 def _run(shrink, config):
