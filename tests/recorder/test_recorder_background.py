@@ -16,6 +16,7 @@ import pytest
 import torch
 from recorder_testutil import ROOT, child_env, meta, parts, read_table, run
 from torch import nn
+from torch_steps import train_steps
 
 from recorders import _parts
 from recorders.torch import Recorder
@@ -155,12 +156,7 @@ def test_a_run_directory_that_is_not_utf8_is_written_and_read(tmp_path, check_ru
     model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with Recorder(run_dir, model, opt, flush_every=2, handle_signals=False) as rec:
-        for _ in range(5):
-            opt.zero_grad()
-            loss = model(torch.randn(4, 4)).pow(2).mean()
-            loss.backward()
-            opt.step()
-            rec.step(loss)
+        train_steps(rec, model, opt, 5, (4, 4))
     assert not rec.warnings
     check_runlog(run_dir)
     assert read_table(run_dir, "scalars").column("step").to_pylist() == list(range(5))

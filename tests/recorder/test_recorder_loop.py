@@ -7,6 +7,7 @@ import math
 
 import pytest
 from recorder_testutil import meta, read_table
+from torch_steps import train_steps
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
@@ -115,12 +116,7 @@ def _tiny(run, **kw):
     model = nn.Linear(2, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with Recorder(run, model, opt, handle_signals=False, **kw) as rec:
-        for _ in range(3):
-            opt.zero_grad()
-            loss = model(torch.randn(4, 2)).pow(2).mean()
-            loss.backward()
-            opt.step()
-            rec.step(loss)
+        train_steps(rec, model, opt, 3, (4, 2))
     return rec
 
 
