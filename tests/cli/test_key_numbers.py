@@ -17,9 +17,9 @@ from runlens.audit import audit
 from runlens.compare import compare_runs
 from runlens.diagnosis import jsonable
 from runlens.io.loader import load_run
-from runlens.render.markdown import render_markdown
-from runlens.render.text import number
-from runlens.render.view import fmt
+from runlens.render.report.markdown import render_markdown
+from runlens.render.report.text import number
+from runlens.render.report.view import fmt
 from runlens.report_data import build_report_data
 from runlens.signals import signals_of
 from runlens.summary import KEY_NUMBERS, run_numbers
@@ -41,6 +41,25 @@ def copies(tmp_path_factory):
     return root
 
 
+# How the text output and the Markdown report show a key number, for each key number they show.
+TEXT_LINES = {
+    "final_loss": lambda e: f"final loss {number(e['final_loss'])}",
+    "val_min": lambda e: f"best val loss {number(e['val_min'])} at step {e['val_min_step']:,}",
+    "first_nonfinite_step": lambda e: f"first NaN/Inf loss at step {e['first_nonfinite_step']:,}",
+}
+MARKDOWN_LINES = {
+    "final_loss": lambda e: f"| final loss | {fmt(e['final_loss'])} at step {e['final_loss_step']:,} |",
+    "val_min": lambda e: f"| best validation loss | {fmt(e['val_min'])} at step {e['val_min_step']:,} |",
+    "first_nonfinite_step": lambda e: f"| first NaN/Inf loss | at step {e['first_nonfinite_step']:,} |",
+}
+
+
+def _assert_shown(output: str, expected: dict, lines: dict) -> None:
+    for key, line in lines.items():
+        if expected[key] is not None:
+            assert line(expected) in output, key
+
+
 @pytest.mark.parametrize("name", RUNS)
 def test_key_numbers_agree_across_commands(copies, name):
     path = copies / name
@@ -53,22 +72,8 @@ def test_key_numbers_agree_across_commands(copies, name):
     # JSON
     obj = json.loads(invoke("analyze", path, "--format", "json").stdout)
     assert obj["key_numbers"] == jsonable(expected)
-    # text
-    text = invoke("analyze", path).stdout
-    if expected["final_loss"] is not None:
-        assert f"final loss {number(expected['final_loss'])}" in text
-    if expected["val_min"] is not None:
-        assert f"best val loss {number(expected['val_min'])} at step {expected['val_min_step']:,}" in text
-    if expected["first_nonfinite_step"] is not None:
-        assert f"first NaN/Inf loss at step {expected['first_nonfinite_step']:,}" in text
-    # Markdown
-    md = render_markdown(build_report_data(diagnosis, signals_of(run)))
-    if expected["final_loss"] is not None:
-        assert f"| final loss | {fmt(expected['final_loss'])} at step {expected['final_loss_step']:,} |" in md
-    if expected["val_min"] is not None:
-        assert f"| best validation loss | {fmt(expected['val_min'])} at step {expected['val_min_step']:,} |" in md
-    if expected["first_nonfinite_step"] is not None:
-        assert f"| first NaN/Inf loss | at step {expected['first_nonfinite_step']:,} |" in md
+    _assert_shown(invoke("analyze", path).stdout, expected, TEXT_LINES)
+    _assert_shown(render_markdown(build_report_data(diagnosis, signals_of(run))), expected, MARKDOWN_LINES)
     # audit
     row = audit([str(path)], workers=1).rows[0]
     assert same(row.final_loss, expected["final_loss"]) and same(row.best_val_loss, expected["val_min"])
