@@ -50,6 +50,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
+from recorders._callback import CallbackSettings
 from recorders.torch import Recorder
 
 __all__ = ["RunlensCallback"]
@@ -58,7 +59,7 @@ _STATE_KEYS = ("global_step", "max_steps", "num_train_epochs", "epoch", "logging
                "save_steps", "train_batch_size", "best_metric", "best_model_checkpoint", "total_flos")
 
 
-class RunlensCallback(TrainerCallback):
+class RunlensCallback(CallbackSettings, TrainerCallback):
     """Records ``Trainer.train`` into the run directory ``path`` (format v1).
 
     ``config`` entries go beside ``training_args`` in run.json. ``resume``:
@@ -74,12 +75,8 @@ class RunlensCallback(TrainerCallback):
     def __init__(self, path: str | Path, *, name: str | None = None, config: Mapping[str, Any] | None = None,
                  layers_every: int = 1, flush_every: int = 100, flush_seconds: float = 30.0,
                  resume: bool | None = None, **recorder_options: Any) -> None:
-        self.path = Path(path)
-        self.resume = resume
-        self.name = name
-        self.config = dict(config or {})
-        self.recorder_options = dict(layers_every=layers_every, flush_every=flush_every,
-                                     flush_seconds=flush_seconds, **recorder_options)
+        self._keep_settings(path, name, config, resume, dict(layers_every=layers_every, flush_every=flush_every,
+                                                             flush_seconds=flush_seconds, **recorder_options))
         self.recorder: Recorder | None = None
         self._losses: list[torch.Tensor] = []
         self._hook: Any = None

@@ -24,6 +24,7 @@ try:
 except ImportError:  # the standalone package, for projects still on pytorch_lightning
     from pytorch_lightning.callbacks import Callback
 
+from recorders._callback import CallbackSettings
 from recorders.torch import Recorder
 
 __all__ = ["RunlensCallback"]
@@ -32,7 +33,7 @@ VAL_LOSS_KEYS = ("val_loss", "val/loss", "validation_loss", "valid_loss", "val_l
 LOSS_KEYS = ("train_loss", "loss", "train/loss", "train_loss_step")
 
 
-class RunlensCallback(Callback):
+class RunlensCallback(CallbackSettings, Callback):
     """Records ``Trainer.fit`` into the run directory ``path`` (format v1).
 
     ``val_loss_key`` names the logged metric that is the validation loss
@@ -52,15 +53,11 @@ class RunlensCallback(Callback):
                  seed: int | None = None, val_loss_key: str | None = None, loss_key: str | None = None,
                  layers_every: int = 1, flush_every: int = 100, flush_seconds: float = 30.0,
                  resume: bool | None = None, **recorder_options: Any) -> None:
-        self.path = Path(path)
-        self.resume = resume
-        self.name = name
-        self.config = dict(config or {})
+        self._keep_settings(path, name, config, resume, dict(layers_every=layers_every, flush_every=flush_every,
+                                                             flush_seconds=flush_seconds, **recorder_options))
         self.seed = seed
         self.val_loss_key = val_loss_key
         self.loss_key = loss_key
-        self.recorder_options = dict(layers_every=layers_every, flush_every=flush_every,
-                                     flush_seconds=flush_seconds, **recorder_options)
         self.recorder: Recorder | None = None
         self._stepped = False
         self._losses: list[torch.Tensor] = []
