@@ -136,16 +136,42 @@ def read_state(path: Path) -> Imported:
     return _finish(log, path, "hf", warnings, config)
 
 
-def read_console(path: Path, *, logging_steps: int | None = None) -> Imported:
-    """Read the dicts a Trainer printed; steps from the progress bar, else counted."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ImportFailedError(f"{path}: cannot read ({exc})") from exc
-    log, warnings = _Log(), []
-    every = logging_steps or 1
-    n_train, last, bad, from_bar, beyond = 0, 0, 0, 0, 0
-    for raw_line in text.splitlines():
+_BANNER = "***** Running training *****"  # what Trainer.train() prints at every launch
+
+
+class _ConsoleRun:
+    """One launch of the Trainer in a console log: its dicts, and where it lies in the file."""
+
+    def __init__(self, first_line: int) -> None:
+        self.log = _Log()
+        self.first_line = self.last_line = first_line
+        self.n_train = self.last = self.from_bar = 0
+        self.bar: int | None = None  # the last progress-bar count seen with a training dict
+        self.epoch: float | None = None
+        self.ended = False  # the train_runtime summary was printed: this launch is over
+
+    def starts_again(self, entry: dict[str, Any], bar: int | None) -> bool:
+        """Whether a training dict belongs to a new launch: the summary was printed, or the
+        bar's count or the epoch went back (both only grow within one call of ``train()``)."""
+        if not self.n_train:
+            return False
+        epoch = _number(entry.get("epoch"))
+        return (self.ended or (bar is not None and self.bar is not None and bar < self.bar)
+                or (epoch is not None and self.epoch is not None and epoch < self.epoch))
+
+    def describe(self, index: int) -> str:
+        steps = self.log.train.get("loss") or next(iter(self.log.train.values()), ([], []))
+        span = f"steps {steps[0][0]}..{steps[0][-1]}" if steps[0] else "no training line"
+        return f"run {index} (lines {self.first_line}-{self.last_line}, {self.n_train} training dicts, {span})"
+
+
+def _scan_console(text: str, every: int) -> tuple[list[_ConsoleRun], int, int]:
+    """The launches of a console log (a repeated banner, a bar or epoch that went back, a dict
+    after the summary start a new one), and the counts of unparsable and out-of-range dicts."""
+    runs, bad, beyond = [_ConsoleRun(1)], 0, 0
+    for number, raw_line in enumerate(text.splitlines(), 1):
+        if _BANNER in raw_line and runs[-1].n_train:
+            runs.append(_ConsoleRun(number))
         for piece in raw_line.split("\r"):
             m = _DICT_START.search(piece)
             end = piece.rfind("}") if m else -1
@@ -155,24 +181,59 @@ def read_console(path: Path, *, logging_steps: int | None = None) -> Imported:
             if entry is None:
                 bad += 1
                 continue
-            bar = _BAR_STEP.search(piece[max(0, m.start() - 256): m.start()])  # a bar is short: bounded search
+            bar_m = _BAR_STEP.search(piece[max(0, m.start() - 256): m.start()])  # a bar is short: bounded search
+            bar = int(bar_m.group(1)) if bar_m else None
+            cur = runs[-1]
             if "loss" in entry or ("grad_norm" in entry and "eval_loss" not in entry):
-                n_train += 1
-                if bar:
-                    last, from_bar = int(bar.group(1)), from_bar + 1
+                if cur.starts_again(entry, bar):
+                    cur = _ConsoleRun(number)
+                    runs.append(cur)
+                cur.n_train += 1
+                cur.epoch = _number(entry.get("epoch"))
+                if bar is not None:
+                    cur.last, cur.bar, cur.from_bar = bar, bar, cur.from_bar + 1
                 else:
-                    last = n_train * every
-            if not in_int64(last):  # a progress bar of 10**20 steps: unknown, not an OverflowError
+                    cur.last = cur.n_train * every
+            elif any(k in entry for k in _SUMMARY_KEYS):
+                cur.ended = True
+            cur.last_line = number
+            if not in_int64(cur.last):  # a progress bar of 10**20 steps: unknown, not an OverflowError
                 beyond += 1
                 continue
-            log.add(entry, last)
-    if not n_train and not log.evals:
+            cur.log.add(entry, cur.last)
+    return [r for r in runs if r.n_train or r.log.evals or r.log.summary], bad, beyond
+
+
+def read_console(path: Path, *, logging_steps: int | None = None, run: int | None = None) -> Imported:
+    """Read the dicts a Trainer printed; steps from the progress bar, else counted.
+
+    Launches appended to one file (a second ``***** Running training *****``,
+    a progress bar or epoch that starts again, dicts after the final summary)
+    are told apart: the last is read unless ``run`` (1-based) picks another,
+    and the warnings list them all, as the text reader does.
+    """
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ImportFailedError(f"{path}: cannot read ({exc})") from exc
+    runs, bad, beyond = _scan_console(text, logging_steps or 1)
+    if not any(r.n_train or r.log.evals for r in runs):
         raise ImportFailedError(f"{path}: no Trainer log lines ({{'loss': ...}} or {{'eval_loss': ...}}) found")
+    listed = "; ".join(r.describe(i) for i, r in enumerate(runs, 1))
+    chosen = len(runs) if run is None else run
+    if not 1 <= chosen <= len(runs):
+        raise ImportFailedError(f"{path}: --run {run}: the log holds {len(runs)} run(s): {listed}")
+    warnings = []
+    if len(runs) > 1:
+        warnings.append(f"the log holds {len(runs)} runs (a second '{_BANNER}', or the progress bar or epoch "
+                        f"started again): {listed}; imported run {chosen} "
+                        f"({'the last' if run is None else 'as asked'}); pick another with --run N")
+    cur = runs[chosen - 1]
     if bad:
         warnings.append(f"{bad} log dicts that could not be parsed: skipped")
     if beyond:
         warnings.append(f"{beyond} log dicts at a step beyond what a 64-bit integer holds: skipped")
-    if from_bar < n_train:
+    if cur.from_bar < cur.n_train:
         how = (f"logging_steps={logging_steps}" if logging_steps else
                "logging_steps unknown: step = index of the log line (to fix: runlens import hf LOG OUT_RUN "
                "--logging-steps N, then analyze OUT_RUN)")
@@ -180,7 +241,7 @@ def read_console(path: Path, *, logging_steps: int | None = None) -> Imported:
     config = {"step_convention": "the log's own step (the progress bar's count, else line n * logging_steps)"}
     if logging_steps:
         config["logging_steps"] = logging_steps
-    return _finish(log, path, "hf", warnings, config)
+    return _finish(cur.log, path, "hf", warnings, config)
 
 
 def _parse_dict(text: str) -> dict[str, Any] | None:
@@ -191,8 +252,9 @@ def _parse_dict(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def read(source: str | Path, *, logging_steps: int | None = None) -> Imported:
-    """A ``trainer_state.json``, a checkpoint/output folder holding one, or a console log."""
+def read(source: str | Path, *, logging_steps: int | None = None, run: int | None = None) -> Imported:
+    """A ``trainer_state.json``, a checkpoint/output folder holding one, or a console log
+    (``run`` picks one of the launches appended to it; a state file holds one run)."""
     path = Path(source)
     if path.is_dir():
         found = sorted(path.rglob("trainer_state.json"), key=lambda p: _checkpoint_number(p))
@@ -203,8 +265,10 @@ def read(source: str | Path, *, logging_steps: int | None = None) -> Imported:
     with open(path, "rb") as f:
         first = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
     if path.suffix == ".json" or re.match(rb'\{\s*"', first):
+        if run not in (None, 1):
+            raise ImportFailedError(f"{path}: --run {run}: a trainer_state.json holds one run")
         return read_state(path)  # a trainer_state.json, whatever its name
-    return read_console(path, logging_steps=logging_steps)
+    return read_console(path, logging_steps=logging_steps, run=run)
 
 
 def _checkpoint_number(path: Path) -> tuple[int, float]:
