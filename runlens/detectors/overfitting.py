@@ -44,4 +44,3 @@ class Overfitting(CurveFinding):
     code = "overfitting"
     severity = "warning"
     title = "Overfitting"
-    label = "overfitting"

@@ -52,4 +52,3 @@ class Underfitting(CurveFinding):
     code = "underfitting"
     severity = "warning"
     title = "Underfitting"
-    label = "underfitting"

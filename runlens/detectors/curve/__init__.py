@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
 from runlens.detectors.curve import features as shape
-from runlens.detectors.curve.diverged import DivergedChecks, masked_nan
-from runlens.detectors.curve.short import ShortCurve
-from runlens.detectors.curve.unstable import UnstableChecks
-from runlens.detectors.curve.validation import ValidationChecks
+from runlens.detectors.curve.diverged import diverged, ended_exploding_verdict, masked_nan
+from runlens.detectors.curve.short import short
+from runlens.detectors.curve.underfitting import progressed, underfitting
+from runlens.detectors.curve.unstable import level_shift_verdict, unstable
+from runlens.detectors.curve.validation import overfitting, val_unstable
 from runlens.detectors.unreadable_data import skipped_parts
 from runlens.diagnosis import CurveVerdict
 from runlens.signals import signals_of
@@ -41,7 +42,7 @@ _ev = shape.curve_evidence
 
 
 @register
-class CurveClassifier(ShortCurve, ValidationChecks, DivergedChecks, UnstableChecks, Detector):
+class CurveClassifier(Detector):
     """The curve verdict: one label for the shape of the training (and validation) loss.
 
     What it detects:
@@ -284,24 +285,24 @@ class CurveClassifier(ShortCurve, ValidationChecks, DivergedChecks, UnstableChec
                                 {**masked, "step": masked["zero_loss_step"]})
         if x.size < self.min_points:
             last = int(steps[-1]) if steps.size else None
-            return self._short(steps, x, shape.validation_sets(sig.validation, last), shape.stated_classes(run))
+            return short(self, steps, x, shape.validation_sets(sig.validation, last), shape.stated_classes(run))
         f = shape.curve_features(steps, x)
-        ended = self._ended_exploding(sig.grad_norm, steps, x, f)
+        ended = ended_exploding_verdict(sig.grad_norm, steps, x, f)
         if ended is not None:
             return ended
-        for check in (self._diverged, self._level_shift):
-            verdict = check(steps, x, f)
+        for check in (diverged, level_shift_verdict):
+            verdict = check(self, steps, x, f)
             if verdict is not None:
                 return verdict
         sets = shape.validation_sets(sig.validation, int(steps[-1]))
         # Validation jumps that large steps explain, then the validation trend, before the training
         # loss's own noise: a noisy training loss neither hides overfitting nor makes it instability.
-        verdict = (self._val_unstable(steps, x, sets, f, sig, steps_only=True)
-                   or (self._overfitting(steps, x, sets, f) if self._progressed(f) else None)
-                   or self._unstable(steps, x, f, sig) or self._val_unstable(steps, x, sets, f, sig))
+        verdict = (val_unstable(self, steps, x, sets, f, sig, steps_only=True)
+                   or (overfitting(self, steps, x, sets, f) if progressed(self, f) else None)
+                   or unstable(self, steps, x, f, sig) or val_unstable(self, steps, x, sets, f, sig))
         if verdict is not None:
             return verdict
-        return self._underfitting(steps, x, f, run, sig) or CurveVerdict(
+        return underfitting(self, steps, x, f, run, sig) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and settled", _ev(f))
 
 

@@ -1,10 +1,9 @@
 """The curve's diverged label: a non-finite loss, a NaN masked as 0, a blow-up, unbounded growth.
 
 ``masked_nan`` and ``ended_exploding`` are pure functions of arrays and signal
-series (``nonfinite_loss`` reads the first too); :class:`DivergedChecks` is
-the stage of :class:`~runlens.detectors.curve.CurveClassifier` that turns
-them, and the growth after the minimum, into a verdict. The classifier holds
-the parameters and documents the rules in its docstring.
+series (``nonfinite_loss`` reads the first too); :func:`diverged` and
+:func:`ended_exploding_verdict` turn them, and the growth after the minimum,
+into a verdict; :class:`~runlens.detectors.curve.CurveClassifier` documents the rules.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.detectors.curve.features import curve_evidence as _ev
+from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.shift import level_shift
 
@@ -73,56 +73,52 @@ def ended_exploding(grad: Any, steps: np.ndarray, x: np.ndarray, start: float,
             "exploding_points": n_tail, "step": int(at[0])}
 
 
-class DivergedChecks:
-    """The verdicts that the loss diverged, from the curve features ``f``."""
-
-    alpha_strong: float
-    growth: float
-
-    def _diverged(self, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
-        S, F, m = f["start_level"], f["final_level"], f["min_level"]
-        tail = x[-3:]
-        first = float(x[0])
-        if first > 0 and x.size > 3 and float(np.min(x[1:])) >= 10 * first:
-            # The loss left its first value by an order of magnitude at once and never came back
-            # (lr=10: 0.7 -> 4,000 at step 1): the start level, a median of the first steps, already
-            # holds the blow-up, so the tests below would see a flat loss.
-            orders = math.log10(float(np.median(x[1:])) / first)
-            return CurveVerdict(
-                "diverged", f"the loss jumped from {first:.4g} at step {int(steps[0])} to {float(x[1]):.4g} at "
-                f"step {int(steps[1])} and never came back within 10x of its first value",
-                _ev(f, orders_of_magnitude=orders, kind="jump_from_first", step=int(steps[1])))
-        if m > 0 and S > 0 and np.all(tail >= 10 * max(S, m)):
-            orders = math.log10(float(np.min(tail)) / m)
-            return CurveVerdict(
-                "diverged", f"the loss grew by {orders:.1f} orders of magnitude after step {f['min_step']}: "
-                f"from {m:.4g} to {float(x[-1]):.4g} (start {S:.4g})",
-                _ev(f, orders_of_magnitude=orders, step=f["min_step"]))
-        if not F - m >= max(S - m, self.growth * f["scale"]):
-            return None
-        t = f["after_min_trend"]
-        if t is None or not t.p_increasing < self.alpha_strong:
-            # A sudden jump that lands above where training started and stays
-            # there gave back all the progress and more, like a climb does.
-            shift = level_shift(steps, x, S, alpha=self.alpha_strong)
-            if shift is None or not shift["level_after"] - m >= max(S - m, self.growth * f["scale"]):
-                return None
-            return CurveVerdict(
-                "diverged", f"the loss jumped at step {shift['shift_step']} from {shift['level_before']:.4g} to "
-                f"{shift['level_after']:.4g}, above where it started ({S:.4g}), and stayed there "
-                f"(Mann-Whitney p={shift['mannwhitney_p']:.1e})",
-                _ev(f, **shift, kind="jump_above_start", step=shift["shift_step"]))
+def diverged(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
+    S, F, m = f["start_level"], f["final_level"], f["min_level"]
+    tail = x[-3:]
+    first = float(x[0])
+    if first > 0 and x.size > 3 and float(np.min(x[1:])) >= 10 * first:
+        # The loss left its first value by an order of magnitude at once and never came back
+        # (lr=10: 0.7 -> 4,000 at step 1): the start level, a median of the first steps, already
+        # holds the blow-up, so the tests below would see a flat loss.
+        orders = math.log10(float(np.median(x[1:])) / first)
         return CurveVerdict(
-            "diverged", f"the loss grows after step {f['min_step']}: from {m:.4g} to {F:.4g} "
-            f"(start {S:.4g}; Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
-            _ev(f, after_min_trend=t.to_dict(), step=f["min_step"]))
-
-    def _ended_exploding(self, grad, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
-        e = ended_exploding(grad, steps, x, f["start_level"], f["min_level"])
-        if e is None:
+            "diverged", f"the loss jumped from {first:.4g} at step {int(steps[0])} to {float(x[1]):.4g} at "
+            f"step {int(steps[1])} and never came back within 10x of its first value",
+            _ev(f, orders_of_magnitude=orders, kind="jump_from_first", step=int(steps[1])))
+    if m > 0 and S > 0 and np.all(tail >= 10 * max(S, m)):
+        orders = math.log10(float(np.min(tail)) / m)
+        return CurveVerdict(
+            "diverged", f"the loss grew by {orders:.1f} orders of magnitude after step {f['min_step']}: "
+            f"from {m:.4g} to {float(x[-1]):.4g} (start {S:.4g})",
+            _ev(f, orders_of_magnitude=orders, step=f["min_step"]))
+    if not F - m >= max(S - m, cfg.growth * f["scale"]):
+        return None
+    t = f["after_min_trend"]
+    if t is None or not t.p_increasing < cfg.alpha_strong:
+        # A sudden jump that lands above where training started and stays
+        # there gave back all the progress and more, like a climb does.
+        shift = level_shift(steps, x, S, alpha=cfg.alpha_strong)
+        if shift is None or not shift["level_after"] - m >= max(S - m, cfg.growth * f["scale"]):
             return None
         return CurveVerdict(
-            "diverged", f"the log ends with the loss {e['orders_of_magnitude']:.1f} orders of magnitude above its "
-            f"minimum ({float(x[-1]):.4g}, start {f['start_level']:.4g}) and the gradient norm "
-            f"{e['grad_norm_ratio']:.3g}x its median: the run stopped as it blew up",
-            _ev(f, **e, kind="ended_exploding"))
+            "diverged", f"the loss jumped at step {shift['shift_step']} from {shift['level_before']:.4g} to "
+            f"{shift['level_after']:.4g}, above where it started ({S:.4g}), and stayed there "
+            f"(Mann-Whitney p={shift['mannwhitney_p']:.1e})",
+            _ev(f, **shift, kind="jump_above_start", step=shift["shift_step"]))
+    return CurveVerdict(
+        "diverged", f"the loss grows after step {f['min_step']}: from {m:.4g} to {F:.4g} "
+        f"(start {S:.4g}; Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
+        _ev(f, after_min_trend=t.to_dict(), step=f["min_step"]))
+
+
+def ended_exploding_verdict(grad: Series | None, steps: np.ndarray, x: np.ndarray,
+                            f: dict[str, Any]) -> CurveVerdict | None:
+    e = ended_exploding(grad, steps, x, f["start_level"], f["min_level"])
+    if e is None:
+        return None
+    return CurveVerdict(
+        "diverged", f"the log ends with the loss {e['orders_of_magnitude']:.1f} orders of magnitude above its "
+        f"minimum ({float(x[-1]):.4g}, start {f['start_level']:.4g}) and the gradient norm "
+        f"{e['grad_norm_ratio']:.3g}x its median: the run stopped as it blew up",
+        _ev(f, **e, kind="ended_exploding"))

@@ -4,132 +4,125 @@ Too few points for the shape tests of a long curve, but not for every
 claim: a per-epoch log of a dozen epochs (Keras, a paste in an issue) is
 often as clear as a long one. Only claims that such few points can carry
 are made, each with a test that is exact at that size; otherwise the
-verdict stays ``insufficient_data``. A mixin of
-:class:`~runlens.detectors.curve.CurveClassifier`, which holds the
-parameters and documents the rules in its docstring.
+verdict stays ``insufficient_data``. Functions of the classifier's parameters (:class:`~runlens.detectors.curve.params.CurveParams`),
+which :class:`~runlens.detectors.curve.CurveClassifier` documents in its docstring.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
+from runlens.detectors.curve.params import CurveParams
+from runlens.detectors.curve.validation import val_rises
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.chance import chance_level
 from runlens.stats.trend import trend
 
 
-class ShortCurve:
-    """The verdicts a short log can carry: grown, given back, overfitting, fell and settled."""
-
-    alpha: float
-    alpha_strong: float
-    growth: float
-    stuck_band: float
-    min_drop: float
-    min_points: int
-    settle_ratio: float
-    _val_rises: Callable[..., Iterator[tuple[str, dict[str, Any], str]]]  # ValidationChecks'
-
-    def _short(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-               classes: tuple[int | None, str | None] = (None, None)) -> CurveVerdict:
-        stuck = self._short_stuck(steps, x, classes) if x.size >= 4 else None
-        if stuck is not None:
-            return stuck
-        if x.size >= 5:
-            t = trend(x, steps.astype(float))
-            base = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "start_level": float(np.median(x[:3])),
-                    "final_level": float(x[-1]), "min_level": float(np.min(x)), "trend": t.to_dict()}
-            verdict = (self._short_grown(steps, x, t, base) or self._short_given_back(steps, x, base)
-                       or self._short_overfit(steps, x, sets, base) or self._short_settled(steps, x, t, base))
-            if verdict is not None:
-                return verdict
-        return CurveVerdict("insufficient_data",
-                            f"only {x.size} finite training losses (< {self.min_points}): too few for "
-                            "the curve's shape; the point detectors still judge them",
-                            {"finite_points": int(x.size), "min_points": self.min_points})
-
-    def _short_grown(self, steps, x, t, base) -> CurveVerdict | None:
-        # An order of magnitude up, steadily, before the run was stopped.
-        first, last = base["start_level"], base["final_level"]
-        if not (first > 0 and last >= 10 * first and t.p_increasing < self.alpha_strong):
-            return None
-        return CurveVerdict(
-            "diverged", f"the loss grew from {first:.4g} to {last:.4g} in {x.size} steps "
-            f"(Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
-            {**base, "orders_of_magnitude": math.log10(last / first), "kind": "short_growth",
-             "step": int(steps[0])})
-
-    def _short_given_back(self, steps, x, base) -> CurveVerdict | None:
-        # Every point of the last third above the start by ``growth`` of it, after the minimum:
-        # the run gave back all its progress and more, and stayed there (no single outlier can).
-        S, m = base["start_level"], base["min_level"]
-        k = max(2, math.ceil(x.size / 3))
-        bound = S + self.growth * abs(S)
-        if not (int(np.argmin(x)) < x.size - k and np.all(x[-k:] >= bound) and S > m):
-            return None
-        return CurveVerdict(
-            "diverged", f"the loss ended at {x[-1]:.4g}, above its start {S:.4g} by more than {self.growth:.0%}, "
-            f"after its minimum {m:.4g}: each of the last {k} of {x.size} points gave back all the progress and "
-            "more", {**base, "last_points_above": k, "bound": bound, "kind": "short_given_back",
-                     "step": int(steps[int(np.argmin(x))])})
-
-    def _short_overfit(self, steps, x, sets, base) -> CurveVerdict | None:
-        # The long curve's validation test; a few evaluations give no noise estimate.
-        for name, o, where in self._val_rises(sets, noise=False):
-            at_min = float(x[int(np.argmin(np.abs(steps - o["val_min_step"])))])
-            if not x[-1] <= at_min:
-                continue
-            return CurveVerdict(
-                "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
-                f"by {o['val_rise']:.3g} over {o['evals_after_min']} evaluations (permutation p={o['val_perm_p']:.2g}) "
-                f"while the training loss kept falling, in a short log of {x.size} points",
-                {**base, **o, "eval_set": name, "train_at_val_min": at_min, "kind": "short_overfitting",
-                 "step": o["val_min_step"]})
-        return None
-
-    def _short_settled(self, steps, x, t, base) -> CurveVerdict | None:
-        # Fell, near-monotonically (p < alpha_strong is only reachable at this size when
-        # nearly every step goes down: minibatch noise cannot), and slowed down.
-        S = base["start_level"]
-        drop = (S - float(np.median(x[-max(2, x.size // 5):]))) / abs(S) if S else 0.0
-        k = max(2, x.size // 3)
-        first, last = np.abs(np.diff(x[:k + 1])).mean(), np.abs(np.diff(x[-k - 1:])).mean()
-        if not (t.p_decreasing < self.alpha_strong and drop >= self.min_drop and last <= self.settle_ratio * first):
-            return None
-        return CurveVerdict(
-            "healthy", f"the loss fell by {drop:.0%} in {x.size} points (Kendall tau={t.tau:.2f}, "
-            f"p={t.p_decreasing:.1e}) and slowed: its last steps move {last / first:.0%} as much as its first",
-            {**base, "relative_drop": drop, "kind": "short_settled", "step": int(steps[0])})
-
-    def _short_stuck(self, steps, x, classes) -> CurveVerdict | None:
-        # Stuck: every printed value the same, or all within ``stuck_band`` of the
-        # level with no Kendall trend at ``alpha``: a model that does not learn (at ln K: the prior).
-        level = float(np.median(x))
-        q = printed_step(x)
+def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+           classes: tuple[int | None, str | None] = (None, None)) -> CurveVerdict:
+    stuck = _stuck(cfg, steps, x, classes) if x.size >= 4 else None
+    if stuck is not None:
+        return stuck
+    if x.size >= 5:
         t = trend(x, steps.astype(float))
-        within = float(np.ptp(x)) == 0.0 or (
-            level != 0 and float(np.ptp(x)) <= self.stuck_band * abs(level) and not t.p < self.alpha)
-        if not within:
-            return None
-        ev: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck",
-                              "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
-                              "late_drift": float(np.ptp(x)), "printed_step": q, "relative_band": float(np.ptp(x)) /
-                              abs(level) if level else 0.0, "relative_drop": (float(x[0]) - float(x[-1])) / abs(x[0])
-                              if x[0] else 0.0, "trend": t.to_dict(), "step": int(steps[0])}
-        k, source = classes
-        hit = chance_level(level, classes=k)
-        where = ""
-        if hit is not None:
-            ev.update(hit, chance_source=source or "the loss level (no class count in the log)")
-            where = f" at ln({hit['chance_classes']})={hit['chance_loss']:.3f}, chance level (K from {ev['chance_source']})"
+        base = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "start_level": float(np.median(x[:3])),
+                "final_level": float(x[-1]), "min_level": float(np.min(x)), "trend": t.to_dict()}
+        verdict = (_grown(cfg, steps, x, t, base) or _given_back(cfg, steps, x, base)
+                   or _overfit(cfg, steps, x, sets, base) or _settled(cfg, steps, x, t, base))
+        if verdict is not None:
+            return verdict
+    return CurveVerdict("insufficient_data",
+                        f"only {x.size} finite training losses (< {cfg.min_points}): too few for "
+                        "the curve's shape; the point detectors still judge them",
+                        {"finite_points": int(x.size), "min_points": cfg.min_points})
+
+
+def _grown(cfg: CurveParams, steps, x, t, base) -> CurveVerdict | None:
+    # An order of magnitude up, steadily, before the run was stopped.
+    first, last = base["start_level"], base["final_level"]
+    if not (first > 0 and last >= 10 * first and t.p_increasing < cfg.alpha_strong):
+        return None
+    return CurveVerdict(
+        "diverged", f"the loss grew from {first:.4g} to {last:.4g} in {x.size} steps "
+        f"(Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
+        {**base, "orders_of_magnitude": math.log10(last / first), "kind": "short_growth",
+         "step": int(steps[0])})
+
+
+def _given_back(cfg: CurveParams, steps, x, base) -> CurveVerdict | None:
+    # Every point of the last third above the start by ``growth`` of it, after the minimum:
+    # the run gave back all its progress and more, and stayed there (no single outlier can).
+    S, m = base["start_level"], base["min_level"]
+    k = max(2, math.ceil(x.size / 3))
+    bound = S + cfg.growth * abs(S)
+    if not (int(np.argmin(x)) < x.size - k and np.all(x[-k:] >= bound) and S > m):
+        return None
+    return CurveVerdict(
+        "diverged", f"the loss ended at {x[-1]:.4g}, above its start {S:.4g} by more than {cfg.growth:.0%}, "
+        f"after its minimum {m:.4g}: each of the last {k} of {x.size} points gave back all the progress and "
+        "more", {**base, "last_points_above": k, "bound": bound, "kind": "short_given_back",
+                 "step": int(steps[int(np.argmin(x))])})
+
+
+def _overfit(cfg: CurveParams, steps, x, sets, base) -> CurveVerdict | None:
+    # The long curve's validation test; a few evaluations give no noise estimate.
+    for name, o, where in val_rises(cfg, sets, noise=False):
+        at_min = float(x[int(np.argmin(np.abs(steps - o["val_min_step"])))])
+        if not x[-1] <= at_min:
+            continue
         return CurveVerdict(
-            "underfitting", f"the loss is stuck at {level:.6g}{where}: its {x.size} points stay within "
-            f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level) with no trend, in a short log",
-            ev)
+            "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
+            f"by {o['val_rise']:.3g} over {o['evals_after_min']} evaluations (permutation p={o['val_perm_p']:.2g}) "
+            f"while the training loss kept falling, in a short log of {x.size} points",
+            {**base, **o, "eval_set": name, "train_at_val_min": at_min, "kind": "short_overfitting",
+             "step": o["val_min_step"]})
+    return None
+
+
+def _settled(cfg: CurveParams, steps, x, t, base) -> CurveVerdict | None:
+    # Fell, near-monotonically (p < alpha_strong is only reachable at this size when
+    # nearly every step goes down: minibatch noise cannot), and slowed down.
+    S = base["start_level"]
+    drop = (S - float(np.median(x[-max(2, x.size // 5):]))) / abs(S) if S else 0.0
+    k = max(2, x.size // 3)
+    first, last = np.abs(np.diff(x[:k + 1])).mean(), np.abs(np.diff(x[-k - 1:])).mean()
+    if not (t.p_decreasing < cfg.alpha_strong and drop >= cfg.min_drop and last <= cfg.settle_ratio * first):
+        return None
+    return CurveVerdict(
+        "healthy", f"the loss fell by {drop:.0%} in {x.size} points (Kendall tau={t.tau:.2f}, "
+        f"p={t.p_decreasing:.1e}) and slowed: its last steps move {last / first:.0%} as much as its first",
+        {**base, "relative_drop": drop, "kind": "short_settled", "step": int(steps[0])})
+
+
+def _stuck(cfg: CurveParams, steps, x, classes) -> CurveVerdict | None:
+    # Stuck: every printed value the same, or all within ``stuck_band`` of the
+    # level with no Kendall trend at ``alpha``: a model that does not learn (at ln K: the prior).
+    level = float(np.median(x))
+    q = printed_step(x)
+    t = trend(x, steps.astype(float))
+    within = float(np.ptp(x)) == 0.0 or (
+        level != 0 and float(np.ptp(x)) <= cfg.stuck_band * abs(level) and not t.p < cfg.alpha)
+    if not within:
+        return None
+    ev: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck",
+                          "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
+                          "late_drift": float(np.ptp(x)), "printed_step": q, "relative_band": float(np.ptp(x)) /
+                          abs(level) if level else 0.0, "relative_drop": (float(x[0]) - float(x[-1])) / abs(x[0])
+                          if x[0] else 0.0, "trend": t.to_dict(), "step": int(steps[0])}
+    k, source = classes
+    hit = chance_level(level, classes=k)
+    where = ""
+    if hit is not None:
+        ev.update(hit, chance_source=source or "the loss level (no class count in the log)")
+        where = f" at ln({hit['chance_classes']})={hit['chance_loss']:.3f}, chance level (K from {ev['chance_source']})"
+    return CurveVerdict(
+        "underfitting", f"the loss is stuck at {level:.6g}{where}: its {x.size} points stay within "
+        f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level) with no trend, in a short log",
+        ev)
 
 
 def printed_step(x: np.ndarray) -> float:

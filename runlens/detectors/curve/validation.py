@@ -1,109 +1,101 @@
 """The curve verdict's validation-loss checks: overfitting, and validation jumps that make it unstable.
 
-A mixin of :class:`~runlens.detectors.curve.CurveClassifier`, which holds
-the parameters (``alpha``, ``alpha_val``, ``val_jumps``, ``step_ratio``...)
-and documents the tests in its docstring.
+Functions of the classifier's parameters (:class:`~runlens.detectors.curve.params.CurveParams`),
+which :class:`~runlens.detectors.curve.CurveClassifier` documents in its docstring.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from runlens.detectors._updates import late_step_ratio
 from runlens.detectors.curve import features as shape
+from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 from runlens.stats import evals
 
+if TYPE_CHECKING:
+    from runlens.signals import Signals
+
 _ev = shape.curve_evidence
+#: ``{name: (steps, losses)}`` per eval set (:func:`~runlens.detectors.curve.features.validation_sets`).
+EvalSets = dict[str, tuple[np.ndarray, np.ndarray]]
 
 
-class ValidationChecks:
-    """The two verdicts read from the validation sets (``shape.validation_sets``)."""
+def val_rises(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]], *, noise: bool = True
+               ) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """``(name, overfit_test result, " on eval set 'x'")`` for each eval set (``val_loss``
+    first) whose loss rises after its minimum: trend and permutation tests, at least
+    ``min_val_rise`` of the minimum and ``dispersion`` of the fall before it (a loss that fell
+    tenfold and gives back a few percent of that gain still generalizes as well as it did), and
+    (``noise``) 2 evaluation-noise sd."""
+    for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
+        o = evals.overfit_test(vs, vl, min_evals_after=cfg.min_evals_after)
+        if o is None or not (o["val_perm_p"] < cfg.alpha_val and o["val_trend_p"] < cfg.alpha
+                             and (not noise or o["val_rise"] >= 2 * o["val_noise_sd"])
+                             and o["val_rise"] >= cfg.min_val_rise * abs(o["val_min"])
+                             and o["val_rise"] >= cfg.dispersion * max(float(vl[0]) - o["val_min"], 0.0)):
+            continue
+        yield name, o, "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
 
-    alpha: float
-    alpha_strong: float
-    alpha_val: float
-    dispersion: float
-    min_evals_after: int
-    min_val_rise: float
-    settle_ratio: float
-    step_ratio: float
-    val_jumps: float
-    wander_ratio: float
 
-    def _val_rises(self, sets: dict[str, tuple[np.ndarray, np.ndarray]], *, noise: bool = True
-                   ) -> Iterator[tuple[str, dict[str, Any], str]]:
-        """``(name, overfit_test result, " on eval set 'x'")`` for each eval set (``val_loss``
-        first) whose loss rises after its minimum: trend and permutation tests, at least
-        ``min_val_rise`` of the minimum and ``dispersion`` of the fall before it (a loss that fell
-        tenfold and gives back a few percent of that gain still generalizes as well as it did), and
-        (``noise``) 2 evaluation-noise sd."""
-        for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
-            o = evals.overfit_test(vs, vl, min_evals_after=self.min_evals_after)
-            if o is None or not (o["val_perm_p"] < self.alpha_val and o["val_trend_p"] < self.alpha
-                                 and (not noise or o["val_rise"] >= 2 * o["val_noise_sd"])
-                                 and o["val_rise"] >= self.min_val_rise * abs(o["val_min"])
-                                 and o["val_rise"] >= self.dispersion * max(float(vl[0]) - o["val_min"], 0.0)):
-                continue
-            yield name, o, "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+def overfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSets,
+                f: dict[str, Any]) -> CurveVerdict | None:
+    for name, o, where in val_rises(cfg, sets):
+        near = np.abs(steps - o["val_min_step"]) <= max(1, (steps[-1] - steps[0]) // 40)
+        at_min = float(np.median(x[near]) if near.any()
+                       else x[np.argmin(np.abs(steps - o["val_min_step"]))])
+        if not f["end_level"] <= at_min + f["late_spread"]:
+            continue
+        return CurveVerdict(
+            "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
+            f"by {o['val_rise']:.3g} along its trend (permutation p={o['val_perm_p']:.2g}) while the training "
+            "loss kept falling", _ev(f, **o, eval_set=name, train_at_val_min=at_min, step=o["val_min_step"]))
+    return None
 
-    def _overfitting(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-                     f: dict[str, Any]) -> CurveVerdict | None:
-        for name, o, where in self._val_rises(sets):
-            near = np.abs(steps - o["val_min_step"]) <= max(1, (steps[-1] - steps[0]) // 40)
-            at_min = float(np.median(x[near]) if near.any()
-                           else x[np.argmin(np.abs(steps - o["val_min_step"]))])
-            if not f["end_level"] <= at_min + f["late_spread"]:
-                continue
-            return CurveVerdict(
-                "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
-                f"by {o['val_rise']:.3g} along its trend (permutation p={o['val_perm_p']:.2g}) while the training "
-                "loss kept falling", _ev(f, **o, eval_set=name, train_at_val_min=at_min, step=o["val_min_step"]))
+
+def val_unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSets,
+                 f: dict[str, Any], sig: Signals, *, steps_only: bool = False) -> CurveVerdict | None:
+    """Validation jumps with a rough training loss, or (``steps_only``: only) with large steps."""
+    if not sets:
         return None
-
-    def _val_unstable(self, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-                      f: dict[str, Any], sig, *, steps_only: bool = False) -> CurveVerdict | None:
-        """Validation jumps with a rough training loss, or (``steps_only``: only) with large steps."""
-        if not sets:
-            return None
-        lev, w = f["late_vs_early"], f["wander"]
-        # A fixed validation set's loss only jumps when the weights do; but
-        # evaluation noise alone (small sets, dropout left on) jumps too, so
-        # the training loss must show the instability as well.
-        # Rough means an effect, not only significance: with thousands of
-        # steps the curvature of a healthy decay already "wanders".
-        rough = ((1.0 - lev.p_smaller) < self.alpha_strong and lev.ratio >= 1 / self.settle_ratio) or (
-            w["p"] < self.alpha_strong and w["ratio"] >= self.wander_ratio and w["halves_p"] < self.alpha
-            and w["excess"] >= 0.02 * abs(f["end_level"]))
-        rough = rough and not steps_only
-        steps_big: tuple | None = None
-        for name, (vs, vl) in sorted(sets.items()):
-            j = evals.val_jumps(evals.drop_after_spikes(steps, x, vs, vl, sig.loss_spikes() if x.size >= 50 else []))
-            ref = max(abs(j["level"]), self.dispersion * j["progress"])
-            if not (ref > 0 and j["rms"] >= self.val_jumps * ref
-                    and j["rms_without_largest"] >= 0.5 * self.val_jumps * ref):
-                continue
-            why, extra = "the training loss does not settle", {}
-            if not rough:
-                # Read only once the validation loss jumps: the step sizes are the layers table.
-                steps_big = steps_big or late_step_ratio(sig) or (0.0, "", 0.0, "")
-                med, src, top, module = steps_big
-                # Steps large overall, or one layer's a tenth of its weights (10x step_ratio) at every step.
-                if not (med > self.step_ratio or top >= 10 * self.step_ratio):
-                    return None
-                why = (f"the steps of the second half change the weights by {med:.1%} of their norm "
-                       f"(> {self.step_ratio:g})" if med > self.step_ratio else
-                       f"the steps of the second half change module {module}'s weights by {top:.1%} of their "
-                       f"norm (>= {10 * self.step_ratio:g}; median over modules {med:.2g})")
-                extra = {"late_update_ratio": med, "update_source": src, "late_largest_module_ratio": top,
-                         "late_largest_module": module}
-            return CurveVerdict(
-                "unstable", f"the validation loss ({name}) jumps by {j['rms'] / ref:.1%} of its level between "
-                f"evaluations late in training (>= {self.val_jumps:.1%}) and {why}",
-                _ev(f, val_jumps=j["rms"] / ref, eval_set=name, kind="val_jumps", **extra,
-                    step=int(vs[vs.size // 2])))
-        return None
-
+    lev, w = f["late_vs_early"], f["wander"]
+    # A fixed validation set's loss only jumps when the weights do; but
+    # evaluation noise alone (small sets, dropout left on) jumps too, so
+    # the training loss must show the instability as well.
+    # Rough means an effect, not only significance: with thousands of
+    # steps the curvature of a healthy decay already "wanders".
+    rough = ((1.0 - lev.p_smaller) < cfg.alpha_strong and lev.ratio >= 1 / cfg.settle_ratio) or (
+        w["p"] < cfg.alpha_strong and w["ratio"] >= cfg.wander_ratio and w["halves_p"] < cfg.alpha
+        and w["excess"] >= 0.02 * abs(f["end_level"]))
+    rough = rough and not steps_only
+    steps_big: tuple | None = None
+    for name, (vs, vl) in sorted(sets.items()):
+        j = evals.val_jumps(evals.drop_after_spikes(steps, x, vs, vl, sig.loss_spikes() if x.size >= 50 else []))
+        ref = max(abs(j["level"]), cfg.dispersion * j["progress"])
+        if not (ref > 0 and j["rms"] >= cfg.val_jumps * ref
+                and j["rms_without_largest"] >= 0.5 * cfg.val_jumps * ref):
+            continue
+        why, extra = "the training loss does not settle", {}
+        if not rough:
+            # Read only once the validation loss jumps: the step sizes are the layers table.
+            steps_big = steps_big or late_step_ratio(sig) or (0.0, "", 0.0, "")
+            med, src, top, module = steps_big
+            # Steps large overall, or one layer's a tenth of its weights (10x step_ratio) at every step.
+            if not (med > cfg.step_ratio or top >= 10 * cfg.step_ratio):
+                return None
+            why = (f"the steps of the second half change the weights by {med:.1%} of their norm "
+                   f"(> {cfg.step_ratio:g})" if med > cfg.step_ratio else
+                   f"the steps of the second half change module {module}'s weights by {top:.1%} of their "
+                   f"norm (>= {10 * cfg.step_ratio:g}; median over modules {med:.2g})")
+            extra = {"late_update_ratio": med, "update_source": src, "late_largest_module_ratio": top,
+                     "late_largest_module": module}
+        return CurveVerdict(
+            "unstable", f"the validation loss ({name}) jumps by {j['rms'] / ref:.1%} of its level between "
+            f"evaluations late in training (>= {cfg.val_jumps:.1%}) and {why}",
+            _ev(f, val_jumps=j["rms"] / ref, eval_set=name, kind="val_jumps", **extra,
+                step=int(vs[vs.size // 2])))
+    return None
