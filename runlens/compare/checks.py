@@ -34,10 +34,23 @@ from runlens.io.run import Run
 
 
 def _series(run: Run, table: str, column: str) -> tuple[np.ndarray, np.ndarray]:
-    values = run.column(table, column)
-    if values is None:
+    """``(steps, values)`` of a compared series as the run's signals define it, the reading
+    ``analyze`` uses: the counted training loss (a null is not logged; a scaler-skipped step is
+    left out), a validation series, the global gradient norm on the steps the optimizer took."""
+    from runlens.signals import signals_of
+
+    sig = signals_of(run)
+    if table == "evals":
+        series = sig.validation.get(column)
+    elif column == "loss":
+        series = sig.loss_logged
+    elif column == "grad_norm":
+        series = sig.grad_norm
+    else:
+        series = sig.scalar(column)
+    if series is None:
         return np.empty(0, np.int64), np.empty(0)
-    return run.steps(table), values
+    return series.steps, series.values
 
 
 def check_levels(run: Run, base: Run, table: str, column: str, th: Thresholds) -> LevelTest | None:
