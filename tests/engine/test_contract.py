@@ -196,3 +196,14 @@ def test_projection_reads_only_what_the_selected_detectors_need(tmp_path):
     for code in CODES:
         for table in ("scalars", "evals", "layers", "events"):
             assert set(getattr(REGISTRY[code].needs, table)) <= set(every.get(table, ()))
+
+
+def test_the_curve_step_runs_whichever_detectors_are_chosen(tmp_path):
+    # The curve is always a registered step: chosen or not, its verdict is the diagnosis's,
+    # computed from its own needs, and only its outcome stays out when it was not asked for.
+    path = write_healthy(tmp_path / "h", n=600)
+    alone = analyze(path, detectors=["no_validation"])
+    full = analyze(path)
+    assert alone.curve == full.curve and alone.curve.label == "healthy"
+    assert [o.code for o in alone.outcomes] == ["no_validation"]
+    assert "curve" in {o.code for o in analyze(path, detectors=["curve"]).outcomes}
