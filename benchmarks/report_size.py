@@ -35,8 +35,8 @@ from report_browser import Browser  # noqa: E402
 
 from runlens.analysis import analyze  # noqa: E402
 from runlens.io.loader import load_run  # noqa: E402
-from runlens.render.html import render_html  # noqa: E402
-from runlens.render.markdown import render_markdown  # noqa: E402
+from runlens.render.report.html import render_html  # noqa: E402
+from runlens.render.report.markdown import render_markdown  # noqa: E402
 from runlens.report_data import build_report_data  # noqa: E402
 from runlens.signals import signals_of  # noqa: E402
 

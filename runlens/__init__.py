@@ -84,8 +84,8 @@ def report(diagnosis, out_dir, *, formats=("html", "md"), docs_url="", run=None)
     """
     from runlens.analysis import analyze as _analyze
     from runlens.io.loader import load_run as _load_run
+    from runlens.io.output import write_reports
     from runlens.io.run import Run as _Run
-    from runlens.render.write import write_reports
     from runlens.report_data import build_report_data
     from runlens.signals import signals_of
 

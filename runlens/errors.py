@@ -7,6 +7,8 @@ The tree::
     │   └── UnsupportedVersionError   run.json names a format_version we do not know
     ├── ImportFailedError        an importer could not read its source
     └── UsageError               bad arguments (unknown detector code, bad option)
+        └── OutputError          an output path that cannot be used or written (a missing folder,
+                                 a run directory, a symlink or device as the target, a full disk)
 
 The CLI catches only ``RunlensError``, prints ``runlens: <message>`` on one
 line and exits with status 2.
@@ -33,3 +35,9 @@ class ImportFailedError(RunlensError):
 
 class UsageError(RunlensError):
     """Bad arguments: an unknown detector code, an invalid option value."""
+
+
+class OutputError(UsageError):
+    """An output path that cannot be used or written: its folder missing, inside a run directory,
+    a folder where a file was asked for, a symlink or special file as the target, or a write that
+    failed (read-only folder, full disk). Raised by :mod:`runlens.io.output`."""

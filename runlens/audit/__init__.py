@@ -180,7 +180,7 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
     if not runs and not unlisted:
         raise UsageError(f"no runs found below {', '.join(paths)} (a run is a directory with run.json)")
     if reports_dir:
-        from runlens.render.output import output_dir
+        from runlens.io.output import output_dir
 
         # Refused in one line now, not as one error row per run after the whole analysis.
         output_dir(reports_dir)

@@ -162,7 +162,7 @@ def _analyze(path: str, options: WorkOptions, which: int | None = None, of: int 
         diagnosis = dataclasses.replace(diagnosis, findings=tuple(diagnosis.findings) + tuple(extra))
     report, obj = None, diagnosis.to_dict()
     if options.reports_dir:
-        from runlens.render.output import OutputError
+        from runlens.io.output import OutputError
 
         try:
             report = _write_report(diagnosis, run, options.reports_dir)
@@ -301,15 +301,15 @@ def _status_of(path: str) -> str:
 
 
 def report_name(path: str, name: str) -> str:
-    """File name of a run's report: the one rule of ``runlens.render.write.report_stem``."""
-    from runlens.render.write import report_stem
+    """File name of a run's report: the one rule of ``runlens.io.output.report_stem``."""
+    from runlens.io.output import report_stem
 
     return f"{report_stem(name, path)}.html"
 
 
 def _write_report(diagnosis, run, reports_dir: str) -> str:
-    from runlens.render.html import render_html
-    from runlens.render.output import write_text
+    from runlens.io.output import write_text
+    from runlens.render.report.html import render_html
     from runlens.report_data import build_report_data
     from runlens.signals import signals_of
 

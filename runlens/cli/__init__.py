@@ -88,7 +88,7 @@ class LazyGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """Run the command; every way out is one of the documented exit statuses."""
-        from runlens.render.output import safe_streams
+        from runlens.io.output import safe_streams
 
         quiet_third_parties()
         safe_streams()  # a lone surrogate in a run name is escaped on stdout, not a UnicodeEncodeError

@@ -73,7 +73,7 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
         objects = [with_runs_in_file(d.to_dict(), entries) for d, entries in judged]
         click.echo(json.dumps(objects if several else objects[0], indent=2))
     else:
-        from runlens.render.text import render
+        from runlens.render.report.text import render
         from runlens.report_data import evidence_of
 
         painted = use_color(color)

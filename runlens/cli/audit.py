@@ -50,7 +50,8 @@ def audit(paths: tuple[str, ...], fmt: str, output: str | None, fail_on: str, wo
       runlens audit runs/ --set loss_spikes.z_min=8 --config detectors.toml
     """
     from runlens.audit import audit as run_audit
-    from runlens.render.output import check_target, write_text
+    from runlens.io.output import check_target, write_text
+    from runlens.render.audit import render_audit
 
     params = detector_params(settings, config_file)  # a bad parameter: one line, before any run is read
     if output:
@@ -65,45 +66,18 @@ def audit(paths: tuple[str, ...], fmt: str, output: str | None, fail_on: str, wo
         click.echo(f"runlens: skipped {term_inline(file)}: {term_inline(reason)}", err=True)
     # Colour only for the text table on stdout: a file or another format stays plain.
     painted = fmt == "text" and not output and use_color(color)
-    text = render(result, fmt, fail_on=fail_on, reports_base=_reports_base(reports_dir, output), color=painted)
+    text = render_audit(result, fmt, fail_on=fail_on, reports_base=_reports_base(reports_dir, output),
+                        color=painted)
     if output:
         write_text(output, text)
     else:
         click.echo(text, nl=False, color=painted)
     if not quiet:
-        from runlens.render.audit_cells import summary
+        from runlens.render.audit.cells import summary
 
         click.echo(f"runlens: {summary(result)} ({result.wall_seconds:.1f}s, {result.backend}, "
                    f"{result.workers} worker{'s' if result.workers != 1 else ''})", err=True)
     sys.exit(1 if result.failed(fail_on) else 0)
-
-
-def render(result, fmt: str, *, fail_on: str = "error", reports_base: str | None = None,
-           color: bool = False) -> str:
-    """The summary in ``fmt``."""
-    if fmt == "json":
-        from runlens.render.audit_json import render_audit_json
-
-        return render_audit_json(result)
-    if fmt == "csv":
-        from runlens.render.audit_csv import render_audit_csv
-
-        return render_audit_csv(result)
-    if fmt == "junit":
-        from runlens.render.audit_junit import render_audit_junit
-
-        return render_audit_junit(result, fail_on=fail_on)
-    if fmt == "md":
-        from runlens.render.audit_markdown import render_audit_markdown
-
-        return render_audit_markdown(result, reports_base=reports_base)
-    if fmt == "html":
-        from runlens.render.audit_html import render_audit_html
-
-        return render_audit_html(result, reports_base=reports_base)
-    from runlens.render.audit_text import render_audit_text
-
-    return render_audit_text(result, color=color)
 
 
 def _reports_base(reports_dir: str | None, output: str | None) -> str | None:

@@ -44,8 +44,8 @@ def compare(run: str, baseline_arg: str | None, baseline_opt: str | None, fmt: s
     if not baseline:
         raise UsageError("compare needs a baseline: runlens compare RUN BASELINE")
     from runlens.compare import compare_runs
-    from runlens.render.compare_render import RENDERERS
-    from runlens.render.output import check_target, write_text
+    from runlens.io.output import check_target, write_text
+    from runlens.render.compare import RENDERERS
 
     refuse_both(quiet, verbose)
     if output:
@@ -62,7 +62,7 @@ def compare(run: str, baseline_arg: str | None, baseline_opt: str | None, fmt: s
     if output:
         write_text(output, text)
         if not quiet:  # the file holds the comparison; the terminal gets what was found
-            from runlens.render.compare_render import verdict_line
+            from runlens.render.compare import verdict_line
 
             click.echo(f"runlens: {verdict_line(result)}; written to {output}", err=True)
     else:

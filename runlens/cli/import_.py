@@ -77,7 +77,7 @@ def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **giv
         return
     if out_run is None:
         raise UsageError("OUT_RUN is missing: where to write the run (or pass --dry-run)")
-    from runlens.render.output import new_run_target
+    from runlens.io.output import new_run_target
 
     new_run_target(out_run)  # its folder created, or refused in one line; never inside a run
     from runlens.io.lock import output_lock

@@ -47,9 +47,8 @@ def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str, setting
       runlens report runs/exp1
       runlens report runs/ -o reports/ --format html --fail-on warning
     """
+    from runlens.io.output import output_dir, report_stem, write_index, write_reports
     from runlens.render.escape import term_inline
-    from runlens.render.output import output_dir
-    from runlens.render.write import report_stem, write_index, write_reports
     from runlens.report_data import build_report_data
     from runlens.signals import signals_of
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 import html
 import re
 
+from markupsafe import Markup, escape
+
 # Punctuation that opens or closes inline syntax anywhere in a line. `(` and
 # `!` only matter next to `[`, which is escaped, so they are left alone to
 # keep the source readable.
@@ -69,6 +71,15 @@ def html_value(value: object) -> object:
     and bidi controls before autoescaping (a run name cannot reverse the ``<title>`` or ``<h1>``);
     markup runlens made itself (``Markup``) and non-strings pass unchanged."""
     return _plain(value) if type(value) is str else value
+
+
+_WORD_END = re.compile(r"(?<=[-_./])")
+
+
+def wordbreaks(text: str) -> Markup:
+    """``text`` escaped, with a line-break opportunity (``<wbr>``) after each ``_ - . /``: a name
+    such as ``late_loss_variance`` wraps between its words, never inside one."""
+    return Markup("<wbr>").join(escape(part) for part in _WORD_END.split(html_value(str(text))))
 
 
 def md_html(value: object) -> str:

@@ -73,7 +73,7 @@ def test_process_pool_gives_the_same_result(inline, tree):
     pooled = audit([tree], workers=2)
     assert pooled.backend == "processes" and pooled.workers == 2
     assert pooled.to_list() == inline.to_list()
-    from runlens.render.audit_csv import render_audit_csv
+    from runlens.render.audit.csv import render_audit_csv
 
     assert render_audit_csv(pooled) == render_audit_csv(inline)  # the numbers too (NaN != NaN in rows)
 

@@ -134,7 +134,7 @@ def test_html_is_one_self_contained_page(tree, tmp_path):
 
 
 def test_reports_are_written_and_linked(tree, tmp_path):
-    pytest.importorskip("runlens.render.html")
+    pytest.importorskip("runlens.render.report.html")
     out = tmp_path / "site" / "index.html"
     out.parent.mkdir()
     # One run: a report draws every chart, which is slow on a shared machine.

@@ -8,8 +8,8 @@ import pytest
 from runtree import write_run
 
 from runlens.audit import audit
-from runlens.render.audit_cells import summary
-from runlens.render.output import OutputError
+from runlens.io.output import OutputError
+from runlens.render.audit.cells import summary
 
 
 def test_a_folder_that_cannot_be_listed_is_a_row(tmp_path, monkeypatch):
@@ -48,7 +48,7 @@ def test_reports_folder_inside_a_run_is_refused_before_the_audit(tmp_path):
 
 
 def test_a_report_that_cannot_be_written_keeps_the_analysis(tmp_path, monkeypatch):
-    import runlens.render.output as output
+    import runlens.io.output as output
 
     run = write_run(tmp_path / "run", steps=200)
 

@@ -37,7 +37,7 @@ def test_public_api_is_pinned():
 
 def test_import_runlens_is_light_and_analysis_never_imports_torch():
     code = ("import sys, runlens; assert 'scipy' not in sys.modules and 'runlens.detectors' not in "
-            "sys.modules; import runlens.analysis, runlens.cli.analyze, runlens.render.text; "
+            "sys.modules; import runlens.analysis, runlens.cli.analyze, runlens.render.report.text; "
             "runlens.analyze; assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
@@ -139,7 +139,7 @@ def test_no_runlens_module_imports_torch():
 
 def test_text_renderer_keeps_huge_evidence_short():
     from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
-    from runlens.render.text import render
+    from runlens.render.report.text import render
 
     f = Finding("x", "warning", "many layers", step=3, layers=[f"l{i}" for i in range(10_000)],
                 evidence={"per_layer": {f"l{i}": i for i in range(10_000)}, "ratio": 0.123456})

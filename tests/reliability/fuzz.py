@@ -135,8 +135,8 @@ def check_case(run: Path, figures: FuzzFigures, label: str, render: bool = True)
 
 def _render(run: Path, figures: FuzzFigures, label: str) -> None:
     import runlens
-    from runlens.render.html import render_html
-    from runlens.render.markdown import render_markdown
+    from runlens.render.report.html import render_html
+    from runlens.render.report.markdown import render_markdown
     from runlens.report_data import build_report_data
     from runlens.signals import signals_of
 

@@ -166,7 +166,7 @@ def output_paths(work: Path, fig: Figures) -> None:
 
 def _stem(run: Path) -> str:
     """The file name stem ``runlens report RUN`` gives the run (the naming rule may take the path)."""
-    from runlens.render.write import report_stem
+    from runlens.io.output import report_stem
 
     try:
         return report_stem(run.name, str(run))

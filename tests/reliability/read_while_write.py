@@ -21,8 +21,8 @@ class ReadWhileWrite:
 
 def campaign(workdir: Path, seconds: float = 8.0, min_reads: int = 5) -> ReadWhileWrite:
     import runlens
-    from runlens.render.html import render_html
-    from runlens.render.markdown import render_markdown
+    from runlens.render.report.html import render_html
+    from runlens.render.report.markdown import render_markdown
     from runlens.report_data import build_report_data
     from runlens.signals import signals_of
 

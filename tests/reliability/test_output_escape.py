@@ -11,8 +11,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from runlens.errors import UsageError
+from runlens.io.output import OutputError, check_target, output_dir, run_directory_of, write_text
 from runlens.render.escape import csv_cell, md_html, md_inline, no_mentions, term_inline, term_text, xml_text
-from runlens.render.output import OutputError, check_target, output_dir, run_directory_of, write_text
 
 from . import hostile_text
 from ._cli import Figures, write_run

@@ -18,7 +18,7 @@ from pathlib import Path
 from report_browser import Browser
 from report_fixtures import analyzed
 
-from runlens.render.write import write_index, write_reports
+from runlens.io.output import write_index, write_reports
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ("exploding_gradients", "crash_shape", "overfitting", "nan_divergence")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from report_browser import CHROMIUM, Browser
 
-from runlens.render.write import write_index, write_reports
+from runlens.io.output import write_index, write_reports
 
 pytestmark = pytest.mark.browser
 

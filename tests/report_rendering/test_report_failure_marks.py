@@ -16,9 +16,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from report_fixtures import make_run, report_of
 
 from runlens.diagnosis import CurveVerdict, Finding
-from runlens.render import charts
 from runlens.render.chart_parts import RC, WIDE, failure_marks
-from runlens.render.html import render_html
+from runlens.render.report import charts
+from runlens.render.report.html import render_html
 from runlens.report_data import ReportData
 
 FULL_RUN = ("loss", "loss_alt", "lr", "grad_norm", "grad_heatmap", "update_ratio", "weight_norm")

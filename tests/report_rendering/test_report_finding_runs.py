@@ -13,12 +13,14 @@ from report_fixtures import make_run, report_of
 
 from runlens.audit import AuditResult, AuditRow
 from runlens.diagnosis import CurveVerdict, Finding
-from runlens.render.audit_csv import render_audit_csv
-from runlens.render.audit_html import render_audit_html
-from runlens.render.audit_markdown import render_audit_markdown
-from runlens.render.audit_text import render_audit_text
-from runlens.render.html import render_html, render_index, wordbreaks
-from runlens.render.view import build_view, distinct_names
+from runlens.render.audit.csv import render_audit_csv
+from runlens.render.audit.html import render_audit_html
+from runlens.render.audit.markdown import render_audit_markdown
+from runlens.render.audit.text import render_audit_text
+from runlens.render.escape import wordbreaks
+from runlens.render.names import distinct_names
+from runlens.render.report.html import render_html, render_index
+from runlens.render.report.view import build_view
 
 
 def _view(name: str, path: str, curve: str = "healthy", severities: tuple[str, ...] = (), status: str = "finished"):

@@ -6,8 +6,8 @@ import re
 
 from report_fixtures import HOSTILE, make_report, make_run
 
-from runlens.render.html import render_html, render_index
-from runlens.render.view import build_view
+from runlens.render.report.html import render_html, render_index
+from runlens.render.report.view import build_view
 
 # Attributes and CSS that would make the browser fetch something.
 _FETCHING = re.compile(r"""(?:src|href|srcset|poster|data|action|xlink:href)\s*=\s*["']?\s*(?:https?:|//|ftp:)""", re.I)
@@ -70,7 +70,7 @@ def test_byte_identical_across_processes():
     here = Path(__file__).resolve().parent
     code = ("import sys; sys.path.insert(0, sys.argv[1]);"
             "from report_fixtures import make_report, make_run;"
-            "from runlens.render.html import render_html;"
+            "from runlens.render.report.html import render_html;"
             "sys.stdout.buffer.write(render_html(make_report(make_run(spikes=(100, 300), nan_at=550, crash=True))).encode())")
     outs = [subprocess.run([sys.executable, "-c", code, str(here)], capture_output=True, check=True, timeout=300,
                            env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]

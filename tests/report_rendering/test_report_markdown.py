@@ -9,7 +9,7 @@ import pytest
 from report_fixtures import HOSTILE, MD, make_report, make_run, report_of, table_rows
 
 from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
-from runlens.render.markdown import MAX_CHARS, render_markdown, sparkline
+from runlens.render.report.markdown import MAX_CHARS, render_markdown, sparkline
 
 
 def _balanced(text: str) -> None:
@@ -103,7 +103,7 @@ def test_long_traceback_keeps_its_end():
 
 @pytest.mark.parametrize("budget", [50, 120, 400, 1000])
 def test_cut_closes_open_fence_and_details(budget):
-    from runlens.render.markdown import _cut
+    from runlens.render.report.markdown import _cut
 
     text = "intro\n\n<details><summary>x</summary>\n\n````\n" + "\n".join(f"line {i}" for i in range(200)) \
         + "\n````\n\n</details>\n"

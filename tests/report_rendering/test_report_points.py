@@ -12,8 +12,8 @@ import pyarrow as pa
 from report_fixtures import make_run, report_of
 
 from runlens.diagnosis import CurveVerdict, Finding
-from runlens.render.html import render_html
-from runlens.render.markdown import render_markdown
+from runlens.render.report.html import render_html
+from runlens.render.report.markdown import render_markdown
 from runlens.report_data import ReportData
 
 

@@ -13,8 +13,8 @@ from test_report_html import assert_self_contained
 from runlens.analysis import analyze
 from runlens.cli import main
 from runlens.io.loader import load_run
-from runlens.render.markdown import MAX_CHARS
-from runlens.render.write import write_reports
+from runlens.io.output import write_reports
+from runlens.render.report.markdown import MAX_CHARS
 from runlens.report_data import build_report_data
 from runlens.signals import signals_of
 
@@ -50,7 +50,7 @@ def test_cli_writes_reports_and_an_index(tmp_path):
     runs = [str(SAMPLES[0]), str(SAMPLES[1])]
     result = CliRunner().invoke(main, ["report", *runs, "-o", str(tmp_path), "--format", "both", "--fail-on", "never"])
     assert result.exit_code == 0, result.output
-    from runlens.render.write import report_stem
+    from runlens.io.output import report_stem
 
     stems = [report_stem(Path(r).name, r) for r in runs]
     names = sorted(p.name for p in tmp_path.iterdir())

@@ -1,7 +1,7 @@
 """Where every runlens command writes its files: one module, one set of rules.
 
 - **Folders** are created (with their parents) or refused with one line
-  (:class:`OutputError`, a :class:`~runlens.errors.UsageError`: exit 2).
+  (:class:`~runlens.errors.OutputError`, a :class:`~runlens.errors.UsageError`: exit 2).
   A file output's folder (``audit -o DIR/x.md``) must already exist, as
   for a shell redirection; a folder output (``report -o DIR``) is created.
 - **A run directory is never written into**: not its folder, not its
@@ -28,20 +28,20 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
-from runlens.errors import UsageError
+from runlens.errors import OutputError
 
 # The table folders of format v1 (recorders.format.TABLES, spelled out: renderers stay engine-free).
 _TABLES = ("scalars", "evals", "layers", "events")
-
-
-class OutputError(UsageError):
-    """An output path that cannot be used or written (one line, exit 2)."""
 
 
 def encodable(text: str, encoding: str = "utf-8") -> bytes:
@@ -161,6 +161,63 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
+# -- the report files (runlens report, runlens.report, audit --reports) ----------------
+FORMATS = ("html", "md")
+
+
+def report_stem(name: str, path: str | None = None) -> str:
+    """The one naming rule of report files (``runlens report`` and ``audit --reports`` alike):
+    the run's name made safe on every filesystem, then 8 hex digits of the run's path, so two
+    runs with one name never share a file and a run keeps its file name from one call to the next."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:60] or "run"
+    if path is None:
+        return slug
+    digest = hashlib.sha1(str(path).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{slug}-{digest}"
+
+
+def write_reports(data: Any, out_dir: str | os.PathLike[str], formats: Iterable[str] = FORMATS,
+                  *, stem: str | None = None, docs_base: str = "") -> list[Path]:
+    """Write ``<stem>.html`` and/or ``<stem>.md`` of one run's
+    :class:`~runlens.report_data.ReportData` into
+    ``out_dir`` (created if needed); returns the paths written. The reference of
+    every code is embedded in both; ``docs_base`` (``--docs-url``) adds links to
+    the online reference.
+
+    Files are written to a temporary name and renamed, so a reader (a CI job
+    uploading artifacts) never sees half a report; an output folder that
+    cannot be created or written raises :class:`~runlens.errors.OutputError`
+    (one line, exit 2 from the CLI).
+    """
+    formats = tuple(formats)
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ValueError(f"unknown report format(s) {unknown}; choose from {FORMATS}")
+    out = output_dir(out_dir)
+    stem = stem or report_stem(data.diagnosis.name, data.diagnosis.path)
+    written = []
+    if "html" in formats:
+        from runlens.render.report.html import render_html
+
+        written.append(write_text(out / f"{stem}.html", render_html(data, docs_base=docs_base)))
+    if "md" in formats:
+        from runlens.render.report.markdown import render_markdown
+
+        written.append(write_text(out / f"{stem}.md", render_markdown(data, docs_base=docs_base)))
+    return written
+
+
+def write_index(entries: Sequence[tuple[Any, str | None]], out_dir: str | os.PathLike[str]) -> Path:
+    """Write ``index.html`` over several runs: ``(diagnosis, html file name
+    or None)`` per run, in the order given. The index needs the diagnoses only (plain values),
+    so a caller keeps no run and no report data until it is written."""
+    from runlens.render.report.html import render_index
+    from runlens.render.report.view import index_view
+
+    page = render_index([(index_view(d), href) for d, href in entries])
+    return write_text(output_dir(out_dir) / "index.html", page)
+
+
 def _refuse_run_directory(folder: Path, target: Path) -> None:
     inside = run_directory_of(folder)
     if inside is not None:
@@ -197,5 +254,5 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["OutputError", "check_target", "encodable", "new_run_target", "output_dir", "run_directory_of",
-           "safe_streams", "write_bytes", "write_text"]
+__all__ = ["FORMATS", "OutputError", "check_target", "encodable", "new_run_target", "output_dir", "report_stem",
+           "run_directory_of", "safe_streams", "write_bytes", "write_index", "write_reports", "write_text"]

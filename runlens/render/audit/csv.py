@@ -6,9 +6,9 @@ import csv
 import io
 from typing import Any
 
-from runlens.render.audit_cells import severity
+from runlens.render.audit.cells import severity
 from runlens.render.escape import csv_cell
-from runlens.render.view import distinct_names
+from runlens.render.names import distinct_names
 
 FIELDS = ("run", "name", "status", "curve", "worst", "findings", "final_loss", "best_loss",
           "best_val_loss", "best_val_step", "steps", "duration_s", "report", "error", "label")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runlens.render.audit_cells import COLUMNS, cells, summary
+from runlens.render.audit.cells import COLUMNS, cells, summary
 from runlens.render.escape import term_inline
-from runlens.render.view import distinct_names
+from runlens.render.names import distinct_names
 
 _MAX_NAME = 40
 _MAX_FINDINGS = 48

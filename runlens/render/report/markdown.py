@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import jinja2
 import numpy as np
 
-from runlens.render.escape import md_cell, md_code_block, md_code_span, md_html, md_inline
-from runlens.render.view import ReportView, build_view, fmt
+from runlens.render.report.view import ReportView, build_view, fmt
+from runlens.render.templates import get_template
 
 MAX_CHARS = 60_000
 GLYPHS = "▁▂▃▄▅▆▇█"
@@ -200,30 +199,6 @@ def _trend_rows(v: ReportView) -> tuple[tuple[str, str, str, str, str], ...]:
 
 
 # -- template plumbing ----------------------------------------------------------
-def _cut_text(value: Any, limit: int | None) -> str:
-    text = "" if value is None else str(value)
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text
-
-
-@lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    """Jinja environment for Markdown: no autoescaping (it is not HTML);
-    every run string passes an explicit Markdown-escaping filter instead."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"), autoescape=False,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
-    env.filters.update({
-        "md": lambda v, limit=None: md_inline(_cut_text(v, limit)),
-        "cell": lambda v, limit=None: md_cell(_cut_text(v, limit)),
-        "code": lambda v, limit=None: md_code_span(_cut_text(v, limit)),
-        "html": lambda v, limit=None: md_html(_cut_text(v, limit)),
-        "block": lambda v, tail=8_000: md_code_block(str(v), tail=tail),
-    })
-    return env
-
-
 @lru_cache(maxsize=1)
 def _macros() -> Any:
-    return environment().get_template("report.md.j2").module
+    return get_template("report.md.j2").module

@@ -3,47 +3,22 @@
 Styles are inline, charts are inline SVG, a report has no script: the page is
 the same with JavaScript on or off (the index's filter box is its one script, a
 few inline lines; without it the list is whole). The template (``reports/templates/
-report.html.j2``) only displays a :class:`~runlens.render.view.ReportView`;
+report.html.j2``) only displays a :class:`~runlens.render.report.view.ReportView`;
 Jinja autoescaping escapes everything that came from the run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
-import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
-from runlens.render.charts import render_charts
-from runlens.render.escape import html_value
-from runlens.render.view import ReportView, build_view, distinct_names
-
-
-@lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    """The Jinja environment for HTML templates (autoescaping always on)."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("reports", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        finalize=html_value,  # control and bidi characters out of every value, before autoescaping
-    )
-    env.filters["wordbreaks"] = wordbreaks
-    return env
-
-
-_WORD_END = re.compile(r"(?<=[-_./])")
-
-
-def wordbreaks(text: str) -> Markup:
-    """``text`` escaped, with a line-break opportunity (``<wbr>``) after each ``_ - . /``: a name
-    such as ``late_loss_variance`` wraps between its words, never inside one."""
-    return Markup("<wbr>").join(escape(part) for part in _WORD_END.split(html_value(str(text))))
+from runlens.render.names import distinct_names
+from runlens.render.report.charts import render_charts
+from runlens.render.report.view import ReportView, build_view
+from runlens.render.templates import get_template
 
 
 def render_html(data: Any, *, docs_base: str = "") -> str:
@@ -53,7 +28,7 @@ def render_html(data: Any, *, docs_base: str = "") -> str:
     view = build_view(data, docs_base=docs_base)
     charts = {c.key: _SafeChart(c.key, c.title, c.caption, Markup(c.svg), Markup(c.svg_narrow))
               for c in render_charts(data)}
-    template = environment().get_template("report.html.j2")
+    template = get_template("report.html.j2")
     return template.render(v=view, charts=_Charts(charts), curve_doc=view.curve_doc)
 
 
@@ -66,7 +41,7 @@ def render_index(entries: Sequence[tuple[ReportView, str | None]]) -> str:
     ordered = sorted(named, key=lambda e: (e[0].rank, e[0].label))
     tally = {sev: sum(v.worst == sev for v, _ in ordered) for sev in ("error", "warning", "info", "none")}
     worst = next((sev for sev, n in tally.items() if n), "none")
-    return environment().get_template("index.html.j2").render(
+    return get_template("index.html.j2").render(
         entries=ordered, version=_version(entries), tally=tally, worst=worst)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runlens.render.audit_cells import COLUMNS, cells, report_href, summary
+from runlens.render.audit.cells import COLUMNS, cells, report_href, summary
 from runlens.render.escape import md_cell, md_inline
-from runlens.render.view import distinct_names
+from runlens.render.names import distinct_names
 
 _BADGE = {"unreadable": "⛔ unreadable", "error": "🔴 error", "warning": "🟠 warning",
           "info": "🔵 info", "ok": "🟢 ok"}

@@ -1,0 +1,10 @@
+"""A comparison as the JSON of its ``to_dict``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def render_compare_json(c: Any) -> str:
+    return json.dumps(c.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
