@@ -101,11 +101,22 @@ def grade(item: dict, status: int, out, err: str) -> tuple[bool, str]:
     curve = out.get("curve")
     codes = [f.get("code") for f in out.get("findings", [])]
     ok = curve in (item["curve"], *item.get("accept", ()))
-    said = f"curve {curve}; " + (", ".join(codes) if codes else "no findings")
+    said = f"curve {curve}; " + (", ".join(codes) if codes else "no findings") + runs_note(out)
     if item.get("nonfinite") and not (set(codes) & set(NONFINITE) or curve == "diverged"):
         ok = False
         said += " (the non-finite values are not reported)"
     return ok, said
+
+
+def runs_note(out: dict) -> str:
+    """For a log of several runs (graded on the run analyze shows, the worst), every run's verdict:
+    a label written for one of them (often the last) can then be checked against that run."""
+    runs = out.get("runs_in_file") or ()
+    if not runs:
+        return ""
+    shown = next((e["index"] for e in runs if e.get("reported")), "?")
+    each = ", ".join(f"{e['index']} {e.get('verdict') or 'not read'}" for e in runs)
+    return f" [run {shown} of {len(runs)} shown; per run: {each}]"
 
 
 def render(rows: list[tuple[dict, bool, str]], elapsed: float, collected=()) -> str:
@@ -128,6 +139,9 @@ def render(rows: list[tuple[dict, bool, str]], elapsed: float, collected=()) -> 
              "gaps fixed: Keras TensorBoard run folders read as one run, Markdown metrics tables, and the "
              "verdicts a short log can carry. So this is a development figure, not a held-out one; no "
              "label was changed.",
+             "- A log holding several runs is graded on the run `analyze` shows (the worst; the others "
+             "listed), as a user reads it; the runlens cell lists every run's verdict, so a label written "
+             "for one of them (its `why` says which) can be checked against that run.",
              "- Intervals are 95% Wilson score intervals.", "",
              "## Summary", "",
              "| | agreement |", "|---|---|",
