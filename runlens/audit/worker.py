@@ -170,7 +170,7 @@ def _analyze(path: str, options: WorkOptions, which: int | None = None, of: int 
             obj["warnings"].append(f"report not written: {exc}")
     return {
         "object": obj,
-        "summary": summarize(run),
+        "summary": summarize(diagnosis.key_numbers),
         "outcomes": [[o.code, o.state, o.reason] for o in diagnosis.outcomes],
         "error": None,
         "report": report,
@@ -240,13 +240,10 @@ def collect(future: Any, chunk: Sequence[str]) -> list[dict]:
 
 # -- per-run numbers --------------------------------------------------------
 
-def summarize(run) -> dict[str, Any]:
-    """The numbers of an audit row: the run's key numbers (``runlens.summary.run_numbers``, the
-    one definition every command shows) under the audit's column names."""
-    from runlens.signals import signals_of
-    from runlens.summary import run_numbers
-
-    n = run_numbers(signals_of(run), run)
+def summarize(key_numbers: Mapping[str, Any]) -> dict[str, Any]:
+    """The numbers of an audit row: the diagnosis's key numbers (``runlens.summary.run_numbers``,
+    the one definition every command shows) under the audit's column names."""
+    n = key_numbers
     return {"final_loss": n["final_loss"], "best_loss": n["min_loss"], "best_val_loss": n["val_min"],
             "best_val_step": n["val_min_step"], "steps": n["steps"], "duration_s": n["duration_s"]}
 
