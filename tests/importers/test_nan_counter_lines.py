@@ -34,6 +34,15 @@ def test_counters_of_zero_on_every_line_are_no_nonfinite_event(tmp_path):
     assert "nonfinite_loss" not in _codes(path)
 
 
+def test_a_line_wrapped_inside_the_nan_counter_is_no_event(tmp_path):
+    # A log pasted into a document, wrapped at a fixed width: "number of nan" ends one line, its count
+    # starts the next; the count of skipped iterations (0) on the first line still says none was skipped.
+    path = tmp_path / "train.log"
+    body = _megatron(tmp_path / "flat.log").read_text().replace("number of nan iterations:", "number of nan\niterations:")
+    path.write_text(body)
+    assert text.read(path).events == []
+
+
 def test_a_counter_above_zero_is_the_skipped_nonfinite_event(tmp_path):
     path = _megatron(tmp_path / "train.log", nan_at=300)
     (event,) = text.read(path).events

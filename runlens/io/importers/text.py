@@ -216,9 +216,11 @@ def _skipped_nonfinite(raw: str, last_step: int | None) -> tuple[int, str, float
     the run went non-finite even though no NaN value reaches the log."""
     words = tokens(raw[:2000].lower())  # lower first: "NaN" is one word, not a camel-case pair
     if "loss" in words and _NONFINITE & set(words) and any(w.startswith("skip") for w in words):
-        # A count of such steps that reads 0 ("number of nan iterations: 0", on every Megatron line)
-        # says that none was skipped; a count above 0 says some were.
-        counts = [v for k, v in read_fields(clean(raw[:2000].strip())) if _NONFINITE & set(tokens(k.lower()))]
+        # A count of skipped or non-finite steps that reads 0 ("number of skipped iterations: 0 | number
+        # of nan iterations: 0", on every Megatron line, sometimes wrapped after "number of nan") says
+        # that none was skipped; a count above 0 says some were.
+        counts = [v for k, v in read_fields(clean(raw[:2000].strip()))
+                  if (key := set(tokens(k.lower()))) & _NONFINITE or any(w.startswith("skip") for w in key)]
         if counts and not any(v > 0 for v in counts):
             return None
         return (last_step or 0, "nonfinite_loss", math.nan, clean(raw.strip())[:300])
