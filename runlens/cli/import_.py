@@ -14,7 +14,7 @@ _TAKES = {
     "csv": ("step", "loss", "val_loss", "lr", "grad_norm", "conflict", "run"),
     "lightning-csv": ("step", "loss", "val_loss", "lr", "grad_norm", "run"),
     "table": ("step", "loss", "val_loss", "lr", "grad_norm", "conflict", "run"),
-    "hf": ("logging_steps",),
+    "hf": ("logging_steps", "run"),
     "text": ("step", "loss", "val_loss", "run"),
     "jsonl": ("step", "loss", "val_loss", "run"),
     "mlflow": ("loss", "val_loss", "run"),
@@ -40,7 +40,7 @@ _TAKES = {
               help="table: a file with git merge-conflict markers: import this side only")
 @click.option("--logging-steps", type=int, help="hf console logs: the Trainer's logging_steps")
 @click.option("--run", type=click.IntRange(min=1),
-              help="table, text, mlflow, wandb: a source holding several runs: import run N (default: the last)")
+              help="table, text, hf, mlflow, wandb: a source holding several runs: import run N (default: the last)")
 @click.option("--dry-run", is_flag=True, help="print what would be mapped and skipped; write nothing")
 def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **given) -> None:
     """Import SOURCE, read as KIND ('auto': chosen from the content), into the new run OUT_RUN.

@@ -104,3 +104,13 @@ def test_a_state_file_holds_one_run(tmp_path):
     assert hf.read(path, run=1).train["loss"].steps.tolist() == [1, 2]
     with pytest.raises(ImportFailedError, match="holds one run"):
         hf.read(path, run=2)
+
+
+def test_import_hf_takes_run(three_launches, tmp_path):
+    out = tmp_path / "run2"
+    res = CliRunner().invoke(main, ["import", "hf", str(three_launches), str(out), "--run", "2"])
+    assert res.exit_code == 0, res.output
+    obj = json.loads(CliRunner().invoke(main, ["analyze", str(out), "--format", "json"]).stdout)
+    assert obj["key_numbers"]["first_nonfinite_step"] == 200
+    bad = CliRunner().invoke(main, ["import", "hf", str(three_launches), str(tmp_path / "x"), "--run", "5"])
+    assert bad.exit_code == 2 and "the log holds 3 run" in bad.output
