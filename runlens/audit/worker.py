@@ -261,13 +261,12 @@ def error_record(path: str, message: str, code: str = "unreadable_run", *,
     error's text alone; for a bug, the exception class goes to the
     evidence (``exception``), where a bug report needs it, not the row.
     """
-    title = ("the run could not be read: " if code == "unreadable_run"
-             else "the analysis failed on this run: ") + message
-    advice = ("Check run.json and the table folders with `runlens validate RUN`; a run written by a newer "
-              "runlens needs a newer reader." if code == "unreadable_run" else
-              "This is a runlens bug: please report it with the run attached.")
+    from runlens import codes
+
+    title = codes.finding_title(code, message)
     evidence = {"error": message} if exception is None else {"error": message, "exception": exception}
-    finding = Finding(code=code, severity="error", title=title, evidence=evidence, advice=advice)
+    finding = Finding(code=code, severity=codes.severity(code), title=title, evidence=evidence,
+                      advice=codes.advice(code))
     obj = {"run": path, "name": _name_of(path), "status": _status_of(path),
            "curve": "insufficient_data", "findings": [finding.to_dict()], "warnings": [message]}
     return {"object": obj, "summary": {}, "outcomes": [], "error": message, "report": None}

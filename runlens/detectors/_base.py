@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from runlens.codes import SECTION_NAMES as DOC_SECTIONS  # the catalog's section order, kept here by name
 from runlens.detectors._params import Interval, validate
 from runlens.diagnosis import SEVERITIES, CurveVerdict, Finding
 from runlens.signals import Signals, signals_of
@@ -38,7 +39,6 @@ from runlens.signals import Signals, signals_of
 if TYPE_CHECKING:
     from runlens.io.run import Run
 
-DOC_SECTIONS = ("What it detects", "Why it matters", "How it decides", "What to try", "Parameters")
 _CODE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 REGISTRY: dict[str, type[Detector]] = {}
