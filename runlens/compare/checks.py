@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 from scipy import stats as sps
 
-from runlens.compare.codes import advice
+from runlens.codes import advice, severity
 from runlens.compare.model import (
     Comparison,
     Convergence,
@@ -225,7 +225,7 @@ def findings_for(c: Comparison) -> list[Finding]:
         got = (f"reaches it at step {conv.run_step:,} ({conv.ratio:.2f}x)" if conv.run_step is not None
                else "never reaches it")
         out.append(Finding(
-            code="baseline_slower_convergence", severity="warning", step=conv.run_step,
+            code="baseline_slower_convergence", severity=severity("baseline_slower_convergence"), step=conv.run_step,
             title=f"converges slower than the baseline: the baseline reaches loss {conv.target_loss:.4g} "
                   f"({conv.fraction:.0%} of its improvement) at step {conv.baseline_step:,}, this run {got}",
             evidence={**_fields(conv), "slow_ratio": th.slow_ratio},
@@ -236,7 +236,7 @@ def findings_for(c: Comparison) -> list[Finding]:
     sp = c.spikes
     if sp is not None and sp.more:
         out.append(Finding(
-            code="baseline_new_spikes", severity="warning", step=sp.run_steps[0],
+            code="baseline_new_spikes", severity=severity("baseline_new_spikes"), step=sp.run_steps[0],
             title=f"{sp.run_count} loss spikes against {sp.baseline_count} in the baseline "
                   f"(binomial test p={sp.p_value:.2g})",
             evidence={**_fields(sp), "run_steps": list(sp.run_steps[:20]), "spike_z": th.spike_z},
@@ -246,7 +246,7 @@ def findings_for(c: Comparison) -> list[Finding]:
         # A run whose loss ends lower than its baseline's beyond noise has changed, not regressed.
         better = _improved(c)
         out.append(Finding(
-            code="baseline_gradient_shift", severity="info" if better else "warning",
+            code="baseline_gradient_shift", severity="info" if better else severity("baseline_gradient_shift"),
             layers=[g.layer for g in c.gradient_shifts],
             title=f"gradient norms moved by {th.gradient_orders:g}+ orders of magnitude in "
                   f"{len(c.gradient_shifts)} layer(s); largest: {top.layer} "
@@ -274,7 +274,8 @@ def _new_nonfinite(c: Comparison) -> Finding | None:
         f"the loss became NaN/Inf at step {loss:,}" if loss is not None else "",
         f"the gradient norm at step {grad:,}" if grad is not None else "") if x)
     return Finding(
-        code="baseline_new_nonfinite", severity="error", step=min(s for s in (loss, grad) if s is not None),
+        code="baseline_new_nonfinite", severity=severity("baseline_new_nonfinite"),
+        step=min(s for s in (loss, grad) if s is not None),
         title=f"{said}; the baseline's stayed finite",
         evidence={"run_loss_step": loss, "run_grad_step": grad,
                   "baseline_loss_step": c.baseline_nonfinite_step,
@@ -284,15 +285,17 @@ def _new_nonfinite(c: Comparison) -> Finding | None:
 
 def _level_finding(level: LevelTest, th: Thresholds) -> Finding:
     what = "final training loss" if level.metric == "loss" else "final validation loss"
-    severity = "error" if level.relative_change >= th.error_change else "warning"
+    code = f"baseline_regression_{level.metric}"
+    # The catalog's severity, raised to an error from error_change on.
+    level_severity = "error" if level.relative_change >= th.error_change else severity(code)
     return Finding(
-        code=f"baseline_regression_{level.metric}", severity=severity, step=level.last_step,
+        code=code, severity=level_severity, step=level.last_step,
         title=f"{what} {level.run_median:.4g} vs baseline {level.baseline_median:.4g} "
               f"({level.relative_change:+.1%}, {level.test} p={level.p_value:.2g}, "
               f"Cliff's delta {level.effect_size:.2f}) over steps {level.first_step:,}-{level.last_step:,}",
         evidence={**_fields(level), "alpha": th.alpha, "min_change": th.min_change,
                   "error_change": th.error_change},
-        advice=advice(f"baseline_regression_{level.metric}"))
+        advice=advice(code))
 
 
 def _fields(x) -> dict:
