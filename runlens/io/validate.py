@@ -62,7 +62,7 @@ RULES = {
     "columns": "required columns are present and have their types",
     "extra-columns": f"extra {'/'.join(t for t in fmt.TABLES if t in fmt.OPEN_TABLES)} columns are "
                      f"{' or '.join(ARROW_WORDS.get(str(t), str(t)) for t in fmt.USER_COLUMN_TYPES)}",
-    "steps": "step columns hold no null",
+    "steps": "step columns, and the other columns of a table's key (layers.layer), hold no null",
     "event-kinds": f"events.kind is one of {', '.join(fmt.EVENT_KIND_NAMES)}",
     "layer-names": 'every layers.layer value is a name listed in run.json "layers"',
 }
@@ -295,17 +295,24 @@ def _check_part(path: Path, where: str, table: str, spec: dict, layer_names: set
             report.notes.append(f"{where}: extra column {col!r} (readers ignore it)")
         elif name not in extra_types:
             out.append(Violation("extra-columns", where, f"column {col!r} is {name}, want {' or '.join(extra_types)}"))
-    if "step" in schema.names and data.column("step").null_count:
-        out.append(Violation("steps", where, f"{data.column('step').null_count} null steps"))
+    for col in dict.fromkeys(("step", *(fmt.KEYS[table] or ()))):
+        nulls = _first_column(data, col).null_count if col in types else 0
+        if nulls:
+            out.append(Violation("steps", where, f"{nulls} null steps" if col == "step" else f"{nulls} null {col}s"))
     if table == "events" and "kind" in schema.names:
-        unknown = set(data.column("kind").to_pylist()) - fmt.EVENT_KINDS
+        unknown = set(_first_column(data, "kind").to_pylist()) - fmt.EVENT_KINDS
         if unknown:
             out.append(Violation("event-kinds", where, f"unknown kinds {sorted(map(str, unknown))}"))
     if table == "layers" and "layer" in schema.names and layer_names:
-        unknown = set(data.column("layer").to_pylist()) - layer_names
+        unknown = set(_first_column(data, "layer").to_pylist()) - layer_names
         if unknown:
             out.append(Violation("layer-names", where,
                                  f"layers not in run.json: {sorted(map(str, unknown))[:5]}"))
+
+
+def _first_column(data, name: str):
+    """The first column called ``name`` (``Table.column(name)`` raises on a repeated name)."""
+    return data.column(data.schema.names.index(name))
 
 
 class _Refused(Exception):

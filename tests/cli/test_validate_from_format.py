@@ -71,10 +71,23 @@ def test_user_column_types_come_from_the_format_module(run, monkeypatch):
                for v in report.violations)
 
 
-def test_a_repeated_column_is_a_violation_not_a_crash(run):
+@pytest.mark.parametrize("column", ["accuracy", "step"])
+def test_a_repeated_column_is_a_violation_not_a_crash(run, column):
     part = sorted((run / "scalars").glob("r*.parquet"))[0]
     data = pq.read_table(part)
-    pq.write_table(data.append_column("accuracy", pa.array([0.5] * data.num_rows)), part)
+    pq.write_table(data.append_column(column, data.column(column)), part)
     report = validate_run(run)
-    assert any(v.rule == "columns" and "'accuracy' appears more than once" in v.message
+    assert any(v.rule == "columns" and f"{column!r} appears more than once" in v.message
                for v in report.violations)
+
+
+def test_key_columns_come_from_the_format_module(run, monkeypatch):
+    part = sorted((run / "scalars").glob("r*.parquet"))[0]
+    data = pq.read_table(part)
+    lr = data.column("lr").to_pylist()
+    pq.write_table(data.set_column(data.column_names.index("lr"), "lr", pa.array([None, *lr[1:]], pa.float64())),
+                   part)
+    assert validate_run(run).ok  # a null lr is "not logged"
+    monkeypatch.setitem(fmt.KEYS, "scalars", ("step", "lr"))
+    report = validate_run(run)
+    assert [(v.rule, v.message) for v in report.violations] == [("steps", "1 null lrs")]
