@@ -81,6 +81,8 @@ OPEN_TABLES = frozenset({"scalars", "evals"})
 
 # Extra (user) columns of the open tables: int64 for ints and bools, float64 for the rest.
 USER_COLUMN_TYPES = (pa.int64(), pa.float64())
+# Narrower numbers another writer may leave there: readers widen them, so a validator tolerates them.
+USER_COLUMN_NARROW_TYPES = (pa.int32(), pa.float32())
 
 # Dedup key per table (events are never deduplicated).
 KEYS = {"scalars": ("step",), "evals": ("step",), "layers": ("step", "layer"), "events": None}

@@ -288,12 +288,13 @@ def _check_part(path: Path, where: str, table: str, spec: dict, layer_names: set
         elif types[col] != want:
             out.append(Violation("columns", where, f"column {col!r} is {types[col]}, want {want}"))
     extra_types = [_type_name(typ) for typ in fmt.USER_COLUMN_TYPES]
+    tolerated = {*extra_types, *(_type_name(typ) for typ in fmt.USER_COLUMN_NARROW_TYPES)}
     for col, name in types.items():
         if col in spec:
             continue
         if table not in fmt.OPEN_TABLES:
             report.notes.append(f"{where}: extra column {col!r} (readers ignore it)")
-        elif name not in extra_types:
+        elif name not in tolerated:
             out.append(Violation("extra-columns", where, f"column {col!r} is {name}, want {' or '.join(extra_types)}"))
     for col in dict.fromkeys(("step", *(fmt.KEYS[table] or ()))):
         nulls = _first_column(data, col).null_count if col in types else 0

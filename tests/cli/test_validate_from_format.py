@@ -66,9 +66,18 @@ def test_part_names_follow_the_format_module(run, monkeypatch):
 def test_user_column_types_come_from_the_format_module(run, monkeypatch):
     # healthy's scalars carry a float64 "accuracy": allowed until the format allows int64 only.
     monkeypatch.setattr(fmt, "USER_COLUMN_TYPES", (pa.int64(),))
+    monkeypatch.setattr(fmt, "USER_COLUMN_NARROW_TYPES", (pa.int32(),))
     report = validate_run(run)
     assert any(v.rule == "extra-columns" and "'accuracy' is float64, want int64" in v.message
                for v in report.violations)
+
+
+def test_narrow_user_columns_are_tolerated(run):
+    part = sorted((run / "scalars").glob("r*.parquet"))[0]
+    data = pq.read_table(part)
+    i = data.column_names.index("accuracy")
+    pq.write_table(data.set_column(i, "accuracy", data.column(i).cast(pa.float32())), part)
+    assert validate_run(run).ok
 
 
 @pytest.mark.parametrize("column", ["accuracy", "step"])
