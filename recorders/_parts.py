@@ -246,7 +246,9 @@ def _unify(tables: list[pa.Table], table_name: str, on_warn: Callable[[str], Non
 
 
 def _groups(parts: list[tuple[int, int, Path]], target_rows: int) -> list[list[tuple[int, int, Path]]]:
-    groups, current, rows = [], [], 0
+    groups: list[list[tuple[int, int, Path]]] = []
+    current: list[tuple[int, int, Path]] = []
+    rows = 0
     for part in parts:
         with _merge.open_input(part[2]) as f:
             n = pq.ParquetFile(f).metadata.num_rows

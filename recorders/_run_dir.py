@@ -96,7 +96,8 @@ def _shared(path: Path, chosen: Path, rank: int, wait_s: float = 120.0) -> Path:
     n = _OPENED[str(path)] = _OPENED.get(str(path), 0) + 1
     key = f"runlens/run_dir/{os.path.abspath(path)}/{n}"
     if rank == 0:
-        store.set(key, os.fsencode(chosen))
+        # torch's stub says str; the C++ store takes bytes too, and bytes carry a non-UTF-8 path unchanged.
+        store.set(key, os.fsencode(chosen))  # type: ignore[arg-type]
         return chosen
     try:
         store.wait([key], timedelta(seconds=wait_s))

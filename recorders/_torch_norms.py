@@ -28,7 +28,7 @@ Tensor = torch.Tensor
 
 def _stack(values: Sequence[Tensor], device: torch.device) -> Tensor:
     try:
-        return torch.stack(values)
+        return torch.stack(list(values))
     except RuntimeError:  # mixed devices or dtypes: rare, so the slow way is fine
         return torch.stack([v.to(device=device, dtype=torch.float32) for v in values])
 
@@ -185,8 +185,7 @@ class LocalNorms:
     def local(t: Tensor) -> Tensor:
         return t
 
-    @staticmethod
-    def device(params: Sequence[Tensor]) -> torch.device:
+    def device(self, params: Sequence[Tensor]) -> torch.device:
         return params[0].device if params else torch.device("cpu")
 
 
@@ -318,6 +317,7 @@ class Layout:
         norms = [row_norms(m) for m in mats]
         update = [row_norms(difference(m, b)) for m, b in zip(mats, before[0], strict=True)]
         if big:
+            assert before[1] is not None, "before() gathers the large weights whenever there are any"
             norms.append(l2_norms(big))
             update.append(self.update.update_norms(before[1], self.update.gather(big)))
         return self._order(norms), self._order(update)

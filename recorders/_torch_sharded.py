@@ -28,8 +28,10 @@ from recorders import _torch_norms as tn
 
 try:
     from torch.distributed.tensor import DTensor, Shard
-except ImportError:  # torch without distributed tensors
-    DTensor = Shard = None
+
+    HAVE_DTENSOR = True
+except ImportError:  # torch without distributed tensors: no parameter is one
+    HAVE_DTENSOR = False
 
 Tensor = torch.Tensor
 L2, MAX, SUM, WEIGHTED = "l2", "max", "sum", "weighted"
@@ -38,7 +40,7 @@ RULES = {"pre": L2, "applied": L2, "weight": L2, "update": L2, "amax": MAX, "zer
 
 
 def is_sharded(params: Sequence[Tensor]) -> bool:
-    return DTensor is not None and any(isinstance(p, DTensor) for p in params)
+    return HAVE_DTENSOR and any(isinstance(p, DTensor) for p in params)
 
 
 class ShardedNorms(tn.LocalNorms):

@@ -9,7 +9,13 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType, TracebackType
+
+    from recorders.writer import RunWriter
 
 
 class Handlers:
@@ -18,6 +24,15 @@ class Handlers:
 
     _prev_sigterm: Any = None
     _prev_excepthook: Any = None
+
+    if TYPE_CHECKING:  # what the Recorder provides (declared here for the type checker only)
+        _writer: RunWriter
+        _step: int
+        _pid: int
+
+        def _resolve(self) -> None: ...
+        def _crashed(self, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None: ...
+        def _guard(self, what: str, fn: Callable[..., object], *args: object) -> None: ...
 
     def _install_handlers(self) -> None:
         self._prev_excepthook = sys.excepthook
@@ -33,12 +48,12 @@ class Handlers:
                 and signal.getsignal(signal.SIGTERM) == self._on_sigterm):
             signal.signal(signal.SIGTERM, self._prev_sigterm)
 
-    def _excepthook(self, exc_type: type, exc: BaseException, tb: Any) -> None:
+    def _excepthook(self, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         if os.getpid() == self._pid:  # not in a forked DataLoader worker
             self._guard("recording the exception", lambda: self._crashed(exc_type, exc, tb))
         (self._prev_excepthook or sys.__excepthook__)(exc_type, exc, tb)
 
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         """Preemption: write what is buffered; the run stays ``running`` and reads as killed."""
         def flush() -> None:
             self._resolve()

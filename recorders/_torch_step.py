@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -82,7 +82,11 @@ class StepMath:
         # Sharded ranks must agree on what each puts in the step's collective: they always take the pass.
         self.watch = AppliedWatch(self.params, enabled=not getattr(self.norms, "sharded", False))
 
-    def _local(self, tensors: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
+    @overload
+    def _local(self, tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]: ...
+    @overload
+    def _local(self, tensors: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]: ...
+    def _local(self, tensors: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None] | list[torch.Tensor]:
         return [None if t is None else self.norms.local(t) for t in tensors]
 
     def sample(self) -> tn.Sample:
@@ -111,12 +115,9 @@ class StepMath:
     def capture(self, layer_step: bool, *, at_backward: bool, before: bool = True) -> Capture:
         """The gradient columns now, and (layer steps) the weights before the optimizer step."""
         full = [p.grad for p in self.params]
-        complete = all(g is not None for g in full)
-        if complete:
-            present, grads = list(range(len(full))), full
-        else:
-            present = [i for i, g in enumerate(full) if g is not None]
-            grads = [full[i] for i in present]
+        present = [i for i, g in enumerate(full) if g is not None]
+        grads = [g for g in full if g is not None]
+        complete = len(grads) == len(full)
         local = self._local(grads)
         layout = self.layout()
         # Every gradient present: the batched layout; otherwise (rare) one kernel per tensor.
@@ -149,10 +150,10 @@ class StepMath:
 
     def _applied_pass(self) -> torch.Tensor | None:
         grads = [p.grad for p in self.params]
-        if all(g is not None for g in grads) and self.layout().usable:
-            norms = self.layout().l2(self._local(grads))
+        present = [g for g in grads if g is not None]
+        if len(present) == len(grads) and self.layout().usable:
+            norms = self.layout().l2(self._local(present))
         else:
-            present = [g for g in grads if g is not None]
             if not present:
                 return None
             norms = self.norms.l2(self._local(present))
@@ -237,7 +238,7 @@ class StepMath:
         if user_norm is not None:
             res.grad_norm = _float(user_norm)
         bad = np.zeros(len(gn), dtype=bool)
-        if len(gn) and not np.isfinite(gn).all():
+        if pre is not None and len(gn) and not np.isfinite(gn).all():
             bad = ~np.isfinite(gn)
             res.nonfinite_params = np.asarray(pre.present, dtype=np.int64)[bad]
         if "weight" in host and pre is not None:
@@ -267,8 +268,9 @@ class StepMath:
             out["update_norm"] = host["update"]
         counts = np.zeros(len(idx), dtype=np.int32)
         if bad.any():
-            which = [self.params[int(i)].grad for i in idx[bad]]
-            if all(g is not None for g in which):
+            found = [self.params[int(i)].grad for i in idx[bad]]
+            which = [g for g in found if g is not None]
+            if len(which) == len(found):
                 counts[bad] = self.norms.nonfinite(self._local(which)).cpu().numpy().astype(np.int32)
         out["nonfinite"] = spread(counts)
         return out
@@ -334,7 +336,7 @@ def _scalar_result(prefix: str, numbers: dict[str, Any], keys: list[str], host: 
                    n_lrs: int) -> StepResult:
     for key in keys:
         numbers[key] = float(host[prefix + key][0])
-    return StepResult(loss=_float(numbers["loss"]), grad_norm=None,
+    return StepResult(loss=float(numbers["loss"]), grad_norm=None,
                       user={k[2:]: v for k, v in numbers.items() if k.startswith("u:")},
                       lrs=[_float(numbers.get(f"lr{i}")) for i in range(n_lrs)])
 

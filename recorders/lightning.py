@@ -15,14 +15,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-try:
+if TYPE_CHECKING:  # checked against the unified package; both define the same hooks
     from lightning.pytorch.callbacks import Callback
-except ImportError:  # the standalone package, for projects still on pytorch_lightning
-    from pytorch_lightning.callbacks import Callback
+else:
+    try:
+        from lightning.pytorch.callbacks import Callback
+    except ImportError:  # the standalone package, for projects still on pytorch_lightning
+        from pytorch_lightning.callbacks import Callback
 
 from recorders._callback import CallbackSettings
 from recorders.torch import Recorder
@@ -175,6 +178,7 @@ class RunlensCallback(CallbackSettings, Callback):
 
 
 def _output_loss(outputs: Any) -> torch.Tensor | None:
+    loss: object
     if isinstance(outputs, torch.Tensor):
         loss = outputs
     elif isinstance(outputs, Mapping):

@@ -26,8 +26,9 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -253,12 +254,12 @@ class Recorder(Handlers):
     def __enter__(self) -> Recorder:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc is None:
             self.close()
         else:
-            self._crashed(exc_type, exc, tb)
-        return False
+            self._crashed(type(exc), exc, tb)
 
     @property
     def warnings(self) -> list[str]:
@@ -344,7 +345,7 @@ class Recorder(Handlers):
                     names=self._names)
 
     # -- endings -----------------------------------------------------------
-    def _crashed(self, exc_type: type, exc: BaseException, tb: Any) -> None:
+    def _crashed(self, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         if self._closed:
             return
         started = self._first.started or self._step > 0 or self._writer.last_step is not None
@@ -372,7 +373,7 @@ class Recorder(Handlers):
             print(f"runlens: {status} run written to {self._writer.path} ({info['steps']} steps, "
                   f"{info['parts']} part(s), {info['bytes'] / 1e6:.1f} MB this attempt)", file=sys.stderr)
 
-    def _guard(self, what: str, fn: Any, *args: Any) -> None:
+    def _guard(self, what: str, fn: Callable[..., object], *args: object) -> None:
         try:
             fn(*args)
         except Exception as e:  # noqa: BLE001 - recording must never break training

@@ -40,6 +40,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -184,7 +185,7 @@ class RunWriter:
         self._emit()
 
     # -- rows -------------------------------------------------------------------
-    def add_scalars(self, step: int, loss: float, *, time: float | None = None, **columns: Any) -> None:
+    def add_scalars(self, step: int, loss: float | None, *, time: float | None = None, **columns: Any) -> None:
         """One training step's row: ``loss`` plus lr, grad_norm, epoch, ... and user scalars."""
         with self._lock:
             self._buf.rows["scalars"].append(self._buf.row("scalars", step, time, {"loss": _num(loss), **columns}))
@@ -200,7 +201,7 @@ class RunWriter:
         if due:
             self._handover()
 
-    def add_eval(self, step: int, val_loss: float, *, time: float | None = None, **columns: Any) -> None:
+    def add_eval(self, step: int, val_loss: float | None, *, time: float | None = None, **columns: Any) -> None:
         """One validation pass, run after training step ``step``."""
         with self._lock:
             self._buf.rows["evals"].append(self._buf.row("evals", step, time, {"val_loss": _num(val_loss), **columns}))
@@ -376,7 +377,8 @@ class RunWriter:
     def __enter__(self) -> RunWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc is None:
             self.close()
         else:

@@ -14,16 +14,23 @@ Attributes are imported on first use, so ``import runlens`` stays light
 (no scipy, no detectors) until an analysis actually runs.
 """
 
+from __future__ import annotations
+
 from runlens import _interrupt
 
 _interrupt.install()  # before any other import: `runlens` answers Ctrl-C in one line from here on
 
 import importlib as _importlib  # noqa: E402
+import os as _os  # noqa: E402
 import typing as _typing  # noqa: E402
 
 __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
+    import os
+    from collections.abc import Iterable
+    from pathlib import Path
+
     from runlens.analysis import analyze
     from runlens.diagnosis import CurveVerdict, DetectorOutcome, Diagnosis, Finding
     from runlens.errors import (
@@ -71,7 +78,8 @@ __all__ = [
 ]
 
 
-def report(diagnosis, out_dir, *, formats=("html", "md"), docs_url="", run=None):
+def report(diagnosis: Diagnosis | Run | str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
+           formats: Iterable[str] = ("html", "md"), docs_url: str = "", run: Run | None = None) -> list[Path]:
     """Write the HTML and/or Markdown report of ``diagnosis`` into ``out_dir``; returns the paths.
 
     ``diagnosis`` is a :class:`Diagnosis`, a :class:`Run` or the path of a
@@ -89,7 +97,7 @@ def report(diagnosis, out_dir, *, formats=("html", "md"), docs_url="", run=None)
     from runlens.report_data import build_report_data
     from runlens.signals import signals_of
 
-    if not hasattr(diagnosis, "findings"):
+    if isinstance(diagnosis, (str, _os.PathLike, _Run)):
         run = diagnosis if isinstance(diagnosis, _Run) else _load_run(diagnosis)
         diagnosis = _analyze(run)
     elif run is None:
@@ -98,7 +106,7 @@ def report(diagnosis, out_dir, *, formats=("html", "md"), docs_url="", run=None)
     return write_reports(data, out_dir, formats, docs_base=docs_url)
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> _typing.Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'runlens' has no attribute {name!r}")
@@ -107,5 +115,5 @@ def __getattr__(name):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted([*__all__, "__version__"])

@@ -10,15 +10,19 @@ its outputs are left intact.
 from __future__ import annotations
 
 # The C module itself: `signal` imports enum, which is time a Ctrl-C could land in.
-import _signal
+import _signal  # type: ignore[import-not-found]  # typeshed has no stub for the C module
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 #: Set by ``runlens.cli`` once its own handling of KeyboardInterrupt is in place.
 running = False
 
 
-def _handler(signum, frame):  # noqa: ARG001 - the signal handler's signature
+def _handler(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - the signal handler's signature
     if running:
         raise KeyboardInterrupt
     os.write(2, b"runlens: interrupted\n")

@@ -20,7 +20,7 @@ import dataclasses
 import os
 import warnings as pywarnings
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from runlens.io.run import Run
 from runlens.io.runmeta import one_line
 from runlens.signals import signals_of
 from runlens.summary import headline, run_numbers, verdict_step
+
+if TYPE_CHECKING:
+    pass
 
 # What the signals the context always carries read, and what the key numbers read
 # (``runlens.summary``), whatever detectors run.
@@ -129,8 +132,9 @@ def run_step(det: Detector, run: Run, ctx: Context) -> tuple[DetectorOutcome, li
             out = list(det.check(run, ctx) or ())
         kind = type(det).verdict
         verdicts = [v for v in out if kind is not None and isinstance(v, kind)]
-        found = [f for f in out if not (kind is not None and isinstance(f, kind))]
-        bad = [f for f in found if not isinstance(f, Finding)]
+        rest = [f for f in out if not (kind is not None and isinstance(f, kind))]
+        found = [f for f in rest if isinstance(f, Finding)]
+        bad = [f for f in rest if not isinstance(f, Finding)]
         if bad or len(verdicts) > 1:
             raise TypeError(f"check() yielded {type(bad[0]).__name__ if bad else 'two verdicts'}, not Finding")
         verdict = verdicts[0] if verdicts else None

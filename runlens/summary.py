@@ -21,7 +21,7 @@ own, so a number can no longer differ between two commands.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -230,7 +230,7 @@ def _name(finding: Any) -> str:
     return _lower(title) if isinstance(title, str) and title else code.replace("_", " ")
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: object) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and np.isfinite(x)
 
 

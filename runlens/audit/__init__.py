@@ -178,7 +178,7 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
     skipped: list[tuple[str, str]] = []
     runs = discover_runs(paths, unlisted, skipped)
     if not runs and not unlisted:
-        raise UsageError(f"no runs found below {', '.join(paths)} (a run is a directory with run.json)")
+        raise UsageError(f"no runs found below {', '.join(os.fspath(p) for p in paths)} (a run is a directory with run.json)")
     if reports_dir:
         from runlens.io.output import output_dir
 
@@ -187,11 +187,12 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
     options = WorkOptions.with_params(detectors, baseline=os.fspath(baseline) if baseline else None,
                                       reports_dir=os.path.abspath(reports_dir) if reports_dir else None)
     options.detector_instances()  # a parameter refused here, once, not as an error row per run
-    if baseline:
+    if options.baseline:
         _check_baseline(options.baseline)
     start = time.perf_counter()
     if progress:
         progress(0, len(runs))
+    records: list[dict[str, Any]]
     if not runs:
         records, n, backend = [], 1, "inline"
     elif client is not None or scheduler:
@@ -206,7 +207,7 @@ def audit(paths: Iterable[str | os.PathLike[str]], *, workers: int | None = None
     # A folder that could not be listed may hold runs: it is a row, never a silent omission.
     records += [error_record(folder, f"cannot list this folder ({reason}); any runs inside it were not read")
                 for folder, reason in unlisted]
-    records, unread = _skip_loose(records, loose_logs(paths, runs))
+    records, unread = _skip_loose(records, loose_logs([os.fspath(p) for p in paths], runs))
     skipped += unread
     rows = sorted((AuditRow.from_record(r) for r in records), key=sort_key)
     return AuditResult(rows=tuple(rows), workers=n, backend=backend,

@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runlens.audit.worker import WorkOptions, analyze_chunk, chunked, collect
 from runlens.errors import UsageError
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 #: How long to wait for the scheduler before calling the address unusable (dask's spelling).
 CONNECT_TIMEOUT = "20s"
 
 
-def connect(scheduler: str):
+def connect(scheduler: str) -> Client:
     """A ``Client`` for the scheduler at ``scheduler`` (``tcp://host:port``).
 
     dask's own ``timeout`` bounds the TCP connection but not the handshake after
@@ -74,6 +77,8 @@ def run_on_dask(runs: Sequence[str], options: WorkOptions, *, client: Any = None
 
     own = client is None
     if own:
+        if scheduler is None:
+            raise UsageError("run_on_dask needs a client or the address of a scheduler")
         client = connect(scheduler)
     try:
         workers = max(1, len(client.scheduler_info().get("workers", {})))

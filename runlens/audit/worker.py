@@ -19,13 +19,17 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runlens.diagnosis import STATUSES, Finding
 from runlens.errors import RunlensError, UsageError
 from runlens.io.bounded import MAX_JSON_BYTES, loads_json, read_regular
 from runlens.io.discover import is_url
 from runlens.io.remote import open_run
+
+if TYPE_CHECKING:
+    from runlens.diagnosis import Diagnosis
+    from runlens.io.run import Run
 
 # Baselines read in this process, by path (and the projection, by key): computed once per worker.
 _CACHE: dict[Any, Any] = {}
@@ -127,7 +131,7 @@ def analyze_path(path: str, options: WorkOptions = WorkOptions(), *, run: int | 
         record = _analyze(path, options, run, of)
     except RunlensError as exc:  # the message alone: error lines name no exception classes
         record = error_record(name, _one_line(exc), "unreadable_run")
-    except Exception as exc:  # a bug in a reader or detector: report it on this run's row
+    except Exception as exc:  # noqa: BLE001 - a bug in a reader or detector: reported on this run's row
         record = error_record(name, _one_line(exc), "analysis_crashed", exception=type(exc).__name__)
     record["seconds"] = time.perf_counter() - start
     record["cpu_seconds"] = time.process_time() - cpu
@@ -177,7 +181,7 @@ def _analyze(path: str, options: WorkOptions, which: int | None = None, of: int 
     }
 
 
-def _runs_in_log(run) -> int:
+def _runs_in_log(run: Run) -> int:
     """How many runs the importer told apart in the log ``run`` was read from (1 for a run folder)."""
     from runlens.cli.common import runs_in_log  # the one reading of the importers' notes, as analyze's
 
@@ -208,7 +212,7 @@ def _columns(options: WorkOptions, detectors: list | None = None) -> dict[str, l
     return _CACHE[key]
 
 
-def _baseline(path: str):
+def _baseline(path: str) -> Run:
     from runlens.compare import COLUMNS
 
     if path not in _CACHE:
@@ -233,7 +237,7 @@ def collect(future: Any, chunk: Sequence[str]) -> list[dict]:
     """A finished chunk's records, or error records when its worker died."""
     try:
         return future.result()
-    except Exception as exc:  # a worker killed (OOM, signal): those runs get error rows
+    except Exception as exc:  # noqa: BLE001 - a worker killed (OOM, signal): those runs get error rows
         message = f"worker failed: {_one_line(exc)}"
         return [error_record(path, message, "analysis_crashed", exception=type(exc).__name__) for path in chunk]
 
@@ -303,7 +307,7 @@ def report_name(path: str, name: str) -> str:
     return f"{report_stem(name, path)}.html"
 
 
-def _write_report(diagnosis, run, reports_dir: str) -> str:
+def _write_report(diagnosis: Diagnosis, run: Run, reports_dir: str) -> str:
     from runlens.io.output import write_text
     from runlens.render.report.html import render_html
     from runlens.report_data import build_report_data

@@ -17,6 +17,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Sequence
+from typing import Any, Literal, NoReturn, overload
 
 import click
 
@@ -69,7 +71,8 @@ class LazyGroup(click.Group):
         module, attr = target.split(":")
         return getattr(importlib.import_module(module), attr)
 
-    def resolve_command(self, ctx: click.Context, args: list[str]):
+    def resolve_command(self, ctx: click.Context, args: list[str],
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and not name.startswith("-") and name not in COMMANDS:
             from runlens.cli.common import did_you_mean
@@ -78,7 +81,7 @@ class LazyGroup(click.Group):
             raise click.UsageError(f"no such command {name!r}{hint}")
         return super().resolve_command(ctx, args)
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         # A reader that went away (`runlens explain | head -1`) is not an error. It must be caught
         # here: click's own handler, around this call, turns a broken pipe into exit status 1.
         try:
@@ -86,7 +89,14 @@ class LazyGroup(click.Group):
         except BrokenPipeError:
             raise click.exceptions.Exit(_pipe_closed()) from None
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+    @overload
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: Literal[True] = True, **extra: Any) -> NoReturn: ...
+    @overload
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = ..., **extra: Any) -> int: ...
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> int:
         """Run the command; every way out is one of the documented exit statuses."""
         from runlens.io.output import safe_streams
 
@@ -134,7 +144,7 @@ class LazyGroup(click.Group):
         return _exit(code, None, standalone_mode) if standalone_mode else code
 
 
-def _exit(code: int, line: str | None, standalone: bool):
+def _exit(code: int, line: str | None, standalone: bool) -> int:
     if line:
         try:
             click.echo(line, err=True)

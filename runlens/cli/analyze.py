@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,6 +23,11 @@ from runlens.cli.common import (
     verbosity_options,
 )
 from runlens.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from runlens.diagnosis import Diagnosis
 
 
 @click.command()
@@ -86,7 +92,8 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
         sys.exit(1)
 
 
-def _judge(path: str, options: dict, detectors: list | None, loose: bool = False):
+def _judge(path: str, options: dict, detectors: list | None, loose: bool = False,
+           ) -> tuple[Diagnosis, list[dict] | None] | None:
     """A run directory is read with the detectors' projection only; a log is read whole, since
     the importer builds every column anyway, and every run in it is judged (``judge``). A loose
     log found in a folder that cannot be read is named and left out (None)."""
@@ -128,12 +135,12 @@ def refuse_import_options(options: dict, paths: list[str]) -> None:
                              "directory (its columns are already named); drop the flag")
 
 
-def reaches(diagnoses, fail_on: str) -> bool:
+def reaches(diagnoses: Iterable[Diagnosis], fail_on: str) -> bool:
     """Whether any finding of ``diagnoses`` is at least as severe as ``fail_on``."""
     return any(d.reaches(fail_on) for d in diagnoses)
 
 
-def to_json(diagnosis) -> str:
+def to_json(diagnosis: Diagnosis) -> str:
     """The spec's analysis object, formatted the same way every time."""
     return json.dumps(diagnosis.to_dict(), indent=2, sort_keys=False)
 

@@ -11,10 +11,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
 
 from runlens.cli.common import color_option, detector_options, detector_params, fail_on_option, use_color
+
+if TYPE_CHECKING:
+    pass
 
 FORMATS = ("text", "json", "md", "html", "csv", "junit")
 

@@ -14,13 +14,20 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
 
 from runlens.diagnosis import FAIL_ON
 from runlens.errors import UsageError
+
+if TYPE_CHECKING:
+    from runlens.diagnosis import Diagnosis
+    from runlens.io.run import Run
+
+#: a click command function, handed back with one more option
+F = TypeVar("F", bound=Callable[..., Any])
 
 FAIL_ON_DEFAULT = "error"
 COLORS = ("auto", "always", "never")
@@ -35,13 +42,13 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 # -- options -----------------------------------------------------------------
 
-def fail_on_option(what: str = "finding"):
+def fail_on_option(what: str = "finding") -> Callable[[F], F]:
     return click.option(
         "--fail-on", type=click.Choice(FAIL_ON), default=FAIL_ON_DEFAULT, show_default=True,
         help=f"exit with status 1 when a {what} at least this severe is present ('never': always 0)")
 
 
-def verbosity_options(func):
+def verbosity_options(func: F) -> F:
     """``-q`` (the verdict line only) and ``-v`` (the evidence too), the same on every command."""
     func = click.option("-v", "--verbose", is_flag=True,
                         help="also print the evidence behind each finding, with units and thresholds")(func)
@@ -66,13 +73,13 @@ def run_counts(worsts: Iterable[str | None]) -> str:
     return f"{n} run{'s' if n != 1 else ''}: " + ", ".join(parts)
 
 
-def color_option(func):
+def color_option(func: F) -> F:
     return click.option(
         "--color", type=click.Choice(COLORS), default="auto", show_default=True,
         help="colour the output: auto = only on a terminal and when NO_COLOR is not set")(func)
 
 
-def detector_options(func):
+def detector_options(func: F) -> F:
     func = click.option(
         "--config", "config_file", type=click.Path(dir_okay=False), metavar="FILE",
         help="a JSON or TOML file of detector parameters: {\"loss_spikes\": {\"z_min\": 8}}")(func)
@@ -82,7 +89,7 @@ def detector_options(func):
              "'runlens explain CODE' lists the parameters)")(func)
 
 
-def use_color(choice: str, stream=None) -> bool:
+def use_color(choice: str, stream: TextIO | None = None) -> bool:
     """Whether to colour: ``always``/``never`` as said; ``auto`` on a TTY unless NO_COLOR is set."""
     if choice == "always":
         return True
@@ -158,7 +165,8 @@ def runs_in_log(config: dict) -> int:
     return 1
 
 
-def judge(path: str, options: dict, detectors: list | None, columns=None):
+def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str, Any] | None = None,
+          ) -> tuple[Diagnosis, list[dict] | None, Run]:
     """``(diagnosis, runs_in_file, run)`` of ``path``: a run directory or a log; ``run`` is the one shown.
 
     A log holding several runs (a step counter that starts again, a second
@@ -171,34 +179,38 @@ def judge(path: str, options: dict, detectors: list | None, columns=None):
     from runlens.io.remote import open_run
 
     run = open_run(path, columns, import_options=options or None)
-    config = run.meta.get("config") if isinstance(run.meta.get("config"), dict) else {}
+    given = run.meta.get("config")
+    config = given if isinstance(given, dict) else {}
     n = runs_in_log(config) if "imported_from" in config and "run" not in options else 1
     if n < 2:
         return analyze(run, detectors=detectors), None, run
     del run  # each run is read on its own below
-    judged, kept = [], ((-1, False), None)
+    judged: list[tuple[Diagnosis | None, Exception | None]] = []
+    kept: tuple[tuple[int, bool], Run | None, int] = ((-1, False), None, 0)
     for i in range(1, n + 1):
-        diagnosis, error, run = _judge_one(path, {**options, "run": i}, detectors, columns)
+        diagnosis, error, one = _judge_one(path, {**options, "run": i}, detectors, columns)
         judged.append((diagnosis, error))
         # Only the worst run so far stays in memory: the report draws its charts from it.
         if diagnosis is not None and _rank(diagnosis) >= kept[0]:
-            kept = (_rank(diagnosis), run, i)
-        del run
-    if kept[1] is None:
-        raise judged[-1][1]
-    _, run, shown = kept  # the worst run; among equals the later, as the reader picks by default
+            kept = (_rank(diagnosis), one, i)
+        del one
+    _, worst, shown = kept  # the worst run; among equals the later, as the reader picks by default
+    first = judged[shown - 1][0] if worst is not None else None
+    if worst is None or first is None:
+        raise judged[-1][1] or RuntimeError("no run of the log was judged")
     entries = [_entry(i, d, err, i == shown) for i, (d, err) in enumerate(judged, 1)]
-    return _as_worst(judged[shown - 1][0], shown, n, entries), entries, run
+    return _as_worst(first, shown, n, entries), entries, worst
 
 
-def _rank(diagnosis) -> tuple[int, bool]:
+def _rank(diagnosis: Diagnosis) -> tuple[int, bool]:
     """Worse first by the most severe finding (what the exit status follows), then by a curve
     that failed (overfitting, diverged, ...) over a healthy or undecided one."""
     failed = diagnosis.curve.label not in ("healthy", "insufficient_data")
     return _SEVERITY_ORDER[diagnosis.worst_severity], failed
 
 
-def _judge_one(path: str, options: dict, detectors: list | None, columns):
+def _judge_one(path: str, options: dict, detectors: list | None, columns: Mapping[str, Any] | None,
+               ) -> tuple[Diagnosis | None, Exception | None, Run | None]:
     from runlens.analysis import analyze
     from runlens.errors import RunlensError
     from runlens.io.remote import open_run
@@ -210,19 +222,19 @@ def _judge_one(path: str, options: dict, detectors: list | None, columns):
         return None, exc, None
 
 
-def _entry(index: int, diagnosis, error: Exception | None, shown: bool) -> dict:
+def _entry(index: int, diagnosis: Diagnosis | None, error: Exception | None, shown: bool) -> dict:
     if diagnosis is None:
         from runlens.io.runmeta import one_line
 
         return {"index": index, "steps": None, "verdict": None, "severity": None, "reported": False,
-                "error": one_line(error)}
+                "error": one_line(error) if error is not None else "not read"}
     n = diagnosis.key_numbers
     steps = [n.get("first_step"), n.get("last_step")] if n.get("first_step") is not None else None
     return {"index": index, "steps": steps, "verdict": diagnosis.curve.label,
             "severity": diagnosis.worst_severity, "reported": shown, "headline": diagnosis.headline}
 
 
-def _as_worst(diagnosis, shown: int, n: int, entries: list[dict]):
+def _as_worst(diagnosis: Diagnosis, shown: int, n: int, entries: list[dict]) -> Diagnosis:
     """The worst run's diagnosis, its headline naming it and its first warning listing every run."""
     def item(e: dict) -> str:
         if "error" in e:
@@ -325,9 +337,9 @@ def _read_config(path: str) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read the config file ({getattr(exc, 'strerror', None) or exc})") from None
     try:
         if path.endswith(".toml"):
-            try:
+            if sys.version_info >= (3, 11):
                 import tomllib
-            except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
+            else:  # Python 3.10: the same parser, from PyPI
                 import tomli as tomllib
 
             data = tomllib.loads(text)

@@ -45,7 +45,7 @@ def compare(run: str, baseline_arg: str | None, baseline_opt: str | None, fmt: s
         raise UsageError("compare needs a baseline: runlens compare RUN BASELINE")
     from runlens.compare import compare_runs
     from runlens.io.output import check_target, write_text
-    from runlens.render.compare import RENDERERS
+    from runlens.render.compare import RENDERERS, render_compare_text
 
     refuse_both(quiet, verbose)
     if output:
@@ -56,7 +56,7 @@ def compare(run: str, baseline_arg: str | None, baseline_opt: str | None, fmt: s
                          "compare (compare aligns the runs by step)")
     painted = fmt == "text" and not output and use_color(color)
     if fmt == "text":
-        text = RENDERERS[fmt](result, color=painted, quiet=quiet, verbose=verbose)
+        text = render_compare_text(result, color=painted, quiet=quiet, verbose=verbose)
     else:
         text = RENDERERS[fmt](result)
     if output:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from runlens.io.importers import KINDS
+
+if TYPE_CHECKING:
+    from runlens.io.importers._common import Imported
 
 _TAKES = {
     "tensorboard": ("loss_tag", "val_loss_tag", "lr_tag", "grad_norm_tag"),
@@ -42,7 +46,7 @@ _TAKES = {
 @click.option("--run", type=click.IntRange(min=1),
               help="table, text, hf, mlflow, wandb: a source holding several runs: import run N (default: the last)")
 @click.option("--dry-run", is_flag=True, help="print what would be mapped and skipped; write nothing")
-def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **given) -> None:
+def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **given: Any) -> None:
     """Import SOURCE, read as KIND ('auto': chosen from the content), into the new run OUT_RUN.
 
     Options that KIND does not use are refused rather than ignored.
@@ -111,7 +115,7 @@ def refuse_target(out_run: str) -> None:
             break
 
 
-def describe(imp, kind: str, source: str) -> str:
+def describe(imp: Imported, kind: str, source: str) -> str:
     """The dry-run report: each column with where it came from and how many values, then the notes."""
     roles = {role: " + ".join(v["columns"]) for role, v in (imp.config.get("import_roles") or {}).items()
              if v.get("columns")}

@@ -12,6 +12,7 @@ findings with codes ``baseline_regression_loss``,
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats as sps
@@ -30,7 +31,10 @@ from runlens.compare.model import (
     spike_steps,
 )
 from runlens.diagnosis import Finding
-from runlens.io.run import Run
+from runlens.io.run import LayerMatrix, Run
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 def _series(run: Run, table: str, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -156,8 +160,8 @@ def first_nonfinite(run: Run) -> tuple[int | None, int | None]:
 
     sig = signals_of(run)
     grad = sig.grad_norm
-    bad = None if grad is None else np.flatnonzero(~np.isfinite(grad.values))
-    grad_step = int(grad.steps[bad[0]]) if bad is not None and len(bad) else None
+    bad = np.flatnonzero(~np.isfinite(grad.values)) if grad is not None else np.empty(0, dtype=np.int64)
+    grad_step = int(grad.steps[bad[0]]) if grad is not None and len(bad) else None
     return sig.first_nonfinite_step, grad_step
 
 
@@ -203,7 +207,7 @@ def check_gradients(run: Run, base: Run, th: Thresholds) -> tuple[GradientShift,
     return tuple(sorted(shifts, key=lambda s: (-abs(s.log10_ratio), s.layer)))
 
 
-def _col(matrix, name: str, last: int) -> np.ndarray:
+def _col(matrix: LayerMatrix, name: str, last: int) -> np.ndarray:
     j = matrix.layers.index(name)
     return matrix.values[matrix.steps <= last, j]
 
@@ -247,7 +251,7 @@ def findings_for(c: Comparison) -> list[Finding]:
         better = _improved(c)
         out.append(Finding(
             code="baseline_gradient_shift", severity="info" if better else severity("baseline_gradient_shift"),
-            layers=[g.layer for g in c.gradient_shifts],
+            layers=tuple(g.layer for g in c.gradient_shifts),
             title=f"gradient norms moved by {th.gradient_orders:g}+ orders of magnitude in "
                   f"{len(c.gradient_shifts)} layer(s); largest: {top.layer} "
                   f"{top.run_median:.3g} vs {top.baseline_median:.3g} (10^{top.log10_ratio:+.1f})"
@@ -298,5 +302,5 @@ def _level_finding(level: LevelTest, th: Thresholds) -> Finding:
         advice=advice(code))
 
 
-def _fields(x) -> dict:
+def _fields(x: DataclassInstance) -> dict[str, Any]:
     return {k: getattr(x, k) for k in x.__dataclass_fields__}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats as sps
@@ -14,6 +14,11 @@ from scipy import stats as sps
 from runlens.diagnosis import Finding, jsonable, reaches, worst
 from runlens.stats.robust import rolling_median
 from runlens.stats.spikes import find_spikes
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    from runlens.compare.config import ConfigChange
 
 #: What a comparison reads (the loader projects on it).
 COLUMNS = {"scalars": ["loss", "grad_norm", "step_skipped", "loss_scale", "time"], "evals": ["val_loss"],
@@ -109,7 +114,7 @@ class Comparison:
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = ()
     thresholds: Thresholds = field(default_factory=Thresholds)
-    config_changes: tuple[Any, ...] = ()  # runlens.compare.config.ConfigChange, run vs baseline
+    config_changes: tuple[ConfigChange, ...] = ()  # run vs baseline
 
     @property
     def worst(self) -> str | None:
@@ -120,7 +125,7 @@ class Comparison:
         return reaches((f.severity for f in self.findings), fail_on)
 
     def to_dict(self) -> dict[str, Any]:
-        def obj(x):
+        def obj(x: DataclassInstance | None) -> dict[str, Any] | None:
             return None if x is None else {k: getattr(x, k) for k in x.__dataclass_fields__}
 
         return jsonable({
@@ -157,7 +162,7 @@ def smooth(y: np.ndarray) -> np.ndarray:
 def spike_steps(steps: np.ndarray, loss: np.ndarray, z_min: float, window: int = 25) -> list[int]:
     """First step of each run of consecutive upward outliers of the finite loss
     (:func:`~runlens.stats.spikes.find_spikes`, ``mode="differences"``)."""
-    return [int(steps[s["start"]]) for s in find_spikes(loss, mode="differences", z_min=z_min, window=window)]
+    return [int(steps[int(s["start"])]) for s in find_spikes(loss, mode="differences", z_min=z_min, window=window)]
 
 
 def binom_more(k_run: int, k_base: int, n_run: int, n_base: int) -> float:

@@ -122,7 +122,7 @@ class Detector:
             return
 
         @functools.wraps(init)
-        def checked(self, *args: Any, **kwargs: Any) -> None:
+        def checked(self: Any, *args: Any, **kwargs: Any) -> None:
             init(self, *args, **kwargs)
             if type(self).__init__ is checked:  # a subclass's own wrapper validates its own parameters
                 self.validate()
@@ -139,7 +139,7 @@ class Detector:
         """Check every parameter against ``constraints`` (UsageError on the first bad one)."""
         validate(type(self).__name__, type(self).constraints, self.params())
 
-    def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
+    def check(self, run: Run, ctx: Context) -> Iterable[Finding | CurveVerdict]:
         raise NotImplementedError
 
     @classmethod

@@ -110,8 +110,8 @@ def _train_loss_at_sorted(loss: Series, at: np.ndarray) -> np.ndarray:
     """:func:`train_loss_at` for steps in order: each window is a slice found by bisection, so a
     million-step loss with a thousand evaluations is not scanned a thousand times."""
     out = np.full(len(at), np.nan)
-    hi = np.searchsorted(loss.steps, at, side="right")
-    lo = np.searchsorted(loss.steps, np.r_[-np.inf, at[:-1]], side="right") if len(at) else hi
+    hi = np.asarray(np.searchsorted(loss.steps, at, side="right"))
+    lo = np.asarray(np.searchsorted(loss.steps, np.r_[-np.inf, at[:-1]], side="right")) if len(at) else hi
     for i in range(len(at)):
         if lo[i] < hi[i]:
             out[i] = float(np.median(loss.values[lo[i]:hi[i]]))

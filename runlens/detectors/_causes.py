@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, overload
 
 from runlens.detectors._updates import COLLAPSE
 from runlens.diagnosis import SEVERITY_RANK, CurveVerdict, Finding
@@ -126,6 +126,12 @@ def causes_of(f: Finding, present: dict[str, Finding]) -> list[str]:
     return out
 
 
+@overload
+def order_by_cause(findings: Iterable[Finding], curve: CurveVerdict,
+                   key: Callable[[Finding], Any]) -> tuple[tuple[Finding, ...], CurveVerdict]: ...
+@overload
+def order_by_cause(findings: Iterable[Finding], curve: None,
+                   key: Callable[[Finding], Any]) -> tuple[tuple[Finding, ...], None]: ...
 def order_by_cause(findings: Iterable[Finding], curve: CurveVerdict | None,
                    key: Callable[[Finding], Any]) -> tuple[tuple[Finding, ...], CurveVerdict | None]:
     """``findings`` annotated with ``caused_by`` and ordered cause first.

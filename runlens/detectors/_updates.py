@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.detectors._base import Skip
-from runlens.signals import ModuleMatrix, signals_of
+from runlens.signals import ModuleMatrix, Signals, signals_of
 from runlens.signals.layers import MAX_ROWS
 
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ def upper_ratios(run: Run, weights: ModuleMatrix, grads: ModuleMatrix) -> tuple[
                         "sgd with momentum or adam (unknown)", violations, lr_source), ""
 
 
-def step_ratios(sig) -> tuple[np.ndarray, str, ModuleMatrix]:
+def step_ratios(sig: Signals) -> tuple[np.ndarray, str, ModuleMatrix]:
     """(steps x modules update/weight, source, the weight ModuleMatrix) from a run's signals.
 
     Measured (``update_norm / weight_norm``) when update norms are logged,
@@ -228,7 +228,7 @@ def step_ratios(sig) -> tuple[np.ndarray, str, ModuleMatrix]:
     return lower.values, "weight_norm_change", wts
 
 
-def late_step_ratio(sig) -> tuple[float, str, float, str] | None:
+def late_step_ratio(sig: Signals) -> tuple[float, str, float, str] | None:
     """Over the second half of the records: the median of the per-step median (over
     modules) update/weight ratio, its source, the largest module's own median ratio and
     that module; None without step sizes.
@@ -256,7 +256,7 @@ def late_step_ratio(sig) -> tuple[float, str, float, str] | None:
 COLLAPSE = 0.1  # weights that end below a tenth of their first norm: an order of magnitude lost
 
 
-def weight_norm_ratio(sig) -> float | None:
+def weight_norm_ratio(sig: Signals) -> float | None:
     """Median over modules of the last recorded weight norm over the first; None without two records."""
     lay = sig.layers
     wts = lay.modules("weight_norm", max_rows=MAX_ROWS) if lay else None
@@ -272,7 +272,7 @@ def weight_norm_ratio(sig) -> float | None:
     return float(r) if np.isfinite(r) else None
 
 
-def weight_collapse(sig, config) -> tuple[float | None, str]:
+def weight_collapse(sig: Signals, config: Mapping[str, Any]) -> tuple[float | None, str]:
     """(:func:`weight_norm_ratio`, a clause saying the weights collapsed when the ratio is <= ``COLLAPSE``)."""
     ratio = weight_norm_ratio(sig)
     if ratio is None or ratio > COLLAPSE:

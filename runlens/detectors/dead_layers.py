@@ -151,7 +151,7 @@ class DeadLayers(Detector):
                 found.append((names[j], int(steps[start]), length, why))
         return found
 
-    def _finding(self, found, learners: int, n: int, source: str, steps: np.ndarray) -> Finding:
+    def _finding(self, found: list[tuple[str, int, int, str]], learners: int, n: int, source: str, steps: np.ndarray) -> Finding:
         names = [f[0] for f in found]
         kinds = sorted({f[3] for f in found})
         longest = max(f[2] for f in found)

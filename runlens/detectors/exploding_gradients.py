@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -135,7 +135,8 @@ class ExplodingGradients(Detector):
                 return [found]
         return []
 
-    def _blowup(self, sig: Signals, steps, logn, blowup, evidence) -> Finding | None:
+    def _blowup(self, sig: Signals, steps: np.ndarray, logn: np.ndarray, blowup: int | None,
+                   evidence: dict[str, Any]) -> Finding | None:
         if blowup is None:
             return None
         base = logn[:-self.tail] if len(logn) > self.tail else logn[:1]
@@ -160,7 +161,8 @@ class ExplodingGradients(Detector):
                 f"norm (>= 1): the gradient threw them out", step=blowup, evidence=evidence)
         return None
 
-    def _surge(self, sig: Signals, steps, logn, blowup, evidence) -> Finding | None:
+    def _surge(self, sig: Signals, steps: np.ndarray, logn: np.ndarray, blowup: int | None,
+                  evidence: dict[str, Any]) -> Finding | None:
         """The run ends inside an explosion: the last two finite norms far above the usual level."""
         if blowup is not None or len(logn) < self.tail + 3:
             return None
@@ -186,7 +188,8 @@ class ExplodingGradients(Detector):
             return False
         return bool(np.log10(x[-1]) - np.median(np.log10(x[:-1][-200:])) >= self.min_blowup_decades)
 
-    def _growth(self, sig: Signals, steps, logn, blowup, evidence) -> Finding | None:
+    def _growth(self, sig: Signals, steps: np.ndarray, logn: np.ndarray, blowup: int | None,
+                   evidence: dict[str, Any]) -> Finding | None:
         trend = growth(steps, logn)
         decades = level_change(logn, 0.1)
         if trend is None or decades < self.min_decades or trend.p > self.alpha or trend.slope_low <= 0 \
@@ -201,7 +204,8 @@ class ExplodingGradients(Detector):
             f"{trend.slope * 1000:.2g} decades/1k steps, Kendall tau={trend.tau:.2f}, p={fmt_p(trend.p)})",
             step=int(first), evidence=evidence)
 
-    def _jump(self, sig: Signals, steps, logn, blowup, evidence) -> Finding | None:
+    def _jump(self, sig: Signals, steps: np.ndarray, logn: np.ndarray, blowup: int | None,
+                 evidence: dict[str, Any]) -> Finding | None:
         # A jump right after the first updates leaves no early window to
         # compare with: the first recorded gradient is the yardstick, and
         # the level is a rolling median so that a lone spike cannot count.
@@ -273,7 +277,10 @@ def _grad_to_weight(sig: Signals, last_step: int, grad: float) -> float | None:
     lay = sig.layers
     if not lay or lay.weight_norm is None:
         return None
-    total = lay.total("weight_norm")[lay.steps <= last_step]
+    weights = lay.total("weight_norm")
+    if weights is None:
+        return None
+    total = weights[lay.steps <= last_step]
     total = total[np.isfinite(total) & (total > 0)]
     return float(grad / np.median(total)) if len(total) else None
 
@@ -286,7 +293,10 @@ def _update_to_weight(sig: Signals, last_step: int) -> float | None:
     rows = np.flatnonzero(lay.steps <= last_step)
     if not len(rows):
         return None
-    u, w = lay.total("update_norm")[rows[-1]], lay.total("weight_norm")[rows[-1]]
+    updates, weights = lay.total("update_norm"), lay.total("weight_norm")
+    if updates is None or weights is None:
+        return None
+    u, w = updates[rows[-1]], weights[rows[-1]]
     return float(u / w) if np.isfinite(u) and np.isfinite(w) and w > 0 else None
 
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeGuard
 
 import numpy as np
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
 from runlens.diagnosis import Finding
-from runlens.stats.progress import linear_growth, progress_test
+from runlens.stats.progress import LinearGrowth, linear_growth, progress_test
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
+    from runlens.signals import Signals
 
 
 @register
@@ -148,15 +149,15 @@ class GradientsAccumulate(Detector):
             evidence={**fit.to_dict(), "n_points": int(gv.size), "grad_norm_source": source,
                       "loss_progress": prog.to_dict(), "last_step_tested": int(gs[-1]), "onset_only": onset})]
 
-    def _grows(self, fit) -> bool:
+    def _grows(self, fit: LinearGrowth | None) -> TypeGuard[LinearGrowth]:
         return fit is not None and fit.r2 >= self.min_r2 and fit.p_positive < self.alpha \
             and fit.growth >= self.min_growth
 
-    def _summed(self, fit) -> bool:
+    def _summed(self, fit: LinearGrowth) -> bool:
         return (0.4 <= fit.power <= 1.5 and fit.power_r2 >= self.min_power_r2
                 and fit.observed_growth >= self.min_summed_growth)
 
-    def _onset(self, gs: np.ndarray, gv: np.ndarray, first_step: int):
+    def _onset(self, gs: np.ndarray, gv: np.ndarray, first_step: int) -> LinearGrowth | None:
         """The longest prefix (2, 4, 8... times ``min_points`` norms) that grows by the sum's law, or None.
 
         A sum of gradients grows by its law only while the model is near where the sum began:
@@ -174,7 +175,7 @@ class GradientsAccumulate(Detector):
         return found
 
 
-def _updated_layers_norm(sig) -> tuple[np.ndarray, np.ndarray, str] | None:
+def _updated_layers_norm(sig: Signals) -> tuple[np.ndarray, np.ndarray, str] | None:
     """The gradient norm over the layers the optimizer updates, when some are never updated.
 
     ``zero_grad`` clears only the optimizer's parameters: the gradient of a layer

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
+    from runlens.signals import Signals
 
 WINDOWS = 4
 
@@ -156,7 +157,7 @@ class LearningRateTooHigh(Detector):
                       "update_source": source, "lr_median": None if lr is None else float(np.median(lr.values)),
                       "min_update_ratio": self.min_update_ratio})]
 
-    def _raise(self, sig) -> dict | None:
+    def _raise(self, sig: Signals) -> dict[str, Any] | None:
         """The largest one-record raise of the logged learning rate, when it is
         ``min_lr_raise`` or more and the loss peaked (or became non-finite) at
         or after it: the curve went wrong once the rate was raised, whatever
@@ -188,7 +189,7 @@ class LearningRateTooHigh(Detector):
             severity="error" if label == "diverged" else "warning",
             evidence={"curve": label, **r, "min_lr_raise": self.min_lr_raise})
 
-    def _numerical(self, sig) -> bool:
+    def _numerical(self, sig: Signals) -> bool:
         """Whether the gradient norm was steady right up to the first NaN loss.
 
         Then the NaN is a numerical fault (log(0), 0/0, fp16 overflow), not

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from runlens.detectors._base import Context
     from runlens.diagnosis import Finding
     from runlens.io.run import Run
+    from runlens.signals import ModuleMatrix
 
 
 @register
@@ -153,7 +154,7 @@ class LearningRateTooLow(Detector):
         )]
 
     @staticmethod
-    def _ratios(run: Run, ctx: Context, wts, grads) -> UpdateRatios:
+    def _ratios(run: Run, ctx: Context, wts: ModuleMatrix, grads: ModuleMatrix) -> UpdateRatios:
         """Measured update/weight ratios, else an upper estimate from lr and the gradients (or Skip)."""
         upd = ctx.signals_of(run).layers.modules("update_norm", max_rows=MAX_ROWS, with_next=True)
         if upd is not None and upd.values.shape == wts.values.shape:

@@ -121,7 +121,7 @@ class LossSpikes(Detector):
         first = spikes[0]
         evidence = {
             "count": len(spikes),
-            "steps": [int(steps[s["index"]]) for s in top],
+            "steps": [int(steps[int(s["index"])]) for s in top],
             "z_scores": [s["z"] for s in top],
             "values": [s["value"] for s in top],
             "local_levels": [s["level"] for s in top],
@@ -134,4 +134,4 @@ class LossSpikes(Detector):
         where = f" in a short log of {x.size} points" if short else ""
         title = (f"{len(spikes)} loss spike{'s' if len(spikes) > 1 else ''}{where} ({biggest}"
                  f"robust z up to {max(s['z'] for s in spikes):.1f} >= {self.z_min:g})")
-        return [self.finding(title, step=int(steps[first["index"]]), evidence=evidence)]
+        return [self.finding(title, step=int(steps[int(first["index"])]), evidence=evidence)]

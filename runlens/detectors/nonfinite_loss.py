@@ -101,13 +101,13 @@ class NonfiniteLoss(Detector):
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         sig = ctx.signals_of(run)
-        step = sig.first_nonfinite_step
-        if step is None:
+        step, value = sig.first_nonfinite_step, sig.first_nonfinite_value
+        if step is None or value is None:  # set together: both or neither
             return self._masked(sig) or self._event(run, sig)
         logged, finite = sig.loss_logged, sig.loss
         evidence: dict[str, Any] = {
             "first_nonfinite_step": step,
-            "value": _word(sig.first_nonfinite_value),
+            "value": _word(value),
             "nonfinite_loss_steps": sig.nonfinite_loss_count,
             "finite_again_after": bool(np.isfinite(logged.values[logged.steps > step]).any()),
         }
@@ -145,6 +145,8 @@ class NonfiniteLoss(Detector):
             return []
         step = int(steps.min())
         ev = run.events
+        if ev is None:  # the events table is where those steps came from
+            return []
         rows = [i for i, k in enumerate(ev.column("kind").to_pylist()) if k == "nonfinite_loss"]
         msg = ev.column("message").to_pylist()[rows[0]] if "message" in ev.column_names else None
         evidence = {"first_nonfinite_step": step, "cause": "event", "nonfinite_events": int(steps.size),

@@ -239,6 +239,7 @@ class Plateau(Detector):
 def _rates(sig: Signals, found: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The logged learning rate on the plateau, the steps it was logged at, and the rate
     between the plateau's end and the fall."""
+    assert sig.lr is not None, "a plateau's rates are read only for a run that logs its rate"
     s, lr = sig.lr.steps, sig.lr.values
     on = (s >= found["start_step"]) & (s <= found["end_step"])
     return lr[on], s[on], lr[(s > found["end_step"]) & (s <= found["fall_step"])]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 def softmax_floor(k: int) -> float:
     """The least cross-entropy a softmax output can reach: one-hot probabilities p give
     ``-1 + ln(e + K - 1) = ln(1 + (K - 1) / e)``."""
-    return float(np.log1p((k - 1) / np.e))
+    return float(np.log1p((k - 1) / math.e))
 
 
 def smoothed_floor(k: int, eps: float) -> float:

@@ -99,7 +99,9 @@ class ValidationInTrainMode(Detector):
         dropout, _ = config_number(run.config, DROPOUT_KEYS)
         if share < self.min_share or not (mode_layers or (dropout or 0) >= self.min_dropout):
             return []  # training mode changes nothing the log can see: no batch norm, no dropout stated
-        steps = run.steps("evals")[np.isfinite(run.column("evals", "model_training"))]
+        column = run.column("evals", "model_training")
+        assert column is not None, "check() hands over this column's finite values"
+        steps = run.steps("evals")[np.isfinite(column)]
         first = int(steps[np.flatnonzero(flag > 0)[0]])
         ev = {"train_mode_share": share, "evals": int(flag.size), "source": "evals.model_training",
               "mode_layers": mode_layers, "dropout": dropout}

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from runlens.detectors._base import Context
     from runlens.diagnosis import Finding
     from runlens.io.run import Run
+    from runlens.signals import ModuleMatrix
+    from runlens.stats.depth import DepthTrend
 
 
 @register
@@ -144,7 +146,7 @@ class VanishingGradients(Detector):
                 return [found]
         return []
 
-    def _window(self, grads, logg: np.ndarray, logr: np.ndarray | None, window: np.ndarray,
+    def _window(self, grads: ModuleMatrix, logg: np.ndarray, logr: np.ndarray | None, window: np.ndarray,
                 decades: float, upd: np.ndarray | None) -> Finding | None:
         if len(window) == 0 or logr is None:
             return None
@@ -189,7 +191,7 @@ class VanishingGradients(Detector):
         return {"update_ratio_input_side": float(np.nanmedian(level[:k])) if np.isfinite(level[:k]).any() else None,
                 "update_ratio_loss_side": float(np.nanmedian(level[-k:])) if np.isfinite(level[-k:]).any() else None}
 
-    def _profile_vanishes(self, trend, decades: float) -> bool:
+    def _profile_vanishes(self, trend: DepthTrend, decades: float) -> bool:
         if min(trend.gap, trend.fitted) < decades or trend.rho < self.min_rho or trend.slope_low <= 0:
             return False
         if 2 / math.factorial(trend.n) > self.alpha:  # no ranking of so few modules reaches alpha

@@ -26,11 +26,14 @@ import math
 import os
 import stat
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from recorders.merge import MAX_PART_ROWS as _PART_ROWS
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -80,7 +83,7 @@ def fsspec_timeouts(url: str) -> dict[str, Any]:
                                                                sock_read=READ_SECONDS)}}
 
 
-def pyarrow_timeouts(fs):
+def pyarrow_timeouts(fs: pafs.FileSystem) -> pafs.FileSystem:
     """``fs`` (a pyarrow FileSystem) with bounded network waits: S3's connect and request timeouts,
     GCS's retry time limit; any other filesystem as it is."""
     import datetime as dt
@@ -232,7 +235,7 @@ def load_yaml(text: str) -> Any:
     import yaml
 
     class NoAliases(yaml.SafeLoader):
-        def compose_node(self, parent, index):
+        def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
             if self.check_event(yaml.AliasEvent):
                 mark = self.peek_event().start_mark
                 raise yaml.composer.ComposerError(None, None, "YAML aliases are refused (they can expand "

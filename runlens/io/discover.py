@@ -31,9 +31,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from runlens.errors import UsageError
 from runlens.io.loose import sniff_loose
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -75,14 +79,14 @@ def discover_runs(paths: Iterable[str | os.PathLike[str]],
 def _importer_probe() -> Callable[[str], bool]:
     """``probe(path)``: whether an importer can read ``path`` (never raises)."""
     try:
-        from runlens.io.importers import detect_kind  # type: ignore[attr-defined]
+        from runlens.io.importers import detect_kind
     except ImportError:
         return lambda path: False
 
     def probe(path: str) -> bool:
         try:
             return bool(detect_kind(path))
-        except Exception:  # an importer's bug must not end the discovery
+        except Exception:  # noqa: BLE001 - an importer's bug must not end the discovery
             return False
 
     return probe
@@ -148,7 +152,7 @@ def _scan(folder: str) -> tuple[_Files, list[str]]:
     Raises OSError when ``folder`` cannot be listed: what it holds is unknown, not empty.
     """
     entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    files, subdirs = _Files(), []
+    files, subdirs = _Files(), list[str]()
     files.regular = set()
     for entry in entries:
         if entry.name.startswith("."):
@@ -218,7 +222,7 @@ def file_url_path(url: str) -> str:
     return unquote(urlsplit(url).path)
 
 
-def url_filesystem(url: str):
+def url_filesystem(url: str) -> tuple[pafs.FileSystem, str]:
     """``(pyarrow FileSystem, path inside it)`` for ``url``.
 
     pyarrow's own filesystems first (s3, gs, hdfs, file); otherwise fsspec

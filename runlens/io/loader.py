@@ -48,7 +48,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -66,6 +66,9 @@ from runlens.io.bounded import MAX_PART_COLUMNS, MAX_PART_ROWS, MAX_TABLE_ROWS, 
 from runlens.io.layer_order import layer_depth, layer_order
 from runlens.io.run import Run
 from runlens.io.runmeta import derive_status, one_line, read_meta
+
+if TYPE_CHECKING:
+    from runlens.io.importers.sniff import Sniff
 
 Columns = Mapping[str, "Iterable[str] | None"]
 
@@ -111,7 +114,8 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None, *,
         if step is not None:
             steps[table] = step
     run = Run(path=shown, meta=MappingProxyType(meta), status=derive_status(meta)[0],
-              warnings=tuple(warnings), **tables)
+              warnings=tuple(warnings), scalars=tables.get("scalars"), evals=tables.get("evals"),
+              layers=tables.get("layers"), events=tables.get("events"))
     for table, step in steps.items():
         # The dedup pass already decoded the step column: hand it to the run instead of decoding it again.
         run.prime_steps(table, step)
@@ -228,7 +232,7 @@ def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
     return data
 
 
-def _source(path: Path):
+def _source(path: Path) -> contextlib.nullcontext[str] | pa.OSFile:
     """What pyarrow opens ``path`` with: the path itself, or for a name that is not
     valid UTF-8 (Arrow encodes str paths strictly) a file opened by its bytes."""
     text = os.fspath(path)
@@ -316,14 +320,16 @@ def _load_foreign(shown: str, columns: Columns | None, options: Mapping[str, Any
     kind = special_kind(os.stat(shown).st_mode)
     if kind is not None and kind != "a folder":
         raise RunFormatError(f"{shown}: is {kind}, not a regular file; refusing to read it")
+    found: Sniff | None = None
     try:
         from runlens.io.importers.sniff import sniff
     except (ImportError, AttributeError):
-        sniff = None
-    try:
-        found = sniff(shown) if sniff is not None else None
-    except OSError as exc:
-        raise RunFormatError(f"{shown}: cannot be read ({one_line(exc)})") from None
+        pass
+    else:
+        try:
+            found = sniff(shown)
+        except OSError as exc:
+            raise RunFormatError(f"{shown}: cannot be read ({one_line(exc)})") from None
     kind = found.kind if found is not None else None
     if not kind and options and found is not None and found.reason.startswith("no line"):
         kind = "text"  # the user named the step/loss fields: read it as a console log with them

@@ -52,8 +52,10 @@ def encodable(text: str, encoding: str = "utf-8") -> bytes:
 def safe_streams() -> None:
     """Make stdout and stderr escape what they cannot encode, instead of raising."""
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(errors="backslashreplace")
+        reconfigure = getattr(stream, "reconfigure", None)  # a TextIOWrapper's; a replaced stream may lack it
+        with contextlib.suppress(ValueError, OSError):
+            if reconfigure is not None:
+                reconfigure(errors="backslashreplace")
 
 
 def run_directory_of(folder: str | os.PathLike[str]) -> Path | None:

@@ -23,7 +23,7 @@ import dataclasses
 import os
 import tempfile
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runlens.errors import RunFormatError, RunlensError
 from runlens.io import bounded
@@ -31,9 +31,13 @@ from runlens.io.discover import file_url_path, is_url, url_filesystem
 from runlens.io.loader import load_run
 from runlens.io.runmeta import one_line as _one_line
 
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+
+    from runlens.io.run import Run
 
 def open_run(path: str, columns: Mapping[str, Any] | None = None, *,
-             import_options: Mapping[str, Any] | None = None):
+             import_options: Mapping[str, Any] | None = None) -> Run:
     """``load_run`` for a local path or a filesystem URL (staged to a temp dir)."""
     if not is_url(path):
         return load_run(path, columns=columns, import_options=import_options)
@@ -53,7 +57,7 @@ def open_run(path: str, columns: Mapping[str, Any] | None = None, *,
         return _renamed(load_run(local, columns=columns, import_options=import_options), local, path)
 
 
-def _renamed(run, local: str, path: str):
+def _renamed(run: Run, local: str, path: str) -> Run:
     # Readers report the run under the name the user gave it, not where it was staged.
     return dataclasses.replace(run, path=path, warnings=tuple(
         w.replace(local, path) for w in run.warnings))
@@ -89,7 +93,7 @@ def _stage(url: str, tmp: str, local: str) -> str:
     return local
 
 
-def _copy(fs, files: list, url: str) -> None:
+def _copy(fs: pafs.FileSystem, files: list, url: str) -> None:
     """Copy ``(info, its URL, target)`` files, refused by name past the ceilings of this module."""
     limits = [bounded.MAX_JSON_BYTES if os.path.basename(t) == "run.json" else bounded.MAX_STAGED_FILE_BYTES
               for _, _, t in files]

@@ -192,6 +192,7 @@ class Run:
         if "layer_placement" in self._cache:
             return self._cache["layer_placement"]
         index = {n: j for j, n in enumerate(self.layer_names())}
+        assert self.layers is not None, "layer_names() is empty without a layers table"
         layer_col = self.layers.column("layer").combine_chunks()
         if pa.types.is_dictionary(layer_col.type):
             dict_names = layer_col.dictionary.to_pylist()
@@ -216,6 +217,8 @@ class Run:
             self._cache["layer_regular"] = True
             self._cache["layer_placement"] = (grid, None, None, ok)
             return self._cache["layer_placement"]
+        steps: np.ndarray
+        row: np.ndarray
         if len(step) and bool(np.all(step[1:] >= step[:-1])):
             change = np.empty(len(step), dtype=bool)
             change[0] = True

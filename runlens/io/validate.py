@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from recorders import format as fmt
 from runlens.io.bounded import (
@@ -42,6 +44,9 @@ from runlens.io.bounded import (
     read_regular,
     special_kind,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ARROW_WORDS = {"double": "float64", "float": "float32", "halffloat": "float16"}
 
@@ -113,7 +118,7 @@ def validate_run(path: str | Path) -> Report:
         report.violations.append(Violation("layout", str(path), "not a directory"))
         return report
     meta = _check_meta(run, report.violations)
-    layer_names = set()
+    layer_names: set[object] = set()
     if isinstance(meta, dict) and isinstance(meta.get("layers"), list):
         layer_names = {lay.get("name") for lay in meta["layers"] if isinstance(lay, dict)}
     for table, spec in table_specs().items():
@@ -121,19 +126,20 @@ def validate_run(path: str | Path) -> Report:
     return report
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_kind(value, kind: str) -> bool:
+def _is_kind(value: object, kind: str) -> bool:
     """``value`` is of the format's ``kind`` (a key of KIND_WORDS); a bool is no number."""
     if kind in ("int", "number") and isinstance(value, bool):
         return False
-    types = {"str": str, "int": int, "number": (int, float), "object": dict, "list": list}
+    types: dict[str, type | tuple[type, ...]] = {"str": str, "int": int, "number": (int, float), "object": dict,
+                                                 "list": list}
     return isinstance(value, types[kind])
 
 
-def _iso_or_null(value) -> bool:
+def _iso_or_null(value: object) -> bool:
     if value is None:
         return True
     if not isinstance(value, str):
@@ -202,7 +208,7 @@ def _show(meta: dict, key: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _check_layers_meta(layers, out: list[Violation]) -> None:
+def _check_layers_meta(layers: object, out: list[Violation]) -> None:
     if not isinstance(layers, list):
         return
     names, indices = set(), []
@@ -224,7 +230,8 @@ def _check_layers_meta(layers, out: list[Violation]) -> None:
 
 
 def _check_attempts_and_status(meta: dict, out: list[Violation]) -> None:
-    attempts = meta.get("attempts") if isinstance(meta.get("attempts"), list) else []
+    given = meta.get("attempts")
+    attempts = given if isinstance(given, list) else []
     if not attempts:
         out.append(Violation("attempts", "run.json attempts", "is empty (the first start counts)"))
     for i, attempt in enumerate(attempts):
@@ -247,7 +254,7 @@ def _check_attempts_and_status(meta: dict, out: list[Violation]) -> None:
         out.append(Violation("status", "run.json ended_at", 'is null but status is "finished"'))
 
 
-def _check_table(folder: Path, table: str, spec: dict, layer_names: set, report: Report) -> None:
+def _check_table(folder: Path, table: str, spec: dict[str, Any], layer_names: set[object], report: Report) -> None:
     if not folder.is_dir():
         return
     seen: dict[tuple[int, int], str] = {}
@@ -320,7 +327,7 @@ class _Refused(Exception):
     """A path that is not a regular file, or too large: refused before it is read."""
 
 
-def _bounded_part(path: Path, read_part):
+def _bounded_part(path: Path, read_part: Callable[..., pa.Table]) -> pa.Table:
     """The part at ``path``, refused unread when it is not a regular file (a FIFO would block
     forever) or has too many columns, and refused while decoding once it holds more rows than a
     reader decodes (``read_part`` counts them batch by batch: a footer can understate them)."""
@@ -353,7 +360,7 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
-def _type_name(typ) -> str:
+def _type_name(typ: pa.DataType) -> str:
     """Arrow type -> the word used in RULES; dictionary-encoded strings count as strings."""
     import pyarrow as pa
 

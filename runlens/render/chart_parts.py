@@ -13,15 +13,23 @@ from __future__ import annotations
 import html
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import matplotlib
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogFormatter
 from matplotlib.transforms import blended_transform_factory
+
+if TYPE_CHECKING:
+    from matplotlib.axis import Axis
+    from matplotlib.typing import RcKeyType
+
+    from runlens.render.contracts import MarksLike
 
 # Sentinel colours (never used for data) replaced by CSS variables in the SVG.
 FG, GRID, MUTED = "#010203", "#020304", "#030405"
@@ -32,7 +40,7 @@ BAD_C, VERDICT_C = "#d62728", "#8c564b"
 LOG_RATIO = 20.0
 _LABEL_PT = 7.5  # marker label font size
 
-RC = {
+RC: dict[RcKeyType, object] = {
     "svg.fonttype": "none",
     "text.parse_math": False,  # a `$` in a layer name is text, not TeX
     "font.family": "sans-serif",
@@ -77,15 +85,22 @@ WIDE = Layout("wide", 9.0, 1.0, 4)
 NARROW = Layout("narrow", 4.6, 1.35, 2)
 
 
-def figure(layout: Layout, height: float = 2.8, *, cols: int = 1, rows: int = 1) -> tuple[Figure, Any]:
+def figure(layout: Layout, height: float = 2.8) -> tuple[Figure, Axes]:
+    """A figure of one plot."""
+    fig, axes = figure_grid(layout, height)
+    return fig, axes[0]
+
+
+def figure_grid(layout: Layout, height: float = 2.8, *, cols: int = 1, rows: int = 1) -> tuple[Figure, list[Axes]]:
+    """A figure of ``rows`` x ``cols`` plots, row by row."""
     fig = Figure(figsize=layout.size(height * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    axes: list[Axes] = list(fig.subplots(rows, cols, squeeze=False).ravel())
     for ax in axes:
         ax.xaxis.set_major_formatter(STEPS)
-    return fig, (axes[0] if len(axes) == 1 else axes)
+    return fig, axes
 
 
-def step_label(value: float, _pos: Any = None) -> str:
+def step_label(value: float, _pos: int | None = None) -> str:
     """Step ticks as ``250k`` / ``1.5M`` rather than an offset like ``1e6``."""
     size = abs(value)
     if size >= 1e6:
@@ -98,14 +113,14 @@ def step_label(value: float, _pos: Any = None) -> str:
 STEPS = FuncFormatter(step_label)
 
 
-def log_axis(axis: Any) -> None:
+def log_axis(axis: Axis) -> None:
     """Plain-text log tick labels (``1e-04``): mathtext is off so that run
     text such as a `$` in a layer name is never read as TeX."""
     axis.set_major_formatter(LogFormatter())
     axis.set_minor_formatter(LogFormatter(minor_thresholds=(2, 0.5)))
 
 
-def magnitude_scale(ax: Any, values: np.ndarray, *, y: bool = True) -> str:
+def magnitude_scale(ax: Axes, values: np.ndarray, *, y: bool = True) -> str:
     """Put a magnitude (a norm, a rate) on a log axis when its positive values span more than
     ``LOG_RATIO``; exact zeros (a dead layer) then need a symmetric-log axis, linear near zero.
     Returns the scale used."""
@@ -124,7 +139,7 @@ def magnitude_scale(ax: Any, values: np.ndarray, *, y: bool = True) -> str:
     return "log"
 
 
-def shared_x(ax: Any, x_range: tuple[int, int] | None) -> None:
+def shared_x(ax: Axes, x_range: tuple[int, int] | None) -> None:
     """The report's one x range, with a margin so a crash at the last step is a visible line,
     not the right edge of the axes."""
     if x_range is None:
@@ -134,7 +149,7 @@ def shared_x(ax: Any, x_range: tuple[int, int] | None) -> None:
     ax.set_xlim(lo - pad, hi + pad)
 
 
-def nonfinite_ticks(ax: Any, x: np.ndarray, y: np.ndarray) -> None:
+def nonfinite_ticks(ax: Axes, x: np.ndarray, y: np.ndarray) -> None:
     """Red crosses along the top of the axes where a value was NaN/Inf."""
     bad = ~np.isfinite(y)
     if bad.any():
@@ -143,7 +158,7 @@ def nonfinite_ticks(ax: Any, x: np.ndarray, y: np.ndarray) -> None:
                 transform=trans, clip_on=False, label="NaN/Inf")
 
 
-def failure_marks(marks: Any) -> list[tuple[int, str, str, str, str]]:
+def failure_marks(marks: MarksLike) -> list[tuple[int, str, str, str, str]]:
     """``(step, label, colour, line style, kind)`` of every step a chart marks: the verdict's step
     (where the failure starts), the first NaN/Inf and the crash or kill, each step once (a crash
     that is itself where the failure starts is drawn as the crash)."""
@@ -157,13 +172,15 @@ def failure_marks(marks: Any) -> list[tuple[int, str, str, str, str]]:
     return out
 
 
-def draw_marks(ax: Any, marks: Any, gid: str) -> None:
+def draw_marks(ax: Axes, marks: MarksLike, gid: str) -> None:
     """Vertical lines at the marked steps that lie inside the x range, labelled above the axes
     (never over the data or the validation-minimum star). Labels of nearby steps go on separate
     rows; a label near the right edge ends at its line instead of starting there."""
     lo, hi = ax.get_xlim()
     shown = sorted(m for m in failure_marks(marks) if lo <= m[0] <= hi)
-    span_pt = ax.figure.get_figwidth() * 72 * 0.82
+    fig = ax.figure
+    assert isinstance(fig, Figure), "charts draw on whole figures, never on subfigures"
+    span_pt = fig.get_figwidth() * 72 * 0.82
     rows: list[float] = []  # right end (axes fraction) of the last label on each row
     for step, label, color, style, kind in shown:
         line = ax.axvline(step, color=color, linestyle=style, linewidth=1.6 if kind == "stop" else 1.3)
@@ -180,11 +197,11 @@ def draw_marks(ax: Any, marks: Any, gid: str) -> None:
                     ha="right" if right else "left", va="bottom", annotation_clip=False)
 
 
-def legend_below(fig: Figure, axes: Any, layout: Layout, ncol: int | None = None) -> None:
+def legend_below(fig: Figure, axes: Axes | Sequence[Axes], layout: Layout, ncol: int | None = None) -> None:
     """One legend for every labelled line of ``axes`` (twin axes included), below the plot,
     where it never covers data."""
     handles, labels = [], []
-    for ax in np.atleast_1d(axes):
+    for ax in [axes] if isinstance(axes, Axes) else axes:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             if lab not in labels:
                 handles.append(h)

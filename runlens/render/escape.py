@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import overload
 
 from markupsafe import Markup, escape
 
@@ -66,6 +67,10 @@ def _plain(value: object) -> str:
     return _BIDI.sub("", _CONTROL.sub("", str(value)))
 
 
+@overload
+def html_value(value: str) -> str: ...
+@overload
+def html_value(value: object) -> object: ...
 def html_value(value: object) -> object:
     """Jinja's ``finalize`` for every HTML template: a plain string loses its control characters
     and bidi controls before autoescaping (a run name cannot reverse the ``<title>`` or ``<h1>``);

@@ -20,7 +20,6 @@ of the one environment that shares its loader, filters, finalize and undefined.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
 import jinja2
 
@@ -35,7 +34,7 @@ from runlens.render.escape import (
 )
 
 
-def _cut_text(value: Any, limit: int | None) -> str:
+def _cut_text(value: object, limit: int | None) -> str:
     text = "" if value is None else str(value)
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"

@@ -13,7 +13,7 @@ and format it; they never see a run.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +102,14 @@ class ReportData:
     x_range: tuple[int, int] | None = None  # the steps every full-run chart spans (a crash step included)
     layer_info: tuple[Mapping[str, Any], ...] = ()  # run.json's layers entries, in depth order
     layers_total: int = 0  # layers declared, else layers recorded
+
+
+if TYPE_CHECKING:
+    from runlens.render.contracts import ReportDataLike
+
+    def _renderable(data: ReportData) -> ReportDataLike:
+        # Never called: mypy checks here that this data has the shape the renderers display.
+        return data
 
 
 def build_report_data(diagnosis: Diagnosis, signals: Signals) -> ReportData:
@@ -226,7 +234,7 @@ def _onset(sig: Any, marks: Marks, curve: Any) -> Onset | None:
         at = marks.stop
     loss = sig.loss_logged
     span = onset_window(loss.steps, at)
-    if span is None:
+    if span is None or at is None:  # no step, no window
         return None
     lo, hi = span
     reason = (f"the {curve.label} verdict names step {at:,}" if at == marks.verdict_step
@@ -324,7 +332,7 @@ def _plain(text: str) -> str:
     return re.sub(r"``([^`]+)``", r"`\1`", text)
 
 
-def _step_lists(evidence: Mapping[str, Any]):
+def _step_lists(evidence: Mapping[str, Any]) -> Iterator[tuple[str, int | np.integer]]:
     for key, value in evidence.items():
         if "step" in str(key) and isinstance(value, (list, tuple)):
             yield from ((key, v) for v in value if isinstance(v, (int, np.integer)))

@@ -92,7 +92,8 @@ def evidence_items(evidence: Mapping[str, Any], params: Mapping[str, Any] | None
     """The evidence of a finding, observations first, then the thresholds it was judged by
     (the keys that are parameters of the detector that made it)."""
     params = params or {}
-    observed, thresholds = [], []
+    observed: list[Item] = []
+    thresholds: list[Item] = []
     for key, value in evidence.items():
         item = Item(str(key), label_of(key), value, unit_of(key, value), str(key) in params)
         (thresholds if item.threshold else observed).append(item)

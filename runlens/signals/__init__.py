@@ -44,7 +44,7 @@ class Signals:
     def _loss(self) -> LossSignals:
         return loss_signals(self.run)
 
-    def loss_spikes(self, **params) -> list[dict[str, float]]:
+    def loss_spikes(self, **params: float) -> list[dict[str, float]]:
         """:func:`~runlens.stats.spikes.find_spikes` of :attr:`loss` with ``params``, once per
         parameter set: the curve and ``loss_spikes`` ask for the same (a pass of rolling
         medians over every step)."""
@@ -122,6 +122,8 @@ class Signals:
         if not self.layers or not self.layers.has("grad_norm"):
             return None
         total = self.layers.total("grad_norm")
+        if total is None:
+            return None
         ok = ~np.isnan(total)
         if not ok.any():
             return None

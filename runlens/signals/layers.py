@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from runlens.stats.depth import group_norms
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from runlens.io.run import LayerMatrix, Run
 
 COLUMNS = ("grad_norm", "weight_norm", "update_norm", "grad_abs_max", "grad_zero_frac", "nonfinite")
@@ -166,19 +168,19 @@ def _owner(name: str) -> str:
     return name.rsplit(".", 1)[0] if "." in name else name
 
 
-def _module_of(entry, name: str) -> str:
+def _module_of(entry: Mapping[str, Any] | None, name: str) -> str:
     module = entry.get("module") if entry is not None else None
     if not isinstance(module, str) or not module:
         module = _owner(name)
     return module or name
 
 
-def _ndim(entry) -> int:
+def _ndim(entry: Mapping[str, Any] | None) -> int:
     shape = entry.get("shape") if entry is not None else None
     return len(shape) if isinstance(shape, list) else -1
 
 
-def _numel(entry) -> float:
+def _numel(entry: Mapping[str, Any] | None) -> float:
     if entry is None:
         return float("nan")
     n, shape = entry.get("numel"), entry.get("shape")

@@ -42,10 +42,11 @@ def chance_level(value: float, *, classes: int | None = None,
         if value > math.log(MAX_LEVEL_CLASSES + 1):  # no K in range; exp would overflow on a blown-up loss
             return None
         k = int(round(math.exp(value)))
-        best = min((kk for kk in (k - 1, k, k + 1) if 2 <= kk <= MAX_LEVEL_CLASSES),
-                   key=lambda kk: abs(value - math.log(kk)), default=None)
-        if best is None:
+        nearest = min((kk for kk in (k - 1, k, k + 1) if 2 <= kk <= MAX_LEVEL_CLASSES),
+                      key=lambda kk: abs(value - math.log(kk)), default=None)
+        if nearest is None:
             return None
+        best = nearest
         tol = min(rel_tol * math.log(best),
                   0.25 * (math.log(best + 1) - math.log(best)),
                   0.25 * (math.log(best) - math.log(max(best - 1, 1))))

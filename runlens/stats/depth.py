@@ -13,11 +13,15 @@ from __future__ import annotations
 import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from scipy import stats
 
 from runlens.stats.trend import reduce, trend
+
+#: a group label: anything a dict can key on
+G = TypeVar("G", bound=Hashable)
 
 __all__ = ["DepthTrend", "depth_trend", "edge_gap", "group_norms"]
 
@@ -81,7 +85,7 @@ def depth_trend(profile: np.ndarray, max_points: int = 500) -> DepthTrend | None
     )
 
 
-def group_norms(values: np.ndarray, groups: Sequence[Hashable]) -> tuple[np.ndarray, list[Hashable]]:
+def group_norms(values: np.ndarray, groups: Sequence[G]) -> tuple[np.ndarray, list[G]]:
     """Combine columns that share a group label into one L2 norm per row.
 
     ``values`` is (rows x columns) of norms; a group's norm is the root of
@@ -89,8 +93,8 @@ def group_norms(values: np.ndarray, groups: Sequence[Hashable]) -> tuple[np.ndar
     when none is). Groups come back in order of first appearance.
     """
     values = np.asarray(values, dtype=np.float64)
-    order: list[Hashable] = []
-    index: dict[Hashable, int] = {}
+    order: list[G] = []
+    index: dict[G, int] = {}
     for g in groups:
         if g not in index:
             index[g] = len(order)

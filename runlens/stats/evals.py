@@ -121,7 +121,7 @@ def drop_after_spikes(steps: np.ndarray, x: np.ndarray, vs: np.ndarray, vl: np.n
     """
     if vl.size == 0 or x.size < 50:
         return vl
-    spike_steps = steps[[s["index"] for s in (find_spikes(x) if spikes is None else spikes)]]
+    spike_steps = steps[[int(s["index"]) for s in (find_spikes(x) if spikes is None else spikes)]]
     if spike_steps.size == 0:
         return vl
     prev = np.concatenate(([np.iinfo(np.int64).min], vs[:-1]))

@@ -217,7 +217,7 @@ def implausible_allocation(requested: float | None, capacity: float | None = Non
         return False
     if requested >= ANY_DEVICE_BYTES:
         return True
-    return bool(capacity) and requested >= OVER_CAPACITY * capacity
+    return capacity is not None and capacity > 0 and requested >= OVER_CAPACITY * capacity
 
 
 _UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}

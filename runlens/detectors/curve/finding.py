@@ -125,6 +125,8 @@ def _update_ratio(sig: Signals, s: float) -> float | None:
     if not layers or layers.update_norm is None or layers.weight_norm is None:
         return None
     u, w = layers.total("update_norm"), layers.total("weight_norm")
+    if u is None or w is None:
+        return None
     rows = layers.steps >= s
     if not rows.any():
         rows = np.ones_like(rows)

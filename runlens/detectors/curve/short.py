@@ -19,7 +19,7 @@ from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.validation import val_rises
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.chance import chance_level
-from runlens.stats.trend import trend
+from runlens.stats.trend import Trend, trend
 
 
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
@@ -41,7 +41,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                         {"finite_points": int(x.size), "min_points": cfg.min_points})
 
 
-def _grown(cfg: CurveParams, steps, x, t, base) -> CurveVerdict | None:
+def _grown(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any]) -> CurveVerdict | None:
     # An order of magnitude up, steadily, before the run was stopped.
     first, last = base["start_level"], base["final_level"]
     if not (first > 0 and last >= 10 * first and t.p_increasing < cfg.alpha_strong):
@@ -53,7 +53,7 @@ def _grown(cfg: CurveParams, steps, x, t, base) -> CurveVerdict | None:
          "step": int(steps[0])})
 
 
-def _given_back(cfg: CurveParams, steps, x, base) -> CurveVerdict | None:
+def _given_back(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
     # Every point of the last third above the start by ``growth`` of it, after the minimum:
     # the run gave back all its progress and more, and stayed there (no single outlier can).
     S, m = base["start_level"], base["min_level"]
@@ -68,7 +68,8 @@ def _given_back(cfg: CurveParams, steps, x, base) -> CurveVerdict | None:
                  "step": int(steps[int(np.argmin(x))])})
 
 
-def _overfit(cfg: CurveParams, steps, x, sets, base) -> CurveVerdict | None:
+def _overfit(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+             base: dict[str, Any]) -> CurveVerdict | None:
     # The long curve's validation test; a few evaluations give no noise estimate.
     for name, o, where in val_rises(cfg, sets, noise=False):
         at_min = float(x[int(np.argmin(np.abs(steps - o["val_min_step"])))])
@@ -83,7 +84,7 @@ def _overfit(cfg: CurveParams, steps, x, sets, base) -> CurveVerdict | None:
     return None
 
 
-def _settled(cfg: CurveParams, steps, x, t, base) -> CurveVerdict | None:
+def _settled(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any]) -> CurveVerdict | None:
     # Fell, near-monotonically (p < alpha_strong is only reachable at this size when
     # nearly every step goes down: minibatch noise cannot), and slowed down.
     S = base["start_level"]
@@ -98,7 +99,8 @@ def _settled(cfg: CurveParams, steps, x, t, base) -> CurveVerdict | None:
         {**base, "relative_drop": drop, "kind": "short_settled", "step": int(steps[0])})
 
 
-def _stuck(cfg: CurveParams, steps, x, classes) -> CurveVerdict | None:
+def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[int | None, str | None],
+           ) -> CurveVerdict | None:
     # Stuck: every printed value the same, or all within ``stuck_band`` of the
     # level with no Kendall trend at ``alpha``: a model that does not learn (at ln K: the prior).
     level = float(np.median(x))

@@ -19,6 +19,7 @@ from runlens.stats.chance import chance_test
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
+    from runlens.signals import Signals
 
 _ev = shape.curve_evidence
 
@@ -38,7 +39,7 @@ def progressed(cfg: CurveParams, f: dict[str, Any]) -> bool:
     return bool(f["fall_to_min_p"] < cfg.alpha_strong)
 
 
-def chaotic(cfg: CurveParams, f: dict[str, Any], sig) -> bool:
+def chaotic(cfg: CurveParams, f: dict[str, Any], sig: Signals | None) -> bool:
     """Whether a loss that made no progress jitters from steps too large rather than from
     minibatch noise around a loss that never moved (that is underfitting): the late update/weight
     ratio above ``step_ratio``. The loss alone cannot tell the two apart (a batch of 4 jumps by
@@ -48,7 +49,7 @@ def chaotic(cfg: CurveParams, f: dict[str, Any], sig) -> bool:
 
 
 def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
-                  sig) -> CurveVerdict | None:
+                  sig: Signals) -> CurveVerdict | None:
     classes, source = shape.stated_classes(run)
     chance = chance_test(steps, x, classes, source)
     if chance is not None:

@@ -19,10 +19,15 @@ metrics table in notes, an issue or a PR comment).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runlens.errors import ImportFailedError
+
+if TYPE_CHECKING:
+    from runlens.io.importers._common import Imported
+    from runlens.io.run import Run
 
 __all__ = ["KINDS", "detect_kind", "import_run", "load", "read"]
 
@@ -59,7 +64,7 @@ _RENAMES = {"tensorboard": {"loss": "loss_tag", "val_loss": "val_loss_tag", "lr"
                             "grad_norm": "grad_norm_tag"}}
 
 
-def read(kind: str, source: str | Path, **options: Any):
+def read(kind: str, source: str | Path, **options: Any) -> Imported:
     """The :class:`~runlens.io.importers._common.Imported` for ``source`` read as ``kind``."""
     renames = _RENAMES.get(kind, {})
     options = {renames.get(k, k): v for k, v in options.items()}
@@ -82,13 +87,13 @@ def read(kind: str, source: str | Path, **options: Any):
 _ROLE_COLUMNS = ("loss", "val_loss", "lr", "grad_norm", "loss_scale", "epoch")
 
 
-def _said_roles(imp):
+def _said_roles(imp: Imported) -> Imported:
     """``config.import_roles`` for a source whose importer mapped names by its own table (console logs,
     TensorBoard, MLflow, W&B, Markdown): the same record of which name took which role, and why."""
     if "import_roles" in imp.config:
         return imp
     names = imp.config.get("import_fields") or imp.config.get("import_columns") or imp.config.get("import_tags") or {}
-    roles = {}
+    roles: dict[str, dict[str, Any]] = {}
     for col in [*imp.train, *imp.evals]:
         if col in _ROLE_COLUMNS or col.startswith("val_loss@"):
             src = names.get(col) if isinstance(names.get(col), str) else col
@@ -117,7 +122,8 @@ def import_run(kind: str, source: str | Path, out_dir: str | Path, **options: An
     return write_imported(read(kind, source, **options), out_dir)
 
 
-def load(kind: str, source: str | Path, shown: str, columns=None, **options: Any):
+def load(kind: str, source: str | Path, shown: str, columns: Mapping[str, Any] | None = None,
+         **options: Any) -> Run:
     """The in-memory :class:`~runlens.io.run.Run` of ``source`` read as ``kind`` (nothing written)."""
     from runlens.io.importers.memory import to_run
 

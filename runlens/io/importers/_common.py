@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from runlens.errors import ImportFailedError
+
+if TYPE_CHECKING:
+    from recorders.writer import RunWriter
 
 # Columns of the scalars table the format names; everything else is a user scalar.
 SCALAR_COLUMNS = ("lr", "grad_norm", "epoch", "loss_scale", "step_skipped")
@@ -36,9 +40,15 @@ class Series:
     times: np.ndarray | None = None
 
     @classmethod
-    def from_lists(cls, steps, values, times=None) -> Series:
+    def from_lists(cls, steps: Sequence[float], values: Sequence[float], times: Sequence[float] | None = None,
+                   ) -> Series:
         t = None if times is None else np.asarray(times, dtype=np.float64)
         return cls(np.asarray(steps, dtype=np.int64), np.asarray(values, dtype=np.float64), t)
+
+
+#: One aligned table of a run (:func:`plan`): the step/time frame, the key column's values and
+#: presence mask, and ``{column: (values, present)}`` for the others.
+Rows = tuple[Series, np.ndarray, np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]
 
 
 @dataclass
@@ -135,7 +145,7 @@ def val_set_column(set_name: str) -> str:
 
 
 def _table(series: dict[str, Series], key: str, label: str, warnings: list[str], *,
-           keys: tuple[str, ...] | None = None, extra_steps: np.ndarray | None = None):
+           keys: tuple[str, ...] | None = None, extra_steps: np.ndarray | None = None) -> Rows:
     """Rows keyed on the steps of ``series[key]`` (or of the union of ``keys``).
 
     Returns ``(steps, times, key values, key present, {column: (values, present)})``;
@@ -200,7 +210,7 @@ def _no_loss_note(imp: Imported, warnings: list[str]) -> tuple[tuple[str, ...], 
     return (), np.unique(np.concatenate([imp.evals[c].steps for c in vals]))
 
 
-def plan(imp: Imported) -> tuple[dict[str, Any], tuple, tuple | None]:
+def plan(imp: Imported) -> tuple[dict[str, Any], Rows, Rows | None]:
     """``(config, scalars rows, evals rows or None)`` of ``imp``: the aligned tables a run is made of.
 
     A source without a training loss but with a gradient norm, loss scale or
@@ -260,7 +270,7 @@ def write_imported(imp: Imported, out_dir: str | Path) -> Path:
     return out
 
 
-def _write_rows(writer, table, *, is_eval: bool) -> None:
+def _write_rows(writer: RunWriter, table: Rows, *, is_eval: bool) -> None:
     base, key_vals, key_present, columns = table
     names = list(columns)
     vals = [columns[n][0].tolist() for n in names]
@@ -277,7 +287,7 @@ def _write_rows(writer, table, *, is_eval: bool) -> None:
         add(step, value, time=t, **extra)
 
 
-def _write_layers(writer, imp: Imported) -> None:
+def _write_layers(writer: RunWriter, imp: Imported) -> None:
     """Per-layer rows: one ``add_layers`` call per step, every known layer in it."""
     if not imp.layer_rows:
         return

@@ -9,10 +9,18 @@ call costs more than decoding the record.
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+if TYPE_CHECKING:
+    from typing_extensions import Buffer  # collections.abc.Buffer is 3.12+
+
+_g: ModuleType | None
 try:
-    import google_crc32c as _g
+    _g = importlib.import_module("google_crc32c")
 except ImportError:  # pragma: no cover - exercised by the fallback test through _crc_py
     _g = None
 
@@ -25,7 +33,7 @@ for _i in range(256):
     _TABLE.append(_c)
 
 
-def _crc_py(data: bytes) -> int:
+def _crc_py(data: Buffer) -> int:
     crc = 0xFFFFFFFF
     table = _TABLE
     for b in bytes(data):
@@ -33,14 +41,14 @@ def _crc_py(data: bytes) -> int:
     return crc ^ 0xFFFFFFFF
 
 
-def crc32c(data) -> int:
+def crc32c(data: Buffer) -> int:
     """The CRC32C of ``data`` (bytes or a buffer)."""
     if _g is not None:
         return _g.value(bytes(data))
     return _crc_py(data)
 
 
-def masked(data) -> int:
+def masked(data: Buffer) -> int:
     """TFRecord's masked CRC: rotated right by 15 bits plus a constant."""
     crc = crc32c(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF

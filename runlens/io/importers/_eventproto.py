@@ -19,6 +19,7 @@ names as the compiled protos (``ev.summary.value[i].tensor.float_val``).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from types import SimpleNamespace
 
 import numpy as np
@@ -41,12 +42,13 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def fields(buf: bytes):
+def fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
     """``(field number, wire type, value)`` of each field: an int for varints, bytes otherwise."""
     pos = 0
     while pos < len(buf):
         key, pos = _varint(buf, pos)
         number, wire = key >> 3, key & 7
+        value: int | bytes
         if wire == 0:
             value, pos = _varint(buf, pos)
         elif wire == 1:
@@ -63,6 +65,20 @@ def fields(buf: bytes):
         yield number, wire, value
 
 
+def _int(value: int | bytes) -> int:
+    """A varint field's value (its wire type said so; a field of another wire type is refused)."""
+    if isinstance(value, bytes):
+        raise ProtoError("a varint field holds bytes")
+    return value
+
+
+def _bytes(value: int | bytes) -> bytes:
+    """A length-delimited or fixed-width field's bytes."""
+    if isinstance(value, int):
+        raise ProtoError("a bytes field holds a varint")
+    return value
+
+
 def _double(b: bytes) -> float:
     return struct.unpack("<d", b)[0]
 
@@ -71,19 +87,19 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def _packed(value, wire: int, kind: str) -> list:
+def _packed(value: int | bytes, wire: int, kind: str) -> list[float] | list[int]:
     """Values of a repeated numeric field, packed (wire 2) or one at a time."""
     if kind in ("f", "d"):
         if wire == 2:
-            return np.frombuffer(value, dtype="<f4" if kind == "f" else "<f8").tolist()
-        return [struct.unpack("<f" if kind == "f" else "<d", value)[0]]
+            return np.frombuffer(_bytes(value), dtype="<f4" if kind == "f" else "<f8").tolist()
+        return [struct.unpack("<f" if kind == "f" else "<d", _bytes(value))[0]]
     if wire == 2:
-        out, pos = [], 0
-        while pos < len(value):
-            v, pos = _varint(value, pos)
+        packed, out, pos = _bytes(value), [], 0
+        while pos < len(packed):
+            v, pos = _varint(packed, pos)
             out.append(_signed(v))
         return out
-    return [_signed(value)]
+    return [_signed(_int(value))]
 
 
 _REPEATED = {5: ("float_val", "f"), 6: ("double_val", "d"), 7: ("int_val", "i"), 10: ("int64_val", "i"),
@@ -95,11 +111,11 @@ def _tensor(buf: bytes) -> SimpleNamespace:
                         **{name: [] for name, _ in _REPEATED.values()})
     for number, wire, value in fields(buf):
         if number == 1 and wire == 0:
-            t.dtype = value
+            t.dtype = _int(value)
         elif number == 2 and wire == 2:
-            t.tensor_shape.dim = [d for n, w, d in fields(value) if n == 2]
+            t.tensor_shape.dim = [d for n, w, d in fields(_bytes(value)) if n == 2]
         elif number == 4 and wire == 2:
-            t.tensor_content = value
+            t.tensor_content = _bytes(value)
         elif number in _REPEATED:
             name, kind = _REPEATED[number]
             getattr(t, name).extend(_packed(value, wire, kind))
@@ -113,16 +129,16 @@ def _histo(buf: bytes) -> SimpleNamespace:
     names = {1: "min", 2: "max", 3: "num", 4: "sum", 5: "sum_squares"}
     for number, wire, value in fields(buf):
         if number in names and wire == 1:
-            setattr(h, names[number], _double(value))
+            setattr(h, names[number], _double(_bytes(value)))
     return h
 
 
 def _plugin(buf: bytes) -> str:
     for number, wire, value in fields(buf):
         if number == 1 and wire == 2:
-            for n, w, v in fields(value):
+            for n, w, v in fields(_bytes(value)):
                 if n == 1 and w == 2:
-                    return v.decode("utf-8", "replace")
+                    return _bytes(v).decode("utf-8", "replace")
     return ""
 
 
@@ -130,15 +146,15 @@ def _value(buf: bytes) -> SimpleNamespace:
     v = SimpleNamespace(tag="", kind=None, simple_value=None, histo=None, tensor=None, plugin="")
     for number, wire, value in fields(buf):
         if number == 1 and wire == 2:
-            v.tag = value.decode("utf-8", "replace")
+            v.tag = _bytes(value).decode("utf-8", "replace")
         elif number == 2 and wire == 5:
-            v.kind, v.simple_value = "simple_value", struct.unpack("<f", value)[0]
+            v.kind, v.simple_value = "simple_value", struct.unpack("<f", _bytes(value))[0]
         elif number == 5 and wire == 2:
-            v.kind, v.histo = "histo", _histo(value)
+            v.kind, v.histo = "histo", _histo(_bytes(value))
         elif number == 8 and wire == 2:
-            v.kind, v.tensor = "tensor", _tensor(value)
+            v.kind, v.tensor = "tensor", _tensor(_bytes(value))
         elif number == 9 and wire == 2:
-            v.plugin = _plugin(value)
+            v.plugin = _plugin(_bytes(value))
         elif number in (3, 4, 6) and wire == 2:
             v.kind = {3: "obsolete_old_style_histogram", 4: "image", 6: "audio"}[number]
     return v
@@ -149,9 +165,9 @@ def parse_event(data: bytes) -> SimpleNamespace:
     ev = SimpleNamespace(wall_time=0.0, step=0, values=None)
     for number, wire, value in fields(data):
         if number == 1 and wire == 1:
-            ev.wall_time = _double(value)
+            ev.wall_time = _double(_bytes(value))
         elif number == 2 and wire == 0:
-            ev.step = _signed(value)
+            ev.step = _signed(_int(value))
         elif number == 5 and wire == 2:
-            ev.values = [_value(v) for n, w, v in fields(value) if n == 1 and w == 2]
+            ev.values = [_value(_bytes(v)) for n, w, v in fields(_bytes(value)) if n == 1 and w == 2]
     return ev

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
+from typing import Final
 
 from runlens.io.importers._textline import (
     _EPOCH_HEADER,
@@ -44,8 +47,17 @@ _TOK = re.compile(r"(?=[-+.\d])[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-
 _NO_DIGITS = str.maketrans("", "", "0123456789")
 _NUM_GROUP = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))"
 _RECENT = 3  # plans whose own full-match regex is tried before the shape lookup
-_UNCACHEABLE = object()
-_SKIP = ("skip",)
+
+
+class _Mark(Enum):
+    """What the shape cache holds for a shape that has no plan."""
+
+    UNCACHEABLE = "uncacheable"  # parse every such line in full
+    SKIP = "skip"  # a line with no step: nothing to read
+
+
+_UNCACHEABLE: Final = _Mark.UNCACHEABLE
+_SKIP: Final = _Mark.SKIP
 
 
 @dataclass(frozen=True)
@@ -64,7 +76,7 @@ class Parser:
 
     def __init__(self, step_key: str | None = None) -> None:
         self.step_key = step_key
-        self.plans: dict[str, object] = {}
+        self.plans: dict[str, Plan | _Mark] = {}
         self.hits = self.misses = 0
         # Consecutive lines mostly share a shape: matching the last plans' literal text with one
         # anchored regex costs half of finding the shape and the numbers (benchmarks/text_reader.py).
@@ -76,17 +88,17 @@ class Parser:
         raw = squeeze(raw)  # runs of spaces made single first: no pattern then backtracks on them
         if "\x1b" in raw:
             return self._full(raw, ctx)[:2]
-        for rx, plan in self.recent:
+        for rx, recent in self.recent:
             m = rx.fullmatch(raw)
             if m is not None:
                 self.hits += 1
-                return self._replay(plan, m.groups(), ctx)
+                return self._replay(recent, m.groups(), ctx)
         shape = raw.translate(_NO_DIGITS)
         plan = self.plans.get(shape)
         if plan is None:
-            line, fields, plan = self._full(raw, ctx)
+            line, fields, made = self._full(raw, ctx)
             if len(self.plans) < MAX_SHAPES:
-                self.plans[shape] = plan
+                self.plans[shape] = made
             self.misses += 1
             return line, fields
         if plan is _UNCACHEABLE:
@@ -116,7 +128,7 @@ class Parser:
             return
         self.recent = [(rx, plan)] + [(r, p) for r, p in self.recent if p is not plan][:_RECENT - 1]
 
-    def _full(self, raw: str, ctx: Context):
+    def _full(self, raw: str, ctx: Context) -> tuple[Line | None, list[tuple[str, float]], Plan | _Mark]:
         """The full parse, and the plan that replays it (or why it cannot be replayed)."""
         text = clean(raw)
         offset = len(raw) - len(text)
@@ -137,15 +149,18 @@ class Parser:
         return line, fields, plan
 
     @staticmethod
-    def _plan(formula, step_spans, epoch_span, ev, source, field_spans, raw, offset, cacheable):
+    def _plan(formula: str, step_spans: tuple[tuple[int, int], ...], epoch_span: tuple[int, int] | None, ev: bool,
+              source: str, field_spans: tuple[tuple[str, tuple[int, int]], ...], raw: str, offset: int,
+              cacheable: bool) -> Plan | _Mark:
         if not cacheable:
             return _UNCACHEABLE
         index = {m.span(): i for i, m in enumerate(_TOK.finditer(raw))}
 
-        def at(span):
+        def at(span: tuple[int, int]) -> int | None:
             return index.get((span[0] + offset, span[1] + offset))
 
-        steps = tuple(at(sp) for sp in step_spans)
+        found = [at(sp) for sp in step_spans]
+        steps = tuple(i for i in found if i is not None)
         epoch = at(epoch_span) if epoch_span is not None else None
         fields = []
         for k, sp in field_spans:
@@ -154,12 +169,12 @@ class Parser:
             if i is None and math.isfinite(to_float(word)):  # a nan/inf spelling is a constant of the shape
                 return _UNCACHEABLE
             fields.append((k, -1, to_float(word)) if i is None else (k, i, 0.0))
-        if None in steps or (epoch_span is not None and epoch is None):
+        if len(steps) < len(found) or (epoch_span is not None and epoch is None):
             return _UNCACHEABLE
         return Plan(formula, steps, epoch, ev, source, tuple(fields), len(index))
 
     @staticmethod
-    def _replay(plan, toks: list[str], ctx: Context) -> tuple[Line | None, list[tuple[str, float]]]:
+    def _replay(plan: Plan, toks: Sequence[str], ctx: Context) -> tuple[Line | None, list[tuple[str, float]]]:
         f, s = plan.formula, plan.steps
         if f == "header":
             e = int(toks[s[0]])
@@ -179,7 +194,7 @@ class Parser:
         return Line(step, "", plan.eval_line, epoch, plan.source, partial=partial), fields
 
 
-def pattern(plan: Plan, literals: list[str], literal) -> str:
+def pattern(plan: Plan, literals: list[str], literal: Callable[[str], str]) -> str:
     """The regex of a plan's lines: its text (each piece through ``literal``) around its numbers; the
     numbers read as integers (step, epoch) match digits only, so ``step 5.5`` is not replayed as one."""
     ints = set(plan.steps) | ({plan.epoch} if plan.epoch is not None else set())

@@ -20,12 +20,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from runlens.io.importers._lineplan import Parser, Plan, pattern
+
+if TYPE_CHECKING:
+    from runlens.io.importers._names import Mapper
 
 BLOCK_CHARS = 1 << 16  # the memory a block holds is a few times this (test_memory_does_not_grow_with_the_file)
 MIN_RUN = 32  # shorter runs are cheaper line by line than as arrays
@@ -35,7 +39,7 @@ _SPACE = r"(?: |[ \t]{2,})"  # what the line reader squeezes to one space
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"  # _lineplan's number, not captured
 
 
-def blocks(f, max_line: int, size: int = BLOCK_CHARS) -> Iterator[list[str]]:
+def blocks(f: TextIO, max_line: int, size: int = BLOCK_CHARS) -> Iterator[list[str]]:
     """The lines of the text stream ``f`` without their newline, a block at a time, cut as
     ``f.readline(max_line)`` cuts them (a longer line comes in pieces of ``max_line`` characters)."""
     carry = ""
@@ -70,14 +74,15 @@ class Run:
 class Matcher:
     """Which lines of a block have a batchable plan's shape, with their numbers as columns."""
 
-    def __init__(self, parser: Parser, mapper) -> None:
+    def __init__(self, parser: Parser, mapper: Mapper) -> None:
         self.parser, self.mapper = parser, mapper
         self._ok: dict[int, bool] = {}
         self._rx: dict[int, re.Pattern] = {}
         self._line_rx: dict[int, re.Pattern] = {}
         self._arrow: dict[int, str] = {}
         self.block: list[str] = []
-        self._found: dict[int, tuple[np.ndarray, list[tuple[str, ...]]]] = {}
+        # plan -> (the lines it matches, how its numbers were found: ("arrow", ...) or ("re", columns))
+        self._found: dict[int, tuple[np.ndarray, tuple[Any, ...]] | None] = {}
 
     def start(self, lines: list[str]) -> None:
         self.block, self._found = lines, {}
@@ -128,7 +133,7 @@ class Matcher:
         miss = np.flatnonzero(~hit[i:])
         return int(miss[0]) if miss.size else len(hit) - i
 
-    def _matches(self, plan: Plan):
+    def _matches(self, plan: Plan) -> tuple[np.ndarray, tuple[Any, ...]] | None:
         key = id(plan)
         if key not in self._found:
             if len(self._found) >= _PLANS_PER_BLOCK:
@@ -136,7 +141,7 @@ class Matcher:
             self._found[key] = self._search_arrow(plan) or self._search_re(plan)
         return self._found[key]
 
-    def _search_arrow(self, plan: Plan):
+    def _search_arrow(self, plan: Plan) -> tuple[np.ndarray, tuple[Any, ...]] | None:
         """The block's lines of ``plan``'s shape and their numbers, by pyarrow (RE2 and its string to
         number casts, which round as ``float`` does); None where pyarrow cannot (a step beyond int64, a
         pattern RE2 refuses), and Python's ``re`` does it. RE2's ``\\s`` and ``\\d`` are ASCII only, so
@@ -156,7 +161,7 @@ class Matcher:
             return None
         return hit, ("arrow", np.cumsum(hit) - 1, cols)
 
-    def _search_re(self, plan: Plan):
+    def _search_re(self, plan: Plan) -> tuple[np.ndarray, tuple[Any, ...]] | None:
         groups = self._rx[id(plan)].findall("\n".join(self.block))
         if not groups or len(groups) != len(self.block):  # one match a line, the fallback ``.*`` included
             return None
@@ -165,7 +170,9 @@ class Matcher:
 
     def take(self, plan: Plan, i: int, n: int) -> Run | None:
         """Lines ``i .. i+n`` of the block as arrays; None when a step is too long for an int64."""
-        how = self._found[id(plan)][1]
+        found = self._found[id(plan)]
+        assert found is not None, "take() follows a run() that matched this plan"
+        how = found[1]
         if how[0] == "arrow":
             a = int(how[1][i])
             steps = how[2][plan.steps[0]][a:a + n]

@@ -154,7 +154,7 @@ def read_fields(text: str) -> list[tuple[str, float]]:
 
 def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple[int, int]]]:
     """``(name, value, span of the number)`` of every numeric field in ``text``."""
-    out = []
+    out: list[tuple[str, float, tuple[int, int]]] = []
     for m in _FIELD.finditer(text):
         key, start, prev = m.group("key"), m.start("key") + offset, 0
         for word, at in _bare_words(key):
@@ -276,7 +276,7 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
     epoch, espan = _epoch_on_line(text)
     if m := _MM_EPOCH.search(text):
         e, i, n = int(m.group(2)), int(m.group(3)), int(m.group(4))
-        sp = (m.span(2), m.span(3), m.span(4))
+        sp: tuple[tuple[int, int], ...] = (m.span(2), m.span(3), m.span(4))
         if m.group(1).lower() != "train":
             return Line(ctx.last_step if ctx.last_step is not None else (e - 1) * n + i - 1,
                         text[m.end():], True, e, "Epoch(val)", formula="last_mm", spans=sp, rest_at=m.end())

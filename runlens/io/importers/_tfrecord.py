@@ -132,7 +132,7 @@ def _frame_window(buf: np.ndarray, pos: int, end: int) -> tuple[np.ndarray, np.n
     return cand[whole], lengths[whole]
 
 
-def _decode_scalars(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out: ScalarChunks):
+def _decode_scalars(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out: ScalarChunks) -> np.ndarray:
     """Decode the ``add_scalar``-shaped records; the indices of the others."""
     d0 = starts + _HEADER
     dend = d0 + lengths
@@ -173,7 +173,7 @@ def _decode_scalars(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, ou
 
 def _crc_ok(buf: np.ndarray, start: int, length: int) -> bool:
     """Whether the record at ``start`` carries the right CRCs for its length and its data."""
-    mv = memoryview(buf)
+    mv = buf.data
     d0 = start + _HEADER
     (len_crc,) = struct.unpack_from("<I", mv, start + 8)
     (data_crc,) = struct.unpack_from("<I", mv, d0 + length)
@@ -200,13 +200,14 @@ def _crc_mask(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nd
             rows = _gather(buf, d0[sel], n) if n else np.zeros((len(sel), 0), np.uint8)
             ok[sel] &= masked_rows(rows) == stored[sel]
         else:
-            mv = memoryview(buf)
+            mv = buf.data
             ok[sel] &= np.fromiter((masked(mv[a:a + n]) for a in d0[sel].tolist()), dtype=np.uint32,
                                    count=len(sel)) == stored[sel]
     return ok
 
 
-def _verified(buf, starts, lengths, path: Path, notes: list[str], bad: list[int]):
+def _verified(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, path: Path, notes: list[str],
+              bad: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """The records whose CRCs hold; the offsets of the others go to ``bad`` (and, the first few, ``notes``)."""
     ok = _crc_mask(buf, starts, lengths)
     if ok.all():
@@ -220,13 +221,13 @@ def _verified(buf, starts, lengths, path: Path, notes: list[str], bad: list[int]
 
 def read_events(path: Path, on_other: Callable[[bytes], None]) -> tuple[ScalarChunks, list[str]]:
     """Stream ``path``: fast-path scalars into the result, every other event's bytes to ``on_other``."""
-    out, notes = ScalarChunks(), []
+    out, notes = ScalarChunks(), list[str]()
     if path.stat().st_size == 0:
         return out, [f"{path.name}: empty event file"]
     with open(path, "rb") as f:
         # Mapped, not read: pages come in as the windows reach them.
         buf = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), dtype=np.uint8)
-    size, pos, window, bad = len(buf), 0, _MIN_WINDOW, []
+    size, pos, window, bad = len(buf), 0, _MIN_WINDOW, list[int]()
     while pos < size:
         starts, lengths = _frame_window(buf, pos, pos + window)
         if len(starts):
@@ -241,7 +242,7 @@ def read_events(path: Path, on_other: Callable[[bytes], None]) -> tuple[ScalarCh
         if pos + _HEADER > size:
             notes.append(f"{path.name}: {size - pos} trailing bytes that are not a whole record: ignored")
             break
-        (length,) = struct.unpack_from("<Q", buf, pos)
+        (length,) = struct.unpack_from("<Q", buf.data, pos)
         if pos + _HEADER + length + 4 > size:
             notes.append(f"{path.name}: the last record is truncated (the run was still writing, "
                          "or was killed): ignored")

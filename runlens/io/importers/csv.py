@@ -84,7 +84,7 @@ def read_rows(path: Path, *, conflict: str | None, warnings: list[str]) -> tuple
             table = pq.read_table(path)
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
             raise ImportFailedError(f"{path}: not a readable Parquet file ({exc})") from exc
-        cols = {}
+        cols: dict[str, list[Any]] = {}
         for name in table.column_names:
             try:
                 cols[name] = table.column(name).cast("float64").to_pylist()
@@ -101,7 +101,7 @@ def read_rows(path: Path, *, conflict: str | None, warnings: list[str]) -> tuple
     if not header:
         raise ImportFailedError(f"{path}: empty CSV file")
     header = [h.strip() for h in header]
-    cols: dict[str, list] = {h: [] for h in header}
+    cols = {h: [] for h in header}
     bad = 0
     for row in reader:
         if len(row) != len(header):

@@ -52,8 +52,8 @@ class _Log:
             return
         is_eval = any(k.startswith("eval_") for k in entry)
         target = self.evals if is_eval else self.train
-        if "epoch" in entry and _number(entry["epoch"]) is not None and not is_eval:
-            self._put(target, "epoch", step, math.floor(_number(entry["epoch"])))
+        if "epoch" in entry and (epoch := _number(entry["epoch"])) is not None and not is_eval:
+            self._put(target, "epoch", step, math.floor(epoch))
         for key, raw in entry.items():
             value = _number(raw)
             if key in _SKIP or value is None:
@@ -65,7 +65,7 @@ class _Log:
             self._put(target, name, step, value)
 
     @staticmethod
-    def _put(target, name, step, value) -> None:
+    def _put(target: dict[str, tuple[list[int], list[float]]], name: str, step: int, value: float) -> None:
         steps, values = target.setdefault(name, ([], []))
         steps.append(step)
         values.append(value)
@@ -174,8 +174,10 @@ def _scan_console(text: str, every: int) -> tuple[list[_ConsoleRun], int, int]:
             runs.append(_ConsoleRun(number))
         for piece in raw_line.split("\r"):
             m = _DICT_START.search(piece)
-            end = piece.rfind("}") if m else -1
-            if end < 0 or end < m.start():  # found with find/rfind: ``{'loss'.*}`` would search quadratically
+            if m is None:
+                continue
+            end = piece.rfind("}")
+            if end < m.start():  # found with find/rfind: ``{'loss'.*}`` would search quadratically
                 continue
             entry = _parse_dict(piece[m.start():end + 1])
             if entry is None:
@@ -238,7 +240,7 @@ def read_console(path: Path, *, logging_steps: int | None = None, run: int | Non
                "logging_steps unknown: step = index of the log line (to fix: runlens import hf LOG OUT_RUN "
                "--logging-steps N, then analyze OUT_RUN)")
         warnings.append(f"console lines carry no step; {how}; eval lines take the step of the log line before")
-    config = {"step_convention": "the log's own step (the progress bar's count, else line n * logging_steps)"}
+    config: dict[str, Any] = {"step_convention": "the log's own step (the progress bar's count, else line n * logging_steps)"}
     if logging_steps:
         config["logging_steps"] = logging_steps
     return _finish(cur.log, path, "hf", warnings, config)

@@ -70,7 +70,7 @@ def tables(lines: list[str]) -> list[Table]:
 WORDS = object()  # a cell that holds words: its column is not a metric
 
 
-def cell_value(text: str):
+def cell_value(text: str) -> float | None | object:
     """The number in a table cell (NaN/Inf kept as data), None for an empty or missing one,
     :data:`WORDS` for text."""
     c = _MARKUP.sub("", text).strip()
@@ -150,7 +150,7 @@ def _index(path: Path, header: list[str], name: str | None, role: str) -> int | 
     return names.index(normalise(name))
 
 
-def _steps(t: Table, roles, values, warnings: list[str], *, given: int | None = None
+def _steps(t: Table, roles: list[tuple[bool, str]], values: list[list[float | None | object]], warnings: list[str], *, given: int | None = None
            ) -> tuple[np.ndarray, str, int | None]:
     """The step of each row, how it was found, and the column it came from (None: the row)."""
     n = len(t.rows)
@@ -159,8 +159,8 @@ def _steps(t: Table, roles, values, warnings: list[str], *, given: int | None = 
             return bounded_steps([None if v is WORDS else v for v in values[j]], repr(h), warnings), \
                 f"column {h!r}", j
     for j, (_, col) in enumerate(roles):
-        ep = values[j]
-        if col == "epoch" and all(isinstance(v, float) and math.isfinite(v) and v == int(v) for v in ep) \
+        ep = [v for v in values[j] if isinstance(v, float)]
+        if col == "epoch" and len(ep) == len(values[j]) and all(math.isfinite(v) and v == int(v) for v in ep) \
                 and len({int(v) for v in ep}) == n:
             return bounded_steps(ep, repr(t.header[j]), warnings), f"column {t.header[j]!r} (one row per epoch)", None
     return np.arange(n, dtype=np.int64), "row index (no step column, no whole-number epochs)", None

@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 
 from recorders import format as fmt
-from runlens.io.importers._common import INT_COLUMNS, Imported, plan
+from runlens.io.importers._common import INT_COLUMNS, Imported, Rows, plan
 from runlens.io.run import Run
 
 
-def _rows_table(rows, key: str, fields: Mapping[str, pa.DataType]) -> pa.Table:
+def _rows_table(rows: Rows, key: str, fields: Mapping[str, pa.DataType]) -> pa.Table:
     base, key_vals, key_present, columns = rows
     n = len(base.steps)
     times = base.times if base.times is not None else np.full(n, np.nan)

@@ -66,7 +66,10 @@ def _meta(run: Path) -> dict[str, Any]:
 
 def _metric(path: Path) -> tuple[Series, int, int]:
     """The metric's series, the lines that are not ``timestamp value step``, the steps beyond int64."""
-    steps, values, times, bad, beyond = [], [], [], 0, 0
+    steps: list[int] = []
+    values: list[float] = []
+    times: list[float] = []
+    bad = beyond = 0
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         parts = line.split()
         if len(parts) < 2:

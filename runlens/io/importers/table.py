@@ -9,6 +9,7 @@ from its name and values, whichever tool wrote the file.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -17,11 +18,11 @@ from runlens.io.importers._common import Imported
 from runlens.io.reader import folders, read_table
 from runlens.io.reader.build import to_imported
 from runlens.io.reader.names import is_val, tokens
-from runlens.io.reader.roles import infer
+from runlens.io.reader.roles import Roles, infer
 from runlens.io.reader.table import Table
 
 
-def signal_roles(roles) -> list[str]:
+def signal_roles(roles: Roles) -> list[str]:
     return [p.role for p in roles.picks if p.role in ("loss", "grad_norm", "loss_scale")
             or p.role.startswith("val_loss")]
 
@@ -50,7 +51,7 @@ def read(source: str | Path, *, loss: str | None = None, val_loss: str | None = 
     """The series of the structured log at ``source`` (a file, or a folder holding one)."""
     path = Path(source)
     named = {k: v for k, v in (("lr", lr), ("grad_norm", grad_norm)) if v is not None}
-    options = dict(loss=loss, val_loss=val_loss, step=step, run=run, named=named)
+    options: dict[str, Any] = dict(loss=loss, val_loss=val_loss, step=step, run=run, named=named)
     if path.is_dir():
         return _read_folder(path, options)
     table = read_table(path, conflict)

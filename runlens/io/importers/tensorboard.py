@@ -25,6 +25,7 @@ import math
 import re
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from runlens.errors import ImportFailedError
 from runlens.io.importers._common import Imported, Series, column_name
 from runlens.io.importers._eventproto import ProtoError, parse_event
 from runlens.io.importers._tfrecord import read_events
+
+if TYPE_CHECKING:
+    from types import SimpleNamespace
 
 LOSS_TAGS = ("train/loss", "loss", "train_loss", "training/loss", "loss/train", "train/loss_step",
              "train_loss_step", "batch_loss", "train/batch_loss", "train/epoch_loss", "epoch_loss")
@@ -100,25 +104,25 @@ class _Others:
                 self._scalar(tag, ev, v.simple_value)
             elif v.kind == "histo":
                 self._histo(tag, ev.step, v.histo)
-            elif v.kind == "tensor" and _tensor_scalar(v.tensor) is not None:
-                self._scalar(tag, ev, _tensor_scalar(v.tensor))
+            elif v.kind == "tensor" and (scalar := _tensor_scalar(v.tensor)) is not None:
+                self._scalar(tag, ev, scalar)
             else:
                 self.skipped[f"{v.kind or 'empty'}{'/' + v.plugin if v.plugin else ''}"] += 1
 
-    def _scalar(self, tag: str, ev, value: float) -> None:
+    def _scalar(self, tag: str, ev: SimpleNamespace, value: float) -> None:
         steps, walls, values = self.scalars[tag]
         steps.append(ev.step)
         walls.append(ev.wall_time)
         values.append(value)
 
-    def _histo(self, tag: str, step: int, h) -> None:
+    def _histo(self, tag: str, step: int, h: SimpleNamespace) -> None:
         if h.num > 0 and h.sum_squares == 0 and (h.max != 0 or h.min != 0):
             self.skipped["histo without sum_squares"] += 1
             return
         self.histos[tag][step] = (math.sqrt(h.sum_squares), int(h.num))
 
 
-def _tensor_scalar(t) -> float | None:
+def _tensor_scalar(t: SimpleNamespace) -> float | None:
     if len(t.tensor_shape.dim) != 0:
         return None
     field = _NUMERIC_DTYPES.get(t.dtype)
@@ -192,7 +196,7 @@ def _merge(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Series:
     return Series(steps[order], values[order], walls[order])
 
 
-def _map_scalars(imp: Imported, series: dict[str, Series], *tags_given) -> None:
+def _map_scalars(imp: Imported, series: dict[str, Series], *tags_given: str | None) -> None:
     tags = list(series)
     roles = {"loss": _role(tags, tags_given[0], LOSS_TAGS, "loss"),
              "val_loss": _role(tags, tags_given[1], VAL_LOSS_TAGS, "validation-loss"),

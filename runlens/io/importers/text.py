@@ -35,7 +35,7 @@ import numpy as np
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, require_file
-from runlens.io.importers._lineplan import Parser
+from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
 from runlens.io.importers._textline import Context, Line, clean, read_fields, squeeze
@@ -117,14 +117,14 @@ class _Scanner:
         i, end = 0, len(lines)
         while i < end:
             plan, k = (None, 0) if self.ctx.restart else self.matcher.run(i)
-            if k >= MIN_RUN:
+            if k >= MIN_RUN and plan is not None:
                 k = self._run(plan, i, k)
             if k < MIN_RUN:  # not worth arrays, or the run stops here: this line by itself
                 self.line(lines[i])
                 k = 1
             i += k
 
-    def _run(self, plan, i: int, k: int) -> int:
+    def _run(self, plan: Plan, i: int, k: int) -> int:
         """Lines ``i .. i+k`` of one plan, up to a restart of the step; how many were taken."""
         cur = self.runs[-1]
         if not plan.eval_line and (not cur.rows or cur.first_step is None):
@@ -133,7 +133,7 @@ class _Scanner:
         if run is None:
             return 0
         if not plan.eval_line:
-            prev = np.concatenate(([cur.last_step], run.steps[:-1]))
+            prev = np.concatenate((np.asarray([cur.last_step]), run.steps[:-1]))
             back = np.flatnonzero((run.steps < prev) & (run.steps <= cur.first_step))
             if back.size:  # the step went back to the start: that line opens a new run, line by line
                 k = int(back[0])
@@ -245,7 +245,7 @@ def _eval_at_last_step(raw: str, step: int) -> tuple[Line | None, list[tuple[str
     return Line(step, text[m.end():], True, None, "eval after step"), fields
 
 
-def _put_line(cur: _RunAcc, hit, fields: list[tuple[str, float]], mapper: Mapper) -> None:
+def _put_line(cur: _RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
     # The hot loop of the reader: the memo and the arrays are looked up inline, not through calls.
     epoch_done = False
     step, ev, memo, series = hit.step, hit.eval_line, mapper._memo, cur.series

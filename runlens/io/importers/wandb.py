@@ -17,6 +17,7 @@ to install: ``pip install 'runlens[wandb]'``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from runlens.errors import ImportFailedError
@@ -52,9 +53,8 @@ def _export(path: Path, *, step: str | None, loss: str | None, val_loss: str | N
                         f"imported run {chosen} ({names[chosen - 1]}); pick another with --run N")
     imp = Imported(kind="wandb", source=path, warnings=warnings, name=names[chosen - 1])
     # A step beyond int64 (or missing, or negative) is -1 here: its rows are skipped, with a warning.
-    steps = bounded_steps([s for s in cols[step_col] if s is not None], repr(step_col), warnings)
-    steps = iter(steps.tolist())
-    steps = [None if s is None else next(steps) for s in cols[step_col]]
+    bounded = iter(bounded_steps([s for s in cols[step_col] if s is not None], repr(step_col), warnings).tolist())
+    steps = [None if s is None else next(bounded) for s in cols[step_col]]
     mapper = Mapper(loss, val_loss)
     for metric, col in runs[names[chosen - 1]].items():
         pairs = [(s, v) for s, v in zip(steps, cols[col], strict=True) if s is not None and s >= 0 and v is not None]
@@ -63,7 +63,7 @@ def _export(path: Path, *, step: str | None, loss: str | None, val_loss: str | N
     return imp
 
 
-def _put(imp: Imported, metric: str, pairs, mapper: Mapper) -> None:
+def _put(imp: Imported, metric: str, pairs: list[tuple[int, float]], mapper: Mapper) -> None:
     is_eval, col = mapper(metric)
     (imp.evals if is_eval else imp.train)[col] = Series.from_lists([p[0] for p in pairs], [p[1] for p in pairs])
     imp.config.setdefault("import_fields", {})[col] = metric
@@ -73,7 +73,7 @@ _BLOCK = 32_768
 _HEADER = b":W&B\xe1\xbe\x00"  # ident, magic 0xBEE1, version 0
 
 
-def records(path: Path, warnings: list[str]):
+def records(path: Path, warnings: list[str]) -> Iterator[bytes]:
     """The data of every record of a ``.wandb`` file: LevelDB log framing (32 KiB blocks, records of
     ``crc32 | length | type`` headers, FULL or FIRST/MIDDLE/LAST pieces), each checksum verified.
 
@@ -123,7 +123,8 @@ def _offline(path: Path, *, loss: str | None, val_loss: str | None) -> Imported:
     metrics: dict[str, list[tuple[int, float]]] = {}
     beyond = 0
     for data in records(path, imp.warnings):
-        rec = wandb_internal_pb2.Record()
+        # protobuf-generated: wandb ships no stub for it, so its message classes are unknown to mypy
+        rec = wandb_internal_pb2.Record()  # type: ignore[attr-defined]
         try:
             rec.ParseFromString(data)
         except Exception:  # noqa: BLE001 - protobuf's DecodeError: one bad record, not the file

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -101,7 +103,7 @@ def resolve_conflict(lines: list[str], side: str | None) -> tuple[list[str], str
     return keep, note
 
 
-def read(text_lines, delim: str, width: int, conflict: str | None = None) -> Table:
+def read(text_lines: Iterable[str], delim: str, width: int, conflict: str | None = None) -> Table:
     """The table held by ``text_lines`` split on ``delim`` (``width`` cells a row)."""
     lines, note = resolve_conflict(list(text_lines), conflict)
     header: list[str] | None = None
@@ -153,7 +155,7 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def read_fast(source, delim: str) -> Table | None:
+def read_fast(source: str | io.BytesIO, delim: str) -> Table | None:
     """A headed comma/tab/semicolon table through pyarrow; None when pyarrow cannot read it."""
     try:
         data = pacsv.read_csv(source, parse_options=pacsv.ParseOptions(delimiter=delim),
@@ -217,7 +219,7 @@ def _headed(head: str, delim: str) -> bool:
     return _numeric_share(split(first, delim)) < 0.5
 
 
-def read_parquet(path) -> Table:
+def read_parquet(path: str | os.PathLike[str]) -> Table:
     """A Parquet table of metrics (a pandas dump): its numeric columns."""
     import pyarrow.parquet as pq
 

@@ -82,7 +82,7 @@ def lightning_version(folder: Path) -> tuple[Path | None, str | None]:
 
 def candidates(folder: Path) -> list[Path]:
     """The files below ``folder`` that may be logs (weights, images and archives left out)."""
-    out = []
+    out: list[Path] = []
     for p in sorted(folder.rglob("*")):
         if len(out) >= MAX_FILES:
             break

@@ -14,6 +14,8 @@ Among several candidates in one document the one with the most numbers wins.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from runlens.io.bounded import loads_json
 from runlens.io.reader.table import Records, Table, from_columns
 from runlens.io.reader.values import number
@@ -36,7 +38,7 @@ def read_document(doc: object) -> Table | None:
     return table
 
 
-def _candidates(doc: object, depth: int):
+def _candidates(doc: object, depth: int) -> Iterator[Table]:
     if depth > _MAX_DEPTH:
         return
     if isinstance(doc, list):
@@ -63,7 +65,7 @@ def _candidates(doc: object, depth: int):
             yield from _candidates(value, depth + 1)
 
 
-def read_lines(lines) -> Table | None:
+def read_lines(lines: Iterable[str]) -> Table | None:
     """JSON lines: one object per line; None when fewer than half the non-blank lines are objects."""
     rec = Records("json lines")
     seen = bad = 0

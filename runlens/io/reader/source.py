@@ -15,6 +15,8 @@ import os
 import stat
 from pathlib import Path
 
+from typing_extensions import Buffer  # collections.abc.Buffer is 3.12+
+
 from runlens.errors import ImportFailedError
 
 MAX_BYTES = 2 << 30
@@ -23,7 +25,7 @@ HEAD = 262_144
 _GZIP = b"\x1f\x8b"
 
 
-def check_regular(path: Path) -> os.stat_result:
+def check_regular(path: str | os.PathLike[str]) -> os.stat_result:
     """The stat of ``path``, refusing anything that is not a regular file."""
     try:
         st = os.stat(path)
@@ -35,18 +37,18 @@ def check_regular(path: Path) -> os.stat_result:
     return st
 
 
-def is_gzip(path: Path) -> bool:
+def is_gzip(path: str | os.PathLike[str]) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == _GZIP
 
 
-def open_binary(path: Path):
+def open_binary(path: str | os.PathLike[str]) -> io.BufferedIOBase:
     """A binary stream of the log's bytes (decompressed for gzip)."""
     check_regular(path)
     return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 
-def head_bytes(path: Path, n: int = HEAD) -> bytes:
+def head_bytes(path: str | os.PathLike[str], n: int = HEAD) -> bytes:
     with open_binary(path) as f:
         try:
             return f.read(n)
@@ -82,14 +84,14 @@ def decode(data: bytes) -> str:
 class Limited(io.RawIOBase):
     """A stream that refuses to give more than ``limit`` bytes (a gzip bomb ends in one line, not a full disk)."""
 
-    def __init__(self, raw, path: Path, limit: int | None = None) -> None:
+    def __init__(self, raw: io.BufferedIOBase, path: Path, limit: int | None = None) -> None:
         self.raw, self.path = raw, path
         self.left = MAX_BYTES if limit is None else limit
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buf) -> int:
+    def readinto(self, buf: Buffer) -> int:
         try:
             n = self.raw.readinto(buf)
         except (OSError, EOFError) as exc:

@@ -10,7 +10,9 @@ a logged NaN.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +95,7 @@ class Records:
         return Table(self.rows, values, present, self.shape, notes)
 
 
-def _flat(row: dict, prefix: str = "", depth: int = 0):
+def _flat(row: dict[str, Any], prefix: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
     for key, value in row.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict) and depth < 2:

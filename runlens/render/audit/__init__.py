@@ -3,10 +3,13 @@ formatted in :mod:`runlens.render.audit.cells`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runlens.audit import AuditResult
 
 
-def render_audit(result: Any, fmt: str, *, fail_on: str = "error", reports_base: str | None = None,
+def render_audit(result: AuditResult, fmt: str, *, fail_on: str = "error", reports_base: str | None = None,
                  color: bool = False) -> str:
     """The audit summary in ``fmt`` (a ``--format`` choice: text, json, csv, junit, md, html)."""
     if fmt == "json":

@@ -10,8 +10,11 @@ from __future__ import annotations
 import math
 import os
 import posixpath
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from runlens.audit import AuditResult, AuditRow
 
 #: (header, key of ``cells``) in display order.
 COLUMNS = (
@@ -42,18 +45,18 @@ def duration(seconds: float | None) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
-def severity(row: Any) -> str:
+def severity(row: AuditRow) -> str:
     """``unreadable``, the worst severity, or ``ok``."""
     return "unreadable" if row.error else (row.worst or "ok")
 
 
-def findings(row: Any, limit: int = 3) -> str:
+def findings(row: AuditRow, limit: int = 3) -> str:
     shown = [f["code"] for f in row.worst_findings(limit)]
     more = len(row.findings) - len(shown)
     return ", ".join(shown) + (f" +{more}" if more > 0 else "")
 
 
-def cells(row: Any) -> dict[str, str]:
+def cells(row: AuditRow) -> dict[str, str]:
     """Every column of ``COLUMNS`` as display text."""
     best_val = number(row.best_val_loss)
     if best_val and row.best_val_step is not None:
@@ -66,7 +69,7 @@ def cells(row: Any) -> dict[str, str]:
     }
 
 
-def summary(result: Any) -> str:
+def summary(result: AuditResult) -> str:
     """One line: how many runs, and how many at each worst severity."""
     c = result.counts()
     words = {"unreadable": "unreadable", "error": "with errors", "warning": "with warnings", "info": "info only"}
@@ -75,7 +78,7 @@ def summary(result: Any) -> str:
     return f"{c['runs']} run{'s' if c['runs'] != 1 else ''}: " + ", ".join(parts)
 
 
-def report_href(row: Any, reports_base: str | None) -> str | None:
+def report_href(row: AuditRow, reports_base: str | None) -> str | None:
     """Link from the summary to the run's report (``reports_base`` is relative to the summary)."""
     if not row.report or reports_base is None:
         return None

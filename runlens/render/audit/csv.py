@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runlens.render.audit.cells import severity
 from runlens.render.escape import csv_cell
 from runlens.render.names import distinct_names
 
+if TYPE_CHECKING:
+    from runlens.audit import AuditResult
+
 FIELDS = ("run", "name", "status", "curve", "worst", "findings", "final_loss", "best_loss",
           "best_val_loss", "best_val_step", "steps", "duration_s", "report", "error", "label")
 
 
-def render_audit_csv(result: Any) -> str:
+def render_audit_csv(result: AuditResult) -> str:
     """Numbers unformatted (``nan`` kept), findings as codes joined by ``;`` most severe first;
     ``label`` (last, so the earlier columns keep their places) is the name as the other audit
     formats show it, with a short path where two runs share a name; a text cell that a

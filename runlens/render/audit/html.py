@@ -6,16 +6,19 @@ The template only displays: the cells are formatted in ``audit_cells``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runlens.render.audit.cells import COLUMNS, cells, report_href, summary
 from runlens.render.names import distinct_names
 from runlens.render.templates import get_template
 
+if TYPE_CHECKING:
+    from runlens.audit import AuditResult
+
 _NUMERIC = {"final_loss", "best_loss", "best_val", "steps", "duration"}
 
 
-def render_audit_html(result: Any, *, reports_base: str | None = None,
+def render_audit_html(result: AuditResult, *, reports_base: str | None = None,
                       title: str = "runlens audit") -> str:
     """The page; ``reports_base`` is the reports folder relative to where the page is saved."""
     rows = []

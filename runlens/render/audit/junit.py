@@ -11,13 +11,17 @@ below the threshold are listed in ``system-out``.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from runlens.diagnosis import Severity
 from runlens.render.escape import xml_text
 
+if TYPE_CHECKING:
+    from runlens.audit import AuditResult, AuditRow
 
-def render_audit_junit(result: Any, *, fail_on: str = "error") -> str:
+
+def render_audit_junit(result: AuditResult, *, fail_on: str = "error") -> str:
     """A ``testsuites`` document; counts are per suite and in total."""
     root = ET.Element("testsuites", name="runlens audit")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -55,9 +59,9 @@ def render_audit_junit(result: Any, *, fail_on: str = "error") -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _cases(row: Any) -> list[tuple[str, str, str, list]]:
+def _cases(row: AuditRow) -> list[tuple[str, str, str, list[Mapping[str, Any]]]]:
     """(code, state, reason, findings) for every detector outcome and unclaimed finding code."""
-    by_code: dict[str, list] = {}
+    by_code: dict[str, list[Mapping[str, Any]]] = {}
     for f in row.findings:
         by_code.setdefault(f["code"], []).append(f)
     cases = [(code, state, reason, by_code.pop(code, [])) for code, state, reason in row.outcomes]
@@ -69,16 +73,16 @@ def _reaches(severity: str, fail_on: str) -> bool:
     return Severity(severity).reaches(fail_on)
 
 
-def _classname(row: Any) -> str:
+def _classname(row: AuditRow) -> str:
     return "runlens." + _clean(row.name).replace(".", "_")
 
 
-def _describe(f: Any) -> str:
+def _describe(f: Mapping[str, Any]) -> str:
     step = "" if f.get("step") is None else f" (step {f['step']})"
     return f"[{f['severity']}] {f['code']}{step}: {f['title']}"
 
 
-def _clean(text: Any) -> str:
+def _clean(text: str) -> str:
     # XML 1.0 cannot hold most control characters, lone surrogates, U+FFFE or U+FFFF, and
     # run-supplied text may contain them: each becomes a visible escape.
     return xml_text(text)

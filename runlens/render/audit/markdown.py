@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runlens.render.audit.cells import COLUMNS, cells, report_href, summary
 from runlens.render.escape import md_cell, md_inline
 from runlens.render.names import distinct_names
 
+if TYPE_CHECKING:
+    from runlens.audit import AuditResult
+
 _BADGE = {"unreadable": "⛔ unreadable", "error": "🔴 error", "warning": "🟠 warning",
           "info": "🔵 info", "ok": "🟢 ok"}
 
 
-def render_audit_markdown(result: Any, *, reports_base: str | None = None,
+def render_audit_markdown(result: AuditResult, *, reports_base: str | None = None,
                           title: str = "runlens audit") -> str:
     """A heading, the summary line, one table row per run (names link to reports), errors."""
     lines = [f"## {md_inline(title)}", "", md_inline(summary(result)), ""]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runlens.render.audit.cells import COLUMNS, cells, summary
 from runlens.render.escape import term_inline
 from runlens.render.names import distinct_names
+
+if TYPE_CHECKING:
+    from runlens.audit import AuditResult
 
 _MAX_NAME = 40
 _MAX_FINDINGS = 48
@@ -15,7 +18,7 @@ _ANSI = {"unreadable": "\033[1;31m", "error": "\033[1;31m", "warning": "\033[33m
 _RESET = "\033[0m"
 
 
-def render_audit_text(result: Any, *, color: bool = False) -> str:
+def render_audit_text(result: AuditResult, *, color: bool = False) -> str:
     """One aligned row per run, then each unreadable run's error and the summary line;
     ``color`` marks the severity cell with ANSI colours (the padding stays outside them)."""
     labels = distinct_names([(row.name, row.run) for row in result.rows])  # two runs of one name told apart

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runlens.render.compare.table import config_rows, rows, verdict
 from runlens.render.templates import get_template
 
+if TYPE_CHECKING:
+    from runlens.compare.model import Comparison
 
-def render_compare_html(c: Any) -> str:
+
+def render_compare_html(c: Comparison) -> str:
     return get_template("compare.html.j2").render(c=c, rows=rows(c), config=config_rows(c), verdict=verdict(c))

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runlens.render.compare.table import config_rows, rows, verdict
 from runlens.render.escape import md_cell, md_inline
 
+if TYPE_CHECKING:
+    from runlens.compare.model import Comparison
 
-def render_compare_markdown(c: Any) -> str:
+
+def render_compare_markdown(c: Comparison) -> str:
     lines = [f"## {md_inline(c.run_name)} vs baseline {md_inline(c.baseline_name)}", "",
              f"**{md_inline(verdict(c))}** ({c.shared_steps:,} shared steps)", ""]
     for f in c.findings:

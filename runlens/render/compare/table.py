@@ -5,13 +5,17 @@ beyond formatting."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from runlens.render.audit.cells import number
 from runlens.render.escape import term_inline
 
+if TYPE_CHECKING:
+    from runlens.compare.model import Comparison
 
-def rows(c: Any) -> list[tuple[str, str, str, str]]:
+
+def rows(c: Comparison) -> list[tuple[str, str, str, str]]:
     """(check, run, baseline, test) for the table of every renderer: the key numbers of both runs
     (the values every command shows), then the checks."""
     out = _key_rows(c)
@@ -26,7 +30,7 @@ def rows(c: Any) -> list[tuple[str, str, str, str]]:
         ratio = "never" if conv.run_step is None else f"{conv.ratio:.2g}x"
         out.append((f"steps to loss {conv.target_loss:.4g}", _step(conv.run_step),
                     _step(conv.baseline_step), f"{ratio} the baseline's ({conv.fraction:.0%} of its improvement)"))
-    grad = (getattr(c, "run_nonfinite_grad_step", None), getattr(c, "baseline_nonfinite_grad_step", None))
+    grad = (c.run_nonfinite_grad_step, c.baseline_nonfinite_grad_step)
     if grad != (None, None):
         out.append(("first NaN/Inf grad norm step", _step(grad[0]), _step(grad[1]), ""))
     if c.spikes is not None:
@@ -38,10 +42,10 @@ def rows(c: Any) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def _key_rows(c: Any) -> list[tuple[str, str, str, str]]:
-    r, b = getattr(c, "run_numbers", {}) or {}, getattr(c, "baseline_numbers", {}) or {}
+def _key_rows(c: Comparison) -> list[tuple[str, str, str, str]]:
+    r, b = c.run_numbers, c.baseline_numbers
 
-    def at(n: Any, value: str, step: str) -> str:
+    def at(n: Mapping[str, Any], value: str, step: str) -> str:
         return "—" if n.get(value) is None else f"{number(n[value])} @ {n[step]:,}"
 
     out = [("final loss", at(r, "final_loss", "final_loss_step"), at(b, "final_loss", "final_loss_step"),
@@ -54,18 +58,18 @@ def _key_rows(c: Any) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def config_rows(c: Any) -> list[tuple[str, str, str, str]]:
+def config_rows(c: Comparison) -> list[tuple[str, str, str, str]]:
     """(key, change, run, baseline) for every config key that differs; a usual suspect
     (learning rate, batch size, optimizer, precision) is named in the change column."""
     out = []
-    for ch in getattr(c, "config_changes", ()):
+    for ch in c.config_changes:
         kind = f"{ch.kind} ({ch.knob})" if ch.knob else ch.kind
         out.append((ch.key, kind, "—" if ch.kind == "removed" else _value(ch.run_value),
                     "—" if ch.kind == "added" else _value(ch.baseline_value)))
     return out
 
 
-def _value(v: Any) -> str:
+def _value(v: object) -> str:
     text = json.dumps(v, ensure_ascii=False, default=str) if not isinstance(v, str) else v
     return text if len(text) <= 80 else text[:79] + "…"
 
@@ -74,17 +78,17 @@ def _step(step: int | None) -> str:
     return "—" if step is None else f"{step:,}"
 
 
-def verdict_line(c: Any) -> str:
+def verdict_line(c: Comparison) -> str:
     """``run vs baseline: <verdict>`` on one line (the summary of ``compare -o``)."""
     return f"{term_inline(c.run_name)} vs baseline {term_inline(c.baseline_name)}: {verdict(c)}"
 
 
-def verdict(c: Any) -> str:
+def verdict(c: Comparison) -> str:
     loud = [f for f in c.findings if f.severity != "info"]
     notes = len(c.findings) - len(loud)
     tail = f" ({notes} change{'s' if notes != 1 else ''} noted)" if notes else ""
     if not loud:
-        better = any(lv is not None and getattr(lv, "better", False) for lv in (c.loss, c.val_loss))
+        better = any(lv is not None and lv.better for lv in (c.loss, c.val_loss))
         return ("better than the baseline, beyond noise" if better
                 else "no regression against the baseline") + tail
     return f"{len(loud)} regression{'s' if len(loud) != 1 else ''}, worst: {c.worst}" + tail

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runlens.render.compare.table import config_rows, rows, verdict
 from runlens.render.escape import term_inline
+
+if TYPE_CHECKING:
+    from runlens.compare.model import Comparison
 
 _ANSI = {"error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
 _MAX_CONFIG = 6
@@ -17,7 +20,7 @@ def _first_sentence(text: str) -> str:
     return head + "." if dot else text
 
 
-def render_compare_text(c: Any, *, color: bool = False, quiet: bool = False, verbose: bool = False) -> str:
+def render_compare_text(c: Comparison, *, color: bool = False, quiet: bool = False, verbose: bool = False) -> str:
     """The comparison for a terminal: ``quiet`` the verdict line alone; ``verbose`` adds each
     finding's evidence and every config key that differs."""
     head = f"{term_inline(c.run_name)} vs baseline {term_inline(c.baseline_name)}"

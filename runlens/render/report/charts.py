@@ -15,12 +15,14 @@ with it the failure, fits the width with readable text.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING
 
 import matplotlib
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
@@ -36,6 +38,7 @@ from runlens.render.chart_parts import (
     Layout,
     draw_marks,
     figure,
+    figure_grid,
     finish,
     legend_below,
     log_axis,
@@ -43,6 +46,9 @@ from runlens.render.chart_parts import (
     nonfinite_ticks,
     shared_x,
 )
+
+if TYPE_CHECKING:
+    from runlens.render.contracts import HeatmapLike, MarksLike, OnsetLike, ReportDataLike, SeriesLike
 
 TRAIN, VAL, LR_C, GRAD_C = "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"
 MARK_C, DEAD_C = "#e377c2", "#3b3b3b"
@@ -67,7 +73,7 @@ class Chart:
 Draw = Callable[[Layout, str], Figure | None]
 
 
-def render_charts(data: Any) -> tuple[Chart, ...]:
+def render_charts(data: ReportDataLike) -> tuple[Chart, ...]:
     """Every chart a :class:`~runlens.report_data.ReportData` has data for, in reading order (the
     onset chart, when there is one, right after the loss chart). Its marks name the diagnosis's one
     step where the failure starts, which its headline and findings name too."""
@@ -84,7 +90,7 @@ def _draw(key: str, title: str, caption: str, draw: Draw) -> Chart | None:
                  finish(narrow, f"{key}-narrow", title) if narrow is not None else "")
 
 
-def _plans(data: Any) -> list[tuple[str, str, str, Draw]]:
+def _plans(data: ReportDataLike) -> list[tuple[str, str, str, Draw]]:
     marks = data.marks
     plans: list[tuple[str, str, str, Draw]] = []
     loss = data.series.get("loss")
@@ -96,20 +102,20 @@ def _plans(data: Any) -> list[tuple[str, str, str, Draw]]:
         for key, log in (("loss", log_first), ("loss_alt", not log_first)):
             if not log or (len(finite) and finite.min() > 0):
                 plans.append((key, "Loss (log scale)" if log else "Loss (linear scale)", caption,
-                              lambda lay, gid, log=log: _loss_chart(data, lay, gid, log=log)))
+                              partial(_loss_chart, data, log=log)))
     onset = data.onset
     if onset is not None and (onset.loss is not None or onset.val_loss is not None):
         plans.append(("onset", *_onset_text(onset), lambda lay, gid: _onset_chart(onset, marks, lay, gid)))
     for key, title, color in (("lr", "Learning rate", LR_C), ("grad_norm", "Global gradient norm", GRAD_C)):
         s = data.series.get(key)
         plans.append((key, title, f"{title} per recorded step (min/max per bucket; log axis when it spans "
-                      "decades), the same steps marked.", lambda lay, gid, s=s, c=color: _line_chart(data, s, c, lay, gid)))
+                      "decades), the same steps marked.", partial(_line_chart, data, s, color)))
     for h in data.heatmaps:
         grouped = f", {h.n_layers:,} layers in {len(h.row_starts)} rows (max per row)" \
             if len(h.row_starts) < h.n_layers else ""
         caption = (f"Log colour scale{grouped}; red: NaN/Inf, dark grey: exactly zero, blank: not recorded; "
                    f"arrows: layers a finding names. {h.hint}")
-        plans.append((h.key, h.title, caption, lambda lay, gid, h=h: _heatmap(data, h, lay, gid)))
+        plans.append((h.key, h.title, caption, partial(_heatmap, data, h)))
     if data.weight_lines:
         n, total = len(data.weight_lines), data.weight_total
         shown = f"{n} of {total:,} layers" if n < total else "every layer"
@@ -120,11 +126,14 @@ def _plans(data: Any) -> list[tuple[str, str, str, Draw]]:
 
 
 # -- line charts ------------------------------------------------------------
-def _plot(ax: Any, s: Any, color: str, **kw: Any) -> None:
-    ax.plot(s.steps, np.where(np.isfinite(s.values), s.values, np.nan), color=color, **kw)
+def _plot(ax: Axes, s: SeriesLike, color: str, *, label: str, linewidth: float, marker: str | None = None,
+          markersize: float | None = None, linestyle: str | None = None) -> None:
+    # None is matplotlib's own default for each of these (the rc parameters).
+    ax.plot(s.steps, np.where(np.isfinite(s.values), s.values, np.nan), color=color, label=label,
+            linewidth=linewidth, marker=marker, markersize=markersize, linestyle=linestyle)
 
 
-def _loss_chart(data: Any, layout: Layout, gid: str, *, log: bool) -> Figure:
+def _loss_chart(data: ReportDataLike, layout: Layout, gid: str, *, log: bool) -> Figure:
     loss, marks = data.series["loss"], data.marks
     fig, ax = figure(layout)
     _plot(ax, loss, TRAIN, linewidth=0.9, label=loss.label)
@@ -144,7 +153,7 @@ def _loss_chart(data: Any, layout: Layout, gid: str, *, log: bool) -> Figure:
     return fig
 
 
-def _val_lines(ax: Any, data: Any, marks: Any) -> None:
+def _val_lines(ax: Axes, data: ReportDataLike, marks: MarksLike) -> None:
     vals = [s for k, s in data.series.items() if k.startswith("val_loss")]
     for color, s in zip(VAL_COLORS, vals, strict=False):
         _plot(ax, s, color, linewidth=1.2, marker="o" if len(s) <= 60 else None, markersize=3, label=s.label)
@@ -154,7 +163,7 @@ def _val_lines(ax: Any, data: Any, marks: Any) -> None:
                 markeredgewidth=0.5, label=f"val minimum (step {step:,})")
 
 
-def _onset_text(onset: Any) -> tuple[str, str]:
+def _onset_text(onset: OnsetLike) -> tuple[str, str]:
     if onset.kind == "validation":
         return (f"Validation rise: steps {onset.first:,} to {onset.last:,}",
                 f"Training and validation loss side by side, each on its own scale ({onset.reason}).")
@@ -162,7 +171,7 @@ def _onset_text(onset: Any) -> tuple[str, str]:
             f"Every recorded step around the failure ({onset.reason}), which starts early in the run.")
 
 
-def _onset_chart(onset: Any, marks: Any, layout: Layout, gid: str) -> Figure:
+def _onset_chart(onset: OnsetLike, marks: MarksLike, layout: Layout, gid: str) -> Figure:
     """The steps around an early failure at full resolution (on the full chart they are a sliver
     at the left edge), or an overfitting run's validation rise next to its training loss."""
     if onset.kind == "validation":
@@ -195,11 +204,11 @@ def _onset_chart(onset: Any, marks: Any, layout: Layout, gid: str) -> Figure:
     return fig
 
 
-def _rise_chart(onset: Any, marks: Any, layout: Layout, gid: str) -> Figure:
+def _rise_chart(onset: OnsetLike, marks: MarksLike, layout: Layout, gid: str) -> Figure:
     """Two panels over the same steps (side by side when wide, stacked when narrow): a rise of
     the validation loss that is small next to the training loss's fall still fills its panel."""
     wide = layout.width > 6
-    fig, (left, right) = figure(layout, 2.6 if wide else 1.6, cols=2 if wide else 1, rows=1 if wide else 2)
+    fig, (left, right) = figure_grid(layout, 2.6 if wide else 1.6, cols=2 if wide else 1, rows=1 if wide else 2)
     if onset.loss is not None:
         _plot(left, onset.loss, TRAIN, linewidth=1.0, label=onset.loss.label)
         nonfinite_ticks(left, onset.loss.steps, onset.loss.values)
@@ -220,7 +229,7 @@ def _rise_chart(onset: Any, marks: Any, layout: Layout, gid: str) -> Figure:
     return fig
 
 
-def _line_chart(data: Any, s: Any, color: str, layout: Layout, gid: str) -> Figure | None:
+def _line_chart(data: ReportDataLike, s: SeriesLike | None, color: str, layout: Layout, gid: str) -> Figure | None:
     if s is None or not np.isfinite(s.values).any():
         return None
     fig, ax = figure(layout, 2.2)
@@ -234,7 +243,7 @@ def _line_chart(data: Any, s: Any, color: str, layout: Layout, gid: str) -> Figu
     return fig
 
 
-def _weight_norms(data: Any, layout: Layout, gid: str) -> Figure:
+def _weight_norms(data: ReportDataLike, layout: Layout, gid: str) -> Figure:
     fig, ax = figure(layout, 2.6)
     values = []
     for s in data.weight_lines:
@@ -255,7 +264,7 @@ def _short(name: str, limit: int = 40) -> str:
 
 
 # -- heatmaps ---------------------------------------------------------------
-def _heatmap(data: Any, h: Any, layout: Layout, gid: str) -> Figure:
+def _heatmap(data: ReportDataLike, h: HeatmapLike, layout: Layout, gid: str) -> Figure:
     values, bad = h.values, h.bad
     norm = LogNorm(vmin=h.vmin, vmax=h.vmax)
     cmap = matplotlib.colormaps["viridis"]
@@ -281,7 +290,7 @@ def _heatmap(data: Any, h: Any, layout: Layout, gid: str) -> Figure:
     return fig
 
 
-def _depth_ticks(ax: Any, starts: np.ndarray, n_layers: int) -> None:
+def _depth_ticks(ax: Axes, starts: np.ndarray, n_layers: int) -> None:
     """Whole-number depth labels at row centres (a row groups layers when there are many)."""
     rows = len(starts)
     picks = np.unique(np.linspace(0, rows - 1, min(rows, MAX_DEPTH_TICKS)).round().astype(int))
@@ -293,7 +302,7 @@ def _depth_ticks(ax: Any, starts: np.ndarray, n_layers: int) -> None:
 _FLAG_COLORS = ("#e377c2", "#ff7f0e", "#17becf")
 
 
-def _flag_layers(ax: Any, flagged: Any) -> None:
+def _flag_layers(ax: Axes, flagged: Sequence[tuple[str, tuple[int, ...]]]) -> None:
     """Arrows just inside the left edge of a heatmap pointing at the rows (layers) that
     findings named, one colour per finding code (named in the legend below)."""
     trans = blended_transform_factory(ax.transAxes, ax.transData)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
@@ -20,8 +20,11 @@ from runlens.render.report.charts import render_charts
 from runlens.render.report.view import ReportView, build_view
 from runlens.render.templates import get_template
 
+if TYPE_CHECKING:
+    from runlens.render.contracts import ReportDataLike
 
-def render_html(data: Any, *, docs_base: str = "") -> str:
+
+def render_html(data: ReportDataLike, *, docs_base: str = "") -> str:
     """The HTML report of one run's :class:`~runlens.report_data.ReportData`, as a string. The
     reference of every code it holds is embedded; ``docs_base`` (``--docs-url``) adds links to the
     online reference."""

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
-from runlens.render.report.view import ReportView, build_view, fmt
+from runlens.render.report.view import FindingView, ReportView, build_view, fmt
 from runlens.render.templates import get_template
+
+if TYPE_CHECKING:
+    from runlens.render.contracts import ReportDataLike, SparkLike
 
 MAX_CHARS = 60_000
 GLYPHS = "▁▂▃▄▅▆▇█"
@@ -38,7 +42,7 @@ class _Section:
     text: str
 
 
-def render_markdown(data: Any, max_chars: int = MAX_CHARS, *, docs_base: str = "") -> str:
+def render_markdown(data: ReportDataLike, max_chars: int = MAX_CHARS, *, docs_base: str = "") -> str:
     """The Markdown report of one run's :class:`~runlens.report_data.ReportData`, at most
     ``max_chars`` characters.
 
@@ -98,7 +102,7 @@ def _sections(v: ReportView, docs_base: str, status: str = "") -> list[_Section]
 _MAX_MD_LAYERS = 500
 
 
-def _fit(sections: list[_Section], max_chars: int, m: Any) -> str:
+def _fit(sections: list[_Section], max_chars: int, m: _Macros) -> str:
     """Join ``sections``, dropping the lowest-ranked (latest first) until the
     text fits; then cut what still does not fit on a line boundary."""
     kept = [(s, len(s.text.strip("\n"))) for s in sections]
@@ -122,7 +126,7 @@ def _join(sections: list[_Section]) -> str:
     return "\n\n".join(s.text.strip("\n") for s in sections) + "\n"
 
 
-def _note(dropped: list[str], max_chars: int, m: Any) -> str:
+def _note(dropped: list[str], max_chars: int, m: _Macros) -> str:
     if not dropped:
         return ""
     counts = Counter(dropped)
@@ -171,7 +175,7 @@ def _closers(lines: list[str]) -> str:
 
 
 # -- sparklines ---------------------------------------------------------------
-def sparkline(spark: Any) -> str:
+def sparkline(spark: SparkLike) -> str:
     """A :class:`runlens.report_data.Spark` as a row of block glyphs, one per bucket (its
     maximum, so a spike shows); ``×`` where a bucket held NaN/Inf."""
     peaks = np.asarray(spark.peaks, dtype=np.float64)
@@ -199,6 +203,25 @@ def _trend_rows(v: ReportView) -> tuple[tuple[str, str, str, str, str], ...]:
 
 
 # -- template plumbing ----------------------------------------------------------
+class _Macros(Protocol):
+    """The macros of ``report.md.j2``, one per section, as Jinja exposes them on the template's module."""
+
+    def header(self, v: ReportView, marker: str, icons: Mapping[str, str], status: str) -> str: ...
+    def findings_table(self, v: ReportView, icons: Mapping[str, str]) -> str: ...
+    def no_findings(self) -> str: ...
+    def crash(self, c: Mapping[str, str]) -> str: ...
+    def traceback(self, c: Mapping[str, str]) -> str: ...
+    def key_numbers(self, v: ReportView) -> str: ...
+    def trends(self, rows: tuple[tuple[str, str, str, str, str], ...]) -> str: ...
+    def finding_details(self, f: FindingView, icons: Mapping[str, str], docs_prefix: str) -> str: ...
+    def warnings(self, v: ReportView) -> str: ...
+    def kv_details(self, title: str, rows: tuple[tuple[str, str], ...]) -> str: ...
+    def attempts(self, rows: tuple[tuple[str, str, str, str], ...]) -> str: ...
+    def layers(self, rows: tuple[tuple[str, str, str, str], ...], total: int) -> str: ...
+    def left_out(self, titles: list[str], max_chars: int) -> str: ...
+
+
 @lru_cache(maxsize=1)
-def _macros() -> Any:
-    return get_template("report.md.j2").module
+def _macros() -> _Macros:
+    # Jinja makes a template's macros attributes of its module at run time; the Protocol names them.
+    return cast("_Macros", get_template("report.md.j2").module)

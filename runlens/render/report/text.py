@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 import re
 import textwrap
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from runlens.diagnosis import Diagnosis, Finding, jsonable
 from runlens.render.escape import term_inline
+
+if TYPE_CHECKING:
+    from runlens.render.contracts import ItemLike
 
 WIDTH = 88
 _MARK = {"error": "ERROR", "warning": "WARN ", "info": "INFO "}
@@ -31,7 +34,7 @@ _INDENT = "      "
 
 
 def render(diagnosis: Diagnosis, *, color: bool = False, verbose: bool = False, quiet: bool = False,
-           evidence: Any = None) -> str:
+           evidence: Sequence[Sequence[ItemLike]] | None = None) -> str:
     """The diagnosis as text lines ending in a newline; ``color`` marks severities with ANSI colours.
     ``evidence`` (``runlens.report_data.evidence_of``, or a ReportData's ``evidence``) labels what
     ``verbose`` shows: observations apart from thresholds, with units; without it, the raw keys."""
@@ -76,7 +79,7 @@ def key_numbers_line(n: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def number(x: Any) -> str:
+def number(x: object) -> str:
     """A key number as every text renderer shows it: 4 significant digits; NaN and Inf by name."""
     if isinstance(x, str):
         return {"nan": "NaN", "inf": "Inf", "-inf": "-Inf"}.get(x, x)
@@ -99,7 +102,7 @@ def summary_line(diagnosis: Diagnosis, verbose: bool = False) -> str:
     return ", ".join(words) + hint
 
 
-def _evidence_items(diagnosis: Diagnosis, labelled: Any) -> tuple:
+def _evidence_items(diagnosis: Diagnosis, labelled: Sequence[Sequence[ItemLike]] | None) -> tuple:
     """Each finding's evidence as labelled items, observations before thresholds (as given, from
     the report data, which knows each detector's parameters; else the raw keys)."""
     if labelled is not None and len(labelled) == len(diagnosis.findings):
@@ -113,7 +116,7 @@ class _Plain:
 
     unit, threshold = "", False
 
-    def __init__(self, key: str, label: str, value: Any) -> None:
+    def __init__(self, key: str, label: str, value: object) -> None:
         self.key, self.label, self.value = key, label, value
 
 
@@ -161,7 +164,7 @@ def first_sentence(text: str) -> str:
     return (m.group(1) if m else text).rstrip(";.") + "."
 
 
-def value_text(value: Any) -> str:
+def value_text(value: object) -> str:
     value = jsonable(value)
     if isinstance(value, float):
         return f"{value:.4g}"

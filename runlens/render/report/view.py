@@ -14,9 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runlens.diagnosis import SEVERITY_RANK, Finding
+
+if TYPE_CHECKING:
+    from runlens.diagnosis import Diagnosis
+    from runlens.render.contracts import CodeDocLike, ItemLike, KeyNumberLike, ReportDataLike, SparkLike
 
 DOCS_PAGE = "docs/detectors.md"
 _FAILING = ("diverged", "unstable", "overfitting", "underfitting")
@@ -69,7 +73,7 @@ class ReportView:
     layers_total: int
     version: str
     references: tuple[Reference, ...] = ()
-    sparks: tuple[Any, ...] = ()
+    sparks: tuple[SparkLike, ...] = ()
     curve_doc: tuple[str, tuple[tuple[str, str], ...]] = ("", ())
     headline: str = ""  # the one sentence: the diagnosis's headline, else the curve verdict's reason
     label: str = ""  # the name as lists show it (an index adds a path where names collide)
@@ -128,7 +132,7 @@ class Reference:
     online: str  # link to the online reference, "" without --docs-url
 
 
-def build_view(data: Any, *, docs_base: str = "") -> ReportView:
+def build_view(data: ReportDataLike, *, docs_base: str = "") -> ReportView:
     """Everything the templates display, formatted once from a
     :class:`~runlens.report_data.ReportData` (the diagnosis and what its report shows).
 
@@ -152,7 +156,7 @@ def build_view(data: Any, *, docs_base: str = "") -> ReportView:
     )
 
 
-def index_view(diagnosis: Any) -> ReportView:
+def index_view(diagnosis: Diagnosis) -> ReportView:
     """What an index page shows of one run, from its :class:`~runlens.diagnosis.Diagnosis` alone
     (no report data: the index lists runs, it draws nothing)."""
     order = _order(diagnosis)
@@ -161,12 +165,12 @@ def index_view(diagnosis: Any) -> ReportView:
                                      for n, i in enumerate(order)))
 
 
-def _order(diagnosis: Any) -> list[int]:
+def _order(diagnosis: Diagnosis) -> list[int]:
     return sorted(range(len(diagnosis.findings)),
                   key=lambda i: SEVERITY_RANK.get(diagnosis.findings[i].severity, 9))
 
 
-def _facts(diagnosis: Any, order: list[int]) -> dict[str, Any]:
+def _facts(diagnosis: Diagnosis, order: list[int]) -> dict[str, Any]:
     """The view's fields that come from the diagnosis's run facts and verdicts."""
     findings = [diagnosis.findings[i] for i in order]
     counts = tuple((sev, sum(f.severity == sev for f in findings)) for sev in ("error", "warning", "info"))
@@ -178,7 +182,7 @@ def _facts(diagnosis: Any, order: list[int]) -> dict[str, Any]:
         counts=counts, worst=findings[0].severity if findings else "none",
         crash=_crash(diagnosis.error), run_facts=_run_facts(diagnosis),
         config=_flatten(diagnosis.config),
-        environment=_flatten(meta.get("environment") if isinstance(meta.get("environment"), Mapping) else {}),
+        environment=_flatten(env if isinstance(env := meta.get("environment"), Mapping) else {}),
         attempts=_attempts(meta.get("attempts")),
         reading_warnings=tuple(str(w) for w in reading),
         analysis_warnings=tuple(str(w) for w in diagnosis.warnings if w not in reading),
@@ -188,7 +192,7 @@ def _facts(diagnosis: Any, order: list[int]) -> dict[str, Any]:
 
 
 # -- formatting -------------------------------------------------------------
-def fmt(value: Any) -> str:
+def fmt(value: object) -> str:
     """A number or value as a report shows it: 4 significant digits,
     thousands separators for integers, NaN/Inf spelled out."""
     if value is None:
@@ -223,7 +227,7 @@ def _pairs(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), fmt(v)) for k, v in mapping.items())
 
 
-def _with_unit(value: Any, unit: str) -> str:
+def _with_unit(value: object, unit: str) -> str:
     if value is None:
         return "unknown"
     if unit == "fraction" and isinstance(value, (int, float)) and not isinstance(value, bool) \
@@ -233,14 +237,14 @@ def _with_unit(value: Any, unit: str) -> str:
     return f"{text} {unit}" if unit and unit != "fraction" else text
 
 
-def _items(items: Sequence[Any], thresholds: bool | None = None) -> tuple[tuple[str, str], ...]:
+def _items(items: Sequence[ItemLike], thresholds: bool | None = None) -> tuple[tuple[str, str], ...]:
     return tuple((i.label, _with_unit(i.value, i.unit)) for i in items
                  if thresholds is None or i.threshold == thresholds)
 
 
-def _key_number(k: Any) -> tuple[str, str]:
+def _key_number(k: KeyNumberLike) -> tuple[str, str]:
     if k.label == "duration":
-        return k.label, _duration(k.value) if k.value is not None else "unknown"
+        return k.label, _duration(k.value) if isinstance(k.value, (int, float)) else "unknown"
     if isinstance(k.value, tuple):
         text = f"{fmt(k.value[0])} to {fmt(k.value[1])}"
     elif k.value is None:
@@ -254,7 +258,7 @@ def _key_number(k: Any) -> tuple[str, str]:
     return k.label, text
 
 
-def _reference(doc: Any, docs_base: str) -> Reference:
+def _reference(doc: CodeDocLike, docs_base: str) -> Reference:
     online = f"{docs_base}{DOCS_PAGE}#{doc.code}" if docs_base else ""
     return Reference(f"ref-{doc.code}", doc.code, doc.severity, doc.title, doc.summary, doc.sections, online)
 
@@ -271,7 +275,7 @@ def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> tuple[tuple[str, s
     return tuple(rows)
 
 
-def _finding_view(i: int, f: Finding, items: Sequence[Any], docs: Mapping[str, Any],
+def _finding_view(i: int, f: Finding, items: Sequence[ItemLike], docs: Mapping[str, CodeDocLike],
                   docs_base: str) -> FindingView:
     doc = docs.get(f.code)
     return FindingView(
@@ -296,7 +300,7 @@ def _crash(error: Mapping[str, Any] | None) -> dict[str, str] | None:
     }
 
 
-def _attempts(attempts: Any) -> tuple[tuple[str, str, str, str], ...]:
+def _attempts(attempts: object) -> tuple[tuple[str, str, str, str], ...]:
     rows = []
     for i, a in enumerate(attempts if isinstance(attempts, Sequence) and not isinstance(attempts, str) else ()):
         if not isinstance(a, Mapping):
@@ -308,7 +312,7 @@ def _attempts(attempts: Any) -> tuple[tuple[str, str, str, str], ...]:
     return tuple(rows)
 
 
-def _run_facts(diagnosis: Any) -> tuple[tuple[str, str], ...]:
+def _run_facts(diagnosis: Diagnosis) -> tuple[tuple[str, str], ...]:
     meta = diagnosis.meta
     facts = [("run id", diagnosis.run_id or "–"), ("path", str(diagnosis.path)), ("status", diagnosis.status),
              ("seed", _plain(meta.get("seed"))), ("host", str(meta.get("host") or "–")),
@@ -317,7 +321,7 @@ def _run_facts(diagnosis: Any) -> tuple[tuple[str, str], ...]:
     return tuple(facts)
 
 
-def _plain(value: Any) -> str:
+def _plain(value: object) -> str:
     """Identifiers (seed, pid) without thousands separators."""
     return "–" if value is None else str(value)
 
