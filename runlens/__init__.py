@@ -14,8 +14,6 @@ Attributes are imported on first use, so ``import runlens`` stays light
 (no scipy, no detectors) until an analysis actually runs.
 """
 
-from __future__ import annotations
-
 from runlens import _interrupt
 
 _interrupt.install()  # before any other import: `runlens` answers Ctrl-C in one line from here on
@@ -78,8 +76,10 @@ __all__ = [
 ]
 
 
-def report(diagnosis: Diagnosis | Run | str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
-           formats: Iterable[str] = ("html", "md"), docs_url: str = "", run: Run | None = None) -> list[Path]:
+# The annotations are strings: `from __future__ import annotations` would put `annotations` in the namespace.
+def report(diagnosis: "Diagnosis | Run | str | os.PathLike[str]", out_dir: "str | os.PathLike[str]", *,
+           formats: "Iterable[str]" = ("html", "md"), docs_url: str = "", run: "Run | None" = None,
+           ) -> "list[Path]":
     """Write the HTML and/or Markdown report of ``diagnosis`` into ``out_dir``; returns the paths.
 
     ``diagnosis`` is a :class:`Diagnosis`, a :class:`Run` or the path of a
