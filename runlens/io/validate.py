@@ -318,7 +318,7 @@ def _check_part(path: Path, where: str, table: str, spec: dict, layer_names: set
                                  f"layers not in run.json: {sorted(map(str, unknown))[:5]}"))
 
 
-def _first_column(data, name: str):
+def _first_column(data: pa.Table, name: str) -> pa.ChunkedArray:
     """The first column called ``name`` (``Table.column(name)`` raises on a repeated name)."""
     return data.column(data.schema.names.index(name))
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+
+from runlens.render.contracts import CodeEntryLike
 
 
-def explain_text(entry: Any, section_names: Sequence[str]) -> str:
+def explain_text(entry: CodeEntryLike, section_names: Sequence[str]) -> str:
     """What ``runlens explain CODE`` prints for ``entry``."""
     head = f"{entry.code} ({entry.severity}): {entry.title}"
     out = [head, "=" * len(head), "", md(entry.sections.get("", "")), ""]
@@ -20,7 +21,7 @@ def explain_text(entry: Any, section_names: Sequence[str]) -> str:
     return "\n".join(out)
 
 
-def reference_markdown(entries: Iterable[Any], section_names: Sequence[str], generator: str) -> str:
+def reference_markdown(entries: Iterable[CodeEntryLike], section_names: Sequence[str], generator: str) -> str:
     """The whole reference page; ``generator`` is the command that writes it."""
     entries = list(entries)
     out = ["# Detector reference", "",
