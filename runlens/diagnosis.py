@@ -14,6 +14,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+from runlens._meta import MetaFields
+
 
 class Severity(str, Enum):
     """How bad a finding is. One type, one order and one ``--fail-on`` rule for every command
@@ -139,7 +141,7 @@ class DetectorOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class Diagnosis:
+class Diagnosis(MetaFields):
     """Everything ``analyze`` concluded about one run, as plain values.
 
     It holds the verdicts, the findings and the run's facts (where it is,
@@ -175,17 +177,7 @@ class Diagnosis:
         object.__setattr__(self, "key_numbers", _freeze(self.key_numbers))
         object.__setattr__(self, "meta", _freeze(self.meta))
 
-    @property
-    def config(self) -> Mapping[str, Any]:
-        """run.json ``config`` (empty when absent or not an object)."""
-        cfg = self.meta.get("config")
-        return cfg if isinstance(cfg, Mapping) else {}
 
-    @property
-    def error(self) -> Mapping[str, Any] | None:
-        """run.json ``error`` of a crashed run, else None."""
-        err = self.meta.get("error")
-        return err if isinstance(err, Mapping) else None
 
     @property
     def worst_severity(self) -> str | None:

@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from runlens._meta import MetaFields
+
 
 @dataclass(frozen=True)
 class LayerMatrix:
@@ -34,7 +36,7 @@ class LayerMatrix:
 
 
 @dataclass(frozen=True)
-class Run:
+class Run(MetaFields):
     """A run as read from disk. Frozen; detectors never change it."""
 
     path: str
@@ -58,15 +60,7 @@ class Run:
         rid = self.meta.get("run_id")
         return rid if isinstance(rid, str) else ""
 
-    @property
-    def config(self) -> Mapping[str, Any]:
-        cfg = self.meta.get("config")
-        return cfg if isinstance(cfg, Mapping) else {}
 
-    @property
-    def error(self) -> Mapping[str, Any] | None:
-        err = self.meta.get("error")
-        return err if isinstance(err, Mapping) else None
 
     @property
     def layer_info(self) -> tuple[Mapping[str, Any], ...]:

@@ -4,29 +4,15 @@
 from __future__ import annotations
 
 import json
-import math
 
 from click.testing import CliRunner
 from runtree import write_run
 
 from runlens.audit import audit
 from runlens.cli import main
-
-STEPS = range(1, 121)
-
-
-def _healthy(step: int) -> float:
-    return 2.5 * math.exp(-step / 30) + 0.1 + 0.01 * math.sin(step)
-
-
-def _diverging(step: int) -> float:
-    return _healthy(step) if step < 70 else float("nan")
-
-
-def _csv(path, *runs):
-    # Each run's step counter starts again at 1: the table reader tells the runs apart by it.
-    path.write_text("step,loss\n" + "\n".join(f"{s},{f(s)}" for f in runs for s in STEPS) + "\n")
-    return path
+from tests.multirun_logs import diverging as _diverging
+from tests.multirun_logs import healthy as _healthy
+from tests.multirun_logs import write_csv as _csv
 
 
 def _cli(*args):

@@ -3,34 +3,16 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
 from _cli import invoke
 
 from runlens.cli.common import _rank, runs_in_log
-
-STEPS = range(1, 121)
-
-
-def _healthy(step: int) -> float:
-    return 2.5 * math.exp(-step / 30) + 0.1 + 0.01 * math.sin(step)
-
-
-def _diverging(step: int) -> float:
-    return _healthy(step) if step < 70 else float("nan")
-
-
-def _csv(path, *runs):
-    rows = [f"{s},{f(s)}" for f in runs for s in STEPS]
-    path.write_text("step,loss\n" + "\n".join(rows) + "\n")
-    return path
-
-
-def _text(path, *runs):
-    path.write_text("".join(f"step {s} | loss {f(s):.5f}\n" for f in runs for s in STEPS))
-    return path
+from tests.multirun_logs import diverging as _diverging
+from tests.multirun_logs import healthy as _healthy
+from tests.multirun_logs import write_csv as _csv
+from tests.multirun_logs import write_text as _text
 
 
 @pytest.fixture(params=["csv", "text"])

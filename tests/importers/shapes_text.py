@@ -13,6 +13,8 @@ from pathlib import Path
 
 from logmaker import NAN_AT, N, falling, overfit_val
 
+from tests.wire import varint
+
 
 def _loss(i: int, nan: str = "nan") -> str:
     return nan if i >= NAN_AT else f"{falling(i):.4f}"
@@ -102,13 +104,6 @@ def _record(data: bytes) -> bytes:
 
 
 def _pb(field: int, wire: int, payload: bytes) -> bytes:
-    def varint(v: int) -> bytes:
-        out = bytearray()
-        while True:
-            b, v = v & 0x7F, v >> 7
-            out.append(b | (0x80 if v else 0))
-            if not v:
-                return bytes(out)
     key = varint(field << 3 | wire)
     return key + (varint(len(payload)) + payload if wire == 2 else payload)
 

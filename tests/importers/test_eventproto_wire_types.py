@@ -8,30 +8,22 @@ import struct
 import pytest
 
 from runlens.io.importers._eventproto import ProtoError, parse_event
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+from tests.wire import varint
 
 
 def _field(number: int, wire: int, payload: bytes) -> bytes:
-    key = _varint(number << 3 | wire)
-    return key + (_varint(len(payload)) + payload if wire == 2 else payload)
+    key = varint(number << 3 | wire)
+    return key + (varint(len(payload)) + payload if wire == 2 else payload)
 
 
 def _event_with_tensor(tensor: bytes) -> bytes:
     value = _field(1, 2, b"loss") + _field(8, 2, tensor)
     summary = _field(1, 2, value)
-    return _field(2, 0, _varint(7)) + _field(5, 2, summary)
+    return _field(2, 0, varint(7)) + _field(5, 2, summary)
 
 
 def test_an_int_val_sent_as_a_varint_is_read():
-    ev = parse_event(_event_with_tensor(_field(1, 0, _varint(3)) + _field(7, 0, _varint(42))))
+    ev = parse_event(_event_with_tensor(_field(1, 0, varint(3)) + _field(7, 0, varint(42))))
     assert ev.step == 7
     assert ev.values[0].tag == "loss"
     assert ev.values[0].tensor.int_val == [42]
@@ -39,11 +31,11 @@ def test_an_int_val_sent_as_a_varint_is_read():
 
 def test_an_int_val_sent_as_fixed32_is_a_corrupt_event():
     with pytest.raises(ProtoError):
-        parse_event(_event_with_tensor(_field(1, 0, _varint(3)) + _field(7, 5, struct.pack("<i", 42))))
+        parse_event(_event_with_tensor(_field(1, 0, varint(3)) + _field(7, 5, struct.pack("<i", 42))))
 
 
 def test_a_float_val_packed_and_fixed_width_both_read():
     packed = _field(5, 2, struct.pack("<2f", 1.5, 2.5))
     single = _field(5, 5, struct.pack("<f", 4.0))
-    ev = parse_event(_event_with_tensor(_field(1, 0, _varint(1)) + packed + single))
+    ev = parse_event(_event_with_tensor(_field(1, 0, varint(1)) + packed + single))
     assert ev.values[0].tensor.float_val == [1.5, 2.5, 4.0]

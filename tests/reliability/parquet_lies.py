@@ -14,19 +14,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, n = n & 0x7F, n >> 7
-        out.append(low | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+from tests.wire import varint
 
 
 def _i64_field(n: int) -> bytes:
     # Header 0x16: field id one past the previous field (the schema, 2), type i64 (6); zigzag value.
-    return b"\x16" + _varint((n << 1) ^ (n >> 63))
+    return b"\x16" + varint((n << 1) ^ (n >> 63))
 
 
 def understate_rows(path: Path, claimed: int) -> int:
