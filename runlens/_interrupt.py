@@ -13,8 +13,10 @@ from __future__ import annotations
 import _signal  # type: ignore[import-not-found]  # typeshed has no stub for the C module
 import os
 import sys
-from typing import TYPE_CHECKING
 
+# Not ``typing.TYPE_CHECKING``: importing typing pulls in re and enum, time a Ctrl-C could land in.
+# Type checkers take any constant of this name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import FrameType
 
