@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from nonfinite_runs import healthy_run, nan_loss_at
 
 from runlens import analyze
 from runlens.analysis import _order
@@ -72,7 +73,6 @@ def test_a_layer_left_out_of_the_optimizer_comes_before_the_spikes_it_causes():
     assert [x.code for x in ordered] == ["dead_layers", "loss_spikes"]
 
 
-
 def test_summed_gradients_lead_the_too_large_steps_they_make():
     # A missing zero_grad steps along the sum of every gradient so far: the learning rate looks too
     # high and the run blows up; the bug, found at its first step, leads both (third: nozero-resreg).
@@ -116,3 +116,16 @@ def test_on_sample_runs_the_injected_fault_leads(name):
     injected = [c for c in exp["must_include"] if c not in ("diverged", "unstable", "underfitting", "overfitting")]
     assert first in (injected or exp["must_include"])[:1] or (name == "nan_divergence"
                                                              and first == "learning_rate_too_high"), codes
+
+
+def test_findings_are_ordered_by_severity_then_cause_first():
+    run = healthy_run(evals=False, mutate=nan_loss_at(250, explode=True))
+    found = analyze(run).findings
+    ranks = [{"error": 0, "warning": 1, "info": 2}[f.severity] for f in found]
+    assert ranks == sorted(ranks)
+    # within a severity a cause comes before the symptoms that name it (runlens.detectors._causes)
+    position = {f.code: i for i, f in enumerate(found)}
+    for i, f in enumerate(found):
+        for cause in f.evidence.get("caused_by", ()):
+            assert position[cause] < i or found[position[cause]].severity != f.severity, (cause, f.code)
+    assert found[-1].code == "no_validation"
