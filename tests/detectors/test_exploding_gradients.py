@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from grad_norm_runs import noisy, with_grad_norm
 from gradients_synth import check, falling_loss, healthy_net, make_run
 
 from runlens.detectors import Skip
@@ -19,10 +20,6 @@ def scalar_run(grad_norm, *, loss=None, step_skipped=None, weights=None):
     if step_skipped is not None:
         sc["step_skipped"] = step_skipped
     return make_run(g, w, u, loss=loss, scalars=sc)
-
-
-def noisy(level, n, seed, sd=0.15):
-    return 10 ** (level + sd * np.random.default_rng(seed).standard_normal(n))
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -160,3 +157,25 @@ def test_one_exploded_last_gradient_with_an_ordinary_loss_is_not_a_surge(seed):
     grad = np.append(noisy(0.2, 300, seed), 1e7)
     loss = falling_loss(seed, 301)
     assert check("exploding_gradients", scalar_run(grad, loss=loss)) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_recurrent_explosion_in_the_last_steps_fires(seed):
+    n = 400
+    gn = noisy(np.zeros(n), n, seed)
+    gn[-5:] = np.geomspace(10, 1e10, 5)  # ten decades in five steps, no NaN: the run was killed there
+    [f] = check("exploding_gradients", with_grad_norm(gn, seed=seed))
+    assert f.evidence["surge_decades"] >= 9
+    assert n - 5 <= f.step <= n - 4
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_without_the_final_surge(seed):
+    n = 400
+    assert check("exploding_gradients", with_grad_norm(noisy(np.zeros(n), n, seed), seed=seed)) == []
+
+
+def test_one_big_final_point_is_not_a_surge():
+    gn = noisy(np.zeros(400), 400, 1)
+    gn[-1] = 1e6
+    assert check("exploding_gradients", with_grad_norm(gn)) == []

@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from gradients_synth import check as check_code
+from gradients_synth import falling_loss, healthy_net
+from gradients_synth import make_run as net_run
 from loss_synth import diverging, healthy, layers_table, make_run, oscillating
 
 from runlens.detectors import Context, Skip
@@ -108,3 +111,34 @@ def test_fires_when_one_layer_moves_a_tenth_of_its_weights_every_step(seed):
 @pytest.mark.parametrize("seed", range(5))
 def test_one_layer_at_a_few_percent_is_not_enough_on_its_own(seed):
     assert check(_one_layer_run(oscillating(2000, seed), 0.03)) == []
+
+
+def _unstable(n, ratio, *, with_update=True, seed=0):
+    g, w, u = healthy_net(seed, n=n, m=4, ratio=ratio)
+    if not with_update:
+        # weights that move by `ratio` of their norm each step, in alternating directions
+        w = w * (1 + ratio * np.where(np.arange(n) % 2 == 0, 1, -1))[:, None]
+        u = None
+    return net_run(g, w, u, loss=falling_loss(seed, n))
+
+
+def test_unstable_with_updates_above_the_weight_norm_fires():
+    [f] = check_code("learning_rate_too_high", _unstable(300, 2.0), curve="unstable")
+    assert f.evidence["median_update_ratio"] > 1 and f.evidence["update_source"] == "update_norm"
+
+
+def test_unstable_with_ordinary_updates_is_silent():
+    assert check_code("learning_rate_too_high", _unstable(300, 1e-3), curve="unstable") == []
+
+
+def test_without_update_norm_the_weight_norm_change_is_the_evidence():
+    [f] = check_code("learning_rate_too_high", _unstable(300, 0.3, with_update=False), curve="unstable")
+    assert f.evidence["update_source"] == "weight_norm_change"
+    assert check_code("learning_rate_too_high", _unstable(300, 1e-4, with_update=False), curve="unstable") == []
+
+
+def test_never_raised_without_update_size_evidence():
+    run = Run(path="x", meta={}, status="finished",
+              scalars=pa.table({"step": np.arange(300), "loss": falling_loss(0, 300)}))
+    with pytest.raises(Skip, match="step size"):
+        check_code("learning_rate_too_high", run, curve="unstable")

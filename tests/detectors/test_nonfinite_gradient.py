@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 from edge_runs import make_run
 from engine_runs import healthy
+from grad_norm_runs import noisy, with_grad_norm
+from gradients_synth import check
 from nonfinite_runs import findings_of, healthy_run
 
 
@@ -81,3 +83,10 @@ def test_null_grad_norm_is_not_a_nan_gradient():
     cols["scalars"]["grad_norm"] = pa.array([None] * 100, pa.float64())
     run = make_run("r", scalars=cols["scalars"])
     assert findings_of("nonfinite_gradient", run) == []
+
+
+def test_nonfinite_gradient_in_a_dozen_line_log():
+    gn = noisy(np.zeros(12), 12, 0)
+    gn[7] = np.nan
+    [f] = check("nonfinite_gradient", with_grad_norm(gn))
+    assert f.step == 7 and f.evidence["logged_steps"] == 12

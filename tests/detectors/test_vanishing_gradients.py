@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
-from gradients_synth import check, healthy_net, make_run
+from gradients_synth import check, falling_loss, healthy_net, make_run
 
 from runlens.detectors import Skip
+from runlens.io.run import Run
 
 
 def vanishing_net(seed: int, n: int = 100, m: int = 8, per_layer: float = 0.5, noise: float = 0.15):
@@ -159,3 +161,82 @@ def test_too_few_trained_modules_are_skipped():
     run.meta["params_outside_optimizer"] = ["l2.weight", "l2.bias"]
     with pytest.raises(Skip, match="the optimizer trains"):
         check("vanishing_gradients", run)
+
+
+def param_run(names, shapes, grad, weight, update=None, loss=None):
+    """A run with arbitrary parameter names/shapes (steps x params matrices)."""
+    n, m = grad.shape
+    meta = [{"name": nm, "index": j, "module": nm.rsplit(".", 1)[0], "shape": sh,
+             "numel": int(np.prod(sh))} for j, (nm, sh) in enumerate(zip(names, shapes, strict=True))]
+    cols = {"step": np.repeat(np.arange(n), m), "layer": pa.array(list(names) * n).dictionary_encode(),
+            "grad_norm": pa.array(grad.ravel(), pa.float32()), "weight_norm": pa.array(weight.ravel(), pa.float32())}
+    if update is not None:
+        cols["update_norm"] = pa.array(update.ravel(), pa.float32())
+    loss = falling_loss(0, n) if loss is None else loss
+    sc = pa.table({"step": np.arange(n), "time": np.arange(n, dtype=float), "loss": loss})
+    return Run(path="x", meta={"layers": meta}, status="finished", scalars=sc, layers=pa.table(cols))
+
+
+def _profile_net(levels, n=200, seed=0):
+    """grad, weight, update of modules whose log10 gradients sit at ``levels``."""
+    m = len(levels)
+    rng = np.random.default_rng(seed)
+    logg = np.asarray(levels)[None, :] + 0.15 * rng.standard_normal((n, m))
+    w = np.full((n, m), 8.0)
+    return 10 ** logg, w, w * 1e-3
+
+
+@pytest.mark.parametrize("depth", [5, 8, 12])
+def test_deep_tanh_stack_first_layer_a_millionth_of_the_last(depth):
+    g, w, u = _profile_net(np.linspace(-6, 0, depth))
+    [f] = check("vanishing_gradients", make_run(g, w, u))
+    assert f.evidence["decades"] >= 4
+
+
+@pytest.mark.parametrize("depth", [5, 8, 12])
+def test_deep_stack_with_a_flat_profile_is_silent(depth):
+    g, w, u = _profile_net(np.zeros(depth) + np.random.default_rng(depth).normal(0, 0.3, depth))
+    assert check("vanishing_gradients", make_run(g, w, u)) == []
+
+
+def _transformer(n, blocks, vanish):
+    """Embedding, blocks of (attn q/k/v/o, LayerNorm weight+bias, mlp), head; log10 grads by block."""
+    names, shapes, levels = ["embed.weight"], [[1000, 64]], [-1.5]  # sparse rows: a small embedding gradient
+    for b in range(blocks):
+        lvl = -vanish * (blocks - 1 - b) / max(blocks - 1, 1)
+        for p in ("q", "k", "v", "o"):
+            names.append(f"blocks.{b}.attn.{p}.weight")
+            shapes.append([64, 64])
+            levels.append(lvl - 0.3)
+        names += [f"blocks.{b}.ln.weight", f"blocks.{b}.ln.bias", f"blocks.{b}.mlp.weight"]
+        shapes += [[64], [64], [256, 64]]
+        levels += [lvl - 2.0, lvl - 2.2, lvl]  # norm gains: tiny vectors, decades below the matrices
+    names.append("head.weight")
+    shapes.append([10, 64])
+    levels.append(0.0)
+    g, w, u = _profile_net(levels, n=n)
+    return param_run(names, shapes, g, w, u)
+
+
+def test_transformer_with_layernorm_attention_and_embedding_is_silent():
+    assert check("vanishing_gradients", _transformer(200, 6, vanish=0.0)) == []
+    assert check("dead_layers", _transformer(200, 6, vanish=0.0)) == []
+
+
+def test_transformer_whose_blocks_vanish_toward_the_input_fires():
+    [f] = check("vanishing_gradients", _transformer(200, 6, vanish=5.0))
+    assert f.evidence["decades"] >= 3
+
+
+def test_recurrent_cell_weights_form_one_module():
+    # weight_ih/weight_hh/bias of one LSTM layer combine into one module per layer of the stack.
+    n, layers = 200, 5
+    names, shapes, levels = [], [], []
+    for k in range(layers):
+        for p, sh in (("weight_ih_l0", [256, 64]), ("weight_hh_l0", [256, 64]), ("bias_ih_l0", [256])):
+            names.append(f"rnn{k}.{p}")
+            shapes.append(sh)
+            levels.append(-1.5 * (layers - 1 - k) - (2 if "bias" in p else 0))
+    g, w, u = _profile_net(levels, n=n)
+    [f] = check("vanishing_gradients", param_run(names, shapes, g, w, u))
+    assert f.evidence["modules"] == layers
