@@ -100,7 +100,7 @@ def _said_roles(imp: Imported) -> Imported:
             roles[col] = {"columns": [src], "how": "column",
                           "why": f"{src!r} is a name the {imp.kind} importer reads as {col}"}
     index = imp.config.get("index_kind", "step")
-    why = f"the steps the {imp.kind} source recorded"
+    why = imp.index_why or f"the steps the {imp.kind} source recorded"
     loss = roles.get("loss", {}).get("columns", [""])[0]
     if loss.rsplit("/", 1)[-1].startswith("epoch_"):  # Keras writes epoch_loss at step = epoch
         index, why = "epoch", f"{loss!r} is logged once per epoch, at the epoch's number"

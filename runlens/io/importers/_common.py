@@ -66,6 +66,7 @@ class Imported:
     name: str | None = None
     seed: int | None = None
     events: list[tuple[int, str, float, str]] = field(default_factory=list)  # (step, kind, value, message)
+    index_why: str | None = None  # why the index is what config["index_kind"] says, when the importer knows
 
 
 def column_name(raw: str) -> str:

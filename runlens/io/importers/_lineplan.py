@@ -191,7 +191,10 @@ class Parser:
             epoch = int(toks[s[0]])
         fields = [(k, float(toks[i]) if i >= 0 else const) for k, i, const in plan.fields]
         partial = f == "bar" and int(toks[s[0]]) < int(toks[s[1]])
-        return Line(step, "", plan.eval_line, epoch, plan.source, partial=partial), fields
+        count = None
+        if f == "mm" or (f in ("counter", "bar") and epoch is not None):
+            count = (int(toks[s[-2]]), int(toks[s[-1]]))
+        return Line(step, "", plan.eval_line, epoch, plan.source, partial=partial, count=count), fields
 
 
 def pattern(plan: Plan, literals: list[str], literal: Callable[[str], str]) -> str:

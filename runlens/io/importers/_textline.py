@@ -118,6 +118,9 @@ class Line:
     # A Keras progress line inside an epoch: its numbers are running means of the epoch so far,
     # which restart every epoch (a sawtooth, not a curve); only the epoch's last line is kept.
     partial: bool = False
+    # ``(i, N)`` of a counter inside an epoch (``200/735``): the text reader tells from these whether
+    # the log keeps one line per epoch, where the epoch, not the counter, is the index.
+    count: tuple[int, int] | None = None
 
 
 def clean(raw: str) -> str:
@@ -282,7 +285,7 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
                         text[m.end():], True, e, "Epoch(val)", formula="last_mm", spans=sp, rest_at=m.end())
         ctx.per_epoch = n
         return Line((e - 1) * n + i - 1, text[m.end():], False, e, "Epoch(train)", formula="mm", spans=sp,
-                    rest_at=m.end())
+                    rest_at=m.end(), count=(i, n))
     if m := _MM_ITER.search(text):
         sp = (m.span(2),)
         if m.group(1).lower() != "train":
@@ -322,7 +325,8 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
                         rest_at=m.end(), partial=bar is not None and i < n)
         ctx.per_epoch = n
         return Line(max((e - 1) * n + i - 1, 0), text[m.end():], ev, e, "epoch+counter", formula=formula,
-                    spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n)
+                    spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n,
+                    count=(i, n))
     if m := _END_OF_EPOCH.search(text):
         e = int(m.group(1))
         step = e * ctx.per_epoch - 1 if ctx.per_epoch else e

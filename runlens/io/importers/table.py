@@ -142,7 +142,7 @@ def reinfer(imp: Imported) -> Imported:
     roles = infer(table, step="step")
     if not signal_roles(roles):
         return imp
-    roles.index_why = f"the steps {imp.kind} recorded"
+    roles.index_why = imp.index_why or f"the steps {imp.kind} recorded"
     out = to_imported(table, roles, imp.source, imp.kind)
     out.warnings = imp.warnings + out.warnings
     out.config = {**imp.config, **out.config}

@@ -58,6 +58,40 @@ class _RunAcc:
         self.last_step: int | None = None
         self.rows = 0
         self.events: list[tuple[int, str, float, str]] = []  # warnings that a NaN loss was skipped
+        # Training lines that close an epoch's counter (``10000/10000``, ``[e][735/735]``): (step, epoch),
+        # the counter totals seen on them, and how many training lines are anything else.
+        self.epoch_ends: list[tuple[int, int]] = []
+        self.totals: set[int] = set()
+        self.other_train = 0
+
+    def tally(self, hit: Line) -> None:
+        """Count a training line as one that closes an epoch's counter, or as any other."""
+        if hit.count is not None and hit.epoch is not None and hit.count[0] == hit.count[1]:
+            self.epoch_ends.append((hit.step, hit.epoch))
+            self.totals.add(hit.count[1])
+        else:
+            self.other_train += 1
+
+    def per_epoch(self) -> int | None:
+        """The counter total ``N`` when the epoch is this run's index, else None.
+
+        A counter ``i/N`` whose ``N`` is the same on every line and that restarts every epoch counts
+        progress within the epoch (Keras counts samples: ``9999/60000``), not optimizer steps. When
+        every training line kept is the one that closes an epoch (``N/N``, the partial ones dropped),
+        the log has one point per epoch: the epoch as logged is the index. Such a line's step was
+        counted as ``e * N - 1``, so the epoch is ``step // N + 1`` on every series alike.
+        """
+        if not self.epoch_ends or self.other_train or len(self.totals) != 1:
+            return None
+        if min(e for _, e in self.epoch_ends) < 1:  # 0-based epochs: the steps were clipped at 0
+            return None
+        return next(iter(self.totals))
+
+    def span(self) -> str:
+        total = self.per_epoch()
+        if total is not None and self.first_step is not None and self.last_step is not None:
+            return f"epochs {self.first_step // total + 1}..{self.last_step // total + 1}"
+        return f"steps {self.first_step}..{self.last_step}"
 
     def put(self, is_eval: bool, column: str, name: str, step: int, value: float) -> None:
         pair = self.series.get((is_eval, column))
@@ -141,6 +175,7 @@ class _Scanner:
                     return 0
                 run.steps, run.fields = run.steps[:k], [(name, v[:k]) for name, v in run.fields]
             self.ctx.last_step = cur.last_step = int(run.steps[-1])
+            cur.other_train += k
         for name, values in run.fields:
             target = self.mapper(name, plan.eval_line)
             pair = cur.series.get(target)
@@ -199,6 +234,7 @@ class _Scanner:
         _put_line(cur, hit, fields, self.mapper)
         cur.last_line = n
         if not hit.eval_line:
+            cur.tally(hit)
             ctx.last_step = hit.step
             cur.first_step = hit.step if cur.first_step is None else cur.first_step
             cur.last_step = hit.step
@@ -267,8 +303,8 @@ def _put_line(cur: _RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: 
 
 
 def _describe(runs: list[_RunAcc]) -> str:
-    parts = [f"run {i} (lines {r.first_line}-{r.last_line}, {r.rows} lines, steps "
-             f"{r.first_step}..{r.last_step})" for i, r in enumerate(runs, 1)]
+    parts = [f"run {i} (lines {r.first_line}-{r.last_line}, {r.rows} lines, {r.span()})"
+             for i, r in enumerate(runs, 1)]
     return "; ".join(parts)
 
 
@@ -303,11 +339,19 @@ def read(source: str | Path, *, step: str | None = None, loss: str | None = None
         warnings.append(f"{skipped} of {n_lines} lines carry no step or no number: skipped")
     acc = runs[chosen - 1]
     imp = Imported(kind="text", source=path, warnings=warnings)
+    total = acc.per_epoch()
     for (is_eval, col), (steps, values) in acc.series.items():
         # No copy: the ndarray keeps the array alive through its buffer, and nothing appends any more.
-        s = Series(np.frombuffer(steps, dtype=np.int64), np.frombuffer(values, dtype=np.float64))
+        at = np.frombuffer(steps, dtype=np.int64)
+        s = Series(at if total is None else at // total + 1, np.frombuffer(values, dtype=np.float64))
         (imp.evals if is_eval else imp.train)[col] = s
     imp.events = list(acc.events)
+    if total is not None:
+        imp.events = [(step // total + 1, kind, value, text) for step, kind, value, text in acc.events]
+        first, last = (acc.first_step or 0) // total + 1, (acc.last_step or 0) // total + 1
+        imp.config["index_kind"] = "epoch"
+        imp.index_why = (f"the counter i/{total} starts again every epoch and every training line kept closes "
+                         f"an epoch ({total}/{total}): the epochs as logged ({first}..{last}) are the index")
     imp.config["log_style"] = dict(markers.most_common())
     imp.config["import_fields"] = {col: acc.names[col] for (_, col) in acc.series if col in acc.names}
     imp.config["text_lines"] = {"read": n_lines, "skipped": skipped + partial, "runs": len(runs), "run": chosen}
