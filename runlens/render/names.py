@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 
@@ -23,9 +24,10 @@ def distinct_names(runs: Sequence[tuple[str, str]]) -> list[str]:
             tails = ["/".join(parts[i][-depth:]) for i in members]
             if len(set(tails)) == len(tails) or depth == longest:
                 break
+        shared = Counter(tails)
         seen: dict[str, int] = {}
         for i, tail in zip(members, tails, strict=True):
             seen[tail] = seen.get(tail, 0) + 1
-            suffix = f" #{seen[tail]}" if tails.count(tail) > 1 else ""
+            suffix = f" #{seen[tail]}" if shared[tail] > 1 else ""
             labels[i] = f"{name} ({tail}{suffix})"
     return labels
