@@ -89,34 +89,23 @@ def scalar_column(run: Run, names: Iterable[str], table: str = "scalars") -> tup
 
 def train_loss_at(loss: Series, at: np.ndarray) -> np.ndarray:
     """The median training loss over the steps since the previous evaluation, for each step of ``at``
-    (NaN where no training step was logged in that window)."""
-    if len(loss.steps) > 1 and np.all(np.diff(loss.steps) >= 0):
-        return _train_loss_at_sorted(loss, np.asarray(at))
-    out = np.full(len(at), np.nan)
-    prev = -np.inf
-    for i, s in enumerate(at):
-        sel = (loss.steps > prev) & (loss.steps <= s)
-        if not sel.any():  # sparse logging: the nearest earlier training loss
-            sel = loss.steps <= s
-            if sel.any():
-                out[i] = loss.values[np.flatnonzero(sel)[-1]]
-        else:
-            out[i] = float(np.median(loss.values[sel]))
-        prev = s
-    return out
+    (NaN where no training step was logged in that window).
 
-
-def _train_loss_at_sorted(loss: Series, at: np.ndarray) -> np.ndarray:
-    """:func:`train_loss_at` for steps in order: each window is a slice found by bisection, so a
+    The loss is sorted by step once and each window is a slice found by bisection, so a
     million-step loss with a thousand evaluations is not scanned a thousand times."""
+    at = np.asarray(at)
+    order = np.argsort(loss.steps, kind="stable")
+    steps, values = loss.steps[order], loss.values[order]
+    # "nearest earlier" is the latest logged of the steps up to s, as the log was written
+    latest = np.maximum.accumulate(order) if len(order) else order
     out = np.full(len(at), np.nan)
-    hi = np.asarray(np.searchsorted(loss.steps, at, side="right"))
-    lo = np.asarray(np.searchsorted(loss.steps, np.r_[-np.inf, at[:-1]], side="right")) if len(at) else hi
+    hi = np.asarray(np.searchsorted(steps, at, side="right"))
+    lo = np.asarray(np.searchsorted(steps, np.r_[-np.inf, at[:-1]], side="right")) if len(at) else hi
     for i in range(len(at)):
         if lo[i] < hi[i]:
-            out[i] = float(np.median(loss.values[lo[i]:hi[i]]))
+            out[i] = float(np.median(values[lo[i]:hi[i]]))
         elif hi[i] > 0:  # sparse logging: the nearest earlier training loss
-            out[i] = loss.values[hi[i] - 1]
+            out[i] = loss.values[latest[hi[i] - 1]]
     return out
 
 
