@@ -24,6 +24,11 @@ bookkeeping, never from the values:
   open (callers that imported the function before that are not seen: their
   clipping bumps the versions and falls to the pass).
 
+The shortcut is confirmed once per run against the pass: a GradScaler
+the recorder was not given (``scaler=``) unscales without a version bump
+and without the recorder knowing its scale, so the first applied norm
+the two disagree on turns the shortcut off for the rest of the run.
+
 Anything else (a second clip, clipping a subset, ``p.grad = ...``, low
 precision gradients, sharded parameters) keeps the pass in the optimizer's
 step pre-hook. Not seen at all: writes that bypass version counters
@@ -56,6 +61,7 @@ class Same:
 
     cap: Any
     clip: Clip | None = None
+    check: torch.Tensor | None = None  # the pass, taken once to confirm the shortcut (see AppliedWatch.trusted)
 
 
 def versions(grads: Sequence[torch.Tensor]) -> list[int]:
@@ -68,6 +74,7 @@ class AppliedWatch:
     def __init__(self, params: Sequence[torch.Tensor], enabled: bool) -> None:
         self.params = list(params)
         self.enabled = enabled
+        self.trusted: bool | None = None  # None until the shortcut was confirmed against the pass
         self.clear()
         if enabled:
             _register(self)

@@ -142,11 +142,11 @@ class StepMath:
         """The global L2 norm of the gradients as they are now (in the optimizer's step pre-hook:
         after clipping and unscaling), on the device; None when no parameter has one. A
         :class:`~recorders._torch_applied.Same` instead when it follows from ``cap`` (no pass)."""
-        same = self.watch.applied(cap)
+        same = self.watch.applied(cap) if self.watch.trusted is not False else None
         self.watch.clear()  # the gradients are not held past the optimizer step
-        if same is not None:
-            return same
-        return self._applied_pass()
+        if same is not None and self.watch.trusted is None:
+            same.check = self._applied_pass()
+        return same if same is not None else self._applied_pass()
 
     def _applied_pass(self) -> torch.Tensor | None:
         grads = [p.grad for p in self.params]
@@ -180,6 +180,8 @@ class StepMath:
             batch.put("pre", pre.norms)
         if isinstance(applied, Same):
             _put_same(batch, applied, pre)
+            if applied.check is not None:
+                batch.put("applied", applied.check)
         elif applied is not None:
             batch.put("applied", applied)
         if layer_step and pre is not None and self.params:
@@ -196,7 +198,13 @@ class StepMath:
             used, res.step_skipped = scale(nonfinite if pre is not None else None)
             res.loss_scale = used
         if isinstance(applied, Same):
-            res.grad_norm_applied = _same_norm(applied, host, host["pre"] if applied.cap is pre else None, used)
+            same = _same_norm(applied, host, host["pre"] if applied.cap is pre else None, used)
+            if applied.check is None:
+                res.grad_norm_applied = same
+            else:  # the pass's norm stands; the shortcut is kept only if it agrees (NaN agrees with NaN)
+                ref = res.grad_norm_applied
+                self.watch.trusted = ref is not None and (math.isclose(same, ref, rel_tol=1e-5, abs_tol=1e-30)
+                                                          or (math.isnan(same) and math.isnan(ref)))
         divisor = used if pre is not None and pre.at_backward else 1.0
         self._fill(res, host, pre, pre_norms, divisor, numbers.get("user_norm"))
         return res

@@ -81,11 +81,12 @@ def _train(run, how: str, layers_every: int, passes) -> tuple[Recorder, list[flo
     object.__setattr__(model, "twin", nn.Linear(6, 2))  # not a submodule: not recorded
     scaler = (torch.amp.GradScaler("cpu", init_scale=2.0 ** 8, growth_interval=1000)
               if how.startswith("scaler") else None)
+    told = None if how == "scaler_untold" else scaler  # a loop that does not hand its scaler to the recorder
     passes["model"] = model
     truth, counts = [], []
     # The truth: the gradients as optimizer.step() sees them (after GradScaler.step unscaled them).
     opt.register_step_pre_hook(lambda *_: truth.append(_global(model)))
-    with Recorder(run, model, opt, layers_every=layers_every, scaler=scaler, **QUIET) as rec:
+    with Recorder(run, model, opt, layers_every=layers_every, scaler=told, **QUIET) as rec:
         for _ in range(STEPS):
             passes["n"] = 0
             opt.zero_grad()
@@ -105,10 +106,13 @@ def _train(run, how: str, layers_every: int, passes) -> tuple[Recorder, list[flo
 @pytest.mark.parametrize("layers_every", [1, 2])
 @pytest.mark.parametrize(("how", "per_step"), [
     ("nothing", 1), ("other_model", 1), ("clip", 1), ("clip_loose", 1), ("scaler", 1), ("scaler_clip", 1),
-    ("clip_subset", 2), ("clip_twice", 2), ("in_place", 2), ("reassigned", 2)])
+    ("clip_subset", 2), ("clip_twice", 2), ("in_place", 2), ("reassigned", 2), ("scaler_untold", 2)])
 def test_applied_norm_and_gradient_passes_per_step(tmp_path, passes, how, per_step, layers_every):
     rec, truth, counts = _train(tmp_path / "run", how, layers_every, passes)
-    assert counts == [per_step] * STEPS
+    # The shortcut is confirmed against the pass on the first step it applies to (one pass more, once);
+    # an untold scaler's unscale makes them disagree, and the pass stays from then on.
+    first = per_step + 1 if per_step == 1 else per_step
+    assert counts == [first] + [per_step] * (STEPS - 1)
     s = read_table(rec.run_dir, "scalars").sort_by("step").to_pydict()
     assert s["grad_norm_applied"] == pytest.approx(truth, rel=1e-6)
     if how in ("clip", "scaler_clip", "clip_twice"):  # clipping really ran: the two columns differ
