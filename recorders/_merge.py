@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 REPLACES_KEY = b"runlens.replaces"
-#: Rows decoded from one part at most; compaction writes parts of 2,000,000 (the engine's
-#: documented limit, ``runlens.io.bounded.MAX_PART_ROWS``, is this number).
+#: Rows decoded from one part at most (20M; compaction itself writes parts of 2,000,000 rows).
+#: The engine's documented limit, ``runlens.io.bounded.MAX_PART_ROWS``, is this same number.
 MAX_PART_ROWS = 20_000_000
 #: Values per decoded batch (rows times columns): 128 MB of float64, so a part of 10,000 columns
 #: is decoded 1,677 rows at a time and one of 5 columns in batches of 3.3M rows.

@@ -114,14 +114,6 @@ def special_kind(mode: int) -> str | None:
     return next((word for test, word in _KINDS if test(mode)), "not a regular file")
 
 
-def is_regular(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a regular file (symlinks followed); never raises."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
-
-
 def read_regular(path: str | os.PathLike[str], limit: int, error: type[Exception] = OSError) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them.
 
