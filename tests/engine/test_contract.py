@@ -158,7 +158,7 @@ def test_missing_requirements_skip_with_a_reason():
 
 
 #: Codes no sample run has the fault for, and the synthetic firing tests that cover them instead.
-SYNTHETIC_ONLY = {"grad_norm_spike": "tests/detectors/test_gradients_architectures.py",
+SYNTHETIC_ONLY = {"grad_norm_spike": "tests/detectors/test_grad_norm_spike.py",
                   "unreadable_data": "tests/detectors/test_unreadable_data.py"}
 
 

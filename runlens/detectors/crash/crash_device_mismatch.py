@@ -47,7 +47,7 @@ class CrashDeviceMismatch(CrashDetector):
         ``Placeholder storage has not been allocated on MPS device!``;
         ``Attempting to deserialize object on a CUDA device but
         torch.cuda.is_available() is False`` (torch/serialization.py). The
-        full table is ``tests/engine/test_crash_wordings.py``.
+        full table is ``tests/detectors/crash_cases.py``.
 
     What to try:
         1. Move inputs and targets to the model's device every step.

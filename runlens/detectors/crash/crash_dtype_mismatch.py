@@ -57,7 +57,7 @@ class CrashDtypeMismatch(CrashDetector):
         to index tensor of type LongTensor`` (Onehot.cpp); ``"op" not
         implemented for 'Half'`` (Dispatch.h); ``cannot be converted to
         type ... without overflow``. The full table is
-        ``tests/engine/test_crash_wordings.py``.
+        ``tests/detectors/crash_cases.py``.
 
     What to try:
         1. Convert at the data boundary: ``x.float()`` for inputs from

@@ -52,7 +52,7 @@ class CrashOom(CrashDetector):
         allocated: ..., max allowed: ...). Tried to allocate ...``
         (aten/src/ATen/mps/MPSAllocator.mm); ``CUBLAS_STATUS_ALLOC_FAILED``;
         ``CUDA error: out of memory``. The full table, with the file each
-        wording comes from, is ``tests/engine/test_crash_wordings.py``.
+        wording comes from, is ``tests/detectors/crash_cases.py``.
 
     What to try:
         1. Reduce the batch size; keep the effective batch with gradient

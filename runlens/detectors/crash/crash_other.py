@@ -35,7 +35,7 @@ class CrashOther(CrashDetector):
         TensorAdvancedIndexing.cpp), ``Target 5 is out of bounds.``
         (LossNLL.cpp), ``device-side assert triggered``, autograd's ``does
         not have a grad_fn`` and ``modified by an inplace operation``. The
-        full table is ``tests/engine/test_crash_wordings.py``.
+        full table is ``tests/detectors/crash_cases.py``.
 
     What to try:
         1. Read the last frames of ``error.traceback`` in run.json.

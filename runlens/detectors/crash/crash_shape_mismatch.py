@@ -57,7 +57,7 @@ class CrashShapeMismatch(CrashDetector):
         expects each tensor to be equal size`` (TensorShape.cpp);
         ``Dimension out of range`` (c10/core/WrapDimMinimal.cpp); a state
         dict's ``size mismatch for``. The full table is
-        ``tests/engine/test_crash_wordings.py``.
+        ``tests/detectors/crash_cases.py``.
 
     What to try:
         1. Print ``x.shape`` before the failing layer and compare it with
