@@ -12,7 +12,6 @@ import dataclasses
 import difflib
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -148,21 +147,22 @@ def skip_loose(path: str, exc: Exception) -> None:
 
 # -- several runs in one log --------------------------------------------------
 
-# The importers' own words for a log they split into runs ("2 runs in one log", "the log holds 3 runs"):
-# the table reader says how many only in this note, the text reader also in config["text_lines"].
-_RUNS_NOTE = re.compile(r"\b(\d+) runs in one log\b|\bthe log holds (\d+) runs\b")
 _SEVERITY_ORDER = {None: 0, "info": 1, "warning": 2, "error": 3}
 
 
 def runs_in_log(config: dict) -> int:
-    """How many runs the importer told apart in the log a run's ``config`` came from (1: one, or a run dir)."""
-    lines = config.get("text_lines")
-    if isinstance(lines, dict) and isinstance(lines.get("runs"), int):
-        return lines["runs"]
-    for note in config.get("import_warnings") or ():
-        if m := _RUNS_NOTE.search(str(note)):
-            return int(m.group(1) or m.group(2))
-    return 1
+    """How many runs the importer told apart in the source a run's ``config`` came from (1: one, or a run
+    dir): ``config["import_runs"]["count"]``, which every importer that splits a source writes."""
+    runs = config.get("import_runs")
+    count = runs.get("count") if isinstance(runs, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 1 else 1
+
+
+def _split_note(config: object) -> str | None:
+    """The import warning in which the importer said it split the source (left out of the listing)."""
+    runs = config.get("import_runs") if isinstance(config, dict) else None
+    note = runs.get("note") if isinstance(runs, dict) else None
+    return note if isinstance(note, str) and note else None
 
 
 def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str, Any] | None = None,
@@ -199,7 +199,7 @@ def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str
     if worst is None or first is None:
         raise judged[-1][1] or RuntimeError("no run of the log was judged")
     entries = [_entry(i, d, err, i == shown) for i, (d, err) in enumerate(judged, 1)]
-    return _as_worst(first, shown, n, entries), entries, worst
+    return _as_worst(first, shown, n, entries, _split_note(worst.meta.get("config"))), entries, worst
 
 
 def _rank(diagnosis: Diagnosis) -> tuple[int, bool]:
@@ -234,8 +234,10 @@ def _entry(index: int, diagnosis: Diagnosis | None, error: Exception | None, sho
             "severity": diagnosis.worst_severity, "reported": shown, "headline": diagnosis.headline}
 
 
-def _as_worst(diagnosis: Diagnosis, shown: int, n: int, entries: list[dict]) -> Diagnosis:
-    """The worst run's diagnosis, its headline naming it and its first warning listing every run."""
+def _as_worst(diagnosis: Diagnosis, shown: int, n: int, entries: list[dict], split_note: str | None = None,
+              ) -> Diagnosis:
+    """The worst run's diagnosis, its headline naming it and its first warning listing every run (which
+    replaces the importer's own ``split_note``)."""
     def item(e: dict) -> str:
         if "error" in e:
             return f"run {e['index']}: not read ({e['error']})"
@@ -245,7 +247,7 @@ def _as_worst(diagnosis: Diagnosis, shown: int, n: int, entries: list[dict]) -> 
 
     note = (f"the log holds {n} runs, each judged: " + "; ".join(item(e) for e in entries)
             + "; --run N analyzes one of them")
-    warnings = tuple(w for w in diagnosis.warnings if not _RUNS_NOTE.search(w))
+    warnings = tuple(w for w in diagnosis.warnings if not (split_note and w.endswith(split_note)))
     alike = len({(e["severity"], e["verdict"] not in ("healthy", "insufficient_data"))
                  for e in entries if "error" not in e}) == 1
     which = "the last; none is worse" if alike else "the worst"

@@ -69,6 +69,21 @@ class Imported:
     index_why: str | None = None  # why the index is what config["index_kind"] says, when the importer knows
 
 
+def record_runs(config: dict[str, Any], runs: Sequence[tuple[str, Sequence[int] | None]], chosen: int,
+                note: str) -> None:
+    """Say in ``config["import_runs"]`` that the source holds several runs and which one was read.
+
+    ``runs`` is each run's label and ``(first, last)`` step (None when the importer does not know it
+    without reading the run); ``note`` is the import warning that says the same in words. This is the
+    one place a command learns how many runs a log holds (``runlens analyze`` judges each).
+    """
+    config["import_runs"] = {
+        "count": len(runs), "read": chosen, "note": note,
+        "runs": [{"index": i, "label": label, "steps": None if steps is None else [int(steps[0]), int(steps[1])]}
+                 for i, (label, steps) in enumerate(runs, 1)],
+    }
+
+
 def column_name(raw: str) -> str:
     """A metric name made safe as a Parquet column (``train/acc`` -> ``train_acc``)."""
     name = re.sub(r"[^0-9A-Za-z_]+", "_", raw).strip("_") or "value"

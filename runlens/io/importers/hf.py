@@ -30,7 +30,15 @@ from typing import Any
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import bounded_int, in_int64, is_int, loads_json
-from runlens.io.importers._common import Imported, Series, as_float, column_name, require_file, val_set_column
+from runlens.io.importers._common import (
+    Imported,
+    Series,
+    as_float,
+    column_name,
+    record_runs,
+    require_file,
+    val_set_column,
+)
 
 _SKIP = frozenset({"step", "epoch", "total_flos"})
 _TRAIN_ROLES = {"loss": "loss", "learning_rate": "lr", "grad_norm": "grad_norm"}
@@ -159,9 +167,13 @@ class _ConsoleRun:
         return (self.ended or (bar is not None and self.bar is not None and bar < self.bar)
                 or (epoch is not None and self.epoch is not None and epoch < self.epoch))
 
-    def describe(self, index: int) -> str:
+    def steps(self) -> tuple[int, int] | None:
         steps = self.log.train.get("loss") or next(iter(self.log.train.values()), ([], []))
-        span = f"steps {steps[0][0]}..{steps[0][-1]}" if steps[0] else "no training line"
+        return (steps[0][0], steps[0][-1]) if steps[0] else None
+
+    def describe(self, index: int) -> str:
+        steps = self.steps()
+        span = f"steps {steps[0]}..{steps[1]}" if steps else "no training line"
         return f"run {index} (lines {self.first_line}-{self.last_line}, {self.n_train} training dicts, {span})"
 
 
@@ -226,10 +238,14 @@ def read_console(path: Path, *, logging_steps: int | None = None, run: int | Non
     if not 1 <= chosen <= len(runs):
         raise ImportFailedError(f"{path}: --run {run}: the log holds {len(runs)} run(s): {listed}")
     warnings = []
+    config: dict[str, Any] = {"step_convention": "the log's own step (the progress bar's count, else line n * "
+                                                  "logging_steps)"}
     if len(runs) > 1:
         warnings.append(f"the log holds {len(runs)} runs (a second '{_BANNER}', or the progress bar or epoch "
                         f"started again): {listed}; imported run {chosen} "
                         f"({'the last' if run is None else 'as asked'}); pick another with --run N")
+        record_runs(config, [(f"lines {r.first_line}-{r.last_line}", r.steps()) for r in runs], chosen,
+                    warnings[-1])
     cur = runs[chosen - 1]
     if bad:
         warnings.append(f"{bad} log dicts that could not be parsed: skipped")
@@ -240,7 +256,6 @@ def read_console(path: Path, *, logging_steps: int | None = None, run: int | Non
                "logging_steps unknown: step = index of the log line (to fix: runlens import hf LOG OUT_RUN "
                "--logging-steps N, then analyze OUT_RUN)")
         warnings.append(f"console lines carry no step; {how}; eval lines take the step of the log line before")
-    config: dict[str, Any] = {"step_convention": "the log's own step (the progress bar's count, else line n * logging_steps)"}
     if logging_steps:
         config["logging_steps"] = logging_steps
     return _finish(cur.log, path, "hf", warnings, config)

@@ -20,7 +20,7 @@ import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64, load_yaml
-from runlens.io.importers._common import Imported, Series
+from runlens.io.importers._common import Imported, Series, record_runs
 from runlens.io.importers._names import Mapper
 
 
@@ -107,6 +107,7 @@ def read(source: str | Path, *, loss: str | None = None, val_loss: str | None = 
         names = ", ".join(f"{i} {_meta(r).get('run_name') or r.name}" for i, r in enumerate(runs, 1))
         imp.warnings.append(f"the store holds {len(runs)} runs ({names}); imported run {chosen} "
                             f"({folder.name}); pick another with --run N")
+        record_runs(imp.config, [(_meta(r).get("run_name") or r.name, None) for r in runs], chosen, imp.warnings[-1])
     fields: dict[str, str] = {}
     mapper = Mapper(loss, val_loss)
     for path in sorted(p for p in (folder / "metrics").rglob("*") if p.is_file()):

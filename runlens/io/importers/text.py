@@ -29,12 +29,13 @@ import re
 from array import array
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
-from runlens.io.importers._common import Imported, Series, require_file
+from runlens.io.importers._common import Imported, Series, record_runs, require_file
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
@@ -87,11 +88,20 @@ class _RunAcc:
             return None
         return next(iter(self.totals))
 
-    def span(self) -> str:
+    def steps(self) -> tuple[int, int] | None:
+        """The run's first and last step as the run is read (epochs when the epoch is its index)."""
+        if self.first_step is None or self.last_step is None:
+            return None
         total = self.per_epoch()
-        if total is not None and self.first_step is not None and self.last_step is not None:
-            return f"epochs {self.first_step // total + 1}..{self.last_step // total + 1}"
-        return f"steps {self.first_step}..{self.last_step}"
+        if total is None:
+            return self.first_step, self.last_step
+        return self.first_step // total + 1, self.last_step // total + 1
+
+    def span(self) -> str:
+        steps = self.steps()
+        if steps is None:
+            return "no training step"
+        return f"{'epochs' if self.per_epoch() is not None else 'steps'} {steps[0]}..{steps[1]}"
 
     def put(self, is_eval: bool, column: str, name: str, step: int, value: float) -> None:
         pair = self.series.get((is_eval, column))
@@ -320,6 +330,7 @@ def read(source: str | Path, *, step: str | None = None, loss: str | None = None
             "no line carries a training step (step/iter/iteration N, Epoch e/N, [N/M], s:N) with a number")
         raise ImportFailedError(f"{path}: not a training log: {hint} ({n_lines} lines read)")
     warnings: list[str] = []
+    config: dict[str, Any] = {}
     chosen = len(runs) if run is None else run
     if not 1 <= chosen <= len(runs):
         raise ImportFailedError(f"{path}: --run {run}: the log holds {len(runs)} run(s): {_describe(runs)}")
@@ -328,6 +339,7 @@ def read(source: str | Path, *, step: str | None = None, loss: str | None = None
         warnings.append(f"the log holds {len(runs)} runs (the step went back to its start, or a second "
                         f"'Epoch 1/N'): {_describe(runs)}; imported run {chosen} ({which}); "
                         "pick another with --run N")
+        record_runs(config, [(f"lines {r.first_line}-{r.last_line}", r.steps()) for r in runs], chosen, warnings[-1])
     beyond = markers.pop("_beyond", 0)
     if beyond:
         warnings.append(f"{beyond} line(s) with a step beyond what a 64-bit integer holds: skipped")
@@ -338,7 +350,7 @@ def read(source: str | Path, *, step: str | None = None, loss: str | None = None
     if skipped:
         warnings.append(f"{skipped} of {n_lines} lines carry no step or no number: skipped")
     acc = runs[chosen - 1]
-    imp = Imported(kind="text", source=path, warnings=warnings)
+    imp = Imported(kind="text", source=path, warnings=warnings, config=config)
     total = acc.per_epoch()
     for (is_eval, col), (steps, values) in acc.series.items():
         # No copy: the ndarray keeps the array alive through its buffer, and nothing appends any more.

@@ -23,7 +23,7 @@ from pathlib import Path
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import bounded_int, bounded_steps, loads_json
 from runlens.io.importers import csv as _csv
-from runlens.io.importers._common import Imported, Series, require_file
+from runlens.io.importers._common import Imported, Series, record_runs, require_file
 from runlens.io.importers._names import Mapper
 
 _COL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<band>__MIN|__MAX)?$")
@@ -48,10 +48,11 @@ def _export(path: Path, *, step: str | None, loss: str | None, val_loss: str | N
     chosen = len(names) if run is None else run
     if not 1 <= chosen <= len(names):
         raise ImportFailedError(f"{path}: --run {run}: the export holds {len(names)} run(s): {', '.join(names)}")
+    imp = Imported(kind="wandb", source=path, warnings=warnings, name=names[chosen - 1])
     if len(names) > 1:
         warnings.append(f"the export holds {len(names)} runs ({', '.join(f'{i} {n}' for i, n in enumerate(names, 1))}); "
                         f"imported run {chosen} ({names[chosen - 1]}); pick another with --run N")
-    imp = Imported(kind="wandb", source=path, warnings=warnings, name=names[chosen - 1])
+        record_runs(imp.config, [(n, None) for n in names], chosen, warnings[-1])
     # A step beyond int64 (or missing, or negative) is -1 here: its rows are skipped, with a warning.
     bounded = iter(bounded_steps([s for s in cols[step_col] if s is not None], repr(step_col), warnings).tolist())
     steps = [None if s is None else next(bounded) for s in cols[step_col]]

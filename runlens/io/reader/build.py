@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.importers._common import Imported, Series, column_name, val_set_column
+from runlens.io.importers._common import Imported, Series, column_name, record_runs, val_set_column
 from runlens.io.reader.names import is_val, tokens
 from runlens.io.reader.roles import Pick, Roles
 from runlens.io.reader.table import Table
@@ -74,7 +74,7 @@ def _steps(table: Table, roles: Roles) -> tuple[np.ndarray, np.ndarray]:
     return np.where(ok, values, 0).astype(np.int64), ok
 
 
-def _choose_run(steps: np.ndarray, loss_rows: np.ndarray, notes: list[str], run: int | None) -> tuple[int, int]:
+def _choose_run(steps: np.ndarray, loss_rows: np.ndarray, imp: Imported, run: int | None) -> tuple[int, int]:
     runs = segments(steps)
     if run is not None and not 1 <= run <= len(runs):
         raise ImportFailedError(f"--run {run}: the log holds {len(runs)} run(s)")
@@ -86,9 +86,11 @@ def _choose_run(steps: np.ndarray, loss_rows: np.ndarray, notes: list[str], run:
     else:  # the last run long enough to judge (a relaunch that died at once is not the run)
         pick = max((i for i, n in enumerate(sizes) if n >= 3), default=int(np.argmax(sizes)))
     a, b = runs[pick]
-    notes.append(f"{len(runs)} runs in one log (the step counter starts again at rows "
-                 f"{', '.join(str(r[0]) for r in runs[1:])}): read run {pick + 1}, steps {steps[a]}..{steps[b - 1]}; "
-                 "--run N reads another")
+    note = (f"{len(runs)} runs in one log (the step counter starts again at rows "
+            f"{', '.join(str(r[0]) for r in runs[1:])}): read run {pick + 1}, steps {steps[a]}..{steps[b - 1]}; "
+            "--run N reads another")
+    imp.warnings.append(note)
+    record_runs(imp.config, [(f"rows {x}-{y - 1}", (steps[x], steps[y - 1])) for x, y in runs], pick + 1, note)
     return a, b
 
 
@@ -100,7 +102,7 @@ def to_imported(table: Table, roles: Roles, source: Path, kind: str, *, run: int
         imp.warnings.append(f"{int((~has_step).sum())} rows without a {roles.index!r} value: not read")
     loss_pick = roles.get("loss")
     loss_rows = _combined(table, loss_pick)[1] & has_step if loss_pick else has_step
-    a, b = _choose_run(steps[has_step], loss_rows[has_step], imp.warnings, run)
+    a, b = _choose_run(steps[has_step], loss_rows[has_step], imp, run)
     rows = np.flatnonzero(has_step)[a:b]
     for pick in roles.picks:
         values, present = _combined(table, pick)
