@@ -20,7 +20,7 @@ import dataclasses
 import os
 import warnings as pywarnings
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -32,11 +32,8 @@ from runlens.errors import UsageError
 from runlens.io.loader import load_run
 from runlens.io.run import Run
 from runlens.io.runmeta import one_line
-from runlens.signals import signals_of
+from runlens.signals import Signals, signals_of
 from runlens.summary import headline, run_numbers, verdict_step
-
-if TYPE_CHECKING:
-    pass
 
 # What the signals the context always carries read, and what the key numbers read
 # (``runlens.summary``), whatever detectors run.
@@ -80,24 +77,38 @@ def analyze(run_or_path: Run | str | os.PathLike[str], *,
     # The curve's own finding marks where the failure starts: the same step as headline and chart.
     ordered = tuple(dataclasses.replace(f, step=at) if f.code == curve.label and at is not None else f
                     for f in ordered)
-    facts = facts_of(run)
+    facts = facts_of(run, signals)
     return Diagnosis(**facts, curve=curve, findings=ordered,
                      warnings=(*run.warnings, *notes), outcomes=tuple(outcomes),
                      headline=headline(run.status, curve, ordered, facts["key_numbers"], at), verdict_step=at)
 
 
-def facts_of(run: Run) -> dict[str, Any]:
-    """The run's facts a :class:`Diagnosis` keeps, as plain values (its key numbers included),
-    so nothing downstream holds the run's tables. run.json's per-layer ``layers`` list stays out:
-    it can be long, and only a report shows it (from the signals)."""
+class RunFacts(TypedDict):
+    """The run's facts a :class:`Diagnosis` keeps (keyword arguments of ``Diagnosis``)."""
+
+    path: str
+    name: str
+    status: str
+    run_id: str
+    step_range: tuple[int, int] | None
+    meta: dict[str, Any]
+    reading_warnings: tuple[str, ...]
+    key_numbers: dict[str, Any]
+
+
+def facts_of(run: Run, signals: Signals | None = None) -> RunFacts:
+    """The run's facts a :class:`Diagnosis` keeps, as plain values (its key numbers, read from
+    ``signals``, included), so nothing downstream holds the run's tables. run.json's per-layer
+    ``layers`` list stays out: it can be long, and only a report shows it (from the signals).
+    Without ``signals`` (a Diagnosis built by hand) they are computed here."""
     steps = run.steps("scalars")
-    return {
-        "path": run.path, "name": run.name, "status": run.status, "run_id": run.run_id,
-        "step_range": (int(steps.min()), int(steps.max())) if len(steps) else None,
-        "meta": {k: v for k, v in run.meta.items() if k != "layers"},
-        "reading_warnings": tuple(run.warnings),
-        "key_numbers": run_numbers(signals_of(run), run),
-    }
+    return RunFacts(
+        path=run.path, name=run.name, status=run.status, run_id=run.run_id,
+        step_range=(int(steps.min()), int(steps.max())) if len(steps) else None,
+        meta={k: v for k, v in run.meta.items() if k != "layers"},
+        reading_warnings=tuple(run.warnings),
+        key_numbers=run_numbers(signals if signals is not None else signals_of(run), run),
+    )
 
 
 def projection(detectors: Iterable[Detector]) -> dict[str, list[str]]:
