@@ -1,7 +1,7 @@
 """The audit as one self-contained HTML page: a sortable-looking table, no external assets.
 
 Names link to the per-run reports when the audit wrote them (``--reports``).
-The template only displays: the cells are formatted in ``audit_cells``.
+The template only displays: the cells are formatted in :mod:`runlens.render.audit.cells`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 _MAX_NAME = 40
 _MAX_FINDINGS = 48
-# The severity cell's colour (``--color``); the same marks as ``runlens.render.text``.
+# The severity cell's colour (``--color``); the same marks as ``runlens.render.report.text``.
 _ANSI = {"unreadable": "\033[1;31m", "error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
 _RESET = "\033[0m"
 
