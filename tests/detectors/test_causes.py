@@ -11,7 +11,7 @@ from nonfinite_runs import healthy_run, nan_loss_at
 
 from runlens import analyze
 from runlens.analysis import _order
-from runlens.detectors._causes import LINKS, order_by_cause, roots
+from runlens.detectors._causes import LINKS, causes_of, order_by_cause, roots
 from runlens.detectors.catalog import documented
 from runlens.diagnosis import CurveVerdict, Finding
 
@@ -129,3 +129,24 @@ def test_findings_are_ordered_by_severity_then_cause_first():
         for cause in f.evidence.get("caused_by", ()):
             assert position[cause] < i or found[position[cause]].severity != f.severity, (cause, f.code)
     assert found[-1].code == "no_validation"
+
+
+def _finding(code: str, **evidence) -> Finding:
+    return Finding(code=code, severity="warning", title=code, evidence=evidence)
+
+
+def test_collapsed_weights_make_underfitting_the_cause_of_the_starved_gradients():
+    under = _finding("underfitting", weight_norm_ratio=1e-3)
+    present = {f.code: f for f in (under, _finding("vanishing_gradients"), _finding("dead_layers"),
+                                   _finding("loss_at_chance"))}
+    assert causes_of(present["vanishing_gradients"], present) == ["underfitting"]
+    assert causes_of(present["dead_layers"], present) == ["underfitting"]
+    assert "underfitting" in causes_of(present["loss_at_chance"], present)
+    assert causes_of(under, present) == []
+
+
+def test_intact_weights_keep_the_starved_gradients_as_the_cause():
+    under = _finding("underfitting", weight_norm_ratio=0.8)
+    present = {f.code: f for f in (under, _finding("vanishing_gradients"), _finding("loss_at_chance"))}
+    assert causes_of(under, present) == ["vanishing_gradients", "loss_at_chance"]
+    assert causes_of(present["vanishing_gradients"], present) == []

@@ -10,8 +10,8 @@ Before a verdict is checked, the measurements must show the class's ground
 truth (``heldout_runs.TRUTH``: the generator's own criteria of
 ``benchmarks/heldout/criteria.py``, written without reading any detector,
 and stated measurements). Only the NaN pair, robust by construction, trains
-here. The synthetic-series counterparts are ``test_curve_*``, ``test_loss_*``
-and ``test_gradients_*``.
+here. The synthetic-series counterparts are in each detector's own test file
+(``curve/`` for the curve labels).
 """
 
 from __future__ import annotations

@@ -142,3 +142,43 @@ def test_never_raised_without_update_size_evidence():
               scalars=pa.table({"step": np.arange(300), "loss": falling_loss(0, 300)}))
     with pytest.raises(Skip, match="step size"):
         check_code("learning_rate_too_high", run, curve="unstable")
+
+
+def _after_raise(n: int, seed: int) -> np.ndarray:
+    """Healthy until 0.5 n, then jumps well above the start and bounces there."""
+    rng = np.random.default_rng(seed)
+    x = healthy(n, seed)
+    t = np.arange(n)
+    return np.where(t >= n // 2, 4.0 * np.exp(0.3 * rng.standard_normal(n)), x)
+
+
+def _lr_findings(x: np.ndarray, lr: np.ndarray):
+    run = make_run(x, lr=lr)
+    return list(LearningRateTooHigh().check(run, Context(curve=classify(run))))
+
+
+@pytest.mark.parametrize("n", [300, 3000])
+def test_fires_when_the_curve_went_wrong_right_after_a_step_raise_of_the_rate(n):
+    t = np.arange(n)
+    for seed in range(5):
+        x = _after_raise(n, seed)
+        (f,) = _lr_findings(x, np.where(t >= n // 2, 0.1, 0.001))  # no layer table: the raise alone
+        assert f.evidence["lr_raise"] == pytest.approx(100.0) and f.evidence["lr_raise_step"] == n // 2
+        assert f.evidence["loss_peak_step"] >= n // 2
+        assert f.severity == ("error" if f.evidence["curve"] == "diverged" else "warning")
+
+
+@pytest.mark.parametrize("n", [300, 3000])
+def test_silent_under_a_warmup_or_a_raise_after_the_loss_peaked(n):
+    t = np.arange(n)
+    warm = 0.001 + (0.1 - 0.001) * np.minimum(1.0, t / (0.6 * n))  # the same 100x, by small increments
+    for seed in range(5):
+        x = _after_raise(n, seed)
+        with pytest.raises(Skip, match="update or weight norms"):  # no step-size evidence: skipped
+            _lr_findings(x, warm)
+        # a raise that comes after the loss peaked cannot have caused it
+        y = x.copy()
+        y[int(0.9 * n):] = 0.5
+        y[n // 2 + 3] = 50.0
+        with pytest.raises(Skip, match="update or weight norms"):
+            _lr_findings(y, np.where(t >= int(0.9 * n), 0.1, 0.001))

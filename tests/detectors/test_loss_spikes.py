@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from curve_cases import SHORT_SEEDS, short
 from loss_synth import chaotic, healthy, make_run, noise, oscillating, random_walk
 
+from runlens import analyze
 from runlens.detectors import Context
 from runlens.detectors.curve import classify
 from runlens.detectors.loss_spikes import LossSpikes
@@ -99,3 +101,38 @@ def test_degenerate_input_is_silent(x):
 
     outcome, found = run_detector(LossSpikes(), make_run(x), Context())
     assert found == [] and outcome.state in ("ran", "skipped")
+
+
+def test_a_spike_in_four_points_is_a_loss_spike_with_its_point_count():
+    d = analyze(make_run(np.array([1.0, 12.0, 0.98, 0.97])))
+    (f,) = [f for f in d.findings if f.code == "loss_spikes"]
+    assert f.evidence["n_points"] == 4
+
+
+@pytest.mark.parametrize("ratio", [10, 1000])
+def test_a_spike_in_a_short_log_is_found_by_its_robust_ratio(ratio):
+    for seed in range(SHORT_SEEDS):
+        x = short(12, seed)
+        x[6] *= ratio
+        d = analyze(make_run(x))
+        (f,) = [f for f in d.findings if f.code == "loss_spikes"]
+        assert f.step == 6 and f.evidence["short_log"] is True and f.evidence["points"] == 12
+        assert d.curve.label in ("insufficient_data", "healthy")
+
+
+def test_silent_twin_a_short_log_with_a_two_fold_bump_is_no_spike():
+    # below the short-log ratio (3x): minibatch noise of a small batch can do that
+    for seed in range(SHORT_SEEDS):
+        x = short(12, seed)
+        x[6] *= 1.8
+        assert "loss_spikes" not in [f.code for f in analyze(make_run(x)).findings]
+
+
+def test_silent_twin_a_short_log_reaching_exactly_zero_has_no_spike_from_its_ripples():
+    # Train loss of a fine-tune that memorizes: a 1.2x ripple, then exactly 0 (printed 0.0000).
+    x = np.array([0.166, 0.167, 0.170, 0.113, 0.128, 0.122, 0.120, 0.078, 0.029, 0.008, 0.004, 0.0035,
+                  0.0007, 0.0001, 0.0001, 0.0001, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    assert "loss_spikes" not in [f.code for f in analyze(make_run(x)).findings]
+    x[5] = 0.9  # a real spike among positive neighbours: 7x
+    (f,) = [f for f in analyze(make_run(x)).findings if f.code == "loss_spikes"]
+    assert f.step == 5

@@ -4,12 +4,16 @@ case with its healthy twin."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
+from curve_cases import SHORT_SEEDS, short
 from edge_runs import make_run
 from engine_runs import healthy
+from loss_synth import make_run as curve_run
 from nonfinite_runs import findings_of, healthy_run, nan_loss_at
 
 from runlens import analyze
+from runlens.io.run import Run
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -94,3 +98,33 @@ def test_bad_parameters_are_reported_in_the_template():
         analyze(healthy_run(), detectors=[NonfiniteLoss(recent=0)])
     with pytest.raises(UsageError, match="explosion_ratio"):
         analyze(healthy_run(), detectors=[NonfiniteLoss(explosion_ratio=2.0)])
+
+
+def _with_event(loss, kind):
+    run = curve_run(loss)
+    steps = np.array([3], dtype=np.int64)
+    events = pa.table({"step": steps, "time": steps.astype(float), "kind": [kind],
+                       "message": ["Warning: NaN or Inf found in input tensor."], "layer": [None]})
+    return Run(path=run.path, meta=run.meta, status=run.status, scalars=run.scalars, events=events)
+
+
+def test_a_nonfinite_loss_event_with_a_finite_printed_loss_is_a_nonfinite_loss():
+    d = analyze(_with_event(np.array([2.3, 2.1, 1.9, 1.8, 1.7, 1.65, 1.6, 1.58]), "nonfinite_loss"))
+    (f,) = [f for f in d.findings if f.code == "nonfinite_loss"]
+    assert f.severity == "error" and f.step == 3 and f.evidence["cause"] == "event"
+
+
+def test_silent_twin_another_event_kind_is_no_nonfinite_loss():
+    d = analyze(_with_event(np.array([2.3, 2.1, 1.9, 1.8, 1.7, 1.65, 1.6, 1.58]), "user"))
+    assert "nonfinite_loss" not in {f.code for f in d.findings}
+
+
+@pytest.mark.parametrize("n", [8, 12, 19])
+def test_a_nan_in_a_short_log_is_a_nonfinite_loss(n):
+    for seed in range(SHORT_SEEDS):
+        x = short(n, seed)
+        x[n - 3] = np.nan
+        d = analyze(curve_run(x))
+        (f,) = [f for f in d.findings if f.code == "nonfinite_loss"]
+        assert f.step == n - 3 and f.evidence["points_before"] == n - 3
+        assert d.curve.label == "diverged"

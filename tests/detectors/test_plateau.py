@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from loss_synth import healthy, make_run, noise, random_walk
+from loss_synth import healthy, ln, make_run, noise, random_walk
 
+from runlens import analyze
 from runlens.detectors import Context
 from runlens.detectors.curve import classify
 from runlens.detectors.plateau import Plateau
@@ -134,3 +135,20 @@ def test_parameters_are_stored_and_used():
     det = Plateau(min_length=0.6)
     assert det.min_length == 0.6
     assert findings(stuck_then_falls(600, 0), det) == []
+
+
+def _plateau_then_fall(n: int, seed: int, *, flat: float = 0.3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    after = np.clip(t - flat, 0, None)
+    return (0.05 + (ln(4) - 0.05) * np.exp(-12 * after)) * np.exp(0.01 * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize(("lr", "severity", "raised"), [
+    ("constant", "info", False), ("raised", "warning", True), (None, "warning", None)])
+def test_a_plateau_is_a_warning_only_when_the_rate_was_raised_or_is_unknown(lr, severity, raised):
+    n = 1000
+    rate = {"constant": np.full(n, 1e-3), "raised": np.where(np.arange(n) < 300, 1e-6, 1e-3), None: None}[lr]
+    d = analyze(make_run(_plateau_then_fall(n, 0), lr=rate))
+    (f,) = [f for f in d.findings if f.code == "plateau"]
+    assert f.severity == severity and f.evidence["lr_raised"] is raised, f

@@ -1,0 +1,270 @@
+"""unstable: the curve label (runlens/detectors/curve/unstable.py, validation.py) and its finding
+(runlens/detectors/unstable.py): oscillation, wandering, level shifts, validation jumps; each with its silent twin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from curve_cases import SEEDS, label, labels
+from loss_synth import (
+    chaotic,
+    healthy,
+    jump_no_recovery,
+    layers_table,
+    make_run,
+    noise,
+    oscillating,
+    to_near_zero,
+)
+
+from runlens import analyze
+from runlens.detectors.curve import classify
+from runlens.stats.evals import val_jumps
+
+
+@pytest.mark.parametrize("n", [300, 3000, 50_000])
+def test_oscillating_loss_is_unstable(n):
+    labels = [label(oscillating(n, seed)) for seed in range(20)]
+    assert labels.count("unstable") >= 19, labels
+
+
+@pytest.mark.parametrize("n", [3000, 50_000])
+def test_chaotic_loss_is_unstable(n):
+    labels = [label(chaotic(n, seed)) for seed in range(20)]
+    assert labels.count("unstable") >= 15, labels
+
+
+def test_validation_jitter_small_against_its_fall_is_not_unstable():
+    # A small validation set jitters by 2-3% of its level, but that is
+    # nothing next to how far it fell: healthy.
+    rng = np.random.default_rng(0)
+    vs = np.arange(0, 2000, 50)
+    v = (0.5 + 2.0 * np.exp(-5 * vs / 2000)) * np.exp(0.025 * rng.standard_normal(vs.size))
+    assert label(healthy(2000, 0), val_loss=v, val_steps=vs) == "healthy"
+
+
+def test_validation_jump_right_after_a_training_spike_is_the_spike_not_instability():
+    rng = np.random.default_rng(1)
+    x = healthy(1200, 1)
+    vs = np.arange(24, 1200, 25)
+    v = (0.5 + 1.0 * np.exp(-5 * vs / 1200)) * np.exp(0.003 * rng.standard_normal(vs.size))
+    for step in (700, 900, 1100):
+        x[step] *= 8  # a corrupt batch...
+        v[np.searchsorted(vs, step)] *= 1.5  # ...throws the next evaluation off too
+    assert label(x, val_loss=v, val_steps=vs) == "healthy"
+
+
+def test_noisy_validation_on_a_smooth_training_loss_is_not_unstable():
+    # Evaluation noise alone (a small eval set) says nothing about the optimization.
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        x = healthy(1000, seed)
+        vs = np.arange(0, 1000, 40)
+        v = 1.0 * np.exp(0.3 * rng.standard_normal(vs.size))
+        verdict = classify(make_run(x, val_loss=v, val_steps=vs))
+        assert verdict.label == "healthy", (seed, verdict.reason)
+
+
+def test_validation_that_keeps_jumping_with_a_wandering_training_loss_is_unstable():
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        n = 1000
+        t = np.arange(n) / n
+        # falls, then its level wanders (momentum oscillation) on top of minibatch noise
+        x = (0.5 + 1.8 * np.exp(-8 * t)) * np.exp(0.15 * np.sin(2 * np.pi * t * 9) * (t > 0.3)
+                                                  + 0.05 * rng.standard_normal(n))
+        vs = np.arange(0, n, 40)
+        v = 0.8 * np.exp(0.25 * rng.standard_normal(vs.size))
+        verdict = classify(make_run(x, val_loss=v, val_steps=vs))
+        assert verdict.label == "unstable", (seed, verdict.reason)
+
+
+def test_unstable_names_its_signals_or_what_is_missing():
+    x = oscillating(2000, 0)
+    run = make_run(x, lr=np.full(2000, 0.5))
+    (f,) = [f for f in analyze(run).findings if f.code == "unstable"]
+    assert f.evidence["signals"]["lr"] == 0.5
+    assert "grad_norm" in f.evidence["signals_missing"]
+
+
+N = 1500
+
+
+def _smooth_val(seed: int, evals: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed + 100)
+    vs = np.linspace(N // evals, N - 1, evals).astype(np.int64)
+    return vs, (0.5 + 1.5 * np.exp(-5 * vs / N)) * (1 + 0.002 * rng.standard_normal(evals))
+
+
+def _analyze(vs: np.ndarray, vl: np.ndarray, seed: int, ratio: float = 0.03):
+    table, meta = layers_table(N, ratio, seed=seed)
+    return analyze(make_run(healthy(N, seed), val_loss=vl, val_steps=vs, layers=table,
+                            meta={"name": "synthetic", "layers": meta}))
+
+
+def test_one_excursion_carries_the_whole_rms_and_none_is_left_without_it():
+    vl = np.linspace(2.0, 1.0, 20)
+    vl[15] *= 1.25
+    j = val_jumps(vl)
+    assert j["rms"] > 0.03 * j["level"]
+    assert j["rms_without_largest"] == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_single_bump_of_a_quarter_with_large_steps_is_not_unstable(seed):
+    vs, vl = _smooth_val(seed)
+    vl[30] *= 1.25  # one evaluation late in the run, a quarter above its neighbours
+    d = _analyze(vs, vl, seed)
+    assert d.curve.label == "healthy", d.curve
+    assert "unstable" not in [f.code for f in d.findings], d.findings
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bumps_on_many_evaluations_with_large_steps_are_unstable(seed):
+    vs, vl = _smooth_val(seed)
+    rng = np.random.default_rng(seed)
+    late = np.arange(20, 40)
+    vl[late] *= 1 + 0.10 * rng.standard_normal(late.size)  # jumps of the same size on every late evaluation
+    d = _analyze(vs, vl, seed)
+    assert d.curve.label == "unstable", d.curve
+    ev = next(f for f in d.findings if f.code == "unstable").evidence
+    assert ev["kind"] == "val_jumps", ev
+
+
+def _first_eval_far_above(seed: int, jump: float) -> tuple[np.ndarray, np.ndarray]:
+    """Settled validation losses jumping by ``jump`` of their level, after a first evaluation straight
+    from initialization twenty times above the rest (a VAE's KL term at the start)."""
+    rng = np.random.default_rng(seed + 200)
+    vs = np.linspace(N // 24, N - 1, 24).astype(np.int64)
+    vl = 4.0 * (1 + 0.5 * np.exp(-8 * vs / N)) * (1 + jump * rng.standard_normal(vs.size))
+    vl[0] = 80.0
+    return vs, vl
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_jumps_with_large_steps_after_a_first_evaluation_far_above_are_unstable(seed):
+    d = _analyze(*_first_eval_far_above(seed, 0.08), seed)
+    assert d.curve.label == "unstable", d.curve
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_the_same_start_with_a_quiet_validation_loss(seed):
+    d = _analyze(*_first_eval_far_above(seed, 0.003), seed)
+    assert d.curve.label == "healthy", d.curve
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_twin_the_same_jitter_with_steps_large_against_the_weights_is_unstable(seed):
+    x = noise(2000, seed, level=1.6, sd=0.2) * np.linspace(1.0, 0.97, 2000)
+    table, layers = layers_table(2000, 0.05)
+    v = classify(make_run(x, layers=table, meta={"name": "s", "layers": layers}))
+    assert v.label == "unstable", (v.label, v.reason)
+
+
+@pytest.mark.parametrize("jitter", [0.3, 0.8])
+def test_a_loss_that_falls_to_near_zero_is_not_unstable_for_its_relative_jitter(jitter):
+    got = labels(lambda s: make_run(to_near_zero(3000, s, jitter=jitter)))
+    assert got == ["healthy"] * SEEDS
+
+
+def test_twin_of_the_scale_test_noise_as_large_as_the_progress_is_unstable():
+    # the same fall, but fluctuations of the size of the whole fall: judged against progress, unstable
+    def make(s):
+        rng = np.random.default_rng(s)
+        t = np.arange(3000) / 3000
+        return make_run(2.3 * np.exp(-10 * t) + 1e-4 + 3.0 * rng.random(3000) * (t > 0.3))
+    got = labels(make)
+    assert got.count("unstable") >= SEEDS - 1, got
+
+
+@pytest.mark.parametrize("n", [300, 3000])
+def test_a_jump_up_that_never_recovers_is_unstable_not_underfitting(n):
+    got = [classify(make_run(jump_no_recovery(n, s))) for s in range(SEEDS)]
+    assert sum(v.label == "unstable" for v in got) >= SEEDS - 2, [v.label for v in got]
+    assert not [v for v in got if v.label == "underfitting"]
+    for v in got:
+        if v.label == "unstable":
+            assert v.evidence["kind"] == "level_shift" and 0.55 * n <= v.evidence["shift_step"] <= 0.65 * n
+
+
+@pytest.mark.parametrize("schedule", ["none", "step", "cosine"])
+def test_silent_twin_healthy_curves_have_no_level_shift(schedule):
+    got = labels(lambda s: make_run(healthy(3000, s, noise=(0.02, 0.1, 0.3)[s % 3], schedule=schedule,
+                                            warmup=s % 2 == 0)))
+    assert got == ["healthy"] * SEEDS
+
+
+def test_silent_twin_a_jump_that_recovers_is_not_a_level_shift():
+    def make(s):
+        x = jump_no_recovery(3000, s)
+        x[2100:] = healthy(3000, s)[2100:]  # back to the old level within a tenth of the run
+        return make_run(x)
+    assert "unstable" not in labels(make)
+
+
+def _jumpy_val(n: int, seed: int, *, evals: int = 40, jump: float = 0.10) -> tuple[np.ndarray, np.ndarray]:
+    """A validation loss that falls and settles, jumping by ``jump`` of its level between evaluations."""
+    rng = np.random.default_rng(seed + 100)
+    vs = np.linspace(n // evals, n - 1, evals).astype(np.int64)
+    t = vs / n
+    return vs, (0.5 + 1.5 * np.exp(-5 * t)) * (1 + jump * rng.standard_normal(evals))
+
+
+def _run(seed: int, ratio: float, jump: float):
+    n = 1500
+    table, meta = layers_table(n, ratio, seed=seed)
+    vs, vl = _jumpy_val(n, seed, jump=jump)
+    return make_run(healthy(n, seed), val_loss=vl, val_steps=vs, layers=table,
+                    meta={"name": "synthetic", "layers": meta})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_validation_jumps_with_steps_above_a_percent_of_the_weights_are_unstable(seed):
+    d = analyze(_run(seed, ratio=0.03, jump=0.10))
+    assert d.curve.label == "unstable", d.curve
+    codes = [f.code for f in d.findings]
+    assert codes[0] == "learning_rate_too_high" and "unstable" in codes, codes
+    ev = next(f for f in d.findings if f.code == "unstable").evidence
+    assert ev["kind"] == "val_jumps" and ev["late_update_ratio"] == pytest.approx(0.03, rel=0.2), ev
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_same_validation_jumps_with_ordinary_steps_are_evaluation_noise(seed):
+    d = analyze(_run(seed, ratio=1e-3, jump=0.10))
+    assert d.curve.label == "healthy", d.curve
+    assert not [f.code for f in d.findings if f.severity != "info"], d.findings
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_large_steps_with_a_quiet_validation_loss_are_not_unstable(seed):
+    d = analyze(_run(seed, ratio=0.03, jump=0.005))
+    assert d.curve.label == "healthy", d.curve
+
+
+def _one_layer_jumpy(seed: int, head_ratio: float):
+    n = 1500
+    table, meta = layers_table(n, 1e-3, seed=seed)
+    names = table.column("layer").to_pylist()
+    w = table.column("weight_norm").to_numpy()
+    u = table.column("update_norm").to_numpy().copy()
+    head = np.array([x == "2.weight" for x in names])
+    u[head] = w[head] * head_ratio
+    table = table.set_column(table.schema.get_field_index("update_norm"), "update_norm", pa.array(u, pa.float32()))
+    vs, vl = _jumpy_val(n, seed, jump=0.10)
+    return make_run(healthy(n, seed), val_loss=vl, val_steps=vs, layers=table,
+                    meta={"name": "synthetic", "layers": meta})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_validation_jumps_with_one_layer_moving_a_tenth_of_its_weights_are_unstable(seed):
+    d = analyze(_one_layer_jumpy(seed, 0.15))
+    assert d.curve.label == "unstable", d.curve
+    ev = next(f for f in d.findings if f.code == "unstable").evidence
+    assert ev["late_largest_module"] == "2" and ev["late_largest_module_ratio"] == pytest.approx(0.15, rel=0.01)
+    assert [f.code for f in d.findings][0] == "learning_rate_too_high"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_layer_at_a_few_percent_does_not_explain_validation_jumps(seed):
+    assert analyze(_one_layer_jumpy(seed, 0.03)).curve.label == "healthy"
