@@ -1,5 +1,6 @@
-"""Runs with a given global gradient norm on a healthy net, shared by the tests of grad_norm_spike,
-exploding_gradients and nonfinite_gradient."""
+"""Gradient norms shared by the gradient detectors' tests: runs with a given global gradient norm on a
+healthy net (grad_norm_spike, exploding_gradients, nonfinite_gradient), and per-layer gradient norms
+for the logs that carry only the required columns (``grads``)."""
 
 from __future__ import annotations
 
@@ -14,3 +15,8 @@ def noisy(level, n, seed, sd=0.15):
 def with_grad_norm(gn, *, seed=0, m=4):
     g, w, u = healthy_net(seed, n=len(gn), m=m)
     return make_run(g, w, u, loss=falling_loss(seed, len(gn)), scalars={"grad_norm": gn})
+
+
+def grads(seed: int, n: int = 120, m: int = 5, level: float = -0.5) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return 10 ** (level + rng.normal(0, 0.2, m) + 0.1 * rng.standard_normal((n, m)))

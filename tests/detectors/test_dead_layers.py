@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradients_synth import check, healthy_net, make_run
+from grad_norm_runs import grads
+from gradients_synth import (
+    adam_weights,
+    check,
+    healthy_net,
+    make_run,
+    required_run,
+)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -110,3 +117,27 @@ def test_a_layer_whose_own_steps_reached_float32_resolution_and_then_zero_is_not
     u[:60, 0] = w[:60, 0] * 1e-3
     [f] = check("dead_layers", make_run(g, w, u))
     assert "l0.weight" in f.layers and f.evidence["layers"]["l0.weight"]["from_step"] == 60
+
+
+def test_dead_layer_left_out_of_the_optimizer_without_update_norm():
+    g = grads(1, n=100)
+    w = adam_weights(1, 100, 5, 1e-3)
+    w[:, 2] = w[0, 2]  # bit-for-bit the same norm at every record: never updated
+    [f] = check("dead_layers", required_run(g, w))
+    assert f.layers == ("l2.weight",)
+    assert f.evidence["layers"]["l2.weight"]["kind"] == "no update"
+    assert "update_norm not logged" in f.evidence["no_update_source"]
+
+
+def test_dead_layer_with_zero_gradient_without_grad_zero_frac():
+    g = grads(2, n=100)
+    g[30:, 0] = 0.0
+    [f] = check("dead_layers", required_run(g, adam_weights(2, 100, 5, 1e-3)))
+    assert f.layers == ("l0.weight",)
+    assert f.evidence["layers"]["l0.weight"]["kind"] == "zero gradient"
+    assert f.evidence["zero_gradient_source"] == "grad_norm == 0"
+
+
+def test_dead_layers_silent_on_the_healthy_twin():
+    fired = [s for s in range(30) if check("dead_layers", required_run(grads(s, n=60), adam_weights(s, 60, 5, 1e-3)))]
+    assert fired == []

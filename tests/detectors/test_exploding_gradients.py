@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from grad_norm_runs import noisy, with_grad_norm
-from gradients_synth import check, falling_loss, healthy_net, make_run
+from grad_norm_runs import grads, noisy, with_grad_norm
+from gradients_synth import (
+    adam_weights,
+    check,
+    falling_loss,
+    healthy_net,
+    make_run,
+    required_run,
+    sgd_weights,
+)
 
 from runlens.detectors import Skip
 
@@ -179,3 +187,28 @@ def test_one_big_final_point_is_not_a_surge():
     gn = noisy(np.zeros(400), 400, 1)
     gn[-1] = 1e6
     assert check("exploding_gradients", with_grad_norm(gn)) == []
+
+
+def test_exploding_fires_from_layer_norms_alone():
+    g = grads(0, n=300) * 10 ** np.linspace(0, 4, 300)[:, None]
+    [f] = check("exploding_gradients", required_run(g, sgd_weights(0, g, 1e-4), loss=falling_loss(0, 300)))
+    assert f.evidence["source"] == "layers.grad_norm"
+    assert f.evidence["growth_decades"] >= 3
+
+
+def test_exploding_silent_on_the_healthy_twin():
+    g = grads(0, n=300)
+    assert check("exploding_gradients", required_run(g, sgd_weights(0, g, 1e-2), loss=falling_loss(0, 300))) == []
+
+
+def test_exploding_ignores_a_growing_gradient_that_no_update_applies():
+    # Layer 0 is left out of the optimizer (its weight norm never changes) and
+    # its gradient grows 4 decades; the updated layers are steady.
+    n = 300
+    g = grads(11, n=n, m=4)
+    w = adam_weights(11, n, 4, 1e-3)
+    g[:, 0] *= 10 ** np.linspace(0, 4, n)
+    w[:, 0] = w[0, 0]
+    assert check("exploding_gradients", required_run(g, w, loss=falling_loss(11, n))) == []
+    w = adam_weights(11, n, 4, 1e-3)  # the same growth in a layer that is updated is an explosion
+    assert len(check("exploding_gradients", required_run(g, w, loss=falling_loss(11, n)))) == 1

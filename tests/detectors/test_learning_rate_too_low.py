@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradients_synth import check, falling_loss, flat_loss, healthy_net, make_run
+from grad_norm_runs import grads
+from gradients_synth import (
+    adam_weights,
+    check,
+    falling_loss,
+    flat_loss,
+    healthy_net,
+    make_run,
+    required_run,
+    sgd_weights,
+)
 
 from runlens.detectors import Skip
 
@@ -69,3 +79,60 @@ def test_without_update_norm_it_is_skipped():
     g, w, _ = healthy_net(8, n=20, m=4)
     with pytest.raises(Skip):
         check("learning_rate_too_low", make_run(g, w, None, loss=flat_loss(8, 20)))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lr_too_low_fires_from_logged_lr_under_plain_sgd(seed):
+    g = grads(seed)
+    run = required_run(g, sgd_weights(seed, g, 1e-4), loss=flat_loss(seed, 120), lr=1e-4)
+    [f] = check("learning_rate_too_low", run)
+    assert f.evidence["update_source"] == "lr_x_grad_norm"
+    assert f.evidence["optimizer_assumed"] == "sgd (inferred)"
+    assert f.evidence["lr_source"] == "scalars.lr"
+    assert "estimated as lr x gradient norm" in f.title
+    assert f.evidence["median_update_ratio"] < 1e-4
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lr_too_low_silent_on_the_healthy_sgd_twin(seed):
+    g = grads(seed)
+    run = required_run(g, sgd_weights(seed, g, 0.05), loss=flat_loss(seed, 120), lr=0.05)
+    assert check("learning_rate_too_low", run) == []
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_lr_too_low_silent_on_adam_at_a_normal_rate_with_a_flat_loss(seed):
+    # lr x ||g|| / ||w|| is ~1e-5 here, but the weight norms move faster than plain
+    # SGD allows, so the Adam bound (lr x sqrt(numel)) is used and it is not tiny.
+    g = grads(seed)
+    run = required_run(g, adam_weights(seed, 120, 5, 1e-3), loss=flat_loss(seed, 120), lr=1e-3)
+    assert check("learning_rate_too_low", run) == []
+
+
+def test_lr_too_low_uses_the_adam_bound_when_the_config_names_adam():
+    g = grads(3)
+    run = required_run(g, adam_weights(3, 120, 5, 1e-7), loss=flat_loss(3, 120), lr=1e-7,
+                       config={"optimizer": "AdamW"})
+    [f] = check("learning_rate_too_low", run)
+    assert f.evidence["update_source"] == "lr_x_sqrt_numel"
+    assert f.evidence["optimizer_assumed"] == "adam"
+
+
+def test_lr_too_low_takes_a_constant_lr_from_the_config():
+    g = grads(4)
+    run = required_run(g, sgd_weights(4, g, 1e-4), loss=flat_loss(4, 120), config={"optimizer": "SGD", "lr": 1e-4})
+    [f] = check("learning_rate_too_low", run)
+    assert f.evidence["lr_source"].startswith("config.lr")
+
+
+def test_lr_too_low_without_any_learning_rate_is_skipped_and_says_why():
+    g = grads(5)
+    with pytest.raises(Skip, match="learning rate"):
+        check("learning_rate_too_low", required_run(g, sgd_weights(5, g, 1e-4), loss=flat_loss(5, 120)))
+
+
+def test_lr_too_low_without_shapes_cannot_bound_a_non_sgd_optimizer():
+    g = grads(6)
+    run = required_run(g, adam_weights(6, 120, 5, 1e-3), loss=flat_loss(6, 120), lr=1e-3, shapes=False)
+    with pytest.raises(Skip, match="numel"):
+        check("learning_rate_too_low", run)

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from gradients_synth import check, falling_loss, healthy_net, make_run
+from grad_norm_runs import grads
+from gradients_synth import (
+    check,
+    falling_loss,
+    flat_loss,
+    healthy_net,
+    make_run,
+    required_run,
+    sgd_weights,
+)
 
 from runlens.detectors import Skip
 from runlens.io.run import Run
@@ -240,3 +249,18 @@ def test_recurrent_cell_weights_form_one_module():
     g, w, u = _profile_net(levels, n=n)
     [f] = check("vanishing_gradients", param_run(names, shapes, g, w, u))
     assert f.evidence["modules"] == layers
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_vanishing_fires_with_required_columns_only(seed):
+    g = grads(seed, m=8) * 10 ** (-0.6 * (7 - np.arange(8)))
+    w = sgd_weights(seed, g, 0.1)
+    [f] = check("vanishing_gradients", required_run(g, w, loss=flat_loss(seed, 120)))
+    assert f.evidence["decades"] >= 2.0
+    assert "update_ratio_input_side" not in f.evidence  # not measured, so not claimed
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_vanishing_silent_on_the_healthy_twin(seed):
+    g = grads(seed, m=8)
+    assert check("vanishing_gradients", required_run(g, sgd_weights(seed, g, 0.1), loss=falling_loss(seed, 120))) == []

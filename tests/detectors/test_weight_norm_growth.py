@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradients_synth import check, healthy_net, make_run
+from grad_norm_runs import grads
+from gradients_synth import (
+    check,
+    healthy_net,
+    make_run,
+    required_run,
+)
 
 from runlens.detectors import Skip
 
@@ -72,3 +78,15 @@ def test_a_finite_divergence_driven_by_growing_weights_is_reported():
     # and the weights grow steadily throughout; the growth is the mechanism.
     t = np.linspace(0, 1, 200)
     assert len(check("weight_norm_growth", with_weights(np.exp(4 * t)), curve="diverged")) == 1
+
+
+def test_weight_norm_growth_fires_with_required_columns_only():
+    t = np.linspace(0, 1, 200)
+    w = (5 * np.exp(4 * t)[:, None] * np.ones(4)).astype(np.float32)
+    assert len(check("weight_norm_growth", required_run(grads(7, n=200, m=4), w))) == 1
+
+
+def test_weight_norm_growth_silent_on_the_healthy_twin():
+    t = np.linspace(0, 1, 200)
+    w = (5 * np.sqrt(1 + 3 * t)[:, None] * np.ones(4)).astype(np.float32)
+    assert check("weight_norm_growth", required_run(grads(7, n=200, m=4), w)) == []
