@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +37,7 @@ from runlens.io.run import Run
 
 __all__ = ["build_run", "check_detector", "format_table", "odd_runs", "run_detector", "run_meta"]
 
-Values = Sequence[float] | np.ndarray
+Values: TypeAlias = "Sequence[float] | np.ndarray | pa.Array"
 
 
 def build_run(*, loss: Values | None = None, steps: Sequence[int] | np.ndarray | None = None,
@@ -46,33 +46,60 @@ def build_run(*, loss: Values | None = None, steps: Sequence[int] | np.ndarray |
               layers: Mapping[str, np.ndarray] | None = None, layer_names: Sequence[str] = (),
               layer_steps: Sequence[int] | np.ndarray | None = None,
               events: Sequence[Mapping[str, Any]] = (), status: str = "finished", name: str = "synthetic",
-              meta: Mapping[str, Any] | None = None, **scalar_columns: Values) -> Run:
+              meta: Mapping[str, Any] | None = None, tables: Mapping[str, Any] | None = None,
+              path: str | None = None, warnings: Sequence[str] = (), t0: float = 0.0, step_time: float = 1.0,
+              **scalar_columns: Values) -> Run:
     """A :class:`Run` in memory.
 
     ``loss`` and any keyword such as ``lr=`` or ``grad_norm=`` become ``scalars`` columns at
     ``steps`` (0, 1, 2... by default); ``val_loss`` and ``evals`` columns sit at ``val_steps``.
     ``layers`` maps a per-layer column (``grad_norm``, ``weight_norm``...) to a (steps x layers)
     matrix over ``layer_steps`` and ``layer_names``, which are listed in run.json input first.
-    ``events`` are rows of the events table (``step``, ``kind``, ``message``...).
+    ``events`` are rows of the events table (``step``, ``kind``, ``message``...). The ``time``
+    columns are ``t0 + step * step_time`` (seconds).
+
+    ``tables`` gives whole tables in long form by name (``scalars``, ``evals``, ``layers``,
+    ``events``), each with its own ``step`` column, for layouts the arguments above do not make
+    (ragged layers, empty tables, times of one's own): a ``pa.Table`` is taken as it is, column values
+    are typed by :func:`format_table`, ``None`` is no table. ``meta`` replaces the whole run.json;
+    ``path`` is the run's path (``name`` by default); ``warnings`` are the loader's warnings it carries.
     """
     columns = {**({} if loss is None else {"loss": loss}), **(scalars or {}), **scalar_columns}
     n = len(next(iter(columns.values()))) if columns else 0
     step = _steps(steps, n, "steps")
-    table = format_table("scalars", {"step": step, "time": step.astype(float), **columns}) if columns else None
+    clock = {"step": step, "time": t0 + step * step_time}
+    table = format_table("scalars", {**clock, **columns}) if columns else None
     ev = {**({} if val_loss is None else {"val_loss": val_loss}), **(evals or {})}
     vsteps = _steps(val_steps, len(next(iter(ev.values()))) if ev else 0, "val_steps")
-    eval_table = format_table("evals", {"step": vsteps, "time": vsteps.astype(float), **ev}) if ev else None
+    eval_clock = {"step": vsteps, "time": t0 + vsteps * step_time}
+    eval_table = format_table("evals", {**eval_clock, **ev}) if ev else None
     if layers and not layer_names:
         layer_names = [f"l{j}.weight" for j in range(np.shape(next(iter(layers.values())))[1])]
-    layer_table = _layers(layers, list(layer_names), layer_steps) if layers else None
-    event_table = _events(events) if events else None
+    built = {"scalars": table, "evals": eval_table,
+             "layers": _layers(layers, list(layer_names), layer_steps) if layers else None,
+             "events": _events(events) if events else None}
+    built.update(_whole_tables(tables or {}, built))
     info = dict(meta) if meta is not None else run_meta(name, status=status, layers=layer_names)
-    return Run(path=name, meta=info, status=status, scalars=table, evals=eval_table, layers=layer_table,
-               events=event_table)
+    return Run(path=name if path is None else path, meta=info, status=status, scalars=built["scalars"],
+               evals=built["evals"], layers=built["layers"], events=built["events"], warnings=tuple(warnings))
 
 
-def run_meta(name: str = "synthetic", *, status: str = "finished", layers: Sequence[str] = ()) -> dict:
-    """A run.json with every key the format requires (values of an unremarkable run)."""
+def _whole_tables(tables: Mapping[str, Any],
+                  built: Mapping[str, pa.Table | None]) -> dict[str, pa.Table | None]:
+    out = {}
+    for key, given in tables.items():
+        if key not in built:
+            raise UsageError(f"tables has {key!r}, not one of {', '.join(built)}")
+        if built[key] is not None:
+            raise UsageError(f"the {key} table is given twice: in tables= and by the other arguments")
+        out[key] = given if given is None or isinstance(given, pa.Table) else format_table(key, given)
+    return out
+
+
+def run_meta(name: str = "synthetic", *, status: str = "finished", layers: Sequence[str] = (),
+             **extra: Any) -> dict:
+    """A run.json with every key the format requires (values of an unremarkable run); ``extra`` keys
+    (``host=``, ``config=``, ``error=``...) replace or add to those values."""
     return {
         "format": fmt.FORMAT, "format_version": fmt.FORMAT_VERSION, "run_id": "0" * 32, "name": name,
         "status": status, "started_at": "2026-01-01T00:00:00+00:00", "ended_at": None,
@@ -81,6 +108,7 @@ def run_meta(name: str = "synthetic", *, status: str = "finished", layers: Seque
         "layers": [{"name": n, "index": i, "module": n.rsplit(".", 1)[0], "kind": "Linear", "shape": [4, 4],
                     "numel": 16} for i, n in enumerate(layers)],
         "attempts": [{"started_at": "2026-01-01T00:00:00+00:00", "first_step": 0}],
+        **extra,
     }
 
 
@@ -188,12 +216,18 @@ def _steps(steps: Sequence[int] | np.ndarray | None, n: int, what: str) -> np.nd
 
 
 def format_table(table: str, columns: Mapping[str, Any]) -> pa.Table:
-    """One table of the format from column values, each spec column with its exact type."""
+    """One table of the format from column values, each spec column with its exact type.
+
+    Masked entries of a numpy masked array become nulls; a pyarrow array keeps its own type
+    (the way to build a column off the format, such as a fractional ``epoch``)."""
     known = fmt.FIELDS[table]
-    arrays = {}
+    arrays: dict[str, Any] = {}
     for name, values in columns.items():
+        if isinstance(values, (pa.Array, pa.ChunkedArray)):
+            arrays[name] = values
+            continue
         typ = known.get(name, pa.float64())
-        data = np.asarray(values).tolist() if isinstance(values, np.ndarray) else list(values)
+        data = values.tolist() if isinstance(values, np.ndarray) else list(values)
         if pa.types.is_dictionary(typ):
             arrays[name] = pa.array(data, pa.string()).dictionary_encode()
         else:
@@ -207,7 +241,8 @@ def _layers(matrices: Mapping[str, np.ndarray], names: list[str],
     step = _steps(steps, shape[0], "layer_steps")
     cols: dict[str, Any] = {"step": np.repeat(step, len(names)), "layer": names * shape[0]}
     for key, m in matrices.items():
-        m = np.asarray(m, dtype=float)
+        # a masked array keeps its mask: masked entries are the nulls of a layer not logged that step
+        m = m.astype(float) if np.ma.isMaskedArray(m) else np.asarray(m, dtype=float)
         if m.shape != shape:
             raise UsageError(f"layers[{key!r}] is {m.shape}, not {shape} like the others")
         cols[key] = m.reshape(-1)

@@ -2,18 +2,20 @@
 
 Curves are synthetic but shaped like training: an exponential decay to a
 floor plus batch noise, three layers with gradient and weight norms, an eval
-every 50 steps. ``kind`` bends them into the failure being tested.
+every 50 steps. ``kind`` bends them into the failure being tested. Runs are
+built by ``runlens.testing.build_run`` and written by the tests' one writer
+(``tests/runs.py``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
+
+from runlens.testing import build_run, run_meta
+from tests import runs
 
 LAYERS = ("embed.weight", "hidden.weight", "head.weight")
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -46,44 +48,22 @@ def write_run(path: str | os.PathLike[str], *, kind: str = "healthy", steps: int
         error = error or {"type": "torch.OutOfMemoryError", "step": steps,
                           "message": "CUDA out of memory. Tried to allocate 2.00 GiB", "traceback": ""}
     grad = grad_scale * (0.5 + 0.2 * rng.random(steps))
-    meta = {
-        "format": "runlens-run", "format_version": 1, "run_id": f"{seed:032x}",
-        "name": name or root.name, "status": status or "finished",
-        "started_at": "2026-01-01T00:00:00+00:00", "ended_at": f"2026-01-01T00:{steps // 60 % 60:02d}:00+00:00",
-        "heartbeat_at": "2026-01-01T00:10:00+00:00", "flush_every": 1000, "flush_seconds": 30,
-        "host": "test-host", "pid": 1, "config": {"lr": 0.01}, "seed": seed,
-        "environment": {"python": "3.11"},
-        "layers": [{"name": n, "index": i, "module": n.split(".")[0], "kind": "Linear", "shape": [8, 8],
-                    "numel": 64} for i, n in enumerate(LAYERS)],
-        "attempts": [{"started_at": "2026-01-01T00:00:00+00:00", "first_step": 0}],
-        "error": error,
-    }
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "run.json").write_text(json.dumps(meta), encoding="utf-8")
-    _part(root, "scalars", {"step": pa.array(t, pa.int64()), "time": pa.array(T0 + t * 0.5),
-                            "loss": pa.array(loss), "lr": pa.array(np.full(steps, 0.01)),
-                            "grad_norm": pa.array(np.where(np.isfinite(loss), grad, np.nan))})
-    if evals:
-        es = t[49::50]
-        val = loss[es] + 0.05 + 0.01 * rng.standard_normal(len(es))
-        _part(root, "evals", {"step": pa.array(es, pa.int64()), "time": pa.array(T0 + es * 0.5),
-                              "val_loss": pa.array(val)})
-    if layers:
-        ls = t[::10]
-        n = len(ls)
-        names = [name for _ in ls for name in LAYERS]
-        scale = np.repeat(grad[ls], len(LAYERS)) * np.tile([0.5, 1.0, 2.0], n)
-        _part(root, "layers", {
-            "step": pa.array(np.repeat(ls, len(LAYERS)), pa.int64()),
-            "layer": pa.array(names).dictionary_encode().cast(pa.dictionary(pa.int32(), pa.string())),
-            "grad_norm": pa.array(scale.astype(np.float32)),
-            "weight_norm": pa.array((5.0 + 0.001 * np.repeat(ls, len(LAYERS))).astype(np.float32))})
-    return root
-
-
-def _part(root: Path, table: str, columns: dict) -> None:
-    (root / table).mkdir(exist_ok=True)
-    pq.write_table(pa.table(columns), root / table / "r0-00000000.parquet")
+    meta = run_meta(name or root.name, status=status or "finished", run_id=f"{seed:032x}",
+                    ended_at=f"2026-01-01T00:{steps // 60 % 60:02d}:00+00:00",
+                    heartbeat_at="2026-01-01T00:10:00+00:00", flush_every=1000, flush_seconds=30,
+                    host="test-host", config={"lr": 0.01}, seed=seed, environment={"python": "3.11"},
+                    error=error)
+    meta["layers"] = [{"name": n, "index": i, "module": n.split(".")[0], "kind": "Linear", "shape": [8, 8],
+                       "numel": 64} for i, n in enumerate(LAYERS)]
+    es, ls = t[49::50], t[::10]
+    val = loss[es] + 0.05 + 0.01 * rng.standard_normal(len(es)) if evals else None
+    per_layer = {"grad_norm": grad[ls][:, None] * np.array([0.5, 1.0, 2.0]),
+                 "weight_norm": np.repeat((5.0 + 0.001 * ls)[:, None], len(LAYERS), axis=1)}
+    grad_norm = np.where(np.isfinite(loss), grad, np.nan)
+    run = build_run(loss=loss, steps=t, lr=np.full(steps, 0.01), grad_norm=grad_norm, val_loss=val,
+                    val_steps=es if evals else None, layers=per_layer if layers else None, layer_names=LAYERS,
+                    layer_steps=ls, t0=T0, step_time=0.5, meta=meta)
+    return runs.write_run(root, run)
 
 
 def build_tree(base: str | os.PathLike[str]) -> Path:

@@ -2,7 +2,8 @@
 
 A "network" here is ``n_layers`` modules, each with a weight matrix and a
 bias, whose log10 norms follow a per-module level plus a time trend plus
-noise. ``make_run`` turns the matrices into a ``Run`` without disk.
+noise. ``make_run`` turns the matrices into a ``Run`` in memory through
+``runlens.testing.build_run``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pyarrow as pa
 from runlens.detectors import REGISTRY, Context
 from runlens.diagnosis import CurveVerdict
 from runlens.io.run import Run
+from runlens.testing import build_run
 
 
 def make_run(grad: np.ndarray, weight: np.ndarray, update: np.ndarray | None = None, *,
@@ -27,39 +29,28 @@ def make_run(grad: np.ndarray, weight: np.ndarray, update: np.ndarray | None = N
     """
     n, m = grad.shape
     steps = np.arange(n) if steps is None else np.asarray(steps)
-    meta_layers, cols = [], {k: [] for k in ("step", "layer", "grad_norm", "weight_norm", "update_norm",
-                                            "grad_zero_frac")}
     params = [(j, "weight", 1.0) for j in range(m)]
     if biases:
         params = [p for j in range(m) for p in ((j, "weight", 1.0), (j, "bias", 1 / 30))]
+    meta_layers = []
     for idx, (j, kind, _) in enumerate(params):
         shape = [64, 64] if kind == "weight" else [64]
         meta_layers.append({"name": f"l{j}.{kind}", "index": idx, "module": f"l{j}", "kind": "Linear",
                             "shape": shape, "numel": int(np.prod(shape))})
-    for i in range(n):
-        for j, kind, scale in params:
-            cols["step"].append(int(steps[i]))
-            cols["layer"].append(f"l{j}.{kind}")
-            nullg = null_grad is not None and null_grad[i, j]
-            cols["grad_norm"].append(None if nullg else float(grad[i, j] * scale))
-            cols["weight_norm"].append(float(weight[i, j] * scale))
-            cols["update_norm"].append(None if update is None else float(update[i, j] * scale))
-            cols["grad_zero_frac"].append(None if nullg else float(0.0 if zero_frac is None else zero_frac[i, j]))
-    layers = pa.table({
-        "step": pa.array(cols["step"], pa.int64()),
-        "layer": pa.array(cols["layer"]).dictionary_encode(),
-        **{k: pa.array(cols[k], pa.float32()) for k in ("grad_norm", "weight_norm", "update_norm", "grad_zero_frac")},
-    })
-    if update is None:
-        layers = layers.drop_columns(["update_norm"])
+
+    def per_param(values: np.ndarray, scaled: bool = True) -> np.ndarray:
+        return np.stack([values[:, j] * (scale if scaled else 1.0) for j, _, scale in params], axis=1)
+
+    null = per_param(np.zeros((n, m), bool) if null_grad is None else np.asarray(null_grad, bool), False)
+    zeros = np.zeros((n, m)) if zero_frac is None else zero_frac
+    layers = {"grad_norm": np.ma.masked_array(per_param(grad), null), "weight_norm": per_param(weight),
+              **({} if update is None else {"update_norm": per_param(update)}),
+              "grad_zero_frac": np.ma.masked_array(per_param(zeros, False), null)}
     loss = np.ones(n) if loss is None else np.asarray(loss, dtype=float)
     sc_steps = steps if len(loss) == n else np.arange(len(loss))  # scalars may be denser than layers
-    sc = {"step": pa.array(sc_steps, pa.int64()), "time": pa.array(sc_steps.astype(float)),
-          "loss": pa.array(loss, pa.float64())}
-    for k, v in (scalars or {}).items():
-        sc[k] = pa.array(v, pa.float64())
-    return Run(path="synthetic", meta={"layers": meta_layers}, status="finished",
-               scalars=pa.table(sc), layers=layers)
+    extra = {k: pa.array(v, pa.float64()) for k, v in (scalars or {}).items()}
+    return build_run(loss=loss, steps=sc_steps, scalars=extra, layers=layers, layer_steps=steps,
+                     layer_names=[d["name"] for d in meta_layers], meta={"layers": meta_layers})
 
 
 def healthy_net(seed: int, n: int = 200, m: int = 8, *, depth_var: float = 0.3, tilt: float = 0.08,
@@ -115,8 +106,8 @@ def with_nan_loss_from(run: Run, step: int) -> Run:
         steps = sc.column("step").to_numpy()
     loss = np.where(steps >= step, np.nan, sc.column("loss").to_numpy(zero_copy_only=False))
     sc = sc.set_column(sc.column_names.index("loss"), "loss", pa.array(loss, pa.float64()))
-    return Run(path=run.path, meta=run.meta, status=run.status, scalars=sc, evals=run.evals, layers=run.layers,
-               events=run.events)
+    return build_run(name=run.path, status=run.status, meta=run.meta,
+                     tables={"scalars": sc, "evals": run.evals, "layers": run.layers, "events": run.events})
 
 
 def required_run(grad: np.ndarray, weight: np.ndarray, *, loss: np.ndarray | None = None,
@@ -132,20 +123,12 @@ def required_run(grad: np.ndarray, weight: np.ndarray, *, loss: np.ndarray | Non
     steps = np.arange(n) if steps is None else np.asarray(steps)
     meta_layers = [{"name": f"l{j}.weight", "index": j, "module": "", "kind": "",
                     **({"shape": [64, 64], "numel": 4096} if shapes else {})} for j in range(m)]
-    layers = pa.table({
-        "step": pa.array(np.repeat(steps, m), pa.int64()),
-        "layer": pa.array([f"l{j}.weight" for _ in range(n) for j in range(m)]).dictionary_encode(),
-        "grad_norm": pa.array(grad.reshape(-1), pa.float32()),
-        "weight_norm": pa.array(weight.reshape(-1), pa.float32()),
-    })
     loss = np.ones(n) if loss is None else np.asarray(loss, dtype=float)
     sc_steps = steps if len(loss) == n else np.arange(len(loss))
-    sc = {"step": pa.array(sc_steps, pa.int64()), "time": pa.array(sc_steps.astype(float)),
-          "loss": pa.array(loss, pa.float64())}
-    if lr is not None:
-        sc["lr"] = pa.array(np.broadcast_to(np.asarray(lr, dtype=float), len(sc_steps)), pa.float64())
-    return Run(path="synthetic", meta={"layers": meta_layers, "config": config or {}}, status="finished",
-               scalars=pa.table(sc), layers=layers)
+    extra = {} if lr is None else {"lr": np.broadcast_to(np.asarray(lr, dtype=float), len(sc_steps))}
+    return build_run(loss=loss, steps=sc_steps, scalars=extra,
+                     layers={"grad_norm": grad, "weight_norm": weight}, layer_names=[d["name"] for d in meta_layers], layer_steps=steps,
+                     meta={"layers": meta_layers, "config": config or {}})
 
 
 def sgd_weights(seed: int, grad: np.ndarray, lr: float, *, w0: float = 5.0, drift: float = 0.5) -> np.ndarray:

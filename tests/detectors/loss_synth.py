@@ -1,17 +1,22 @@
 """Synthetic loss curves and runs for the curve and loss detector tests.
 
 Each generator returns a float array of per-step losses; ``make_run`` wraps
-scalars (and optional evals/layers) into a ``Run`` without touching disk.
+scalars (and optional evals/layers) into a ``Run`` in memory through
+``runlens.testing.build_run``; ``write_run_dir`` puts one on disk through the
+tests' one writer (``tests/runs.py``).
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from runlens.io.run import Run
+from runlens.testing import build_run, format_table, run_meta
+from tests import runs
 
 
 def healthy(n: int, seed: int, *, scale: float = 1.0, noise: float = 0.08, floor: float = 0.1,
@@ -72,27 +77,18 @@ def make_run(loss: np.ndarray | None, *, steps: np.ndarray | None = None, val_lo
              layers: pa.Table | None = None, meta: dict | None = None, scalars: dict | None = None,
              eval_sets: dict | None = None) -> Run:
     """``scalars``: extra scalars columns (``grad_norm``...); ``eval_sets``: extra evals
-    columns at ``val_steps`` (``{"val_loss@ood": values}``); ``loss=None``: no loss column."""
-    n = len(next(iter(scalars.values()))) if loss is None else len(loss)
-    steps = np.arange(n, dtype=np.int64) if steps is None else np.asarray(steps, np.int64)
-    cols = {"step": pa.array(steps), "time": pa.array(steps.astype(float))}
-    if loss is not None:
-        cols["loss"] = pa.array(np.asarray(loss, dtype=np.float64))
-    if lr is not None:
-        cols["lr"] = pa.array(np.asarray(lr, dtype=np.float64))
-    for name, values in (scalars or {}).items():
-        cols[name] = pa.array(np.asarray(values, dtype=np.float64))
-    evals = None
-    if val_loss is not None or eval_sets:
-        vs = np.asarray(val_steps, dtype=np.int64)
-        ecols = {"step": pa.array(vs), "time": pa.array(vs.astype(float))}
-        if val_loss is not None:
-            ecols["val_loss"] = pa.array(np.asarray(val_loss, dtype=np.float64))
-        for name, values in (eval_sets or {}).items():
-            ecols[name] = pa.array(np.asarray(values, dtype=np.float64))
-        evals = pa.table(ecols)
-    return Run(path="synthetic", meta=meta or {"name": "synthetic"}, status="finished",
-               scalars=pa.table(cols), evals=evals, layers=layers)
+    columns at ``val_steps`` (``{"val_loss@ood": values}``); ``loss=None``: no loss column.
+    Every column but the steps is float64, whatever the format says (an ``epoch`` may be fractional)."""
+    extra = {**({} if lr is None else {"lr": lr}), **(scalars or {})}
+    evals = {**({} if val_loss is None else {"val_loss": val_loss}), **(eval_sets or {})}
+    return build_run(loss=None if loss is None else _float64(loss), steps=steps,
+                     scalars={k: _float64(v) for k, v in extra.items()},
+                     evals={k: _float64(v) for k, v in evals.items()}, val_steps=val_steps if evals else None,
+                     tables={"layers": layers}, meta=meta or {"name": "synthetic"})
+
+
+def _float64(values) -> pa.Array:
+    return pa.array(np.asarray(values, dtype=np.float64))
 
 
 def ln(k: int) -> float:
@@ -105,18 +101,12 @@ def layers_table(n_steps: int, ratio: float, *, n_layers: int = 3, every: int = 
     rng = np.random.default_rng(seed)
     steps = np.arange(0, n_steps, every, dtype=np.int64)
     names = [f"{i}.weight" for i in range(n_layers)]
-    rows_step = np.repeat(steps, n_layers)
-    rows_layer = np.tile(names, steps.size)
-    w = np.full(rows_step.size, 10.0)
-    u = w * ratio * np.exp(0.1 * rng.standard_normal(rows_step.size))
-    g = np.exp(0.1 * rng.standard_normal(rows_step.size))
-    table = pa.table({
-        "step": pa.array(rows_step),
-        "layer": pa.array(rows_layer).dictionary_encode(),
-        "grad_norm": pa.array(g, pa.float32()),
-        "weight_norm": pa.array(w, pa.float32()),
-        "update_norm": pa.array(u, pa.float32()),
-    })
+    rows = steps.size * n_layers
+    w = np.full(rows, 10.0)
+    u = w * ratio * np.exp(0.1 * rng.standard_normal(rows))
+    g = np.exp(0.1 * rng.standard_normal(rows))
+    table = format_table("layers", {"step": np.repeat(steps, n_layers), "layer": names * steps.size,
+                                    "grad_norm": g, "weight_norm": w, "update_norm": u})
     meta = [{"name": n, "index": i, "module": str(i), "kind": "Linear", "shape": [16, 16], "numel": 256}
             for i, n in enumerate(names)]
     return table, meta
@@ -170,28 +160,9 @@ def noisy_overfit_val(n: int, seed: int, *, evals: int = 40, sd: float = 0.15,
     return vs, v * np.exp(sd * rng.standard_normal(evals))
 
 
-def write_run_dir(root, run: Run):
+def write_run_dir(root, run: Run) -> Path:
     """Write ``run``'s tables as a format-v1 run directory (run.json plus one part per table)."""
-    import json
-    from pathlib import Path
-
-    import pyarrow.parquet as pq
-
-    from recorders import format as fmt
-
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    meta = {"format": fmt.FORMAT, "format_version": fmt.FORMAT_VERSION, "run_id": "0" * 32,
-            "name": root.name, "status": "finished", "started_at": "2026-01-01T00:00:00+00:00",
-            "ended_at": "2026-01-01T01:00:00+00:00", "heartbeat_at": "2026-01-01T01:00:00+00:00",
-            "flush_every": 100, "flush_seconds": 30.0, "host": "elsewhere", "pid": 1,
-            "config": dict(run.meta.get("config", {})), "seed": 0, "environment": {"python": "3.12"},
-            "layers": [], "attempts": [{"started_at": "2026-01-01T00:00:00+00:00", "first_step": 0}],
-            "error": None}
-    (root / "run.json").write_text(json.dumps(meta), encoding="utf-8")
-    for name in ("scalars", "evals"):
-        table = getattr(run, name)
-        if table is not None:
-            (root / name).mkdir(exist_ok=True)
-            pq.write_table(table, root / name / fmt.part_name(0, 0))
-    return root
+    end = "2026-01-01T01:00:00+00:00"
+    meta = run_meta(root.name, ended_at=end, heartbeat_at=end, host="elsewhere", config=dict(run.meta.get("config", {})), environment={"python": "3.12"})
+    return runs.write_run(root, run, meta=meta)

@@ -1,4 +1,4 @@
-"""Odd but legal runs every detector must survive, built as in-memory ``Run`` objects."""
+"""Odd but legal runs every detector must survive, built in memory by ``runlens.testing.build_run``."""
 
 from __future__ import annotations
 
@@ -6,17 +6,17 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
-from engine_runs import healthy, meta, to_table
+from engine_runs import healthy, meta
 
 from runlens.io.run import Run
+from runlens.testing import build_run
 
 
 def make_run(name: str = "edge", *, status: str = "finished", layer_names=(), run_meta=None,
              **tables) -> Run:
-    built = {t: (None if cols is None else cols if isinstance(cols, pa.Table) else to_table(t, cols))
-             for t, cols in tables.items()}
-    m = run_meta or meta(name, status=status, layers=list(layer_names))
-    return Run(path=name, meta=m, status=status, **built)
+    """A run of whole tables (column values or ``pa.Table``, ``None`` for none) by table name."""
+    return build_run(name=name, status=status, layer_names=layer_names, tables=tables,
+                     meta=run_meta or meta(name, status=status, layers=list(layer_names)))
 
 
 def _scalars(n: int, **over) -> dict:
@@ -98,20 +98,18 @@ def _gappy_layers() -> Run:
 def _crashed_at_zero() -> Run:
     m = meta("crash0", status="crashed", error={"type": "RuntimeError", "message": "boom",
                                                 "traceback": "", "step": None})
-    return Run(path="crash0", meta=m, status="crashed")
+    return make_run("crash0", status="crashed", run_meta=m)
 
 
 def _weird_meta() -> Run:
     m = {"format": "runlens-run", "format_version": 1, "status": "finished", "layers": "nope",
          "error": ["not", "a", "dict"], "config": None}
-    return Run(path="weird", meta=m, status="finished", scalars=to_table("scalars", _scalars(20)))
+    return make_run("weird", run_meta=m, scalars=_scalars(20))
 
 
 def _empty_tables() -> Run:
-    empty = {t: pa.table({c: pa.array([], typ) for c, typ in f.items()})
-             for t, f in {"scalars": {"step": pa.int64(), "time": pa.float64(), "loss": pa.float64()},
-                          "evals": {"step": pa.int64(), "time": pa.float64(), "val_loss": pa.float64()}}.items()}
-    return make_run("empty", **empty)
+    return make_run("empty", scalars={"step": [], "time": [], "loss": []},
+                    evals={"step": [], "time": [], "val_loss": []})
 
 
 def _healthy_small() -> Run:

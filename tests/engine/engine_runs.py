@@ -1,15 +1,15 @@
-"""Build format-v1 run directories with pyarrow alone, for engine tests.
+"""Columns of healthy-looking runs and run folders of them, for engine tests.
 
 ``write_run(dir, scalars=..., layers=...)`` writes run.json and one part per
 table (or several: pass a list of column dicts, or ``(rank, seq, columns)``
-tuples). ``healthy(...)`` gives the columns of a healthy-looking run:
-a loss that decays with noise and then settles, stable gradient norms,
-slowly moving weights, a validation loss that follows training.
+tuples) through the tests' one writer (``tests/runs.py``). ``healthy(...)``
+gives the columns of a healthy-looking run: a loss that decays with noise and
+then settles, stable gradient norms, slowly moving weights, a validation loss
+that follows training.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from collections.abc import Mapping
@@ -18,56 +18,26 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from recorders import format as fmt
-from runlens.testing import format_table
+from runlens.testing import format_table as to_table  # noqa: F401 - the name the engine tests import
+from runlens.testing import run_meta
+from tests import runs
 
 
 def meta(name: str = "run", *, status: str = "finished", layers: list[str] = (), **extra: Any) -> dict:
-    m = {
-        "format": fmt.FORMAT, "format_version": fmt.FORMAT_VERSION, "run_id": "0" * 32,
-        "name": name, "status": status,
-        "started_at": "2026-01-01T00:00:00+00:00", "ended_at": None,
-        "heartbeat_at": "2026-01-01T00:00:00+00:00",
-        "flush_every": 100, "flush_seconds": 30.0, "host": "elsewhere", "pid": 1,
-        "config": {"lr": 0.001}, "seed": 0, "environment": {"python": "3.12"},
-        "layers": [{"name": n, "index": i, "module": n.rsplit(".", 1)[0], "kind": "Linear",
-                    "shape": [4, 4], "numel": 16} for i, n in enumerate(layers)],
-        "attempts": [{"started_at": "2026-01-01T00:00:00+00:00", "first_step": 0}],
-        "error": None,
-    }
-    m.update(extra)
-    return m
-
-
-def to_table(table: str, columns: Mapping[str, Any]) -> pa.Table:
-    return format_table(table, columns)
+    """run.json of a finished run written elsewhere (another host), ``extra`` keys replacing values."""
+    return run_meta(name, status=status, layers=layers, **{
+        "heartbeat_at": "2026-01-01T00:00:00+00:00", "host": "elsewhere", "config": {"lr": 0.001},
+        "environment": {"python": "3.12"}, **extra})
 
 
 def write_part(root: Path, table: str, columns: Mapping[str, Any] | pa.Table, rank: int = 0,
                seq: int = 0) -> Path:
-    folder = Path(root) / table
-    folder.mkdir(parents=True, exist_ok=True)
-    data = columns if isinstance(columns, pa.Table) else to_table(table, columns)
-    path = folder / fmt.part_name(rank, seq)
-    pq.write_table(data, path)
-    return path
+    return runs.write_part(root, table, columns, rank, seq)
 
 
 def write_run(root: os.PathLike | str, *, run_meta: dict | None = None, **tables: Any) -> Path:
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "run.json").write_text(json.dumps(run_meta or meta(root.name)), encoding="utf-8")
-    for table, parts in tables.items():
-        if parts is None:
-            continue
-        if isinstance(parts, (Mapping, pa.Table)):
-            parts = [parts]
-        for i, part in enumerate(parts):
-            rank, seq, cols = part if isinstance(part, tuple) else (0, i, part)
-            write_part(root, table, cols, rank, seq)
-    return root
+    return runs.write_run(root, tables, meta=run_meta or meta(Path(root).name))
 
 
 def healthy(n: int = 600, n_layers: int = 4, *, seed: int = 0, layers_every: int = 10,

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from runlens.detectors import REGISTRY, Detector, Interval, Needs
 from runlens.diagnosis import Finding
 from runlens.errors import UsageError
-from runlens.testing import build_run, check_detector, odd_runs, run_detector
+from runlens.io.loader import load_run
+from runlens.io.validate import validate_run
+from runlens.testing import build_run, check_detector, odd_runs, run_detector, run_meta
+from tests.runs import write_run
 
 DOC = """Flags a loss above ``limit``.
 
@@ -112,3 +116,68 @@ def test_build_run_refuses_steps_that_do_not_match():
 
 def test_odd_runs_are_built_without_error():
     assert all(build().status in ("finished", "crashed") for build in odd_runs().values())
+
+
+def test_build_run_takes_whole_tables_its_own_clock_path_and_warnings():
+    ragged = {"step": [0, 0, 10], "layer": ["a.weight", "b.weight", "a.weight"],
+              "grad_norm": [1.0, None, 2.0]}
+    run = build_run(loss=[2.0, 1.0], steps=[0, 10], val_loss=[1.5], val_steps=[10], t0=100.0, step_time=0.5,
+                    tables={"layers": ragged, "events": None}, path="/runs/x", warnings=("part unread",))
+    assert run.scalars.column("time").to_pylist() == [100.0, 105.0]
+    assert run.evals.column("time").to_pylist() == [105.0]
+    assert run.layers.schema.field("grad_norm").type == pa.float32()
+    assert run.layers.column("grad_norm").to_pylist() == [1.0, None, 2.0] and run.events is None
+    assert (run.path, run.warnings) == ("/runs/x", ("part unread",))
+
+
+@pytest.mark.parametrize(("tables", "message"), [
+    ({"scalars": {"step": [0]}}, "scalars table is given twice"),
+    ({"metrics": {"step": [0]}}, "tables has 'metrics', not one of scalars, evals, layers, events"),
+])
+def test_build_run_refuses_a_table_given_twice_or_unknown(tables, message):
+    with pytest.raises(UsageError, match=message):
+        build_run(loss=[1.0], tables=tables)
+
+
+def test_masked_entries_are_nulls_and_arrow_arrays_keep_their_type():
+    grad = np.ma.masked_array(np.ones((2, 2)), mask=[[False, True], [False, False]])
+    run = build_run(loss=[1.0, 2.0], epoch=pa.array([0.5, 1.0]), layers={"grad_norm": grad})
+    assert run.layers.column("grad_norm").to_pylist() == [1.0, None, 1.0, 1.0]
+    assert run.scalars.schema.field("epoch").type == pa.float64()
+    assert build_run(loss=[1.0, 2.0], epoch=[0, 1]).scalars.schema.field("epoch").type == pa.int64()
+
+
+def test_run_meta_keys_replace_the_defaults_and_add_new_ones():
+    meta = run_meta("r", status="crashed", layers=["a.weight"], host="gpu-7", ablation="b")
+    assert (meta["host"], meta["ablation"], meta["status"]) == ("gpu-7", "b", "crashed")
+    assert meta["layers"][0]["module"] == "a"
+    assert run_meta("r")["host"] == "synthetic"
+
+
+def test_the_tests_writer_round_trips_a_built_run_through_the_loader(tmp_path):
+    run = build_run(loss=[2.0, 1.5, np.nan], lr=[0.1] * 3, val_loss=[1.9], val_steps=[2],
+                    layers={"grad_norm": np.ones((3, 2)), "weight_norm": np.full((3, 2), 5.0)},
+                    events=[{"step": 1, "kind": "user", "message": "m"}],
+                    meta=run_meta("r", layers=["l0.weight", "l1.weight"],
+                                  ended_at="2026-01-01T01:00:00+00:00", environment={"python": "3.11"}))
+    path = write_run(tmp_path / "r", run)
+    assert validate_run(path).ok, validate_run(path).violations
+    back = load_run(path)
+    for table in ("scalars", "evals", "layers", "events"):
+        assert getattr(back, table).to_pydict().keys() == getattr(run, table).to_pydict().keys()
+    loss = back.column("scalars", "loss")
+    assert loss[:2].tolist() == [2.0, 1.5] and np.isnan(loss[2])
+    assert back.meta == run.meta
+
+
+def test_the_tests_writer_lays_out_ranks_and_sequences(tmp_path):
+    cols = {"step": [0, 1], "time": [0.0, 1.0], "loss": [2.0, 1.0]}
+    path = write_run(tmp_path / "ddp", {"scalars": [(0, 0, cols), (1, 0, cols)], "evals": None,
+                                        "layers": [{"step": [0], "layer": ["a"], "grad_norm": [1.0]}] * 2},
+                     rank=3)
+    def parts(table: str) -> list[str]:
+        return sorted(p.name for p in (path / table).iterdir())
+
+    assert parts("scalars") == ["r0-00000000.parquet", "r1-00000000.parquet"]
+    assert parts("layers") == ["r3-00000000.parquet", "r3-00000001.parquet"]
+    assert not (path / "evals").exists() and load_run(path).meta["name"] == "ddp"

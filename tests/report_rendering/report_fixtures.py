@@ -1,15 +1,14 @@
 """Diagnoses built by hand for the report tests.
 
 The reports read a ReportData: a Diagnosis (plain values) and what the run's
-signals show. These tests build the run and the diagnosis directly (no
-analysis involved) and control exactly what the run holds: spikes, a NaN, a
+signals show. These tests build the run (``runlens.testing.build_run``) and the
+diagnosis directly (no analysis involved) and control exactly what the run holds: spikes, a NaN, a
 crash, hostile layer names, thousands of layers.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 from markdown_it import MarkdownIt
 
 from runlens.analysis import facts_of
@@ -17,6 +16,7 @@ from runlens.diagnosis import CurveVerdict, Diagnosis, Finding
 from runlens.io.run import Run
 from runlens.report_data import ReportData, build_report_data
 from runlens.signals import signals_of
+from runlens.testing import build_run
 
 # GitHub's dialect minus linkify (which needs an extra package): tables and
 # strikethrough are what matter for cells.
@@ -62,25 +62,11 @@ def make_run(*, steps: int = 600, n_layers: int = 6, hostile: bool = False, nan_
     grad = 1.0 + 0.1 * rng.standard_normal(steps)
     if nan_at is not None:
         grad[nan_at:] = np.inf
-    scalars = pa.table({
-        "step": step, "time": 1.7e9 + step * 0.1, "loss": loss,
-        "lr": np.minimum(1e-3, 1e-3 * (step + 1) / 50), "grad_norm": grad,
-    })
-    vstep = step[::50]
-    evals = pa.table({"step": vstep, "time": 1.7e9 + vstep * 0.1,
-                      "val_loss": loss[::50] + 0.1 + 0.0005 * vstep})
     names = layer_names(n_layers, hostile)
     lsteps = step[::layers_every]
     depth = np.arange(n_layers)
     g = np.outer(np.ones(len(lsteps)), 10.0 ** (-(n_layers - 1 - depth) * 4.0 / max(n_layers - 1, 1)))
     w = np.outer(1.0 + lsteps / steps, np.ones(n_layers)) * (1 + depth)
-    layers = pa.table({
-        "step": np.repeat(lsteps, n_layers),
-        "layer": pa.array(np.tile(np.array(names, dtype=object), len(lsteps))).dictionary_encode(),
-        "grad_norm": pa.array(g.ravel(), pa.float32()),
-        "weight_norm": pa.array(w.ravel(), pa.float32()),
-        "update_norm": pa.array((w * 1e-3).ravel(), pa.float32()),
-    })
     error = None
     if crash:
         error = {"type": "RuntimeError", "step": steps,
@@ -96,8 +82,13 @@ def make_run(*, steps: int = 600, n_layers: int = 6, hostile: bool = False, nan_
         "attempts": [{"started_at": "2026-01-01T00:00:00+00:00", "first_step": 0}],
         "error": error,
     }
-    return Run(path=f"/runs/{name}", meta=meta, status=status or meta["status"], scalars=scalars, evals=evals,
-               layers=layers, events=None, warnings=("part r0-00000003.parquet could not be read",))
+    vstep = step[::50]
+    return build_run(loss=loss, steps=step, lr=np.minimum(1e-3, 1e-3 * (step + 1) / 50), grad_norm=grad,
+                     val_loss=loss[::50] + 0.1 + 0.0005 * vstep, val_steps=vstep,
+                     layers={"grad_norm": g, "weight_norm": w, "update_norm": w * 1e-3}, layer_names=names,
+                     layer_steps=lsteps, t0=1.7e9, step_time=0.1, name=name, path=f"/runs/{name}",
+                     status=status or meta["status"], meta=meta,
+                     warnings=("part r0-00000003.parquet could not be read",))
 
 
 def diagnosis_of(run: Run, **verdicts) -> Diagnosis:
