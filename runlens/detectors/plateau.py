@@ -14,7 +14,7 @@ from runlens.stats.trend import trend
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
-    from runlens.signals import Signals
+    from runlens.signals import Series, Signals
 
 
 @register
@@ -199,7 +199,7 @@ class Plateau(Detector):
         """
         if sig.lr is None:
             return False
-        during, at_steps, _ = _rates(sig, found)
+        during, at_steps, _ = _rates(sig.lr, found)
         if during.size < 8 or not np.all(np.isfinite(during)) or float(np.min(during)) <= 0:
             return False
         q = max(1, during.size // 4)
@@ -212,7 +212,7 @@ class Plateau(Detector):
         median on the plateau or more (None: no rate logged around it)."""
         if sig.lr is None:
             return None
-        during, _, at_fall = _rates(sig, found)
+        during, _, at_fall = _rates(sig.lr, found)
         if during.size == 0 or at_fall.size == 0 or not np.isfinite(during).all():
             return None
         return bool(float(np.max(at_fall)) >= float(np.median(during)) / (1 - self.lr_cut))
@@ -230,16 +230,15 @@ class Plateau(Detector):
         before = x[sig.loss.steps < found["start_step"]]
         if before.size == 0 or float(np.max(before)) - found["level"] < self.min_fall * found["range"]:
             return False
-        during, _, at_fall = _rates(sig, found)
+        during, _, at_fall = _rates(sig.lr, found)
         if during.size == 0 or at_fall.size == 0:
             return False
         return float(np.min(at_fall)) <= (1 - self.lr_cut) * float(np.median(during))
 
 
-def _rates(sig: Signals, found: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rates(rate: Series, found: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The logged learning rate on the plateau, the steps it was logged at, and the rate
     between the plateau's end and the fall."""
-    assert sig.lr is not None, "a plateau's rates are read only for a run that logs its rate"
-    s, lr = sig.lr.steps, sig.lr.values
+    s, lr = rate.steps, rate.values
     on = (s >= found["start_step"]) & (s <= found["end_step"])
     return lr[on], s[on], lr[(s > found["end_step"]) & (s <= found["fall_step"])]

@@ -88,20 +88,17 @@ class ValidationInTrainMode(Detector):
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         flag = run.column("evals", "model_training")
-        if flag is not None and np.isfinite(flag).any():
-            return self._from_flag(run, flag[np.isfinite(flag)])
+        if flag is not None and (finite := np.isfinite(flag)).any():
+            return self._from_flag(run, flag[finite], run.steps("evals")[finite])
         return self._from_log(run, ctx)
 
-    def _from_flag(self, run: Run, flag: np.ndarray) -> list[Finding]:
+    def _from_flag(self, run: Run, flag: np.ndarray, steps: np.ndarray) -> list[Finding]:
         share = float(np.mean(flag > 0))
         mode_layers = sorted({str(e.get("kind")) for e in run.layer_info
                               if any(k in str(e.get("kind")) for k in _MODE_KINDS)})
         dropout, _ = config_number(run.config, DROPOUT_KEYS)
         if share < self.min_share or not (mode_layers or (dropout or 0) >= self.min_dropout):
             return []  # training mode changes nothing the log can see: no batch norm, no dropout stated
-        column = run.column("evals", "model_training")
-        assert column is not None, "check() hands over this column's finite values"
-        steps = run.steps("evals")[np.isfinite(column)]
         first = int(steps[np.flatnonzero(flag > 0)[0]])
         ev = {"train_mode_share": share, "evals": int(flag.size), "source": "evals.model_training",
               "mode_layers": mode_layers, "dropout": dropout}

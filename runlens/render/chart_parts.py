@@ -179,7 +179,8 @@ def draw_marks(ax: Axes, marks: MarksLike, gid: str) -> None:
     lo, hi = ax.get_xlim()
     shown = sorted(m for m in failure_marks(marks) if lo <= m[0] <= hi)
     fig = ax.figure
-    assert isinstance(fig, Figure), "charts draw on whole figures, never on subfigures"
+    if not isinstance(fig, Figure):  # the label widths are measured against the whole page's width
+        raise TypeError("charts draw on whole figures, never on subfigures")
     span_pt = fig.get_figwidth() * 72 * 0.82
     rows: list[float] = []  # right end (axes fraction) of the last label on each row
     for step, label, color, style, kind in shown:
