@@ -247,9 +247,9 @@ def collect(future: Any, chunk: Sequence[str]) -> list[dict]:
 def summarize(key_numbers: Mapping[str, Any]) -> dict[str, Any]:
     """The numbers of an audit row: the diagnosis's key numbers (``runlens.summary.run_numbers``,
     the one definition every command shows) under the audit's column names."""
-    n = key_numbers
-    return {"final_loss": n["final_loss"], "best_loss": n["min_loss"], "best_val_loss": n["val_min"],
-            "best_val_step": n["val_min_step"], "steps": n["steps"], "duration_s": n["duration_s"]}
+    return {"final_loss": key_numbers["final_loss"], "best_loss": key_numbers["min_loss"],
+            "best_val_loss": key_numbers["val_min"], "best_val_step": key_numbers["val_min_step"],
+            "steps": key_numbers["steps"], "duration_s": key_numbers["duration_s"]}
 
 
 # -- errors and reports -----------------------------------------------------
