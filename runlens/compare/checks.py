@@ -95,7 +95,7 @@ def check_levels(run: Run, base: Run, table: str, column: str, th: Thresholds) -
     delta = cliffs_delta(float(mw.statistic), len(a), len(b))
     ra, rb = float(np.median(a)), float(np.median(b))
     change = (ra - rb) / abs(rb) if rb != 0 else (np.inf if ra > rb else 0.0)
-    improvement = _improvement(bs, bv)
+    improvement = _improvement(bv)
     big_enough = change >= th.min_change and (improvement is None
                                                or ra - rb >= th.min_range_change * improvement)
     worse = bool(p < th.alpha and delta >= th.min_effect and big_enough)
@@ -113,7 +113,7 @@ def _tail(mask: np.ndarray, th: Thresholds) -> np.ndarray:
     return out
 
 
-def _improvement(steps: np.ndarray, values: np.ndarray) -> float | None:
+def _improvement(values: np.ndarray) -> float | None:
     """How far the baseline's smoothed curve fell from its start to its best."""
     ok = np.isfinite(values)
     if ok.sum() < 10:

@@ -39,7 +39,7 @@ def progressed(cfg: CurveParams, f: dict[str, Any]) -> bool:
     return bool(f["fall_to_min_p"] < cfg.alpha_strong)
 
 
-def chaotic(cfg: CurveParams, f: dict[str, Any], sig: Signals | None) -> bool:
+def chaotic(cfg: CurveParams, sig: Signals | None) -> bool:
     """Whether a loss that made no progress jitters from steps too large rather than from
     minibatch noise around a loss that never moved (that is underfitting): the late update/weight
     ratio above ``step_ratio``. The loss alone cannot tell the two apart (a batch of 4 jumps by

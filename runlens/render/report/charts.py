@@ -277,7 +277,7 @@ def _heatmap(data: ReportDataLike, h: HeatmapLike, layout: Layout, gid: str) -> 
     ax.imshow(rgba, aspect="auto", origin="lower", interpolation="none",
               extent=(h.x0, h.x1, -0.5, rows - 0.5))
     ax.grid(False)
-    _depth_ticks(ax, h.row_starts, h.n_layers)
+    _depth_ticks(ax, h.row_starts)
     _flag_layers(ax, h.flagged)
     shared_x(ax, data.x_range)
     draw_marks(ax, data.marks, gid)
@@ -290,7 +290,7 @@ def _heatmap(data: ReportDataLike, h: HeatmapLike, layout: Layout, gid: str) -> 
     return fig
 
 
-def _depth_ticks(ax: Axes, starts: np.ndarray, n_layers: int) -> None:
+def _depth_ticks(ax: Axes, starts: np.ndarray) -> None:
     """Whole-number depth labels at row centres (a row groups layers when there are many)."""
     rows = len(starts)
     picks = np.unique(np.linspace(0, rows - 1, min(rows, MAX_DEPTH_TICKS)).round().astype(int))
