@@ -12,4 +12,5 @@ if TYPE_CHECKING:
 
 
 def render_compare_html(c: Comparison) -> str:
-    return get_template("compare.html.j2").render(c=c, rows=rows(c), config=config_rows(c), verdict=verdict(c))
+    return get_template("compare.html.j2").render(c=c, rows=rows(c), config=config_rows(c), verdict=verdict(c),
+                                                  shared_steps=f"{c.shared_steps:,}")
