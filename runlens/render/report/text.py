@@ -51,7 +51,7 @@ def render(diagnosis: Diagnosis, *, color: bool = False, verbose: bool = False, 
         lines.append("No findings.")
     evidence = _evidence_items(diagnosis, evidence) if verbose else ()
     for i, finding in enumerate(diagnosis.findings):
-        lines += _finding(finding, color, verbose, evidence[i] if i < len(evidence) else ())
+        lines += _finding(finding, color, verbose, evidence[i] if verbose else ())
         if verbose:
             lines.append("")
     if not verbose and diagnosis.findings:
@@ -104,8 +104,12 @@ def summary_line(diagnosis: Diagnosis, verbose: bool = False) -> str:
 
 def _evidence_items(diagnosis: Diagnosis, labelled: Sequence[Sequence[ItemLike]] | None) -> tuple:
     """Each finding's evidence as labelled items, observations before thresholds (as given, from
-    the report data, which knows each detector's parameters; else the raw keys)."""
-    if labelled is not None and len(labelled) == len(diagnosis.findings):
+    the report data, which knows each detector's parameters; else the raw keys). Labelled evidence
+    of another diagnosis (one list per finding, so a different count) is a caller's bug."""
+    if labelled is not None:
+        if len(labelled) != len(diagnosis.findings):
+            raise ValueError(f"evidence for {len(labelled)} findings given with a diagnosis of "
+                             f"{len(diagnosis.findings)}: pass evidence_of(diagnosis) of this diagnosis")
         return tuple(labelled)
     return tuple(tuple(_Plain(str(k), str(k).replace("_", " "), v) for k, v in f.evidence.items())
                  for f in diagnosis.findings)
