@@ -1,8 +1,9 @@
 """The crash cases shared by the tests of the crash package and of ``killed``.
 
 ``PYTORCH`` and ``WORDINGS`` are tables of error texts with the code each decodes to; each crash
-code's test file runs its own rows (``pytorch_rows``, ``wording_rows``) through the checks below, and ``test_decode``
-holds the tables to cover every code. ``crashed`` builds a run that ended in an error record.
+code's test file runs its own rows (``pytorch_rows``, ``wording_rows``) through the checks below,
+and ``crash/test_decode.py`` checks that the tables cover every code. ``crashed`` builds a run that
+ended in an error record.
 """
 
 from __future__ import annotations

@@ -14,11 +14,13 @@ from crash_cases import (
 )
 
 
-@pytest.mark.parametrize("source,etype,message,code", pytorch_rows(DEVICE), ids=pytorch_ids(pytorch_rows(DEVICE)))
+@pytest.mark.parametrize("source,etype,message,code", pytorch_rows(DEVICE),
+                         ids=pytorch_ids(pytorch_rows(DEVICE)))
 def test_pytorch_wording_decodes_to_its_code(source, etype, message, code):
     check_pytorch_wording(source, etype, message, code)
 
 
-@pytest.mark.parametrize("etype,message,code,detail", wording_rows(DEVICE), ids=wording_ids(wording_rows(DEVICE)))
+@pytest.mark.parametrize("etype,message,code,detail", wording_rows(DEVICE),
+                         ids=wording_ids(wording_rows(DEVICE)))
 def test_decodes_real_pytorch_wordings(etype, message, code, detail):
     check_wording(etype, message, code, detail)

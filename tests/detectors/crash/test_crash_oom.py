@@ -41,11 +41,13 @@ def test_ordinary_oom_keeps_the_batch_size_advice():
     assert mps.kind == "mps_oom" and mps.details["total_capacity"] == "18.13 GB"
 
 
-@pytest.mark.parametrize("source,etype,message,code", pytorch_rows(OOM), ids=pytorch_ids(pytorch_rows(OOM)))
+@pytest.mark.parametrize("source,etype,message,code", pytorch_rows(OOM),
+                         ids=pytorch_ids(pytorch_rows(OOM)))
 def test_pytorch_wording_decodes_to_its_code(source, etype, message, code):
     check_pytorch_wording(source, etype, message, code)
 
 
-@pytest.mark.parametrize("etype,message,code,detail", wording_rows(OOM), ids=wording_ids(wording_rows(OOM)))
+@pytest.mark.parametrize("etype,message,code,detail", wording_rows(OOM),
+                         ids=wording_ids(wording_rows(OOM)))
 def test_decodes_real_pytorch_wordings(etype, message, code, detail):
     check_wording(etype, message, code, detail)

@@ -15,7 +15,6 @@ from runlens.detectors._base import DOC_SECTIONS, parse_doc_sections
 from runlens.detectors.curve import CurveClassifier, classify
 from runlens.diagnosis import CURVES, jsonable
 
-# -- contract -----------------------------------------------------------------------------------
 
 def test_unsorted_steps_are_ordered_first():
     x = healthy(400, 3)

@@ -1,5 +1,6 @@
-"""diverged: the curve label (runlens/detectors/curve/diverged.py) and its finding (runlens/detectors/diverged.py):
-a non-finite loss, a NaN masked as 0, a blow-up, unbounded growth; firing cases with their silent twins."""
+"""diverged: the curve label (runlens/detectors/curve/diverged.py) and its finding
+(runlens/detectors/diverged.py): a non-finite loss, a NaN masked as 0, a blow-up, unbounded growth;
+firing cases with their silent twins."""
 
 from __future__ import annotations
 

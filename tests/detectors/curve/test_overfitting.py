@@ -1,5 +1,6 @@
 """overfitting: the curve label (runlens/detectors/curve/validation.py) and its finding
-(runlens/detectors/overfitting.py): a validation loss that rises after its minimum; each with its silent twin."""
+(runlens/detectors/overfitting.py): a validation loss that rises after its minimum; each with its
+silent twin."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """unstable: the curve label (runlens/detectors/curve/unstable.py, validation.py) and its finding
-(runlens/detectors/unstable.py): oscillation, wandering, level shifts, validation jumps; each with its silent twin."""
+(runlens/detectors/unstable.py): oscillation, wandering, level shifts, validation jumps; each with
+its silent twin."""
 
 from __future__ import annotations
 
