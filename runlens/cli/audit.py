@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 import click
 
 from runlens.cli.common import color_option, detector_options, detector_params, fail_on_option, use_color
+from runlens.render.audit import RENDERERS
 
 if TYPE_CHECKING:
     pass
 
-FORMATS = ("text", "json", "md", "html", "csv", "junit")
+FORMATS = tuple(RENDERERS)
 
 
 @click.command()
