@@ -13,6 +13,8 @@ import posixpath
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from runlens.render.format import cell_number
+
 if TYPE_CHECKING:
     from runlens.audit import AuditResult, AuditRow
 
@@ -22,16 +24,8 @@ COLUMNS = (
     ("findings", "findings"), ("final loss", "final_loss"), ("best loss", "best_loss"),
     ("best val loss", "best_val"), ("steps", "steps"), ("duration", "duration"),
 )
-
-
-def number(value: float | None) -> str:
-    if value is None:
-        return ""
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.4g}"
+#: The keys of ``cells`` that hold numbers (right-aligned in the Markdown and HTML tables).
+NUMERIC = frozenset({"final_loss", "best_loss", "best_val", "steps", "duration"})
 
 
 def duration(seconds: float | None) -> str:
@@ -58,13 +52,13 @@ def findings(row: AuditRow, limit: int = 3) -> str:
 
 def cells(row: AuditRow) -> dict[str, str]:
     """Every column of ``COLUMNS`` as display text."""
-    best_val = number(row.best_val_loss)
+    best_val = cell_number(row.best_val_loss)
     if best_val and row.best_val_step is not None:
         best_val += f" @ {row.best_val_step:,}"
     return {
         "severity": severity(row), "name": row.name, "status": row.status, "curve": row.curve,
-        "findings": findings(row), "final_loss": number(row.final_loss),
-        "best_loss": number(row.best_loss), "best_val": best_val,
+        "findings": findings(row), "final_loss": cell_number(row.final_loss),
+        "best_loss": cell_number(row.best_loss), "best_val": best_val,
         "steps": "" if row.steps is None else f"{row.steps:,}", "duration": duration(row.duration_s),
     }
 

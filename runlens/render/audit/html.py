@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from runlens.render.audit.cells import COLUMNS, cells, report_href, summary
+from runlens.render.audit.cells import COLUMNS, NUMERIC, cells, report_href, summary
 from runlens.render.names import distinct_names
 from runlens.render.templates import get_template
 
 if TYPE_CHECKING:
     from runlens.audit import AuditResult
-
-_NUMERIC = {"final_loss", "best_loss", "best_val", "steps", "duration"}
 
 
 def render_audit_html(result: AuditResult, *, reports_base: str | None = None,
@@ -29,4 +27,4 @@ def render_audit_html(result: AuditResult, *, reports_base: str | None = None,
                      "href": report_href(row, reports_base), "findings": shown,
                      "more": len(row.findings) - len(shown)})
     return get_template("audit.html.j2").render(title=title, summary=summary(result), rows=rows,
-                                              columns=COLUMNS, numeric=_NUMERIC)
+                                              columns=COLUMNS, numeric=NUMERIC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from runlens.render.audit.cells import COLUMNS, cells, report_href, summary
+from runlens.render.audit.cells import COLUMNS, NUMERIC, cells, report_href, summary
 from runlens.render.escape import md_cell, md_inline
 from runlens.render.names import distinct_names
 
@@ -20,7 +20,7 @@ def render_audit_markdown(result: AuditResult, *, reports_base: str | None = Non
     """A heading, the summary line, one table row per run (names link to reports), errors."""
     lines = [f"## {md_inline(title)}", "", md_inline(summary(result)), ""]
     lines.append("| " + " | ".join(head for head, _ in COLUMNS) + " |")
-    lines.append("|" + "|".join("---:" if key in _NUMERIC else "---" for _, key in COLUMNS) + "|")
+    lines.append("|" + "|".join("---:" if key in NUMERIC else "---" for _, key in COLUMNS) + "|")
     labels = distinct_names([(row.name, row.run) for row in result.rows])
     for row, label in zip(result.rows, labels, strict=True):
         c = cells(row)
@@ -39,4 +39,3 @@ def render_audit_markdown(result: AuditResult, *, reports_base: str | None = Non
 
 
 _FREE_TEXT = {"name", "findings"}
-_NUMERIC = {"final_loss", "best_loss", "best_val", "steps", "duration"}

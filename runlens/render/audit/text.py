@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from runlens.render.audit.cells import COLUMNS, cells, summary
 from runlens.render.escape import term_inline
+from runlens.render.format import RESET, SEVERITY_ANSI
 from runlens.render.names import distinct_names
 
 if TYPE_CHECKING:
@@ -13,9 +14,8 @@ if TYPE_CHECKING:
 
 _MAX_NAME = 40
 _MAX_FINDINGS = 48
-# The severity cell's colour (``--color``); the same marks as ``runlens.render.report.text``.
-_ANSI = {"unreadable": "\033[1;31m", "error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
-_RESET = "\033[0m"
+# The severity cell's colour (``--color``): an unreadable run is marked as an error is.
+_ANSI = {**SEVERITY_ANSI, "unreadable": SEVERITY_ANSI["error"]}
 
 
 def render_audit_text(result: AuditResult, *, color: bool = False) -> str:
@@ -35,12 +35,12 @@ def render_audit_text(result: AuditResult, *, color: bool = False) -> str:
         if color and c["severity"] in _ANSI:
             sev = c["severity"]
             at = keys.index("severity")
-            cells_[at] = f"{_ANSI[sev]}{sev}{_RESET}" + cells_[at][len(sev):]
+            cells_[at] = f"{_ANSI[sev]}{sev}{RESET}" + cells_[at][len(sev):]
         lines.append("  ".join(cells_).rstrip())
     errors = [row for row in result.rows if row.error]
     if errors:
         lines.append("")
-        mark = f"{_ANSI['unreadable']}not analyzed{_RESET}" if color else "not analyzed"
+        mark = f"{_ANSI['unreadable']}not analyzed{RESET}" if color else "not analyzed"
         lines += [f"{mark}: {term_inline(row.run)}: {term_inline(row.error)}" for row in errors]
     lines += ["", summary(result)]
     return "\n".join(lines) + "\n"

@@ -8,8 +8,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from runlens.render.audit.cells import number
 from runlens.render.escape import term_inline
+from runlens.render.format import cell_number
 
 if TYPE_CHECKING:
     from runlens.compare.model import Comparison
@@ -24,7 +24,7 @@ def rows(c: Comparison) -> list[tuple[str, str, str, str]]:
             name = "late loss (median)" if level.metric == "loss" else "late val loss (median)"
             test = (f"{level.relative_change:+.1%}, {level.test} p={level.p_value:.2g}, "
                     f"Cliff's delta {level.effect_size:.2f}, steps {level.first_step:,}-{level.last_step:,}")
-            out.append((name, number(level.run_median), number(level.baseline_median), test))
+            out.append((name, cell_number(level.run_median), cell_number(level.baseline_median), test))
     conv = c.convergence
     if conv is not None:
         ratio = "never" if conv.run_step is None else f"{conv.ratio:.2g}x"
@@ -37,7 +37,7 @@ def rows(c: Comparison) -> list[tuple[str, str, str, str]]:
         out.append(("loss spikes", str(c.spikes.run_count), str(c.spikes.baseline_count),
                     f"binomial p={c.spikes.p_value:.2g}"))
     for g in c.gradient_shifts[:10]:
-        out.append((f"grad norm {g.layer}", number(g.run_median), number(g.baseline_median),
+        out.append((f"grad norm {g.layer}", cell_number(g.run_median), cell_number(g.baseline_median),
                     f"10^{g.log10_ratio:+.1f}"))
     return out
 
@@ -46,7 +46,7 @@ def _key_rows(c: Comparison) -> list[tuple[str, str, str, str]]:
     r, b = c.run_numbers, c.baseline_numbers
 
     def at(n: Mapping[str, Any], value: str, step: str) -> str:
-        return "—" if n.get(value) is None else f"{number(n[value])} @ {n[step]:,}"
+        return "—" if n.get(value) is None else f"{cell_number(n[value])} @ {n[step]:,}"
 
     out = [("final loss", at(r, "final_loss", "final_loss_step"), at(b, "final_loss", "final_loss_step"),
             "the last logged training loss")]

@@ -7,15 +7,16 @@ from typing import TYPE_CHECKING
 
 from runlens.render.compare.table import config_rows, rows, verdict
 from runlens.render.escape import term_inline
+from runlens.render.format import RESET, SEVERITY_ANSI
 
 if TYPE_CHECKING:
     from runlens.compare.model import Comparison
 
-_ANSI = {"error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
 _MAX_CONFIG = 6
 
 
 def _first_sentence(text: str) -> str:
+    # Not report.text.first_sentence: a comparison's advice keeps its ';' clauses (what else to check).
     head, dot, _ = text.partition(". ")
     return head + "." if dot else text
 
@@ -30,7 +31,7 @@ def render_compare_text(c: Comparison, *, color: bool = False, quiet: bool = Fal
     for f in c.findings:
         mark = f"{f.severity.upper():7}"
         if color:
-            mark = f"{_ANSI.get(f.severity, '')}{mark}\033[0m"
+            mark = f"{SEVERITY_ANSI.get(f.severity, '')}{mark}{RESET}"
         lines.append(f"{mark} {f.code}: {term_inline(f.title)}")
         if verbose:
             lines += [f"        {term_inline(k)}: {term_inline(json.dumps(v, default=str))}"

@@ -11,7 +11,6 @@ the headline alone. No analysis happens here: everything shown is in the
 
 from __future__ import annotations
 
-import math
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -19,14 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from runlens.diagnosis import Diagnosis, Finding, jsonable
 from runlens.render.escape import term_inline
+from runlens.render.format import RESET, SEVERITY_ANSI, float_text
 
 if TYPE_CHECKING:
     from runlens.render.contracts import ItemLike
 
 WIDTH = 88
 _MARK = {"error": "ERROR", "warning": "WARN ", "info": "INFO "}
-_ANSI = {"error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
-_RESET = "\033[0m"
 _MAX_LAYERS = 6
 _MAX_ITEMS = 8
 _MAX_WARNINGS = 3
@@ -83,9 +81,7 @@ def number(x: object) -> str:
     """A key number as every text renderer shows it: 4 significant digits; NaN and Inf by name."""
     if isinstance(x, str):
         return {"nan": "NaN", "inf": "Inf", "-inf": "-Inf"}.get(x, x)
-    if isinstance(x, float) and not math.isfinite(x):
-        return "NaN" if math.isnan(x) else ("Inf" if x > 0 else "-Inf")
-    return f"{x:.4g}" if isinstance(x, float) else str(x)
+    return float_text(x) if isinstance(x, float) else str(x)
 
 
 def duration(seconds: float) -> str:
@@ -125,7 +121,7 @@ class _Plain:
 
 
 def _finding(f: Finding, color: bool, verbose: bool, items: tuple = ()) -> list[str]:
-    mark = f"{_ANSI[f.severity]}{_MARK[f.severity]}{_RESET}" if color else _MARK[f.severity]
+    mark = f"{SEVERITY_ANSI[f.severity]}{_MARK[f.severity]}{RESET}" if color else _MARK[f.severity]
     lines = [f"{mark} {f.code}: {term_inline(f.title)}"]
     causes = [c for c in f.evidence.get("caused_by", ()) if isinstance(c, str)]
     if not verbose:

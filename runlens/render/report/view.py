@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runlens.diagnosis import SEVERITY_RANK, Finding
+from runlens.render.format import float_text
 
 if TYPE_CHECKING:
     from runlens.diagnosis import Diagnosis
@@ -207,13 +208,9 @@ def fmt(value: object) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Inf" if value > 0 else "-Inf"
-        if value == int(value) and abs(value) < 1e15:
+        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
             return f"{int(value):,}"
-        return f"{value:.4g}"
+        return float_text(value)
     if isinstance(value, (list, tuple)):
         shown = ", ".join(fmt(v) for v in value[:MAX_LIST])
         more = len(value) - MAX_LIST

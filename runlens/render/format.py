@@ -1,0 +1,36 @@
+"""What every renderer writes alike: a severity's colour on a terminal, and numbers.
+
+Numbers come in two styles, on purpose: the reports and ``runlens analyze`` spell NaN and Inf
+for a reader (:func:`float_text`); the audit's and the comparison's tables keep Python's
+``nan``/``inf`` and leave a value that was not logged blank (:func:`cell_number`), as those
+tables (CSV included) always have.
+"""
+
+from __future__ import annotations
+
+import math
+
+#: A severity's ANSI colour (``--color``); severity is data, its colour the renderer's business.
+SEVERITY_ANSI = {"error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
+RESET = "\033[0m"
+
+
+def float_text(value: float) -> str:
+    """``value`` at 4 significant digits; NaN and Inf by name."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Inf" if value > 0 else "-Inf"
+    return f"{value:.4g}"
+
+
+def cell_number(value: float | None) -> str:
+    """``value`` in a table cell: 4 significant digits, ``nan``/``inf`` as Python writes them,
+    empty when it was not logged."""
+    if value is None:
+        return ""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.4g}"
