@@ -24,6 +24,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from runlens.codes import CURVE
 from runlens.detectors import REGISTRY, Context, Detector, Needs, Skip
 from runlens.detectors._base import dependency_order
 from runlens.detectors._causes import order_by_cause
@@ -38,7 +39,6 @@ from runlens.summary import headline, run_numbers, verdict_step
 # What the signals the context always carries read, and what the key numbers read
 # (``runlens.summary``), whatever detectors run.
 BASE_NEEDS = Needs(scalars=("loss", "step_skipped", "loss_scale", "time"), evals=("val_loss",))
-CURVE = "curve"
 
 
 def analyze(run_or_path: Run | str | os.PathLike[str], *,

@@ -12,6 +12,7 @@ findings, whose advice is the entry's "What to try".
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -118,10 +119,9 @@ COMPARE_CODES: dict[str, dict[str, str]] = {
 }
 
 
-
 # Codes the pipeline itself emits (runlens.audit), not a detector. "finding" opens the title of the
 # audit row's finding, which goes on with the error's message.
-PIPELINE_CODES = {
+PIPELINE_CODES: dict[str, dict[str, str]] = {
     "unreadable_run": {
         "severity": "error",
         "title": "The run could not be read.",
@@ -156,9 +156,14 @@ CURVE_LABELS = {
 
 
 
+#: The written codes, comparison's and pipeline's, as one mapping (a view: an entry changed in
+#: either table reads through).
+_WRITTEN: ChainMap[str, dict[str, str]] = ChainMap(COMPARE_CODES, PIPELINE_CODES)
+
+
 def advice(code: str) -> str:
     """The "What to try" of a comparison or pipeline ``code``, the advice of its findings."""
-    return {**COMPARE_CODES, **PIPELINE_CODES}[code]["What to try"]
+    return _WRITTEN[code]["What to try"]
 
 
 def finding_title(code: str, message: str) -> str:
@@ -168,7 +173,7 @@ def finding_title(code: str, message: str) -> str:
 
 def severity(code: str) -> str:
     """The severity of a comparison or pipeline ``code``."""
-    return {**COMPARE_CODES, **PIPELINE_CODES}[code]["severity"]
+    return _WRITTEN[code]["severity"]
 
 
 def written_entries() -> dict[str, Entry]:

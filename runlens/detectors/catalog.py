@@ -19,7 +19,15 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
-from runlens.codes import CURVE_LABELS, SECTION_NAMES, Entry, label_entry, missing_sections, written_entries
+from runlens.codes import (
+    CURVE,
+    CURVE_LABELS,
+    SECTION_NAMES,
+    Entry,
+    label_entry,
+    missing_sections,
+    written_entries,
+)
 from runlens.detectors import REGISTRY
 from runlens.detectors._base import parse_doc_sections
 from runlens.render.reference import explain_text as _explain_text
@@ -27,7 +35,6 @@ from runlens.render.reference import reference_markdown
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "detectors.md"
 GENERATOR = "python -m runlens.detectors.catalog"
-CURVE = "curve"
 
 __all__ = ["PAGE", "Entry", "documented", "explain_text", "lookup", "main", "missing_sections",
            "render_markdown", "suggest"]

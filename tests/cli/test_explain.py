@@ -58,7 +58,7 @@ def test_explain_knows_the_comparison_and_pipeline_codes():
 
 
 def test_comparison_advice_is_the_catalog_text():
-    from runlens.compare.codes import CODES
+    from runlens.codes import COMPARE_CODES as CODES
 
     docs = documented()
     for code, doc in CODES.items():
