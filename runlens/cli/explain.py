@@ -21,7 +21,8 @@ def explain(code: str | None) -> None:
       runlens explain
       runlens explain vanishing_gradients
     """
-    from runlens.detectors.catalog import documented, explain_text, suggest
+    from runlens.detectors.catalog import documented, suggest
+    from runlens.render.reference import explain_text
 
     docs = documented()
     if code is None:

@@ -13,51 +13,48 @@ A test runs the check, so the page cannot drift from the code.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import sys
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
-from runlens.codes import (
-    CURVE,
-    CURVE_LABELS,
-    SECTION_NAMES,
-    Entry,
-    label_entry,
-    missing_sections,
-    written_entries,
-)
-from runlens.detectors import REGISTRY
+from runlens.codes import CURVE, CURVE_LABELS, Entry, label_entry, missing_sections, written_entries
+from runlens.detectors import REGISTRY, Detector
 from runlens.detectors._base import parse_doc_sections
-from runlens.render.reference import explain_text as _explain_text
-from runlens.render.reference import reference_markdown
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "detectors.md"
 GENERATOR = "python -m runlens.detectors.catalog"
 
-__all__ = ["PAGE", "Entry", "documented", "explain_text", "lookup", "main", "missing_sections",
-           "render_markdown", "suggest"]
+__all__ = ["PAGE", "Entry", "documented", "lookup", "main", "missing_sections", "render_markdown", "suggest"]
 
 
 def documented() -> dict[str, Entry]:
     """Every code and curve label the tool can emit: ``curve`` first, then the detectors'
     codes, the curve labels that are not codes, the comparison's and the pipeline's codes."""
+    entries = dict(_docstring_entries(tuple(REGISTRY.items())))
+    for code, entry in sorted(written_entries().items()):
+        entries.setdefault(code, entry)
+    return entries
+
+
+@functools.cache
+def _docstring_entries(registry: tuple[tuple[str, type[Detector]], ...]) -> dict[str, Entry]:
+    """The entries read from docstrings (the curve's, the detectors', the curve labels'), parsed
+    once per set of registered detectors; the caller copies the dict."""
     entries = {}
     curve = _curve_entry()
     if curve is not None:
         entries[CURVE] = curve
-    for code in sorted(REGISTRY):
+    for code, cls in sorted(registry):
         if code == CURVE:
             continue
-        cls = REGISTRY[code]
         sections = _clean(cls.doc_sections())
         entries[code] = Entry(code, cls.severity, cls.title, _first_line(sections.get("", "")), sections)
     for label, meaning in CURVE_LABELS.items():
         if label not in entries:
             entries[label] = label_entry(label, meaning, curve)
-    for code, entry in sorted(written_entries().items()):
-        entries.setdefault(code, entry)
     return entries
 
 
@@ -72,14 +69,13 @@ def suggest(code: str) -> str | None:
     return close[0] if close else None
 
 
-def explain_text(entry: Entry) -> str:
-    """What ``runlens explain CODE`` prints."""
-    return _explain_text(entry, SECTION_NAMES)
-
-
 def render_markdown() -> str:
     """The whole reference page."""
-    return reference_markdown(documented().values(), SECTION_NAMES, GENERATOR)
+    # The page script is the one place that joins the catalog with its formatter; the catalog
+    # module itself imports no renderer.
+    from runlens.render.reference import reference_markdown
+
+    return reference_markdown(documented().values(), GENERATOR)
 
 
 def _curve_entry() -> Entry | None:

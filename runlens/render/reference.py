@@ -1,27 +1,28 @@
 """The codes reference, formatted: what ``runlens explain CODE`` prints and docs/detectors.md.
 
 Takes the catalog's entries (``runlens.codes.Entry``: code, severity, title, summary, sections)
-and the order of their sections; formats only.
+and shows their sections in the catalog's order (``runlens.codes.SECTION_NAMES``); formats only.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
+from runlens.codes import SECTION_NAMES
 from runlens.render.contracts import CodeEntryLike
 
 
-def explain_text(entry: CodeEntryLike, section_names: Sequence[str]) -> str:
+def explain_text(entry: CodeEntryLike) -> str:
     """What ``runlens explain CODE`` prints for ``entry``."""
     head = f"{entry.code} ({entry.severity}): {entry.title}"
     out = [head, "=" * len(head), "", md(entry.sections.get("", "")), ""]
-    for name in section_names:
+    for name in SECTION_NAMES:
         out += [f"{name}:", _indent(md(entry.sections.get(name, "(not documented)"))), ""]
     return "\n".join(out)
 
 
-def reference_markdown(entries: Iterable[CodeEntryLike], section_names: Sequence[str], generator: str) -> str:
+def reference_markdown(entries: Iterable[CodeEntryLike], generator: str) -> str:
     """The whole reference page; ``generator`` is the command that writes it."""
     entries = list(entries)
     out = ["# Detector reference", "",
@@ -33,7 +34,7 @@ def reference_markdown(entries: Iterable[CodeEntryLike], section_names: Sequence
     out.append("")
     for e in entries:
         out += [f"## {e.code}", "", f"*{e.severity}* - {md(e.sections.get('', ''))}", ""]
-        for name in section_names:
+        for name in SECTION_NAMES:
             out += [f"### {name}", "", md(e.sections.get(name, "(not documented)")), ""]
     return "\n".join(out)
 
