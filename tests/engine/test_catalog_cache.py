@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from runlens import codes
-from runlens.detectors import REGISTRY
-from runlens.detectors import catalog
+from runlens.detectors import REGISTRY, catalog
 
 
 def test_a_second_call_parses_no_docstring_again_and_hands_out_its_own_dict():
