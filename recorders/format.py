@@ -98,9 +98,13 @@ RUN_LAYER_FIELDS: dict[str, tuple[str, Any]] = {
     "name": ("str", None), "index": ("int", None), "module": ("str", None), "kind": ("str", None),
     "shape": ("list", ("int", None)), "numel": ("int", None),
 }
+# An attempt whose step went back (recorders/_rewind.py): how often, how many rows, where first.
+RUN_STEPS_BACK_FIELDS: dict[str, tuple[str, Any]] = {
+    "times": ("int", None), "rows": ("int", None), "first_from": ("int", None), "first_to": ("int", None),
+}
 RUN_ATTEMPT_FIELDS: dict[str, tuple[str, Any]] = {
     "started_at": ("str", None), "first_step": ("int", None), "status": ("str", None),
-    "error": ("object", RUN_ERROR_FIELDS),
+    "error": ("object", RUN_ERROR_FIELDS), "steps_went_back": ("object", RUN_STEPS_BACK_FIELDS),
 }
 RUN_FIELDS: dict[str, tuple[str, Any]] = {
     "run_id": ("str", None), "name": ("str", None), "status": ("str", None),

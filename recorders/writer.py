@@ -50,6 +50,7 @@ from recorders._buffer import Buffers
 from recorders._lock import WriterBusyError, WriterLock
 from recorders._parts import now as _now
 from recorders._parts import plain_number as _num
+from recorders._rewind import StepRewinds
 from recorders._writer_io import Batch, Close, Sync, WriterIO
 from recorders.format import EVENT_KINDS, TABLES
 
@@ -93,6 +94,7 @@ class RunWriter:
         self._reported: set[str] = set()
         self._pid = os.getpid()
         self._steps = 0
+        self._rewinds = StepRewinds()
         self.dropped: dict[str, int] = {}
         self._buf = Buffers(self.max_pending_rows, self._warn_once, self.count_dropped)
         try:
@@ -194,6 +196,11 @@ class RunWriter:
             self._steps += 1
             self._buf.since_flush += 1
             due = self._buf.since_flush >= self.flush_every or self._due()
+        if self._rewinds.top is None or step > self._rewinds.top:
+            self._rewinds.forward(int(step))
+        else:  # taken after the buffer lock, like every meta update here (never both at once)
+            with self.meta_lock:
+                self._rewinds.back(int(step), self.meta["attempts"][-1])
         if not self._first_step_known:
             self._first_step_known = True
             with self.meta_lock:

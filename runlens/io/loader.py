@@ -64,6 +64,7 @@ from runlens.io._listing import Vanished as _Vanished
 from runlens.io._listing import parts as _parts
 from runlens.io.bounded import MAX_PART_COLUMNS, MAX_PART_ROWS, MAX_TABLE_ROWS, special_kind
 from runlens.io.layer_order import layer_depth, layer_order
+from runlens.io.rewinds import rewinds
 from runlens.io.run import Run
 from runlens.io.runmeta import derive_status, one_line, read_meta
 
@@ -105,17 +106,19 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None, *,
     order = layer_order(meta)
     tables: dict[str, pa.Table | None] = {}
     steps: dict[str, np.ndarray] = {}
+    written: dict[str, np.ndarray] = {}  # a table's steps in the order its rows were written
     for table in fmt.TABLES:
         if columns is not None and table not in columns:
             tables[table] = None
             continue
         wanted = None if columns is None else columns[table]
-        tables[table], step = _load_table(root, table, wanted, warnings, order)
+        tables[table], step = _load_table(root, table, wanted, warnings, order, written)
         if step is not None:
             steps[table] = step
     run = Run(path=shown, meta=MappingProxyType(meta), status=derive_status(meta)[0],
               warnings=tuple(warnings), scalars=tables.get("scalars"), evals=tables.get("evals"),
-              layers=tables.get("layers"), events=tables.get("events"))
+              layers=tables.get("layers"), events=tables.get("events"),
+              step_rewinds=rewinds(written["scalars"], meta) if "scalars" in written else None)
     for table, step in steps.items():
         # The dedup pass already decoded the step column: hand it to the run instead of decoding it again.
         run.prime_steps(table, step)
@@ -125,7 +128,8 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None, *,
 # -- tables -----------------------------------------------------------------
 
 def _load_table(root: Path, table: str, wanted: Iterable[str] | None, warnings: list[str],
-                order: Mapping[str, int]) -> tuple[pa.Table | None, np.ndarray | None]:
+                order: Mapping[str, int], written: dict[str, np.ndarray] | None = None,
+                ) -> tuple[pa.Table | None, np.ndarray | None]:
     """The merged table and its step column as int64 (None, None when no part could be read).
 
     Compaction writes its merged parts before it removes the parts they replace, so a
@@ -146,7 +150,7 @@ def _load_table(root: Path, table: str, wanted: Iterable[str] | None, warnings: 
     if not pieces:
         return None, None
     merged = _concat(pieces, table, warnings)
-    return _dedup_and_sort(merged, table, order)
+    return _dedup_and_sort(merged, table, order, written)
 
 
 def _read_pieces(root: Path, table: str, want: list[str] | None, warnings: list[str],
@@ -286,9 +290,10 @@ def _concat(pieces: list[pa.Table], table: str, warnings: list[str]) -> pa.Table
     return _merge.concat(pieces, dropped)
 
 
-def _dedup_and_sort(data: pa.Table, table: str, order: Mapping[str, int]) -> tuple[pa.Table, np.ndarray | None]:
+def _dedup_and_sort(data: pa.Table, table: str, order: Mapping[str, int],
+                    written: dict[str, np.ndarray] | None = None) -> tuple[pa.Table, np.ndarray | None]:
     """Keep the last row of each key, then order by step (and depth for layers); also the
-    resulting step column as int64."""
+    resulting step column as int64. ``written`` receives the scalars' steps in row order."""
     if data.num_rows == 0:
         return data, None
     # Chunk by chunk: combining a 10M-row table first would double its memory.
@@ -298,6 +303,8 @@ def _dedup_and_sort(data: pa.Table, table: str, order: Mapping[str, int]) -> tup
     else:
         depth = None
     step = step.astype(np.int64, copy=False)
+    if written is not None and table == "scalars":
+        written[table] = step
     if fmt.KEYS[table] is None:
         if _merge.in_key_order(step, None, strict=False):
             return data, step

@@ -47,6 +47,8 @@ class Run(MetaFields):
     layers: pa.Table | None = None
     events: pa.Table | None = None
     warnings: tuple[str, ...] = ()
+    # The scalars' step went back with no resume to explain it (runlens.io.rewinds): rows were replaced.
+    step_rewinds: Mapping[str, int] | None = None
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     # -- metadata -----------------------------------------------------------
