@@ -9,6 +9,7 @@ column. They are here once, so every detector reads them the same way.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -54,6 +55,28 @@ def name_list(run: Run, key: str) -> list[str] | None:
 def trainable(run: Run) -> dict[str, bool]:
     """Per run.json layer name: whether it is trainable (run.json ``trainable``, True when unsaid)."""
     return {e["name"]: e.get("trainable") is not False for e in run.layer_info}
+
+
+@dataclass(frozen=True)
+class Untrained:
+    """What run.json says of the parameters the optimizer does not train: those outside every
+    param group (``params_outside_optimizer``), those without a gradient (``params_without_grad``),
+    each None when the recorder did not write it, and per layer whether it is ``trainable``."""
+
+    outside_optimizer: list[str] | None
+    without_grad: list[str] | None
+    trainable: dict[str, bool]
+
+    def names(self) -> set[str]:
+        """Every parameter that keeps its initialization: left out, without a gradient or frozen."""
+        return ({*(self.outside_optimizer or ()), *(self.without_grad or ())}
+                | {n for n, t in self.trainable.items() if not t})
+
+
+def untrained(run: Run) -> Untrained:
+    """run.json's lists of untrained parameters, read one way for every detector that needs them."""
+    return Untrained(name_list(run, "params_outside_optimizer"), name_list(run, "params_without_grad"),
+                     trainable(run))
 
 
 def steps_per_epoch(run: Run) -> tuple[int | None, str | None]:

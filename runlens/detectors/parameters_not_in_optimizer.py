@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
-from runlens.detectors._bugs import name_list, trainable
+from runlens.detectors._bugs import untrained
 from runlens.detectors._layerstats import MAX_NAMED
 from runlens.detectors._updates import lr_at
 
@@ -81,8 +81,8 @@ class ParametersNotInOptimizer(Detector):
         self.min_change = min_change
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        listed = name_list(run, "params_outside_optimizer")
-        train = trainable(run)
+        record = untrained(run)
+        listed, train = record.outside_optimizer, record.trainable
         ev: dict = {}
         if listed is not None:
             moved = _moved(run)  # added to the optimizer later (a two-phase unfreeze): it did change

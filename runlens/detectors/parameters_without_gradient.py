@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from runlens.detectors._base import Detector, Needs, Skip, register
-from runlens.detectors._bugs import name_list, trainable
+from runlens.detectors._bugs import untrained
 from runlens.detectors._layerstats import MAX_NAMED
 
 if TYPE_CHECKING:
@@ -65,8 +65,8 @@ class ParametersWithoutGradient(Detector):
     min_rows = 3
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        listed = name_list(run, "params_without_grad")
-        train = trainable(run)
+        record = untrained(run)
+        listed, train = record.without_grad, record.trainable
         if listed is not None:
             got = _had_gradient(run)  # unfrozen later (a two-phase fine-tune): it did get one
             names = [n for n in listed if train.get(n, True) and n not in got]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
-from runlens.detectors._bugs import name_list, trainable
+from runlens.detectors._bugs import untrained
 from runlens.detectors._layerstats import (
     MAX_NAMED,
     MAX_ROWS,
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from runlens.detectors._base import Context
     from runlens.diagnosis import Finding
     from runlens.io.run import Run
-    from runlens.signals import ModuleMatrix
     from runlens.stats.depth import DepthTrend
 
 
@@ -206,8 +205,7 @@ def _trained_modules(run: Run, grads: ModuleMatrix) -> np.ndarray:
     its initialization, so its gradient says nothing of how depth attenuates
     the signal: a random head scales the gradient it passes on by its own
     initial weights, not by the Jacobian chain the test is about."""
-    left_out = set(name_list(run, "params_outside_optimizer") or ()) | set(name_list(run, "params_without_grad") or ())
-    left_out |= {n for n, t in trainable(run).items() if not t}
+    left_out = untrained(run).names()
     return np.array([not any(n in left_out for n in members) for members in grads.members], dtype=bool)
 
 
