@@ -83,7 +83,8 @@ _EPOCH = re.compile(r"\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?", re.I)
 _EPOCH_HEADER = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*:?\s*$", re.I)
 _END_OF_EPOCH = re.compile(r"\bend of epoch\s+(\d+)", re.I)
 _NET_OUTPUT = re.compile(rf"\b(Test|Train) net output #\d+:\s*([\w/]+)\s*=\s*({_NUM})", re.I)
-_EVAL_LINE = re.compile(r"\bvalidation\s+loss\s+at\b|^\s*(?:validation|validating|evaluation|evaluating)\b"
+_EVAL_LINE = re.compile(r"\b(?:validation|valid|eval|evaluation)\s+loss\s+at\b"
+                        r"|^\s*(?:validation|validating|evaluation|evaluating)\b"
                         r"|\bEpoch\((?:val|test)\)|\bIter\((?:val|test)\)|\bend of epoch\b", re.I)
 _RUNS = re.compile(r"[ \t]{2,}")
 _BARE = re.compile(r"(?<=[:\s\[(])(-?inf|nan|NaN|-?Infinity|NaN)(?=\s*[,})\]])")

@@ -37,11 +37,10 @@ from runlens.io.importers._common import (
     column_name,
     record_runs,
     require_file,
-    val_set_column,
 )
+from runlens.io.importers._names import Mapper
 
 _SKIP = frozenset({"step", "epoch", "total_flos"})
-_TRAIN_ROLES = {"loss": "loss", "learning_rate": "lr", "grad_norm": "grad_norm"}
 _SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second")
 _DICT_START = re.compile(r"\{'(?:loss|eval_loss|train_runtime|grad_norm|learning_rate)'")
 _BARE = re.compile(r"(?<=[:\s\[(])(-?inf|nan|NaN|-?Infinity)(?=\s*[,})\]])")
@@ -53,6 +52,9 @@ class _Log:
         self.train: dict[str, tuple[list[int], list[float]]] = {}
         self.evals: dict[str, tuple[list[int], list[float]]] = {}
         self.summary: dict[str, Any] = {}
+        # The Trainer's keys (``loss``, ``learning_rate``, ``grad_norm``, ``eval_<set>_loss``, TRL's
+        # ``nll_loss``, ...) take their roles by the reader's vocabulary, as every other log's names do.
+        self.mapper = Mapper(None, None)
 
     def add(self, entry: dict[str, Any], step: int) -> None:
         if any(k in entry for k in _SUMMARY_KEYS) and "loss" not in entry:
@@ -66,10 +68,11 @@ class _Log:
             value = _number(raw)
             if key in _SKIP or value is None:
                 continue
-            if is_eval:
-                name = eval_column(key)
-            else:
-                name = _TRAIN_ROLES.get(key) or column_name(key)
+            val, name = self.mapper(key)
+            if is_eval and not val:  # a key of an eval dict that does not say so itself
+                name = column_name(key)
+            elif not is_eval and val:
+                name = column_name(key)
             self._put(target, name, step, value)
 
     @staticmethod
@@ -77,19 +80,6 @@ class _Log:
         steps, values = target.setdefault(name, ([], []))
         steps.append(step)
         values.append(value)
-
-
-_EVAL_SET_LOSS = re.compile(r"^eval_(.+)_loss$")
-
-
-def eval_column(key: str) -> str:
-    """The evals column of a Trainer eval metric: ``eval_loss`` -> ``val_loss``,
-    ``eval_<set>_loss`` (one ``eval_dataset`` of a dict of them) -> ``val_loss@<set>``."""
-    if key == "eval_loss":
-        return "val_loss"
-    if m := _EVAL_SET_LOSS.match(key):
-        return val_set_column(m.group(1))
-    return column_name(key)
 
 
 def _number(value: Any) -> float | None:

@@ -4,10 +4,12 @@ Scalars come from ``simple_value`` (``SummaryWriter.add_scalar``, TF1) and
 from 0-d ``tensor`` summaries (TF2 ``tf.summary.scalar``, Keras). Every
 value is kept: no reservoir sampling, NaN and Inf stay data.
 
-Tags are mapped to the format's columns by name (first match wins, case
-ignored; the caller overrides each with ``loss_tag=`` etc.); the other
-scalar tags become user columns of the scalars table, or of the evals
-table when they look like validation metrics. A folder with event files in
+Tags are mapped to the format's columns by the reader's vocabulary of
+names (:mod:`runlens.io.reader.names`, the words every importer goes by;
+among several tags of one role, a per-step one before a per-epoch one; the
+caller overrides each with ``loss_tag=`` etc.); the other scalar tags
+become user columns of the scalars table, or of the evals table when their
+words say validation. A folder with event files in
 subfolders (Keras writes ``train/`` and ``validation/``) prefixes each tag
 with its subfolder: ``validation/epoch_loss``.
 
@@ -30,23 +32,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.importers._common import Imported, Series, column_name
+from runlens.io.importers._common import Imported, Series, column_name, val_set_column
 from runlens.io.importers._eventproto import ProtoError, parse_event
 from runlens.io.importers._tfrecord import read_events
+from runlens.io.reader.names import is_val, role_of, tokens
+from runlens.io.reader.roles import name_rank
 
 if TYPE_CHECKING:
     from types import SimpleNamespace
 
-LOSS_TAGS = ("train/loss", "loss", "train_loss", "training/loss", "loss/train", "train/loss_step",
-             "train_loss_step", "batch_loss", "train/batch_loss", "train/epoch_loss", "epoch_loss")
-VAL_LOSS_TAGS = ("val_loss", "eval/loss", "validation/loss", "val/loss", "valid/loss", "loss/val",
-                 "loss/validation", "eval_loss", "validation_loss", "test/loss",
-                 "validation/epoch_loss", "val_loss_epoch")
-LR_TAGS = ("lr", "learning_rate", "train/lr", "train/learning_rate", "optimizer/lr", "lr-adam",
-           "lr-adamw", "lr-sgd", "epoch_learning_rate", "train/epoch_learning_rate")
-GRAD_NORM_TAGS = ("grad_norm", "train/grad_norm", "gradient_norm", "train/gradient_norm",
-                  "grad_2.0_norm_total", "grad_norm/total")
-EPOCH_TAGS = ("epoch", "train/epoch")
 _ROLE_FOLDERS = frozenset({"train", "validation", "val", "eval", "test"})
 
 _GRAD = re.compile(r"^(?:grads?|gradients?)[/.](.+)$|^(.+?)(?:[/.](?:grads?|gradients?))$")
@@ -137,13 +131,20 @@ def _tensor_scalar(t: SimpleNamespace) -> float | None:
     return None
 
 
-def _role(tags: list[str], given: str | None, defaults: tuple[str, ...], role: str) -> str | None:
+def _role(series: dict[str, Series], given: str | None, role: str, words: str) -> str | None:
+    """The tag that takes ``role``: the one given, else the best of those the reader's vocabulary
+    names so (:func:`runlens.io.reader.names.role_of`); a loss by the table reader's order
+    (:func:`runlens.io.reader.roles.name_rank`), another role by its fewest words first
+    (``grad_norm/total`` before ``grad_norm/layer1.weight``)."""
+    tags = list(series)
     if given is not None:
         if given not in tags:
-            raise ImportFailedError(f"no {role} tag {given!r}; scalar tags are: {', '.join(sorted(tags)[:40])}")
+            raise ImportFailedError(f"no {words} tag {given!r}; scalar tags are: {', '.join(sorted(tags)[:40])}")
         return given
-    lower = {t.lower(): t for t in tags}
-    return next((lower[d] for d in defaults if d in lower), None)
+    found = [t for t in tags if role_of(t)[1] == role]
+    if role.startswith("val_loss") or role == "loss":
+        return min(found, key=lambda t: name_rank(t, len(series[t].steps)), default=None)
+    return min(found, key=lambda t: (len(tokens(t)), name_rank(t, len(series[t].steps))), default=None)
 
 
 def _layer_of(tag: str) -> tuple[str, str] | None:
@@ -198,21 +199,22 @@ def _merge(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Series:
 
 def _map_scalars(imp: Imported, series: dict[str, Series], *tags_given: str | None) -> None:
     tags = list(series)
-    roles = {"loss": _role(tags, tags_given[0], LOSS_TAGS, "loss"),
-             "val_loss": _role(tags, tags_given[1], VAL_LOSS_TAGS, "validation-loss"),
-             "lr": _role(tags, tags_given[2], LR_TAGS, "learning-rate"),
-             "grad_norm": _role(tags, tags_given[3], GRAD_NORM_TAGS, "gradient-norm"),
-             "epoch": _role(tags, None, EPOCH_TAGS, "epoch")}
+    roles = {"loss": _role(series, tags_given[0], "loss", "loss"),
+             "val_loss": _role(series, tags_given[1], "val_loss", "validation-loss"),
+             "lr": _role(series, tags_given[2], "lr", "learning-rate"),
+             "grad_norm": _role(series, tags_given[3], "grad_norm", "gradient-norm"),
+             "epoch": _role(series, None, "epoch", "epoch")}
+    for named in sorted({r for t in tags if (r := role_of(t)[1]) and r.startswith("val_loss@")}):
+        roles[val_set_column(named.split("@", 1)[1])] = _role(series, None, named, named)
     imp.config["import_tags"] = {k: v for k, v in roles.items() if v}
     used = set(roles.values())
     for role, tag in roles.items():
         if tag is not None:
-            (imp.evals if role == "val_loss" else imp.train)[role] = series[tag]
+            (imp.evals if role.startswith("val_loss") else imp.train)[role] = series[tag]
     for tag in tags:
         if tag in used:
             continue
-        low = tag.lower()
-        is_eval = any(k in low for k in ("val", "eval", "valid", "test"))
+        is_eval = is_val(tokens(tag))
         (imp.evals if is_eval else imp.train)[column_name(tag)] = series[tag]
 
 

@@ -11,9 +11,10 @@ JSON object or dict repr holding a step key, and ``epoch N`` when nothing
 else is there. Lines without one (tracebacks, model summaries, progress
 bars without a metric, blank lines) are counted and skipped.
 
-Field names are mapped by the alias table in
-:mod:`runlens.io.importers._names`; every other number is kept as a user
-scalar (or an evals column when its name says validation). ``--step``,
+Field names take their roles by the reader's vocabulary
+(:mod:`runlens.io.reader.names`, through :mod:`runlens.io.importers._names`);
+every other number is kept as a user scalar (or an evals column when its
+name, or its line, says validation). ``--step``,
 ``--loss`` and ``--val-loss`` name the fields explicitly.
 
 Several runs in one log (a restart from step 0, a second ``Epoch 1/N``):

@@ -3,6 +3,12 @@
 Roles are decided on tokens, never on whole spellings, so ``DEV_LOSS``,
 ``validation/main/loss``, ``eval_loss`` and ``loss (val)`` all read the
 same way. Tokenizing is one linear pass (no backtracking pattern).
+
+This module is runlens' one vocabulary of metric names: which words make a
+loss, a validation metric, a step or epoch counter, a learning rate, a
+gradient norm or a loss scale. The table reader's role inference
+(:mod:`.roles`) and every importer that maps names one at a time (console
+logs, MLflow and W&B keys, Markdown headers: :func:`role_of`) use it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,16 @@ NEUTRAL = frozenset({"total", "avg", "average", "mean", "overall", "running", "l
 METRIC = frozenset({"acc", "accuracy", "f1", "precision", "recall", "map", "bleu", "wer", "cer", "auc",
                     "iou", "score", "r2", "top1", "top5", "error", "err", "rouge", "em", "kl", "reward",
                     "fscore", "correct", "dice", "psnr", "ssim", "time", "eta", "memory", "mem"})
+
+
+STEP_WORDS = ("step", "iteration", "iter", "steps", "it")
+# Words beside a counter's own word that leave it the same counter (``global_step``, ``num_steps``).
+STEP_SKIP = frozenset({"global", "current", "train", "trainer", "num", "cur", "optimizer", "training"})
+EPOCH_WORDS = (("epoch",), ("epochs",), ("ep",))
+GRAD_WORDS = frozenset({"grad", "gradient", "grads", "total"})
+SCALE = frozenset({"scale", "scaler"})
+# Short names some trainers log for a whole phrase: read as the phrase.
+ABBREVIATIONS = {"trl": ("train", "loss"), "tel": ("test", "loss"), "gnorm": ("grad", "norm")}
 
 
 def tokens(name: str) -> tuple[str, ...]:
@@ -37,7 +53,42 @@ def tokens(name: str) -> tuple[str, ...]:
         prev = ch
     if word:
         out.append("".join(word).lower())
+    if any(w in ABBREVIATIONS for w in out):
+        return tuple(x for w in out for x in ABBREVIATIONS.get(w, (w,)))
     return tuple(out)
+
+
+def counter_core(toks: tuple[str, ...]) -> tuple[str, ...]:
+    """The words of a counter's name that say what it counts (``global_step`` -> ``step``)."""
+    return tuple(x for x in toks if x not in STEP_SKIP)
+
+
+def is_step(toks: tuple[str, ...]) -> bool:
+    """A step counter's name: ``step``, ``global_step``, ``iteration``, ``iter``, ``num_steps``, ..."""
+    core = counter_core(toks)
+    return len(core) == 1 and core[0] in STEP_WORDS and "total" not in toks
+
+
+def is_epoch(toks: tuple[str, ...]) -> bool:
+    """An epoch counter's name: ``epoch``, ``epochs``, ``ep``, ``train_epoch``, ``cur_epoch``."""
+    return counter_core(toks) in EPOCH_WORDS
+
+
+def is_lossish(toks: tuple[str, ...]) -> bool:
+    """A loss word and nothing that makes it another quantity (a metric, a loss scale)."""
+    return any(x in LOSS for x in toks) and not any(x in METRIC for x in toks) and not SCALE & set(toks)
+
+
+def is_lr(toks: tuple[str, ...]) -> bool:
+    return "lr" in toks or ("learning" in toks and "rate" in toks)
+
+
+def is_grad_norm(toks: tuple[str, ...]) -> bool:
+    return ("norm" in toks and (bool(GRAD_WORDS & set(toks)) or toks == ("norm",))) or "gnorm" in toks
+
+
+def is_loss_scale(toks: tuple[str, ...]) -> bool:
+    return bool(SCALE & set(toks)) and ("loss" in toks or "grad" in toks or "amp" in toks or len(toks) == 1)
 
 
 def is_val(toks: tuple[str, ...]) -> bool:
@@ -58,3 +109,24 @@ def qualifiers(toks: tuple[str, ...]) -> tuple[str, ...]:
     kinds = [t for t in toks if t in LOSS and t != "loss"]
     # ``loss_ce`` is the cross-entropy part of a loss, not the loss: a second loss word qualifies the first.
     return (*kinds, *rest) if "loss" in toks and kinds else rest
+
+
+def role_of(name: str) -> tuple[bool, str | None]:
+    """``(is_val, role)`` of one metric name read by itself, by the rules :mod:`.roles` applies to a
+    table's columns: ``loss`` / ``val_loss`` for a loss named with nothing but neutral words beside it,
+    ``val_loss@<set>`` for a named validation set's, ``lr``, ``grad_norm``, ``loss_scale``, ``epoch``;
+    None for any other name (a loss part, a metric), kept under its own name."""
+    t = tokens(name)
+    val = is_val(t)
+    if is_lossish(t):
+        if not val:
+            return False, None if qualifiers(t) else "loss"
+        named = val_set(t)
+        return True, "val_loss" if named is None else f"val_loss@{named}"
+    if val:
+        return True, None
+    for role, test in (("loss_scale", is_loss_scale), ("lr", is_lr), ("grad_norm", is_grad_norm),
+                       ("epoch", is_epoch)):
+        if test(t):
+            return False, role
+    return False, None

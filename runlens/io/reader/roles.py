@@ -30,12 +30,21 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import spearmanr
 
-from runlens.io.reader.names import LOSS, METRIC, PERPLEXITY, is_val, qualifiers, tokens, val_set
+from runlens.io.reader.names import (
+    PERPLEXITY,
+    STEP_WORDS,
+    counter_core,
+    is_epoch,
+    is_grad_norm,
+    is_loss_scale,
+    is_lossish,
+    is_lr,
+    is_val,
+    qualifiers,
+    tokens,
+    val_set,
+)
 from runlens.io.reader.table import Table
-
-_STEP_WORDS = ("step", "iteration", "iter", "steps", "it")
-_STEP_SKIP = frozenset({"global", "current", "train", "trainer", "num", "cur", "optimizer", "training"})
-_EPOCH_WORDS = (("epoch",), ("epochs",), ("ep",))
 
 
 @dataclass
@@ -91,13 +100,13 @@ def pick_index(table: Table, step: str | None) -> tuple[str | None, str, str]:
             raise KeyError("step", step)
         return step, "step", "named by --step"
     toks = {name: tokens(name) for name in table.names}
-    for word in _STEP_WORDS:
+    for word in STEP_WORDS:
         for name, t in toks.items():
-            core = tuple(x for x in t if x not in _STEP_SKIP)
+            core = counter_core(t)
             vals = table.values[name][table.present[name]]
             if core == (word,) and "total" not in t and _integral(vals) and _rising(vals):
                 return name, "step", f"{name!r} is a step counter (integral, rising)"
-    epoch = next((n for n, t in toks.items() if t in _EPOCH_WORDS
+    epoch = next((n for n, t in toks.items() if is_epoch(t)
                   and _integral(table.values[n][table.present[n]])), None)
     if epoch is not None:
         within = _within_epoch(table, toks, epoch)
@@ -110,9 +119,9 @@ def pick_index(table: Table, step: str | None) -> tuple[str | None, str, str]:
 
 def _within_epoch(table: Table, toks: dict, epoch: str) -> tuple[str, str, str] | None:
     """A counter that starts again every epoch (mmdet's ``iter``): the step is counted across epochs."""
-    for word in _STEP_WORDS:
+    for word in STEP_WORDS:
         for name, t in toks.items():
-            if tuple(x for x in t if x not in _STEP_SKIP) != (word,):
+            if counter_core(t) != (word,):
                 continue
             both = table.present[name] & table.present[epoch]
             it, ep = table.values[name][both], table.values[epoch][both]
@@ -125,19 +134,22 @@ def _within_epoch(table: Table, toks: dict, epoch: str) -> tuple[str, str, str] 
     return None
 
 
-def _lossish(t: tuple[str, ...]) -> bool:
-    return any(x in LOSS for x in t) and not any(x in METRIC for x in t) and "scale" not in t
+def name_rank(name: str, count: int) -> tuple[int, int, int]:
+    """How to order several names of one quantity, best first: a per-step or per-batch one before
+    a plain one before a per-epoch one (``loss_step``, ``loss``, ``loss_epoch``), then more values,
+    then the shorter name."""
+    t = tokens(name)
+    grain = 0 if ("step" in t or "batch" in t) else (2 if "epoch" in t else 1)
+    return grain, -count, len(name)
 
 
 def _rank_total(table: Table, name: str) -> tuple:
-    t = tokens(name)
-    grain = 0 if ("step" in t or "batch" in t) else (2 if "epoch" in t else 1)
-    return grain, -int(table.present[name].sum()), len(name)
+    return name_rank(name, int(table.present[name].sum()))
 
 
 def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None, list[str]]:
     """The loss among ``cols`` (all on one side: train or val) and the parts it was summed from."""
-    lossy = [c for c in cols if _lossish(tokens(c))]
+    lossy = [c for c in cols if is_lossish(tokens(c))]
     totals = [c for c in lossy if not qualifiers(tokens(c))]
     role = "loss" if side == "train" else "val_loss"
     if totals:
@@ -161,12 +173,10 @@ def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None,
 def _simple(table: Table, cols: list[str], picks: list[Pick], skip: set[str]) -> None:
     taken = {c for p in picks for c in p.columns}
     tests = (
-        ("loss_scale", lambda t: "scale" in t and ("loss" in t or "grad" in t or t == ("scale",)),
-         "named a loss scale"),
-        ("lr", lambda t: "lr" in t or ("learning" in t and "rate" in t), "named a learning rate"),
-        ("grad_norm", lambda t: ("norm" in t and ({"grad", "gradient", "grads", "total"} & set(t) or t == ("norm",)))
-         or "gnorm" in t, "named a gradient norm"),
-        ("epoch", lambda t: t in _EPOCH_WORDS, "an epoch counter"),
+        ("loss_scale", is_loss_scale, "named a loss scale"),
+        ("lr", is_lr, "named a learning rate"),
+        ("grad_norm", is_grad_norm, "named a gradient norm"),
+        ("epoch", is_epoch, "an epoch counter"),
     )
     for role, test, why in tests:
         if role in skip:
@@ -201,7 +211,7 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
         chosen, _ = _choose_loss(table, train, "train")
         if chosen is not None:
             roles.picks.append(chosen)
-    parts = [c for c in train if _lossish(tokens(c))]
+    parts = [c for c in train if is_lossish(tokens(c))]
     if val_loss is not None:
         roles.picks.append(Pick("val_loss", (val_loss,), "column", "named by --val-loss"))
     else:
@@ -211,7 +221,7 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
 
 
 def _val_losses(table: Table, val: list[str], roles: Roles, train_lossy: list[str]) -> None:
-    lossy = [c for c in val if _lossish(tokens(c))]
+    lossy = [c for c in val if is_lossish(tokens(c))]
     # A qualified validation loss whose words a training loss also has is a part of the loss
     # (``val/box_loss`` beside ``train/box_loss``), not a validation set of its own.
     part_words = {q for p in train_lossy if (q := qualifiers(tokens(p)))}

@@ -1,0 +1,104 @@
+"""One vocabulary of metric names: a name streamed by an importer takes the role the table reader gives it.
+
+The console, MLflow, W&B and Markdown importers map names one at a time
+(:mod:`runlens.io.importers._names`); the table reader decides on a table's
+columns (:mod:`runlens.io.reader.roles`). Both go by the words of
+:mod:`runlens.io.reader.names`, so the same name means the same thing
+whichever shape of log it comes in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from runlens.io.importers import _names, read
+from runlens.io.importers._common import val_set_column
+from runlens.io.reader.roles import infer
+from runlens.io.reader.table import Table
+
+# Names as trainers log them, each with a role of its own.
+NAMES = ["loss", "train_loss", "Train Loss", "train/loss", "total_loss", "lm loss", "avg_loss", "running_loss",
+         "objective", "xent", "nll", "main/loss", "trl",
+         "val_loss", "validation loss", "eval_loss", "dev_loss", "valid/loss", "validation/main/loss",
+         "eval_wiki_loss", "wiki/val_loss", "val_nll_loss", "test_loss",
+         "lr", "learning_rate", "lr-Adam", "lr_pg0", "optimizer/lr",
+         "grad_norm", "gradient_norm", "gnorm", "total_norm", "grad_l2_norm",
+         "loss_scale", "loss_scaler", "grad_scale", "amp_scale"]
+
+
+def _table_role(name: str) -> str | None:
+    """The role the table reader gives ``name`` as the one column beside a step counter."""
+    n = 20
+    values = {"step": np.arange(n, dtype=float), name: np.linspace(0.5, 2.0, n)[::-1].copy()}
+    present = {k: np.ones(n, dtype=bool) for k in values}
+    roles = infer(Table(n, values, present, "test"), step="step")
+    return next((p.role for p in roles.picks if name in p.columns), None)
+
+
+def _column(role: str) -> str:
+    return val_set_column(role.split("@", 1)[1]) if "@" in role else role
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_streamed_name_takes_the_role_the_table_reader_gives_it(name):
+    role = _table_role(name)
+    assert role is not None, name
+    is_eval, column = _names.map_name(name)
+    assert column == _column(role), (name, role)
+    assert is_eval == role.startswith("val_loss")
+
+
+@pytest.mark.parametrize("name", ["step", "global_step", "iteration", "iter", "trainer/global_step", "num_steps"])
+def test_step_names_are_the_table_readers_counters(name):
+    assert _names.is_step_key(name)
+    n = 20
+    values = {name: np.arange(n, dtype=float), "loss": np.linspace(2.0, 0.5, n)}
+    present = {k: np.ones(n, dtype=bool) for k in values}
+    assert infer(Table(n, values, present, "test")).index == name
+
+
+def test_the_adapter_keeps_no_table_of_names():
+    assert not hasattr(_names, "ALIASES") and not hasattr(_names, "STEP_KEYS")
+    assert _names.map_name("loss_cls") == (False, "loss_cls")  # a part: summed later, not the loss
+    assert _names.map_name("acc") == (False, "acc")
+
+
+def test_two_losses_on_one_line_do_not_mix_in_one_series(tmp_path):
+    # The first loss name seen keeps the role; a second loss quantity stays a scalar of its own.
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"step {s} | loss {2.0 / (1 + s):.4f} | nll {3.0 / (1 + s):.4f} | "
+                            f"avg_loss {2.5 / (1 + s):.4f}\n" for s in range(40)))
+    imp = read("text", path)
+    assert imp.train["loss"].values[1] == pytest.approx(1.0)
+    assert imp.train["nll"].values[1] == pytest.approx(1.5)
+    assert imp.train["avg_loss"].values[1] == pytest.approx(1.25)
+    assert len(imp.train["loss"].steps) == 40
+
+
+def test_a_vocabulary_word_reads_in_a_console_log(tmp_path):
+    # OpenNMT logs ``xent``: the reader's loss word, so the console log takes it as the loss directly.
+    path = tmp_path / "onmt.log"
+    path.write_text("".join(f"[2024-01-01 10:00:00 INFO] Step {s}/1000; acc: 40.1; ppl: 30.2; "
+                            f"xent: {4.0 / (1 + s / 50):.4f}; lr: 0.001\n" for s in range(50, 2050, 50)))
+    imp = read("text", path)
+    assert list(imp.train["loss"].steps[:2]) == [50, 100]
+    assert imp.config["import_roles"]["loss"]["columns"] == ["xent"]
+
+
+def test_a_megatron_validation_line_is_validation_by_its_words(tmp_path):
+    # "valid loss at iteration N | lm loss value: ..." : the line says it is a validation pass, so its
+    # loss is the validation loss (no table entry for "lm loss value" is needed).
+    path = tmp_path / "megatron.log"
+    lines = []
+    for it in range(100, 4100, 100):
+        lines.append(f" iteration {it:8d}/  10000 | learning rate: 6.000E-05 | lm loss: {6.0 / (1 + it / 1000):.6E} |"
+                     " grad norm: 1.5 |")
+        if it % 1000 == 0:
+            lines.append(f"valid loss at iteration {it} | lm loss value: {6.5 / (1 + it / 1000):.6E} | "
+                         f"lm loss PPL: 1.0E+02 |")
+    path.write_text("\n".join(lines) + "\n")
+    imp = read("text", path)
+    assert list(imp.evals["val_loss"].steps) == [1000, 2000, 3000, 4000]
+    assert imp.evals["val_loss"].values[0] == pytest.approx(3.25)
+    assert "lm_loss_value" not in imp.train and len(imp.train["loss"].steps) == 40
