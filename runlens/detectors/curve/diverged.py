@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.detectors.curve.features import curve_evidence as _ev
+from runlens.detectors.curve.features import memo
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.shift import level_shift
@@ -98,7 +99,7 @@ def diverged(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, An
     if t is None or not t.p_increasing < cfg.alpha_strong:
         # A sudden jump that lands above where training started and stays
         # there gave back all the progress and more, like a climb does.
-        shift = level_shift(steps, x, S, alpha=cfg.alpha_strong)
+        shift = memo(f, "level_shift", lambda: level_shift(steps, x, S, alpha=cfg.alpha_strong))
         if shift is None or not shift["level_after"] - m >= max(S - m, cfg.growth * f["scale"]):
             return None
         return CurveVerdict(

@@ -7,7 +7,7 @@ a run's signals around them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -117,6 +117,15 @@ def validation_sets(validation: Mapping[str, Series], last_step: int | None
         keep = np.ones(len(s), bool) if last_step is None else s.steps <= last_step
         out[name] = (s.steps[keep], s.values[keep])
     return out
+
+
+def memo(f: dict[str, Any], key: str, compute: Callable[[], Any]) -> Any:
+    """A reading of the curve that only some stages need, computed the first time one asks and
+    kept in its features ``f`` (which live for one classification, with one set of parameters),
+    so two stages that read it do not compute it twice."""
+    if key not in f:
+        f[key] = compute()
+    return f[key]
 
 
 def curve_evidence(f: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.detectors.curve.features import curve_evidence as _ev
+from runlens.detectors.curve.features import memo
 from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.underfitting import chaotic, progressed
 from runlens.diagnosis import CurveVerdict
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 def level_shift_verdict(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
                         f: dict[str, Any]) -> CurveVerdict | None:
-    shift = level_shift(steps, x, f["start_level"], alpha=cfg.alpha_strong)
+    shift = memo(f, "level_shift", lambda: level_shift(steps, x, f["start_level"], alpha=cfg.alpha_strong))
     if shift is None:
         return None
     return CurveVerdict(

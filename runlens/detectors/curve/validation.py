@@ -72,30 +72,39 @@ def val_unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalS
         w["p"] < cfg.alpha_strong and w["ratio"] >= cfg.wander_ratio and w["halves_p"] < cfg.alpha
         and w["excess"] >= 0.02 * abs(f["end_level"]))
     rough = rough and not steps_only
-    steps_big: tuple | None = None
+    # Both readings (steps only, then rough) judge the same first jumping set: found once.
+    jump = shape.memo(f, "val_jump", lambda: _first_jump(cfg, steps, x, sets, sig))
+    if jump is None:
+        return None
+    name, vs, j, ref = jump
+    why, extra = "the training loss does not settle", {}
+    if not rough:
+        # Read only once the validation loss jumps: the step sizes are the layers table.
+        med, src, top, module = shape.memo(f, "late_step_ratio",
+                                           lambda: late_step_ratio(sig) or (0.0, "", 0.0, ""))
+        # Steps large overall, or one layer's a tenth of its weights (10x step_ratio) at every step.
+        if not (med > cfg.step_ratio or top >= 10 * cfg.step_ratio):
+            return None
+        why = (f"the steps of the second half change the weights by {med:.1%} of their norm "
+               f"(> {cfg.step_ratio:g})" if med > cfg.step_ratio else
+               f"the steps of the second half change module {module}'s weights by {top:.1%} of their "
+               f"norm (>= {10 * cfg.step_ratio:g}; median over modules {med:.2g})")
+        extra = {"late_update_ratio": med, "update_source": src, "late_largest_module_ratio": top,
+                 "late_largest_module": module}
+    return CurveVerdict(
+        "unstable", f"the validation loss ({name}) jumps by {j['rms'] / ref:.1%} of its level between "
+        f"evaluations late in training (>= {cfg.val_jumps:.1%}) and {why}",
+        _ev(f, val_jumps=j["rms"] / ref, eval_set=name, kind="val_jumps", **extra,
+            step=int(vs[vs.size // 2])))
+
+
+def _first_jump(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSets,
+                sig: Signals) -> tuple[str, np.ndarray, dict[str, Any], float] | None:
+    """The first eval set (by name) whose loss jumps between evaluations: its name, steps, the
+    jumps' numbers and the level they are measured against."""
     for name, (vs, vl) in sorted(sets.items()):
         j = evals.val_jumps(evals.drop_after_spikes(steps, x, vs, vl, sig.loss_spikes() if x.size >= 50 else []))
         ref = max(abs(j["level"]), cfg.dispersion * j["progress"])
-        if not (ref > 0 and j["rms"] >= cfg.val_jumps * ref
-                and j["rms_without_largest"] >= 0.5 * cfg.val_jumps * ref):
-            continue
-        why, extra = "the training loss does not settle", {}
-        if not rough:
-            # Read only once the validation loss jumps: the step sizes are the layers table.
-            steps_big = steps_big or late_step_ratio(sig) or (0.0, "", 0.0, "")
-            med, src, top, module = steps_big
-            # Steps large overall, or one layer's a tenth of its weights (10x step_ratio) at every step.
-            if not (med > cfg.step_ratio or top >= 10 * cfg.step_ratio):
-                return None
-            why = (f"the steps of the second half change the weights by {med:.1%} of their norm "
-                   f"(> {cfg.step_ratio:g})" if med > cfg.step_ratio else
-                   f"the steps of the second half change module {module}'s weights by {top:.1%} of their "
-                   f"norm (>= {10 * cfg.step_ratio:g}; median over modules {med:.2g})")
-            extra = {"late_update_ratio": med, "update_source": src, "late_largest_module_ratio": top,
-                     "late_largest_module": module}
-        return CurveVerdict(
-            "unstable", f"the validation loss ({name}) jumps by {j['rms'] / ref:.1%} of its level between "
-            f"evaluations late in training (>= {cfg.val_jumps:.1%}) and {why}",
-            _ev(f, val_jumps=j["rms"] / ref, eval_set=name, kind="val_jumps", **extra,
-                step=int(vs[vs.size // 2])))
+        if ref > 0 and j["rms"] >= cfg.val_jumps * ref and j["rms_without_largest"] >= 0.5 * cfg.val_jumps * ref:
+            return name, vs, j, ref
     return None
