@@ -12,6 +12,7 @@ report shows) already holds, and never sees a run.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -186,10 +187,23 @@ def _facts(diagnosis: Diagnosis, order: list[int]) -> dict[str, Any]:
         environment=_flatten(env if isinstance(env := meta.get("environment"), Mapping) else {}),
         attempts=_attempts(meta.get("attempts")),
         reading_warnings=tuple(str(w) for w in reading),
-        analysis_warnings=tuple(str(w) for w in diagnosis.warnings if w not in reading),
+        analysis_warnings=_analysis_warnings(diagnosis.warnings, reading),
         outcomes=tuple((o.code, o.state, o.reason) for o in diagnosis.outcomes if o.state != "ran"),
         version=_version(), headline=diagnosis.headline or diagnosis.curve.reason, label=diagnosis.name,
     )
+
+
+def _analysis_warnings(warnings: Sequence[str], reading: Sequence[str]) -> tuple[str, ...]:
+    """The warnings that are not the reading's: each reading warning is taken out once, so an
+    analysis note that happens to say the same as one is still shown."""
+    left = Counter(reading)
+    out = []
+    for w in warnings:
+        if left[w] > 0:
+            left[w] -= 1
+        else:
+            out.append(str(w))
+    return tuple(out)
 
 
 # -- formatting -------------------------------------------------------------
