@@ -2,7 +2,7 @@
 
 A table is a GitHub-flavoured one: a header row of ``|``-separated names,
 a separator row (``|---|:---:|``), then its rows. The table read is the
-one with a loss column (training or validation, by the alias table:
+one with a loss column (training or validation, by the reader's words:
 ``Train Loss``, ``Eval Loss``, ``val_loss``...) and the most rows; the
 others are named in a note. Cells drop their emphasis (``**0.15**``);
 ``-``, ``n/a`` and empty cells are "not logged"; a cell that holds words

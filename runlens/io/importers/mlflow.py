@@ -6,7 +6,7 @@ files (the value as text) and ``meta.yaml`` (``run_name``, ``status``,
 ``start_time``, ...). The source may be a run folder, an experiment folder
 or the ``mlruns`` root: with several runs the most recently started is
 imported (``run=N`` picks the N-th by start time) and the warnings list
-them. Metric keys are mapped by the alias table; timestamps (ms) become
+them. Metric keys take roles by the reader's words; timestamps (ms) become
 the ``time`` column. ``meta.yaml`` is read with PyYAML when installed,
 else with a reader of its flat ``key: value`` lines (all MLflow writes).
 """
