@@ -42,6 +42,8 @@ THIRD_DATA = ROOT / "benchmarks" / "_data" / "third"
 THIRD_FRESH_DATA = ROOT / "benchmarks" / "_data" / "third-fresh"
 # When the third-fresh draw was trained (its draw.json's start and end); a retrained set no longer matches.
 THIRD_FRESH_DRAWN = ("2026-12-02 01:01", "2026-12-02 01:33")
+THIRD_FRESH2_DATA = ROOT / "benchmarks" / "_data" / "third-fresh2"
+THIRD_FRESH2_DRAWN = ("2026-12-02 04:19", "2026-12-02 05:0")
 
 ROLES = {
     "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",
@@ -63,7 +65,10 @@ ROLES = {
              "since",
     "third-fresh": "the third generator with every seed shifted by 5000 and every run redrawn (`--seed-shift "
                    "5000 --vary`), generated at {drawn} UTC before round 5's detector changes landed, graded "
-                   "once at the end of round 5; the set to quote",
+                   "once at the end of round 5 (20a7d7f), then looked at in round 6: a development set since",
+    "third-fresh2": "the third generator with every seed shifted by 7000 and every run redrawn (`--seed-shift "
+                    "7000 --vary`), generated at {drawn} UTC before round 6's first detector change landed, "
+                    "graded once at the end of round 6; the set to quote",
 }
 
 DATA_RULES = (
@@ -239,13 +244,14 @@ def heldout_set(generate: bool = True, name: str = "heldout", grade: bool = True
 # -- third set --------------------------------------------------------------------------------------
 
 
-def _fresh_role(data: Path) -> str:
+def _fresh_role(data: Path, name: str) -> str:
     from benchmarks.third.generate import drawn_at
 
-    stated = f"{THIRD_FRESH_DRAWN[0]}–{THIRD_FRESH_DRAWN[1][-5:]}"  # same day: the end's time only
-    role = ROLES["third-fresh"].format(drawn=stated)
+    drawn = {"third-fresh": THIRD_FRESH_DRAWN, "third-fresh2": THIRD_FRESH2_DRAWN}[name]
     started, finished = drawn_at(data)
-    if not (started or "").startswith(THIRD_FRESH_DRAWN[0]) or not (finished or "").startswith(THIRD_FRESH_DRAWN[1]):
+    stated = f"{drawn[0]}–{(finished or drawn[1])[11:16]}"  # same day: the end's time only
+    role = ROLES[name].format(drawn=stated)
+    if not (started or "").startswith(drawn[0]) or not (finished or "").startswith(drawn[1]):
         role += (f" (**but the runs graded here were trained {started} to {finished}, not in the draw this "
                  "line describes: not the set to quote**)")
     return role
@@ -255,18 +261,19 @@ def third_set(generate: bool = True, grade: bool = True, name: str = "third") ->
     """A set of the third generator: ``third`` (the catalog) or ``third-fresh`` (every seed shifted by
     :data:`~benchmarks.third.catalog.FRESH_SEED_SHIFT`, every run redrawn); each buggy run's label is
     confirmed against its fixed twin (``benchmarks/third``). ``grade=False`` generates only."""
-    from benchmarks.third.catalog import FRESH_SEED_SHIFT, draw
+    from benchmarks.third.catalog import FRESH2_SEED_SHIFT, FRESH_SEED_SHIFT, draw
     from benchmarks.third.generate import generate as generate_third
 
     shift, vary, data = {"third": (0, False, THIRD_DATA),
-                         "third-fresh": (FRESH_SEED_SHIFT, True, THIRD_FRESH_DATA)}[name]
+                         "third-fresh": (FRESH_SEED_SHIFT, True, THIRD_FRESH_DATA),
+                         "third-fresh2": (FRESH2_SEED_SHIFT, True, THIRD_FRESH2_DATA)}[name]
     runs = draw(shift, vary)
     if generate:
         labels = generate_third(data, seed_shift=shift, vary=vary)
     else:
         labels = {sc.name: json.loads((data / sc.name / "label.json").read_text())
                   for sc in runs if (data / sc.name / "label.json").exists()}
-    role = _fresh_role(data) if name == "third-fresh" else ROLES[name]
+    role = _fresh_role(data, name) if name.startswith("third-fresh") else ROLES[name]
     res = SetResult(name, role, runs=len(runs))
     if not grade:
         return res

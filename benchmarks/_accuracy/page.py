@@ -80,7 +80,13 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "diagnosed before its one grading; only the generator's own confirmations were read: 43 runs, 33 "
     "confirmed, 10 not (eval_missing 0/2, reduction_sum 0/2, target_leak 0/2, labels_shuffled 1/2, "
     "accum_unscaled 1/2, healthy 13/15; every other bug 2/2), so the codes of the three bugs with none "
-    "confirmed are not graded on it.",
+    "confirmed are not graded on it. Graded once at 20a7d7f; looked at in round 6 (its healthy runs' "
+    "false alarms were read, and nothing was changed because of them): a development set since.",
+    "`third-fresh2` (round 6): the same generator and redraw with every seed shifted by 7000 "
+    "(`python -m benchmarks.third --seed-shift 7000 --vary`), trained from the committed tree at 9349085, "
+    "starting 2026-12-02 04:19 UTC (`draw.json`), before round 6's first detector commit (f75813c, "
+    "`steps_went_back`); training runs no runlens code. Nothing of it was diagnosed before its one "
+    "grading; only the generator's own confirmations were read (in its log).",
 )
 
 
@@ -226,8 +232,11 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              "against its fixed twin; it was graded once at the end of round 4 and tuned on in round 5, so it "
              "is a development set since. *third-fresh* (round 5) is the third generator with every seed "
              "shifted by 5000 and every run redrawn at another length, width, learning rate and batch size, "
-             "generated before round 5's detector changes landed and graded once, at the commit above: "
-             "**quote third-fresh**. A set absent "
+             "generated before round 5's detector changes landed and graded once at the end of round 5 "
+             "(20a7d7f; those figures are in that round's closing note and the page's history), then looked "
+             "at in round 6: a development set since. *third-fresh2* (round 6) is another such draw (seeds "
+             "shifted by 7000), trained before round 6's first detector change landed, with nothing of it "
+             "diagnosed before its one grading, at the commit above: **quote third-fresh2**. A set absent "
              "from this page was not regenerated in that round (its data is not kept in the repository); "
              "its last figures are in the page's history.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",

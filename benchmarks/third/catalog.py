@@ -70,6 +70,7 @@ RUNS = BUGGY + HEALTHY
 
 DEFAULT_BATCH = S.__dataclass_fields__["batch"].default
 FRESH_SEED_SHIFT = 5000  # the never-seen draw of round 5 (``third-fresh``): ``--seed-shift 5000 --vary``
+FRESH2_SEED_SHIFT = 7000  # the never-seen draw of round 6 (``third-fresh2``): ``--seed-shift 7000 --vary``
 
 
 def redraw(sc: S, rng: random.Random) -> S:
