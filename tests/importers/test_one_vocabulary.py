@@ -102,3 +102,18 @@ def test_a_megatron_validation_line_is_validation_by_its_words(tmp_path):
     assert list(imp.evals["val_loss"].steps) == [1000, 2000, 3000, 4000]
     assert imp.evals["val_loss"].values[0] == pytest.approx(3.25)
     assert "lm_loss_value" not in imp.train and len(imp.train["loss"].steps) == 40
+
+
+def test_a_dict_line_finds_its_step_by_the_readers_words(tmp_path):
+    # A console log of printed dicts whose step key is no fixed spelling: the reader's step words find it,
+    # global_step before a per-epoch "step"; a dict of validation keys alone is a validation pass.
+    path = tmp_path / "console.log"
+    lines = []
+    for s in range(10, 410, 10):
+        lines.append(f"INFO {{'trainer/global_step': {s}, 'step': {s // 100}, 'loss': {3.0 / (1 + s / 100):.4f}}}")
+        if s % 100 == 0:
+            lines.append(f"INFO {{'trainer/global_step': {s}, 'val/loss': {3.2 / (1 + s / 100):.4f}}}")
+    path.write_text("\n".join(lines) + "\n")
+    imp = read("text", path)
+    assert list(imp.train["loss"].steps[:3]) == [10, 20, 30]
+    assert list(imp.evals["val_loss"].steps) == [100, 200, 300, 400]

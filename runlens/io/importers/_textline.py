@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 
 from runlens.io.bounded import loads_json
+from runlens.io.reader.names import STEP_WORDS, counter_core, is_step, is_val, role_of, tokens
 
 # PaddleOCR pads: nanxxx; MSVC's C runtime prints 1.#QNAN, 1.#SNAN, -1.#IND and 1.#INF.
 _MSVC = r"[-+]?\d\.#(?:QNAN|SNAN|IND|INF)0*"
@@ -239,7 +240,17 @@ def braced(text: str) -> str | None:
     return text[i:j + 1] if 0 <= i < j else None
 
 
-def _dict_line(text: str, step_names: tuple[str, ...]) -> Line | None:
+def _step_names(keys: list[str]) -> list[str]:
+    """The keys that name a step counter by the reader's words, the likeliest first: by the counter's
+    word (``step`` before ``iteration``), the longer name first (``global_step`` before ``step``)."""
+    order = {w: i for i, w in enumerate(STEP_WORDS)}
+    found = [k for k in keys if is_step(tokens(k))]
+    return sorted(found, key=lambda k: (order[counter_core(tokens(k))[0]], -len(tokens(k))))
+
+
+def _dict_line(text: str, step_names: tuple[str, ...] | None = None) -> Line | None:
+    """A dict or JSON object on the line holding a step key (``step_names``, else any the reader's
+    words call a step counter); a validation pass when a key says so and none is the training loss."""
     body = braced(text)
     if body is None:
         return None
@@ -248,13 +259,13 @@ def _dict_line(text: str, step_names: tuple[str, ...]) -> Line | None:
         return None
     fields = mapping_fields(d)
     lower = {k.lower(): (k, v) for k, v in fields}
-    for name in step_names:
+    names = step_names if step_names is not None else [k.lower() for k in _step_names([k for k, _ in fields])]
+    for name in names:
         if name in lower and math.isfinite(lower[name][1]):
             key, step = lower[name]
             epoch = lower.get("epoch", (None, None))[1]
             rest = [(k, v) for k, v in fields if k != key]
-            ev = any(k.lower().startswith(("eval_", "val_", "validation")) for k, _ in rest) and not any(
-                k.lower() in ("loss", "train_loss") for k, _ in rest)
+            ev = any(is_val(tokens(k)) for k, _ in rest) and not any(role_of(k) == (False, "loss") for k, _ in rest)
             return Line(int(step), "", ev, None if epoch is None or not math.isfinite(epoch) else int(epoch),
                         key, fields=rest)
     return None
@@ -264,7 +275,7 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
     """The step this line reports, or None for a line that carries none."""
     if step_key is not None:
         return _given_step(text, ctx, step_key)
-    if "{" in text and (line := _dict_line(text, ("global_step", "step", "iteration", "iter", "_step"))):
+    if "{" in text and (line := _dict_line(text)):
         return line
     if m := _NET_OUTPUT.search(text):
         if ctx.last_step is None:
