@@ -17,9 +17,11 @@ class CallbackSettings:
     recorder_options: dict[str, Any]
 
     def _keep_settings(self, path: str | Path, name: str | None, config: Mapping[str, Any] | None,
-                       resume: bool | None, recorder_options: Mapping[str, Any]) -> None:
+                       resume: bool | None, recorder_options: Mapping[str, Any], *, layers_every: int,
+                       flush_every: int, flush_seconds: float) -> None:
         self.path = Path(path)
         self.resume = resume
         self.name = name
         self.config = dict(config or {})
-        self.recorder_options = dict(recorder_options)
+        self.recorder_options = dict(layers_every=layers_every, flush_every=flush_every,
+                                     flush_seconds=flush_seconds, **recorder_options)

@@ -75,8 +75,8 @@ class RunlensCallback(CallbackSettings, TrainerCallback):
     def __init__(self, path: str | Path, *, name: str | None = None, config: Mapping[str, Any] | None = None,
                  layers_every: int = 1, flush_every: int = 100, flush_seconds: float = 30.0,
                  resume: bool | None = None, **recorder_options: Any) -> None:
-        self._keep_settings(path, name, config, resume, dict(layers_every=layers_every, flush_every=flush_every,
-                                                             flush_seconds=flush_seconds, **recorder_options))
+        self._keep_settings(path, name, config, resume, recorder_options, layers_every=layers_every,
+                            flush_every=flush_every, flush_seconds=flush_seconds)
         self.recorder: Recorder | None = None
         self._losses: list[torch.Tensor] = []
         self._hook: Any = None

@@ -56,8 +56,8 @@ class RunlensCallback(CallbackSettings, Callback):
                  seed: int | None = None, val_loss_key: str | None = None, loss_key: str | None = None,
                  layers_every: int = 1, flush_every: int = 100, flush_seconds: float = 30.0,
                  resume: bool | None = None, **recorder_options: Any) -> None:
-        self._keep_settings(path, name, config, resume, dict(layers_every=layers_every, flush_every=flush_every,
-                                                             flush_seconds=flush_seconds, **recorder_options))
+        self._keep_settings(path, name, config, resume, recorder_options, layers_every=layers_every,
+                            flush_every=flush_every, flush_seconds=flush_seconds)
         self.seed = seed
         self.val_loss_key = val_loss_key
         self.loss_key = loss_key
