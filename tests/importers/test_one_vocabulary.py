@@ -9,8 +9,11 @@ whichever shape of log it comes in.
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
+import shapes_text as st
 
 from runlens.io.importers import _names, read
 from runlens.io.importers._common import val_set_column
@@ -19,7 +22,7 @@ from runlens.io.reader.table import Table
 
 # Names as trainers log them, each with a role of its own.
 NAMES = ["loss", "train_loss", "Train Loss", "train/loss", "total_loss", "lm loss", "avg_loss", "running_loss",
-         "objective", "xent", "nll", "main/loss", "trl",
+         "objective", "xent", "nll", "main/loss", "trl", "tel",
          "val_loss", "validation loss", "eval_loss", "dev_loss", "valid/loss", "validation/main/loss",
          "eval_wiki_loss", "wiki/val_loss", "val_nll_loss", "test_loss",
          "lr", "learning_rate", "lr-Adam", "lr_pg0", "optimizer/lr",
@@ -117,3 +120,39 @@ def test_a_dict_line_finds_its_step_by_the_readers_words(tmp_path):
     imp = read("text", path)
     assert list(imp.train["loss"].steps[:3]) == [10, 20, 30]
     assert list(imp.evals["val_loss"].steps) == [100, 200, 300, 400]
+
+
+def _events(path, tags: dict[str, list[float]]) -> None:
+    """One event file holding ``simple_value`` scalars of ``tags`` at steps 0, 1, ..."""
+    out = st._record(st._pb(1, 1, struct.pack("<d", 1.0)) + st._pb(3, 2, b"brain.Event:2"))
+    for tag, values in tags.items():
+        for step, v in enumerate(values):
+            value = st._pb(1, 2, tag.encode()) + st._pb(2, 5, struct.pack("<f", v))
+            event = (st._pb(1, 1, struct.pack("<d", 1000.0 + step)) + st._pb(2, 0, bytes([step]))
+                     + st._pb(5, 2, st._pb(1, 2, value)))
+            out += st._record(event)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(out)
+
+
+def test_tensorboard_tags_take_roles_by_the_same_words(tmp_path):
+    # A PyTorch (YOLOv5) folder logs its losses only as parts: no tag is the loss, the parts are summed on
+    # both sides, never read as validation sets named "box" and "cls".
+    n = 30
+    fall = [2.0 / (1 + e / 5) for e in range(n)]
+    _events(tmp_path / "exp" / "events.out.tfevents.1.host",
+            {"train/box_loss": fall, "train/cls_loss": [v / 2 for v in fall],
+             "val/box_loss": [v + 0.1 for v in fall], "val/cls_loss": [v / 2 + 0.1 for v in fall],
+             "x/lr0": [0.01] * n, "metrics/mAP_0.5": [0.3] * n})
+    imp = read("tensorboard", tmp_path / "exp")
+    roles = imp.config["import_roles"]
+    assert roles["loss"]["how"] == "sum" and roles["val_loss"]["how"] == "sum"
+    assert not any(k.startswith("val_loss@") for k in imp.evals)
+    assert imp.train["loss"].values[0] == pytest.approx(3.0, rel=1e-6)
+    assert list(imp.train["loss"].steps) == list(range(n))
+    # A plain loss tag among others takes the role; of two, the per-step one.
+    _events(tmp_path / "pl" / "events.out.tfevents.2.host",
+            {"train/loss_epoch": fall[:5], "train/loss_step": fall, "lr-AdamW": [0.001] * n,
+             "grad_norm/total": [1.0] * n, "grad_norm/layer1.weight": [0.2] * n})
+    tags = read("tensorboard", tmp_path / "pl").config["import_tags"]
+    assert tags == {"loss": "train/loss_step", "lr": "lr-AdamW", "grad_norm": "grad_norm/total"}

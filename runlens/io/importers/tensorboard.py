@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.importers._common import Imported, Series, column_name, val_set_column
+from runlens.io.importers._common import Imported, Series, column_name
 from runlens.io.importers._eventproto import ProtoError, parse_event
 from runlens.io.importers._tfrecord import read_events
 from runlens.io.reader.names import is_val, role_of, tokens
@@ -204,13 +204,13 @@ def _map_scalars(imp: Imported, series: dict[str, Series], *tags_given: str | No
              "lr": _role(series, tags_given[2], "lr", "learning-rate"),
              "grad_norm": _role(series, tags_given[3], "grad_norm", "gradient-norm"),
              "epoch": _role(series, None, "epoch", "epoch")}
-    for named in sorted({r for t in tags if (r := role_of(t)[1]) and r.startswith("val_loss@")}):
-        roles[val_set_column(named.split("@", 1)[1])] = _role(series, None, named, named)
+    # A qualified validation loss (``val/box_loss``) may be a part of the loss rather than a set's: with
+    # every tag known, the table reader tells them apart (importers.table.reinfer), not a name alone.
     imp.config["import_tags"] = {k: v for k, v in roles.items() if v}
     used = set(roles.values())
     for role, tag in roles.items():
         if tag is not None:
-            (imp.evals if role.startswith("val_loss") else imp.train)[role] = series[tag]
+            (imp.evals if role == "val_loss" else imp.train)[role] = series[tag]
     for tag in tags:
         if tag in used:
             continue

@@ -32,8 +32,9 @@ STEP_SKIP = frozenset({"global", "current", "train", "trainer", "num", "cur", "o
 EPOCH_WORDS = (("epoch",), ("epochs",), ("ep",))
 GRAD_WORDS = frozenset({"grad", "gradient", "grads", "total"})
 SCALE = frozenset({"scale", "scaler"})
-# Short names some trainers log for a whole phrase: read as the phrase.
-ABBREVIATIONS = {"trl": ("train", "loss"), "tel": ("test", "loss"), "gnorm": ("grad", "norm")}
+# Short names some trainers log for a whole phrase: read as the phrase. llm.c writes its training loss
+# as ``trl`` and its validation loss as ``tel`` (train_gpt2.cu: ``"s:%d tel:%f", step, val_loss``).
+ABBREVIATIONS = {"trl": ("train", "loss"), "tel": ("val", "loss"), "gnorm": ("grad", "norm")}
 
 
 def tokens(name: str) -> tuple[str, ...]:
