@@ -14,10 +14,12 @@ import io
 import os
 import stat
 from pathlib import Path
-
-from typing_extensions import Buffer  # collections.abc.Buffer is 3.12+
+from typing import TYPE_CHECKING
 
 from runlens.errors import ImportFailedError
+
+if TYPE_CHECKING:  # typing_extensions is the type checker's, not a runtime dependency
+    from typing_extensions import Buffer  # collections.abc.Buffer is 3.12+
 
 MAX_BYTES = 2 << 30
 MAX_JSON = 256 << 20
