@@ -16,6 +16,7 @@ from gradients_synth import (
 )
 
 from runlens.detectors import Skip
+from runlens.testing import build_run
 
 
 def scalar_run(grad_norm, *, loss=None, step_skipped=None, weights=None):
@@ -101,10 +102,7 @@ def test_long_runs_are_bucketed():
 
 
 def test_no_gradient_norm_at_all_is_skipped():
-    import pyarrow as pa
-
-    from runlens.io.run import Run
-    run = Run(path="x", meta={}, status="finished", scalars=pa.table({"step": [0, 1], "loss": [1.0, 0.9]}))
+    run = build_run(tables={"scalars": {"step": [0, 1], "loss": [1.0, 0.9]}}, meta={}, name="x")
     with pytest.raises(Skip):
         check("exploding_gradients", run)
 

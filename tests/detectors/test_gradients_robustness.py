@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from runlens.detectors import Skip
 from runlens.diagnosis import Finding
-from runlens.io.run import Run
+from runlens.testing import build_run
 
 CODES = ("vanishing_gradients", "exploding_gradients", "dead_layers", "learning_rate_too_low",
          "weight_norm_growth")
@@ -60,14 +60,13 @@ def test_inf_and_zero_everywhere(code):
 
 @pytest.mark.parametrize("code", CODES)
 def test_no_layers_table_or_metadata(code):
-    run = Run(path="x", meta={}, status="finished",
-              scalars=pa.table({"step": pa.array([0, 1, 2], pa.int64()), "loss": [1.0, 0.9, 0.8]}))
+    run = build_run(tables={"scalars": {"step": [0, 1, 2], "loss": [1.0, 0.9, 0.8]}}, meta={}, name="x")
     assert outcome(code, run) in ("skip", [])
     g, w, u = healthy_net(2, n=30, m=4)
     bare = make_run(g, w, u)
     # A healthy net without run.json metadata (no shapes, no modules) is still silent.
-    assert outcome(code, Run(path="x", meta={}, status="finished", scalars=bare.scalars,
-                             layers=bare.layers)) in ("skip", [])
+    assert outcome(code, build_run(tables={"scalars": bare.scalars, "layers": bare.layers}, meta={},
+                                   name="x")) in ("skip", [])
 
 
 @pytest.mark.parametrize("code", CODES)
@@ -75,7 +74,8 @@ def test_a_layer_missing_in_some_steps(code):
     g, w, u = healthy_net(3, n=60, m=5)
     run = make_run(g, w, u)
     keep = ~((run.layers.column("layer").to_pylist() == np.array("l2.weight")) & (np.arange(run.layers.num_rows) % 2 == 0))
-    run = Run(path="x", meta=run.meta, status="finished", scalars=run.scalars, layers=run.layers.filter(pa.array(keep)))
+    run = build_run(tables={"scalars": run.scalars, "layers": run.layers.filter(pa.array(keep))}, meta=run.meta,
+                    name="x")
     assert outcome(code, run) in ("skip", [])
 
 
@@ -103,15 +103,11 @@ def tables(draw):
                 rows["layer"].append(f"p{j}")
                 for k in ("grad_norm", "weight_norm", "update_norm"):
                     rows[k].append(draw(finite_or_odd))
-    layers = pa.table({"step": pa.array(rows["step"], pa.int64()),
-                       "layer": pa.array(rows["layer"], pa.string()).dictionary_encode(),
-                       **{k: pa.array(rows[k], pa.float32()) for k in ("grad_norm", "weight_norm", "update_norm")}})
     loss = draw(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.none()), min_size=n, max_size=n))
-    scalars = pa.table({"step": pa.array(steps, pa.int64()), "loss": pa.array(loss, pa.float64()),
-                        "grad_norm": pa.array(loss, pa.float64())})
+    scalars = {"step": steps, "loss": loss, "grad_norm": loss}
     meta = {"layers": [{"name": f"p{j}", "index": j, "module": f"m{j // 2}", "shape": [2, 2] if j % 2 == 0 else [2]}
                        for j in range(m)]}
-    return Run(path="x", meta=meta, status="finished", scalars=scalars, layers=layers)
+    return build_run(tables={"scalars": scalars, "layers": rows}, meta=meta, name="x")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

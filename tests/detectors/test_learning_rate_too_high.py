@@ -13,7 +13,7 @@ from loss_synth import diverging, healthy, layers_table, make_run, oscillating
 from runlens.detectors import Context, Skip
 from runlens.detectors.curve import classify
 from runlens.detectors.learning_rate_too_high import LearningRateTooHigh
-from runlens.io.run import Run
+from runlens.testing import build_run
 
 
 def run_with(x, ratio=None, *, grad_norm=None):
@@ -21,8 +21,8 @@ def run_with(x, ratio=None, *, grad_norm=None):
     layers, meta = layers_table(n, ratio) if ratio is not None else (None, [])
     run = make_run(x, layers=layers, meta={"layers": meta})
     if grad_norm is not None:
-        run = Run(path="x", meta=run.meta, status="finished", layers=run.layers,
-                  scalars=run.scalars.append_column("grad_norm", pa.array(grad_norm)))
+        run = build_run(tables={"scalars": run.scalars.append_column("grad_norm", pa.array(grad_norm)),
+                                "layers": run.layers}, meta=run.meta, name="x")
     return run
 
 
@@ -138,8 +138,7 @@ def test_without_update_norm_the_weight_norm_change_is_the_evidence():
 
 
 def test_never_raised_without_update_size_evidence():
-    run = Run(path="x", meta={}, status="finished",
-              scalars=pa.table({"step": np.arange(300), "loss": falling_loss(0, 300)}))
+    run = build_run(tables={"scalars": {"step": np.arange(300), "loss": falling_loss(0, 300)}}, meta={}, name="x")
     with pytest.raises(Skip, match="step size"):
         check_code("learning_rate_too_high", run, curve="unstable")
 

@@ -13,7 +13,7 @@ from loss_synth import make_run as curve_run
 from nonfinite_runs import findings_of, healthy_run, nan_loss_at
 
 from runlens import analyze
-from runlens.io.run import Run
+from runlens.testing import build_run
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -58,7 +58,6 @@ def test_finite_loss_is_silent():
 
 
 def test_a_null_loss_is_missing_not_nan():
-    import pyarrow as pa
 
     cols = healthy(100, 2)
     loss = cols["scalars"]["loss"].tolist()
@@ -103,9 +102,10 @@ def test_bad_parameters_are_reported_in_the_template():
 def _with_event(loss, kind):
     run = curve_run(loss)
     steps = np.array([3], dtype=np.int64)
-    events = pa.table({"step": steps, "time": steps.astype(float), "kind": [kind],
-                       "message": ["Warning: NaN or Inf found in input tensor."], "layer": [None]})
-    return Run(path=run.path, meta=run.meta, status=run.status, scalars=run.scalars, events=events)
+    events = {"step": steps, "time": steps.astype(float), "kind": [kind],
+              "message": ["Warning: NaN or Inf found in input tensor."], "layer": [None]}
+    return build_run(tables={"scalars": run.scalars, "events": events}, meta=run.meta, name=run.path,
+                     status=run.status)
 
 
 def test_a_nonfinite_loss_event_with_a_finite_printed_loss_is_a_nonfinite_loss():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 import pytest
 from grad_norm_runs import grads
 from gradients_synth import (
@@ -17,7 +16,7 @@ from gradients_synth import (
 )
 
 from runlens.detectors import Skip
-from runlens.io.run import Run
+from runlens.testing import build_run
 
 
 def vanishing_net(seed: int, n: int = 100, m: int = 8, per_layer: float = 0.5, noise: float = 0.15):
@@ -115,11 +114,9 @@ def test_thousands_of_layers():
 
 
 def test_without_metadata_parameters_are_grouped_by_their_names():
-    from runlens.io.run import Run
-
     g, w, u = vanishing_net(9)
     full = make_run(g, w, u)  # biases sit 1.5 decades under their weights
-    bare = Run(path="x", meta={}, status="finished", scalars=full.scalars, layers=full.layers)
+    bare = build_run(tables={"scalars": full.scalars, "layers": full.layers}, meta={}, name="x")
     [f] = check("vanishing_gradients", bare)
     assert f.evidence["modules"] == 8
 
@@ -177,13 +174,13 @@ def param_run(names, shapes, grad, weight, update=None, loss=None):
     n, m = grad.shape
     meta = [{"name": nm, "index": j, "module": nm.rsplit(".", 1)[0], "shape": sh,
              "numel": int(np.prod(sh))} for j, (nm, sh) in enumerate(zip(names, shapes, strict=True))]
-    cols = {"step": np.repeat(np.arange(n), m), "layer": pa.array(list(names) * n).dictionary_encode(),
-            "grad_norm": pa.array(grad.ravel(), pa.float32()), "weight_norm": pa.array(weight.ravel(), pa.float32())}
+    cols = {"step": np.repeat(np.arange(n), m), "layer": list(names) * n, "grad_norm": grad.ravel(),
+            "weight_norm": weight.ravel()}
     if update is not None:
-        cols["update_norm"] = pa.array(update.ravel(), pa.float32())
+        cols["update_norm"] = update.ravel()
     loss = falling_loss(0, n) if loss is None else loss
-    sc = pa.table({"step": np.arange(n), "time": np.arange(n, dtype=float), "loss": loss})
-    return Run(path="x", meta={"layers": meta}, status="finished", scalars=sc, layers=pa.table(cols))
+    sc = {"step": np.arange(n), "time": np.arange(n, dtype=float), "loss": loss}
+    return build_run(tables={"scalars": sc, "layers": cols}, meta={"layers": meta}, name="x")
 
 
 def _profile_net(levels, n=200, seed=0):

@@ -9,9 +9,9 @@ drift at most), so the rate measured is the rate of the tests' own noise.
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
 from runlens.io.run import Run
+from runlens.testing import build_run
 
 FAMILIES = ("noise", "trend", "step", "random_walk")
 N, MODULES = 240, 4
@@ -42,17 +42,10 @@ def null_run(family: str, seed: int) -> Run:
     w = 10 ** (rng.uniform(0.5, 1.5, m)[None, :] + 0.02 * t[:, None]) * np.ones((n, m))
     u = w * 10 ** (-3 + 0.2 * rng.standard_normal((n, m)))
     names = [f"l{j}.weight" for j in range(m)]
-    layers = pa.table({
-        "step": np.repeat(steps, m), "layer": pa.array(names * n).dictionary_encode(),
-        "grad_norm": pa.array((10 ** logg).ravel(), pa.float32()),
-        "weight_norm": pa.array(w.ravel(), pa.float32()), "update_norm": pa.array(u.ravel(), pa.float32()),
-        "nonfinite": pa.array(np.zeros(n * m, np.int32))})
-    scalars = pa.table({"step": steps, "time": steps * 1.0, "loss": loss, "lr": np.full(n, 1e-3),
-                        "grad_norm": gn})
+    layers = {"grad_norm": 10 ** logg, "weight_norm": w, "update_norm": u, "nonfinite": np.zeros((n, m))}
     es = steps[19::20]
-    evals = pa.table({"step": es, "time": es * 1.0, "val_loss": loss[es] * 1.05})
     meta = {"name": f"{family}-{seed}", "config": {"lr": 1e-3, "optimizer": "adam"},
             "layers": [{"name": nm, "index": j, "module": nm.rsplit(".", 1)[0], "shape": [64, 64],
                         "numel": 4096} for j, nm in enumerate(names)]}
-    return Run(path=f"{family}-{seed}", meta=meta, status="finished", scalars=scalars, evals=evals,
-               layers=layers)
+    return build_run(loss=loss, lr=np.full(n, 1e-3), grad_norm=gn, steps=steps, val_loss=loss[es] * 1.05,
+                     val_steps=es, layers=layers, layer_names=names, meta=meta, name=f"{family}-{seed}")

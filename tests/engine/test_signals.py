@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 import pytest
 from engine_runs import healthy, meta, write_healthy, write_run
 
@@ -13,19 +12,16 @@ from runlens.detectors import REGISTRY, Context
 from runlens.io.loader import load_run
 from runlens.io.run import Run
 from runlens.signals import signals_of
+from runlens.testing import build_run
 
 
 def _run(loss, *, skipped=None, grad_norm=None, steps=None, evals=None) -> Run:
     n = len(loss)
-    steps = np.arange(n) if steps is None else np.asarray(steps)
-    cols = {"step": pa.array(steps, pa.int64()), "time": pa.array(np.arange(n, dtype=float)),
-            "loss": pa.array(loss, pa.float64())}
-    if skipped is not None:
-        cols["step_skipped"] = pa.array(skipped, pa.int64())
-    if grad_norm is not None:
-        cols["grad_norm"] = pa.array(grad_norm, pa.float64())
-    return Run(path="x", meta={}, status="finished", scalars=pa.table(cols),
-               evals=None if evals is None else pa.table(evals))
+    # the clock runs 0, 1, 2... in row order even where the steps are out of order
+    cols = {"step": np.arange(n) if steps is None else steps, "time": np.arange(n, dtype=float), "loss": loss,
+            **({} if skipped is None else {"step_skipped": skipped}),
+            **({} if grad_norm is None else {"grad_norm": grad_norm})}
+    return build_run(tables={"scalars": cols, "evals": evals}, meta={}, name="x")
 
 
 def test_a_null_loss_is_not_logged_and_not_a_nan():

@@ -106,11 +106,10 @@ def REGISTRY_CODES():
 
 def test_run_without_tables_still_renders():
     from runlens.diagnosis import CurveVerdict, Finding
-    from runlens.io.run import Run
+    from runlens.testing import build_run
 
-    run = Run(path="/runs/empty", meta={"name": "empty", "run_id": "x", "error": {
-        "type": "torch.OutOfMemoryError", "message": "CUDA out of memory", "traceback": "tb", "step": None}},
-        status="crashed")
+    run = build_run(name="/runs/empty", status="crashed", meta={"name": "empty", "run_id": "x", "error": {
+        "type": "torch.OutOfMemoryError", "message": "CUDA out of memory", "traceback": "tb", "step": None}})
     from report_fixtures import report_of
 
     diagnosis = report_of(run, curve=CurveVerdict("insufficient_data", "no steps"),

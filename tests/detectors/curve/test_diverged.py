@@ -18,7 +18,7 @@ from loss_synth import (
 
 from runlens import analyze
 from runlens.detectors.curve import classify
-from runlens.io.run import Run
+from runlens.testing import build_run
 
 
 def test_a_short_run_that_explodes_is_diverged_not_insufficient():
@@ -47,8 +47,8 @@ def test_nan_on_a_step_the_loss_scaler_skipped_is_not_divergence():
     run = make_run(x)
     skipped = np.zeros(500, dtype=np.int64)
     skipped[100] = 1
-    run = Run(path="x", meta={}, status="finished",
-              scalars=run.scalars.append_column("step_skipped", pa.array(skipped)))
+    run = build_run(tables={"scalars": run.scalars.append_column("step_skipped", pa.array(skipped))}, meta={},
+                    name="x")
     assert classify(run).label == "healthy"
 
 

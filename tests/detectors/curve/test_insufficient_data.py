@@ -9,7 +9,7 @@ from loss_synth import make_run
 
 from runlens import analyze
 from runlens.detectors.curve import classify
-from runlens.io.run import Run
+from runlens.testing import build_run
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 19])
@@ -20,7 +20,7 @@ def test_too_few_points_is_insufficient_data(n):
 
 
 def test_no_scalars_is_insufficient_data():
-    run = Run(path="x", meta={}, status="finished")
+    run = build_run(meta={}, name="x")
     assert classify(run).label == "insufficient_data"
 
 
@@ -41,13 +41,11 @@ def test_a_fall_that_has_not_slowed_is_not_yet_settled(seed):
 def test_a_log_whose_training_loss_is_all_null_gets_no_shape_and_no_crash():
     import pyarrow as pa
 
-    from runlens.io.run import Run
-
     steps = np.arange(10, dtype=np.int64)
     run = make_run(np.ones(10), val_loss=np.linspace(1, 0.5, 10), val_steps=steps)
     sc = run.scalars.set_column(run.scalars.schema.get_field_index("loss"), "loss",
                                 pa.nulls(10, pa.float64()))
-    d = analyze(Run(path="synthetic", meta=run.meta, status="finished", scalars=sc, evals=run.evals))
+    d = analyze(build_run(tables={"scalars": sc, "evals": run.evals}, meta=run.meta, name="synthetic"))
     assert d.curve.label == "insufficient_data", d.curve
     assert not [w for w in d.warnings if "crashed" in w], d.warnings
 
