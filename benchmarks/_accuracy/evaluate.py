@@ -43,7 +43,7 @@ THIRD_FRESH_DATA = ROOT / "benchmarks" / "_data" / "third-fresh"
 # When the third-fresh draw was trained (its draw.json's start and end); a retrained set no longer matches.
 THIRD_FRESH_DRAWN = ("2026-12-02 01:01", "2026-12-02 01:33")
 THIRD_FRESH2_DATA = ROOT / "benchmarks" / "_data" / "third-fresh2"
-THIRD_FRESH2_DRAWN = ("2026-12-02 04:19", "2026-12-02 05:0")
+THIRD_FRESH2_DRAWN = ("2026-12-02 04:13", "2026-12-02 05:09")
 
 ROLES = {
     "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",

@@ -84,9 +84,11 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "false alarms were read, and nothing was changed because of them): a development set since.",
     "`third-fresh2` (round 6): the same generator and redraw with every seed shifted by 7000 "
     "(`python -m benchmarks.third --seed-shift 7000 --vary`), trained from the committed tree at 9349085, "
-    "starting 2026-12-02 04:19 UTC (`draw.json`), before round 6's first detector commit (f75813c, "
+    "from 2026-12-02 04:13:52 to 05:09:27 UTC (`draw.json`), before round 6's first detector commit (f75813c, "
     "`steps_went_back`); training runs no runlens code. Nothing of it was diagnosed before its one "
-    "grading; only the generator's own confirmations were read (in its log).",
+    "grading; only the generator's own confirmations were read (in its log): 43 runs, 35 confirmed, 8 not "
+    "(eval_missing 0/2, target_leak 0/2, reduction_sum 1/2, accum_unscaled 1/2, healthy 13/15; every other "
+    "bug 2/2), so the codes of the two bugs with none confirmed are not graded on it.",
 )
 
 
