@@ -156,3 +156,14 @@ def test_tensorboard_tags_take_roles_by_the_same_words(tmp_path):
              "grad_norm/total": [1.0] * n, "grad_norm/layer1.weight": [0.2] * n})
     tags = read("tensorboard", tmp_path / "pl").config["import_tags"]
     assert tags == {"loss": "train/loss_step", "lr": "lr-AdamW", "grad_norm": "grad_norm/total"}
+
+
+def test_roles_decided_over_all_series_name_the_logs_own_columns(tmp_path):
+    # No name is the loss by itself (a loss word with a qualifier), so the table reader decides over all
+    # series; every role it records names the column as the log spells it.
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"step {s} | objective_local {2.0 / (1 + s):.4f} | grad norm square {1.0 + s % 3}\n"
+                            for s in range(40)))
+    roles = read("text", path).config["import_roles"]
+    assert roles["loss"]["columns"] == ["objective_local"]
+    assert roles["grad_norm"]["columns"] == ["grad norm square"]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.importers._common import Imported
+from runlens.io.importers._common import Imported, Series
 from runlens.io.reader import folders, read_table
 from runlens.io.reader.build import to_imported
 from runlens.io.reader.names import is_val, tokens
@@ -128,7 +128,14 @@ def reinfer(imp: Imported) -> Imported:
     """
     if "loss" in imp.train or any(k.startswith("val_loss") for k in imp.evals):
         return imp
-    series = {**imp.train, **{(k if is_val(tokens(k)) else f"val_{k}"): s for k, s in imp.evals.items()}}
+    # Each training series under the name the log gave it (a role's column, ``grad_norm``, was some
+    # name such as ``grad_norm_square``), so the roles decided here name the log's own columns.
+    raw = imp.config.get("import_fields") or {}
+    series: dict[str, Series] = {}
+    for k, s in imp.train.items():
+        own = raw.get(k)
+        series[own if isinstance(own, str) and own not in imp.train and own not in series else k] = s
+    series.update({(k if is_val(tokens(k)) else f"val_{k}"): s for k, s in imp.evals.items()})
     if not series:
         return imp
     steps = np.unique(np.concatenate([s.steps for s in series.values()]))
