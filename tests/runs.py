@@ -9,6 +9,7 @@ so a test reads it back through the loader.
 
     write_run(tmp_path / "r", build_run(loss=[2.3, 1.1]))
     write_run(tmp_path / "ddp", {"scalars": [(0, 0, cols0), (1, 0, cols1)]})
+    update_meta(tmp_path / "r", config={"lr": 0.1})
 """
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ def write_run(root: os.PathLike | str, run: Run | Mapping[str, Any] | None = Non
         for part_rank, seq, data in _parts(parts, rank):
             write_part(root, table, data, part_rank, seq)
     return root
+
+
+def update_meta(root: os.PathLike | str, **keys: Any) -> Path:
+    """Replace or add ``keys`` in the run.json of the run folder at ``root`` (written before) and
+    return its path: a run that differs from its twin in its run.json alone, such as its ``config``."""
+    path = Path(root) / "run.json"
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**meta, **keys}), encoding="utf-8")
+    return path
 
 
 def _parts(parts: Any, rank: int) -> list[tuple[int, int, Any]]:

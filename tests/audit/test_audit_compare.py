@@ -11,6 +11,7 @@ from runtree import write_run
 from runlens.cli import main
 from runlens.compare import Thresholds, compare_runs
 from runlens.io.loader import load_run
+from tests.runs import update_meta
 
 
 @pytest.fixture(scope="module")
@@ -131,9 +132,7 @@ def test_cli_formats(runs):
 
 
 def _set_config(run, **config):
-    meta = json.loads((run / "run.json").read_text())
-    meta["config"] = config
-    (run / "run.json").write_text(json.dumps(meta))
+    update_meta(run, config=config)
 
 
 def test_config_diff_flattens_nested_keys(tmp_path):

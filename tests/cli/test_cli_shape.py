@@ -77,7 +77,7 @@ def test_wrong_types_in_run_json_are_exit_2(tmp_path, value, command):
     shutil.copytree(SAMPLES / "healthy", run)
     meta = json.loads((run / "run.json").read_text())
     meta["layers"] = json.loads(value)
-    (run / "run.json").write_text(json.dumps(meta))
+    (run / "run.json").write_text(json.dumps(meta))  # hand-made: a run.json with wrong types on purpose
     args = [command, run] + (["-o", tmp_path / "out"] if command == "report" else [])
     result = invoke(*args)
     assert result.exit_code == 2

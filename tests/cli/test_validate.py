@@ -46,11 +46,13 @@ def _retype(run: Path, table: str, column: str, typ: pa.DataType) -> None:
     part = _first_part(run, table)
     data = pq.read_table(part)
     i = data.schema.get_field_index(column)
+    # hand-made on purpose: a part retyped off the format for the validator to refuse
     pq.write_table(data.set_column(i, column, data.column(column).cast(typ)), part)
 
 
 def _drop(run: Path, table: str, column: str) -> None:
     part = _first_part(run, table)
+    # hand-made on purpose: a part stripped of a column the format requires
     pq.write_table(pq.read_table(part).drop_columns([column]), part)
 
 
@@ -77,6 +79,7 @@ BREAKAGES = {
     "garbage part": (lambda r: (r / "scalars" / "r0-99999999.parquet").write_bytes(b"nope"), "part-readable"),
     "no loss column": (lambda r: _drop(r, "scalars", "loss"), "columns"),
     "loss float32": (lambda r: _retype(r, "scalars", "loss", pa.float32()), "columns"),
+    # hand-made on purpose: a user scalar of a type the format does not allow
     "string user scalar": (lambda r: pq.write_table(
         pq.read_table(_first_part(r, "scalars")).append_column(
             "note", pa.array(["x"] * pq.read_table(_first_part(r, "scalars")).num_rows)),
@@ -104,6 +107,7 @@ def test_each_breakage_is_named_with_its_rule(tmp_path, name):
 def test_table_rules_on_hand_written_parts(tmp_path):
     run = _copy(tmp_path)
     (run / "events").mkdir(exist_ok=True)
+    # hand-made on purpose: parts breaking the table rules (null step, unknown kind, unknown layer)
     pq.write_table(pa.table({"step": pa.array([None, 1], pa.int64()), "time": [0.0, 1.0],
                              "kind": ["exception", "meltdown"], "layer": pa.array([None, None], pa.string()),
                              "value": pa.array([None, None], pa.float64()), "message": ["a", "b"]}),

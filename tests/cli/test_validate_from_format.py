@@ -76,6 +76,7 @@ def test_narrow_user_columns_are_tolerated(run):
     part = sorted((run / "scalars").glob("r*.parquet"))[0]
     data = pq.read_table(part)
     i = data.column_names.index("accuracy")
+    # hand-made on purpose: a user column narrower than the format writes
     pq.write_table(data.set_column(i, "accuracy", data.column(i).cast(pa.float32())), part)
     assert validate_run(run).ok
 
@@ -84,6 +85,7 @@ def test_narrow_user_columns_are_tolerated(run):
 def test_a_repeated_column_is_a_violation_not_a_crash(run, column):
     part = sorted((run / "scalars").glob("r*.parquet"))[0]
     data = pq.read_table(part)
+    # hand-made on purpose: a part with a repeated column, which no writer of well-formed runs makes
     pq.write_table(data.append_column(column, data.column(column)), part)
     report = validate_run(run)
     assert any(v.rule == "columns" and f"{column!r} appears more than once" in v.message
@@ -94,6 +96,7 @@ def test_key_columns_come_from_the_format_module(run, monkeypatch):
     part = sorted((run / "scalars").glob("r*.parquet"))[0]
     data = pq.read_table(part)
     lr = data.column("lr").to_pylist()
+    # hand-made on purpose: a sample run's part edited in place (a null key value)
     pq.write_table(data.set_column(data.column_names.index("lr"), "lr", pa.array([None, *lr[1:]], pa.float64())),
                    part)
     assert validate_run(run).ok  # a null lr is "not logged"

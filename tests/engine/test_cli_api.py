@@ -79,6 +79,7 @@ def _unreadable(tmp_path, setup):
     target = tmp_path / setup
     if setup != "missing":
         target.mkdir()
+    # hand-made: an unreadable run.json (broken JSON, a future version) is what this case is about
     if setup == "bad_json":
         (target / "run.json").write_text("{")
     if setup == "future_version":

@@ -166,7 +166,7 @@ def test_unknown_format_version_is_refused(tmp_path):
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", json.dumps({"format": "other"}),
                                   json.dumps({"format": "runlens-run"})])
 def test_invalid_run_json_is_one_line_format_error(tmp_path, text):
-    (tmp_path / "run.json").write_text(text)
+    (tmp_path / "run.json").write_text(text)  # hand-made: a run.json off the format on purpose
     with pytest.raises(RunFormatError) as info:
         load_run(tmp_path)
     assert "\n" not in str(info.value)
@@ -363,6 +363,7 @@ def _many_row_groups(path, rows, group):
 
     table = pa.table({"step": pa.array(np.arange(rows, dtype=np.int64)), "time": pa.array(np.zeros(rows)),
                       "loss": pa.array(np.ones(rows))})
+    # hand-made: a part in many row groups (its footer is then falsified), which tests.runs does not write
     pq.write_table(table, path, row_group_size=group)
 
 

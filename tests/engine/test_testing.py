@@ -12,7 +12,7 @@ from runlens.errors import UsageError
 from runlens.io.loader import load_run
 from runlens.io.validate import validate_run
 from runlens.testing import build_run, check_detector, odd_runs, run_detector, run_meta
-from tests.runs import write_run
+from tests.runs import update_meta, write_run
 
 DOC = """Flags a loss above ``limit``.
 
@@ -181,3 +181,14 @@ def test_the_tests_writer_lays_out_ranks_and_sequences(tmp_path):
     assert parts("scalars") == ["r0-00000000.parquet", "r1-00000000.parquet"]
     assert parts("layers") == ["r3-00000000.parquet", "r3-00000001.parquet"]
     assert not (path / "evals").exists() and load_run(path).meta["name"] == "ddp"
+
+
+def test_the_tests_writer_updates_a_written_run_json_and_leaves_the_parts(tmp_path):
+    path = write_run(tmp_path / "r", build_run(loss=[2.0, 1.0], meta=run_meta("r", config={"lr": 0.1})))
+    part = path / "scalars" / "r0-00000000.parquet"
+    before = part.read_bytes()
+    update_meta(path, config={"lr": 10}, note="rerun")
+    back = load_run(path)
+    assert back.meta["config"] == {"lr": 10} and back.meta["note"] == "rerun" and back.meta["name"] == "r"
+    assert list(back.meta)[:len(run_meta("r"))] == list(run_meta("r"))  # keys keep their places
+    assert part.read_bytes() == before and back.column("scalars", "loss").tolist() == [2.0, 1.0]

@@ -8,7 +8,6 @@ a byte, and a traceback is text on stderr that an in-process runner hides).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -19,7 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from runlens.testing import build_run
+from tests.runs import write_part
+from tests.runs import write_run as write_folder
 
 from ._harness import Tally, child_env
 
@@ -92,30 +94,19 @@ def write_run(root: Path, over: dict | None = None, *, steps: int = 240, seed: i
             "attempts": [{"started_at": "2026-01-01T00:00:00+00:00", "first_step": 0}], "error": None}
     meta.update(over or {})
     meta.update(meta_over)
-    root.mkdir(parents=True, exist_ok=True)
-    # ensure_ascii keeps a lone surrogate as the JSON escape a hostile writer would produce
-    (root / "run.json").write_text(json.dumps(meta), encoding="utf-8")
-    part(root, "scalars", {"step": pa.array(t, pa.int64()), "time": pa.array(T0 + t * 0.5),
-                           "loss": pa.array(loss), "lr": pa.array(np.full(steps, 0.01)),
-                           "grad_norm": pa.array(0.5 + 0.1 * rng.random(steps))})
+    # ensure_ascii (json.dumps's default) keeps a lone surrogate as the JSON escape a hostile writer would produce
+    layers = {"grad_norm": np.tile([0.5, 1.0, 2.0], (len(t[::10]), 1)), "weight_norm": np.full((len(t[::10]), 3), 5.0)}
     es = t[39::40]
-    part(root, "evals", {"step": pa.array(es, pa.int64()), "time": pa.array(T0 + es * 0.5),
-                         "val_loss": pa.array(loss[es] + 0.05)})
-    ls = t[::10]
-    part(root, "layers", {
-        "step": pa.array(np.repeat(ls, len(LAYERS)), pa.int64()),
-        "layer": pa.array([n for _ in ls for n in LAYERS]).dictionary_encode(),
-        "grad_norm": pa.array(np.tile([0.5, 1.0, 2.0], len(ls)).astype(np.float32)),
-        "weight_norm": pa.array(np.full(len(ls) * len(LAYERS), 5.0, np.float32))})
-    return root
+    run = build_run(loss=loss, lr=np.full(steps, 0.01), grad_norm=0.5 + 0.1 * rng.random(steps), t0=T0,
+                    step_time=0.5, val_loss=loss[es] + 0.05, val_steps=es, layers=layers, layer_names=LAYERS,
+                    layer_steps=t[::10], meta=meta)
+    return write_folder(root, run)
 
 
 def part(root: Path, table: str, columns: dict | pa.Table, seq: int = 0) -> Path:
-    (root / table).mkdir(exist_ok=True)
-    data = columns if isinstance(columns, pa.Table) else pa.table(columns)
-    target = root / table / f"r0-{seq:08d}.parquet"
-    pq.write_table(data, target)
-    return target
+    """One part of rank 0: a ``pa.Table`` as it is, column values with the types pyarrow infers
+    (cases hand a column off the format on purpose)."""
+    return write_part(root, table, columns if isinstance(columns, pa.Table) else pa.table(columns), seq=seq)
 
 
 def snapshot(base: Path, skip: tuple[Path, ...] = ()) -> dict[str, str]:

@@ -10,7 +10,6 @@ before it starts must find every step up to it, exactly once.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from recorders import _parts
+from tests.runs import write_run
 
 ROWS_PER_PART = 5
 COMPACT_EVERY = 6
@@ -45,8 +45,8 @@ def tables(first: int) -> tuple[pa.Table, pa.Table]:
 
 
 def main(run: Path, progress: Path, parts: int) -> None:
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "run.json").write_text(json.dumps(meta()), encoding="utf-8")
+    # the folder and its run.json come from the tests' one writer; the parts from the recorder's, the code under test
+    write_run(run, meta=meta())
     seq = {"scalars": 0, "events": 0}
     compactions = 0
     for k in range(parts):

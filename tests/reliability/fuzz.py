@@ -231,6 +231,7 @@ def campaign(workdir: Path, seed: int = 0, rounds: int = 2) -> FuzzFigures:
         for folder in ("scalars", "layers", "evals", "events"):
             case = workdir / f"schema-{name}-{folder}"
             shutil.copytree(base, case)
+            # hand-made on purpose: a part of the wrong schema, which no writer of well-formed runs makes
             pq.write_table(table, case / folder / "r0-00009999.parquet")
             check_case(case, figures, f"{folder} {name}")
             shutil.rmtree(case)

@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.runs import write_part
+
 from ._cli import part, write_run
 from .round3 import case, cli
 
@@ -32,12 +34,13 @@ def _scalars(steps, rank_value: float) -> pa.Table:
 
 
 def _rank_part(run: Path, table: str, rank: int, seq: int, data: pa.Table | bytes) -> None:
+    if not isinstance(data, bytes):
+        write_part(run, table, data, rank, seq)
+        return
+    # bytes are a corrupt part on purpose: no writer of well-formed parts makes one
     target = run / table / f"r{rank}-{seq:08d}.parquet"
     target.parent.mkdir(exist_ok=True)
-    if isinstance(data, bytes):
-        target.write_bytes(data)
-    else:
-        pq.write_table(data, target)
+    target.write_bytes(data)
 
 
 # -- consistency ----------------------------------------------------------------
@@ -228,6 +231,7 @@ def _tall_source(rows: int, chunk: int = 2_000_000) -> Path:
     encoding it takes tens of seconds, so it is written once per process and copied."""
     path = Path(tempfile.mkdtemp(prefix="round3-tall-")) / "tall.parquet"
     piece = _scalars(np.zeros(chunk, dtype=np.int64), 1.0)
+    # hand-made: one part in many row groups, encoded piece by piece, which tests.runs does not write
     with pq.ParquetWriter(path, piece.schema, compression="zstd") as writer:
         for _ in range(rows // chunk):
             writer.write_table(piece, row_group_size=chunk)

@@ -25,6 +25,8 @@ def _deep_json() -> str:
 
 
 # -- bad input ------------------------------------------------------------------
+# Runs come from the one writer (_cli.write_run -> tests/runs.py); what these cases then write by hand
+# over them (a run.json nested too deep or with a 5,000-digit pid, a truncated part) is corrupt on purpose.
 
 @case("bad_input", "run.json nested 100,000 deep (analyze)")
 def _deep_meta(work: Path) -> list[str]:
