@@ -150,6 +150,17 @@ def _exit(code: int, line: str | None, standalone: bool) -> int:
             click.echo(line, err=True)
         except OSError:
             pass  # stderr is gone too: the status still says it
+    if standalone and code == 130 and _interrupt.is_command():
+        # Interrupted (the command, not a program calling main()): the with-blocks have closed and renamed what they wrote, but a C library
+        # may still be mid-call on another thread (Arrow reading a file through Python), and one
+        # that calls back into a finalizing interpreter aborts it (SIGABRT, "Fatal Python error").
+        # Leave as the handler does before the CLI runs: flushed, then at once.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(130)
     if standalone:
         sys.exit(code)
     return code
