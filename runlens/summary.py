@@ -28,7 +28,10 @@ import numpy as np
 #: The key numbers of a run; ``run_numbers`` returns exactly these keys.
 KEY_NUMBERS = ("steps", "first_step", "last_step", "first_loss", "final_loss", "final_loss_step",
                "min_loss", "min_loss_step", "val_min", "val_min_step", "final_val_loss",
-               "final_val_step", "first_nonfinite_step", "duration_s")
+               "final_val_step", "first_nonfinite_step", "duration_s", "axis")
+#: What the steps count: a recorder's optimizer steps, or the log's own epochs or rows (an imported
+#: log's ``config.index_kind``); every page names the axis by this word.
+AXES = ("step", "epoch", "row")
 
 #: Codes that measure a curve label's symptom rather than explain it: never named as its cause.
 SYMPTOMS: Mapping[str, frozenset[str]] = {
@@ -68,6 +71,9 @@ def run_numbers(signals: Any, run: Any) -> dict[str, Any]:
             out["val_min_step"], out["val_min"] = low
     out["first_nonfinite_step"] = signals.first_nonfinite_step
     out["duration_s"] = duration(run)
+    config = run.meta.get("config")
+    kind = config.get("index_kind") if isinstance(config, Mapping) else None
+    out["axis"] = kind if kind in AXES else "step"
     return out
 
 
@@ -176,14 +182,15 @@ def headline(status: str, curve: Any, findings: Sequence[Any], numbers: Mapping[
              step: int | None) -> str:
     """One sentence: the outcome, where it starts, and its cause (or that none was found)."""
     label = curve.label
-    at = "" if step is None else f" at step {step:,}"
+    axis = numbers.get("axis") or "step"  # the log's own word: "Overfitting from epoch 7"
+    at = "" if step is None else f" at {axis} {step:,}"
     crash = next((f for f in findings if f.severity == "error" and f.code.startswith(("crash", "killed"))),
                  None)
     if label == "diverged":
-        outcome = f"Diverged from step {step:,}" if step is not None else "Diverged"
+        outcome = f"Diverged from {axis} {step:,}" if step is not None else "Diverged"
         nonfinite = numbers.get("first_nonfinite_step")
         if nonfinite is not None and nonfinite != step:
-            outcome += f" (the loss became NaN/Inf at step {nonfinite:,})"
+            outcome += f" (the loss became NaN/Inf at {axis} {nonfinite:,})"
     elif status in ("crashed", "killed") and crash is not None:
         # A crash finding's title names the step and the exception already.
         said = step is None or f"step {step:,}" in crash.title
@@ -192,7 +199,7 @@ def headline(status: str, curve: Any, findings: Sequence[Any], numbers: Mapping[
     elif label in FAILING:
         # Underfitting has no start: its step is where the test judged the late level.
         since = step is not None and label != "underfitting"
-        outcome = f"{label.capitalize()} from step {step:,}" if since else label.capitalize()
+        outcome = f"{label.capitalize()} from {axis} {step:,}" if since else label.capitalize()
     elif label == "insufficient_data":
         return _sentence(f"Not enough data to judge the curve: {curve.reason}")
     else:

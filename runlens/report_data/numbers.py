@@ -106,9 +106,10 @@ def key_numbers(signals: Any, numbers: Mapping[str, Any], n_layers: int) -> tupl
     rate, gradient norm) and ``n_layers``."""
     n = {**dict.fromkeys(KEY_NUMBERS), **numbers}  # a diagnosis built by hand may hold none
     rows: list[KeyNumber] = []
+    axis = n.get("axis") or "step"
     if n["steps"]:
-        rows.append(KeyNumber("steps recorded", n["steps"],
-                              unit=f"(step {n['first_step']:,} to {n['last_step']:,})"))
+        rows.append(KeyNumber(f"{axis}s recorded", n["steps"],
+                              unit=f"({axis} {n['first_step']:,} to {n['last_step']:,})"))
     loss = signals.loss_logged
     if len(loss) and n["final_loss"] is not None:  # set whenever a loss was counted (NaN included)
         if n["min_loss"] is None:

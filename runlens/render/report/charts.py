@@ -78,14 +78,19 @@ def render_charts(data: ReportDataLike) -> tuple[Chart, ...]:
     onset chart, when there is one, right after the loss chart). Its marks name the diagnosis's one
     step where the failure starts, which its headline and findings name too."""
     with matplotlib.rc_context(RC):  # tick labels read rcParams at draw time
-        return tuple(c for c in (_draw(*plan) for plan in _plans(data)) if c is not None)
+        axis = data.diagnosis.key_numbers.get("axis") or "step"
+        return tuple(c for c in (_draw(*plan, axis=axis) for plan in _plans(data)) if c is not None)
 
 
-def _draw(key: str, title: str, caption: str, draw: Draw) -> Chart | None:
+def _draw(key: str, title: str, caption: str, draw: Draw, *, axis: str = "step") -> Chart | None:
     wide = draw(WIDE, f"{key}-wide")
     if wide is None:
         return None
     narrow = draw(NARROW, f"{key}-narrow")
+    for fig in (wide, narrow):  # the charts draw over steps; a log counted in epochs says so
+        for ax in fig.axes if fig is not None and axis != "step" else ():
+            if ax.get_xlabel() == "step":
+                ax.set_xlabel(axis)
     return Chart(key, title, caption, finish(wide, key, title),
                  finish(narrow, f"{key}-narrow", title) if narrow is not None else "")
 

@@ -60,18 +60,20 @@ def render(diagnosis: Diagnosis, *, color: bool = False, verbose: bool = False, 
 
 
 def key_numbers_line(n: Mapping[str, Any]) -> str:
-    """The key numbers in one line, e.g. ``final loss 0.576 (lowest 0.3965 at step 278) ...``."""
+    """The key numbers in one line, e.g. ``final loss 0.576 (lowest 0.3965 at step 278) ...``; the
+    axis is the run's own (``epoch`` for a log counted in epochs)."""
+    axis = n.get("axis") or "step"
     parts = []
     if n.get("final_loss") is not None:
-        low = (f" (lowest {number(n['min_loss'])} at step {n['min_loss_step']:,})"
+        low = (f" (lowest {number(n['min_loss'])} at {axis} {n['min_loss_step']:,})"
                if n.get("min_loss") is not None and n.get("min_loss_step") != n.get("final_loss_step") else "")
         parts.append(f"final loss {number(n['final_loss'])}{low}")
     if n.get("val_min") is not None:
-        parts.append(f"best val loss {number(n['val_min'])} at step {n['val_min_step']:,}")
+        parts.append(f"best val loss {number(n['val_min'])} at {axis} {n['val_min_step']:,}")
     if n.get("first_nonfinite_step") is not None:
-        parts.append(f"first NaN/Inf loss at step {n['first_nonfinite_step']:,}")
+        parts.append(f"first NaN/Inf loss at {axis} {n['first_nonfinite_step']:,}")
     if n.get("steps"):
-        parts.append(f"{n['steps']:,} steps")
+        parts.append(f"{n['steps']:,} {axis}s")
     if n.get("duration_s") is not None:
         parts.append(f"{duration(n['duration_s'])}")
     return "; ".join(parts)

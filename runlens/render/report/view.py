@@ -150,7 +150,7 @@ def build_view(data: ReportDataLike, *, docs_base: str = "") -> ReportView:
         curve_evidence=_items(data.curve_evidence),
         findings=tuple(_finding_view(n, diagnosis.findings[i], data.evidence[i], data.docs, docs_base)
                        for n, i in enumerate(order)),
-        key_numbers=tuple(_key_number(k) for k in data.key_numbers),
+        key_numbers=tuple(_key_number(k, diagnosis.key_numbers.get("axis") or "step") for k in data.key_numbers),
         layers=tuple((str(e.get("index", "")), str(e["name"]), str(e.get("kind", "")), fmt(e.get("numel")))
                      for e in data.layer_info[:MAX_LAYER_ROWS]),
         layers_total=data.layers_total, references=refs, sparks=tuple(data.sparks),
@@ -253,7 +253,7 @@ def _items(items: Sequence[ItemLike], thresholds: bool | None = None) -> tuple[t
                  if thresholds is None or i.threshold == thresholds)
 
 
-def _key_number(k: KeyNumberLike) -> tuple[str, str]:
+def _key_number(k: KeyNumberLike, axis: str = "step") -> tuple[str, str]:
     if k.label == "duration":
         return k.label, _duration(k.value) if isinstance(k.value, (int, float)) else "unknown"
     if isinstance(k.value, tuple):
@@ -265,7 +265,7 @@ def _key_number(k: KeyNumberLike) -> tuple[str, str]:
     if k.unit:
         text = f"{text} {k.unit}".strip()
     if k.at is not None:
-        text = f"{text} at step {k.at:,}".strip()
+        text = f"{text} at {axis} {k.at:,}".strip()
     return k.label, text
 
 
