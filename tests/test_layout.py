@@ -43,9 +43,13 @@ def expected_test_file(code: str, module: str, tests: Path = TESTS) -> Path:
 
 
 def _holds_a_test(path: Path) -> bool:
+    """A ``def test_...``/``class Test...``, or tests bound to ``test_`` names (a shared factory's)."""
     tree = ast.parse(path.read_text(), str(path))
-    return any(isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name.lower().startswith("test")
-               for node in tree.body)
+    names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names += [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return any(name.lower().startswith("test") for name in names)
 
 
 def missing_test_files(tests: Path = TESTS) -> list[str]:

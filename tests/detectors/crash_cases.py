@@ -8,6 +8,7 @@ ended in an error record.
 
 from __future__ import annotations
 
+import pytest
 from edge_runs import make_run
 from engine_runs import healthy, meta
 
@@ -307,6 +308,22 @@ def pytorch_ids(rows: list[tuple]) -> list[str]:
 
 def wording_ids(rows: list[tuple]) -> list[str]:
     return [w[1][:40] or w[0] for w in rows]
+
+
+def wording_tests(wanted: str):
+    """The two wording tests of ``wanted``'s test module, bound there to their names: its rows of
+    PYTORCH and of WORDINGS each decode to it, with a cause and advice."""
+    torch_rows, rows = pytorch_rows(wanted), wording_rows(wanted)
+
+    @pytest.mark.parametrize("source,etype,message,code", torch_rows, ids=pytorch_ids(torch_rows))
+    def test_pytorch_wording_decodes_to_its_code(source, etype, message, code):
+        check_pytorch_wording(source, etype, message, code)
+
+    @pytest.mark.parametrize("etype,message,code,detail", rows, ids=wording_ids(rows))
+    def test_decodes_real_pytorch_wordings(etype, message, code, detail):
+        check_wording(etype, message, code, detail)
+
+    return test_pytorch_wording_decodes_to_its_code, test_decodes_real_pytorch_wordings
 
 
 def check_pytorch_wording(source, etype, message, code):

@@ -4,16 +4,7 @@ implausible allocation."""
 from __future__ import annotations
 
 import pytest
-from crash_cases import (
-    OOM,
-    PYTORCH,
-    check_pytorch_wording,
-    check_wording,
-    pytorch_ids,
-    pytorch_rows,
-    wording_ids,
-    wording_rows,
-)
+from crash_cases import OOM, PYTORCH, wording_tests
 
 from runlens.detectors.crash.decode import decode
 
@@ -41,13 +32,4 @@ def test_ordinary_oom_keeps_the_batch_size_advice():
     assert mps.kind == "mps_oom" and mps.details["total_capacity"] == "18.13 GB"
 
 
-@pytest.mark.parametrize("source,etype,message,code", pytorch_rows(OOM),
-                         ids=pytorch_ids(pytorch_rows(OOM)))
-def test_pytorch_wording_decodes_to_its_code(source, etype, message, code):
-    check_pytorch_wording(source, etype, message, code)
-
-
-@pytest.mark.parametrize("etype,message,code,detail", wording_rows(OOM),
-                         ids=wording_ids(wording_rows(OOM)))
-def test_decodes_real_pytorch_wordings(etype, message, code, detail):
-    check_wording(etype, message, code, detail)
+test_pytorch_wording_decodes_to_its_code, test_decodes_real_pytorch_wordings = wording_tests(OOM)

@@ -3,15 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from crash_cases import (
-    SHAPE,
-    check_pytorch_wording,
-    check_wording,
-    pytorch_ids,
-    pytorch_rows,
-    wording_ids,
-    wording_rows,
-)
+from crash_cases import SHAPE, wording_tests
 
 from runlens.detectors.crash.decode import decode
 
@@ -26,13 +18,4 @@ def test_shape_cause_reads_the_numbers_in_the_message(message, words):
     assert decoded.code == SHAPE and words in decoded.cause
 
 
-@pytest.mark.parametrize("source,etype,message,code", pytorch_rows(SHAPE),
-                         ids=pytorch_ids(pytorch_rows(SHAPE)))
-def test_pytorch_wording_decodes_to_its_code(source, etype, message, code):
-    check_pytorch_wording(source, etype, message, code)
-
-
-@pytest.mark.parametrize("etype,message,code,detail", wording_rows(SHAPE),
-                         ids=wording_ids(wording_rows(SHAPE)))
-def test_decodes_real_pytorch_wordings(etype, message, code, detail):
-    check_wording(etype, message, code, detail)
+test_pytorch_wording_decodes_to_its_code, test_decodes_real_pytorch_wordings = wording_tests(SHAPE)
