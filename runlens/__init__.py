@@ -14,9 +14,18 @@ Attributes are imported on first use, so ``import runlens`` stays light
 (no scipy, no detectors) until an analysis actually runs.
 """
 
-from runlens import _interrupt
+# Ctrl-C is held from the first line: even loading runlens._interrupt reads files, time a Ctrl-C
+# could land in. `_signal` is the C module (nothing to read); install() then acts on a held one.
+import _signal as _sig  # type: ignore[import-not-found]  # typeshed has no stub for the C module
 
-_interrupt.install()  # before any other import: `runlens` answers Ctrl-C in one line from here on
+_held: list[int] = []
+_was = _sig.getsignal(_sig.SIGINT)
+if _was is _sig.default_int_handler:
+    _sig.signal(_sig.SIGINT, lambda signum, frame: _held.append(signum))
+
+from runlens import _interrupt  # noqa: E402
+
+_interrupt.install(_was, _held)  # before any other import: `runlens` answers Ctrl-C in one line from here on
 
 import importlib as _importlib  # noqa: E402
 import os as _os  # noqa: E402

@@ -38,6 +38,17 @@ def is_command() -> bool:
     return name in ("runlens", "runlens.exe", "-m", "__main__.py")
 
 
-def install() -> None:
-    if is_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+def install(was: object, held: list[int]) -> None:
+    """Replace the package's holding handler: ``was`` is SIGINT's handler before it, ``held`` the
+    signals it held. The command answers a held Ctrl-C at once; a program importing the package
+    gets its own handler back, and a held Ctrl-C as the KeyboardInterrupt it would have had."""
+    if was is not _signal.default_int_handler:
+        return  # ignored (a background job) or a program's own handler: the package held nothing
+    if is_command():
         _signal.signal(_signal.SIGINT, _handler)
+        if held:
+            _handler(_signal.SIGINT, None)
+        return
+    _signal.signal(_signal.SIGINT, was)
+    if held:
+        raise KeyboardInterrupt

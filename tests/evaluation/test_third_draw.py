@@ -102,14 +102,20 @@ def test_a_varied_run_and_its_twin_train_for_real(tmp_path):
 
 def test_the_fresh_sets_page_line_names_its_draw_and_flags_a_retrained_set(tmp_path, monkeypatch):
     evaluate = pytest.importorskip("benchmarks._accuracy.evaluate")
-    monkeypatch.setattr(evaluate, "THIRD_FRESH_DRAWN", ("2026-12-02 01:01", "2026-12-02 01:48"))
-    (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 01:01:03 UTC",
-                                                    "finished": "2026-12-02 01:48:10 UTC"}))
-    role = evaluate._fresh_role(tmp_path)
-    assert role == ("the third generator with every seed shifted by 5000 and every run redrawn (`--seed-shift "
-                    "5000 --vary`), generated at 2026-12-02 01:01–01:48 UTC before round 5's detector changes "
-                    "landed, graded once at the end of round 5; the set to quote")
+    monkeypatch.setattr(evaluate, "THIRD_FRESH2_DRAWN", ("2026-12-02 04:13", "2026-12-02 05:09"))
+    (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 04:13:52 UTC",
+                                                    "finished": "2026-12-02 05:09:27 UTC"}))
+    role = evaluate._fresh_role(tmp_path, "third-fresh2")
+    assert role == ("the third generator with every seed shifted by 7000 and every run redrawn (`--seed-shift "
+                    "7000 --vary`), generated at 2026-12-02 04:13–05:09 UTC before round 6's first detector "
+                    "change landed, graded once at the end of round 6; the set to quote")
+    # Round 5's fresh set keeps its own draw times and says it is a development set now.
+    monkeypatch.setattr(evaluate, "THIRD_FRESH_DRAWN", ("2026-12-02 01:01", "2026-12-02 01:33"))
+    (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 01:01:08 UTC",
+                                                    "finished": "2026-12-02 01:33:00 UTC"}))
+    assert evaluate._fresh_role(tmp_path, "third-fresh").endswith("then looked at in round 6: a development "
+                                                                  "set since")
     (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-03 09:00:00 UTC",
                                                     "finished": "2026-12-03 09:40:00 UTC"}))
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path)
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh2")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", "third-fresh2")
