@@ -109,6 +109,7 @@ BUG_LINKS: dict[str, tuple[str, ...]] = {
                     "inputs_not_normalized"),
     "vanishing_gradients": ("weight_decay_collapse", "parameters_without_gradient"),
     "overfitting": ("validation_in_train_mode",),
+    "grad_norm_spike": _TOO_LARGE,
 }
 for _symptom, _bugs in BUG_LINKS.items():
     LINKS[_symptom] = (*((b, _always) for b in _bugs), *LINKS.get(_symptom, ()))

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy import stats
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._bugs import sign_p
@@ -43,21 +44,36 @@ class InputsNotNormalized(Detector):
     How it decides:
         On the first ``early_share`` of the recorded layer rows (at least 10),
         per row: the log10 of each weight module's ``grad_norm /
-        weight_norm``. Two readings, either fires:
-        a normalization layer after the first one (the first layer stands
-        out): the median of the first module's value minus the median of
-        the others' (``gap_decades``) is at least ``min_decades``, and the
-        first module is above the largest of the others on a share of rows
-        a one-sided sign test finds significant at ``alpha``;
-        no normalization (a ReLU network scales with its input, so every
-        layer is off): the first module's relative gradient is at least
-        ``10^min_relative_decades`` (a gradient a hundred times its weights
-        at initialization) on a significant share of rows, less than a decade below the
-        others. median, and the first logged loss is at least ``loss_factor``
-        times ln K (K stated as for ``loss_at_chance``): logits that large
-        come from inputs that large. The first module must not be an
-        embedding (which reads indices); at least 3 weight modules. Severity
-        warning.
+        weight_norm``. The first module must not be an embedding (which reads
+        indices); at least 3 weight modules. Four readings, tried in this
+        order, any one fires (severity warning):
+
+        - *At initialization* (one row is enough): on the run's first step,
+          before any update, so the learning rate plays no part, the first
+          module's and the median module's relative gradient are both at
+          least ``10^min_relative_decades``. A run that diverges on its
+          second step is still told its cause. Not read when a loss scale
+          above 1 was logged.
+        - *The first layer stands out* (a normalization layer after it): the
+          median of the first module's value minus the median of the
+          others' (``gap_decades``) is at least ``min_decades``, and the
+          first module is above the largest of the others on a share of
+          rows a one-sided sign test finds significant at ``alpha``.
+        - *Saturated*: raw inputs saturate the units behind the first layer
+          (a gate's softmax, a tanh), so a batch passes either almost no
+          gradient back or a large one. The first module's ``|Δ log10
+          grad_norm|`` between consecutive recorded rows has a median of at
+          least ``min_swing_decades`` and at least three times the output
+          module's, over at least ``min_pairs`` pairs, and a one-sided
+          Wilcoxon signed-rank test of first against output swings is
+          significant at ``alpha`` (healthy runs swing by 0.05-0.5 decades).
+        - *No normalization* (a ReLU network scales with its input, so every
+          layer is off): the first module's relative gradient is at least
+          ``10^min_relative_decades`` on a significant share of rows, its
+          median gap to the others no less than minus one decade, and the
+          first logged loss is at least ``loss_factor`` times ln K (K stated
+          as for ``loss_at_chance``): logits that large come from inputs
+          that large.
 
     What to try:
         Standardize the inputs (subtract the per-feature mean and divide by
@@ -72,6 +88,8 @@ class InputsNotNormalized(Detector):
         alpha: significance level of the sign test (0.01).
         min_relative_decades: least log10 relative gradient of the first layer, no-normalization reading (2.0).
         loss_factor: least first loss over ln K, no-normalization reading (10.0).
+        min_swing_decades: least median swing of the first layer's gradient, saturated reading (1.0).
+        min_pairs: least consecutive row pairs, saturated reading (8).
     """
 
     code = "inputs_not_normalized"
@@ -81,10 +99,15 @@ class InputsNotNormalized(Detector):
     constraints = {"min_decades": Interval(float, 0, None, closed="neither"),
                    "early_share": Interval(float, 0, 1, closed="right"),
                    "alpha": Interval(float, 0, 1, closed="neither"),
-                   "min_relative_decades": Interval(float, None, None), "loss_factor": Interval(float, 1, None)}
+                   "min_relative_decades": Interval(float, None, None), "loss_factor": Interval(float, 1, None),
+                   "min_swing_decades": Interval(float, 0, None, closed="neither"),
+                   "min_pairs": Interval(int, 3, None)}
 
     def __init__(self, *, min_decades: float = 1.5, early_share: float = 0.1, alpha: float = 0.01,
-                 min_relative_decades: float = 2.0, loss_factor: float = 10.0) -> None:
+                 min_relative_decades: float = 2.0, loss_factor: float = 10.0, min_swing_decades: float = 1.0,
+                 min_pairs: int = 8) -> None:
+        self.min_swing_decades = min_swing_decades
+        self.min_pairs = min_pairs
         self.min_relative_decades = min_relative_decades
         self.loss_factor = loss_factor
         self.min_decades = min_decades
@@ -105,34 +128,85 @@ class InputsNotNormalized(Detector):
         n = max(10, int(np.ceil(grads.values.shape[0] * self.early_share)))
         with np.errstate(all="ignore"):
             rel = np.log10(grads.values[:n] / wts.values[:n])
+            swing = np.abs(np.diff(np.log10(grads.values[:n]), axis=0))
         rel[~np.isfinite(rel)] = np.nan
-        rows = np.isfinite(rel[:, 0]) & np.isfinite(rel[:, 1:]).sum(axis=1).astype(bool)
-        if rows.sum() < 3:
-            raise Skip("needs at least 3 early rows with finite gradient and weight norms")
-        rel = rel[rows]
+        read = self._at_init(run, ctx, int(grads.steps[0]), rel[0])
+        if read is None:
+            rows = np.isfinite(rel[:, 0]) & np.isfinite(rel[:, 1:]).sum(axis=1).astype(bool)
+            if rows.sum() < 3:
+                raise Skip("needs at least 3 early rows with finite gradient and weight norms")
+            read = self._stands_out(rel[rows]) or self._swings(swing) or self._all_scaled(run, ctx, rel[rows])
+        if read is None:
+            return []
+        how, ev = read
+        return [self.finding(f"at the start, the first layer ({grads.modules[0]}) {how}: inputs on a raw scale",
+                             step=int(grads.steps[0]), layers=(grads.modules[0],),
+                             evidence={"first_module": grads.modules[0], **ev})]
+
+    def _stands_out(self, rel: np.ndarray) -> tuple[str, dict] | None:
+        """The first module's relative gradient is decades above every other module's."""
         gap = rel[:, 0] - np.nanmedian(rel[:, 1:], axis=1)
         above = rel[:, 0] > np.nanmax(rel[:, 1:], axis=1)
         p = sign_p(int(above.sum()), len(above))
         median_gap = float(np.median(gap))
-        ev = {"gap_decades": median_gap, "first_module": grads.modules[0], "rows": int(len(gap)),
-              "rows_above_all_others": int(above.sum()), "sign_p": p,
-              "first_relative_grad": float(10 ** np.median(rel[:, 0])),
-              "others_relative_grad": float(10 ** np.median(np.nanmedian(rel[:, 1:], axis=1)))}
-        if median_gap >= self.min_decades and p <= self.alpha:
-            how = f"{median_gap:.1f} decades larger, relative to its weights, than the other layers'"
-        else:
-            big = self._all_scaled(run, ctx, rel, gap)
-            if big is None:
-                return []
-            ev.update(big)
-            how = (f"{np.median(rel[:, 0]):.1f} decades above its weights (the loss starts at "
-                   f"{big['first_loss_over_chance']:.3g}x ln K)")
-        return [self.finding(
-            f"at the start, the first layer ({grads.modules[0]}) gets a gradient {how}: inputs on a raw scale",
-            step=int(grads.steps[0]), layers=(grads.modules[0],), evidence=ev)]
+        if median_gap < self.min_decades or p > self.alpha:
+            return None
+        return (f"gets a gradient {median_gap:.1f} decades larger, relative to its weights, than the other layers'",
+                {"reading": "the first layer stands out", "gap_decades": median_gap, "rows": int(len(gap)),
+                 "rows_above_all_others": int(above.sum()), "sign_p": p,
+                 "first_relative_grad": float(10 ** np.median(rel[:, 0])),
+                 "others_relative_grad": float(10 ** np.median(np.nanmedian(rel[:, 1:], axis=1)))})
 
-    def _all_scaled(self, run: Run, ctx: Context, rel: np.ndarray, gap: np.ndarray) -> dict | None:
-        """The no-normalization reading: its evidence, or None when it does not hold."""
+    def _swings(self, swing: np.ndarray) -> tuple[str, dict] | None:
+        """The first module's gradient swings by decades from one recorded step to the next while the
+        output layer's holds: raw-scale inputs saturate the units behind the first layer (a gate's
+        softmax, a tanh), so whether a batch passes any gradient back is all or nothing."""
+        pair = np.isfinite(swing[:, 0]) & np.isfinite(swing[:, -1])
+        first, last = swing[pair, 0], swing[pair, -1]
+        if len(first) < self.min_pairs:
+            return None
+        median = float(np.median(first))
+        if median < self.min_swing_decades or float(np.median(last)) > median / 3:
+            return None
+        p = float(stats.wilcoxon(first, last, alternative="greater").pvalue)
+        if p > self.alpha:
+            return None
+        return (f"gets a gradient that swings by {median:.1f} decades (median) between consecutive recorded "
+                f"steps while the output layer's moves {float(np.median(last)):.2f}",
+                {"reading": "saturated: the first layer's gradient swings", "median_swing_decades": median,
+                 "output_median_swing_decades": float(np.median(last)), "pairs": int(len(first)),
+                 "wilcoxon_p": p})
+
+    def _at_init(self, run: Run, ctx: Context, step: int, row: np.ndarray) -> tuple[str, dict] | None:
+        """The at-initialization reading: its evidence, or None when it does not hold.
+
+        On the run's first step no update has been applied, so the learning
+        rate cannot have inflated anything: a gradient ``10^min_relative_decades``
+        times its weights in the first module and in the median module can only
+        come from the scale of what the loss sees (raw inputs or targets, or a
+        loss summed over a large batch). Read from one row, so a run that
+        diverges on its second step is still told; not read when a loss scale
+        was logged (scaled gradients are large on purpose).
+        """
+        loss = ctx.signals_of(run).loss
+        if len(loss) == 0 or step > int(loss.steps[0]) or not np.isfinite(row[0]):
+            return None
+        scale = run.column("scalars", "loss_scale")
+        if scale is not None and np.nanmax(np.asarray(scale, dtype=float), initial=1.0) > 1.0:
+            return None
+        finite = row[np.isfinite(row)]
+        median = float(np.median(finite))
+        if len(finite) < 3 or min(float(row[0]), median) < self.min_relative_decades:
+            return None
+        return (f"gets, at the first step before any update, a gradient {row[0]:.1f} decades above its weights "
+                f"(the median layer {median:.1f})",
+                {"reading": "at initialization", "step": step, "first_relative_grad": float(10 ** row[0]),
+                 "init_relative_grad_decades": median, "modules": int(len(finite)),
+                 "first_loss": float(loss.values[0])})
+
+    def _all_scaled(self, run: Run, ctx: Context, rel: np.ndarray) -> tuple[str, dict] | None:
+        """The no-normalization reading: every layer is scaled, the first included."""
+        gap = rel[:, 0] - np.nanmedian(rel[:, 1:], axis=1)
         huge = rel[:, 0] >= self.min_relative_decades
         p = sign_p(int(huge.sum()), len(huge))
         k, k_source = stated_classes(run)
@@ -142,5 +216,8 @@ class InputsNotNormalized(Detector):
         factor = float(loss.values[0] / np.log(k))
         if factor < self.loss_factor:
             return None
-        return {"reading": "no normalization: every layer scaled", "rows_relative_grad_huge": int(huge.sum()),
-                "huge_sign_p": p, "first_loss_over_chance": factor, "classes": k, "classes_source": k_source}
+        return (f"gets a gradient {np.median(rel[:, 0]):.1f} decades above its weights (the loss starts at "
+                f"{factor:.3g}x ln K)",
+                {"reading": "no normalization: every layer scaled", "rows": int(len(gap)),
+                 "gap_decades": float(np.median(gap)), "rows_relative_grad_huge": int(huge.sum()),
+                 "huge_sign_p": p, "first_loss_over_chance": factor, "classes": k, "classes_source": k_source})

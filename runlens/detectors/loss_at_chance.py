@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
-from runlens.detectors._base import Context, Detector, Needs, register
+import numpy as np
+
+from runlens.detectors._base import Context, Detector, Interval, Needs, register
+from runlens.detectors.curve.features import stated_classes
 from runlens.diagnosis import Finding
 
 if TYPE_CHECKING:
@@ -44,6 +47,18 @@ class LossAtChance(Detector):
         the last third within 2% of ln K: a model that predicts the prior
         has almost no minibatch noise, a language model settling near the
         same number has); ``chance_source`` says which.
+        A second reading, when the training loss is not at chance: the
+        validation loss never left it while the training loss did (labels
+        shuffled apart from their inputs, or a validation set labelled
+        differently: the model memorizes its training batches and learns
+        nothing that carries). K must be stated (config or a label column,
+        not guessed from the level); at least ``min_evals`` evaluations; the
+        median of the later half of the validation losses between ``1 -
+        margin`` of ln K and half-way to ln(K + 1) (far above, the model is
+        confidently wrong: overfitting), no evaluation below ``1 - 2 margin``
+        of ln K (a validation loss that once learned and rose back is
+        overfitting too), and the training loss's median over the same
+        steps at most ``1 - margin`` of that validation median.
         Severity warning.
 
     What to try:
@@ -53,19 +68,27 @@ class LossAtChance(Detector):
         (vanishing) and that every layer is in the optimizer.
 
     Parameters:
-        None: the test is the curve classifier's.
+        margin: relative distance from ln K still read as at chance, and the least relative gap
+        between the training and validation losses, validation reading (0.05).
+        min_evals: least evaluations for the validation reading (5).
     """
 
     code = "loss_at_chance"
     severity = "warning"
     title = "Loss at chance level"
     depends: ClassVar[tuple[str, ...]] = ("curve",)
-    needs = Needs()
+    needs = Needs(scalars=("loss",), evals=("val_loss",))
+    constraints: ClassVar[dict[str, Interval]] = {"margin": Interval(float, 0, 0.5, closed="neither"),
+                                                  "min_evals": Interval(int, 3, None)}
+
+    def __init__(self, *, margin: float = 0.05, min_evals: int = 5) -> None:
+        self.margin = margin
+        self.min_evals = min_evals
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         v = ctx.curve
         if v is None or "chance_classes" not in v.evidence:
-            return []
+            return self._validation_at_chance(run, ctx)
         ev = v.evidence
         k = ev["chance_classes"]
         keys = ("chance_classes", "chance_loss", "chance_tolerance", "chance_source", "late_level",
@@ -74,3 +97,31 @@ class LossAtChance(Detector):
             f"the loss sits at ln({k})={ev['chance_loss']:.3f}, chance level for {k} classes "
             f"(late level {ev['late_level']:.4g}; K from {ev['chance_source']})",
             step=ev.get("step"), evidence={key: ev[key] for key in keys if key in ev})]
+
+    def _validation_at_chance(self, run: Run, ctx: Context) -> list[Finding]:
+        k, source = stated_classes(run)
+        sig = ctx.signals_of(run)
+        val = sig.validation.get("val_loss")
+        if k is None or val is None or len(sig.loss) < 10:
+            return []
+        val = val.finite()
+        if len(val) < self.min_evals:
+            return []
+        late = val.steps >= val.steps[len(val) // 2]
+        level, chance = float(np.median(val.values[late])), float(np.log(k))
+        span = (sig.loss.steps >= val.steps[late][0]) & (sig.loss.steps <= val.steps[-1])
+        ceiling = chance + (np.log(k + 1) - chance) / 2  # above it the model is confidently wrong: overfitting
+        lowest = float(np.min(val.values))
+        if not (1 - self.margin) * chance <= level <= ceiling or lowest < (1 - 2 * self.margin) * chance \
+                or span.sum() < 3:
+            return []
+        train = float(np.median(sig.loss.values[span]))
+        if train > (1 - self.margin) * level:
+            return []
+        ev = {"chance_classes": k, "chance_loss": chance, "chance_source": source, "reading": "validation",
+              "val_late_level": level, "val_lowest": lowest, "train_late_level": train, "evals": int(len(val)), "margin": self.margin}
+        return [self.finding(
+            f"the validation loss stays at ln({k})={chance:.3f}, chance level for {k} classes (median "
+            f"{level:.4g} over its later {int(late.sum())} evaluations) while the training loss fell to "
+            f"{train:.4g}: nothing learned carries to unseen data",
+            step=int(val.steps[late][0]), evidence=ev)]

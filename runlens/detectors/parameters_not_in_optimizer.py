@@ -18,7 +18,12 @@ if TYPE_CHECKING:
     from runlens.io.run import Run
 
 _ROUNDING = 2.0 ** -20  # float32 norms of the same tensor, recomputed: a few ulps apart at most
-_VISIBLE = 1e-4  # a relative change a hundred times the rounding: an optimizer step would have shown
+# A step orthogonal to the weights changes their norm only to second order (a relative move d changes
+# the norm by d^2 / 2), and most of a gradient's steps are nearly orthogonal to a large weight matrix:
+# to show in the norm a hundred times above float32 rounding (2^-20) the weights must have moved by
+# sqrt(2 * 100 * 2^-20) = 0.014 of their norm; the summed step sizes bound that move from above, so
+# five times as much is asked of them.
+_VISIBLE = 0.07
 
 
 @register
@@ -52,8 +57,11 @@ class ParametersNotInOptimizer(Detector):
         above 0 on at least half of its rows, while at least one other layer
         changed by more than ``min_change`` of its norm (so the run did take
         steps), and plain SGD with the logged rate (``scalars.lr``, else the
-        config's) would have moved it by at least 1e-4 of its norm over the
-        run (``sum of lr x grad_norm / weight_norm``; the smallest step of
+        config's) would have moved it by at least 0.07 of its norm over the
+        run (``sum of lr x grad_norm / weight_norm``: a step orthogonal to
+        the weights changes their norm only by d^2/2, so a move of 0.014 is
+        needed to show a hundred times above float32 rounding, and the
+        summed steps bound the move from above; the smallest step of
         the usual optimizers for a given gradient: a gradient that vanished
         moves nothing, in the optimizer or not). ``max_relative_change`` is
         that layer's change. Severity error.

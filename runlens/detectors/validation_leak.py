@@ -45,7 +45,11 @@ class ValidationLeak(Detector):
         of the run (the validation loss got there early, far faster than the
         training loss), and a one-sided Wilcoxon signed-rank test on
         log(ratio / ``max_ratio``) over every evaluation finds the ratios
-        below ``max_ratio`` at ``alpha`` (a leak does not heal).
+        below ``max_ratio`` at ``alpha`` (a leak does not heal), and the
+        median validation loss is also below ``max_ratio`` times the training
+        loss's start (the median of its first three values): the validation
+        loss fell that far, rather than the training loss rising away from
+        it (a diverging run, a loss summed over the batch).
         ``val_train_ratio`` is the median; ``first_leak_step`` the first
         evaluation below the ratio. Severity error.
 
@@ -90,6 +94,13 @@ class ValidationLeak(Detector):
         median = float(np.median(ratio))
         if median >= self.max_ratio or not below.any() or steps[np.flatnonzero(below)[0]] > half:
             return []
+        # The validation loss itself must have fallen that far: against the training loss's start it is
+        # a leak; a training loss that rose away from a steady validation loss (it diverged, or it is a
+        # sum over the batch) makes the same ratio without anything too good.
+        start = float(np.median(loss.values[:3]))
+        val_vs_start = float(np.median(val.values[ok])) / start if start > 0 else float("nan")
+        if not val_vs_start < self.max_ratio:
+            return []
         with np.errstate(divide="ignore"):
             d = np.log(np.maximum(ratio, 1e-300)) - np.log(self.max_ratio)
         p = float(stats.wilcoxon(d, alternative="less").pvalue) if np.any(d != 0) else 1.0
@@ -97,7 +108,8 @@ class ValidationLeak(Detector):
             return []
         first = int(steps[np.flatnonzero(ratio < self.max_ratio)[0]])
         ev = {"val_train_ratio": median, "evals": int(len(ratio)), "evals_below": int(below.sum()),
-              "wilcoxon_p": p, "first_leak_step": first, "max_ratio": self.max_ratio}
+              "wilcoxon_p": p, "first_leak_step": first, "max_ratio": self.max_ratio,
+              "val_over_train_start": val_vs_start}
         return [self.finding(
             f"the validation loss is {median:.2g}x the training loss (median over {len(ratio)} evaluations; "
             f"below {self.max_ratio:g}x from step {first}, Wilcoxon p={p:.2g}): check for a leak",

@@ -43,8 +43,9 @@ def test_healthy_nets_are_silent(seed):
 def test_every_layer_scaled_with_a_huge_first_loss_fires_only_with_classes():
     g, w, u = healthy_net(0, n=60, m=5)
     g = w * 1e4 * g / np.median(g)  # relative gradients of ~1e4 everywhere, as a ReLU net on raw inputs has
-    loss = np.full(60, 3e3)
-    run = make_run(g, w, u, loss=loss)
+    loss = np.full(70, 3e3)
+    # Layer rows from step 10 on: after updates, so the one-row reading at initialization does not apply.
+    run = make_run(g, w, u, loss=loss, steps=np.arange(10, 70))
     assert check("inputs_not_normalized", run) == []  # K unknown: the loss level means nothing
     [f] = check("inputs_not_normalized", dataclasses.replace(run, meta={**run.meta, "config": {"num_classes": 4}}))
     assert f.evidence["first_loss_over_chance"] > 10
@@ -56,3 +57,51 @@ def test_embedding_first_is_silent():
     run = make_run(g, w, u, loss=falling_loss(0, 60))
     layers = [{**e, "kind": "Embedding"} if e["module"] == "l0" else e for e in run.meta["layers"]]
     assert check("inputs_not_normalized", dataclasses.replace(run, meta={"layers": layers})) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_every_layer_a_thousand_times_its_weights_at_the_first_step_fires_on_one_row(seed):
+    # A regression on raw features and targets diverges on its second step: one layer row, taken
+    # before any update, already shows every gradient 10^3 times its weights.
+    g, w, u = healthy_net(seed, n=1, m=5)
+    g *= 10 ** 3.5
+    [f] = check("inputs_not_normalized", make_run(g, w, u, loss=np.array([1.2e7, 8e28])))
+    assert f.evidence["reading"] == "at initialization" and f.evidence["init_relative_grad_decades"] > 2
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_one_ordinary_row_before_the_divergence(seed):
+    g, w, u = healthy_net(seed, n=1, m=5)
+    run = make_run(g, w, u, loss=np.array([2.3, 8e28]))
+    with pytest.raises(Exception, match="at least 3 early rows"):
+        check("inputs_not_normalized", run)
+
+
+def test_silent_twin_huge_gradients_first_seen_after_updates():
+    # The same gradients on a row taken after the run's first step are the learning rate's doing
+    # as much as the data's: the one-row reading is for the state before any update only.
+    g, w, u = healthy_net(0, n=1, m=5)
+    g *= 10 ** 3.5
+    run = make_run(g, w, u, steps=np.array([40]), loss=np.linspace(2.3, 1.0, 50))
+    with pytest.raises(Exception, match="at least 3 early rows"):
+        check("inputs_not_normalized", run)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_first_layer_gradient_swinging_by_decades_while_the_output_holds_fires(seed):
+    # Raw inputs saturate a gate behind the first layer: a batch passes either almost nothing back
+    # or a large gradient, so the first layer's norm jumps by decades from one row to the next.
+    rng = np.random.default_rng(seed)
+    g, w, u = healthy_net(seed, n=120, m=5)
+    g[:, :-1] *= 10 ** rng.uniform(-6, 1.5, (120, 1))
+    [f] = check("inputs_not_normalized", make_run(g, w, u, loss=falling_loss(seed, 120)))
+    assert f.evidence["reading"].startswith("saturated") and f.evidence["wilcoxon_p"] < 0.01
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_silent_twin_noisy_gradients_that_swing_everywhere_alike(seed):
+    # Small batches make every layer's gradient noisy, the output's too: no layer swings alone.
+    rng = np.random.default_rng(seed)
+    g, w, u = healthy_net(seed, n=120, m=5, noise=0.6)
+    g *= 10 ** rng.uniform(-0.5, 0.5, (120, 1))
+    assert check("inputs_not_normalized", make_run(g, w, u, loss=falling_loss(seed, 120))) == []

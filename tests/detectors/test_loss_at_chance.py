@@ -74,3 +74,46 @@ def test_a_flat_loss_well_below_ln_k_or_nearer_ln_k_plus_1_is_not_chance(factor)
     loss = to_chance(800, 0, k=4) * factor
     d = analyze(_with_classes(loss, 4))
     assert "loss_at_chance" not in [f.code for f in d.findings], d.findings
+
+
+def _memorizing(seed: int, k: int, *, val_end: float, val_low: float | None = None, n: int = 600):
+    """A training loss falling 15% from ln K with validation losses at 20 evaluations: from ln K to
+    ``val_end`` x ln K, through ``val_low`` x ln K at the fourth evaluation when given."""
+    rng = np.random.default_rng(seed)
+    chance = math.log(k)
+    train = chance * (1 - 0.15 * np.linspace(0, 1, n) ** 0.5) * np.exp(0.03 * rng.standard_normal(n))
+    val_steps = np.linspace(n // 20, n - 1, 20).astype(int)
+    val = chance * np.linspace(1.0, val_end, 20) * np.exp(0.005 * rng.standard_normal(20))
+    if val_low is not None:
+        val[3] = val_low * chance
+    return make_run(train, val_loss=val, val_steps=val_steps, meta={"config": {"num_classes": k}})
+
+
+def _chance_findings(run):
+    return [f for f in analyze(run).findings if f.code == "loss_at_chance"]
+
+
+@pytest.mark.parametrize("k", [4, 6, 10])
+@pytest.mark.parametrize("seed", range(3))
+def test_validation_at_chance_while_the_training_loss_falls_fires(k, seed):
+    # Labels shuffled apart from their inputs: the training batches are memorized, nothing carries.
+    (f,) = _chance_findings(_memorizing(seed, k, val_end=1.02))
+    assert f.evidence["reading"] == "validation" and f.evidence["chance_classes"] == k
+    assert f.evidence["train_late_level"] < 0.95 * f.evidence["val_late_level"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_silent_twin_validation_falling_with_the_training_loss(seed):
+    # A short healthy run: both losses leave ln K together.
+    run = _memorizing(seed, 6, val_end=0.8)
+    assert _chance_findings(run) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_silent_twin_validation_that_learned_and_rose_back_is_overfitting(seed):
+    assert _chance_findings(_memorizing(seed, 6, val_end=1.02, val_low=0.5)) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_silent_twin_validation_far_above_chance_is_confidently_wrong(seed):
+    assert _chance_findings(_memorizing(seed, 3, val_end=2.0)) == []

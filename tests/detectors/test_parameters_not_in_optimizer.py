@@ -50,6 +50,16 @@ def test_a_vanishing_gradient_that_cannot_move_the_weight_is_silent():
     assert check("parameters_not_in_optimizer", make_run(g, w, scalars=LR)) == []
 
 
+def test_a_tiny_rate_whose_steps_leave_the_norm_within_rounding_is_silent():
+    # lr 1e-5 moves the matrix by at most 5e-4 of its norm over the run, mostly orthogonally: its
+    # norm changes by ~(5e-4)^2 / 2, under float32 rounding. That is a learning rate too low, not a
+    # parameter left out.
+    g, w, u = healthy_net(0, n=50, m=4)
+    w[:, 0] = w[0, 0]
+    g[:, 0] = w[0, 0]  # relative gradient 1: SGD would move it 5e-4 of its norm over the 50 steps
+    assert check("parameters_not_in_optimizer", make_run(g, w, scalars={"lr": np.full(50, 1e-5)})) == []
+
+
 def test_without_a_learning_rate_the_layers_reading_skips():
     g, w, u = healthy_net(0, n=50, m=4)
     with pytest.raises(Skip, match="learning rate"):

@@ -47,10 +47,32 @@ def test_real_fixed_twin_is_silent():
 def test_synthetic_floor_with_accuracy_fires(k, seed):
     n = 400
     run = make_run(_softmax_loss(n, seed, k), meta={"config": {"num_classes": k}},
-                   scalars={"accuracy": np.linspace(0.3, 0.97, n)})
+                   scalars={"accuracy": np.linspace(0.3, 0.99, n)})
     [f] = check("softmax_before_cross_entropy", run)
     assert f.evidence["softmax_floor"] == pytest.approx(_floor(k))
     assert f.evidence["floor_gap"] < 0.25
+    assert f.evidence["calibrated_loss_at_accuracy"] < f.evidence["softmax_floor"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_silent_twin_a_binary_classifier_whose_accuracy_a_correct_model_reaches_at_the_floor(seed):
+    # At 88% accuracy a calibrated binary classifier's loss is 0.37, above the softmax floor of 0.31:
+    # a loss held there says nothing of a softmax, however accurate the model looks.
+    n = 400
+    run = make_run(_softmax_loss(n, seed, 2), meta={"config": {"num_classes": 2}},
+                   scalars={"accuracy": np.full(n, 0.88)})
+    assert check("softmax_before_cross_entropy", run) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_six_class_model_at_78_percent_is_accurate_enough(seed):
+    # A fixed bar of 80% missed this: at 78% a calibrated six-class model's loss (0.87) is well
+    # under the floor (1.04), so a loss that never goes below the floor is the softmax's.
+    n = 400
+    run = make_run(_softmax_loss(n, seed, 6), meta={"config": {"num_classes": 6}},
+                   scalars={"accuracy": np.full(n, 0.78)})
+    [f] = check("softmax_before_cross_entropy", run)
+    assert f.evidence["accuracy"] == pytest.approx(0.78)
 
 
 @pytest.mark.parametrize("seed", range(5))

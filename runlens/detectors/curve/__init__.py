@@ -109,8 +109,11 @@ class CurveClassifier(Detector):
           wandering with ratio >= ``wander_ratio`` and an amplitude of 2% of
           ``E``, each at p < ``alpha_strong``, the wandering in both halves
           of the late third), the validation loss jumps between evaluations by
-          ``val_jumps`` of ``max(level, dispersion * its progress)`` (progress
-          from the median of the first three evaluations; RMS of
+          ``val_jumps`` of ``max(level, dispersion * progress)`` (progress
+          from the median of the first three evaluations, or the training
+          loss's fall from its start level to its minimum when larger: a
+          validation loss evaluated seldom can be near zero from its first
+          evaluation, and its jitter there is not instability; RMS of
           the residuals from a rolling median of 5; evaluations right after a
           training-loss spike left out; and at least half that without the
           evaluation of the largest residual: one bump is an event, not

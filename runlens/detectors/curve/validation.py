@@ -73,7 +73,8 @@ def val_unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalS
         and w["excess"] >= 0.02 * abs(f["end_level"]))
     rough = rough and not steps_only
     # Both readings (steps only, then rough) judge the same first jumping set: found once.
-    jump = shape.memo(f, "val_jump", lambda: _first_jump(cfg, steps, x, sets, sig))
+    fall = max(float(f["start_level"]) - float(f["min_level"]), 0.0)
+    jump = shape.memo(f, "val_jump", lambda: _first_jump(cfg, steps, x, sets, sig, fall))
     if jump is None:
         return None
     name, vs, j, ref = jump
@@ -99,12 +100,18 @@ def val_unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalS
 
 
 def _first_jump(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSets,
-                sig: Signals) -> tuple[str, np.ndarray, dict[str, Any], float] | None:
+                sig: Signals, fall: float) -> tuple[str, np.ndarray, dict[str, Any], float] | None:
     """The first eval set (by name) whose loss jumps between evaluations: its name, steps, the
-    jumps' numbers and the level they are measured against."""
+    jumps' numbers and the level they are measured against.
+
+    The reference is the larger of the late level and ``dispersion`` of the progress, the
+    validation loss's own or the training loss's ``fall`` (start level minus minimum): evaluated
+    seldom, a validation loss can be near zero from its first evaluation on, and jitter at a
+    thousandth of where the training loss started is not instability, however large next to
+    that near-zero level."""
     for name, (vs, vl) in sorted(sets.items()):
         j = evals.val_jumps(evals.drop_after_spikes(steps, x, vs, vl, sig.loss_spikes() if x.size >= 50 else []))
-        ref = max(abs(j["level"]), cfg.dispersion * j["progress"])
+        ref = max(abs(j["level"]), cfg.dispersion * max(j["progress"], fall))
         if ref > 0 and j["rms"] >= cfg.val_jumps * ref and j["rms_without_largest"] >= 0.5 * cfg.val_jumps * ref:
             return name, vs, j, ref
     return None

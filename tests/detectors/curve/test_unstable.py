@@ -269,3 +269,32 @@ def test_validation_jumps_with_one_layer_moving_a_tenth_of_its_weights_are_unsta
 @pytest.mark.parametrize("seed", range(4))
 def test_one_layer_at_a_few_percent_does_not_explain_validation_jumps(seed):
     assert analyze(_one_layer_jumpy(seed, 0.03)).curve.label == "healthy"
+
+
+def _near_zero_run(seed: int, val_jitter: float, *, absolute: bool = False, n: int = 20000):
+    """A long run whose training loss falls 99.9% (to 1e-3), with a slow wander at that level, and a
+    validation loss evaluated 20 times, near zero from the first evaluation on, jittering by
+    ``val_jitter`` of its level (``absolute``: by that much in loss units)."""
+    rng = np.random.default_rng(seed)
+    end = 1e-3
+    wander = np.abs(np.repeat(rng.standard_normal(n // 200), 200)) * 0.3 * end
+    x = (end + np.exp(-np.arange(n) / 300)) * np.exp(0.05 * rng.standard_normal(n)) + wander
+    vs = np.linspace(n // 20, n - 1, 20).astype(np.int64)
+    noise = rng.standard_normal(20)
+    vl = np.abs(2 * end + val_jitter * noise) if absolute else 2 * end * np.abs(1 + val_jitter * noise)
+    return make_run(x, val_loss=vl, val_steps=vs)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_validation_jitter_at_a_thousandth_of_the_start_is_not_unstable(seed):
+    # 8% of a near-zero level is 1e-4 of where the training loss started: judged against the fall the
+    # run made, not the level it fell to.
+    d = analyze(_near_zero_run(seed, 0.08))
+    assert d.curve.label == "healthy", d.curve.reason
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_twin_validation_jumping_by_a_tenth_of_the_fall_is_unstable(seed):
+    d = analyze(_near_zero_run(seed, 0.1, absolute=True))
+    assert d.curve.label == "unstable", d.curve.reason
+    assert d.curve.evidence["kind"] == "val_jumps"
