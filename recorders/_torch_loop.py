@@ -14,7 +14,10 @@ whose gradients the recorder reads anyway.
   gradient on any step whose gradients were read, kept current in memory
   and written with run.json (every flush and at close);
 - ``model_training`` (evals): 1 when the validation's own forwards ran in
-  training mode (:class:`ModeWatch`).
+  training mode (:class:`ModeWatch`);
+- ``grad_not_cleared`` (scalars): 1 when the step's first backward added
+  its gradient onto the previous optimizer step's (``zero_grad`` missing),
+  0 when ``.grad`` had been cleared (:class:`ClearWatch`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,58 @@ def scheduler_count(scheduler: Any) -> int | None:
     return None
 
 
+class ClearWatch:
+    """Whether ``.grad`` was cleared between two optimizer steps, read on one parameter.
+
+    ``zero_grad()`` either sets ``.grad`` to None (a new tensor comes with the
+    next backward) or zeroes it in place (its version counter moves on); a
+    backward adds onto an existing gradient in place, one version. So after
+    ``optimizer.step()`` the recorder keeps a reference to the smallest
+    trainable parameter's ``.grad`` and its version: when the next
+    accumulation into that parameter finds the same tensor exactly one
+    version on, nothing cleared it. Two comparisons per optimizer step; the
+    reference is dropped at that check. (``p.grad.data.zero_()`` bypasses
+    the version counter and reads as not cleared; the engine confirms with
+    the norm's growth.)
+    """
+
+    def __init__(self, named: Sequence[tuple[str, nn.Parameter]], optimizer: Any) -> None:
+        trainable = [p for _, p in named if p.requires_grad]
+        self.result: int | None = None
+        self._ref: Any = None
+        self._version = -1
+        self._armed = False
+        self._handles: list[Any] = []
+        if optimizer is None or not trainable:
+            return
+        self._param = min(trainable, key=lambda p: p.numel())
+        self._handles = [optimizer.register_step_post_hook(self._stepped),
+                         self._param.register_post_accumulate_grad_hook(self._accumulated)]
+
+    def _stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        grad = self._param.grad
+        self._ref, self._version, self._armed = grad, (grad._version if grad is not None else -1), True
+
+    def _accumulated(self, param: Any) -> None:
+        if not self._armed:
+            return
+        grad = param.grad
+        self.result = int(grad is not None and grad is self._ref and grad._version == self._version + 1)
+        self._ref, self._armed = None, False
+
+    def take(self) -> dict[str, int]:
+        """The last check's column, once (an empty dict when no step was checked since)."""
+        if self.result is None:
+            return {}
+        out, self.result = {"grad_not_cleared": self.result}, None
+        return out
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles, self._ref = [], None
+
+
 class LoopWatch:
     """Counters and parameter checks of one recorder; the recorder calls it at its moments."""
 
@@ -52,6 +107,7 @@ class LoopWatch:
         start = scheduler_count(scheduler) if scheduler is not None else None
         self._scheduler_start = start
         self.without_grad: list[str] | None = None  # None until a step's gradients were read
+        self.cleared = ClearWatch(named, optimizer)
 
     def _stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.optimizer_steps += 1
@@ -65,7 +121,7 @@ class LoopWatch:
 
     def columns(self) -> dict[str, int]:
         """This step's counters, host ints (they ride with the step's other scalars)."""
-        out = {"optimizer_steps": self.optimizer_steps} if self._hook is not None else {}
+        out = {"optimizer_steps": self.optimizer_steps, **self.cleared.take()} if self._hook is not None else {}
         if self._scheduler_start is not None:
             now = scheduler_count(self.scheduler)
             if now is not None:
@@ -88,6 +144,7 @@ class LoopWatch:
         return True
 
     def remove(self) -> None:
+        self.cleared.remove()
         if self._hook is not None:
             self._hook.remove()
             self._hook = None

@@ -36,7 +36,16 @@ class GradientsAccumulate(Detector):
         clipping) hide the bug instead of fixing it.
 
     How it decides:
-        On the global gradient norm (scalars ``grad_norm``, else the norm
+        When the recorder watched ``.grad`` itself (scalars
+        ``grad_not_cleared``, at least 3 checked steps), its reading decides:
+        it fires when at least half the checked steps (and 3) found the
+        backward adding onto the previous step's gradient and the gradient
+        norm over the first 20 such steps grew at least twofold (median of
+        the later half over the first two: a sum of n independent gradients
+        is sqrt(n) times one; ``p.grad.data.zero_()``, which the recorder
+        cannot see, keeps a steady norm); otherwise it stays silent, the
+        fit below being a guess at what the recorder saw. Without the
+        column: on the global gradient norm (scalars ``grad_norm``, else the norm
         over the layers table; over the updated layers only when the layers
         table shows some that never move: a parameter left out of the
         optimizer keeps its gradient through ``zero_grad``, harmlessly) up to
@@ -88,7 +97,7 @@ class GradientsAccumulate(Detector):
     code = "gradients_accumulate"
     severity = "error"
     title = "Gradients accumulate across steps"
-    needs = Needs(scalars=("loss", "grad_norm", "step_skipped"), layers=("grad_norm",), requires=("scalars.loss",))
+    needs = Needs(scalars=("loss", "grad_norm", "step_skipped", "grad_not_cleared"), layers=("grad_norm",), requires=("scalars.loss",))
     constraints: ClassVar[dict[str, Interval]] = {
         "alpha": Interval(float, 0, 1, closed="neither"), "min_r2": Interval(float, 0, 1),
         "min_growth": Interval(float, 1, None), "min_drop": Interval(float, 0, 1),
@@ -112,6 +121,9 @@ class GradientsAccumulate(Detector):
         g = sig.grad_norm
         if g is None:
             raise Skip("no gradient norm logged (scalars.grad_norm or layers.grad_norm)")
+        seen = recorder_saw(run, sig)
+        if seen is not None:  # the recorder watched .grad itself: its reading replaces the fit's guess
+            return [self._recorded(seen)] if seen["fires"] else []
         steps, x = sig.loss.steps, sig.loss.values
         if x.size < self.min_points:
             raise Skip(f"only {x.size} finite training losses (< {self.min_points})")
@@ -149,6 +161,13 @@ class GradientsAccumulate(Detector):
             evidence={**fit.to_dict(), "n_points": int(gv.size), "grad_norm_source": source,
                       "loss_progress": prog.to_dict(), "last_step_tested": int(gs[-1]), "onset_only": onset})]
 
+    def _recorded(self, seen: dict) -> Finding:
+        return self.finding(
+            f"On {seen['not_cleared']} of {seen['checked']} steps the recorder saw the backward add onto the "
+            f"previous step's gradient (.grad never cleared, first at step {seen['first_step']}), and the "
+            f"gradient norm grew {seen['growth']:.3g}x over those steps: zero_grad is missing",
+            step=seen["first_step"], evidence={k: v for k, v in seen.items() if k != "fires"})
+
     def _grows(self, fit: LinearGrowth | None) -> TypeGuard[LinearGrowth]:
         return fit is not None and fit.r2 >= self.min_r2 and fit.p_positive < self.alpha \
             and fit.growth >= self.min_growth
@@ -173,6 +192,38 @@ class GradientsAccumulate(Detector):
                 found = fit
             m *= 2
         return found
+
+
+#: Least share of checked steps the recorder saw not cleared, and least growth of the gradient
+#: norm over them: a sum of n independent gradients is sqrt(n) times one, so twice the start
+#: within 20 steps; a loop that clears with ``p.grad.data.zero_()`` (which the recorder cannot
+#: see) keeps a steady norm.
+RECORDED_SHARE, RECORDED_GROWTH, RECORDED_WINDOW = 0.5, 2.0, 20
+
+
+def recorder_saw(run: Run, sig: Signals) -> dict | None:
+    """The recorder's ``grad_not_cleared`` reading (None without the column or with under 3 checks)."""
+    flag = run.column("scalars", "grad_not_cleared")
+    if flag is None:
+        return None
+    steps = run.steps("scalars")
+    ok = np.isfinite(flag)
+    if ok.sum() < 3:
+        return None
+    kept = ok & (flag == 1)
+    out: dict = {"source": "scalars.grad_not_cleared", "checked": int(ok.sum()), "not_cleared": int(kept.sum()),
+                 "first_step": int(steps[kept][0]) if kept.any() else None, "growth": None, "fires": False}
+    g = sig.grad_norm
+    if kept.sum() < max(3, RECORDED_SHARE * ok.sum()) or g is None:
+        return out
+    end = sig.first_nonfinite_step if sig.first_nonfinite_step is not None else int(g.steps[-1]) + 1
+    w = g.values[(g.steps >= out["first_step"] - 1) & (g.steps < end) & np.isfinite(g.values)][:RECORDED_WINDOW]
+    if w.size < 4 or np.median(w[:2]) <= 0:
+        return out
+    out["growth"] = float(np.median(w[w.size // 2:]) / np.median(w[:2]))
+    out["growth_points"] = int(w.size)
+    out["fires"] = out["growth"] >= RECORDED_GROWTH
+    return out
 
 
 def _updated_layers_norm(sig: Signals) -> tuple[np.ndarray, np.ndarray, str] | None:

@@ -7,9 +7,10 @@ import pytest
 from loss_synth import healthy, make_run, noise
 from verdict_fixtures import TRUTH, analysed, codes
 
-from runlens.analysis import run_detector
+from runlens.analysis import analyze, run_detector
 from runlens.detectors import Context
 from runlens.detectors.gradients_accumulate import GradientsAccumulate
+from runlens.io.loader import load_run
 
 
 def found(run, det=None):
@@ -106,3 +107,49 @@ def test_silent_twin_the_same_level_reached_without_the_onset_law(seed):
     g[:30] = g[30] * np.exp(0.1 * np.random.default_rng(seed).standard_normal(30))
     assert found(make_run(healthy(300, seed), scalars={"grad_norm": g})) == []
 
+
+
+torch = pytest.importorskip("torch")
+
+
+def _recorded_loop(path, clear, *, steps=60):
+    """A classifier trained on fixed data with the recorder; ``clear(opt, model)`` is the loop's clearing."""
+    from recorders.torch import Recorder
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.randn(512, 8), torch.randint(0, 4, (512,))
+    rec = Recorder(path, model=model, optimizer=opt, config={"num_classes": 4}, announce=False)
+    for step in range(steps):
+        i = step % 16
+        if clear is not None:
+            clear(opt, model)
+        loss = torch.nn.functional.cross_entropy(model(x[i * 32:(i + 1) * 32]), y[i * 32:(i + 1) * 32])
+        loss.backward()
+        opt.step()
+        rec.step(loss)
+    rec.close()
+    return path
+
+
+def _data_zero(opt, model):
+    for p in model.parameters():
+        if p.grad is not None:
+            p.grad.data.zero_()  # the old idiom: bypasses the version counter the recorder reads
+
+
+def test_recorded_loop_without_zero_grad_fires_from_the_recorders_reading(tmp_path):
+    path = _recorded_loop(tmp_path / "run", None)
+    (f,) = found(load_run(path))
+    assert f.evidence["source"] == "scalars.grad_not_cleared"
+    assert f.evidence["not_cleared"] == f.evidence["checked"] == 59 and f.evidence["growth"] >= 2
+    assert analyze(path).findings[0].code == "gradients_accumulate"
+
+
+@pytest.mark.parametrize("clear", [lambda opt, model: opt.zero_grad(),
+                                   lambda opt, model: opt.zero_grad(set_to_none=False), _data_zero],
+                         ids=["zero_grad", "set_to_none_false", "grad_data_zero"])
+def test_silent_twin_recorded_loop_that_clears(tmp_path, clear):
+    path = _recorded_loop(tmp_path / "run", clear)
+    assert found(load_run(path)) == []

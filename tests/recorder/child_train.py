@@ -30,6 +30,7 @@ def main() -> int:
     ap.add_argument("--sleep", type=float, default=0.0)
     ap.add_argument("--fsize-limit", type=int, default=None)
     ap.add_argument("--attempt", type=int, default=1)
+    ap.add_argument("--extra-layers", type=int, default=0, help="more hidden layers: more layer rows per step")
     ap.add_argument("--slow-disk", type=float, default=0.0, help="seconds every part write sleeps")
     args = ap.parse_args()
     if args.slow_disk:
@@ -40,7 +41,8 @@ def main() -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize_limit, args.fsize_limit))
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 1))
+    extra = [m for _ in range(args.extra_layers) for m in (nn.Linear(64, 64), nn.Tanh())]
+    model = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), *extra, nn.Linear(64, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     x, y = torch.randn(128, 16), torch.randn(128, 1)
     rec = Recorder(args.run_dir, model, opt, config={"attempt": args.attempt}, seed=0,

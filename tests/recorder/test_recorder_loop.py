@@ -151,3 +151,26 @@ def test_quiet_recorder_warns_instead_of_printing(tmp_path):
     _tiny(tmp_path / "exp", announce=False)
     with pytest.warns(UserWarning, match="already holds a run"):
         _tiny(tmp_path / "exp", announce=False)
+
+
+@pytest.mark.parametrize(("clear", "expected"), [
+    (None, 1),                                                    # zero_grad missing: every step adds on
+    (lambda opt, model: opt.zero_grad(), 0),                      # set to None
+    (lambda opt, model: opt.zero_grad(set_to_none=False), 0),     # zeroed in place
+    (lambda opt, model: model.zero_grad(), 0),
+])
+def test_grad_not_cleared_says_whether_zero_grad_ran(tmp_path, clear, expected):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rec = Recorder(tmp_path / "run", model=model, optimizer=opt, announce=False)
+    for _ in range(5):
+        if clear is not None:
+            clear(opt, model)
+        for _ in range(2):  # two micro-batches per step: only the step's first accumulation is read
+            model(torch.randn(16, 4)).pow(2).mean().backward()
+        opt.step()
+        rec.step(1.0)
+    rec.close()
+    s = read_table(rec.run_dir, "scalars").sort_by("step").to_pydict()
+    assert s["grad_not_cleared"] == [None] + [expected] * 4

@@ -144,9 +144,10 @@ def test_resume_repeats_steps_and_appends_an_attempt(tmp_path, check_runlog):
 
 def test_failing_disk_does_not_stop_training(tmp_path, check_runlog):
     run_dir = tmp_path / "full_disk"
-    # Small scalars parts still fit under the file size limit; layers parts never do.
-    proc = run("child_train.py", run_dir, "--steps", "400", "--flush-every", "10",
-               "--fsize-limit", "3500")
+    # Small scalars parts (10 rows, under 4 KB) still fit under the file size limit; layers parts
+    # (10 steps of 14 parameters' rows, over 5 KB) never do.
+    proc = run("child_train.py", run_dir, "--steps", "400", "--flush-every", "10", "--extra-layers", "4",
+               "--fsize-limit", "4500")
     assert proc.returncode == 0, proc.stderr
     assert "done" in proc.stdout and "step 399" in proc.stdout
     warned = [line for line in proc.stdout.splitlines() if line.startswith("warning:")]
