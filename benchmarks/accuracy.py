@@ -1,7 +1,7 @@
-"""How often runlens is right: recall, precision and false alarms on eight labeled sets.
+"""How often runlens is right: recall, precision and false alarms on nine labeled sets.
 
     python benchmarks/accuracy.py --set final      # generate what is missing, grade every set, write the page
-    python benchmarks/accuracy.py --set third-fresh2  # the set to quote (round 6), graded once
+    python benchmarks/accuracy.py --set third-fresh3  # the set to quote (round 7), graded once
     python benchmarks/accuracy.py --evaluate-only  # re-grade the runs already in benchmarks/_data/
     python benchmarks/accuracy.py --set heldout    # one set only (or a list: --set heldout-varied,third)
     python benchmarks/accuracy.py --set heldout-varied --generate-only   # train a new set, grade nothing
@@ -35,7 +35,12 @@ measurements in torch (never by a runlens threshold):
   changes landed, graded once at the end of round 5, looked at in round 6;
 - the *second fresh third* set (``--seed-shift 7000 --vary``), into
   ``benchmarks/_data/third-fresh2/``: generated before round 6's first
-  detector change landed, graded once at the end of round 6, the set to quote.
+  detector change landed, graded once at the end of round 6, looked at in
+  round 7;
+- the *third fresh third* set (``--seed-shift 11000 --vary``), into
+  ``benchmarks/_data/third-fresh3/``: generated before round 7's first
+  detector change was committed, graded once at the end of round 7, the set
+  to quote.
 
 The page, ``benchmarks/results/accuracy.md``, names the commit it graded and
 whether the tree was dirty. Scoring is ``benchmarks/_accuracy/scoring.py``.
@@ -59,7 +64,7 @@ from benchmarks._accuracy.publish import publish  # noqa: E402
 
 REPORT = ROOT / "benchmarks" / "results" / "accuracy.md"
 SETS = ("tuning", "heldout", "heldout-fresh", "heldout-varied", "heldout-varied2", "third", "third-fresh",
-        "third-fresh2")
+        "third-fresh2", "third-fresh3")
 GROUPS = {"all": SETS[:-1], "both": ("tuning", "heldout"), "final": SETS}
 
 
@@ -76,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="all", type=_sets,
                         help="comma-separated sets among " + ", ".join(SETS) + "; all: every development "
-                             "set (third and third-fresh included); both: tuning and heldout; final: all and third-fresh2")
+                             "set (the third sets before third-fresh3 included); both: tuning and heldout; final: all and "
+                             "third-fresh3")
     parser.add_argument("--only", help="tuning families (default: all): " + ", ".join(tuning.FAMILIES))
     parser.add_argument("--jobs", type=int, default=1, help="training processes for the tuning set (default 1)")
     parser.add_argument("--evaluate-only", action="store_true", help="grade the runs already generated")
@@ -102,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("heldout-fresh", "heldout-varied", "heldout-varied2"):
         if name in args.set:
             sets.append(evaluate.heldout_set(generate=gen, name=name, grade=grade))
-    for name in ("third", "third-fresh", "third-fresh2"):
+    for name in ("third", "third-fresh", "third-fresh2", "third-fresh3"):
         if name in args.set:
             sets.append(evaluate.third_set(generate=gen, grade=grade, name=name))
     if not grade:

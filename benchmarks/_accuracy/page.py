@@ -88,7 +88,17 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "`steps_went_back`); training runs no runlens code. Nothing of it was diagnosed before its one "
     "grading; only the generator's own confirmations were read (in its log): 43 runs, 35 confirmed, 8 not "
     "(eval_missing 0/2, target_leak 0/2, reduction_sum 1/2, accum_unscaled 1/2, healthy 13/15; every other "
-    "bug 2/2), so the codes of the two bugs with none confirmed are not graded on it.",
+    "bug 2/2), so the codes of the two bugs with none confirmed are not graded on it. Graded once at "
+    "0eade29; looked at in round 7 (its misses were read and detectors changed): a development set since.",
+    "`third-fresh3` (round 7): the same generator and redraw with every seed shifted by 11000 "
+    "(`python -m benchmarks.third --seed-shift 11000 --vary`), trained from the committed tree at 35fc23b "
+    "from 2026-12-02 07:23:32 to 07:30:05 UTC (`draw.json`), before round 7's first detector commit; "
+    "training runs no runlens code, and no run of it carries the recorder column round 7 added "
+    "(`grad_not_cleared`): it was recorded by 35fc23b's recorder. A draw at seed shift 9000 was started a "
+    "minute before and discarded unfinished, because a scan of a development statistic (the first layer's "
+    "gradient swings) was run over the data folder while it was filling and printed five of its runs. "
+    "Nothing of third-fresh3 was diagnosed before its one grading; the generator's log was not read beyond "
+    "its last line.",
 )
 
 
@@ -237,8 +247,11 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              "generated before round 5's detector changes landed and graded once at the end of round 5 "
              "(20a7d7f; those figures are in that round's closing note and the page's history), then looked "
              "at in round 6: a development set since. *third-fresh2* (round 6) is another such draw (seeds "
-             "shifted by 7000), trained before round 6's first detector change landed, with nothing of it "
-             "diagnosed before its one grading, at the commit above: **quote third-fresh2**. A set absent "
+             "shifted by 7000), trained before round 6's first detector change landed, graded once at the end "
+             "of round 6 (0eade29; figures in that round's closing note), then looked at in round 7: a "
+             "development set since. *third-fresh3* (round 7) is another such draw (seeds shifted by 11000), "
+             "trained before round 7's first detector change was committed, with nothing of it diagnosed "
+             "before its one grading, at the commit above: **quote third-fresh3**. A set absent "
              "from this page was not regenerated in that round (its data is not kept in the repository); "
              "its last figures are in the page's history.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",

@@ -108,7 +108,14 @@ def test_the_fresh_sets_page_line_names_its_draw_and_flags_a_retrained_set(tmp_p
     role = evaluate._fresh_role(tmp_path, "third-fresh2")
     assert role == ("the third generator with every seed shifted by 7000 and every run redrawn (`--seed-shift "
                     "7000 --vary`), generated at 2026-12-02 04:13–05:09 UTC before round 6's first detector "
-                    "change landed, graded once at the end of round 6; the set to quote")
+                    "change landed, graded once at the end of round 6 (0eade29), then looked at in round 7: a "
+                    "development set since")
+    monkeypatch.setattr(evaluate, "THIRD_FRESH3_DRAWN", ("2026-12-02 07:23", "2026-12-02 07:30"))
+    (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 07:23:32 UTC",
+                                                    "finished": "2026-12-02 07:30:05 UTC"}))
+    assert evaluate._fresh_role(tmp_path, "third-fresh3").endswith(
+        "generated at 2026-12-02 07:23–07:30 UTC from 35fc23b before round 7's first detector change was "
+        "committed, graded once at the end of round 7; the set to quote")
     # Round 5's fresh set keeps its own draw times and says it is a development set now.
     monkeypatch.setattr(evaluate, "THIRD_FRESH_DRAWN", ("2026-12-02 01:01", "2026-12-02 01:33"))
     (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 01:01:08 UTC",
@@ -117,5 +124,5 @@ def test_the_fresh_sets_page_line_names_its_draw_and_flags_a_retrained_set(tmp_p
                                                                   "set since")
     (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-03 09:00:00 UTC",
                                                     "finished": "2026-12-03 09:40:00 UTC"}))
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh2")
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", "third-fresh2")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh3")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", "third-fresh3")
