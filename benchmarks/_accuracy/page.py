@@ -96,7 +96,8 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "training runs no runlens code, and no run of it carries the recorder column round 7 added "
     "(`grad_not_cleared`): it was recorded by 35fc23b's recorder. A draw at seed shift 9000 was started a "
     "minute before and discarded unfinished, because a scan of a development statistic (the first layer's "
-    "gradient swings) was run over the data folder while it was filling and printed five of its runs. "
+    "gradient swings) was run over the data folder while it was filling and printed four of its runs "
+    "(softmax-sepconv, sum-sepconv, nozero-resreg, raw-moe). "
     "Nothing of third-fresh3 was diagnosed before its one grading; the generator's log was not read beyond "
     "its last line.",
 )

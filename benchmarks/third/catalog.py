@@ -72,7 +72,7 @@ DEFAULT_BATCH = S.__dataclass_fields__["batch"].default
 FRESH_SEED_SHIFT = 5000  # the never-seen draw of round 5 (``third-fresh``): ``--seed-shift 5000 --vary``
 FRESH2_SEED_SHIFT = 7000  # the never-seen draw of round 6 (``third-fresh2``): ``--seed-shift 7000 --vary``
 # The never-seen draw of round 7 (``third-fresh3``): ``--seed-shift 11000 --vary``. (A draw at 9000 was
-# started first and discarded unfinished: a scan of a development statistic read five of its runs.)
+# started first and discarded unfinished: a scan of a development statistic read four of its runs.)
 FRESH3_SEED_SHIFT = 11000
 
 
