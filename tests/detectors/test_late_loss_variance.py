@@ -27,6 +27,16 @@ def noisier_late(n: int, seed: int, *, jump_at: float = 0.7) -> np.ndarray:
 
 
 def growing_noise(n: int, seed: int) -> np.ndarray:
+    """Noise that grows through the run and steeply in its last quarter (a rate warmed up too far)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    return (0.3 + 2.0 * np.exp(-6 * t)) * np.exp((0.05 + 0.3 * t + 0.4 * (t > 0.75) * (t - 0.75) / 0.25)
+                                                  * rng.standard_normal(n))
+
+
+def confident_classifier(n: int, seed: int) -> np.ndarray:
+    """A healthy classifier's batch-of-4 loss: its noise grows linearly as it grows confident and its
+    per-sample losses grow heavier-tailed, 2-3x the variance the falling level predicts late."""
     rng = np.random.default_rng(seed)
     t = np.arange(n) / n
     return (0.3 + 2.0 * np.exp(-6 * t)) * np.exp((0.05 + 0.3 * t) * rng.standard_normal(n))
@@ -40,8 +50,14 @@ def test_fires_when_late_noise_grows(n):
         for x in (noisier_late(n, seed), growing_noise(n, seed))[: 1 if n < 1000 else 2]:
             (f,) = findings(x)
             assert f.code == "late_loss_variance" and f.severity == "warning"
-            assert f.evidence["variance_ratio"] >= 2 and f.evidence["levene_p"] < 1e-3
+            assert f.evidence["variance_ratio"] >= 4 and f.evidence["levene_p"] < 1e-3
             assert f.step >= 0.7 * n
+
+
+@pytest.mark.parametrize("n", [5000, 100_000])
+def test_silent_twin_noise_growing_as_a_classifier_grows_confident(n):
+    for seed in range(10):
+        assert findings(confident_classifier(n, seed)) == []
 
 
 @pytest.mark.parametrize("n", [100, 600, 5000])
