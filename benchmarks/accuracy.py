@@ -1,7 +1,7 @@
-"""How often runlens is right: recall, precision and false alarms on nine labeled sets.
+"""How often runlens is right: recall, precision and false alarms on ten labeled sets.
 
     python benchmarks/accuracy.py --set final      # generate what is missing, grade every set, write the page
-    python benchmarks/accuracy.py --set third-fresh3  # the set to quote (round 7), graded once
+    python benchmarks/accuracy.py --set third-fresh4  # the set to quote (round 7), graded once
     python benchmarks/accuracy.py --evaluate-only  # re-grade the runs already in benchmarks/_data/
     python benchmarks/accuracy.py --set heldout    # one set only (or a list: --set heldout-varied,third)
     python benchmarks/accuracy.py --set heldout-varied --generate-only   # train a new set, grade nothing
@@ -39,8 +39,11 @@ measurements in torch (never by a runlens threshold):
   round 7;
 - the *third fresh third* set (``--seed-shift 11000 --vary``), into
   ``benchmarks/_data/third-fresh3/``: generated before round 7's first
-  detector change was committed, graded once at the end of round 7, the set
-  to quote.
+  detector change was committed, graded once at 07842d8, looked at since;
+- the *fourth fresh third* set (``--seed-shift 13000 --vary``), into
+  ``benchmarks/_data/third-fresh4/``: recorded with ``grad_not_cleared``,
+  generated before round 7's last detector change was committed, graded once
+  at the end of round 7, the set to quote.
 
 The page, ``benchmarks/results/accuracy.md``, names the commit it graded and
 whether the tree was dirty. Scoring is ``benchmarks/_accuracy/scoring.py``.
@@ -64,7 +67,7 @@ from benchmarks._accuracy.publish import publish  # noqa: E402
 
 REPORT = ROOT / "benchmarks" / "results" / "accuracy.md"
 SETS = ("tuning", "heldout", "heldout-fresh", "heldout-varied", "heldout-varied2", "third", "third-fresh",
-        "third-fresh2", "third-fresh3")
+        "third-fresh2", "third-fresh3", "third-fresh4")
 GROUPS = {"all": SETS[:-1], "both": ("tuning", "heldout"), "final": SETS}
 
 
@@ -81,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="all", type=_sets,
                         help="comma-separated sets among " + ", ".join(SETS) + "; all: every development "
-                             "set (the third sets before third-fresh3 included); both: tuning and heldout; final: all and "
-                             "third-fresh3")
+                             "set (the third sets before third-fresh4 included); both: tuning and heldout; final: all and "
+                             "third-fresh4")
     parser.add_argument("--only", help="tuning families (default: all): " + ", ".join(tuning.FAMILIES))
     parser.add_argument("--jobs", type=int, default=1, help="training processes for the tuning set (default 1)")
     parser.add_argument("--evaluate-only", action="store_true", help="grade the runs already generated")
@@ -108,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("heldout-fresh", "heldout-varied", "heldout-varied2"):
         if name in args.set:
             sets.append(evaluate.heldout_set(generate=gen, name=name, grade=grade))
-    for name in ("third", "third-fresh", "third-fresh2", "third-fresh3"):
+    for name in ("third", "third-fresh", "third-fresh2", "third-fresh3", "third-fresh4"):
         if name in args.set:
             sets.append(evaluate.third_set(generate=gen, grade=grade, name=name))
     if not grade:

@@ -46,6 +46,8 @@ THIRD_FRESH2_DATA = ROOT / "benchmarks" / "_data" / "third-fresh2"
 THIRD_FRESH2_DRAWN = ("2026-12-02 04:13", "2026-12-02 05:09")
 THIRD_FRESH3_DATA = ROOT / "benchmarks" / "_data" / "third-fresh3"
 THIRD_FRESH3_DRAWN = ("2026-12-02 07:23", "2026-12-02 07:30")
+THIRD_FRESH4_DATA = ROOT / "benchmarks" / "_data" / "third-fresh4"
+THIRD_FRESH4_DRAWN = ("2026-12-02 08:52", "2026-12-02 08:58")
 
 ROLES = {
     "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",
@@ -74,7 +76,12 @@ ROLES = {
                     "since",
     "third-fresh3": "the third generator with every seed shifted by 11000 and every run redrawn (`--seed-shift "
                     "11000 --vary`), generated at {drawn} UTC from 35fc23b before round 7's first detector "
-                    "change was committed, graded once at the end of round 7; the set to quote",
+                    "change was committed, graded once at 07842d8 (round 7), then looked at: a development set "
+                    "since",
+    "third-fresh4": "the third generator with every seed shifted by 13000 and every run redrawn (`--seed-shift "
+                    "13000 --vary`), generated at {drawn} UTC from d7e0c50 by the recorder with "
+                    "`grad_not_cleared`, before round 7's last detector change was committed, graded once at "
+                    "the end of round 7; the set to quote",
 }
 
 DATA_RULES = (
@@ -266,7 +273,7 @@ def _fresh_role(data: Path, name: str) -> str:
     from benchmarks.third.generate import drawn_at
 
     drawn = {"third-fresh": THIRD_FRESH_DRAWN, "third-fresh2": THIRD_FRESH2_DRAWN,
-             "third-fresh3": THIRD_FRESH3_DRAWN}[name]
+             "third-fresh3": THIRD_FRESH3_DRAWN, "third-fresh4": THIRD_FRESH4_DRAWN}[name]
     started, finished = drawn_at(data)
     stated = f"{drawn[0]}–{(finished or drawn[1])[11:16]}"  # same day: the end's time only
     role = ROLES[name].format(drawn=stated)
@@ -280,13 +287,20 @@ def third_set(generate: bool = True, grade: bool = True, name: str = "third") ->
     """A set of the third generator: ``third`` (the catalog) or ``third-fresh`` (every seed shifted by
     :data:`~benchmarks.third.catalog.FRESH_SEED_SHIFT`, every run redrawn); each buggy run's label is
     confirmed against its fixed twin (``benchmarks/third``). ``grade=False`` generates only."""
-    from benchmarks.third.catalog import FRESH2_SEED_SHIFT, FRESH3_SEED_SHIFT, FRESH_SEED_SHIFT, draw
+    from benchmarks.third.catalog import (
+        FRESH2_SEED_SHIFT,
+        FRESH3_SEED_SHIFT,
+        FRESH4_SEED_SHIFT,
+        FRESH_SEED_SHIFT,
+        draw,
+    )
     from benchmarks.third.generate import generate as generate_third
 
     shift, vary, data = {"third": (0, False, THIRD_DATA),
                          "third-fresh": (FRESH_SEED_SHIFT, True, THIRD_FRESH_DATA),
                          "third-fresh2": (FRESH2_SEED_SHIFT, True, THIRD_FRESH2_DATA),
-                         "third-fresh3": (FRESH3_SEED_SHIFT, True, THIRD_FRESH3_DATA)}[name]
+                         "third-fresh3": (FRESH3_SEED_SHIFT, True, THIRD_FRESH3_DATA),
+                         "third-fresh4": (FRESH4_SEED_SHIFT, True, THIRD_FRESH4_DATA)}[name]
     runs = draw(shift, vary)
     if generate:
         labels = generate_third(data, seed_shift=shift, vary=vary)

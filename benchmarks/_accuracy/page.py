@@ -99,7 +99,15 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "gradient swings) was run over the data folder while it was filling and printed four of its runs "
     "(softmax-sepconv, sum-sepconv, nozero-resreg, raw-moe). "
     "Nothing of third-fresh3 was diagnosed before its one grading; the generator's log was not read beyond "
-    "its last line.",
+    "its last line. Graded once at 07842d8 (curve 0.86, recall 0.81, fault's code first 0.83, healthy runs "
+    "with a warning or error 3/12); its misses were read and `late_loss_variance` changed: a development set "
+    "since.",
+    "`third-fresh4` (round 7, second half): the same generator and redraw with every seed shifted by 13000 "
+    "(`python -m benchmarks.third --seed-shift 13000 --vary`), trained from the committed tree at d7e0c50 "
+    "(`draw.json` has the times) into a folder outside the repository, before the round's last detector commit "
+    "(`late_loss_variance`); training runs no runlens engine code. Its runs were recorded by the recorder with "
+    "`grad_not_cleared`, so the recorder's reading of a missing `zero_grad` is graded on it. Nothing of it was "
+    "diagnosed, and its generator log was not read, before its one grading.",
 )
 
 
@@ -251,8 +259,10 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              "shifted by 7000), trained before round 6's first detector change landed, graded once at the end "
              "of round 6 (0eade29; figures in that round's closing note), then looked at in round 7: a "
              "development set since. *third-fresh3* (round 7) is another such draw (seeds shifted by 11000), "
-             "trained before round 7's first detector change was committed, with nothing of it diagnosed "
-             "before its one grading, at the commit above: **quote third-fresh3**. A set absent "
+             "trained before round 7's first detector change was committed, graded once at 07842d8 and looked "
+             "at since. *third-fresh4* (round 7, second half; seeds shifted by 13000) was trained before the "
+             "round's last detector change, by the recorder that writes `grad_not_cleared`, with nothing of it "
+             "diagnosed before its one grading, at the commit above: **quote third-fresh4**. A set absent "
              "from this page was not regenerated in that round (its data is not kept in the repository); "
              "its last figures are in the page's history.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",

@@ -74,6 +74,9 @@ FRESH2_SEED_SHIFT = 7000  # the never-seen draw of round 6 (``third-fresh2``): `
 # The never-seen draw of round 7 (``third-fresh3``): ``--seed-shift 11000 --vary``. (A draw at 9000 was
 # started first and discarded unfinished: a scan of a development statistic read four of its runs.)
 FRESH3_SEED_SHIFT = 11000
+# The never-seen draw of round 7's second half (``third-fresh4``): ``--seed-shift 13000 --vary``, recorded by
+# the recorder with ``grad_not_cleared`` (third-fresh3 was recorded before it existed).
+FRESH4_SEED_SHIFT = 13000
 
 
 def redraw(sc: S, rng: random.Random) -> S:

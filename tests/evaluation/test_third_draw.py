@@ -115,7 +115,13 @@ def test_the_fresh_sets_page_line_names_its_draw_and_flags_a_retrained_set(tmp_p
                                                     "finished": "2026-12-02 07:30:05 UTC"}))
     assert evaluate._fresh_role(tmp_path, "third-fresh3").endswith(
         "generated at 2026-12-02 07:23–07:30 UTC from 35fc23b before round 7's first detector change was "
-        "committed, graded once at the end of round 7; the set to quote")
+        "committed, graded once at 07842d8 (round 7), then looked at: a development set since")
+    monkeypatch.setattr(evaluate, "THIRD_FRESH4_DRAWN", ("2026-12-02 08:52", "2026-12-02 08:58"))
+    (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 08:52:20 UTC",
+                                                    "finished": "2026-12-02 08:58:38 UTC"}))
+    assert evaluate._fresh_role(tmp_path, "third-fresh4").endswith(
+        "generated at 2026-12-02 08:52–08:58 UTC from d7e0c50 by the recorder with `grad_not_cleared`, before "
+        "round 7's last detector change was committed, graded once at the end of round 7; the set to quote")
     # Round 5's fresh set keeps its own draw times and says it is a development set now.
     monkeypatch.setattr(evaluate, "THIRD_FRESH_DRAWN", ("2026-12-02 01:01", "2026-12-02 01:33"))
     (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 01:01:08 UTC",
@@ -124,5 +130,5 @@ def test_the_fresh_sets_page_line_names_its_draw_and_flags_a_retrained_set(tmp_p
                                                                   "set since")
     (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-03 09:00:00 UTC",
                                                     "finished": "2026-12-03 09:40:00 UTC"}))
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh3")
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", "third-fresh3")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh4")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", "third-fresh4")
