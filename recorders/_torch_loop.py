@@ -48,8 +48,8 @@ class ClearWatch:
     ``zero_grad()`` either sets ``.grad`` to None (a new tensor comes with the
     next backward) or zeroes it in place (its version counter moves on); a
     backward adds onto an existing gradient in place, one version. So after
-    ``optimizer.step()`` the recorder keeps a reference to the smallest
-    trainable parameter's ``.grad`` and its version: when the next
+    ``optimizer.step()`` the recorder keeps a reference to the ``.grad`` of
+    the smallest trainable parameter the optimizer holds, and its version: when the next
     accumulation into that parameter finds the same tensor exactly one
     version on, nothing cleared it. Two comparisons per optimizer step; the
     reference is dropped at that check. (``p.grad.data.zero_()`` bypasses
@@ -58,7 +58,10 @@ class ClearWatch:
     """
 
     def __init__(self, named: Sequence[tuple[str, nn.Parameter]], optimizer: Any) -> None:
-        trainable = [p for _, p in named if p.requires_grad]
+        # Only a parameter the optimizer holds: zero_grad() clears those alone, and a parameter left
+        # out of it keeps summing its gradient whatever the loop does (parameters_not_in_optimizer).
+        held = {id(p) for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())}
+        trainable = [p for _, p in named if p.requires_grad and id(p) in held]
         self.result: int | None = None
         self._ref: Any = None
         self._version = -1

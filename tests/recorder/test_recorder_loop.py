@@ -174,3 +174,20 @@ def test_grad_not_cleared_says_whether_zero_grad_ran(tmp_path, clear, expected):
     rec.close()
     s = read_table(rec.run_dir, "scalars").sort_by("step").to_pydict()
     assert s["grad_not_cleared"] == [None] + [expected] * 4
+
+
+def test_grad_not_cleared_watches_a_parameter_the_optimizer_holds(tmp_path):
+    # zero_grad() clears only the optimizer's parameters: a smaller one left out of it keeps summing
+    # its gradient through a loop that clears every step, and must not be the one watched.
+    torch.manual_seed(0)
+    model = torch.nn.ModuleDict({"body": torch.nn.Linear(4, 8), "side": torch.nn.Linear(8, 1)})
+    opt = torch.optim.SGD(model["body"].parameters(), lr=0.01)
+    rec = Recorder(tmp_path / "run", model=model, optimizer=opt, announce=False)
+    for _ in range(4):
+        opt.zero_grad()
+        model["side"](model["body"](torch.randn(16, 4))).pow(2).mean().backward()
+        opt.step()
+        rec.step(1.0)
+    rec.close()
+    s = read_table(rec.run_dir, "scalars").sort_by("step").to_pydict()
+    assert s["grad_not_cleared"] == [None, 0, 0, 0]
