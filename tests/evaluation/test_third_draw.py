@@ -100,34 +100,35 @@ def test_a_varied_run_and_its_twin_train_for_real(tmp_path):
     assert m["upd_ratio"][0] > t["upd_ratio"][0]
 
 
-def test_the_fresh_sets_page_line_names_its_draw_and_flags_a_retrained_set(tmp_path, monkeypatch):
-    evaluate = pytest.importorskip("benchmarks._accuracy.evaluate")
-    monkeypatch.setattr(evaluate, "THIRD_FRESH2_DRAWN", ("2026-12-02 04:13", "2026-12-02 05:09"))
-    (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 04:13:52 UTC",
-                                                    "finished": "2026-12-02 05:09:27 UTC"}))
-    role = evaluate._fresh_role(tmp_path, "third-fresh2")
-    assert role == ("the third generator with every seed shifted by 7000 and every run redrawn (`--seed-shift "
-                    "7000 --vary`), generated at 2026-12-02 04:13–05:09 UTC before round 6's first detector "
-                    "change landed, graded once at the end of round 6 (0eade29), then looked at in round 7: a "
-                    "development set since")
-    monkeypatch.setattr(evaluate, "THIRD_FRESH3_DRAWN", ("2026-12-02 07:23", "2026-12-02 07:30"))
-    (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 07:23:32 UTC",
-                                                    "finished": "2026-12-02 07:30:05 UTC"}))
-    assert evaluate._fresh_role(tmp_path, "third-fresh3").endswith(
-        "generated at 2026-12-02 07:23–07:30 UTC from 35fc23b before round 7's first detector change was "
-        "committed, graded once at 07842d8 (round 7), then looked at: a development set since")
-    monkeypatch.setattr(evaluate, "THIRD_FRESH4_DRAWN", ("2026-12-02 08:52", "2026-12-02 08:58"))
-    (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 08:52:20 UTC",
-                                                    "finished": "2026-12-02 08:58:38 UTC"}))
-    assert evaluate._fresh_role(tmp_path, "third-fresh4").endswith(
-        "generated at 2026-12-02 08:52–08:58 UTC from d7e0c50 by the recorder with `grad_not_cleared`, before "
-        "round 7's last detector change was committed, graded once at the end of round 7; the set to quote")
+#: (set, its constant, the draw's start and end as draw.json has them, how its page line ends)
+DRAWS = [
+    ("third-fresh2", "THIRD_FRESH2_DRAWN", "2026-12-02 04:13:52", "2026-12-02 05:09:27",
+     "the third generator with every seed shifted by 7000 and every run redrawn (`--seed-shift 7000 --vary`), "
+     "generated at 2026-12-02 04:13–05:09 UTC before round 6's first detector change landed, graded once at "
+     "the end of round 6 (0eade29), then looked at in round 7: a development set since"),
+    ("third-fresh3", "THIRD_FRESH3_DRAWN", "2026-12-02 07:23:32", "2026-12-02 07:30:05",
+     "generated at 2026-12-02 07:23–07:30 UTC from 35fc23b before round 7's first detector change was "
+     "committed, graded once at 07842d8 (round 7), then looked at: a development set since"),
+    ("third-fresh4", "THIRD_FRESH4_DRAWN", "2026-12-02 08:52:20", "2026-12-02 08:58:38",
+     "generated at 2026-12-02 08:52–08:58 UTC from d7e0c50 by the recorder with `grad_not_cleared`, before "
+     "round 7's last detector change was committed, graded once at the end of round 7; the set to quote"),
     # Round 5's fresh set keeps its own draw times and says it is a development set now.
-    monkeypatch.setattr(evaluate, "THIRD_FRESH_DRAWN", ("2026-12-02 01:01", "2026-12-02 01:33"))
-    (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-02 01:01:08 UTC",
-                                                    "finished": "2026-12-02 01:33:00 UTC"}))
-    assert evaluate._fresh_role(tmp_path, "third-fresh").endswith("then looked at in round 6: a development "
-                                                                  "set since")
+    ("third-fresh", "THIRD_FRESH_DRAWN", "2026-12-02 01:01:08", "2026-12-02 01:33:00",
+     "then looked at in round 6: a development set since"),
+]
+
+
+@pytest.mark.parametrize(("name", "constant", "started", "finished", "ending"), DRAWS)
+def test_the_fresh_sets_page_line_names_its_draw(tmp_path, monkeypatch, name, constant, started, finished,
+                                                 ending):
+    evaluate = pytest.importorskip("benchmarks._accuracy.evaluate")
+    monkeypatch.setattr(evaluate, constant, (started[:16], finished[:16]))
+    (tmp_path / "draw.json").write_text(json.dumps({"started": f"{started} UTC", "finished": f"{finished} UTC"}))
+    assert evaluate._fresh_role(tmp_path, name).endswith(ending)
+
+
+def test_a_retrained_or_missing_fresh_set_is_flagged_not_to_quote(tmp_path):
+    evaluate = pytest.importorskip("benchmarks._accuracy.evaluate")
     (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-03 09:00:00 UTC",
                                                     "finished": "2026-12-03 09:40:00 UTC"}))
     assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh4")
