@@ -42,6 +42,11 @@ def scheduler_count(scheduler: Any) -> int | None:
     return None
 
 
+def held_ids(optimizer: Any) -> set[int]:
+    """The ids of the parameters in ``optimizer``'s param groups (none without an optimizer)."""
+    return {id(p) for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())}
+
+
 class ClearWatch:
     """Whether ``.grad`` was cleared between two optimizer steps, read on one parameter.
 
@@ -51,7 +56,9 @@ class ClearWatch:
     ``optimizer.step()`` the recorder keeps a reference to the ``.grad`` of
     the smallest trainable parameter the optimizer holds, and its version: when the next
     accumulation into that parameter finds the same tensor exactly one
-    version on, nothing cleared it. Two comparisons per optimizer step; the
+    version on, nothing cleared it. One hook on that parameter (the step
+    side rides on :class:`LoopWatch`'s step post-hook), two comparisons per
+    optimizer step; the
     reference is dropped at that check. (``p.grad.data.zero_()`` bypasses
     the version counter and reads as not cleared; the engine confirms with
     the norm's growth.)
@@ -60,7 +67,7 @@ class ClearWatch:
     def __init__(self, named: Sequence[tuple[str, nn.Parameter]], optimizer: Any) -> None:
         # Only a parameter the optimizer holds: zero_grad() clears those alone, and a parameter left
         # out of it keeps summing its gradient whatever the loop does (parameters_not_in_optimizer).
-        held = {id(p) for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())}
+        held = held_ids(optimizer)
         trainable = [p for _, p in named if p.requires_grad and id(p) in held]
         self.result: int | None = None
         self._ref: Any = None
@@ -70,10 +77,12 @@ class ClearWatch:
         if optimizer is None or not trainable:
             return
         self._param = min(trainable, key=lambda p: p.numel())
-        self._handles = [optimizer.register_step_post_hook(self._stepped),
-                         self._param.register_post_accumulate_grad_hook(self._accumulated)]
+        self._handles = [self._param.register_post_accumulate_grad_hook(self._accumulated)]
 
-    def _stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+    def stepped(self) -> None:
+        """After ``optimizer.step()`` (called from :class:`LoopWatch`'s step post-hook, one hook for both)."""
+        if not self._handles:
+            return
         grad = self._param.grad
         self._ref, self._version, self._armed = grad, (grad._version if grad is not None else -1), True
 
@@ -105,21 +114,22 @@ class LoopWatch:
         self.trainable = np.array([p.requires_grad for _, p in named], dtype=bool)
         self.ever = np.zeros(len(named), dtype=bool)
         self.optimizer_steps = 0
+        self.cleared = ClearWatch(named, optimizer)
         self._hook = optimizer.register_step_post_hook(self._stepped) if optimizer is not None else None
         self.scheduler = scheduler
         start = scheduler_count(scheduler) if scheduler is not None else None
         self._scheduler_start = start
         self.without_grad: list[str] | None = None  # None until a step's gradients were read
-        self.cleared = ClearWatch(named, optimizer)
 
     def _stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.optimizer_steps += 1
+        self.cleared.stepped()
 
     def outside(self, named: Sequence[tuple[str, nn.Parameter]], optimizer: Any) -> list[str] | None:
         """Trainable parameters in none of ``optimizer``'s param groups (None without an optimizer)."""
         if optimizer is None:
             return None
-        held = {id(p) for group in optimizer.param_groups for p in group.get("params", ())}
+        held = held_ids(optimizer)
         return [n for n, p in named if p.requires_grad and id(p) not in held]
 
     def columns(self) -> dict[str, int]:
