@@ -41,6 +41,7 @@ from recorders._torch_env import check_every, config_of, dist_rank, environment,
 from recorders._torch_events import step_events
 from recorders._torch_hooks import ActivationWatch, BackwardEnd, FirstForward, depth_order
 from recorders._torch_loop import LoopWatch, ModeWatch, total_norm
+from recorders._torch_outgrad import OutputGradWatch
 from recorders._torch_scale import ScaleTracker, enabled
 from recorders._torch_sharded import norms_for
 from recorders._torch_signals import Handlers
@@ -124,6 +125,8 @@ class Recorder(Handlers):
     def _attach(self, watch_activations: bool, handle_signals: bool) -> None:
         self._first = FirstForward(self.model, self._after_first_forward)
         self._modes = ModeWatch(self.model)
+        self._outgrad = OutputGradWatch(self.model)
+        self._outgrad.armed = self._is_layer_step(self._step)
         self._backward = BackwardEnd([p for p in self._params if p.requires_grad], self._at_backward_end)
         self._backward.active = self._reads_grads(self._step)
         opt = self.optimizer
@@ -230,6 +233,7 @@ class Recorder(Handlers):
         self._modes.clear()  # forwards after a recorded step belong to what comes next (a validation)
         self._step = s + 1
         self._backward.active = self._reads_grads(self._step)
+        self._outgrad.armed = self._is_layer_step(self._step)
 
     def validation(self, val_loss: Any, **scalars: Any) -> None:
         """Record a validation pass run after the last recorded step."""
@@ -287,7 +291,7 @@ class Recorder(Handlers):
         scaler = self._scaler if scaler is None else scaler
         self._scaler = scaler
         lrs = self._lrs or self._lrs_backward or self._read_lrs() or []
-        scalars = {**scalars, **self._loop.columns()}
+        scalars = {**scalars, **self._loop.columns(), **(self._outgrad.take(self._n_backward) if layer_step else {})}
         if not reads and not enabled(scaler) and self._watch is None:
             # No gradient read this step: its device scalars wait for the next step's one transfer.
             self._deferred.append((s, (_detached(loss), lrs, {k: _detached(v) for k, v in scalars.items()},
@@ -362,8 +366,8 @@ class Recorder(Handlers):
         self._guard("recording deferred steps", self._resolve)
         atexit.unregister(self._resolve_at_exit)
         self._closed = True
-        for part in (self._first, self._modes, self._backward, self._watch, self._lr_hook, self._loop,
-                     self._math.watch):
+        for part in (self._first, self._modes, self._outgrad, self._backward, self._watch, self._lr_hook,
+                     self._loop, self._math.watch):
             if part is not None:
                 self._guard("removing hooks", part.remove)
         self._restore_handlers()

@@ -218,6 +218,11 @@ def headline(status: str, curve: Any, findings: Sequence[Any], numbers: Mapping[
 def _symptom(label: str, curve: Any, numbers: Mapping[str, Any]) -> str:
     """What the curve did, in words whose direction comes from the key numbers."""
     first, final = numbers.get("first_loss"), numbers.get("final_loss")
+    ev = getattr(curve, "evidence", {}) or {}
+    if label == "underfitting" and ev.get("kind") == "no_validation_progress":
+        return (f"the validation loss never improved (best {ev['val_min']:.4g}, "
+                f"{ev['val_drop_from_first']:.1%} below its first evaluation) while the training loss fell "
+                f"{ev['relative_drop']:.1%}")
     if label == "underfitting" and _finite(first) and _finite(final) and first != 0:
         change = (final - first) / abs(first)
         way = "rose" if change > 0 else "fell only"

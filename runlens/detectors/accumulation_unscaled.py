@@ -39,7 +39,15 @@ class AccumulationUnscaled(Detector):
         hides it until K changes again.
 
     How it decides:
-        The per-step median over modules of ``update_norm / weight_norm``
+        K is the config's count, or else the backward passes per optimizer
+        step the recorder counted (``backward_passes``). With the recorder's
+        ``ce_grad_scale`` (N times the largest entry of the gradient that
+        reached the logits of a softmax cross-entropy, a lower bound on the
+        factor the loss was multiplied by: 1 for a mean, 1/K for a mean
+        divided by K; over ``loss_scale`` under a GradScaler), it fires when
+        the largest reading exceeds ``margin / K``: proof that the loss was
+        not divided, whatever the step sizes. Otherwise, from the steps:
+        the per-step median over modules of ``update_norm / weight_norm``
         (measured, or a lower bound from the weight norms' changes), its
         median over the first half of the recorded rows: ``update_ratio``.
         It fires when K > 1 is stated, the optimizer is not Adam-family
@@ -57,25 +65,38 @@ class AccumulationUnscaled(Detector):
 
     Parameters:
         min_update_ratio: least update/weight ratio that counts as too large (1e-2).
+        margin: how far above 1/K the recorder's bound must be, for float error and rows of padding (1.25).
     """
 
     code = "accumulation_unscaled"
     severity = "warning"
     title = "Gradient accumulation without loss scaling"
-    needs = Needs(scalars=("lr",), layers=("weight_norm", "update_norm"), requires=("layers.weight_norm",))
-    constraints = {"min_update_ratio": Interval(float, 0, None, closed="neither")}
+    needs = Needs(scalars=("lr", "ce_grad_scale", "backward_passes", "loss_scale"),
+                  layers=("weight_norm", "update_norm"), requires=("layers.weight_norm",))
+    constraints = {"min_update_ratio": Interval(float, 0, None, closed="neither"),
+                   "margin": Interval(float, 1, None)}
 
-    def __init__(self, *, min_update_ratio: float = 1e-2) -> None:
+    def __init__(self, *, min_update_ratio: float = 1e-2, margin: float = 1.25) -> None:
         self.min_update_ratio = min_update_ratio
+        self.margin = margin
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        k, k_source = config_number(run.config, ACCUMULATION_KEYS)
+        k, k_source = accumulation_count(run)
         if k is None or k <= 1:
             return []
         family, _ = optimizer_family(run.config)
         named = any(run.config.get(key) for key in ("optimizer", "optim", "optimizer_name", "opt"))
         if family == "adam" or (family is None and named):
             return []  # Adam-family, or an optimizer this reading cannot place: no claim
+        bound = loss_factor_bound(run)
+        if bound is not None and bound > self.margin / k:
+            ev = {"accumulation_steps": int(k), "accumulation_source": k_source, "loss_factor_at_least": bound,
+                  "divided_loss_factor_at_most": 1 / k, "reading": "recorder: the logits' gradient",
+                  "optimizer": family or "unknown"}
+            return [self.finding(
+                f"with {int(k)} micro-batches per optimizer step ({k_source}), the gradient reaching the logits "
+                f"shows the loss multiplied by at least {bound:.2g}, where a loss divided by {int(k)} allows at "
+                f"most {1 / k:.2g}: the loss is not divided by the accumulation count", evidence=ev)]
         ratio, source, _ = step_ratios(ctx.signals_of(run))
         with np.errstate(all="ignore"):
             ratio = np.where(np.isfinite(ratio) & (ratio > 0), ratio, np.nan)
@@ -92,3 +113,29 @@ class AccumulationUnscaled(Detector):
             f"with {int(k)} accumulation steps ({k_source}) the updates are {r:.2g} of the weights, "
             f"{r / k:.2g} if divided by {int(k)}: the loss is likely not divided by the accumulation count",
             evidence=ev)]
+
+
+def accumulation_count(run: Run) -> tuple[float | None, str | None]:
+    """K: the config's accumulation count, else the backward passes per optimizer step the recorder
+    counted (their median over the steps it read them on)."""
+    k, source = config_number(run.config, ACCUMULATION_KEYS)
+    if k is not None:
+        return k, source
+    passes = run.column("scalars", "backward_passes")
+    seen = passes[np.isfinite(passes)] if passes is not None else np.empty(0)
+    if seen.size == 0:
+        return None, None
+    return float(np.median(seen)), "recorder: backward passes per optimizer step"
+
+
+def loss_factor_bound(run: Run) -> float | None:
+    """The largest ``ce_grad_scale`` the recorder read (a lower bound on what the loss was multiplied
+    by), over the loss scale a mixed-precision scaler multiplied it by on that step; None without one."""
+    scale = run.column("scalars", "ce_grad_scale")
+    if scale is None:
+        return None
+    amp = run.column("scalars", "loss_scale")
+    if amp is not None:
+        scale = scale / np.where(np.isfinite(amp) & (amp > 0), amp, 1.0)
+    seen = scale[np.isfinite(scale) & (scale > 0)]
+    return float(np.max(seen)) if seen.size else None

@@ -122,6 +122,8 @@ class InputsNotNormalized(Detector):
             raise Skip("needs per-layer gradient and weight norms")
         if len(grads.modules) < 3:
             raise Skip("needs at least 3 weight modules to compare the first with")
+        if grads.values.shape[0] == 0:  # every layer row came after the loss went non-finite
+            raise Skip("needs a layer row before the loss went non-finite")
         kinds = {e.get("module"): str(e.get("kind")) for e in run.layer_info}
         if any(k in kinds.get(grads.modules[0], "") for k in _INPUT_FREE):
             return []

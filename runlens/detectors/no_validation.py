@@ -31,7 +31,10 @@ class NoValidation(Detector):
         Counts the non-null values of ``val_loss`` and of every
         ``val_loss@<set>`` column (the signals' validation series); fires
         when there are none. A NaN validation loss counts as logged (it is
-        a value, and a problem the curve classifier reports).
+        a value, and a problem the curve classifier reports). Silent when
+        the training loss became non-finite: a diverged run has no
+        generalization to judge, and often ended before its first
+        evaluation was due.
 
     What to try:
         1. Evaluate on a held-out split every few hundred steps and log it
@@ -48,8 +51,11 @@ class NoValidation(Detector):
     needs = Needs(evals=("val_loss", "val_loss@*"))
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        if any(len(s) for s in ctx.signals_of(run).validation.values()):
+        sig = ctx.signals_of(run)
+        if any(len(s) for s in sig.validation.values()):
             return []
+        if sig.first_nonfinite_step is not None:
+            return []  # the loss went NaN/Inf: no held-out loss would judge anything; the NaN comes first
         rows = 0 if run.evals is None else run.evals.num_rows
         return [self.finding("No validation loss was logged; overfitting cannot be judged",
                              evidence={"eval_rows": rows, "val_loss_values": 0},

@@ -128,7 +128,7 @@ def test_findings_are_ordered_by_severity_then_cause_first():
     for i, f in enumerate(found):
         for cause in f.evidence.get("caused_by", ()):
             assert position[cause] < i or found[position[cause]].severity != f.severity, (cause, f.code)
-    assert found[-1].code == "no_validation"
+    assert "no_validation" not in position  # the loss went NaN: the missing held-out loss judges nothing
 
 
 def _finding(code: str, **evidence) -> Finding:

@@ -105,3 +105,20 @@ def test_silent_twin_noisy_gradients_that_swing_everywhere_alike(seed):
     g, w, u = healthy_net(seed, n=120, m=5, noise=0.6)
     g *= 10 ** rng.uniform(-0.5, 0.5, (120, 1))
     assert check("inputs_not_normalized", make_run(g, w, u, loss=falling_loss(seed, 120))) == []
+
+
+def test_a_run_whose_only_layer_row_has_a_nan_loss_is_skipped_not_crashed():
+    # Found by the property test: the signals keep no layer row at or after the first NaN loss.
+    import pyarrow as pa
+
+    from runlens import analyze
+    from runlens.testing import build_run
+
+    names = ["emb.weight", "h0.weight", "h1.weight", "head.weight"]
+    run = build_run(loss=pa.array([float("nan")]), steps=np.array([0]), scalars={"lr": pa.array([1e-3])},
+                    layers={"grad_norm": np.array([[1.9, 1.1, 0.6, 1.4]]), "weight_norm": np.array([[6.3, 5.9, 4.3, 3.7]])},
+                    layer_steps=np.array([0]), layer_names=names,
+                    meta={"layers": [{"name": n, "index": i, "module": n.split(".")[0], "kind": "Linear",
+                                      "shape": [4, 4], "numel": 16} for i, n in enumerate(names)]})
+    outcome = {o.code: o for o in analyze(run).outcomes}["inputs_not_normalized"]
+    assert outcome.state == "skipped" and "non-finite" in outcome.reason

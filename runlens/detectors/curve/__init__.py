@@ -160,7 +160,12 @@ class CurveClassifier(Detector):
           2..16 unambiguously and barely varies (robust sd within 2% of ln K)
           (``chance_source`` says which); or the loss made no progress
           (above; ``kind: no_progress``), e.g. a relative drop ``(S - E) /
-          |S|`` below ``min_drop``. The evidence's
+          |S|`` below ``min_drop``; or the held-out loss made none while the
+          training loss fell by less than half (``kind:
+          no_validation_progress``: ``min_evals_after + 1`` evaluations or
+          more, the best not ``min_drop`` below the first evaluation nor
+          below ``S``, the last third's median not above the first: batches
+          memorised or the class prior learned, nothing that carries over). The evidence's
           ``weight_norm_ratio`` is the median over modules of the last weight
           norm over the first: at a tenth or less the weights collapsed
           toward zero (weight decay), and that, not the gradients it
@@ -305,7 +310,7 @@ class CurveClassifier(Detector):
                    or unstable(self, steps, x, f, sig) or val_unstable(self, steps, x, sets, f, sig))
         if verdict is not None:
             return verdict
-        return underfitting(self, steps, x, f, run, sig) or CurveVerdict(
+        return underfitting(self, steps, x, f, run, sig, sets) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and settled", _ev(f))
 
 

@@ -48,10 +48,39 @@ def chaotic(cfg: CurveParams, sig: Signals | None) -> bool:
     return ratio is not None and ratio[0] > cfg.step_ratio
 
 
+def validation_stalled(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+                       f: dict[str, Any]) -> dict[str, Any] | None:
+    """Whether held-out data shows no progress while the training loss fell modestly: the best
+    validation loss is not ``min_drop`` below its first evaluation nor below the training loss's
+    start level (so learning before the first evaluation counts), over ``min_evals_after + 1``
+    evaluations at least, and its last third's median is not above its first evaluation, while the
+    training loss fell by less than half. A training loss that fell further, or a validation loss
+    that ended worse than it began, is memorisation: the overfitting reading's question.
+
+    A loss that fell 9% on training batches (the class prior, memorised batches) while the
+    validation loss never moved learned nothing that carries over: no progress, though the
+    training curve alone passes the trend test."""
+    name = "val_loss" if "val_loss" in sets else next(iter(sets), None)
+    if name is None:
+        return None
+    v = sets[name][1]
+    S = f["start_level"]
+    if v.size < cfg.min_evals_after + 1 or not (S > 0 and float(np.min(v)) > 0) or f["relative_drop"] >= 0.5:
+        return None
+    first, best = float(v[0]), float(np.min(v))
+    if best <= (1 - cfg.min_drop) * max(first, S):
+        return None
+    if float(np.median(v[-max(2, v.size // 3):])) > first:
+        return None  # validation got worse than where it began: the overfitting reading's question
+    return {"val_set": name, "val_first": first, "val_min": best, "val_evals": int(v.size),
+            "val_drop_from_first": (first - best) / first, "val_drop_from_train_start": (S - best) / S}
+
+
 def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
-                  sig: Signals) -> CurveVerdict | None:
+                  sig: Signals, sets: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> CurveVerdict | None:
     classes, source = shape.stated_classes(run)
     chance = chance_test(steps, x, classes, source)
+    stalled = validation_stalled(cfg, sets, f) if sets else None
     if chance is not None:
         k = chance["chance_classes"]
         reason = (f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} classes (K from "
@@ -66,6 +95,13 @@ def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str
                   f"the loss made no significant progress: its {f['relative_drop']:.1%} fall is within its "
                   f"noise (Kendall p={p:.2g})")
         ev = _ev(f, kind="no_progress", step=int(steps[0]))
+    elif stalled is not None:
+        reason = (f"the validation loss never improved: its best {stalled['val_min']:.4g} is "
+                  f"{stalled['val_drop_from_first']:.1%} below its first evaluation and "
+                  f"{stalled['val_drop_from_train_start']:.1%} below the training loss's start over "
+                  f"{stalled['val_evals']} evaluations, while the training loss fell {f['relative_drop']:.1%}: "
+                  "nothing learned carries over to held-out data")
+        ev = _ev(f, kind="no_validation_progress", step=int(steps[0]), **stalled)
     else:
         return None
     ratio, note = weight_collapse(sig, run.config)

@@ -119,3 +119,52 @@ def test_the_underfitting_verdict_measures_a_weight_collapse_and_says_so():
     intact = next(f for f in analyze(_decaying_weights_run(0.9)).findings if f.code == "underfitting")
     assert intact.evidence["weight_norm_ratio"] == pytest.approx(0.9, rel=0.05)
     assert "pinned" not in intact.title
+
+
+def _memorising_prior(n: int, seed: int, *, fall: float) -> np.ndarray:
+    """The training loss falls by ``fall`` of its start (the class prior, memorised batches) in the
+    first fifth, then jitters at that level."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    return 1.8 * (1 - fall * (1 - np.exp(-t / 0.05))) * np.exp(0.04 * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_validation_loss_that_never_moves_makes_no_progress(seed):
+    # Shuffled labels on an imbalanced task: training batches fall 15% (the prior), validation 2%.
+    rng = np.random.default_rng(100 + seed)
+    val = 1.73 - 0.04 * (1 - np.exp(-np.arange(20) / 3)) + 0.003 * rng.standard_normal(20)
+    x = _memorising_prior(600, seed, fall=0.15)
+    assert classify(make_run(x)).label == "healthy"  # the training curve alone passes
+    run = make_run(x, val_loss=val, val_steps=np.arange(20) * 30 + 29)
+    v = classify(run)
+    assert v.label == "underfitting", (v.label, v.reason)
+    assert v.evidence["kind"] == "no_validation_progress" and v.evidence["val_evals"] == 20
+    assert "validation loss never improved" in v.reason
+    assert "validation loss never improved" in analyze(run).headline
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_validation_that_learned_before_its_first_evaluation_is_progress(seed):
+    # Silent twin: the first evaluation comes after the first epoch, already far below where the
+    # training loss started; validation then moves little, as a converged run's does.
+    rng = np.random.default_rng(200 + seed)
+    val = 0.62 - 0.03 * (1 - np.exp(-np.arange(20) / 3)) + 0.003 * rng.standard_normal(20)
+    x = healthy(600, seed, scale=1.8, floor=0.3, rate=12)
+    v = classify(make_run(x, val_loss=val, val_steps=np.arange(20) * 30 + 29))
+    assert v.label == "healthy", (v.label, v.reason)
+
+
+def test_a_training_loss_that_halved_while_validation_stood_still_is_not_this_reading():
+    # Memorisation (the training loss fell 60%) is for the overfitting reading, not "no progress".
+    rng = np.random.default_rng(7)
+    val = 1.73 + 0.003 * rng.standard_normal(20)
+    v = classify(make_run(_memorising_prior(600, 7, fall=0.6), val_loss=val, val_steps=np.arange(20) * 30 + 29))
+    assert v.evidence.get("kind") != "no_validation_progress", v.reason
+
+
+def test_the_validation_reading_needs_enough_evaluations():
+    rng = np.random.default_rng(8)
+    val = 1.73 + 0.003 * rng.standard_normal(4)
+    v = classify(make_run(_memorising_prior(600, 8, fall=0.12), val_loss=val, val_steps=np.arange(4) * 150 + 149))
+    assert v.evidence.get("kind") != "no_validation_progress", v.reason

@@ -1,0 +1,91 @@
+"""``ce_grad_scale`` and ``backward_passes`` (recorders/_torch_outgrad.py): the factor a softmax
+cross-entropy was multiplied by, bounded from below off the logits' gradient, against the factor the
+loop used, measured here in torch."""
+
+from __future__ import annotations
+
+import pytest
+from recorder_testutil import read_table
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from recorders.torch import Recorder  # noqa: E402
+
+
+class Net(nn.Module):
+    def __init__(self, out: str = "tensor") -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 5))
+        self.out = out
+
+    def forward(self, x):
+        z = self.body(x)
+        if self.out == "dict":
+            return {"logits": z, "hidden": x}
+        return (z, x) if self.out == "tuple" else z
+
+
+def _train(path, *, k: int, divide: bool, reduction: str = "mean", out: str = "tensor", loss: str = "ce",
+           steps: int = 6, layers_every: int = 1):
+    torch.manual_seed(0)
+    model = Net(out)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    true = []
+    with Recorder(path, model, opt, layers_every=layers_every, handle_signals=False, announce=False) as rec:
+        for _ in range(steps):
+            opt.zero_grad()
+            for _ in range(k):
+                x, y = torch.randn(8, 6), torch.randint(0, 5, (8,))
+                z = model(x)
+                z = z if isinstance(z, torch.Tensor) else (z["logits"] if isinstance(z, dict) else z[0])
+                if loss == "ce":
+                    raw = nn.functional.cross_entropy(z, y, reduction=reduction)
+                else:
+                    raw = nn.functional.mse_loss(z, nn.functional.one_hot(y, 5).float())
+                factor = (1 / k if divide else 1.0) * (8 if reduction == "sum" else 1)
+                true.append(factor)
+                (raw / k if divide else raw).backward()
+                model.eval()
+                with torch.no_grad():  # a validation forward between micro-batches is not read
+                    model(torch.randn(4, 6))
+                model.train()
+            opt.step()
+            rec.step(raw)
+    return read_table(rec.run_dir, "scalars").sort_by("step").to_pydict(), true
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+@pytest.mark.parametrize("divide", [True, False])
+def test_the_scale_is_a_lower_bound_on_the_factor_the_loss_was_multiplied_by(tmp_path, k, divide):
+    s, true = _train(tmp_path / "run", k=k, divide=divide)
+    factor = true[0]
+    assert all(v is not None for v in s["ce_grad_scale"])
+    # (p - y) has an entry of size 1 - p_y <= 1: the bound never passes the factor, and at init
+    # (p_y near 1/5) it comes within a factor of two of it.
+    assert all(0.5 * factor <= v <= factor * (1 + 1e-5) for v in s["ce_grad_scale"]), (s["ce_grad_scale"], factor)
+    assert s["backward_passes"] == [k] * 6
+    if k > 1:  # the engine's rule: above 1/K only when the loss was not divided
+        assert (max(s["ce_grad_scale"]) > 1.25 / k) == (not divide)
+
+
+def test_a_summed_loss_reads_its_batch_size(tmp_path):
+    s, _ = _train(tmp_path / "run", k=1, divide=False, reduction="sum")
+    assert all(4 <= v <= 8 * (1 + 1e-5) for v in s["ce_grad_scale"])
+
+
+@pytest.mark.parametrize("out", ["dict", "tuple"])
+def test_the_logits_of_a_model_output_are_read(tmp_path, out):
+    s, _ = _train(tmp_path / "run", k=2, divide=False, out=out)
+    assert all(0.5 <= v <= 1 + 1e-5 for v in s["ce_grad_scale"])
+
+
+def test_an_output_that_is_not_a_softmax_cross_entropy_writes_nothing(tmp_path):
+    # Silent twin: a mean squared error's rows do not sum to zero.
+    s, _ = _train(tmp_path / "run", k=2, divide=False, loss="mse")
+    assert "ce_grad_scale" not in s and "backward_passes" not in s
+
+
+def test_only_the_steps_that_record_layers_read_it(tmp_path):
+    s, _ = _train(tmp_path / "run", k=2, divide=False, layers_every=3)
+    assert [v is not None for v in s["ce_grad_scale"]] == [True, False, False, True, False, False]
