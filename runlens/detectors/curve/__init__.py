@@ -98,7 +98,11 @@ class CurveClassifier(Detector):
           progress (below), or whose steps are large (late update/weight
           above ``step_ratio``): jitter around a loss that never moved is
           underfitting, not instability, and the loss alone cannot tell a
-          batch of 4's noise from chaos; judged against the
+          batch of 4's noise from chaos; and not when the measured late
+          steps are small, ``update_norm`` over the weights at most
+          ``step_ratio / 10`` at the median module and ``step_ratio`` at
+          the largest: weights that barely move cannot make the loss jump,
+          so its spread is minibatch sampling; judged against the
           loss's own scale and progress, so a loss that fell 99% to near zero
           is not unstable for its relative jitter) or its level wanders beyond
           what independent minibatch noise allows (variance ratio of bucket

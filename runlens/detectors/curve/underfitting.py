@@ -76,6 +76,17 @@ def validation_stalled(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.nd
             "val_drop_from_first": (first - best) / first, "val_drop_from_train_start": (S - best) / S}
 
 
+def calm(cfg: CurveParams, sig: Signals | None) -> bool:
+    """Whether the measured late steps are small (the median module's update/weight ratio at most
+    ``step_ratio / 10``, the 1e-3 rule of thumb, and no module's above ``step_ratio``): weights that
+    move that little cannot make the loss jump, so a training loss's jitter is minibatch sampling
+    (a batch of 4), not instability. Only ``update_norm`` counts: a lower bound from the weight
+    norms' changes cannot show that steps were small."""
+    ratio = late_step_ratio(sig) if sig is not None else None
+    return (ratio is not None and ratio[1] == "update_norm" and ratio[0] <= cfg.step_ratio / 10
+            and ratio[2] <= cfg.step_ratio)
+
+
 def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
                   sig: Signals, sets: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> CurveVerdict | None:
     classes, source = shape.stated_classes(run)

@@ -14,7 +14,7 @@ import numpy as np
 from runlens.detectors.curve.features import curve_evidence as _ev
 from runlens.detectors.curve.features import memo
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.underfitting import chaotic, progressed
+from runlens.detectors.curve.underfitting import calm, chaotic, progressed
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.shift import level_shift
 
@@ -43,7 +43,7 @@ def unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, An
     S, E, D, scale = f["start_level"], f["end_level"], f["late_spread"], f["scale"]
     progress = (S - E) / D if D > 0 else math.inf
     noisy = (progress < cfg.min_progress and D >= cfg.dispersion * scale
-             and (progressed(cfg, f) or chaotic(cfg, sig)))
+             and (progressed(cfg, f) or chaotic(cfg, sig)) and not calm(cfg, sig))
     w = f["wander"]
     # Wandering must undo a real share of the progress, be visible at the
     # loss's own level, and be present in both halves of the late third

@@ -298,3 +298,27 @@ def test_twin_validation_jumping_by_a_tenth_of_the_fall_is_unstable(seed):
     d = analyze(_near_zero_run(seed, 0.1, absolute=True))
     assert d.curve.label == "unstable", d.curve.reason
     assert d.curve.evidence["kind"] == "val_jumps"
+
+
+def _batch_of_four(seed: int) -> np.ndarray:
+    """A batch of 4: the loss falls 30% while each step's loss scatters by a third of its level."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(N) / N
+    return (1.2 + 0.5 * np.exp(-4 * t)) * np.exp(0.35 * rng.standard_normal(N))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_minibatch_scatter_with_small_measured_steps_is_not_unstable(seed):
+    # Weights moving 5e-4 of their norm per step cannot make the loss jump: the scatter is sampling.
+    table, meta = layers_table(N, 5e-4, seed=seed)
+    v = classify(make_run(_batch_of_four(seed), layers=table, meta={"name": "synthetic", "layers": meta}))
+    assert v.label == "healthy", (v.label, v.reason)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_same_scatter_with_large_steps_or_no_steps_recorded_stays_unstable(seed):
+    # Twins: steps of 3% of the weights, or no step sizes at all, leave the loss's own reading.
+    table, meta = layers_table(N, 0.03, seed=seed)
+    large = classify(make_run(_batch_of_four(seed), layers=table, meta={"name": "synthetic", "layers": meta}))
+    assert large.label == "unstable" and large.evidence["kind"] == "noisy", (large.label, large.reason)
+    assert classify(make_run(_batch_of_four(seed))).label == "unstable"
