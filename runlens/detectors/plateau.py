@@ -59,6 +59,11 @@ class Plateau(Detector):
         significant upward trend, its last quarter ``1 / (1 - lr_cut)`` times
         its first or more), the loss was never stuck at one rate and nothing
         is reported; a rate held on the plateau and raised after it is.
+        When a module that did not move from the flat stretch's start (its
+        recorded update norm exactly 0 or absent on its first 3 layer
+        records there, or more) began to move by the fall's step, the fall
+        came with unfreezing it: a planned phase (a head trained before its
+        backbone), and nothing is reported.
         Not judged on a ``diverged``, ``unstable`` or ``insufficient_data``
         curve. Severity warning: training was stuck, at a rate that could not
         learn when the logged rate at the fall is ``1 / (1 - lr_cut)`` times
@@ -88,7 +93,7 @@ class Plateau(Detector):
     severity = "warning"
     severities = ("info", "warning")  # info when the loss escaped at the same learning rate
     title = "Loss plateau"
-    needs = Needs(scalars=("loss", "lr", "step_skipped"), requires=("scalars.loss",))
+    needs = Needs(scalars=("loss", "lr", "step_skipped"), layers=("update_norm",), requires=("scalars.loss",))
 
     depends: ClassVar[tuple[str, ...]] = ("curve",)
     constraints: ClassVar[dict[str, Interval]] = {
@@ -114,7 +119,7 @@ class Plateau(Detector):
         if x.size < self.min_points:
             raise Skip(f"only {x.size} finite training losses (< {self.min_points})")
         found = self._find(steps, x)
-        if found is None or self._schedule_cut(sig, x, found) or self._warmup(sig, found):
+        if found is None or self._schedule_cut(sig, x, found) or self._warmup(sig, found) or _unfrozen(sig, found):
             return []
         t = found["trend"]
         length = int(found["end_step"] - found["start_step"])
@@ -242,3 +247,22 @@ def _rates(rate: Series, found: dict[str, Any]) -> tuple[np.ndarray, np.ndarray,
     s, lr = rate.steps, rate.values
     on = (s >= found["start_step"]) & (s <= found["end_step"])
     return lr[on], s[on], lr[(s > found["end_step"]) & (s <= found["fall_step"])]
+
+
+def _unfrozen(sig: Signals, found: dict[str, Any]) -> bool:
+    """Whether a module frozen from the plateau's start began to move by the fall: ``update_norm`` zero
+    or absent on its first layer records from the flat stretch's start (3 at least, all in the
+    stretch), then positive on one at or before the fall's step."""
+    lay = sig.layers
+    upd = lay.modules("update_norm") if lay else None
+    if upd is None:
+        return False
+    keep = upd.steps >= found["start_step"]
+    steps, moved = upd.steps[keep], np.nan_to_num(upd.values[keep], nan=0.0) > 0
+    if steps.size < 4:
+        return False
+    first = np.where(moved.any(axis=0), np.argmax(moved, axis=0), steps.size)  # each module's first move
+    began = (first >= 3) & (first < steps.size)
+    at = steps[np.minimum(first, steps.size - 1)]
+    return bool((began & (steps[np.minimum(2, steps.size - 1)] <= found["end_step"])
+                 & (at <= found["fall_step"])).any())

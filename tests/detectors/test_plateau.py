@@ -152,3 +152,39 @@ def test_a_plateau_is_a_warning_only_when_the_rate_was_raised_or_is_unknown(lr, 
     d = analyze(make_run(_plateau_then_fall(n, 0), lr=rate))
     (f,) = [f for f in d.findings if f.code == "plateau"]
     assert f.severity == severity and f.evidence["lr_raised"] is raised, f
+
+
+def _phased_layers(n: int, backbone_moves, every: int = 10):
+    """A layers table of a backbone of two modules and a head: the backbone's update norm is 1e-2 on
+    the records where ``backbone_moves(steps)`` holds and 0 elsewhere; the head always moves."""
+    from runlens.testing import format_table
+
+    steps = np.arange(0, n, every, dtype=np.int64)
+    names = ["backbone0.weight", "backbone1.weight", "head.weight"]
+    body = np.where(backbone_moves(steps), 1e-2, 0.0)
+    upd = np.stack([body, body, np.full(steps.size, 1e-2)], axis=1)
+    table = format_table("layers", {"step": np.repeat(steps, 3), "layer": names * steps.size,
+                                    "grad_norm": np.ones(3 * steps.size), "weight_norm": np.full(3 * steps.size, 5.0),
+                                    "update_norm": upd.ravel()})
+    meta = [{"name": nm, "index": i, "module": nm.split(".")[0], "kind": "Linear", "shape": [8, 8], "numel": 64}
+            for i, nm in enumerate(names)]
+    return table, {"name": "phased", "layers": meta}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_when_the_fall_came_with_unfreezing_a_backbone(seed):
+    n = 2000
+    x = stuck_then_falls(n, seed)  # flat for 40% of the run, then learns
+    table, meta = _phased_layers(n, lambda s: s >= 0.4 * n)
+    assert findings(x, layers=table, meta=meta) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("moves", [lambda s: s >= 0, lambda s: s < 0], ids=["all-along", "frozen-for-good"])
+def test_fires_when_the_backbone_moved_all_along_or_never(seed, moves):
+    # Twins of the unfrozen run: every module moving from the start (a real plateau), and a backbone
+    # frozen for good (it did not end the plateau).
+    n = 2000
+    table, meta = _phased_layers(n, moves)
+    [f] = findings(stuck_then_falls(n, seed), layers=table, meta=meta)
+    assert f.code == "plateau"
