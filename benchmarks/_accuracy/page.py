@@ -107,7 +107,17 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "(`draw.json` has the times) into a folder outside the repository, before the round's last detector commit "
     "(`late_loss_variance`); training runs no runlens engine code. Its runs were recorded by the recorder with "
     "`grad_not_cleared`, so the recorder's reading of a missing `zero_grad` is graded on it. Nothing of it was "
-    "diagnosed, and its generator log was not read, before its one grading.",
+    "diagnosed, and its generator log was not read, before its one grading. Graded once at 0022a2e (curve "
+    "0.87, recall 0.86, fault's code first 0.83, healthy runs with a warning or error 0/12); its misses were "
+    "read in round 8: a development set since.",
+    "`third-fresh5` (round 8): the same generator and redraw with every seed shifted by 17000 (`python -m "
+    "benchmarks.third --seed-shift 17000 --vary`), trained from the committed tree at ee3f4ff (`draw.json` has "
+    "the times) into a folder outside the repository, before the round's last detector commit (`plateau`, "
+    "c98399f); training runs no runlens engine code. Its runs were recorded by the recorder with "
+    "`ce_grad_scale` and `backward_passes`, so the recorder's reading of a loss not divided by the "
+    "accumulation count is graded on it. Nothing of it was diagnosed before its one grading; while it "
+    "trained, the only lines of its generator log read were the last two on screen, cut to 60 characters "
+    "(two labels, no diagnosis).",
 )
 
 
@@ -260,9 +270,12 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              "of round 6 (0eade29; figures in that round's closing note), then looked at in round 7: a "
              "development set since. *third-fresh3* (round 7) is another such draw (seeds shifted by 11000), "
              "trained before round 7's first detector change was committed, graded once at 07842d8 and looked "
-             "at since. *third-fresh4* (round 7, second half; seeds shifted by 13000) was trained before the "
-             "round's last detector change, by the recorder that writes `grad_not_cleared`, with nothing of it "
-             "diagnosed before its one grading, at the commit above: **quote third-fresh4**. A set absent "
+             "at since. *third-fresh4* (round 7, second half; seeds shifted by 13000) was trained before that "
+             "round's last detector change, by the recorder that writes `grad_not_cleared`, graded once at "
+             "0022a2e and looked at in round 8. *third-fresh5* (round 8; seeds shifted by 17000) was trained "
+             "before the round's last detector change, by the recorder that writes `ce_grad_scale`, with "
+             "nothing of it diagnosed before its one grading, at the commit above: **quote third-fresh5**. "
+             "A set absent "
              "from this page was not regenerated in that round (its data is not kept in the repository); "
              "its last figures are in the page's history.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",

@@ -77,6 +77,9 @@ FRESH3_SEED_SHIFT = 11000
 # The never-seen draw of round 7's second half (``third-fresh4``): ``--seed-shift 13000 --vary``, recorded by
 # the recorder with ``grad_not_cleared`` (third-fresh3 was recorded before it existed).
 FRESH4_SEED_SHIFT = 13000
+# The never-seen draw of round 8 (``third-fresh5``): ``--seed-shift 17000 --vary``, recorded by the recorder
+# with ``ce_grad_scale`` and ``backward_passes``.
+FRESH5_SEED_SHIFT = 17000
 
 
 def redraw(sc: S, rng: random.Random) -> S:

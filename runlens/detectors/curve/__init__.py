@@ -167,8 +167,9 @@ class CurveClassifier(Detector):
           |S|`` below ``min_drop``; or the held-out loss made none while the
           training loss fell by less than half (``kind:
           no_validation_progress``: ``min_evals_after + 1`` evaluations or
-          more, the best not ``min_drop`` below the first evaluation nor
-          below ``S``, the last third's median not above the first: batches
+          more, the best not ``min_drop / 2`` below the first evaluation (a
+          held-out loss can have a floor of its own) nor ``min_drop`` below
+          ``S``, the last third's median not above the first: batches
           memorised or the class prior learned, nothing that carries over). The evidence's
           ``weight_norm_ratio`` is the median over modules of the last weight
           norm over the first: at a tenth or less the weights collapsed

@@ -168,3 +168,14 @@ def test_the_validation_reading_needs_enough_evaluations():
     val = 1.73 + 0.003 * rng.standard_normal(4)
     v = classify(make_run(_memorising_prior(600, 8, fall=0.12), val_loss=val, val_steps=np.arange(4) * 150 + 149))
     assert v.evidence.get("kind") != "no_validation_progress", v.reason
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_held_out_loss_with_a_floor_of_its_own_that_fell_8_percent_is_progress(seed):
+    # Twin of the stalled case: a contrastive loss scored against more candidates than in training sits
+    # near ln(N) and falls 8% of its level while the model learns; the training loss fell 30%.
+    rng = np.random.default_rng(300 + seed)
+    val = 3.12 - 0.26 * (1 - np.exp(-np.arange(17) / 2)) + 0.002 * rng.standard_normal(17)
+    x = healthy(700, seed, scale=1.4, floor=0.66, rate=10)
+    v = classify(make_run(x, val_loss=val, val_steps=np.arange(17) * 40 + 39))
+    assert v.label == "healthy", (v.label, v.reason)
