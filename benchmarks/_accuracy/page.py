@@ -112,8 +112,8 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "read in round 8: a development set since.",
     "`third-fresh5` (round 8): the same generator and redraw with every seed shifted by 17000 (`python -m "
     "benchmarks.third --seed-shift 17000 --vary`), trained from the committed tree at ee3f4ff (`draw.json` has "
-    "the times) into a folder outside the repository, before the round's last detector commit (`plateau`, "
-    "c98399f); training runs no runlens engine code. Its runs were recorded by the recorder with "
+    "the times) into a folder outside the repository, before the round's last two detector commits "
+    "(`plateau`, c98399f; the held-out stall's half bar, e607b35); training runs no runlens engine code. Its runs were recorded by the recorder with "
     "`ce_grad_scale` and `backward_passes`, so the recorder's reading of a loss not divided by the "
     "accumulation count is graded on it. Nothing of it was diagnosed before its one grading; while it "
     "trained, the only lines of its generator log read were the last two on screen, cut to 60 characters "
