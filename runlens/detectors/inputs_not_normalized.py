@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -11,12 +12,14 @@ from scipy import stats
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._bugs import sign_p
 from runlens.detectors._layerstats import MAX_ROWS
+from runlens.detectors._updates import step_ratios
 from runlens.detectors.curve.features import stated_classes
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context
     from runlens.diagnosis import Finding
     from runlens.io.run import Run
+    from runlens.signals import Signals
 
 _INPUT_FREE = ("Embedding", "EmbeddingBag")  # an embedding reads indices, not input values
 
@@ -67,6 +70,9 @@ class InputsNotNormalized(Detector):
           module's, over at least ``min_pairs`` pairs, and a one-sided
           Wilcoxon signed-rank test of first against output swings is
           significant at ``alpha`` (healthy runs swing by 0.05-0.5 decades).
+          Not read when, over those rows, some module's median update was a
+          tenth of its weights or more (``update_norm``): steps that large
+          saturate the units by themselves (a loss summed over the batch).
         - *No normalization* (a ReLU network scales with its input, so every
           layer is off): the first module's relative gradient is at least
           ``10^min_relative_decades`` on a significant share of rows, its
@@ -95,7 +101,8 @@ class InputsNotNormalized(Detector):
     code = "inputs_not_normalized"
     severity = "warning"
     title = "Inputs not normalized"
-    needs = Needs(scalars=("loss",), layers=("grad_norm", "weight_norm"), requires=("layers.grad_norm", "layers.weight_norm"))
+    needs = Needs(scalars=("loss",), layers=("grad_norm", "weight_norm", "update_norm"),
+                  requires=("layers.grad_norm", "layers.weight_norm"))
     constraints = {"min_decades": Interval(float, 0, None, closed="neither"),
                    "early_share": Interval(float, 0, 1, closed="right"),
                    "alpha": Interval(float, 0, 1, closed="neither"),
@@ -137,7 +144,8 @@ class InputsNotNormalized(Detector):
             rows = np.isfinite(rel[:, 0]) & np.isfinite(rel[:, 1:]).sum(axis=1).astype(bool)
             if rows.sum() < 3:
                 raise Skip("needs at least 3 early rows with finite gradient and weight norms")
-            read = self._stands_out(rel[rows]) or self._swings(swing) or self._all_scaled(run, ctx, rel[rows])
+            read = (self._stands_out(rel[rows]) or (None if _large_steps(ctx.signals_of(run), n) else
+                                                     self._swings(swing)) or self._all_scaled(run, ctx, rel[rows]))
         if read is None:
             return []
         how, ev = read
@@ -223,3 +231,23 @@ class InputsNotNormalized(Detector):
                 {"reading": "no normalization: every layer scaled", "rows": int(len(gap)),
                  "gap_decades": float(np.median(gap)), "rows_relative_grad_huge": int(huge.sum()),
                  "huge_sign_p": p, "first_loss_over_chance": factor, "classes": k, "classes_source": k_source})
+
+
+LARGE_STEP = 0.1  # a tenth of a module's weights per step: the curve's bound for one module's steps
+
+
+def _large_steps(sig: Signals, rows: int) -> bool:
+    """Whether some module's median update over the first ``rows`` layer rows was ``LARGE_STEP`` of its
+    weights or more (measured ``update_norm`` only)."""
+    try:
+        ratio, source, _ = step_ratios(sig)
+    except Skip:
+        return False
+    if source != "update_norm":
+        return False
+    early = np.where(np.isfinite(ratio[:rows]), ratio[:rows], np.nan)
+    if not np.isfinite(early).any():
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a module with no finite early ratio
+        return bool(np.nanmax(np.nanmedian(early, axis=0)) >= LARGE_STEP)

@@ -98,6 +98,15 @@ def test_first_layer_gradient_swinging_by_decades_while_the_output_holds_fires(s
     assert f.evidence["reading"].startswith("saturated") and f.evidence["wilcoxon_p"] < 0.01
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_the_same_swings_under_steps_a_tenth_of_the_weights(seed):
+    # A loss summed over the batch makes every step huge: the gate saturates from the steps, not the inputs.
+    rng = np.random.default_rng(seed)
+    g, w, u = healthy_net(seed, n=120, m=5, ratio=0.3)
+    g[:, :-1] *= 10 ** rng.uniform(-6, 1.5, (120, 1))
+    assert check("inputs_not_normalized", make_run(g, w, u, loss=falling_loss(seed, 120))) == []
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_silent_twin_noisy_gradients_that_swing_everywhere_alike(seed):
     # Small batches make every layer's gradient noisy, the output's too: no layer swings alone.
