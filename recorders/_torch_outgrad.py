@@ -71,16 +71,26 @@ class OutputGradWatch:
             self.remove()
 
     def _forward(self, module: nn.Module, args: Any, out: Any) -> None:
-        if not module.training:
-            return  # a validation forward: wait for training's
-        logits = logits_of(out)
-        if logits is None or not logits.requires_grad or logits.dim() < 2 or logits.shape[-1] < 2:
-            return
-        self.remove()
-        self._tol = row_sum_tolerance(logits.dtype)
-        logits.register_hook(self._grad)
+        try:  # a hook that raised would break the user's forward: recording never breaks training
+            if not module.training:
+                return  # a validation forward: wait for training's
+            logits = logits_of(out)
+            if (logits is None or not logits.requires_grad or logits.dim() < 2 or logits.shape[-1] < 2
+                    or logits.numel() == 0):
+                return
+            self.remove()
+            self._tol = row_sum_tolerance(logits.dtype)
+            logits.register_hook(self._grad)
+        except Exception:  # noqa: BLE001
+            self.remove()
 
     def _grad(self, grad: torch.Tensor) -> None:
+        try:  # likewise for the user's backward
+            self._read(grad)
+        except Exception:  # noqa: BLE001
+            self._stats = None
+
+    def _read(self, grad: torch.Tensor) -> None:
         with torch.no_grad():
             rows = grad.detach().reshape(-1, grad.shape[-1])
             # amax and amin per row: the largest entry in size without a temporary as large as the logits

@@ -89,3 +89,30 @@ def test_an_output_that_is_not_a_softmax_cross_entropy_writes_nothing(tmp_path):
 def test_only_the_steps_that_record_layers_read_it(tmp_path):
     s, _ = _train(tmp_path / "run", k=2, divide=False, layers_every=3)
     assert [v is not None for v in s["ce_grad_scale"]] == [True, False, False, True, False, False]
+
+
+def test_a_read_that_fails_never_breaks_the_backward(tmp_path, monkeypatch):
+    # The hook runs inside the user's backward: whatever goes wrong in it, training goes on.
+    from recorders import _torch_outgrad
+
+    def broken(self, grad):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(_torch_outgrad.OutputGradWatch, "_read", broken)
+    s, _ = _train(tmp_path / "run", k=2, divide=False, steps=3)
+    assert s["step"] == [0, 1, 2] and "ce_grad_scale" not in s
+
+
+def test_an_empty_batch_is_not_read(tmp_path):
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with Recorder(tmp_path / "run", model, opt, handle_signals=False, announce=False) as rec:
+        for n in (0, 8):
+            opt.zero_grad()
+            z = model(torch.randn(n, 6))
+            (z.sum() if n == 0 else nn.functional.cross_entropy(z, torch.randint(0, 5, (n,)))).backward()
+            opt.step()
+            rec.step(1.0)
+    s = read_table(rec.run_dir, "scalars").sort_by("step").to_pydict()
+    assert s["ce_grad_scale"][0] is None and s["ce_grad_scale"][1] is not None
