@@ -16,7 +16,6 @@ hits both alike), by the median per-step thread CPU time. A transformer step
 
 from __future__ import annotations
 
-import argparse
 import platform
 import statistics
 import sys
@@ -29,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from benchmarks._interleave import arguments, interleaved, tiny, write  # noqa: E402
 from recorders._torch_loop import ClearWatch  # noqa: E402
 
 
@@ -43,22 +43,20 @@ def _steps(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, 
 
 
 def measure(rounds: int, steps: int) -> dict[str, list[float]]:
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    model = torch.nn.Linear(8, 8)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(4, 8)
+    model, opt, x, _ = tiny()
     _steps(model, opt, x, steps)  # warm up
-    out: dict[str, list[float]] = {"without": [], "with": [], "hooks": []}
-    for r in range(rounds):
-        for variant in (("without", "with") if r % 2 == 0 else ("with", "without")):  # alternate the order
-            watch = ClearWatch(list(model.named_parameters()), opt) if variant == "with" else None
-            hook = opt.register_step_post_hook(lambda *_, w=watch: w.stepped()) if watch is not None else None
-            out[variant].append(_steps(model, opt, x, steps))
-            if watch is not None and hook is not None:
-                hook.remove()
-                watch.remove()
-        out["hooks"].append(_hooks_alone(model, opt, steps))
+
+    def one(variant: str) -> float:
+        watch = ClearWatch(list(model.named_parameters()), opt) if variant == "with" else None
+        hook = opt.register_step_post_hook(lambda *_, w=watch: w.stepped()) if watch is not None else None
+        took = _steps(model, opt, x, steps)
+        if watch is not None and hook is not None:
+            hook.remove()
+            watch.remove()
+        return took
+
+    out = interleaved(rounds, one)
+    out["hooks"] = [_hooks_alone(model, opt, steps) for _ in range(rounds)]
     return out
 
 
@@ -108,16 +106,8 @@ def page(res: dict[str, list[float]], rounds: int, steps: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    args = ap.parse_args(argv)
-    text = page(measure(args.rounds, args.steps), args.rounds, args.steps)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "recorder_clearwatch.md").write_text(text)
-    print(text)
-    return 0
+    args = arguments(__doc__, argv, ROOT / "benchmarks" / "results")
+    return write(args.out, "recorder_clearwatch.md", page(measure(args.rounds, args.steps), args.rounds, args.steps))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ gradients of a classifier (256 x 10) and of a language model's batch (8 x
 
 from __future__ import annotations
 
-import argparse
 import platform
 import statistics
 import sys
@@ -29,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from benchmarks._interleave import arguments, interleaved, tiny, write  # noqa: E402
 from recorders._torch_outgrad import OutputGradWatch  # noqa: E402
 
 MLP_STEP_S, TRANSFORMER_STEP_S = 15.87e-3, 0.68164  # benchmarks/results/recorder_overhead.md
@@ -51,20 +51,17 @@ def _steps(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, 
 
 
 def unarmed(rounds: int, steps: int) -> dict[str, list[float]]:
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    model = torch.nn.Linear(8, 8)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x, y = torch.randn(4, 8), torch.randint(0, 8, (4,))
+    model, opt, x, y = tiny()
     _steps(model, opt, x, y, steps)  # warm up
-    out: dict[str, list[float]] = {"without": [], "with": []}
-    for r in range(rounds):
-        for variant in (("without", "with") if r % 2 == 0 else ("with", "without")):
-            watch = OutputGradWatch(model) if variant == "with" else None
-            out[variant].append(_steps(model, opt, x, y, steps, watch))
-            if watch is not None:
-                watch.remove()
-    return out
+
+    def measure(variant: str) -> float:
+        watch = OutputGradWatch(model) if variant == "with" else None
+        took = _steps(model, opt, x, y, steps, watch)
+        if watch is not None:
+            watch.remove()
+        return took
+
+    return interleaved(rounds, measure)
 
 
 def armed(shape: tuple[int, ...], repeats: int) -> float:
@@ -117,19 +114,11 @@ def page(res: dict[str, list[float]], reads: dict[str, float], rounds: int, step
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    args = ap.parse_args(argv)
+    args = arguments(__doc__, argv, ROOT / "benchmarks" / "results")
     res = unarmed(args.rounds, args.steps)
     reads = {"classifier, 256 x 10": armed((256, 10), 200),
              "language model, 8 x 128 x 8,000": armed((8, 128, 8000), 20)}
-    text = page(res, reads, args.rounds, args.steps)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "recorder_outgrad.md").write_text(text)
-    print(text)
-    return 0
+    return write(args.out, "recorder_outgrad.md", page(res, reads, args.rounds, args.steps))
 
 
 if __name__ == "__main__":
