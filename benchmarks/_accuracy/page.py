@@ -117,7 +117,16 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "`ce_grad_scale` and `backward_passes`, so the recorder's reading of a loss not divided by the "
     "accumulation count is graded on it. Nothing of it was diagnosed before its one grading; while it "
     "trained, the only lines of its generator log read were the last two on screen, cut to 60 characters "
-    "(two labels, no diagnosis).",
+    "(two labels, no diagnosis). Graded once at 5bf5f84 (curve 0.95, recall 0.95, fault's code first 0.92, "
+    "healthy runs with a warning or error 0/11); its misses were read (`sum-moe`: a saturated-gate reading "
+    "under huge steps; `leak-sepconv`: a near-certainty reading tried and dropped, it fired on the bug set's "
+    "healthy twins) and `inputs_not_normalized` changed: a development set since.",
+    "`third-fresh6` (round 8, second draw): the same generator and redraw with every seed shifted by 19000 "
+    "(`python -m benchmarks.third --seed-shift 19000 --vary`), trained from the committed tree at 2d75eb3 "
+    "(`draw.json` has the times) into a folder outside the repository, after third-fresh5's grading and "
+    "after the round's last detector commit (2d75eb3 is that commit): no engine change came after it. The "
+    "recorder then changed only to catch its own hooks' errors (3205b03). Nothing of it was diagnosed, and "
+    "its generator log was not read, before its one grading.",
 )
 
 
@@ -272,10 +281,11 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              "trained before round 7's first detector change was committed, graded once at 07842d8 and looked "
              "at since. *third-fresh4* (round 7, second half; seeds shifted by 13000) was trained before that "
              "round's last detector change, by the recorder that writes `grad_not_cleared`, graded once at "
-             "0022a2e and looked at in round 8. *third-fresh5* (round 8; seeds shifted by 17000) was trained "
-             "before the round's last detector change, by the recorder that writes `ce_grad_scale`, with "
-             "nothing of it diagnosed before its one grading, at the commit above: **quote third-fresh5**. "
-             "A set absent "
+             "0022a2e and looked at in round 8. *third-fresh5* (round 8; seeds shifted by 17000), recorded by "
+             "the recorder that writes `ce_grad_scale`, was graded once at 5bf5f84 and looked at since. "
+             "*third-fresh6* (round 8; seeds shifted by 19000) was trained after that, from the round's last "
+             "detector commit, with nothing of it diagnosed before its one grading, at the commit above: "
+             "**quote third-fresh6**. A set absent "
              "from this page was not regenerated in that round (its data is not kept in the repository); "
              "its last figures are in the page's history.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",

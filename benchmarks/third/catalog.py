@@ -80,6 +80,9 @@ FRESH4_SEED_SHIFT = 13000
 # The never-seen draw of round 8 (``third-fresh5``): ``--seed-shift 17000 --vary``, recorded by the recorder
 # with ``ce_grad_scale`` and ``backward_passes``.
 FRESH5_SEED_SHIFT = 17000
+# The second never-seen draw of round 8 (``third-fresh6``): ``--seed-shift 19000 --vary``, trained after
+# third-fresh5 was graded and looked at.
+FRESH6_SEED_SHIFT = 19000
 
 
 def redraw(sc: S, rng: random.Random) -> S:

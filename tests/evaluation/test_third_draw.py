@@ -115,7 +115,12 @@ DRAWS = [
      "at in round 8: a development set since"),
     ("third-fresh5", "THIRD_FRESH5_DRAWN", "2026-12-02 11:33:20", "2026-12-02 11:47:29",
      "generated at 2026-12-02 11:33–11:47 UTC from ee3f4ff by the recorder with `ce_grad_scale`, before "
-     "round 8's last detector change was committed, graded once at the end of round 8; the set to quote"),
+     "round 8's last three detector changes were committed, graded once at 5bf5f84 (round 8), then looked at: "
+     "a development set since"),
+    ("third-fresh6", "THIRD_FRESH6_DRAWN", "2026-12-02 11:54:52", "2026-12-02 12:03:47",
+     "generated at 2026-12-02 11:54–12:03 UTC from 2d75eb3 by the recorder with `ce_grad_scale`, after "
+     "third-fresh5's misses were read and after round 8's last detector change, graded once at the end of "
+     "round 8; the set to quote"),
     # Round 5's fresh set keeps its own draw times and says it is a development set now.
     ("third-fresh", "THIRD_FRESH_DRAWN", "2026-12-02 01:01:08", "2026-12-02 01:33:00",
      "then looked at in round 6: a development set since"),
@@ -135,5 +140,5 @@ def test_a_retrained_or_missing_fresh_set_is_flagged_not_to_quote(tmp_path):
     evaluate = pytest.importorskip("benchmarks._accuracy.evaluate")
     (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-03 09:00:00 UTC",
                                                     "finished": "2026-12-03 09:40:00 UTC"}))
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh5")
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", "third-fresh5")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh6")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", "third-fresh6")
