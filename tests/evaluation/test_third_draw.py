@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -100,31 +101,10 @@ def test_a_varied_run_and_its_twin_train_for_real(tmp_path):
     assert m["upd_ratio"][0] > t["upd_ratio"][0]
 
 
-#: (set, its constant, the draw's start and end as draw.json has them, how its page line ends)
-DRAWS = [
-    ("third-fresh2", "THIRD_FRESH2_DRAWN", "2026-12-02 04:13:52", "2026-12-02 05:09:27",
-     "the third generator with every seed shifted by 7000 and every run redrawn (`--seed-shift 7000 --vary`), "
-     "generated at 2026-12-02 04:13–05:09 UTC before round 6's first detector change landed, graded once at "
-     "the end of round 6 (0eade29), then looked at in round 7: a development set since"),
-    ("third-fresh3", "THIRD_FRESH3_DRAWN", "2026-12-02 07:23:32", "2026-12-02 07:30:05",
-     "generated at 2026-12-02 07:23–07:30 UTC from 35fc23b before round 7's first detector change was "
-     "committed, graded once at 07842d8 (round 7), then looked at: a development set since"),
-    ("third-fresh4", "THIRD_FRESH4_DRAWN", "2026-12-02 08:52:20", "2026-12-02 08:58:38",
-     "generated at 2026-12-02 08:52–08:58 UTC from d7e0c50 by the recorder with `grad_not_cleared`, before "
-     "round 7's last detector change was committed, graded once at the end of round 7 (0022a2e), then looked "
-     "at in round 8: a development set since"),
-    ("third-fresh5", "THIRD_FRESH5_DRAWN", "2026-12-02 11:33:20", "2026-12-02 11:47:29",
-     "generated at 2026-12-02 11:33–11:47 UTC from ee3f4ff by the recorder with `ce_grad_scale`, before "
-     "round 8's last three detector changes were committed, graded once at 5bf5f84 (round 8), then looked at: "
-     "a development set since"),
-    ("third-fresh6", "THIRD_FRESH6_DRAWN", "2026-12-02 11:54:52", "2026-12-02 12:03:47",
-     "generated at 2026-12-02 11:54–12:03 UTC from 2d75eb3 by the recorder with `ce_grad_scale`, after "
-     "third-fresh5's misses were read and after round 8's last detector change, graded once at the end of "
-     "round 8; the set to quote"),
-    # Round 5's fresh set keeps its own draw times and says it is a development set now.
-    ("third-fresh", "THIRD_FRESH_DRAWN", "2026-12-02 01:01:08", "2026-12-02 01:33:00",
-     "then looked at in round 6: a development set since"),
-]
+#: Each fresh draw: its set, its constant, the draw's start and end as draw.json has them, and how its page
+#: line ends (data, so one table holds them all: ``fresh_draws.json``; round 5's set keeps its own draw
+#: times and says it is a development set now).
+DRAWS = [tuple(d.values()) for d in json.loads((Path(__file__).parent / "fresh_draws.json").read_text())]
 
 
 @pytest.mark.parametrize(("name", "constant", "started", "finished", "ending"), DRAWS)
