@@ -11,12 +11,23 @@ misclassified sample). With K micro-batches per optimizer step a bound above
 learning rate or the model; nothing else the log holds can tell it (the same
 update results from a loss divided by K at K times the rate).
 
+The same read tells whether the loss's input was logits at all. Logits
+confined to [0, 1] (a model ending in softmax or sigmoid, fed to a loss that
+applies log-softmax again) cap how far the loss can fall; the forward side
+writes ``logits_in_unit_interval`` (1 when every checked entry lies in
+[0, 1]). A softmax applied between the model and the loss leaves the output
+unbounded but squeezes its gradient: each entry of ``J^T (q - y)``, J the
+softmax's Jacobian, is at most about ``p(1 - p) <= 1/4`` of a plain
+cross-entropy's, so ``ce_grad_scale`` never climbs to the ``(K-1)/K`` a
+plain cross-entropy's worst row reaches early in training.
+
 The recorder reads it on the steps it records layers: the first training
 forward after such a step's start gets a gradient hook on its output (the
-tensor, the ``logits`` of a model output, or a tuple's first tensor), which
-keeps three device numbers; the recorder turns them into host floats with the
-step's other readings. Nothing is kept when the output's rows do not sum to
-zero (not a softmax cross-entropy: a regression, a sigmoid, probabilities).
+tensor, the ``logits`` of a model output, or a tuple's first tensor). The
+hooks leave device numbers that ride in the step's one host transfer (no
+transfer of their own); :func:`settle` then drops them on the host when the
+output's rows did not sum to zero (not a softmax cross-entropy: a
+regression, a sigmoid with BCE, a loss on log-probabilities).
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ import torch
 from torch import nn
 
 HEAD_ROWS = 64  # rows whose sums are checked: enough to reject a non-softmax output, cheap on any vocabulary
+COLUMNS = ("ce_grad_scale", "logits_in_unit_interval", "backward_passes")
 
 
 def logits_of(out: Any) -> torch.Tensor | None:
@@ -56,6 +68,7 @@ class OutputGradWatch:
     def __init__(self, model: nn.Module) -> None:
         self.model = model
         self._stats: torch.Tensor | None = None
+        self._bounded: torch.Tensor | None = None
         self._tol = 0.0
         self._hook: Any = None
 
@@ -80,6 +93,9 @@ class OutputGradWatch:
                 return
             self.remove()
             self._tol = row_sum_tolerance(logits.dtype)
+            with torch.no_grad():
+                head = logits.detach().reshape(-1, logits.shape[-1])[:HEAD_ROWS]
+                self._bounded = ((head.amin() >= 0) & (head.amax() <= 1)).float()
             logits.register_hook(self._grad)
         except Exception:  # noqa: BLE001
             self.remove()
@@ -88,7 +104,7 @@ class OutputGradWatch:
         try:  # likewise for the user's backward
             self._read(grad)
         except Exception:  # noqa: BLE001
-            self._stats = None
+            self._stats = self._bounded = None
 
     def _read(self, grad: torch.Tensor) -> None:
         with torch.no_grad():
@@ -100,18 +116,33 @@ class OutputGradWatch:
             sums = head.sum(dim=1).abs() / head.abs().sum(dim=1).clamp_min(1e-38)
             self._stats = torch.stack([(largest > 0).sum().float(), largest.max().float(), sums.max()])
 
-    def take(self, backward_passes: int) -> dict[str, float | int]:
-        """``ce_grad_scale`` (N times the largest entry, N the rows with a gradient) and the step's
-        ``backward_passes``, when the last armed read saw a softmax cross-entropy; else nothing."""
+    def take(self, backward_passes: int) -> dict[str, Any]:
+        """The last armed read as device scalars, for the step's one host transfer: ``ce_grad_scale``
+        (N times the largest entry, N the rows with a gradient; NaN when the read saw no softmax
+        cross-entropy), ``logits_in_unit_interval`` and the step's ``backward_passes``. Empty when
+        nothing was read. :func:`settle` keeps them or drops them once they are on the host."""
         stats, self._stats = self._stats, None
-        if stats is None:
+        bounded, self._bounded = self._bounded, None
+        if stats is None or bounded is None:
             return {}
-        rows, largest, row_sum = stats.tolist()
-        if not (rows >= 1 and largest > 0 and math.isfinite(largest) and row_sum <= self._tol):
-            return {}
-        return {"ce_grad_scale": rows * largest, "backward_passes": max(int(backward_passes), 1)}
+        rows, largest, row_sum = stats[0], stats[1], stats[2]
+        scale = rows * largest
+        softmax_ce = (rows >= 1) & (largest > 0) & torch.isfinite(scale) & (row_sum <= self._tol)
+        nan = torch.full_like(scale, math.nan)
+        return {"ce_grad_scale": torch.where(softmax_ce, scale, nan),
+                "logits_in_unit_interval": torch.where(softmax_ce, bounded.to(scale.dtype), nan),
+                "backward_passes": max(int(backward_passes), 1)}
 
     def remove(self) -> None:
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
+
+
+def settle(columns: dict[str, Any]) -> dict[str, Any]:
+    """``columns`` on the host without this module's readings when they saw no softmax cross-entropy
+    (``ce_grad_scale`` NaN): those steps write none of them."""
+    scale = columns.get("ce_grad_scale")
+    if scale is None or math.isfinite(scale):
+        return columns
+    return {k: v for k, v in columns.items() if k not in COLUMNS}

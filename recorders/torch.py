@@ -41,7 +41,7 @@ from recorders._torch_env import check_every, config_of, dist_rank, environment,
 from recorders._torch_events import step_events
 from recorders._torch_hooks import ActivationWatch, BackwardEnd, FirstForward, depth_order
 from recorders._torch_loop import LoopWatch, ModeWatch, total_norm
-from recorders._torch_outgrad import OutputGradWatch
+from recorders._torch_outgrad import OutputGradWatch, settle
 from recorders._torch_scale import ScaleTracker, enabled
 from recorders._torch_sharded import norms_for
 from recorders._torch_signals import Handlers
@@ -327,7 +327,7 @@ class Recorder(Handlers):
             self._guard("recording deferred steps", self._resolve)
 
     def _rows(self, s: int, res: Any) -> None:
-        columns = dict(res.user)
+        columns = settle(dict(res.user))
         for i, lr in enumerate(res.lrs):
             if lr is not None:
                 columns["lr" if i == 0 else f"lr_group{i}"] = lr

@@ -228,29 +228,37 @@ def step_ratios(sig: Signals) -> tuple[np.ndarray, str, ModuleMatrix]:
     return lower.values, "weight_norm_change", wts
 
 
-def late_step_ratio(sig: Signals) -> tuple[float, str, float, str] | None:
-    """Over the second half of the records: the median of the per-step median (over
-    modules) update/weight ratio, its source, the largest module's own median ratio and
-    that module; None without step sizes.
+@dataclass(frozen=True)
+class StepRatioSummary:
+    """Update/weight ratios over some rows of the records: ``median`` (of the per-row medians over
+    modules), ``source`` (see :class:`UpdateRatios`), and the largest module's own median,
+    ``largest`` of module ``module``."""
 
-    The second half, so that a warmup or one-cycle peak early in the run,
-    where large steps are ordinary, does not count.
-    """
+    median: float
+    source: str
+    largest: float
+    module: str
+
+
+def step_ratio_summary(sig: Signals, *, first: int | None = None) -> StepRatioSummary | None:
+    """The update/weight ratios of the first ``first`` layer records, or of the second half when
+    ``first`` is None (so that a warmup or one-cycle peak early in the run, where large steps are
+    ordinary, does not count), summarised; None without step sizes or a finite ratio there."""
     try:
         ratio, source, modules = step_ratios(sig)
     except Skip:
         return None
-    ratio = np.where(np.isfinite(ratio), ratio, np.nan)
-    late = ratio[ratio.shape[0] // 2:]
-    ok = np.isfinite(late).any(axis=1)
+    rows = slice(ratio.shape[0] // 2, None) if first is None else slice(0, first)
+    part = np.where(np.isfinite(ratio[rows]), ratio[rows], np.nan)
+    ok = np.isfinite(part).any(axis=1)
     if not ok.any():
         return None
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a module with no finite late ratio
-        per_module = np.nanmedian(late[ok], axis=0)
+        warnings.simplefilter("ignore", RuntimeWarning)  # a module with no finite ratio in these rows
+        per_module = np.nanmedian(part[ok], axis=0)
     worst = int(np.nanargmax(per_module)) if np.isfinite(per_module).any() else 0
-    return (float(np.median(np.nanmedian(late[ok], axis=1))), source, float(np.nan_to_num(per_module[worst])),
-            modules.modules[worst])
+    return StepRatioSummary(float(np.median(np.nanmedian(part[ok], axis=1))), source,
+                            float(np.nan_to_num(per_module[worst])), modules.modules[worst])
 
 
 COLLAPSE = 0.1  # weights that end below a tenth of their first norm: an order of magnitude lost

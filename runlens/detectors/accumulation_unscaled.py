@@ -88,7 +88,8 @@ class AccumulationUnscaled(Detector):
         named = any(run.config.get(key) for key in ("optimizer", "optim", "optimizer_name", "opt"))
         if family == "adam" or (family is None and named):
             return []  # Adam-family, or an optimizer this reading cannot place: no claim
-        bound = loss_factor_bound(run)
+        readings = ctx.signals_of(run).logits
+        bound = float(np.max(readings.factor.values)) if readings else None
         if bound is not None and bound > self.margin / k:
             ev = {"accumulation_steps": int(k), "accumulation_source": k_source, "loss_factor_at_least": bound,
                   "divided_loss_factor_at_most": 1 / k, "reading": "recorder: the logits' gradient",
@@ -127,15 +128,3 @@ def accumulation_count(run: Run) -> tuple[float | None, str | None]:
         return None, None
     return float(np.median(seen)), "recorder: backward passes per optimizer step"
 
-
-def loss_factor_bound(run: Run) -> float | None:
-    """The largest ``ce_grad_scale`` the recorder read (a lower bound on what the loss was multiplied
-    by), over the loss scale a mixed-precision scaler multiplied it by on that step; None without one."""
-    scale = run.column("scalars", "ce_grad_scale")
-    if scale is None:
-        return None
-    amp = run.column("scalars", "loss_scale")
-    if amp is not None:
-        scale = scale / np.where(np.isfinite(amp) & (amp > 0), amp, 1.0)
-    seen = scale[np.isfinite(scale) & (scale > 0)]
-    return float(np.max(seen)) if seen.size else None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,7 @@ from scipy import stats
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._bugs import sign_p
 from runlens.detectors._layerstats import MAX_ROWS
-from runlens.detectors._updates import step_ratios
+from runlens.detectors._updates import step_ratio_summary
 from runlens.detectors.curve.features import stated_classes
 
 if TYPE_CHECKING:
@@ -239,15 +238,5 @@ LARGE_STEP = 0.1  # a tenth of a module's weights per step: the curve's bound fo
 def _large_steps(sig: Signals, rows: int) -> bool:
     """Whether some module's median update over the first ``rows`` layer rows was ``LARGE_STEP`` of its
     weights or more (measured ``update_norm`` only)."""
-    try:
-        ratio, source, _ = step_ratios(sig)
-    except Skip:
-        return False
-    if source != "update_norm":
-        return False
-    early = np.where(np.isfinite(ratio[:rows]), ratio[:rows], np.nan)
-    if not np.isfinite(early).any():
-        return False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a module with no finite early ratio
-        return bool(np.nanmax(np.nanmedian(early, axis=0)) >= LARGE_STEP)
+    early = step_ratio_summary(sig, first=rows)
+    return early is not None and early.source == "update_norm" and early.largest >= LARGE_STEP

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from runlens.detectors._base import Context
     from runlens.diagnosis import Finding
     from runlens.io.run import Run
+    from runlens.signals import LogitsReadings, Series
 
 
 def softmax_floor(k: int) -> float:
@@ -58,6 +59,27 @@ class SoftmaxBeforeCrossEntropy(Detector):
         probabilities are meaningless for calibration or distillation.
 
     How it decides:
+        What the recorder read off the loss's input comes first, when it
+        wrote it (``logits_in_unit_interval``, ``ce_grad_scale``; see
+        ``docs/format.md``), because it sees the structure, not a level the
+        loss might still be falling toward:
+
+        - **bounded**: on most read steps every checked entry of the
+          model's output lies in [0, 1]: the model hands probabilities to a
+          loss that applies log-softmax itself. Fires.
+        - **squeezed**: the gradient reaching the output (per micro-batch)
+          never exceeds ``squeezed`` (1/3) of the loss, although on some read
+          step the loss was at least ln 2. A plain cross-entropy whose batch
+          mean is ln 2 or more has a row with ``p_y <= 1/2``, whose gradient
+          entry is at least 1/2; a softmax between the output and the loss
+          multiplies every entry by the softmax's Jacobian, whose entries
+          are at most ``p (1 - p) <= 1/4`` (measured in torch: never above
+          0.265 for any K). Fires, unless the loss went below the floor.
+        - Neither, over at least ``min_reads`` reads: raw logits and a plain
+          cross-entropy's gradient were seen, so it is silent whatever the
+          loss level.
+
+        Without those readings (an imported log) it reads the loss level.
         K comes from the config (``num_classes``, ``n_classes``,
         ``num_labels``, ``id2label``...) or a label column, as for
         ``loss_at_chance``; without K it is skipped. The floor is
@@ -90,26 +112,38 @@ class SoftmaxBeforeCrossEntropy(Detector):
         late_frac: share of the end of the run read as the settled level (0.2).
         tolerance: relative margin below the floor still counted as at the floor (0.002).
         max_gap: largest floor_gap (share of the floor-to-ln K band) read as at the floor (1/3).
+        squeezed: largest per-micro-batch ce_grad_scale read as a softmax's squeezed gradient (1/3).
+        min_reads: recorder reads needed before its structure decides (3).
     """
 
     code = "softmax_before_cross_entropy"
     severity = "error"
     title = "Softmax applied before a cross-entropy loss"
-    needs = Needs(scalars=("loss", *ACCURACY_COLUMNS, "num_classes", "n_classes", "label", "labels", "target"),
+    needs = Needs(scalars=("loss", *ACCURACY_COLUMNS, "num_classes", "n_classes", "label", "labels", "target",
+                           "ce_grad_scale", "backward_passes", "logits_in_unit_interval", "loss_scale"),
                   evals=(*VAL_ACCURACY_COLUMNS,), requires=("scalars.loss",))
     constraints = {"late_frac": Interval(float, 0, 1, closed="right"), "tolerance": Interval(float, 0, 1),
-                   "max_gap": Interval(float, 0, 1, closed="right")}
+                   "max_gap": Interval(float, 0, 1, closed="right"), "squeezed": Interval(float, 0, 0.5),
+                   "min_reads": Interval(int, 1, None)}
 
-    def __init__(self, *, late_frac: float = 0.2, tolerance: float = 0.002, max_gap: float = 1 / 3) -> None:
+    def __init__(self, *, late_frac: float = 0.2, tolerance: float = 0.002, max_gap: float = 1 / 3,
+                 squeezed: float = 1 / 3, min_reads: int = 3) -> None:
         self.late_frac = late_frac
         self.tolerance = tolerance
         self.max_gap = max_gap
+        self.squeezed = squeezed
+        self.min_reads = min_reads
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         loss = ctx.signals_of(run).loss
         if len(loss) < 20:
             raise Skip("needs at least 20 training losses")
         k, k_source = stated_classes(run)
+        readings = ctx.signals_of(run).logits
+        if readings and len(readings.per_pass) >= self.min_reads:
+            decided = self._structure(readings, loss, k, k_source)
+            if decided is not None:
+                return decided
         if k is None:
             raise Skip("the number of classes is not stated (config num_classes, num_labels... or a label column)")
         floor, chance = softmax_floor(k), float(np.log(k))
@@ -133,8 +167,45 @@ class SoftmaxBeforeCrossEntropy(Detector):
         ev = {"classes": k, "classes_source": k_source, "softmax_floor": floor, "chance_loss": chance,
               "late_level": level, "late_min": lowest, "floor_gap": gap, "accuracy": accuracy,
               "calibrated_loss_at_accuracy": calibrated_loss(accuracy, k) if accuracy is not None else None,
-              "accuracy_source": acc[2] if acc is not None else None}
+              "accuracy_source": acc[2] if acc is not None else None, "reading": "loss level"}
         return [self.finding(
             f"the loss settles at {level:.4g} and never goes below {lowest:.4g}, the floor ln(1+(K-1)/e)="
             f"{floor:.4g} of softmax outputs fed to cross-entropy (K={k}{acc_text})",
             step=int(loss.steps[-len(late)]), evidence=ev)]
+
+    def _structure(self, readings: LogitsReadings, loss: Series, k: int | None,
+                   k_source: str | None) -> list[Finding] | None:
+        """The recorder's readings decide (see "How it decides"); None when they cannot: raw logits,
+        and no read step whose loss was high enough for a plain cross-entropy to show itself."""
+        floor = softmax_floor(k) if k is not None else None
+        late = loss.values[-max(5, int(len(loss) * self.late_frac)):]
+        if floor is not None and float(np.min(late)) < floor * (1 - self.tolerance):
+            return []  # below the floor: whatever the readings say, no softmax capped this loss
+        ev: dict[str, object] = {"classes": k, "classes_source": k_source, "softmax_floor": floor,
+                                 "late_level": float(np.median(late)), "late_min": float(np.min(late)),
+                                 "reads": len(readings.per_pass)}
+        floor_text = f"; the loss settles at {ev['late_level']:.4g}" + (
+            f", never below the floor ln(1+(K-1)/e)={floor:.4g} (K={k})" if floor is not None else "")
+        bounded = readings.bounded
+        share = float(np.mean(bounded.values >= 0.5)) if bounded is not None and len(bounded) else 0.0
+        if bounded is not None and share > 0.5:
+            ev |= {"reading": "recorder: outputs in [0, 1]", "bounded_share": share}
+            return [self.finding(
+                f"on {share:.0%} of {len(bounded)} recorded steps every entry the loss received lay in [0, 1]: "
+                f"probabilities, not logits, fed to a loss that applies log-softmax itself{floor_text}",
+                step=int(bounded.steps[0]), evidence=ev)]
+        at = np.minimum(np.searchsorted(loss.steps, readings.per_pass.steps), len(loss) - 1)
+        high = (loss.steps[at] == readings.per_pass.steps) & (loss.values[at] >= np.log(2))
+        top = float(np.max(readings.per_pass.values))
+        if top > self.squeezed:
+            return []
+        if not high.any():
+            return None
+        ev |= {"reading": "recorder: squeezed logits gradient", "largest_logits_gradient": top,
+               "plain_cross_entropy_at_least": 0.5, "double_softmax_at_most": 0.265,
+               "steps_with_loss_at_least_ln2": int(high.sum())}
+        return [self.finding(
+            f"the gradient reaching the model's output never exceeded {top:.3g} of the loss over "
+            f"{len(readings.per_pass)} recorded steps, although the loss was above ln 2 on {int(high.sum())} of "
+            f"them: a plain cross-entropy sends at least 0.5 there, one behind another softmax at most 0.265"
+            f"{floor_text}", step=int(readings.per_pass.steps[0]), evidence=ev)]

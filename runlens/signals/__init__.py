@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.signals.layers import COLUMNS, MAX_ROWS, MIN_MODULES, LayerSignals, ModuleMatrix
+from runlens.signals.logits import LogitsReadings, logits_readings
 from runlens.signals.loss import LossSignals, loss_signals, skipped_steps
 from runlens.signals.series import Series, logged
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
 
-__all__ = ["COLUMNS", "MAX_ROWS", "MIN_MODULES", "LayerSignals", "LossSignals", "ModuleMatrix", "Series",
-           "Signals", "signals_of"]
+__all__ = ["COLUMNS", "MAX_ROWS", "MIN_MODULES", "LayerSignals", "LogitsReadings", "LossSignals", "ModuleMatrix",
+           "Series", "Signals", "signals_of"]
 
 VAL_PREFIX = "val_loss"
 
@@ -129,6 +130,11 @@ class Signals:
             return None
         s = Series(self.layers.steps[ok], total[ok], "layers.grad_norm (L2 over layers)")
         return s.without(self.skipped_steps)
+
+    @cached_property
+    def logits(self) -> LogitsReadings | None:
+        """The recorder's readings of the loss's input (``ce_grad_scale``...); None without them."""
+        return logits_readings(self.run)
 
     @cached_property
     def layers(self) -> LayerSignals:

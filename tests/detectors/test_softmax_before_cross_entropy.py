@@ -27,18 +27,46 @@ def _softmax_loss(n, seed, k):
     return _floor(k) + (math.log(k) - _floor(k)) * np.exp(-8 * t) * np.exp(0.05 * rng.standard_normal(n)) + 1e-4
 
 
+RECORDER_COLUMNS = ("ce_grad_scale", "backward_passes", "logits_in_unit_interval")
+
+
 def test_real_run_names_the_bug_first():
+    # Recorded with a softmax inside the model: the recorder saw probabilities reach the loss.
     diag = analyze(FIX / "softmax_before_cross_entropy-mlp")
     f = diag.findings[0]
     assert f.code == "softmax_before_cross_entropy"
     assert f.severity == "error"
+    assert f.evidence["reading"] == "recorder: outputs in [0, 1]" and f.evidence["bounded_share"] == 1.0
     assert f.evidence["classes"] == 10
     assert f.evidence["late_min"] >= f.evidence["softmax_floor"] * (1 - 0.002)
-    assert f.evidence["accuracy"] >= 0.9
 
 
 def test_real_fixed_twin_is_silent():
     diag = analyze(FIX / "softmax_before_cross_entropy-mlp-fixed")
+    assert "softmax_before_cross_entropy" not in {f.code for f in diag.findings}
+
+
+def _without_recorder_readings(name, dest):
+    """The fixture run as an older recorder or an importer leaves it: no readings of the logits."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    shutil.copytree(FIX / name, dest)
+    for part in (dest / "scalars").glob("*.parquet"):
+        table = pq.read_table(part)
+        pq.write_table(table.drop_columns([c for c in RECORDER_COLUMNS if c in table.column_names]), part)
+    return dest
+
+
+def test_real_run_without_the_recorder_readings_is_read_off_the_loss_level(tmp_path):
+    f = analyze(_without_recorder_readings("softmax_before_cross_entropy-mlp", tmp_path / "run")).findings[0]
+    assert f.code == "softmax_before_cross_entropy" and f.evidence["reading"] == "loss level"
+    assert f.evidence["accuracy"] >= 0.9
+
+
+def test_real_fixed_twin_without_the_recorder_readings_is_silent(tmp_path):
+    diag = analyze(_without_recorder_readings("softmax_before_cross_entropy-mlp-fixed", tmp_path / "run"))
     assert "softmax_before_cross_entropy" not in {f.code for f in diag.findings}
 
 
@@ -113,3 +141,112 @@ def test_label_smoothing_that_reaches_the_floor_is_silent():
     run = make_run(_softmax_loss(n, 0, 10), meta={"config": {"num_classes": 10, "label_smoothing": 0.1}},
                    scalars={"accuracy": np.linspace(0.3, 0.97, n)})
     assert check("softmax_before_cross_entropy", run)  # 10 classes smoothed by 0.1: 0.5, far below 1.46
+
+
+def _read(values, n, every=10):
+    """A recorder column written on every ``every``-th step only (NaN elsewhere, as a missing read)."""
+    col = np.full(n, np.nan)
+    col[::every] = values
+    return col
+
+
+def _still_falling(n, k, seed, gap=0.45):
+    """A loss from ln K down to ``gap`` of the floor-to-ln K band: short of the floor, as a run stopped
+    early leaves it; the loss level alone cannot tell it from a healthy slow run."""
+    rng = np.random.default_rng(seed)
+    lo = _floor(k) + gap * (math.log(k) - _floor(k))
+    t = np.arange(n) / n
+    return lo + (math.log(k) - lo) * np.exp(-5 * t) * np.exp(0.02 * rng.standard_normal(n))
+
+
+def _recorded(loss, k, *, scale, bounded=0.0, passes=1.0, amp=None):
+    n = len(loss)
+    scalars = {"ce_grad_scale": _read(scale, n), "backward_passes": _read(passes, n),
+               "logits_in_unit_interval": _read(bounded, n)}
+    if amp is not None:
+        scalars["loss_scale"] = np.full(n, amp)
+    return make_run(loss, meta={"config": {"num_classes": k}}, scalars=scalars)
+
+
+@pytest.mark.parametrize("k", [2, 4, 10])
+@pytest.mark.parametrize("seed", range(2))
+def test_a_squeezed_logits_gradient_names_the_softmax_before_the_loss_reaches_its_floor(k, seed):
+    n = 300
+    rng = np.random.default_rng(seed)
+    [f] = check("softmax_before_cross_entropy",
+                _recorded(_still_falling(n, k, seed), k, scale=0.2 + 0.05 * rng.random(n // 10)))
+    assert f.evidence["reading"] == "recorder: squeezed logits gradient"
+    assert f.evidence["largest_logits_gradient"] <= 0.25 and f.evidence["reads"] == 30
+
+
+@pytest.mark.parametrize("k", [2, 4, 10])
+def test_silent_twin_a_plain_cross_entropys_gradient_on_a_loss_hugging_the_floor(k):
+    # The loss level alone would fire (it settles on the floor); the recorder saw raw logits and a
+    # gradient of a plain cross-entropy's size, so there is no softmax in between.
+    n = 300
+    run = _recorded(_softmax_loss(n, 0, k), k, scale=np.linspace(0.9, 0.6, n // 10))
+    assert check("softmax_before_cross_entropy", run) == []
+
+
+def test_bounded_outputs_fire_without_the_number_of_classes():
+    n = 300
+    run = make_run(_still_falling(n, 4, 0), scalars={"ce_grad_scale": _read(0.7, n),
+                                                     "logits_in_unit_interval": _read(1.0, n)})
+    [f] = check("softmax_before_cross_entropy", run)
+    assert f.evidence["reading"] == "recorder: outputs in [0, 1]" and f.evidence["classes"] is None
+
+
+def test_the_loss_scale_and_the_micro_batches_are_divided_out():
+    n, k = 300, 4
+    loss = _still_falling(n, k, 0)
+    # A GradScaler's 1024 on a squeezed gradient, a loss divided by 4 micro-batches: both still squeezed.
+    assert check("softmax_before_cross_entropy", _recorded(loss, k, scale=0.25 * 1024, amp=1024.0))
+    assert check("softmax_before_cross_entropy", _recorded(loss, k, scale=0.25 / 4, passes=4.0))
+    # Silent twin: a plain cross-entropy divided by 4 reads 0.2 per micro-batch, 0.8 per loss.
+    assert check("softmax_before_cross_entropy", _recorded(loss, k, scale=0.8 / 4, passes=4.0)) == []
+
+
+def test_below_the_floor_no_reading_fires():
+    n, k = 300, 4
+    loss = np.linspace(math.log(k), 0.05, n)
+    assert check("softmax_before_cross_entropy", _recorded(loss, k, scale=0.2, bounded=1.0)) == []
+
+
+def test_reads_while_the_loss_was_low_leave_it_to_the_loss_level():
+    # A squeezed gradient proves a softmax only where a plain cross-entropy's would be large (loss >= ln 2):
+    # a resumed run whose every read is late, at a loss of 0.5, falls back to the loss level (which is
+    # silent here: the loss is not settled on the floor of K=2).
+    n = 300
+    loss = 0.5 + 0.01 * np.random.default_rng(0).standard_normal(n)
+    assert check("softmax_before_cross_entropy", _recorded(loss, 2, scale=0.2)) == []
+
+
+@pytest.mark.parametrize("softmax", [True, False])
+def test_real_recorded_run_with_a_softmax_between_model_and_loss(tmp_path, softmax):
+    # Trained here with the recorder: the softmax sits in the loop, not the model, so the outputs are
+    # raw logits and only the gradient shows it. 150 steps stop far short of the floor. Its twin
+    # feeds the logits straight to the loss.
+    torch = pytest.importorskip("torch")
+    from recorders.torch import Recorder
+
+    torch.manual_seed(0)
+    x = torch.randn(512, 12)
+    y = (x[:, :4] @ torch.randn(4, 4)).argmax(1)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Recorder(tmp_path / "run", model, opt, config={"num_classes": 4}, layers_every=10,
+                  handle_signals=False, announce=False) as rec:
+        for _ in range(150):
+            i = torch.randint(0, 512, (32,))
+            out = model(x[i])
+            loss = torch.nn.functional.cross_entropy(torch.softmax(out, -1) if softmax else out, y[i])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss)
+    found = [f for f in analyze(rec.run_dir).findings if f.code == "softmax_before_cross_entropy"]
+    if softmax:
+        assert found and found[0].evidence["reading"] == "recorder: squeezed logits gradient"
+        assert found[0].evidence["late_level"] > found[0].evidence["softmax_floor"]
+    else:
+        assert found == []

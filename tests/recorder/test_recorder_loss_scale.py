@@ -10,6 +10,7 @@ from recorder_testutil import read_table
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
+from recorders._torch_outgrad import OutputGradWatch, settle  # noqa: E402
 from recorders.torch import Recorder  # noqa: E402
 
 
@@ -21,6 +22,8 @@ class Net(nn.Module):
 
     def forward(self, x):
         z = self.body(x)
+        if self.out == "softmax":  # the model ends in softmax: probabilities reach the loss
+            return torch.softmax(z, -1)
         if self.out == "dict":
             return {"logits": z, "hidden": x}
         return (z, x) if self.out == "tuple" else z
@@ -41,6 +44,8 @@ def _train(path, *, k: int, divide: bool, reduction: str = "mean", out: str = "t
                 z = z if isinstance(z, torch.Tensor) else (z["logits"] if isinstance(z, dict) else z[0])
                 if loss == "ce":
                     raw = nn.functional.cross_entropy(z, y, reduction=reduction)
+                elif loss == "softmax_ce":  # a softmax between the model and the loss
+                    raw = nn.functional.cross_entropy(torch.softmax(z, -1), y, reduction=reduction)
                 else:
                     raw = nn.functional.mse_loss(z, nn.functional.one_hot(y, 5).float())
                 factor = (1 / k if divide else 1.0) * (8 if reduction == "sum" else 1)
@@ -116,3 +121,35 @@ def test_an_empty_batch_is_not_read(tmp_path):
             rec.step(1.0)
     s = read_table(rec.run_dir, "scalars").sort_by("step").to_pydict()
     assert s["ce_grad_scale"][0] is None and s["ce_grad_scale"][1] is not None
+
+
+@pytest.mark.parametrize("out", ["softmax", "tensor"])
+def test_probabilities_fed_to_the_loss_read_as_bounded_logits(tmp_path, out):
+    s, _ = _train(tmp_path / "run", k=1, divide=False, out=out)
+    # Its silent twin ("tensor") feeds raw logits, some of them negative.
+    assert s["logits_in_unit_interval"] == [1.0 if out == "softmax" else 0.0] * 6
+
+
+@pytest.mark.parametrize("loss", ["softmax_ce", "ce"])
+def test_a_softmax_between_model_and_loss_squeezes_the_logits_gradient(tmp_path, loss):
+    # d/dz of CE(softmax(softmax(z))) is J^T (q - y), J's entries at most p(1 - p): the bound stays
+    # near 1/4 however wrong the model is; a plain cross-entropy's worst row reaches (K-1)/K = 0.8.
+    s, _ = _train(tmp_path / "run", k=1, divide=False, loss=loss, steps=12)
+    top = max(s["ce_grad_scale"])
+    assert (top <= 0.3) == (loss == "softmax_ce"), top
+    assert s["logits_in_unit_interval"] == [0.0] * 12
+
+
+def test_the_readings_wait_for_the_steps_one_transfer(tmp_path):
+    # take() hands device scalars to the step's batched transfer: no host sync of its own.
+    torch.manual_seed(0)
+    model = Net()
+    watch = OutputGradWatch(model)
+    watch.armed = True
+    nn.functional.cross_entropy(model(torch.randn(8, 6)), torch.randint(0, 5, (8,))).backward()
+    got = watch.take(1)
+    assert isinstance(got["ce_grad_scale"], torch.Tensor) and isinstance(got["logits_in_unit_interval"], torch.Tensor)
+    host = {k: float(v) for k, v in got.items()}
+    assert settle({**host, "loss": 1.0}).keys() == {*host, "loss"}
+    assert settle({**host, "ce_grad_scale": float("nan"), "loss": 1.0}) == {"loss": 1.0}
+

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from runlens.detectors._updates import late_step_ratio, weight_collapse
+from runlens.detectors._updates import StepRatioSummary, step_ratio_summary, weight_collapse
 from runlens.detectors.curve import features as shape
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
@@ -39,13 +39,19 @@ def progressed(cfg: CurveParams, f: dict[str, Any]) -> bool:
     return bool(f["fall_to_min_p"] < cfg.alpha_strong)
 
 
-def chaotic(cfg: CurveParams, sig: Signals | None) -> bool:
+def late_steps(f: dict[str, Any], sig: Signals | None) -> StepRatioSummary | None:
+    """The second half's step sizes (:func:`step_ratio_summary`), read once per classification whichever stage
+    asks first."""
+    return shape.memo(f, "late_step_ratio", lambda: step_ratio_summary(sig) if sig is not None else None)
+
+
+def chaotic(cfg: CurveParams, f: dict[str, Any], sig: Signals | None) -> bool:
     """Whether a loss that made no progress jitters from steps too large rather than from
     minibatch noise around a loss that never moved (that is underfitting): the late update/weight
     ratio above ``step_ratio``. The loss alone cannot tell the two apart (a batch of 4 jumps by
     its own level), so without step sizes it is underfitting."""
-    ratio = late_step_ratio(sig) if sig is not None else None
-    return ratio is not None and ratio[0] > cfg.step_ratio
+    ratio = late_steps(f, sig)
+    return ratio is not None and ratio.median > cfg.step_ratio
 
 
 def validation_stalled(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]],
@@ -78,15 +84,15 @@ def validation_stalled(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.nd
             "val_drop_from_first": (first - best) / first, "val_drop_from_train_start": (S - best) / S}
 
 
-def calm(cfg: CurveParams, sig: Signals | None) -> bool:
+def calm(cfg: CurveParams, f: dict[str, Any], sig: Signals | None) -> bool:
     """Whether the measured late steps are small (the median module's update/weight ratio at most
     ``step_ratio / 10``, the 1e-3 rule of thumb, and no module's above ``step_ratio``): weights that
     move that little cannot make the loss jump, so a training loss's jitter is minibatch sampling
     (a batch of 4), not instability. Only ``update_norm`` counts: a lower bound from the weight
     norms' changes cannot show that steps were small."""
-    ratio = late_step_ratio(sig) if sig is not None else None
-    return (ratio is not None and ratio[1] == "update_norm" and ratio[0] <= cfg.step_ratio / 10
-            and ratio[2] <= cfg.step_ratio)
+    ratio = late_steps(f, sig)
+    return (ratio is not None and ratio.source == "update_norm" and ratio.median <= cfg.step_ratio / 10
+            and ratio.largest <= cfg.step_ratio)
 
 
 def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,

@@ -43,7 +43,7 @@ def unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, An
     S, E, D, scale = f["start_level"], f["end_level"], f["late_spread"], f["scale"]
     progress = (S - E) / D if D > 0 else math.inf
     noisy = (progress < cfg.min_progress and D >= cfg.dispersion * scale
-             and (progressed(cfg, f) or chaotic(cfg, sig)) and not calm(cfg, sig))
+             and (progressed(cfg, f) or chaotic(cfg, f, sig)) and not calm(cfg, f, sig))
     w = f["wander"]
     # Wandering must undo a real share of the progress, be visible at the
     # loss's own level, and be present in both halves of the late third

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from runlens.detectors._updates import late_step_ratio
 from runlens.detectors.curve import features as shape
 from runlens.detectors.curve.params import CurveParams
+from runlens.detectors.curve.underfitting import late_steps
 from runlens.diagnosis import CurveVerdict
 from runlens.stats import evals
 
@@ -81,8 +81,8 @@ def val_unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalS
     why, extra = "the training loss does not settle", {}
     if not rough:
         # Read only once the validation loss jumps: the step sizes are the layers table.
-        med, src, top, module = shape.memo(f, "late_step_ratio",
-                                           lambda: late_step_ratio(sig) or (0.0, "", 0.0, ""))
+        late = late_steps(f, sig)
+        med, src, top, module = (late.median, late.source, late.largest, late.module) if late else (0.0, "", 0.0, "")
         # Steps large overall, or one layer's a tenth of its weights (10x step_ratio) at every step.
         if not (med > cfg.step_ratio or top >= 10 * cfg.step_ratio):
             return None
