@@ -126,7 +126,16 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "(`draw.json` has the times) into a folder outside the repository, after third-fresh5's grading and "
     "after the round's last detector commit (2d75eb3 is that commit): no engine change came after it. The "
     "recorder then changed only to catch its own hooks' errors (3205b03). Nothing of it was diagnosed, and "
-    "its generator log was not read, before its one grading.",
+    "its generator log was not read, before its one grading at 3011230 (curve 0.95, recall 0.95, fault's "
+    "code first 0.96, healthy runs with a warning or error 0/12). Its misses were read in round 9 (a "
+    "softmax run stopped short of the softmax floor led to the recorder's reading of the logits' gradient): "
+    "a development set since.",
+    "`third-fresh7` (round 9): the same generator and redraw with every seed shifted by 23000 (`python -m "
+    "benchmarks.third --seed-shift 23000 --vary`), trained from the committed tree at c25b09c (`draw.json` "
+    "has the times) into a folder outside the repository, by the recorder that writes "
+    "`logits_in_unit_interval` and carries the logits readings in the step's one transfer. c25b09c is the "
+    "round's last detector commit: no engine change came after it. Nothing of it was diagnosed, and its "
+    "generator log was not read, before its one grading.",
 )
 
 
@@ -283,9 +292,10 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              "round's last detector change, by the recorder that writes `grad_not_cleared`, graded once at "
              "0022a2e and looked at in round 8. *third-fresh5* (round 8; seeds shifted by 17000), recorded by "
              "the recorder that writes `ce_grad_scale`, was graded once at 5bf5f84 and looked at since. "
-             "*third-fresh6* (round 8; seeds shifted by 19000) was trained after that, from the round's last "
-             "detector commit, with nothing of it diagnosed before its one grading, at the commit above: "
-             "**quote third-fresh6**. A set absent "
+             "*third-fresh6* (round 8; seeds shifted by 19000) was trained after that, graded once at 3011230 "
+             "and looked at in round 9. *third-fresh7* (round 9; seeds shifted by 23000) was trained from "
+             "round 9's last detector commit, with nothing of it diagnosed before its one grading, at the "
+             "commit above: **quote third-fresh7**. A set absent "
              "from this page was not regenerated in that round (its data is not kept in the repository); "
              "its last figures are in the page's history.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",

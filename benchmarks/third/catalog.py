@@ -83,6 +83,9 @@ FRESH5_SEED_SHIFT = 17000
 # The second never-seen draw of round 8 (``third-fresh6``): ``--seed-shift 19000 --vary``, trained after
 # third-fresh5 was graded and looked at.
 FRESH6_SEED_SHIFT = 19000
+# The never-seen draw of round 9 (``third-fresh7``): ``--seed-shift 23000 --vary``, recorded by the recorder
+# with ``logits_in_unit_interval``, trained from round 9's last detector commit.
+FRESH7_SEED_SHIFT = 23000
 
 
 def redraw(sc: S, rng: random.Random) -> S:
