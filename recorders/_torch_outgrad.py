@@ -15,7 +15,9 @@ The same read tells whether the loss's input was logits at all. Logits
 confined to [0, 1] (a model ending in softmax or sigmoid, fed to a loss that
 applies log-softmax again) cap how far the loss can fall; the forward side
 writes ``logits_in_unit_interval`` (1 when every checked entry lies in
-[0, 1]). A softmax applied between the model and the loss leaves the output
+[0, 1]) and ``logits_sum_to_one`` (1 when, besides, every checked row sums
+to 1: a softmax's output; a model that learned nothing can output nearly
+equal logits that happen to lie in [0, 1], never rows that sum to 1). A softmax applied between the model and the loss leaves the output
 unbounded but squeezes its gradient: each entry of ``J^T (q - y)``, J the
 softmax's Jacobian, is at most about ``p(1 - p) <= 1/4`` of a plain
 cross-entropy's, so ``ce_grad_scale`` never climbs to the ``(K-1)/K`` a
@@ -39,7 +41,7 @@ import torch
 from torch import nn
 
 HEAD_ROWS = 64  # rows whose sums are checked: enough to reject a non-softmax output, cheap on any vocabulary
-COLUMNS = ("ce_grad_scale", "logits_in_unit_interval", "backward_passes")
+COLUMNS = ("ce_grad_scale", "logits_in_unit_interval", "logits_sum_to_one", "backward_passes")
 
 
 def logits_of(out: Any) -> torch.Tensor | None:
@@ -52,6 +54,11 @@ def logits_of(out: Any) -> torch.Tensor | None:
     if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
         return out[0]
     return None
+
+
+def unit_sum_tolerance(dtype: torch.dtype) -> float:
+    """How far from 1 a softmax output's row may sum in ``dtype`` (16-bit floats round each entry)."""
+    return 1e-3 if dtype in (torch.float32, torch.float64) else 2e-2
 
 
 def row_sum_tolerance(dtype: torch.dtype) -> float:
@@ -95,7 +102,9 @@ class OutputGradWatch:
             self._tol = row_sum_tolerance(logits.dtype)
             with torch.no_grad():
                 head = logits.detach().reshape(-1, logits.shape[-1])[:HEAD_ROWS]
-                self._bounded = ((head.amin() >= 0) & (head.amax() <= 1)).float()
+                unit = (head.amin() >= 0) & (head.amax() <= 1)
+                ones = (head.float().sum(dim=1) - 1).abs().amax() <= unit_sum_tolerance(logits.dtype)
+                self._bounded = torch.stack([unit, unit & ones]).float()
             logits.register_hook(self._grad)
         except Exception:  # noqa: BLE001
             self.remove()
@@ -119,7 +128,8 @@ class OutputGradWatch:
     def take(self, backward_passes: int) -> dict[str, Any]:
         """The last armed read as device scalars, for the step's one host transfer: ``ce_grad_scale``
         (N times the largest entry, N the rows with a gradient; NaN when the read saw no softmax
-        cross-entropy), ``logits_in_unit_interval`` and the step's ``backward_passes``. Empty when
+        cross-entropy), ``logits_in_unit_interval``, ``logits_sum_to_one`` and the step's
+        ``backward_passes``. Empty when
         nothing was read. :func:`settle` keeps them or drops them once they are on the host."""
         stats, self._stats = self._stats, None
         bounded, self._bounded = self._bounded, None
@@ -129,8 +139,10 @@ class OutputGradWatch:
         scale = rows * largest
         softmax_ce = (rows >= 1) & (largest > 0) & torch.isfinite(scale) & (row_sum <= self._tol)
         nan = torch.full_like(scale, math.nan)
+        bounded = bounded.to(scale.dtype)
         return {"ce_grad_scale": torch.where(softmax_ce, scale, nan),
-                "logits_in_unit_interval": torch.where(softmax_ce, bounded.to(scale.dtype), nan),
+                "logits_in_unit_interval": torch.where(softmax_ce, bounded[0], nan),
+                "logits_sum_to_one": torch.where(softmax_ce, bounded[1], nan),
                 "backward_passes": max(int(backward_passes), 1)}
 
     def remove(self) -> None:

@@ -64,9 +64,10 @@ class SoftmaxBeforeCrossEntropy(Detector):
         ``docs/format.md``), because it sees the structure, not a level the
         loss might still be falling toward:
 
-        - **bounded**: on most read steps every checked entry of the
-          model's output lies in [0, 1]: the model hands probabilities to a
-          loss that applies log-softmax itself. Fires.
+        - **probabilities**: on most read steps every checked row of the
+          model's output lies in [0, 1] and sums to 1 (``logits_sum_to_one``):
+          the model hands a softmax's output to a loss that applies
+          log-softmax itself. Fires.
         - **squeezed**: the gradient reaching the output (per micro-batch)
           never exceeds ``squeezed`` (1/3) of the loss, although on some read
           step the loss was at least ln 2. A plain cross-entropy whose batch
@@ -75,9 +76,13 @@ class SoftmaxBeforeCrossEntropy(Detector):
           multiplies every entry by the softmax's Jacobian, whose entries
           are at most ``p (1 - p) <= 1/4`` (measured in torch: never above
           0.265 for any K). Fires, unless the loss went below the floor.
-        - Neither, over at least ``min_reads`` reads: raw logits and a plain
-          cross-entropy's gradient were seen, so it is silent whatever the
-          loss level.
+        - **in [0, 1] only** (rows that do not sum to 1): a sigmoid at the
+          end, or a model that learned nothing and outputs nearly equal
+          logits that happen to lie in [0, 1] (labels it cannot learn). The
+          structure cannot tell them apart, so the loss level decides.
+        - None of these, over at least ``min_reads`` reads: raw logits and a
+          plain cross-entropy's gradient were seen, so it is silent whatever
+          the loss level.
 
         Without those readings (an imported log) it reads the loss level.
         K comes from the config (``num_classes``, ``n_classes``,
@@ -120,7 +125,8 @@ class SoftmaxBeforeCrossEntropy(Detector):
     severity = "error"
     title = "Softmax applied before a cross-entropy loss"
     needs = Needs(scalars=("loss", *ACCURACY_COLUMNS, "num_classes", "n_classes", "label", "labels", "target",
-                           "ce_grad_scale", "backward_passes", "logits_in_unit_interval", "loss_scale"),
+                           "ce_grad_scale", "backward_passes", "logits_in_unit_interval", "logits_sum_to_one",
+                           "loss_scale"),
                   evals=(*VAL_ACCURACY_COLUMNS,), requires=("scalars.loss",))
     constraints = {"late_frac": Interval(float, 0, 1, closed="right"), "tolerance": Interval(float, 0, 1),
                    "max_gap": Interval(float, 0, 1, closed="right"), "squeezed": Interval(float, 0, 0.5),
@@ -175,8 +181,9 @@ class SoftmaxBeforeCrossEntropy(Detector):
 
     def _structure(self, readings: LogitsReadings, loss: Series, k: int | None,
                    k_source: str | None) -> list[Finding] | None:
-        """The recorder's readings decide (see "How it decides"); None when they cannot: raw logits,
-        and no read step whose loss was high enough for a plain cross-entropy to show itself."""
+        """The recorder's readings decide (see "How it decides"); None when they cannot: outputs in
+        [0, 1] that are not a softmax's, or no read step whose loss was high enough for a plain
+        cross-entropy to show itself."""
         floor = softmax_floor(k) if k is not None else None
         late = loss.values[-max(5, int(len(loss) * self.late_frac)):]
         if floor is not None and float(np.min(late)) < floor * (1 - self.tolerance):
@@ -186,21 +193,21 @@ class SoftmaxBeforeCrossEntropy(Detector):
                                  "reads": len(readings.per_pass)}
         floor_text = f"; the loss settles at {ev['late_level']:.4g}" + (
             f", never below the floor ln(1+(K-1)/e)={floor:.4g} (K={k})" if floor is not None else "")
-        bounded = readings.bounded
-        share = float(np.mean(bounded.values >= 0.5)) if bounded is not None and len(bounded) else 0.0
-        if bounded is not None and share > 0.5:
-            ev |= {"reading": "recorder: outputs in [0, 1]", "bounded_share": share}
+        simplex, bounded = _majority(readings.simplex), _majority(readings.bounded)
+        if simplex is not None:
+            share, n, first = simplex
+            ev |= {"reading": "recorder: outputs sum to 1", "simplex_share": share}
             return [self.finding(
-                f"on {share:.0%} of {len(bounded)} recorded steps every entry the loss received lay in [0, 1]: "
-                f"probabilities, not logits, fed to a loss that applies log-softmax itself{floor_text}",
-                step=int(bounded.steps[0]), evidence=ev)]
+                f"on {share:.0%} of {n} recorded steps every row the loss received lay in [0, 1] and summed to 1: "
+                f"a softmax's probabilities, not logits, fed to a loss that applies log-softmax itself{floor_text}",
+                step=first, evidence=ev)]
         at = np.minimum(np.searchsorted(loss.steps, readings.per_pass.steps), len(loss) - 1)
         high = (loss.steps[at] == readings.per_pass.steps) & (loss.values[at] >= np.log(2))
         top = float(np.max(readings.per_pass.values))
-        if top > self.squeezed:
-            return []
-        if not high.any():
-            return None
+        if top > self.squeezed or not high.any():
+            # Not squeezed (or not readable as such): outputs in [0, 1] that are not a softmax's leave
+            # it to the loss level; raw logits with a plain cross-entropy's gradient rule it out.
+            return None if bounded is not None or top <= self.squeezed else []
         ev |= {"reading": "recorder: squeezed logits gradient", "largest_logits_gradient": top,
                "plain_cross_entropy_at_least": 0.5, "double_softmax_at_most": 0.265,
                "steps_with_loss_at_least_ln2": int(high.sum())}
@@ -209,3 +216,12 @@ class SoftmaxBeforeCrossEntropy(Detector):
             f"{len(readings.per_pass)} recorded steps, although the loss was above ln 2 on {int(high.sum())} of "
             f"them: a plain cross-entropy sends at least 0.5 there, one behind another softmax at most 0.265"
             f"{floor_text}", step=int(readings.per_pass.steps[0]), evidence=ev)]
+
+
+def _majority(flags: Series | None) -> tuple[float, int, int] | None:
+    """``(share, reads, first step)`` of a recorder flag set on most of its reads; None otherwise."""
+    if flags is None or not len(flags):
+        return None
+    on = flags.values >= 0.5
+    share = float(np.mean(on))
+    return (share, len(flags), int(flags.steps[np.argmax(on)])) if share > 0.5 else None

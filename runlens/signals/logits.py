@@ -10,7 +10,8 @@ model's output is a softmax cross-entropy's (its rows sum to zero):
   for every reader.
 - ``backward_passes``: backward passes per optimizer step (K micro-batches).
 - ``logits_in_unit_interval``: 1 when every checked entry of the output lay
-  in [0, 1] (probabilities, not logits).
+  in [0, 1]; ``logits_sum_to_one``: 1 when, besides, every checked row
+  summed to 1 (a softmax's output: probabilities, not logits).
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ if TYPE_CHECKING:
 class LogitsReadings:
     """``factor``: the bound on the loss's multiplier per read step (loss scale divided out);
     ``per_pass``: the same times that step's backward passes (the multiplier of one micro-batch's
-    loss before a division by K, 1 for a plain mean); ``bounded``: ``logits_in_unit_interval``."""
+    loss before a division by K, 1 for a plain mean); ``bounded``: ``logits_in_unit_interval``;
+    ``simplex``: ``logits_sum_to_one`` (None when the recorder did not write it)."""
 
     factor: Series
     per_pass: Series
     bounded: Series | None
+    simplex: Series | None
 
     def __bool__(self) -> bool:
         return len(self.factor) > 0
@@ -56,5 +59,6 @@ def logits_readings(run: Run) -> LogitsReadings | None:
     k = passes[rows][ok] if passes is not None else np.ones(int(ok.sum()))
     k = np.where(np.isfinite(k) & (k >= 1), k, 1.0)
     per_pass = Series(factor.steps, factor.values * k, "scalars.ce_grad_scale x backward_passes")
-    bounded = logged(run, "scalars", "logits_in_unit_interval")
-    return LogitsReadings(factor, per_pass, bounded[0].finite() if bounded is not None else None)
+    bounded, simplex = (logged(run, "scalars", name) for name in ("logits_in_unit_interval", "logits_sum_to_one"))
+    return LogitsReadings(factor, per_pass, bounded[0].finite() if bounded is not None else None,
+                          simplex[0].finite() if simplex is not None else None)

@@ -27,7 +27,7 @@ def _softmax_loss(n, seed, k):
     return _floor(k) + (math.log(k) - _floor(k)) * np.exp(-8 * t) * np.exp(0.05 * rng.standard_normal(n)) + 1e-4
 
 
-RECORDER_COLUMNS = ("ce_grad_scale", "backward_passes", "logits_in_unit_interval")
+RECORDER_COLUMNS = ("ce_grad_scale", "backward_passes", "logits_in_unit_interval", "logits_sum_to_one")
 
 
 def test_real_run_names_the_bug_first():
@@ -36,7 +36,7 @@ def test_real_run_names_the_bug_first():
     f = diag.findings[0]
     assert f.code == "softmax_before_cross_entropy"
     assert f.severity == "error"
-    assert f.evidence["reading"] == "recorder: outputs in [0, 1]" and f.evidence["bounded_share"] == 1.0
+    assert f.evidence["reading"] == "recorder: outputs sum to 1" and f.evidence["simplex_share"] == 1.0
     assert f.evidence["classes"] == 10
     assert f.evidence["late_min"] >= f.evidence["softmax_floor"] * (1 - 0.002)
 
@@ -159,10 +159,10 @@ def _still_falling(n, k, seed, gap=0.45):
     return lo + (math.log(k) - lo) * np.exp(-5 * t) * np.exp(0.02 * rng.standard_normal(n))
 
 
-def _recorded(loss, k, *, scale, bounded=0.0, passes=1.0, amp=None):
+def _recorded(loss, k, *, scale, bounded=0.0, simplex=0.0, passes=1.0, amp=None):
     n = len(loss)
     scalars = {"ce_grad_scale": _read(scale, n), "backward_passes": _read(passes, n),
-               "logits_in_unit_interval": _read(bounded, n)}
+               "logits_in_unit_interval": _read(bounded, n), "logits_sum_to_one": _read(simplex, n)}
     if amp is not None:
         scalars["loss_scale"] = np.full(n, amp)
     return make_run(loss, meta={"config": {"num_classes": k}}, scalars=scalars)
@@ -188,12 +188,29 @@ def test_silent_twin_a_plain_cross_entropys_gradient_on_a_loss_hugging_the_floor
     assert check("softmax_before_cross_entropy", run) == []
 
 
-def test_bounded_outputs_fire_without_the_number_of_classes():
+def test_softmax_outputs_fire_without_the_number_of_classes():
     n = 300
     run = make_run(_still_falling(n, 4, 0), scalars={"ce_grad_scale": _read(0.7, n),
-                                                     "logits_in_unit_interval": _read(1.0, n)})
+                                                     "logits_in_unit_interval": _read(1.0, n),
+                                                     "logits_sum_to_one": _read(1.0, n)})
     [f] = check("softmax_before_cross_entropy", run)
-    assert f.evidence["reading"] == "recorder: outputs in [0, 1]" and f.evidence["classes"] is None
+    assert f.evidence["reading"] == "recorder: outputs sum to 1" and f.evidence["classes"] is None
+
+
+@pytest.mark.parametrize("k", [4, 10])
+def test_silent_twin_logits_collapsed_into_the_unit_interval_of_a_model_that_learns_nothing(k):
+    # Shuffled labels: the model outputs nearly equal logits that may lie in [0, 1] (rows not summing
+    # to 1); the loss stays at ln K, far above the floor, and the plain gradient is unsqueezed.
+    n = 300
+    loss = math.log(k) + 0.01 * np.random.default_rng(k).standard_normal(n)
+    assert check("softmax_before_cross_entropy", _recorded(loss, k, scale=0.77, bounded=1.0)) == []
+
+
+def test_outputs_in_the_unit_interval_that_do_not_sum_to_one_leave_it_to_the_loss_level():
+    # A sigmoid at the end: in [0, 1], rows not summing to 1. The loss hugging the floor decides.
+    n, k = 300, 10
+    f = check("softmax_before_cross_entropy", _recorded(_softmax_loss(n, 0, k), k, scale=0.8, bounded=1.0))
+    assert f and f[0].evidence["reading"] == "loss level"
 
 
 def test_the_loss_scale_and_the_micro_batches_are_divided_out():
@@ -209,7 +226,7 @@ def test_the_loss_scale_and_the_micro_batches_are_divided_out():
 def test_below_the_floor_no_reading_fires():
     n, k = 300, 4
     loss = np.linspace(math.log(k), 0.05, n)
-    assert check("softmax_before_cross_entropy", _recorded(loss, k, scale=0.2, bounded=1.0)) == []
+    assert check("softmax_before_cross_entropy", _recorded(loss, k, scale=0.2, bounded=1.0, simplex=1.0)) == []
 
 
 def test_reads_while_the_loss_was_low_leave_it_to_the_loss_level():

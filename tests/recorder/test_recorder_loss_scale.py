@@ -24,6 +24,8 @@ class Net(nn.Module):
         z = self.body(x)
         if self.out == "softmax":  # the model ends in softmax: probabilities reach the loss
             return torch.softmax(z, -1)
+        if self.out == "sigmoid":  # in [0, 1], rows not summing to 1
+            return torch.sigmoid(z)
         if self.out == "dict":
             return {"logits": z, "hidden": x}
         return (z, x) if self.out == "tuple" else z
@@ -123,11 +125,11 @@ def test_an_empty_batch_is_not_read(tmp_path):
     assert s["ce_grad_scale"][0] is None and s["ce_grad_scale"][1] is not None
 
 
-@pytest.mark.parametrize("out", ["softmax", "tensor"])
-def test_probabilities_fed_to_the_loss_read_as_bounded_logits(tmp_path, out):
+@pytest.mark.parametrize(("out", "unit", "ones"), [("softmax", 1.0, 1.0), ("sigmoid", 1.0, 0.0), ("tensor", 0.0, 0.0)])
+def test_probabilities_fed_to_the_loss_read_as_bounded_logits(tmp_path, out, unit, ones):
     s, _ = _train(tmp_path / "run", k=1, divide=False, out=out)
-    # Its silent twin ("tensor") feeds raw logits, some of them negative.
-    assert s["logits_in_unit_interval"] == [1.0 if out == "softmax" else 0.0] * 6
+    # Its silent twin ("tensor") feeds raw logits, some of them negative; a sigmoid's rows do not sum to 1.
+    assert s["logits_in_unit_interval"] == [unit] * 6 and s["logits_sum_to_one"] == [ones] * 6
 
 
 @pytest.mark.parametrize("loss", ["softmax_ce", "ce"])
@@ -137,7 +139,7 @@ def test_a_softmax_between_model_and_loss_squeezes_the_logits_gradient(tmp_path,
     s, _ = _train(tmp_path / "run", k=1, divide=False, loss=loss, steps=12)
     top = max(s["ce_grad_scale"])
     assert (top <= 0.3) == (loss == "softmax_ce"), top
-    assert s["logits_in_unit_interval"] == [0.0] * 12
+    assert s["logits_in_unit_interval"] == [0.0] * 12 and s["logits_sum_to_one"] == [0.0] * 12
 
 
 def test_the_readings_wait_for_the_steps_one_transfer(tmp_path):
