@@ -1,7 +1,7 @@
-"""How often runlens is right: recall, precision and false alarms on thirteen labeled sets.
+"""How often runlens is right: recall, precision and false alarms on fourteen labeled sets.
 
     python benchmarks/accuracy.py --set final      # generate what is missing, grade every set, write the page
-    python benchmarks/accuracy.py --set third-fresh7  # the set to quote (round 9), graded once
+    python benchmarks/accuracy.py --set third-fresh8  # the set to quote (round 9), graded once
     python benchmarks/accuracy.py --evaluate-only  # re-grade the runs already in benchmarks/_data/
     python benchmarks/accuracy.py --set heldout    # one set only (or a list: --set heldout-varied,third)
     python benchmarks/accuracy.py --set heldout-varied --generate-only   # train a new set, grade nothing
@@ -54,8 +54,11 @@ measurements in torch (never by a runlens threshold):
   looked at in round 9;
 - the *seventh fresh third* set (``--seed-shift 23000 --vary``), into
   ``benchmarks/_data/third-fresh7/``: recorded with
-  ``logits_in_unit_interval``, generated from round 9's last detector
-  commit, graded once at the end of round 9, the set to quote.
+  ``logits_in_unit_interval``, graded once at 1a22ca6, looked at since;
+- the *eighth fresh third* set (``--seed-shift 29000 --vary``), into
+  ``benchmarks/_data/third-fresh8/``: recorded with ``logits_sum_to_one``,
+  generated from round 9's last detector commit, graded once at the end of
+  round 9, the set to quote.
 
 The page, ``benchmarks/results/accuracy.md``, names the commit it graded and
 whether the tree was dirty. Scoring is ``benchmarks/_accuracy/scoring.py``.
@@ -79,7 +82,7 @@ from benchmarks._accuracy.publish import publish  # noqa: E402
 
 REPORT = ROOT / "benchmarks" / "results" / "accuracy.md"
 SETS = ("tuning", "heldout", "heldout-fresh", "heldout-varied", "heldout-varied2", "third", "third-fresh",
-        "third-fresh2", "third-fresh3", "third-fresh4", "third-fresh5", "third-fresh6", "third-fresh7")
+        "third-fresh2", "third-fresh3", "third-fresh4", "third-fresh5", "third-fresh6", "third-fresh7", "third-fresh8")
 GROUPS = {"all": SETS[:-1], "both": ("tuning", "heldout"), "final": SETS}
 
 
@@ -96,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="all", type=_sets,
                         help="comma-separated sets among " + ", ".join(SETS) + "; all: every development "
-                             "set (the third sets before third-fresh7 included); both: tuning and heldout; final: all and "
-                             "third-fresh7")
+                             "set (the third sets before third-fresh8 included); both: tuning and heldout; final: all and "
+                             "third-fresh8")
     parser.add_argument("--only", help="tuning families (default: all): " + ", ".join(tuning.FAMILIES))
     parser.add_argument("--jobs", type=int, default=1, help="training processes for the tuning set (default 1)")
     parser.add_argument("--evaluate-only", action="store_true", help="grade the runs already generated")
@@ -124,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         if name in args.set:
             sets.append(evaluate.heldout_set(generate=gen, name=name, grade=grade))
     for name in ("third", "third-fresh", "third-fresh2", "third-fresh3", "third-fresh4", "third-fresh5",
-                 "third-fresh6", "third-fresh7"):
+                 "third-fresh6", "third-fresh7", "third-fresh8"):
         if name in args.set:
             sets.append(evaluate.third_set(generate=gen, grade=grade, name=name))
     if not grade:

@@ -54,6 +54,8 @@ THIRD_FRESH6_DATA = ROOT / "benchmarks" / "_data" / "third-fresh6"
 THIRD_FRESH6_DRAWN = ("2026-12-02 11:54", "2026-12-02 12:03")
 THIRD_FRESH7_DATA = ROOT / "benchmarks" / "_data" / "third-fresh7"
 THIRD_FRESH7_DRAWN = ("2026-12-02 14:35", "2026-12-02 14:59")
+THIRD_FRESH8_DATA = ROOT / "benchmarks" / "_data" / "third-fresh8"
+THIRD_FRESH8_DRAWN = ("2026-12-02 15:09", "2026-12-02 15:25")
 
 ROLES = {
     "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",
@@ -99,8 +101,12 @@ ROLES = {
                     "development set since",
     "third-fresh7": "the third generator with every seed shifted by 23000 and every run redrawn (`--seed-shift "
                     "23000 --vary`), generated at {drawn} UTC from c25b09c by the recorder with "
-                    "`logits_in_unit_interval`, after round 9's last detector change, graded once at the end of "
-                    "round 9; the set to quote",
+                    "`logits_in_unit_interval`, before round 9's last detector change, graded once at 1a22ca6 "
+                    "(round 9), then looked at: a development set since",
+    "third-fresh8": "the third generator with every seed shifted by 29000 and every run redrawn (`--seed-shift "
+                    "29000 --vary`), generated at {drawn} UTC from 5255a80 by the recorder with "
+                    "`logits_sum_to_one`, after third-fresh7's misses were read and after round 9's last detector "
+                    "change, graded once at the end of round 9; the set to quote",
 }
 
 DATA_RULES = (
@@ -294,7 +300,7 @@ def _fresh_role(data: Path, name: str) -> str:
     drawn = {"third-fresh": THIRD_FRESH_DRAWN, "third-fresh2": THIRD_FRESH2_DRAWN,
              "third-fresh3": THIRD_FRESH3_DRAWN, "third-fresh4": THIRD_FRESH4_DRAWN,
              "third-fresh5": THIRD_FRESH5_DRAWN, "third-fresh6": THIRD_FRESH6_DRAWN,
-             "third-fresh7": THIRD_FRESH7_DRAWN}[name]
+             "third-fresh7": THIRD_FRESH7_DRAWN, "third-fresh8": THIRD_FRESH8_DRAWN}[name]
     started, finished = drawn_at(data)
     stated = f"{drawn[0]}–{(finished or drawn[1])[11:16]}"  # same day: the end's time only
     role = ROLES[name].format(drawn=stated)
@@ -315,6 +321,7 @@ def third_set(generate: bool = True, grade: bool = True, name: str = "third") ->
         FRESH5_SEED_SHIFT,
         FRESH6_SEED_SHIFT,
         FRESH7_SEED_SHIFT,
+        FRESH8_SEED_SHIFT,
         FRESH_SEED_SHIFT,
         draw,
     )
@@ -327,7 +334,8 @@ def third_set(generate: bool = True, grade: bool = True, name: str = "third") ->
                          "third-fresh4": (FRESH4_SEED_SHIFT, True, THIRD_FRESH4_DATA),
                          "third-fresh5": (FRESH5_SEED_SHIFT, True, THIRD_FRESH5_DATA),
                          "third-fresh6": (FRESH6_SEED_SHIFT, True, THIRD_FRESH6_DATA),
-                         "third-fresh7": (FRESH7_SEED_SHIFT, True, THIRD_FRESH7_DATA)}[name]
+                         "third-fresh7": (FRESH7_SEED_SHIFT, True, THIRD_FRESH7_DATA),
+                         "third-fresh8": (FRESH8_SEED_SHIFT, True, THIRD_FRESH8_DATA)}[name]
     runs = draw(shift, vary)
     if generate:
         labels = generate_third(data, seed_shift=shift, vary=vary)

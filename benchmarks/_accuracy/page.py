@@ -134,8 +134,16 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "benchmarks.third --seed-shift 23000 --vary`), trained from the committed tree at c25b09c (`draw.json` "
     "has the times) into a folder outside the repository, by the recorder that writes "
     "`logits_in_unit_interval` and carries the logits readings in the step's one transfer. c25b09c is the "
-    "round's last detector commit: no engine change came after it. Nothing of it was diagnosed, and its "
-    "generator log was not read, before its one grading.",
+    "round's last detector commit at the time. Nothing of it was diagnosed, and its generator log was not "
+    "read, before its one grading at 1a22ca6 (curve 0.90, recall 0.95, fault's code first 0.92, healthy "
+    "runs with a warning or error 1/12). Its misses were then read (the outputs-in-[0, 1] reading fired on a "
+    "labels-shuffled run whose logits collapsed into [0, 1], which led to `logits_sum_to_one`): a development "
+    "set since.",
+    "`third-fresh8` (round 9, second draw): the same generator and redraw with every seed shifted by 29000 "
+    "(`python -m benchmarks.third --seed-shift 29000 --vary`), trained from the committed tree at 5255a80 "
+    "(`draw.json` has the times) into a folder outside the repository, by the recorder that writes "
+    "`logits_sum_to_one`. 5255a80 is the round's last detector commit: no engine change came after it. "
+    "Nothing of it was diagnosed, and its generator log was not read, before its one grading.",
 )
 
 
@@ -293,9 +301,10 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              "0022a2e and looked at in round 8. *third-fresh5* (round 8; seeds shifted by 17000), recorded by "
              "the recorder that writes `ce_grad_scale`, was graded once at 5bf5f84 and looked at since. "
              "*third-fresh6* (round 8; seeds shifted by 19000) was trained after that, graded once at 3011230 "
-             "and looked at in round 9. *third-fresh7* (round 9; seeds shifted by 23000) was trained from "
+             "and looked at in round 9. *third-fresh7* (round 9; seeds shifted by 23000) was graded once at "
+             "1a22ca6 and looked at since. *third-fresh8* (round 9; seeds shifted by 29000) was trained from "
              "round 9's last detector commit, with nothing of it diagnosed before its one grading, at the "
-             "commit above: **quote third-fresh7**. A set absent "
+             "commit above: **quote third-fresh8**. A set absent "
              "from this page was not regenerated in that round (its data is not kept in the repository); "
              "its last figures are in the page's history.",
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",

@@ -86,6 +86,9 @@ FRESH6_SEED_SHIFT = 19000
 # The never-seen draw of round 9 (``third-fresh7``): ``--seed-shift 23000 --vary``, recorded by the recorder
 # with ``logits_in_unit_interval``, trained from round 9's last detector commit.
 FRESH7_SEED_SHIFT = 23000
+# The second never-seen draw of round 9 (``third-fresh8``): ``--seed-shift 29000 --vary``, trained after
+# third-fresh7 was graded and looked at, by the recorder with ``logits_sum_to_one``.
+FRESH8_SEED_SHIFT = 29000
 
 
 def redraw(sc: S, rng: random.Random) -> S:

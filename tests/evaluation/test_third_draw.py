@@ -120,5 +120,5 @@ def test_a_retrained_or_missing_fresh_set_is_flagged_not_to_quote(tmp_path):
     evaluate = pytest.importorskip("benchmarks._accuracy.evaluate")
     (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-03 09:00:00 UTC",
                                                     "finished": "2026-12-03 09:40:00 UTC"}))
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh7")
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", "third-fresh7")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh8")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", "third-fresh8")
