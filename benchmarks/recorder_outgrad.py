@@ -17,6 +17,7 @@ gradients of a classifier (256 x 10) and of a language model's batch (8 x
 
 from __future__ import annotations
 
+import os
 import platform
 import statistics
 import sys
@@ -67,8 +68,7 @@ def unarmed(rounds: int, steps: int) -> dict[str, list[float]]:
 
 def armed(shape: tuple[int, ...], repeats: int) -> float:
     """Seconds of one armed read on a logits gradient of ``shape``: both hooks' bodies, the take, and
-    the host side (three floats and :func:`settle`; in the recorder the floats come with the step's
-    transfer)."""
+    the host side (:func:`settle`; in the recorder the six numbers come with the step's transfer)."""
     torch.manual_seed(0)
     logits = torch.randn(*shape, requires_grad=True)
     grad = (torch.softmax(logits, -1) - torch.nn.functional.one_hot(
@@ -79,7 +79,7 @@ def armed(shape: tuple[int, ...], repeats: int) -> float:
         t0 = time.perf_counter()
         watch._forward(watch.model, (), logits)
         watch._grad(grad)
-        settle({k: float(v) for k, v in watch.take(1).items()})
+        settle({k: (v.numpy() if isinstance(v, torch.Tensor) else v) for k, v in watch.take(1).items()})
         times.append(time.perf_counter() - t0)
     watch.remove()
     return statistics.median(times)
@@ -94,7 +94,9 @@ def page(res: dict[str, list[float]], reads: dict[str, float], rounds: int, step
     lines = [
         "# The ce_grad_scale reading's cost", "",
         f"Measured {when} on {platform.machine()} (cpu, torch {torch.__version__}, 1 thread) by "
-        f"`python benchmarks/recorder_outgrad.py`.", "",
+        f"`python benchmarks/recorder_outgrad.py`, with a load average of {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} cores at the end (other work on the machine inflates both variants and the reads "
+        "alike; the interleaved rounds keep the difference fair, not the absolute figures).", "",
         "## In place: a tiny classifier, armed every 10th step", "",
         f"{rounds} interleaved rounds of {steps} steps of a `Linear(8, 8)` (batch 4, cross entropy), medians "
         "of per-step thread CPU time.", "",

@@ -17,8 +17,8 @@ applies log-softmax again) cap how far the loss can fall; the forward side
 writes ``logits_in_unit_interval`` (1 when every checked entry lies in
 [0, 1]) and ``logits_sum_to_one`` (1 when, besides, every checked row sums
 to 1: a softmax's output; a model that learned nothing can output nearly
-equal logits that happen to lie in [0, 1], never rows that sum to 1). A softmax applied between the model and the loss leaves the output
-unbounded but squeezes its gradient: each entry of ``J^T (q - y)``, J the
+equal logits that happen to lie in [0, 1], never rows that sum to 1). A
+softmax applied between the model and the loss leaves the output unbounded but squeezes its gradient: each entry of ``J^T (q - y)``, J the
 softmax's Jacobian, is at most about ``p(1 - p) <= 1/4`` of a plain
 cross-entropy's, so ``ce_grad_scale`` never climbs to the ``(K-1)/K`` a
 plain cross-entropy's worst row reaches early in training.
@@ -26,9 +26,10 @@ plain cross-entropy's worst row reaches early in training.
 The recorder reads it on the steps it records layers: the first training
 forward after such a step's start gets a gradient hook on its output (the
 tensor, the ``logits`` of a model output, or a tuple's first tensor). The
-hooks leave device numbers that ride in the step's one host transfer (no
-transfer of their own); :func:`settle` then drops them on the host when the
-output's rows did not sum to zero (not a softmax cross-entropy: a
+hooks leave six device numbers that ride whole in the step's one host
+transfer (no transfer, and no device work beyond their reductions, of their
+own); :func:`settle` turns them into the columns on the host, or writes none
+when the output's rows did not sum to zero (not a softmax cross-entropy: a
 regression, a sigmoid with BCE, a loss on log-probabilities).
 """
 
@@ -42,6 +43,9 @@ from torch import nn
 
 HEAD_ROWS = 64  # rows whose sums are checked: enough to reject a non-softmax output, cheap on any vocabulary
 COLUMNS = ("ce_grad_scale", "logits_in_unit_interval", "logits_sum_to_one", "backward_passes")
+# The raw readings (six device numbers) and their tolerances, carried whole in the step's one transfer
+# and turned into COLUMNS on the host by settle().
+READINGS, TOLERANCES = "_outgrad", "_outgrad_tolerances"
 
 
 def logits_of(out: Any) -> torch.Tensor | None:
@@ -76,7 +80,7 @@ class OutputGradWatch:
         self.model = model
         self._stats: torch.Tensor | None = None
         self._bounded: torch.Tensor | None = None
-        self._tol = 0.0
+        self._tol = self._unit_tol = 0.0
         self._hook: Any = None
 
     @property
@@ -99,12 +103,12 @@ class OutputGradWatch:
                     or logits.numel() == 0):
                 return
             self.remove()
-            self._tol = row_sum_tolerance(logits.dtype)
+            self._tol, self._unit_tol = row_sum_tolerance(logits.dtype), unit_sum_tolerance(logits.dtype)
             with torch.no_grad():
                 head = logits.detach().reshape(-1, logits.shape[-1])[:HEAD_ROWS]
-                unit = (head.amin() >= 0) & (head.amax() <= 1)
-                ones = (head.float().sum(dim=1) - 1).abs().amax() <= unit_sum_tolerance(logits.dtype)
-                self._bounded = torch.stack([unit, unit & ones]).float()
+                low, high = torch.aminmax(head)
+                off_one = (head.float().sum(dim=1) - 1).abs().amax()
+                self._bounded = torch.stack([low.float(), high.float(), off_one])
             logits.register_hook(self._grad)
         except Exception:  # noqa: BLE001
             self.remove()
@@ -126,23 +130,14 @@ class OutputGradWatch:
             self._stats = torch.stack([(largest > 0).sum().float(), largest.max().float(), sums.max()])
 
     def take(self, backward_passes: int) -> dict[str, Any]:
-        """The last armed read as device scalars, for the step's one host transfer: ``ce_grad_scale``
-        (N times the largest entry, N the rows with a gradient; NaN when the read saw no softmax
-        cross-entropy), ``logits_in_unit_interval``, ``logits_sum_to_one`` and the step's
-        ``backward_passes``. Empty when
-        nothing was read. :func:`settle` keeps them or drops them once they are on the host."""
+        """The last armed read for the step's one host transfer: its six device numbers (``READINGS``,
+        one tensor), their tolerances and the step's ``backward_passes``; empty when nothing was read.
+        :func:`settle` turns them into columns on the host, so the device does no more work here."""
         stats, self._stats = self._stats, None
         bounded, self._bounded = self._bounded, None
         if stats is None or bounded is None:
             return {}
-        rows, largest, row_sum = stats[0], stats[1], stats[2]
-        scale = rows * largest
-        softmax_ce = (rows >= 1) & (largest > 0) & torch.isfinite(scale) & (row_sum <= self._tol)
-        nan = torch.full_like(scale, math.nan)
-        bounded = bounded.to(scale.dtype)
-        return {"ce_grad_scale": torch.where(softmax_ce, scale, nan),
-                "logits_in_unit_interval": torch.where(softmax_ce, bounded[0], nan),
-                "logits_sum_to_one": torch.where(softmax_ce, bounded[1], nan),
+        return {READINGS: torch.cat([stats, bounded.to(stats.dtype)]), TOLERANCES: (self._tol, self._unit_tol),
                 "backward_passes": max(int(backward_passes), 1)}
 
     def remove(self) -> None:
@@ -152,9 +147,20 @@ class OutputGradWatch:
 
 
 def settle(columns: dict[str, Any]) -> dict[str, Any]:
-    """``columns`` on the host without this module's readings when they saw no softmax cross-entropy
-    (``ce_grad_scale`` NaN): those steps write none of them."""
-    scale = columns.get("ce_grad_scale")
-    if scale is None or math.isfinite(scale):
+    """``columns`` on the host with the raw readings of :meth:`OutputGradWatch.take` turned into
+    ``ce_grad_scale``, ``logits_in_unit_interval`` and ``logits_sum_to_one``; none of them, nor
+    ``backward_passes``, when the read saw no softmax cross-entropy (rows of the gradient that do
+    not sum to zero)."""
+    if READINGS not in columns:
         return columns
-    return {k: v for k, v in columns.items() if k not in COLUMNS}
+    out = {k: v for k, v in columns.items() if k not in (READINGS, TOLERANCES)}
+    rows, largest, row_sum, low, high, off_one = (float(v) for v in columns[READINGS])
+    row_tol, unit_tol = columns.get(TOLERANCES) or (0.0, 0.0)
+    scale = rows * largest
+    if not (rows >= 1 and largest > 0 and math.isfinite(scale) and row_sum <= row_tol):
+        out.pop("backward_passes", None)
+        return out
+    unit = low >= 0 and high <= 1
+    out |= {"ce_grad_scale": scale, "logits_in_unit_interval": float(unit),
+            "logits_sum_to_one": float(unit and off_one <= unit_tol)}
+    return out

@@ -30,6 +30,10 @@ import torch
 
 from recorders import _torch_norms as tn
 from recorders._torch_applied import AppliedWatch, Same
+from recorders._torch_outgrad import READINGS
+
+# Extra values carried whole rather than as their first element (the output-gradient watch's).
+WHOLE = frozenset({"u:" + READINGS})
 
 
 @dataclass
@@ -315,7 +319,8 @@ def _put_scalars(batch: _Batch, prefix: str, loss: Any, user_norm: Any, lrs: Seq
     for key, value in [("loss", loss), ("user_norm", user_norm), *((f"lr{i}", v) for i, v in enumerate(lrs)),
                        *(("u:" + k, v) for k, v in (extra or {}).items())]:
         if isinstance(value, torch.Tensor):
-            batch.put(prefix + key, value.detach().reshape(-1)[:1])
+            # A user scalar is its first element; the recorder's own readings ride whole.
+            batch.put(prefix + key, value.detach().reshape(-1)[:None if key in WHOLE else 1])
             keys.append(key)
         else:
             numbers[key] = value
@@ -343,7 +348,7 @@ def _unstage(staged: list[tuple[str, dict[str, Any], list[str], int]],
 def _scalar_result(prefix: str, numbers: dict[str, Any], keys: list[str], host: dict[str, np.ndarray],
                    n_lrs: int) -> StepResult:
     for key in keys:
-        numbers[key] = float(host[prefix + key][0])
+        numbers[key] = host[prefix + key].copy() if key in WHOLE else float(host[prefix + key][0])
     return StepResult(loss=float(numbers["loss"]), grad_norm=None,
                       user={k[2:]: v for k, v in numbers.items() if k.startswith("u:")},
                       lrs=[_float(numbers.get(f"lr{i}")) for i in range(n_lrs)])

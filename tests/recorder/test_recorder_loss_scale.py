@@ -4,13 +4,14 @@ loop used, measured here in torch."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from recorder_testutil import read_table
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from recorders._torch_outgrad import OutputGradWatch, settle  # noqa: E402
+from recorders._torch_outgrad import READINGS, OutputGradWatch, settle  # noqa: E402
 from recorders.torch import Recorder  # noqa: E402
 
 
@@ -143,15 +144,19 @@ def test_a_softmax_between_model_and_loss_squeezes_the_logits_gradient(tmp_path,
 
 
 def test_the_readings_wait_for_the_steps_one_transfer(tmp_path):
-    # take() hands device scalars to the step's batched transfer: no host sync of its own.
+    # take() hands one device tensor to the step's batched transfer (no host sync, no device work of its
+    # own); settle() makes the columns on the host, or drops them when no softmax cross-entropy was seen.
     torch.manual_seed(0)
     model = Net()
     watch = OutputGradWatch(model)
     watch.armed = True
     nn.functional.cross_entropy(model(torch.randn(8, 6)), torch.randint(0, 5, (8,))).backward()
     got = watch.take(1)
-    assert isinstance(got["ce_grad_scale"], torch.Tensor) and isinstance(got["logits_in_unit_interval"], torch.Tensor)
-    host = {k: float(v) for k, v in got.items()}
-    assert settle({**host, "loss": 1.0}).keys() == {*host, "loss"}
-    assert settle({**host, "ce_grad_scale": float("nan"), "loss": 1.0}) == {"loss": 1.0}
-
+    assert isinstance(got[READINGS], torch.Tensor) and got[READINGS].shape == (6,)
+    host = {**got, READINGS: got[READINGS].numpy(), "loss": 1.0}
+    settled = settle(host)
+    assert settled.keys() == {"ce_grad_scale", "logits_in_unit_interval", "logits_sum_to_one", "backward_passes",
+                              "loss"}
+    assert 0.5 <= settled["ce_grad_scale"] <= 1 + 1e-5
+    not_ce = {**host, READINGS: np.array([8.0, 0.1, 0.5, 0.0, 1.0, 0.0])}  # rows summing far from zero
+    assert settle(not_ce) == {"loss": 1.0}
