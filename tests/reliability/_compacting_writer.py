@@ -44,12 +44,20 @@ def tables(first: int) -> tuple[pa.Table, pa.Table]:
     return scalars, events
 
 
+MAX_SECONDS = 900  # a test that reads for longer has failed anyway
+
+
 def main(run: Path, progress: Path, parts: int) -> None:
     # the folder and its run.json come from the tests' one writer; the parts from the recorder's, the code under test
     write_run(run, meta=meta())
+    # The test kills this child when it is done; if the test itself is killed first (a timeout, an
+    # interrupted run), nothing would, and an endless writer would hold a core: stop when orphaned.
+    parent, deadline = os.getppid(), time.monotonic() + MAX_SECONDS
     seq = {"scalars": 0, "events": 0}
     compactions = 0
     for k in range(parts):
+        if os.getppid() != parent or time.monotonic() > deadline:
+            return
         for name, table in zip(("scalars", "events"), tables(k * ROWS_PER_PART), strict=True):
             _parts.write_part(run / name, 0, seq[name], table)
             seq[name] += 1
