@@ -51,11 +51,16 @@ def _without_recorder_readings(name, dest):
     import shutil
 
     import pyarrow.parquet as pq
+    from runs import write_part
+
+    from recorders.format import parse_part_name
 
     shutil.copytree(FIX / name, dest)
     for part in (dest / "scalars").glob("*.parquet"):
         table = pq.read_table(part)
-        pq.write_table(table.drop_columns([c for c in RECORDER_COLUMNS if c in table.column_names]), part)
+        rank, seq = parse_part_name(part.name)
+        write_part(dest, "scalars", table.drop_columns([c for c in RECORDER_COLUMNS if c in table.column_names]),
+                   rank=rank, seq=seq)
     return dest
 
 
