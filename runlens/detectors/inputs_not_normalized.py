@@ -69,6 +69,10 @@ class InputsNotNormalized(Detector):
           module's, over at least ``min_pairs`` pairs, and a one-sided
           Wilcoxon signed-rank test of first against output swings is
           significant at ``alpha`` (healthy runs swing by 0.05-0.5 decades).
+          A gradient norm of exactly 0 (the batch passed none back) counts
+          as ``2^-24``, half precision's smallest subnormal, a bound below
+          any gradient it could have held: a swing to nothing is the
+          largest swing, not a missing row.
           Not read when, over those rows, some module's median update was a
           tenth of its weights or more (``update_norm``): steps that large
           saturate the units by themselves (a loss summed over the batch).
@@ -136,7 +140,7 @@ class InputsNotNormalized(Detector):
         n = max(10, int(np.ceil(grads.values.shape[0] * self.early_share)))
         with np.errstate(all="ignore"):
             rel = np.log10(grads.values[:n] / wts.values[:n])
-            swing = np.abs(np.diff(np.log10(grads.values[:n]), axis=0))
+            swing = np.abs(np.diff(np.log10(_zeros_floored(grads.values[:n])), axis=0))
         rel[~np.isfinite(rel)] = np.nan
         read = self._at_init(run, ctx, int(grads.steps[0]), rel[0])
         if read is None:
@@ -230,6 +234,21 @@ class InputsNotNormalized(Detector):
                 {"reading": "no normalization: every layer scaled", "rows": int(len(gap)),
                  "gap_decades": float(np.median(gap)), "rows_relative_grad_huge": int(huge.sum()),
                  "huge_sign_p": p, "first_loss_over_chance": factor, "classes": k, "classes_source": k_source})
+
+
+# A gradient norm of exactly 0 is below every positive value a gradient can hold: half precision's smallest
+# subnormal (2^-24) is the largest such bound among the dtypes people train in, so a zero counts as at
+# most that (or as the module's smallest positive norm, if one was lower). A saturated unit passes no
+# gradient at all on some batches; dropping those rows as unreadable would hide the swing they are.
+ZERO_FLOOR = 2.0 ** -24
+
+
+def _zeros_floored(norms: np.ndarray) -> np.ndarray:
+    """``norms`` (rows x modules) with each exact zero raised to the lower of ``ZERO_FLOOR`` and the
+    module's smallest positive norm in these rows; negative and non-finite values are left alone."""
+    positive = np.where(norms > 0, norms, np.inf)
+    floor = np.minimum(ZERO_FLOOR, np.min(positive, axis=0, initial=np.inf))
+    return np.where(norms == 0, floor, norms)
 
 
 LARGE_STEP = 0.1  # a tenth of a module's weights per step: the curve's bound for one module's steps

@@ -107,6 +107,28 @@ def test_silent_twin_the_same_swings_under_steps_a_tenth_of_the_weights(seed):
     assert check("inputs_not_normalized", make_run(g, w, u, loss=falling_loss(seed, 120))) == []
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_first_layer_gradient_exactly_zero_on_some_batches_fires(seed):
+    # A gate saturated in float32 passes exactly nothing back on some batches: those rows are the
+    # largest swings there are, not unreadable ones (a recorded gated mixture on raw inputs had a zero
+    # first-layer norm on 2 of its first 12 rows and was missed when they were dropped).
+    rng = np.random.default_rng(seed)
+    g, w, u = healthy_net(seed, n=100, m=5)
+    g[:, :-1] *= 10 ** rng.uniform(-1, 1, (100, 1))
+    g[rng.permutation(np.arange(0, 10, 2))[:4], :-1] = 0.0  # four of the first ten rows, none adjacent
+    [f] = check("inputs_not_normalized", make_run(g, w, u, loss=falling_loss(seed, 100)))
+    assert f.evidence["reading"].startswith("saturated") and f.evidence["pairs"] == 9
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_a_first_layer_that_never_gets_a_gradient(seed):
+    # A detached or frozen first layer has a zero gradient on every row: zero to zero is no swing.
+    g, w, u = healthy_net(seed, n=100, m=5)
+    g[:, 0] = 0.0
+    diag = analyze(make_run(g, w, u, loss=falling_loss(seed, 100)))
+    assert "inputs_not_normalized" not in {f.code for f in diag.findings}
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_silent_twin_noisy_gradients_that_swing_everywhere_alike(seed):
     # Small batches make every layer's gradient noisy, the output's too: no layer swings alone.
@@ -131,3 +153,20 @@ def test_a_run_whose_only_layer_row_has_a_nan_loss_is_skipped_not_crashed():
                                       "shape": [4, 4], "numel": 16} for i, n in enumerate(names)]})
     outcome = {o.code: o for o in analyze(run).outcomes}["inputs_not_normalized"]
     assert outcome.state == "skipped" and "non-finite" in outcome.reason
+
+
+THIRD = Path(__file__).resolve().parents[1] / "fixtures" / "third" / "raw_inputs-gated_mixture"
+
+
+def test_recorded_gated_mixture_on_raw_inputs_names_the_bug_first():
+    # Its first layer's gradient norm is exactly 0 on 2 of the first 12 layer rows: read as the
+    # swings they are, not dropped (it was missed when they were dropped).
+    diag = analyze(THIRD / "fault")
+    f = diag.findings[0]
+    assert f.code == "inputs_not_normalized", [g.code for g in diag.findings]
+    assert f.evidence["reading"].startswith("saturated") and f.evidence["wilcoxon_p"] < 0.01
+
+
+def test_recorded_gated_mixture_fixed_twin_is_silent():
+    diag = analyze(THIRD / "twin")
+    assert diag.curve.label == "healthy" and diag.findings == ()
