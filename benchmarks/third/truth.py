@@ -16,8 +16,18 @@ graded, after the generator's first draw showed such runs.
 Curve labels are graded only where the measurements settle them: a loss
 that became non-finite is ``diverged``; a finite loss whose last tenth is
 at least 0.9 of its first twentieth made no progress and is
-``underfitting``; a healthy run is ``healthy``. Elsewhere the bug's finding
-is graded and the curve is not.
+``underfitting``, unless it rose (below); a healthy run is ``healthy``.
+Elsewhere the bug's finding is graded and the curve is not.
+
+Changed after scoring (round 10): a finite loss whose last tenth is more
+than 1/0.9 of its start (the first loss or the first twentieth's median,
+whichever is lower) rose, and its curve is not graded. The format's
+``underfitting`` is a loss that "barely moves from the start" (capacity, a
+learning rate too low, no signal); a loss that rose 5 to 240 times above
+its start (a summed loss, a missing ``zero_grad``) is the format's
+``diverged`` ("grows without bound") or ``unstable``, and which one the
+measurements here do not settle. The rule had labeled such runs
+``underfitting``; the page's closing notes give the figures both ways.
 """
 
 from __future__ import annotations
@@ -179,7 +189,10 @@ def curve_of(m: dict) -> list[str] | None:
     loss = m["loss"]
     if not np.isfinite(loss).all():
         return ["diverged"]
-    if _tail(loss) >= 0.9 * _head(loss):
+    tail, head = _tail(loss), _head(loss)
+    if tail > min(head, float(loss[0])) / 0.9:
+        return None  # it rose: diverged or unstable in the format's words, not settled here
+    if tail >= 0.9 * head:
         return ["underfitting"]
     return None
 
