@@ -18,7 +18,8 @@ writes ``logits_in_unit_interval`` (1 when every checked entry lies in
 [0, 1]) and ``logits_sum_to_one`` (1 when, besides, every checked row sums
 to 1: a softmax's output; a model that learned nothing can output nearly
 equal logits that happen to lie in [0, 1], never rows that sum to 1). A
-softmax applied between the model and the loss leaves the output unbounded but squeezes its gradient: each entry of ``J^T (q - y)``, J the
+softmax applied between the model and the loss leaves the output unbounded
+but squeezes its gradient: each entry of ``J^T (q - y)``, J the
 softmax's Jacobian, is at most about ``p(1 - p) <= 1/4`` of a plain
 cross-entropy's, so ``ce_grad_scale`` never climbs to the ``(K-1)/K`` a
 plain cross-entropy's worst row reaches early in training.
@@ -107,7 +108,7 @@ class OutputGradWatch:
             with torch.no_grad():
                 head = logits.detach().reshape(-1, logits.shape[-1])[:HEAD_ROWS]
                 low, high = torch.aminmax(head)
-                off_one = (head.float().sum(dim=1) - 1).abs().amax()
+                off_one = (head.sum(dim=1, dtype=torch.float32) - 1).abs().amax()  # accumulate in fp32, no copy
                 self._bounded = torch.stack([low.float(), high.float(), off_one])
             logits.register_hook(self._grad)
         except Exception:  # noqa: BLE001
@@ -125,8 +126,9 @@ class OutputGradWatch:
             # amax and amin per row: the largest entry in size without a temporary as large as the logits
             top, bottom = rows.amax(dim=1), rows.amin(dim=1)
             largest = torch.maximum(top, -bottom)
-            head = rows[:HEAD_ROWS].float()
-            sums = head.sum(dim=1).abs() / head.abs().sum(dim=1).clamp_min(1e-38)
+            head = rows[:HEAD_ROWS]
+            sums = (head.sum(dim=1, dtype=torch.float32).abs()
+                    / head.abs().sum(dim=1, dtype=torch.float32).clamp_min(1e-38))
             self._stats = torch.stack([(largest > 0).sum().float(), largest.max().float(), sums.max()])
 
     def take(self, backward_passes: int) -> dict[str, Any]:
