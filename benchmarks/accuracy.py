@@ -1,7 +1,7 @@
-"""How often runlens is right: recall, precision and false alarms on fourteen labeled sets.
+"""How often runlens is right: recall, precision and false alarms on labeled sets.
 
     python benchmarks/accuracy.py --set final      # generate what is missing, grade every set, write the page
-    python benchmarks/accuracy.py --set third-fresh8  # the set to quote (round 9), graded once
+    python benchmarks/accuracy.py --set third-fresh9  # the set to quote (round 10), graded once
     python benchmarks/accuracy.py --evaluate-only  # re-grade the runs already in benchmarks/_data/
     python benchmarks/accuracy.py --set heldout    # one set only (or a list: --set heldout-varied,third)
     python benchmarks/accuracy.py --set heldout-varied --generate-only   # train a new set, grade nothing
@@ -28,37 +28,12 @@ measurements in torch (never by a runlens threshold):
   loops on six new architectures, each confirmed against its fixed twin,
   into ``benchmarks/_data/third/``: generated before round 4's tuning and
   graded once at its end; tuned on in round 5, a development set since;
-- the *fresh third* set: the same generator with every seed shifted by 5000
-  and every run redrawn at another length, width, learning rate and batch
-  size (``python -m benchmarks.third --seed-shift 5000 --vary``), into
-  ``benchmarks/_data/third-fresh/``: generated before round 5's detector
-  changes landed, graded once at the end of round 5, looked at in round 6;
-- the *second fresh third* set (``--seed-shift 7000 --vary``), into
-  ``benchmarks/_data/third-fresh2/``: generated before round 6's first
-  detector change landed, graded once at the end of round 6, looked at in
-  round 7;
-- the *third fresh third* set (``--seed-shift 11000 --vary``), into
-  ``benchmarks/_data/third-fresh3/``: generated before round 7's first
-  detector change was committed, graded once at 07842d8, looked at since;
-- the *fourth fresh third* set (``--seed-shift 13000 --vary``), into
-  ``benchmarks/_data/third-fresh4/``: recorded with ``grad_not_cleared``,
-  generated before round 7's last detector change was committed, graded once
-  at the end of round 7, looked at in round 8;
-- the *fifth fresh third* set (``--seed-shift 17000 --vary``), into
-  ``benchmarks/_data/third-fresh5/``: recorded with ``ce_grad_scale``,
-  generated before round 8's last three detector changes were committed,
-  graded once at 5bf5f84, looked at since;
-- the *sixth fresh third* set (``--seed-shift 19000 --vary``), into
-  ``benchmarks/_data/third-fresh6/``: generated after third-fresh5 was
-  graded and looked at, graded once at the end of round 8 (3011230),
-  looked at in round 9;
-- the *seventh fresh third* set (``--seed-shift 23000 --vary``), into
-  ``benchmarks/_data/third-fresh7/``: recorded with
-  ``logits_in_unit_interval``, graded once at 1a22ca6, looked at since;
-- the *eighth fresh third* set (``--seed-shift 29000 --vary``), into
-  ``benchmarks/_data/third-fresh8/``: recorded with ``logits_sum_to_one``,
-  generated from round 9's last detector commit, graded once at the end of
-  round 9, the set to quote.
+- the *fresh third* sets: the same generator with every seed shifted and
+  every run redrawn at another length, width, learning rate and batch size
+  (``python -m benchmarks.third --seed-shift N --vary``), one per entry of
+  ``benchmarks/_accuracy/draws.py``, each into ``benchmarks/_data/<set>/``:
+  each is graded once before any of it is looked at, and all but the set to
+  quote have been looked at since (the table and the page say when).
 
 The page, ``benchmarks/results/accuracy.md``, names the commit it graded and
 whether the tree was dirty. Scoring is ``benchmarks/_accuracy/scoring.py``.
@@ -77,13 +52,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from benchmarks._accuracy import evaluate, page, tuning  # noqa: E402
+from benchmarks._accuracy import draws, evaluate, page, tuning  # noqa: E402
 from benchmarks._accuracy.publish import publish  # noqa: E402
 
 REPORT = ROOT / "benchmarks" / "results" / "accuracy.md"
-SETS = ("tuning", "heldout", "heldout-fresh", "heldout-varied", "heldout-varied2", "third", "third-fresh",
-        "third-fresh2", "third-fresh3", "third-fresh4", "third-fresh5", "third-fresh6", "third-fresh7", "third-fresh8")
-GROUPS = {"all": SETS[:-1], "both": ("tuning", "heldout"), "final": SETS}
+THIRD_SETS = ("third", *draws.names())
+SETS = ("tuning", "heldout", "heldout-fresh", "heldout-varied", "heldout-varied2", *THIRD_SETS)
+GROUPS = {"all": tuple(s for s in SETS if s != draws.QUOTE), "both": ("tuning", "heldout"), "final": SETS}
 
 
 def _sets(text: str) -> frozenset[str]:
@@ -99,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="all", type=_sets,
                         help="comma-separated sets among " + ", ".join(SETS) + "; all: every development "
-                             "set (the third sets before third-fresh8 included); both: tuning and heldout; final: all and "
-                             "third-fresh8")
+                             f"set (every set but {draws.QUOTE}); both: tuning and heldout; final: all and "
+                             f"{draws.QUOTE}")
     parser.add_argument("--only", help="tuning families (default: all): " + ", ".join(tuning.FAMILIES))
     parser.add_argument("--jobs", type=int, default=1, help="training processes for the tuning set (default 1)")
     parser.add_argument("--evaluate-only", action="store_true", help="grade the runs already generated")
@@ -126,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("heldout-fresh", "heldout-varied", "heldout-varied2"):
         if name in args.set:
             sets.append(evaluate.heldout_set(generate=gen, name=name, grade=grade))
-    for name in ("third", "third-fresh", "third-fresh2", "third-fresh3", "third-fresh4", "third-fresh5",
-                 "third-fresh6", "third-fresh7", "third-fresh8"):
+    for name in THIRD_SETS:
         if name in args.set:
             sets.append(evaluate.third_set(generate=gen, grade=grade, name=name))
     if not grade:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "sample_runs"))
 import _verify as V  # noqa: E402
 from _training import run_spec  # noqa: E402
 
-from benchmarks._accuracy import tuning  # noqa: E402
+from benchmarks._accuracy import draws, tuning  # noqa: E402
 from benchmarks._accuracy.scoring import Graded, from_diagnosis  # noqa: E402
 
 TUNING_DATA = ROOT / "benchmarks" / "_data" / "accuracy"
@@ -39,24 +39,8 @@ FRESH_DATA = ROOT / "benchmarks" / "_data" / "heldout-fresh"
 VARIED_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied"
 VARIED2_DATA = ROOT / "benchmarks" / "_data" / "heldout-varied2"
 THIRD_DATA = ROOT / "benchmarks" / "_data" / "third"
-THIRD_FRESH_DATA = ROOT / "benchmarks" / "_data" / "third-fresh"
-# When the third-fresh draw was trained (its draw.json's start and end); a retrained set no longer matches.
-THIRD_FRESH_DRAWN = ("2026-12-02 01:01", "2026-12-02 01:33")
-THIRD_FRESH2_DATA = ROOT / "benchmarks" / "_data" / "third-fresh2"
-THIRD_FRESH2_DRAWN = ("2026-12-02 04:13", "2026-12-02 05:09")
-THIRD_FRESH3_DATA = ROOT / "benchmarks" / "_data" / "third-fresh3"
-THIRD_FRESH3_DRAWN = ("2026-12-02 07:23", "2026-12-02 07:30")
-THIRD_FRESH4_DATA = ROOT / "benchmarks" / "_data" / "third-fresh4"
-THIRD_FRESH4_DRAWN = ("2026-12-02 08:52", "2026-12-02 08:58")
-THIRD_FRESH5_DATA = ROOT / "benchmarks" / "_data" / "third-fresh5"
-THIRD_FRESH5_DRAWN = ("2026-12-02 11:33", "2026-12-02 11:47")
-THIRD_FRESH6_DATA = ROOT / "benchmarks" / "_data" / "third-fresh6"
-THIRD_FRESH6_DRAWN = ("2026-12-02 11:54", "2026-12-02 12:03")
-THIRD_FRESH7_DATA = ROOT / "benchmarks" / "_data" / "third-fresh7"
-THIRD_FRESH7_DRAWN = ("2026-12-02 14:35", "2026-12-02 14:59")
-THIRD_FRESH8_DATA = ROOT / "benchmarks" / "_data" / "third-fresh8"
-THIRD_FRESH8_DRAWN = ("2026-12-02 15:09", "2026-12-02 15:25")
 
+# The third generator's fresh draws have theirs in draws.py, beside the window each was trained in.
 ROLES = {
     "tuning": "tuning set (sample_runs' generator, `sample_runs/_training.py`): developed against",
     "heldout": "first held-out set (`benchmarks/heldout`, a generator of its own): looked at after its first "
@@ -75,38 +59,6 @@ ROLES = {
              "with alarming shapes): written and generated before the round-4 detector changes were tuned, "
              "graded once at the end of round 4, then looked at and tuned on in round 5: a development set "
              "since",
-    "third-fresh": "the third generator with every seed shifted by 5000 and every run redrawn (`--seed-shift "
-                   "5000 --vary`), generated at {drawn} UTC before round 5's detector changes landed, graded "
-                   "once at the end of round 5 (20a7d7f), then looked at in round 6: a development set since",
-    "third-fresh2": "the third generator with every seed shifted by 7000 and every run redrawn (`--seed-shift "
-                    "7000 --vary`), generated at {drawn} UTC before round 6's first detector change landed, "
-                    "graded once at the end of round 6 (0eade29), then looked at in round 7: a development set "
-                    "since",
-    "third-fresh3": "the third generator with every seed shifted by 11000 and every run redrawn (`--seed-shift "
-                    "11000 --vary`), generated at {drawn} UTC from 35fc23b before round 7's first detector "
-                    "change was committed, graded once at 07842d8 (round 7), then looked at: a development set "
-                    "since",
-    "third-fresh4": "the third generator with every seed shifted by 13000 and every run redrawn (`--seed-shift "
-                    "13000 --vary`), generated at {drawn} UTC from d7e0c50 by the recorder with "
-                    "`grad_not_cleared`, before round 7's last detector change was committed, graded once at "
-                    "the end of round 7 (0022a2e), then looked at in round 8: a development set since",
-    "third-fresh5": "the third generator with every seed shifted by 17000 and every run redrawn (`--seed-shift "
-                    "17000 --vary`), generated at {drawn} UTC from ee3f4ff by the recorder with "
-                    "`ce_grad_scale`, before round 8's last three detector changes were committed, graded once "
-                    "at 5bf5f84 (round 8), then looked at: a development set since",
-    "third-fresh6": "the third generator with every seed shifted by 19000 and every run redrawn (`--seed-shift "
-                    "19000 --vary`), generated at {drawn} UTC from 2d75eb3 by the recorder with "
-                    "`ce_grad_scale`, after third-fresh5's misses were read and after round 8's last detector "
-                    "change, graded once at the end of round 8 (3011230), then looked at in round 9: a "
-                    "development set since",
-    "third-fresh7": "the third generator with every seed shifted by 23000 and every run redrawn (`--seed-shift "
-                    "23000 --vary`), generated at {drawn} UTC from c25b09c by the recorder with "
-                    "`logits_in_unit_interval`, before round 9's last detector change, graded once at 1a22ca6 "
-                    "(round 9), then looked at: a development set since",
-    "third-fresh8": "the third generator with every seed shifted by 29000 and every run redrawn (`--seed-shift "
-                    "29000 --vary`), generated at {drawn} UTC from 5255a80 by the recorder with "
-                    "`logits_sum_to_one`, after third-fresh7's misses were read and after round 9's last detector "
-                    "change, graded once at the end of round 9; the set to quote",
 }
 
 DATA_RULES = (
@@ -297,13 +249,11 @@ def heldout_set(generate: bool = True, name: str = "heldout", grade: bool = True
 def _fresh_role(data: Path, name: str) -> str:
     from benchmarks.third.generate import drawn_at
 
-    drawn = {"third-fresh": THIRD_FRESH_DRAWN, "third-fresh2": THIRD_FRESH2_DRAWN,
-             "third-fresh3": THIRD_FRESH3_DRAWN, "third-fresh4": THIRD_FRESH4_DRAWN,
-             "third-fresh5": THIRD_FRESH5_DRAWN, "third-fresh6": THIRD_FRESH6_DRAWN,
-             "third-fresh7": THIRD_FRESH7_DRAWN, "third-fresh8": THIRD_FRESH8_DRAWN}[name]
+    entry = draws.draw(name)
+    drawn = entry.drawn
     started, finished = drawn_at(data)
     stated = f"{drawn[0]}–{(finished or drawn[1])[11:16]}"  # same day: the end's time only
-    role = ROLES[name].format(drawn=stated)
+    role = entry.role.format(drawn=stated)
     if not (started or "").startswith(drawn[0]) or not (finished or "").startswith(drawn[1]):
         role += (f" (**but the runs graded here were trained {started} to {finished}, not in the draw this "
                  "line describes: not the set to quote**)")
@@ -311,38 +261,22 @@ def _fresh_role(data: Path, name: str) -> str:
 
 
 def third_set(generate: bool = True, grade: bool = True, name: str = "third") -> SetResult:
-    """A set of the third generator: ``third`` (the catalog) or ``third-fresh`` (every seed shifted by
-    :data:`~benchmarks.third.catalog.FRESH_SEED_SHIFT`, every run redrawn); each buggy run's label is
-    confirmed against its fixed twin (``benchmarks/third``). ``grade=False`` generates only."""
-    from benchmarks.third.catalog import (
-        FRESH2_SEED_SHIFT,
-        FRESH3_SEED_SHIFT,
-        FRESH4_SEED_SHIFT,
-        FRESH5_SEED_SHIFT,
-        FRESH6_SEED_SHIFT,
-        FRESH7_SEED_SHIFT,
-        FRESH8_SEED_SHIFT,
-        FRESH_SEED_SHIFT,
-        draw,
-    )
+    """A set of the third generator: ``third`` (the catalog) or a fresh draw of :mod:`draws` (every seed
+    shifted by its entry's ``seed_shift``, every run redrawn); each buggy run's label is confirmed against
+    its fixed twin (``benchmarks/third``). ``grade=False`` generates only."""
+    from benchmarks.third.catalog import draw
     from benchmarks.third.generate import generate as generate_third
 
-    shift, vary, data = {"third": (0, False, THIRD_DATA),
-                         "third-fresh": (FRESH_SEED_SHIFT, True, THIRD_FRESH_DATA),
-                         "third-fresh2": (FRESH2_SEED_SHIFT, True, THIRD_FRESH2_DATA),
-                         "third-fresh3": (FRESH3_SEED_SHIFT, True, THIRD_FRESH3_DATA),
-                         "third-fresh4": (FRESH4_SEED_SHIFT, True, THIRD_FRESH4_DATA),
-                         "third-fresh5": (FRESH5_SEED_SHIFT, True, THIRD_FRESH5_DATA),
-                         "third-fresh6": (FRESH6_SEED_SHIFT, True, THIRD_FRESH6_DATA),
-                         "third-fresh7": (FRESH7_SEED_SHIFT, True, THIRD_FRESH7_DATA),
-                         "third-fresh8": (FRESH8_SEED_SHIFT, True, THIRD_FRESH8_DATA)}[name]
+    fresh = draws.draw(name) if name != "third" else None
+    shift, vary, data = (fresh.seed_shift, fresh.vary, fresh.data) if fresh else (0, False, THIRD_DATA)
     runs = draw(shift, vary)
     if generate:
         labels = generate_third(data, seed_shift=shift, vary=vary)
     else:
         labels = {sc.name: json.loads((data / sc.name / "label.json").read_text())
                   for sc in runs if (data / sc.name / "label.json").exists()}
-    role = _fresh_role(data, name) if name.startswith("third-fresh") else ROLES[name]
+    # After generating: a draw trained just now has written the draw.json its role line is checked against.
+    role = _fresh_role(data, name) if fresh else ROLES[name]
     res = SetResult(name, role, runs=len(runs))
     if not grade:
         return res

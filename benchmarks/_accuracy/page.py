@@ -8,6 +8,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from benchmarks._accuracy.draws import DRAWS
 from benchmarks._accuracy.evaluate import DATA_RULES, SetResult
 from benchmarks._accuracy.scoring import Graded, Rate, fully_right, per_code, summarize
 
@@ -68,83 +69,31 @@ GENERATOR_NOTES: tuple[str, ...] = (
     "`heldout-varied2` (added 2026-12-01 11:30 UTC, right after `heldout-varied` was graded and before any "
     "change made after it): the same as `heldout-varied` with seeds shifted by 3000 "
     "(`python -m benchmarks.heldout --vary --seed-offset 3000`), generated with nothing diagnosed.",
-    "`third-fresh` (round 5): the third generator (`benchmarks/third`) with every seed shifted by 5000 and "
-    "every run redrawn at a length x0.6-1.8 (log-uniform), a hidden width x0.5, 1, 1.5 or 2, a learning "
-    "rate x0.5-2 (log-uniform) and a batch size of 32, 64 or 128 (a small batch the catalog names, 4 or "
-    "16 under accumulation, kept or doubled), drawn from each run's own shifted seed "
-    "(`benchmarks/third/catalog.py: redraw`, `python -m benchmarks.third --seed-shift 5000 --vary`). The "
-    "bugs, criteria and labels are the catalog's; each label is confirmed against the run's fixed twin as "
-    "before. The draw was fixed in commit fc9315b (01:01:06 UTC) and trained from 2026-12-02 01:01:08 to "
-    "01:33:00 UTC (`draw.json`), before the first detector commit of round 5 (13c434d, 01:01:41); "
-    "training runs no runlens code, so nothing committed during it could shape it. Nothing of it was "
-    "diagnosed before its one grading; only the generator's own confirmations were read: 43 runs, 33 "
-    "confirmed, 10 not (eval_missing 0/2, reduction_sum 0/2, target_leak 0/2, labels_shuffled 1/2, "
-    "accum_unscaled 1/2, healthy 13/15; every other bug 2/2), so the codes of the three bugs with none "
-    "confirmed are not graded on it. Graded once at 20a7d7f; looked at in round 6 (its healthy runs' "
-    "false alarms were read, and nothing was changed because of them): a development set since.",
-    "`third-fresh2` (round 6): the same generator and redraw with every seed shifted by 7000 "
-    "(`python -m benchmarks.third --seed-shift 7000 --vary`), trained from the committed tree at 9349085, "
-    "from 2026-12-02 04:13:52 to 05:09:27 UTC (`draw.json`), before round 6's first detector commit (f75813c, "
-    "`steps_went_back`); training runs no runlens code. Nothing of it was diagnosed before its one "
-    "grading; only the generator's own confirmations were read (in its log): 43 runs, 35 confirmed, 8 not "
-    "(eval_missing 0/2, target_leak 0/2, reduction_sum 1/2, accum_unscaled 1/2, healthy 13/15; every other "
-    "bug 2/2), so the codes of the two bugs with none confirmed are not graded on it. Graded once at "
-    "0eade29; looked at in round 7 (its misses were read and detectors changed): a development set since.",
-    "`third-fresh3` (round 7): the same generator and redraw with every seed shifted by 11000 "
-    "(`python -m benchmarks.third --seed-shift 11000 --vary`), trained from the committed tree at 35fc23b "
-    "from 2026-12-02 07:23:32 to 07:30:05 UTC (`draw.json`), before round 7's first detector commit; "
-    "training runs no runlens code, and no run of it carries the recorder column round 7 added "
-    "(`grad_not_cleared`): it was recorded by 35fc23b's recorder. A draw at seed shift 9000 was started a "
-    "minute before and discarded unfinished, because a scan of a development statistic (the first layer's "
-    "gradient swings) was run over the data folder while it was filling and printed four of its runs "
-    "(softmax-sepconv, sum-sepconv, nozero-resreg, raw-moe). "
-    "Nothing of third-fresh3 was diagnosed before its one grading; the generator's log was not read beyond "
-    "its last line. Graded once at 07842d8 (curve 0.86, recall 0.81, fault's code first 0.83, healthy runs "
-    "with a warning or error 3/12); its misses were read and `late_loss_variance` changed: a development set "
-    "since.",
-    "`third-fresh4` (round 7, second half): the same generator and redraw with every seed shifted by 13000 "
-    "(`python -m benchmarks.third --seed-shift 13000 --vary`), trained from the committed tree at d7e0c50 "
-    "(`draw.json` has the times) into a folder outside the repository, before the round's last detector commit "
-    "(`late_loss_variance`); training runs no runlens engine code. Its runs were recorded by the recorder with "
-    "`grad_not_cleared`, so the recorder's reading of a missing `zero_grad` is graded on it. Nothing of it was "
-    "diagnosed, and its generator log was not read, before its one grading. Graded once at 0022a2e (curve "
-    "0.87, recall 0.86, fault's code first 0.83, healthy runs with a warning or error 0/12); its misses were "
-    "read in round 8: a development set since.",
-    "`third-fresh5` (round 8): the same generator and redraw with every seed shifted by 17000 (`python -m "
-    "benchmarks.third --seed-shift 17000 --vary`), trained from the committed tree at ee3f4ff (`draw.json` has "
-    "the times) into a folder outside the repository, before the round's last two detector commits "
-    "(`plateau`, c98399f; the held-out stall's half bar, e607b35); training runs no runlens engine code. Its runs were recorded by the recorder with "
-    "`ce_grad_scale` and `backward_passes`, so the recorder's reading of a loss not divided by the "
-    "accumulation count is graded on it. Nothing of it was diagnosed before its one grading; while it "
-    "trained, the only lines of its generator log read were the last two on screen, cut to 60 characters "
-    "(two labels, no diagnosis). Graded once at 5bf5f84 (curve 0.95, recall 0.95, fault's code first 0.92, "
-    "healthy runs with a warning or error 0/11); its misses were read (`sum-moe`: a saturated-gate reading "
-    "under huge steps; `leak-sepconv`: a near-certainty reading tried and dropped, it fired on the bug set's "
-    "healthy twins) and `inputs_not_normalized` changed: a development set since.",
-    "`third-fresh6` (round 8, second draw): the same generator and redraw with every seed shifted by 19000 "
-    "(`python -m benchmarks.third --seed-shift 19000 --vary`), trained from the committed tree at 2d75eb3 "
-    "(`draw.json` has the times) into a folder outside the repository, after third-fresh5's grading and "
-    "after the round's last detector commit (2d75eb3 is that commit): no engine change came after it. The "
-    "recorder then changed only to catch its own hooks' errors (3205b03). Nothing of it was diagnosed, and "
-    "its generator log was not read, before its one grading at 3011230 (curve 0.95, recall 0.95, fault's "
-    "code first 0.96, healthy runs with a warning or error 0/12). Its misses were read in round 9 (a "
-    "softmax run stopped short of the softmax floor led to the recorder's reading of the logits' gradient): "
-    "a development set since.",
-    "`third-fresh7` (round 9): the same generator and redraw with every seed shifted by 23000 (`python -m "
-    "benchmarks.third --seed-shift 23000 --vary`), trained from the committed tree at c25b09c (`draw.json` "
-    "has the times) into a folder outside the repository, by the recorder that writes "
-    "`logits_in_unit_interval` and carries the logits readings in the step's one transfer. c25b09c is the "
-    "round's last detector commit at the time. Nothing of it was diagnosed, and its generator log was not "
-    "read, before its one grading at 1a22ca6 (curve 0.90, recall 0.95, fault's code first 0.92, healthy "
-    "runs with a warning or error 1/12). Its misses were then read (the outputs-in-[0, 1] reading fired on a "
-    "labels-shuffled run whose logits collapsed into [0, 1], which led to `logits_sum_to_one`): a development "
-    "set since.",
-    "`third-fresh8` (round 9, second draw): the same generator and redraw with every seed shifted by 29000 "
-    "(`python -m benchmarks.third --seed-shift 29000 --vary`), trained from the committed tree at 5255a80 "
-    "(`draw.json` has the times) into a folder outside the repository, by the recorder that writes "
-    "`logits_sum_to_one`. 5255a80 is the round's last detector commit: no engine change came after it. "
-    "Nothing of it was diagnosed, and its generator log was not read, before its one grading.",
-)
+) + tuple(d.note for d in DRAWS)
+
+# The sets' roles in one paragraph: the fixed sets here, each fresh draw's sentence from its table entry.
+WHICH = " ".join((
+    "- **Which set is which.** *tuning* shares its generator with `sample_runs/`, which the "
+    "detectors were developed against. *heldout* is a generator of its own, written before any "
+    "result on it was seen, with models, optimizers and schedules the first lacks; its misses were "
+    "looked at after its first grading (2026-12-01 09:37 UTC) and the detectors were changed "
+    "since, so it is now a development set too. *heldout-fresh* is the same generator with every "
+    "seed shifted (new data, initializations and batches), graded once before its misses were "
+    "looked at (2026-12-01 10:12 UTC) and a development set since. *heldout-varied* redraws every "
+    "run at other seeds, lengths, widths and layer intervals; it was generated before the third "
+    "round of detector changes and none of its diagnoses was used to change anything (see the "
+    "generator notes for the one slip); it was graded at 11:25 UTC and its misses looked at, so it is a "
+    "development set since. *heldout-varied2* is another such draw (seeds shifted by 3000), "
+    "generated at 11:30 UTC before the changes made after that grading, and never looked at before "
+    "the final grading; heldout-varied's figures at its first grading are in the closing note of "
+    "that round. *third* (round 4) is a generator of a third kind, written and generated before "
+    "round 4's detector changes were tuned: bugs written into real training loops, each confirmed "
+    "against its fixed twin; it was graded once at the end of round 4 and tuned on in round 5, so it "
+    "is a development set since.",
+    *(d.which for d in DRAWS),
+    "A set absent from this page was not regenerated in that round (its data is not kept in the "
+    "repository); its last figures are in the page's history.",
+))
 
 
 def git_state() -> tuple[str, bool]:
@@ -271,42 +220,7 @@ def render(sets: list[SetResult], registry: list[str], elapsed: float) -> str:
              f"- graded at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; this invocation took "
              f"{elapsed:.0f} s (cached runs reused)",
              *(f"- {s.name}: {s.role}; training time of the set {s.seconds:.0f} s (sum over runs)" for s in sets),
-             "- **Which set is which.** *tuning* shares its generator with `sample_runs/`, which the "
-             "detectors were developed against. *heldout* is a generator of its own, written before any "
-             "result on it was seen, with models, optimizers and schedules the first lacks; its misses were "
-             "looked at after its first grading (2026-12-01 09:37 UTC) and the detectors were changed "
-             "since, so it is now a development set too. *heldout-fresh* is the same generator with every "
-             "seed shifted (new data, initializations and batches), graded once before its misses were "
-             "looked at (2026-12-01 10:12 UTC) and a development set since. *heldout-varied* redraws every "
-             "run at other seeds, lengths, widths and layer intervals; it was generated before the third "
-             "round of detector changes and none of its diagnoses was used to change anything (see the "
-             "generator notes for the one slip); it was graded at 11:25 UTC and its misses looked at, so it is a "
-             "development set since. *heldout-varied2* is another such draw (seeds shifted by 3000), "
-             "generated at 11:30 UTC before the changes made after that grading, and never looked at before "
-             "the final grading; heldout-varied's figures at its first grading are in the closing note of "
-             "that round. *third* (round 4) is a generator of a third kind, written and generated before "
-             "round 4's detector changes were tuned: bugs written into real training loops, each confirmed "
-             "against its fixed twin; it was graded once at the end of round 4 and tuned on in round 5, so it "
-             "is a development set since. *third-fresh* (round 5) is the third generator with every seed "
-             "shifted by 5000 and every run redrawn at another length, width, learning rate and batch size, "
-             "generated before round 5's detector changes landed and graded once at the end of round 5 "
-             "(20a7d7f; those figures are in that round's closing note and the page's history), then looked "
-             "at in round 6: a development set since. *third-fresh2* (round 6) is another such draw (seeds "
-             "shifted by 7000), trained before round 6's first detector change landed, graded once at the end "
-             "of round 6 (0eade29; figures in that round's closing note), then looked at in round 7: a "
-             "development set since. *third-fresh3* (round 7) is another such draw (seeds shifted by 11000), "
-             "trained before round 7's first detector change was committed, graded once at 07842d8 and looked "
-             "at since. *third-fresh4* (round 7, second half; seeds shifted by 13000) was trained before that "
-             "round's last detector change, by the recorder that writes `grad_not_cleared`, graded once at "
-             "0022a2e and looked at in round 8. *third-fresh5* (round 8; seeds shifted by 17000), recorded by "
-             "the recorder that writes `ce_grad_scale`, was graded once at 5bf5f84 and looked at since. "
-             "*third-fresh6* (round 8; seeds shifted by 19000) was trained after that, graded once at 3011230 "
-             "and looked at in round 9. *third-fresh7* (round 9; seeds shifted by 23000) was graded once at "
-             "1a22ca6 and looked at since. *third-fresh8* (round 9; seeds shifted by 29000) was trained from "
-             "round 9's last detector commit, with nothing of it diagnosed before its one grading, at the "
-             "commit above: **quote third-fresh8**. A set absent "
-             "from this page was not regenerated in that round (its data is not kept in the repository); "
-             "its last figures are in the page's history.",
+             WHICH,
              "- Intervals are 95% Wilson score intervals. A code's false-alarm rate is over the healthy runs.",
              "", "## Summary", "", *_summary_rows(sets, codes), "",
              "## Per finding code", "",

@@ -69,26 +69,6 @@ HEALTHY = (
 RUNS = BUGGY + HEALTHY
 
 DEFAULT_BATCH = S.__dataclass_fields__["batch"].default
-FRESH_SEED_SHIFT = 5000  # the never-seen draw of round 5 (``third-fresh``): ``--seed-shift 5000 --vary``
-FRESH2_SEED_SHIFT = 7000  # the never-seen draw of round 6 (``third-fresh2``): ``--seed-shift 7000 --vary``
-# The never-seen draw of round 7 (``third-fresh3``): ``--seed-shift 11000 --vary``. (A draw at 9000 was
-# started first and discarded unfinished: a scan of a development statistic read four of its runs.)
-FRESH3_SEED_SHIFT = 11000
-# The never-seen draw of round 7's second half (``third-fresh4``): ``--seed-shift 13000 --vary``, recorded by
-# the recorder with ``grad_not_cleared`` (third-fresh3 was recorded before it existed).
-FRESH4_SEED_SHIFT = 13000
-# The never-seen draw of round 8 (``third-fresh5``): ``--seed-shift 17000 --vary``, recorded by the recorder
-# with ``ce_grad_scale`` and ``backward_passes``.
-FRESH5_SEED_SHIFT = 17000
-# The second never-seen draw of round 8 (``third-fresh6``): ``--seed-shift 19000 --vary``, trained after
-# third-fresh5 was graded and looked at.
-FRESH6_SEED_SHIFT = 19000
-# The never-seen draw of round 9 (``third-fresh7``): ``--seed-shift 23000 --vary``, recorded by the recorder
-# with ``logits_in_unit_interval``, trained from round 9's last detector commit.
-FRESH7_SEED_SHIFT = 23000
-# The second never-seen draw of round 9 (``third-fresh8``): ``--seed-shift 29000 --vary``, trained after
-# third-fresh7 was graded and looked at, by the recorder with ``logits_sum_to_one``.
-FRESH8_SEED_SHIFT = 29000
 
 
 def redraw(sc: S, rng: random.Random) -> S:
@@ -112,7 +92,8 @@ def redraw(sc: S, rng: random.Random) -> S:
 def draw(seed_shift: int = 0, vary: bool = False) -> tuple[S, ...]:
     """The catalog with every seed shifted by ``seed_shift`` (new data, initialisation, batch order and
     label permutation: all of them derive from the run's seed), each run redrawn by :func:`redraw` when
-    ``vary``, from a generator seeded by the run's shifted seed alone; ``draw()`` is :data:`RUNS`."""
+    ``vary``, from a generator seeded by the run's shifted seed alone; ``draw()`` is :data:`RUNS`. Each fresh
+    draw's shift is in ``benchmarks/_accuracy/draws.py``."""
     out = []
     for sc in RUNS:
         sc = dataclasses.replace(sc, seed=sc.seed + seed_shift)

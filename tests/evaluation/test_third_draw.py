@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,24 +103,55 @@ def test_a_varied_run_and_its_twin_train_for_real(tmp_path):
     assert m["upd_ratio"][0] > t["upd_ratio"][0]
 
 
-#: Each fresh draw: its set, its constant, the draw's start and end as draw.json has them, and how its page
-#: line ends (data, so one table holds them all: ``fresh_draws.json``; round 5's set keeps its own draw
-#: times and says it is a development set now).
-DRAWS = [tuple(d.values()) for d in json.loads((Path(__file__).parent / "fresh_draws.json").read_text())]
+#: Each fresh draw as the page must state it: its set, the draw's start and end as its draw.json has them, and
+#: how its page line ends (data kept apart from ``benchmarks/_accuracy/draws.py``, so a wrong role line in the
+#: table fails here; round 5's set keeps its own draw times and says it is a development set now).
+RECORDED = json.loads((Path(__file__).parent / "fresh_draws.json").read_text())
+DRAWS = [(d["set"], d["started"], d["finished"], d["ending"]) for d in RECORDED]
 
 
-@pytest.mark.parametrize(("name", "constant", "started", "finished", "ending"), DRAWS)
-def test_the_fresh_sets_page_line_names_its_draw(tmp_path, monkeypatch, name, constant, started, finished,
-                                                 ending):
+@pytest.mark.parametrize(("name", "started", "finished", "ending"), DRAWS)
+def test_the_fresh_sets_page_line_names_its_draw(tmp_path, monkeypatch, name, started, finished, ending):
     evaluate = pytest.importorskip("benchmarks._accuracy.evaluate")
-    monkeypatch.setattr(evaluate, constant, (started[:16], finished[:16]))
+    from benchmarks._accuracy import draws
+
+    window = (started[:16], finished[:16])
+    monkeypatch.setattr(draws, "DRAWS", tuple(dataclasses.replace(d, drawn=window) if d.name == name else d
+                                              for d in draws.DRAWS))
     (tmp_path / "draw.json").write_text(json.dumps({"started": f"{started} UTC", "finished": f"{finished} UTC"}))
-    assert evaluate._fresh_role(tmp_path, name).endswith(ending)
+    role = evaluate._fresh_role(tmp_path, name)
+    assert role.endswith(ending) and "not the set to quote" not in role
+
+
+def test_the_draw_table_holds_each_recorded_draw_once_and_one_set_to_quote(monkeypatch):
+    # Importing the script sets both for the whole process; they are put back after this test.
+    monkeypatch.setattr(sys, "dont_write_bytecode", sys.dont_write_bytecode)
+    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
+    from benchmarks import accuracy
+    from benchmarks._accuracy import draws
+
+    table = {d.name: d for d in draws.DRAWS}
+    assert len(table) == len(draws.DRAWS) and len({d.seed_shift for d in draws.DRAWS}) == len(draws.DRAWS)
+    assert set(table) == {d["set"] for d in RECORDED}
+    for d in RECORDED:  # the window a graded set is checked against is the one it was trained in
+        assert table[d["set"]].drawn == (d["started"][:16], d["finished"][:16]), d["set"]
+    for d in draws.DRAWS:
+        assert d.data == accuracy.ROOT / "benchmarks" / "_data" / d.name
+        assert f"`--seed-shift {d.seed_shift} --vary`" in d.role and "{drawn}" in d.role
+        assert f"--seed-shift {d.seed_shift} --vary" in d.note and d.note.startswith(f"`{d.name}` (")
+        assert d.which.startswith(f"*{d.name}* (")
+        quoted = d.name == draws.QUOTE
+        assert d.role.endswith("; the set to quote") == quoted and ("**quote " in d.which) == quoted, d.name
+    assert draws.QUOTE in table and f"**quote {draws.QUOTE}**" in table[draws.QUOTE].which
+    assert accuracy.SETS[-len(table):] == tuple(table) and draws.QUOTE not in accuracy.GROUPS["all"]
+    assert set(accuracy.GROUPS["final"]) == set(accuracy.GROUPS["all"]) | {draws.QUOTE}
 
 
 def test_a_retrained_or_missing_fresh_set_is_flagged_not_to_quote(tmp_path):
     evaluate = pytest.importorskip("benchmarks._accuracy.evaluate")
+    from benchmarks._accuracy.draws import QUOTE
+
     (tmp_path / "draw.json").write_text(json.dumps({"started": "2026-12-03 09:00:00 UTC",
                                                     "finished": "2026-12-03 09:40:00 UTC"}))
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path, "third-fresh8")
-    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", "third-fresh8")
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path, QUOTE)
+    assert "not the set to quote" in evaluate._fresh_role(tmp_path / "absent", QUOTE)

@@ -1,0 +1,240 @@
+"""Every fresh draw of the third generator, in the order drawn: the one table a new draw is added to.
+
+A draw is ``python -m benchmarks.third --seed-shift N --vary`` into ``benchmarks/_data/<name>/``. Its entry
+holds what the benchmark needs (seed shift, data folder, the window its ``draw.json`` must show) and what
+the page says of it (its role line, its generator note, its sentence in "Which set is which");
+``benchmarks/accuracy.py``'s sets and groups and ``evaluate.third_set`` are read from here. :data:`QUOTE`
+names the set to quote: the one draw graded once with nothing of it seen before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[1] / "_data"
+
+
+@dataclass(frozen=True)
+class Draw:
+    name: str
+    seed_shift: int
+    #: (start, end) of its training as ``draw.json`` has them, to the minute: a retrained set no longer
+    #: matches, and its role line then says so.
+    drawn: tuple[str, str]
+    #: The page's role line; ``{drawn}`` becomes the window the runs were trained in.
+    role: str
+    #: Its entry under the page's "Held-out generator changes and new sets".
+    note: str
+    #: Its sentence in the page's "Which set is which" paragraph.
+    which: str
+    vary: bool = True
+
+    @property
+    def data(self) -> Path:
+        return DATA / self.name
+
+
+DRAWS: tuple[Draw, ...] = (
+    Draw(
+        "third-fresh", 5000, ("2026-12-02 01:01", "2026-12-02 01:33"),
+        role="the third generator with every seed shifted by 5000 and every run redrawn (`--seed-shift "
+             "5000 --vary`), generated at {drawn} UTC before round 5's detector changes landed, graded "
+             "once at the end of round 5 (20a7d7f), then looked at in round 6: a development set since",
+        note="`third-fresh` (round 5): the third generator (`benchmarks/third`) with every seed shifted by 5000 and "
+             "every run redrawn at a length x0.6-1.8 (log-uniform), a hidden width x0.5, 1, 1.5 or 2, a learning "
+             "rate x0.5-2 (log-uniform) and a batch size of 32, 64 or 128 (a small batch the catalog names, 4 or "
+             "16 under accumulation, kept or doubled), drawn from each run's own shifted seed "
+             "(`benchmarks/third/catalog.py: redraw`, `python -m benchmarks.third --seed-shift 5000 --vary`). The "
+             "bugs, criteria and labels are the catalog's; each label is confirmed against the run's fixed twin as "
+             "before. The draw was fixed in commit fc9315b (01:01:06 UTC) and trained from 2026-12-02 01:01:08 to "
+             "01:33:00 UTC (`draw.json`), before the first detector commit of round 5 (13c434d, 01:01:41); "
+             "training runs no runlens code, so nothing committed during it could shape it. Nothing of it was "
+             "diagnosed before its one grading; only the generator's own confirmations were read: 43 runs, 33 "
+             "confirmed, 10 not (eval_missing 0/2, reduction_sum 0/2, target_leak 0/2, labels_shuffled 1/2, "
+             "accum_unscaled 1/2, healthy 13/15; every other bug 2/2), so the codes of the three bugs with none "
+             "confirmed are not graded on it. Graded once at 20a7d7f; looked at in round 6 (its healthy runs' "
+             "false alarms were read, and nothing was changed because of them): a development set since.",
+        which="*third-fresh* (round 5) is the third generator with every seed "
+              "shifted by 5000 and every run redrawn at another length, width, learning rate and batch size, "
+              "generated before round 5's detector changes landed and graded once at the end of round 5 "
+              "(20a7d7f; those figures are in that round's closing note and the page's history), then looked "
+              "at in round 6: a development set since.",
+    ),
+    Draw(
+        "third-fresh2", 7000, ("2026-12-02 04:13", "2026-12-02 05:09"),
+        role="the third generator with every seed shifted by 7000 and every run redrawn (`--seed-shift "
+             "7000 --vary`), generated at {drawn} UTC before round 6's first detector change landed, "
+             "graded once at the end of round 6 (0eade29), then looked at in round 7: a development set "
+             "since",
+        note="`third-fresh2` (round 6): the same generator and redraw with every seed shifted by 7000 "
+             "(`python -m benchmarks.third --seed-shift 7000 --vary`), trained from the committed tree at 9349085, "
+             "from 2026-12-02 04:13:52 to 05:09:27 UTC (`draw.json`), before round 6's first detector commit (f75813c, "
+             "`steps_went_back`); training runs no runlens code. Nothing of it was diagnosed before its one "
+             "grading; only the generator's own confirmations were read (in its log): 43 runs, 35 confirmed, 8 not "
+             "(eval_missing 0/2, target_leak 0/2, reduction_sum 1/2, accum_unscaled 1/2, healthy 13/15; every other "
+             "bug 2/2), so the codes of the two bugs with none confirmed are not graded on it. Graded once at "
+             "0eade29; looked at in round 7 (its misses were read and detectors changed): a development set since.",
+        which="*third-fresh2* (round 6) is another such draw (seeds "
+              "shifted by 7000), trained before round 6's first detector change landed, graded once at the end "
+              "of round 6 (0eade29; figures in that round's closing note), then looked at in round 7: a "
+              "development set since.",
+    ),
+    # Not 9000: a draw at 9000 was started first and discarded unfinished, because a scan of a development
+    # statistic read four of its runs while it was filling.
+    Draw(
+        "third-fresh3", 11000, ("2026-12-02 07:23", "2026-12-02 07:30"),
+        role="the third generator with every seed shifted by 11000 and every run redrawn (`--seed-shift "
+             "11000 --vary`), generated at {drawn} UTC from 35fc23b before round 7's first detector "
+             "change was committed, graded once at 07842d8 (round 7), then looked at: a development set "
+             "since",
+        note="`third-fresh3` (round 7): the same generator and redraw with every seed shifted by 11000 "
+             "(`python -m benchmarks.third --seed-shift 11000 --vary`), trained from the committed tree at 35fc23b "
+             "from 2026-12-02 07:23:32 to 07:30:05 UTC (`draw.json`), before round 7's first detector commit; "
+             "training runs no runlens code, and no run of it carries the recorder column round 7 added "
+             "(`grad_not_cleared`): it was recorded by 35fc23b's recorder. A draw at seed shift 9000 was started a "
+             "minute before and discarded unfinished, because a scan of a development statistic (the first layer's "
+             "gradient swings) was run over the data folder while it was filling and printed four of its runs "
+             "(softmax-sepconv, sum-sepconv, nozero-resreg, raw-moe). "
+             "Nothing of third-fresh3 was diagnosed before its one grading; the generator's log was not read beyond "
+             "its last line. Graded once at 07842d8 (curve 0.86, recall 0.81, fault's code first 0.83, healthy runs "
+             "with a warning or error 3/12); its misses were read and `late_loss_variance` changed: a development set "
+             "since.",
+        which="*third-fresh3* (round 7) is another such draw (seeds shifted by 11000), "
+              "trained before round 7's first detector change was committed, graded once at 07842d8 and looked "
+              "at since.",
+    ),
+    # A second draw in round 7: third-fresh3 was recorded before the recorder wrote `grad_not_cleared`.
+    Draw(
+        "third-fresh4", 13000, ("2026-12-02 08:52", "2026-12-02 08:58"),
+        role="the third generator with every seed shifted by 13000 and every run redrawn (`--seed-shift "
+             "13000 --vary`), generated at {drawn} UTC from d7e0c50 by the recorder with "
+             "`grad_not_cleared`, before round 7's last detector change was committed, graded once at "
+             "the end of round 7 (0022a2e), then looked at in round 8: a development set since",
+        note="`third-fresh4` (round 7, second half): the same generator and redraw with every seed shifted by 13000 "
+             "(`python -m benchmarks.third --seed-shift 13000 --vary`), trained from the committed tree at d7e0c50 "
+             "(`draw.json` has the times) into a folder outside the repository, before the round's last detector commit "
+             "(`late_loss_variance`); training runs no runlens engine code. Its runs were recorded by the recorder with "
+             "`grad_not_cleared`, so the recorder's reading of a missing `zero_grad` is graded on it. Nothing of it was "
+             "diagnosed, and its generator log was not read, before its one grading. Graded once at 0022a2e (curve "
+             "0.87, recall 0.86, fault's code first 0.83, healthy runs with a warning or error 0/12); its misses were "
+             "read in round 8: a development set since.",
+        which="*third-fresh4* (round 7, second half; seeds shifted by 13000) was trained before that "
+              "round's last detector change, by the recorder that writes `grad_not_cleared`, graded once at "
+              "0022a2e and looked at in round 8.",
+    ),
+    Draw(
+        "third-fresh5", 17000, ("2026-12-02 11:33", "2026-12-02 11:47"),
+        role="the third generator with every seed shifted by 17000 and every run redrawn (`--seed-shift "
+             "17000 --vary`), generated at {drawn} UTC from ee3f4ff by the recorder with "
+             "`ce_grad_scale`, before round 8's last three detector changes were committed, graded once "
+             "at 5bf5f84 (round 8), then looked at: a development set since",
+        note="`third-fresh5` (round 8): the same generator and redraw with every seed shifted by 17000 (`python -m "
+             "benchmarks.third --seed-shift 17000 --vary`), trained from the committed tree at ee3f4ff (`draw.json` has "
+             "the times) into a folder outside the repository, before the round's last two detector commits "
+             "(`plateau`, c98399f; the held-out stall's half bar, e607b35); training runs no runlens engine code. Its runs were recorded by the recorder with "
+             "`ce_grad_scale` and `backward_passes`, so the recorder's reading of a loss not divided by the "
+             "accumulation count is graded on it. Nothing of it was diagnosed before its one grading; while it "
+             "trained, the only lines of its generator log read were the last two on screen, cut to 60 characters "
+             "(two labels, no diagnosis). Graded once at 5bf5f84 (curve 0.95, recall 0.95, fault's code first 0.92, "
+             "healthy runs with a warning or error 0/11); its misses were read (`sum-moe`: a saturated-gate reading "
+             "under huge steps; `leak-sepconv`: a near-certainty reading tried and dropped, it fired on the bug set's "
+             "healthy twins) and `inputs_not_normalized` changed: a development set since.",
+        which="*third-fresh5* (round 8; seeds shifted by 17000), recorded by "
+              "the recorder that writes `ce_grad_scale`, was graded once at 5bf5f84 and looked at since.",
+    ),
+    # A second draw in round 8: third-fresh5 had been graded and looked at.
+    Draw(
+        "third-fresh6", 19000, ("2026-12-02 11:54", "2026-12-02 12:03"),
+        role="the third generator with every seed shifted by 19000 and every run redrawn (`--seed-shift "
+             "19000 --vary`), generated at {drawn} UTC from 2d75eb3 by the recorder with "
+             "`ce_grad_scale`, after third-fresh5's misses were read and after round 8's last detector "
+             "change, graded once at the end of round 8 (3011230), then looked at in round 9: a "
+             "development set since",
+        note="`third-fresh6` (round 8, second draw): the same generator and redraw with every seed shifted by 19000 "
+             "(`python -m benchmarks.third --seed-shift 19000 --vary`), trained from the committed tree at 2d75eb3 "
+             "(`draw.json` has the times) into a folder outside the repository, after third-fresh5's grading and "
+             "after the round's last detector commit (2d75eb3 is that commit): no engine change came after it. The "
+             "recorder then changed only to catch its own hooks' errors (3205b03). Nothing of it was diagnosed, and "
+             "its generator log was not read, before its one grading at 3011230 (curve 0.95, recall 0.95, fault's "
+             "code first 0.96, healthy runs with a warning or error 0/12). Its misses were read in round 9 (a "
+             "softmax run stopped short of the softmax floor led to the recorder's reading of the logits' gradient): "
+             "a development set since.",
+        which="*third-fresh6* (round 8; seeds shifted by 19000) was trained after that, graded once at 3011230 "
+              "and looked at in round 9.",
+    ),
+    Draw(
+        "third-fresh7", 23000, ("2026-12-02 14:35", "2026-12-02 14:59"),
+        role="the third generator with every seed shifted by 23000 and every run redrawn (`--seed-shift "
+             "23000 --vary`), generated at {drawn} UTC from c25b09c by the recorder with "
+             "`logits_in_unit_interval`, before round 9's last detector change, graded once at 1a22ca6 "
+             "(round 9), then looked at: a development set since",
+        note="`third-fresh7` (round 9): the same generator and redraw with every seed shifted by 23000 (`python -m "
+             "benchmarks.third --seed-shift 23000 --vary`), trained from the committed tree at c25b09c (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_in_unit_interval` and carries the logits readings in the step's one transfer. c25b09c is the "
+             "round's last detector commit at the time. Nothing of it was diagnosed, and its generator log was not "
+             "read, before its one grading at 1a22ca6 (curve 0.90, recall 0.95, fault's code first 0.92, healthy "
+             "runs with a warning or error 1/12). Its misses were then read (the outputs-in-[0, 1] reading fired on a "
+             "labels-shuffled run whose logits collapsed into [0, 1], which led to `logits_sum_to_one`): a development "
+             "set since.",
+        which="*third-fresh7* (round 9; seeds shifted by 23000) was graded once at "
+              "1a22ca6 and looked at since.",
+    ),
+    # A second draw in round 9: third-fresh7 had been graded and looked at, and the recorder had gained
+    # `logits_sum_to_one`.
+    Draw(
+        "third-fresh8", 29000, ("2026-12-02 15:09", "2026-12-02 15:25"),
+        role="the third generator with every seed shifted by 29000 and every run redrawn (`--seed-shift "
+             "29000 --vary`), generated at {drawn} UTC from 5255a80 by the recorder with "
+             "`logits_sum_to_one`, after third-fresh7's misses were read and after round 9's last detector "
+             "change, graded once at the end of round 9 (19c5ee2), then looked at in round 10: a development "
+             "set since",
+        note="`third-fresh8` (round 9, second draw): the same generator and redraw with every seed shifted by 29000 "
+             "(`python -m benchmarks.third --seed-shift 29000 --vary`), trained from the committed tree at 5255a80 "
+             "(`draw.json` has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`. 5255a80 is the round's last detector commit: no engine change came after it. "
+             "Nothing of it was diagnosed, and its generator log was not read, before its one grading at 19c5ee2 "
+             "(curve 0.91, recall 0.95, fault's code first 0.96, healthy runs with a warning or error 0/12). Its "
+             "misses were read in round 10, before that round's detector change (a0b73c9): a development set "
+             "since.",
+        which="*third-fresh8* (round 9; seeds shifted by 29000) was trained from round 9's last detector "
+              "commit, graded once at 19c5ee2 and looked at in round 10: a development set since.",
+    ),
+    # Drawn after round 10's detector change (a0b73c9: a zero first-layer gradient counts as a swing), so
+    # that change is graded on runs nobody had read.
+    Draw(
+        "third-fresh9", 31000, ("2026-12-02 17:47", "2026-12-02 17:54"),
+        role="the third generator with every seed shifted by 31000 and every run redrawn (`--seed-shift "
+             "31000 --vary`), generated at {drawn} UTC from a0b73c9 by the recorder with "
+             "`logits_sum_to_one`, after third-fresh8's misses were read and after round 10's detector "
+             "change, graded once at the end of round 10; the set to quote",
+        note="`third-fresh9` (round 10): the same generator and redraw with every seed shifted by 31000 (`python -m "
+             "benchmarks.third --seed-shift 31000 --vary`), trained from the committed tree at a0b73c9 (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, after third-fresh8's misses were read. a0b73c9 is round 10's detector commit "
+             "(`inputs_not_normalized`: a first-layer gradient of exactly 0 counts as a swing). Nothing of it was "
+             "diagnosed before its one grading. Of its generator log, its last two lines were printed once by "
+             "mistake while it trained: one healthy run (`accum-sepconv`) confirmed, with its validation "
+             "measurements. The curve-label rule changed during the draw (478a32b: a loss that rose is not graded "
+             "as underfitting); its labels were recomputed from the saved measurements under that rule before "
+             "the grading, and the closing note gives its figures under both rules.",
+        which="*third-fresh9* (round 10; seeds shifted by 31000) was trained from a0b73c9, round 10's detector "
+              "commit, with nothing of it diagnosed before its one grading, at the commit above: **quote "
+              "third-fresh9**.",
+    ),
+)
+
+QUOTE = "third-fresh9"
+
+
+def draw(name: str) -> Draw:
+    """The entry of set ``name`` (a ``KeyError`` for a set that is no fresh draw)."""
+    for d in DRAWS:
+        if d.name == name:
+            return d
+    raise KeyError(name)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(d.name for d in DRAWS)
