@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
-from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, config_number, scalar_column
+from runlens.detectors._bugs import (
+    ACCURACY_COLUMNS,
+    VAL_ACCURACY_COLUMNS,
+    config_number,
+    scalar_column,
+    train_loss_at,
+)
 from runlens.detectors.curve.features import stated_classes
 
 if TYPE_CHECKING:
@@ -36,6 +42,17 @@ def calibrated_loss(accuracy: float, k: int) -> float:
     spreads the rest evenly: the entropy ``-(a ln a + (1 - a) ln((1 - a) / (K - 1)))``."""
     a = min(max(accuracy, 1e-12), 1 - 1e-12)
     return float(-(a * np.log(a) + (1 - a) * np.log((1 - a) / (k - 1))))
+
+
+class _Late(NamedTuple):
+    """The last ``late_frac`` of the training loss (5 losses at least): its median ``level``, its
+    ``lowest``, its first step ``start``, and whether it went ``below`` the floor by more than the
+    tolerance (False without a floor)."""
+
+    level: float
+    lowest: float
+    start: int
+    below: bool
 
 
 @register
@@ -76,6 +93,14 @@ class SoftmaxBeforeCrossEntropy(Detector):
           multiplies every entry by the softmax's Jacobian, whose entries
           are at most ``p (1 - p) <= 1/4`` (measured in torch: never above
           0.265 for any K). Fires, unless the loss went below the floor.
+          A read step's loss is the one logged at that step (the same
+          batch's). Where the loop logs its loss less often than the
+          recorder reads, a read step without one takes the median of the
+          losses logged since the previous read, else the last one before
+          it. Another batch's loss is near enough: a plain cross-entropy
+          stays under ``squeezed`` (1/3) only when every row has
+          ``p_y >= 2/3``, a batch loss of ln 1.5 = 0.41 at most, far below
+          ln 2.
         - **in [0, 1] only** (rows that do not sum to 1): a sigmoid at the
           end, or a model that learned nothing and outputs nearly equal
           logits that happen to lie in [0, 1] (labels it cannot learn). The
@@ -156,8 +181,8 @@ class SoftmaxBeforeCrossEntropy(Detector):
         eps, _ = config_number(run.config, ("label_smoothing", "smoothing"))
         if eps is not None and smoothed_floor(k, eps) >= floor * (1 - self.tolerance):
             return []  # label smoothing alone holds a correct loss at or above the floor: no telling them apart
-        late = loss.values[-max(5, int(len(loss) * self.late_frac)):]
-        level, lowest = float(np.median(late)), float(np.min(late))
+        late = self._late(loss, floor)
+        level, lowest = late.level, late.lowest
         gap = (level - floor) / (chance - floor)
         acc = scalar_column(run, ACCURACY_COLUMNS) or scalar_column(run, VAL_ACCURACY_COLUMNS, "evals")
         accuracy = None
@@ -165,7 +190,7 @@ class SoftmaxBeforeCrossEntropy(Detector):
             a = acc[1][-max(3, int(len(acc[1]) * self.late_frac)):]
             accuracy = float(np.median(a / 100 if np.nanmax(a) > 1 else a))  # a percentage, said so
         max_gap = self.max_gap if accuracy is not None else self.max_gap / 10
-        if lowest < floor * (1 - self.tolerance) or not -self.tolerance <= gap <= max_gap:
+        if late.below or not -self.tolerance <= gap <= max_gap:
             return []
         if accuracy is not None and calibrated_loss(accuracy, k) >= floor:
             return []
@@ -177,7 +202,14 @@ class SoftmaxBeforeCrossEntropy(Detector):
         return [self.finding(
             f"the loss settles at {level:.4g} and never goes below {lowest:.4g}, the floor ln(1+(K-1)/e)="
             f"{floor:.4g} of softmax outputs fed to cross-entropy (K={k}{acc_text})",
-            step=int(loss.steps[-len(late)]), evidence=ev)]
+            step=late.start, evidence=ev)]
+
+    def _late(self, loss: Series, floor: float | None) -> _Late:
+        """The settled level both readings compare with the floor."""
+        late = loss.values[-max(5, int(len(loss) * self.late_frac)):]
+        lowest = float(np.min(late))
+        return _Late(float(np.median(late)), lowest, int(loss.steps[-len(late)]),
+                    floor is not None and lowest < floor * (1 - self.tolerance))
 
     def _structure(self, readings: LogitsReadings, loss: Series, k: int | None,
                    k_source: str | None) -> list[Finding] | None:
@@ -185,13 +217,13 @@ class SoftmaxBeforeCrossEntropy(Detector):
         [0, 1] that are not a softmax's, or no read step whose loss was high enough for a plain
         cross-entropy to show itself."""
         floor = softmax_floor(k) if k is not None else None
-        late = loss.values[-max(5, int(len(loss) * self.late_frac)):]
-        if floor is not None and float(np.min(late)) < floor * (1 - self.tolerance):
+        late = self._late(loss, floor)
+        if late.below:
             return []  # below the floor: whatever the readings say, no softmax capped this loss
         ev: dict[str, object] = {"classes": k, "classes_source": k_source, "softmax_floor": floor,
-                                 "late_level": float(np.median(late)), "late_min": float(np.min(late)),
+                                 "late_level": late.level, "late_min": late.lowest,
                                  "reads": len(readings.per_pass)}
-        floor_text = f"; the loss settles at {ev['late_level']:.4g}" + (
+        floor_text = f"; the loss settles at {late.level:.4g}" + (
             f", never below the floor ln(1+(K-1)/e)={floor:.4g} (K={k})" if floor is not None else "")
         simplex, bounded = _majority(readings.simplex), _majority(readings.bounded)
         if simplex is not None:
@@ -201,21 +233,41 @@ class SoftmaxBeforeCrossEntropy(Detector):
                 f"on {share:.0%} of {n} recorded steps every row the loss received lay in [0, 1] and summed to 1: "
                 f"a softmax's probabilities, not logits, fed to a loss that applies log-softmax itself{floor_text}",
                 step=first, evidence=ev)]
-        at = np.minimum(np.searchsorted(loss.steps, readings.per_pass.steps), len(loss) - 1)
-        high = (loss.steps[at] == readings.per_pass.steps) & (loss.values[at] >= np.log(2))
+        loss_at, exact = _loss_at_reads(loss, readings.per_pass.steps)
+        high = loss_at >= np.log(2)  # NaN (no loss logged yet at a read) is not high
         top = float(np.max(readings.per_pass.values))
         if top > self.squeezed or not high.any():
             # Not squeezed (or not readable as such): outputs in [0, 1] that are not a softmax's leave
             # it to the loss level; raw logits with a plain cross-entropy's gradient rule it out.
             return None if bounded is not None or top <= self.squeezed else []
+        earlier = int((high & ~exact).sum())
         ev |= {"reading": "recorder: squeezed logits gradient", "largest_logits_gradient": top,
                "plain_cross_entropy_at_least": 0.5, "double_softmax_at_most": 0.265,
-               "steps_with_loss_at_least_ln2": int(high.sum())}
+               "steps_with_loss_at_least_ln2": int(high.sum()), "reads_with_loss_at_step": int(exact.sum()),
+               "steps_with_loss_at_least_ln2_from_earlier_losses": earlier}
+        earlier_text = (f" ({earlier} judged by the losses logged before the step, none being logged at it)"
+                        if earlier else "")
         return [self.finding(
             f"the gradient reaching the model's output never exceeded {top:.3g} of the loss over "
             f"{len(readings.per_pass)} recorded steps, although the loss was above ln 2 on {int(high.sum())} of "
-            f"them: a plain cross-entropy sends at least 0.5 there, one behind another softmax at most 0.265"
-            f"{floor_text}", step=int(readings.per_pass.steps[0]), evidence=ev)]
+            f"them{earlier_text}: a plain cross-entropy sends at least 0.5 there, one behind another softmax "
+            f"at most 0.265{floor_text}", step=int(readings.per_pass.steps[0]), evidence=ev)]
+
+
+def _loss_at_reads(loss: Series, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The training loss of each read step (NaN before the first logged one), and whether it was
+    logged at that very step.
+
+    The loss logged at a read step is of the batch whose gradient was read, the one the squeezed
+    bound speaks of, so it wins wherever it exists: a median over the steps before it would be
+    other batches', and would change the reading of every run that logs its loss at every step.
+    Only the read steps without one take :func:`train_loss_at`, whose windows then run from the
+    previous read step: the median of the losses logged since, else the last one before."""
+    at = np.minimum(np.searchsorted(loss.steps, steps), len(loss) - 1)
+    exact = loss.steps[at] == steps
+    if exact.all():
+        return loss.values[at], exact
+    return np.where(exact, loss.values[at], train_loss_at(loss, steps)), exact
 
 
 def _majority(flags: Series | None) -> tuple[float, int, int] | None:

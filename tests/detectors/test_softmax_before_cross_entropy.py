@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from gradients_synth import check
 from loss_synth import healthy, make_run
+from runs import write_part
 
+from recorders.format import parse_part_name
 from runlens.analysis import analyze
 from runlens.detectors import Skip
+from runlens.testing import build_run
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bugs"
 
@@ -46,22 +52,44 @@ def test_real_fixed_twin_is_silent():
     assert "softmax_before_cross_entropy" not in {f.code for f in diag.findings}
 
 
+def _copy_editing_scalars(src, dest, edit):
+    """The run folder ``src`` copied to ``dest``, each scalars part rewritten as ``edit`` makes it."""
+    shutil.copytree(src, dest)
+    for part in (dest / "scalars").glob("*.parquet"):
+        rank, seq = parse_part_name(part.name)
+        write_part(dest, "scalars", edit(pq.read_table(part)), rank=rank, seq=seq)
+    return dest
+
+
 def _without_recorder_readings(name, dest):
     """The fixture run as an older recorder or an importer leaves it: no readings of the logits."""
-    import shutil
+    return _copy_editing_scalars(FIX / name, dest, lambda table: table.drop_columns(
+        [c for c in RECORDER_COLUMNS if c in table.column_names]))
 
-    import pyarrow.parquet as pq
-    from runs import write_part
 
-    from recorders.format import parse_part_name
+def _loss_every_10(table, phase):
+    """``table`` with its loss null but on the steps ``phase`` modulo 10: a loop that logs its loss every
+    10 steps (``phase`` 9: ``if (i + 1) % 10 == 0``), the recorder's readings left on their own steps."""
+    steps = table.column("step").to_numpy()
+    loss = pa.array(table.column("loss").to_numpy(zero_copy_only=False), table.schema.field("loss").type,
+                    mask=steps % 10 != phase)
+    return table.set_column(table.column_names.index("loss"), "loss", loss)
 
-    shutil.copytree(FIX / name, dest)
-    for part in (dest / "scalars").glob("*.parquet"):
-        table = pq.read_table(part)
-        rank, seq = parse_part_name(part.name)
-        write_part(dest, "scalars", table.drop_columns([c for c in RECORDER_COLUMNS if c in table.column_names]),
-                   rank=rank, seq=seq)
-    return dest
+
+@pytest.mark.parametrize("phase", [0, 9])
+@pytest.mark.parametrize(("name", "fires"), [("softmax_before_cross_entropy-mlp", True),
+                                             ("softmax_before_cross_entropy-mlp-fixed", False)])
+def test_real_runs_logging_their_loss_every_10_steps(tmp_path, name, fires, phase):
+    # Read every 2 steps, the loss kept every 10. The structure decides these without pairing a read
+    # with its loss (outputs summing to 1; the fixed twin's unsqueezed gradient), so the sparser loss
+    # must change neither; the squeezed reading, which pairs them, is tested below.
+    run = _copy_editing_scalars(FIX / name, tmp_path / "run", lambda table: _loss_every_10(table, phase))
+    found = [f for f in analyze(run).findings if f.code == "softmax_before_cross_entropy"]
+    if fires:
+        assert found and found[0].evidence["reading"] == "recorder: outputs sum to 1"
+        assert found[0].evidence["late_min"] >= found[0].evidence["softmax_floor"] * (1 - 0.002)
+    else:
+        assert found == []
 
 
 def test_real_run_without_the_recorder_readings_is_read_off_the_loss_level(tmp_path):
@@ -164,10 +192,11 @@ def _still_falling(n, k, seed, gap=0.45):
     return lo + (math.log(k) - lo) * np.exp(-5 * t) * np.exp(0.02 * rng.standard_normal(n))
 
 
-def _recorded(loss, k, *, scale, bounded=0.0, simplex=0.0, passes=1.0, amp=None):
+def _recorded(loss, k, *, scale, bounded=0.0, simplex=0.0, passes=1.0, amp=None, every=10):
     n = len(loss)
-    scalars = {"ce_grad_scale": _read(scale, n), "backward_passes": _read(passes, n),
-               "logits_in_unit_interval": _read(bounded, n), "logits_sum_to_one": _read(simplex, n)}
+    scalars = {"ce_grad_scale": _read(scale, n, every), "backward_passes": _read(passes, n, every),
+               "logits_in_unit_interval": _read(bounded, n, every),
+               "logits_sum_to_one": _read(simplex, n, every)}
     if amp is not None:
         scalars["loss_scale"] = np.full(n, amp)
     return make_run(loss, meta={"config": {"num_classes": k}}, scalars=scalars)
@@ -182,6 +211,38 @@ def test_a_squeezed_logits_gradient_names_the_softmax_before_the_loss_reaches_it
                 _recorded(_still_falling(n, k, seed), k, scale=0.2 + 0.05 * rng.random(n // 10)))
     assert f.evidence["reading"] == "recorder: squeezed logits gradient"
     assert f.evidence["largest_logits_gradient"] <= 0.25 and f.evidence["reads"] == 30
+    # The loss logged at every step: each read is judged by its own batch's loss.
+    assert f.evidence["reads_with_loss_at_step"] == 30
+    assert f.evidence["steps_with_loss_at_least_ln2_from_earlier_losses"] == 0
+
+
+def _thinned(run, phase):
+    """``run`` with its loss logged every 10 steps only (see ``_loss_every_10``)."""
+    return build_run(name=run.path, status=run.status, meta=run.meta,
+                     tables={"scalars": _loss_every_10(run.scalars, phase), "evals": run.evals,
+                             "layers": run.layers, "events": run.events})
+
+
+@pytest.mark.parametrize("k", [4, 10])
+@pytest.mark.parametrize("phase", [0, 9])
+def test_a_squeezed_gradient_fires_with_the_loss_logged_less_often_than_read(k, phase):
+    # Read every 5 steps, the loss logged every 10: on steps 0, 10... half the read steps have their own
+    # loss; on 9, 19... none has, and each is judged by the loss logged last before it.
+    n = 600
+    scale = 0.2 + 0.05 * np.random.default_rng(k).random(n // 5)
+    [f] = check("softmax_before_cross_entropy",
+                _thinned(_recorded(_still_falling(n, k, 0), k, scale=scale, every=5), phase))
+    assert f.evidence["reading"] == "recorder: squeezed logits gradient" and f.evidence["reads"] == 120
+    assert f.evidence["reads_with_loss_at_step"] == (60 if phase == 0 else 0)
+    assert f.evidence["steps_with_loss_at_least_ln2_from_earlier_losses"] > 0
+
+
+@pytest.mark.parametrize("k", [4, 10])
+@pytest.mark.parametrize("phase", [0, 9])
+def test_silent_twin_a_plain_gradient_with_the_loss_logged_less_often_than_read(k, phase):
+    n = 600
+    run = _thinned(_recorded(_still_falling(n, k, 0), k, scale=np.linspace(0.9, 0.6, n // 5), every=5), phase)
+    assert check("softmax_before_cross_entropy", run) == []
 
 
 @pytest.mark.parametrize("k", [2, 4, 10])
@@ -243,12 +304,19 @@ def test_reads_while_the_loss_was_low_leave_it_to_the_loss_level():
     assert check("softmax_before_cross_entropy", _recorded(loss, 2, scale=0.2)) == []
 
 
-@pytest.mark.parametrize("softmax", [True, False])
-def test_real_recorded_run_with_a_softmax_between_model_and_loss(tmp_path, softmax):
-    # Trained here with the recorder: the softmax sits in the loop, not the model, so the outputs are
-    # raw logits and only the gradient shows it. 150 steps stop far short of the floor. Its twin
-    # feeds the logits straight to the loss.
-    torch = pytest.importorskip("torch")
+@pytest.mark.parametrize("phase", [0, 9])
+def test_silent_twin_reads_while_the_loss_was_low_judged_by_the_losses_logged_before_them(phase):
+    # The same resumed run logging its loss every 10 steps, read every 5: the losses logged before the
+    # read steps are as low, so none is taken for a loss above ln 2.
+    n = 600
+    loss = 0.5 + 0.01 * np.random.default_rng(0).standard_normal(n)
+    run = _thinned(_recorded(loss, 2, scale=0.2, every=5), phase)
+    assert check("softmax_before_cross_entropy", run) == []
+
+
+def _train_recorded(torch, path, softmax, *, steps=150, layers_every=10):
+    """A 4-class MLP trained with the recorder, a softmax in the loop (not the model) when ``softmax``:
+    the outputs are raw logits and only the gradient shows it."""
     from recorders.torch import Recorder
 
     torch.manual_seed(0)
@@ -256,9 +324,9 @@ def test_real_recorded_run_with_a_softmax_between_model_and_loss(tmp_path, softm
     y = (x[:, :4] @ torch.randn(4, 4)).argmax(1)
     model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with Recorder(tmp_path / "run", model, opt, config={"num_classes": 4}, layers_every=10,
+    with Recorder(path, model, opt, config={"num_classes": 4}, layers_every=layers_every,
                   handle_signals=False, announce=False) as rec:
-        for _ in range(150):
+        for _ in range(steps):
             i = torch.randint(0, 512, (32,))
             out = model(x[i])
             loss = torch.nn.functional.cross_entropy(torch.softmax(out, -1) if softmax else out, y[i])
@@ -266,9 +334,33 @@ def test_real_recorded_run_with_a_softmax_between_model_and_loss(tmp_path, softm
             loss.backward()
             opt.step()
             rec.step(loss)
-    found = [f for f in analyze(rec.run_dir).findings if f.code == "softmax_before_cross_entropy"]
+    return rec.run_dir
+
+
+@pytest.mark.parametrize("softmax", [True, False])
+def test_real_recorded_run_with_a_softmax_between_model_and_loss(tmp_path, softmax):
+    # 150 steps stop far short of the floor. Its twin feeds the logits straight to the loss.
+    torch = pytest.importorskip("torch")
+    found = [f for f in analyze(_train_recorded(torch, tmp_path / "run", softmax)).findings
+             if f.code == "softmax_before_cross_entropy"]
     if softmax:
         assert found and found[0].evidence["reading"] == "recorder: squeezed logits gradient"
         assert found[0].evidence["late_level"] > found[0].evidence["softmax_floor"]
+    else:
+        assert found == []
+
+
+@pytest.mark.parametrize("softmax", [True, False])
+def test_real_recorded_run_logging_its_loss_every_10_steps(tmp_path, softmax):
+    # The loop keeps its loss on (i + 1) % 10 == 0 while the recorder reads every 5 steps: no read step
+    # has a loss of its own, and the loss logged last before each read says whether it was above ln 2.
+    torch = pytest.importorskip("torch")
+    recorded = _train_recorded(torch, tmp_path / "run", softmax, steps=300, layers_every=5)
+    run = _copy_editing_scalars(recorded, tmp_path / "thinned", lambda table: _loss_every_10(table, 9))
+    found = [f for f in analyze(run).findings if f.code == "softmax_before_cross_entropy"]
+    if softmax:
+        assert found and found[0].evidence["reading"] == "recorder: squeezed logits gradient"
+        assert found[0].evidence["reads"] == 60 and found[0].evidence["reads_with_loss_at_step"] == 0
+        assert found[0].evidence["steps_with_loss_at_least_ln2_from_earlier_losses"] > 0
     else:
         assert found == []
