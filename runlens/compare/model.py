@@ -13,7 +13,7 @@ from scipy import stats as sps
 
 from runlens.diagnosis import Finding, jsonable, reaches, worst
 from runlens.stats.robust import rolling_median
-from runlens.stats.spikes import find_spikes
+from runlens.stats.spikes import difference_spikes
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -161,8 +161,8 @@ def smooth(y: np.ndarray) -> np.ndarray:
 
 def spike_steps(steps: np.ndarray, loss: np.ndarray, z_min: float, window: int = 25) -> list[int]:
     """First step of each run of consecutive upward outliers of the finite loss
-    (:func:`~runlens.stats.spikes.find_spikes`, ``mode="differences"``)."""
-    return [int(steps[int(s["start"])]) for s in find_spikes(loss, mode="differences", z_min=z_min, window=window)]
+    (:func:`~runlens.stats.spikes.difference_spikes`)."""
+    return [int(steps[int(s["start"])]) for s in difference_spikes(loss, z_min=z_min, window=window)]
 
 
 def binom_more(k_run: int, k_base: int, n_run: int, n_base: int) -> float:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
-from runlens.stats.spikes import find_spikes
+from runlens.stats.spikes import log10_spikes
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context
@@ -88,8 +88,7 @@ class GradNormSpike(Detector):
         steps, norms = gn.steps[ok], gn.values[ok]
         if len(norms) < 4:
             raise Skip(f"needs at least 4 finite gradient norms (has {len(norms)})")
-        spikes = find_spikes(norms, mode="log10", min_ratio=self.min_ratio, z_min=self.min_z,
-                             max_width=self.max_width)
+        spikes = log10_spikes(norms, min_ratio=self.min_ratio, z_min=self.min_z, max_width=self.max_width)
         if not spikes:
             return []
         peak = max(spikes, key=lambda s: s["excess"])

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
 from runlens.detectors._require import finite_loss
 from runlens.diagnosis import Finding
-from runlens.stats.spikes import find_spikes
+from runlens.stats.spikes import short_spikes
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -109,7 +109,7 @@ class LossSpikes(Detector):
         steps, x = finite_loss(run, ctx, self.short_points)
         short = x.size < self.min_points
         if short:
-            spikes = find_spikes(x, mode="short", z_min=self.z_min, min_ratio=self.short_ratio)
+            spikes = short_spikes(x, z_min=self.z_min, min_ratio=self.short_ratio)
         else:
             spikes = ctx.signals_of(run).loss_spikes(
                 z_min=self.z_min, tail_factor=self.tail_factor, min_rise=self.min_rise,

@@ -46,15 +46,15 @@ class Signals:
         return loss_signals(self.run)
 
     def loss_spikes(self, **params: float) -> list[dict[str, float]]:
-        """:func:`~runlens.stats.spikes.find_spikes` of :attr:`loss` with ``params``, once per
+        """:func:`~runlens.stats.spikes.rolling_spikes` of :attr:`loss` with ``params``, once per
         parameter set: the curve and ``loss_spikes`` ask for the same (a pass of rolling
         medians over every step)."""
-        from runlens.stats.spikes import SPIKE_DEFAULTS, find_spikes
+        from runlens.stats.spikes import ROLLING_DEFAULTS, rolling_spikes
 
-        key = tuple(sorted({**SPIKE_DEFAULTS, **params}.items()))
+        key = tuple(sorted({**ROLLING_DEFAULTS, **params}.items()))
         memo = self.__dict__.setdefault("_spike_memo", {})
         if key not in memo:
-            memo[key] = find_spikes(self.loss.values, **dict(key))
+            memo[key] = rolling_spikes(self.loss.values, **dict(key))
         return memo[key]
 
     @property

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from runlens.stats.robust import bucket_medians, mad_sd, rolling_median
-from runlens.stats.spikes import find_spikes
+from runlens.stats.spikes import rolling_spikes
 from runlens.stats.trend import trend
 
 
@@ -117,11 +117,11 @@ def drop_after_spikes(steps: np.ndarray, x: np.ndarray, vs: np.ndarray, vl: np.n
 
     A corrupt batch throws the model back for a moment: the evaluation that
     follows it jumps too, and that jump belongs to the spike. ``spikes``:
-    :func:`find_spikes` of ``x`` when the caller has it (the signals memo).
+    :func:`rolling_spikes` of ``x`` when the caller has it (the signals memo).
     """
     if vl.size == 0 or x.size < 50:
         return vl
-    spike_steps = steps[[int(s["index"]) for s in (find_spikes(x) if spikes is None else spikes)]]
+    spike_steps = steps[[int(s["index"]) for s in (rolling_spikes(x) if spikes is None else spikes)]]
     if spike_steps.size == 0:
         return vl
     prev = np.concatenate(([np.iinfo(np.int64).min], vs[:-1]))

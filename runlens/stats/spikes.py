@@ -1,15 +1,17 @@
-"""Upward spikes of a series: the one spike detector (loss, gradient norm, comparison, short logs).
+"""Upward spikes of a series (loss, gradient norm, comparison, short logs): four readings of one idea.
 
 A spike is a point (or a few in a row) far above the series' running level
-by its own noise, and back at the level after. What legitimately differs
-between callers is a parameter of :func:`find_spikes`, not another detector:
-``mode="rolling"`` (a training loss: natural-log residuals from a rolling
-median, the series' own tail and a recovery), ``"log10"`` (a gradient norm:
-a ratio to the running median in decades, isolated), ``"short"`` (a dozen
-points: neighbour medians instead of rolling windows), ``"differences"``
-(the noise scale from first differences, which a steep early descent does
-not shrink). Every mode returns dicts with ``index`` (the peak), ``z``,
-``value`` and ``level``; pure numpy/scipy, knows nothing about runs.
+by its own noise, and back at the level after. The series differ in what
+their level and noise are, so each has its function, with only its own
+parameters: :func:`rolling_spikes` (a training loss: natural-log residuals
+from a rolling median, the series' own tail and a recovery),
+:func:`log10_spikes` (a gradient norm: a ratio to the running median in
+decades, isolated), :func:`short_spikes` (a dozen points: neighbour medians
+instead of rolling windows), :func:`difference_spikes` (the noise scale from
+first differences, which a steep early descent does not shrink). Each
+returns dicts with ``index`` (the peak), ``z``, ``value`` and ``level``
+(``log10_spikes`` and ``difference_spikes`` add ``start``); pure
+numpy/scipy, knows nothing about runs.
 """
 
 from __future__ import annotations
@@ -21,41 +23,11 @@ from scipy import stats
 
 from runlens.stats.robust import MAD_TO_SD, mad_sd, robust_z, rolling_median, runs_of
 
-MODES = ("rolling", "log10", "short", "differences")
 _MAX_WINDOW = 101  # a level 50 points either side is robust; a wider median only costs time
 
 
-def find_spikes(x: np.ndarray, *, mode: str = "rolling", z_min: float = 6.0, tail_factor: float = 3.6,
-                min_rise: float = 0.25, min_progress: float = 0.05, max_width: int = 10, recovery: int = 20,
-                min_ratio: float = 3.0, window: int = 25) -> list[dict[str, float]]:
-    """Upward spikes of ``x`` (finite; positive for ``"log10"``), as dicts with ``index``, ``z``,
-    ``value``, ``level`` (see the modes above; ``"log10"`` and ``"differences"`` add ``start``).
-
-    ``z_min`` applies to every mode; ``tail_factor``, ``min_rise``,
-    ``min_progress``, ``max_width`` and ``recovery`` to ``"rolling"``;
-    ``min_ratio`` and ``max_width`` to ``"log10"``; ``min_ratio`` to
-    ``"short"``; ``window`` to ``"differences"``.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    if mode == "rolling":
-        return _rolling(x, z_min=z_min, tail_factor=tail_factor, min_rise=min_rise,
-                        min_progress=min_progress, max_width=max_width, recovery=recovery)
-    if mode == "log10":
-        return _log10_ratio(x, min_ratio=min_ratio, z_min=z_min, max_width=max_width)
-    if mode == "short":
-        return _short(x, z_min=z_min, min_ratio=min_ratio)
-    if mode == "differences":
-        return _differences(x, z_min=z_min, window=window)
-    raise ValueError(f"find_spikes: mode {mode!r} is not one of {MODES}")
-
-
-#: find_spikes' keyword defaults (a memo of its results keys on every parameter).
-SPIKE_DEFAULTS = {k: v.default for k, v in inspect.signature(find_spikes).parameters.items()
-                  if v.kind is inspect.Parameter.KEYWORD_ONLY}
-
-
-def _rolling(x: np.ndarray, *, z_min: float, tail_factor: float, min_rise: float, min_progress: float,
-             max_width: int, recovery: int) -> list[dict[str, float]]:
+def rolling_spikes(x: np.ndarray, *, z_min: float = 6.0, tail_factor: float = 3.6, min_rise: float = 0.25,
+                   min_progress: float = 0.05, max_width: int = 10, recovery: int = 20) -> list[dict[str, float]]:
     """Isolated upward spikes of a finite series that recover, as dicts
     ``index`` (of the peak), ``z``, ``value``, ``level`` (the running level).
 
@@ -66,6 +38,7 @@ def _rolling(x: np.ndarray, *, z_min: float, tail_factor: float, min_rise: float
     from the start, lasts at most ``max_width`` points, and within
     ``recovery`` points the median is back below half of the jump.
     """
+    x = np.asarray(x, dtype=np.float64)
     n = x.size
     window = int(np.clip(n // 200, 5, 100)) * 2 + 1
     # Minibatch noise of a loss is multiplicative and right-skewed; on the
@@ -100,7 +73,8 @@ def _rolling(x: np.ndarray, *, z_min: float, tail_factor: float, min_rise: float
     return out
 
 
-def _log10_ratio(x: np.ndarray, *, min_ratio: float, z_min: float, max_width: int) -> list[dict[str, float]]:
+def log10_spikes(x: np.ndarray, *, min_ratio: float = 3.0, z_min: float = 6.0,
+                 max_width: int = 10) -> list[dict[str, float]]:
     """Spikes of a positive series by their ratio to the running level, in decades.
 
     The level is a centred rolling median (2% of the points, 5 to 101, odd); the
@@ -109,6 +83,7 @@ def _log10_ratio(x: np.ndarray, *, min_ratio: float, z_min: float, max_width: in
     points before it and one after, lasts at most ``max_width`` points, and
     the points either side of it are within one decade of the level.
     """
+    x = np.asarray(x, dtype=np.float64)
     logn = np.log10(x)
     n = len(logn)
     window = int(np.clip(n // 50, 5, _MAX_WINDOW)) | 1
@@ -133,7 +108,7 @@ def _log10_ratio(x: np.ndarray, *, min_ratio: float, z_min: float, max_width: in
     return out
 
 
-def _short(x: np.ndarray, *, z_min: float, min_ratio: float) -> list[dict[str, float]]:
+def short_spikes(x: np.ndarray, *, z_min: float = 6.0, min_ratio: float = 3.0) -> list[dict[str, float]]:
     """Spikes of a series too short for rolling windows: a dozen lines pasted into an issue.
 
     Each point against the median of its neighbours (up to 2 each side, the
@@ -143,6 +118,7 @@ def _short(x: np.ndarray, *, z_min: float, min_ratio: float) -> list[dict[str, f
     ``z_min``, is ``min_ratio`` times its neighbours, and recovers: a later
     point is back below the geometric middle of the jump.
     """
+    x = np.asarray(x, dtype=np.float64)
     pos = bool(np.all(x > 0))
     y = np.log(x) if pos else x
     n = y.size
@@ -179,7 +155,7 @@ def _neighbour_medians(y: np.ndarray, skip: np.ndarray) -> np.ndarray:
     return out
 
 
-def _differences(loss: np.ndarray, *, z_min: float, window: int) -> list[dict[str, float]]:
+def difference_spikes(loss: np.ndarray, *, z_min: float = 6.0, window: int = 25) -> list[dict[str, float]]:
     """Each run of consecutive upward outliers of the finite series (``start`` its first index).
 
     The level is a rolling median; the noise scale comes from the rolling
@@ -187,6 +163,7 @@ def _differences(loss: np.ndarray, *, z_min: float, window: int) -> list[dict[st
     descent does not shrink the way residuals from the median do. The first
     ``window`` steps are left out: a median has no past to compare them to.
     """
+    loss = np.asarray(loss, dtype=np.float64)
     ok = np.isfinite(loss)
     if not ok.all():  # after the first NaN the curve says nothing about spikes
         loss = loss[:int(np.argmin(ok))]
@@ -211,3 +188,8 @@ def _merge(runs: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
         else:
             merged.append([a, b])
     return [(a, b) for a, b in merged]
+
+
+#: rolling_spikes' keyword defaults (the signals' memo of its results keys on every parameter).
+ROLLING_DEFAULTS = {k: v.default for k, v in inspect.signature(rolling_spikes).parameters.items()
+                    if v.kind is inspect.Parameter.KEYWORD_ONLY}
