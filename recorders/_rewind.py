@@ -24,11 +24,13 @@ class StepRewinds:
     the attempt's highest so far (each replaces or interleaves an earlier row).
     """
 
-    __slots__ = ("_entry", "_prev", "top")
+    __slots__ = ("_entry", "prev", "top")
 
     def __init__(self) -> None:
-        self.top: int | None = None  # the attempt's highest step so far (the hot path reads only this)
-        self._prev: int | None = None
+        # The attempt's highest step so far and the previous row's: the writer sets both inline on a
+        # row past ``top`` (every row of a loop whose step counts up), and calls :meth:`back` otherwise.
+        self.top: int | None = None
+        self.prev: int | None = None
         self._entry: dict[str, int] | None = None
 
     def back(self, step: int, attempt: dict[str, Any]) -> None:
@@ -36,7 +38,7 @@ class StepRewinds:
         meta lock). The dict is updated in place, so a flush that serialises run.json sees it whole."""
         entry = self._entry
         if entry is None:
-            entry = self._entry = {"times": 0, "rows": 0, "first_from": int(self._prev if self._prev is not None
+            entry = self._entry = {"times": 0, "rows": 0, "first_from": int(self.prev if self.prev is not None
                                                                              else step), "first_to": int(step)}
             attempt["steps_went_back"] = entry
             warnings.warn(f"runlens: the step went back from {entry['first_from']} to {step} in one run: rows "
@@ -44,9 +46,6 @@ class StepRewinds:
                           "counting across epochs (or none: the recorder counts), and give a new training "
                           "its own recorder and folder", RuntimeWarning, stacklevel=4)
         entry["rows"] += 1
-        if self._prev is not None and step < self._prev:
+        if self.prev is not None and step < self.prev:
             entry["times"] += 1
-        self._prev = step
-
-    def forward(self, step: int) -> None:
-        self.top = self._prev = step
+        self.prev = step

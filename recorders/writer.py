@@ -106,7 +106,8 @@ class RunWriter:
         self._marker.acquire()
         try:
             seq = self._open_tables()
-            self.last_step: int | None = _parts.max_step([self.path / "scalars"])
+            # The earlier attempts' highest step, from disk; this attempt's is its rewinds' ``top``.
+            self._before: int | None = _parts.max_step([self.path / "scalars"])
             env = {**_meta.default_environment(self.rank, int(world_size)), **(environment or {})}
             self.meta = self._open_meta(name=name, config=config, seed=seed, environment=env,
                                         first_step=None if start_step is None else int(start_step))
@@ -186,21 +187,29 @@ class RunWriter:
             self._io.write_meta()
         self._emit()
 
+    @property
+    def last_step(self) -> int | None:
+        """The highest step written to this run, over every attempt (None before the first)."""
+        top, before = self._rewinds.top, self._before
+        if top is None or before is None:
+            return before if top is None else top
+        return max(top, before)
+
     # -- rows -------------------------------------------------------------------
     def add_scalars(self, step: int, loss: float | None, *, time: float | None = None, **columns: Any) -> None:
         """One training step's row: ``loss`` plus lr, grad_norm, epoch, ... and user scalars."""
         with self._lock:
             self._buf.rows["scalars"].append(self._buf.row("scalars", step, time, {"loss": _num(loss), **columns}))
-            if self.last_step is None or step > self.last_step:
-                self.last_step = int(step)
             self._steps += 1
             self._buf.since_flush += 1
             due = self._buf.since_flush >= self.flush_every or self._due()
-        if self._rewinds.top is None or step > self._rewinds.top:
-            self._rewinds.forward(int(step))
+        rewinds = self._rewinds
+        if rewinds.top is None or step > rewinds.top:
+            # The hot path: one compare and one int() per row; the highest step is this one maximum.
+            rewinds.top = rewinds.prev = int(step)
         else:  # taken after the buffer lock, like every meta update here (never both at once)
             with self.meta_lock:
-                self._rewinds.back(int(step), self.meta["attempts"][-1])
+                rewinds.back(int(step), self.meta["attempts"][-1])
         if not self._first_step_known:
             self._first_step_known = True
             with self.meta_lock:
