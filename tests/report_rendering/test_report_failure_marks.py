@@ -29,7 +29,7 @@ def _figures(data: ReportData) -> dict:
     out = {}
     with matplotlib.rc_context(RC):
         for key, _title, _caption, draw in charts._plans(data):  # noqa: SLF001 - the figures before SVG
-            fig = draw(WIDE, f"{key}-wide")
+            fig = draw(WIDE, f"{key}-wide", "step")
             if fig is not None:
                 FigureCanvasAgg(fig).draw()
                 out[key] = fig

@@ -70,7 +70,8 @@ class Chart:
     svg_narrow: str = ""
 
 
-Draw = Callable[[Layout, str], Figure | None]
+# (layout, gid, axis): every chart draws over the log's x axis and names it, "step" or "epoch".
+Draw = Callable[[Layout, str, str], Figure | None]
 
 
 def render_charts(data: ReportDataLike) -> tuple[Chart, ...]:
@@ -83,14 +84,10 @@ def render_charts(data: ReportDataLike) -> tuple[Chart, ...]:
 
 
 def _draw(key: str, title: str, caption: str, draw: Draw, *, axis: str = "step") -> Chart | None:
-    wide = draw(WIDE, f"{key}-wide")
+    wide = draw(WIDE, f"{key}-wide", axis)
     if wide is None:
         return None
-    narrow = draw(NARROW, f"{key}-narrow")
-    for fig in (wide, narrow):  # the charts draw over steps; a log counted in epochs says so
-        for ax in fig.axes if fig is not None and axis != "step" else ():
-            if ax.get_xlabel() == "step":
-                ax.set_xlabel(axis)
+    narrow = draw(NARROW, f"{key}-narrow", axis)
     return Chart(key, title, caption, finish(wide, key, title),
                  finish(narrow, f"{key}-narrow", title) if narrow is not None else "")
 
@@ -110,7 +107,7 @@ def _plans(data: ReportDataLike) -> list[tuple[str, str, str, Draw]]:
                               partial(_loss_chart, data, log=log)))
     onset = data.onset
     if onset is not None and (onset.loss is not None or onset.val_loss is not None):
-        plans.append(("onset", *_onset_text(onset), lambda lay, gid: _onset_chart(onset, marks, lay, gid)))
+        plans.append(("onset", *_onset_text(onset), lambda lay, gid, axis: _onset_chart(onset, marks, lay, gid, axis)))
     for key, title, color in (("lr", "Learning rate", LR_C), ("grad_norm", "Global gradient norm", GRAD_C)):
         s = data.series.get(key)
         plans.append((key, title, f"{title} per recorded step (min/max per bucket; log axis when it spans "
@@ -126,7 +123,7 @@ def _plans(data: ReportDataLike) -> list[tuple[str, str, str, Draw]]:
         shown = f"{n} of {total:,} layers" if n < total else "every layer"
         plans.append(("weight_norm", "Weight norms",
                       f"L2 norm of the weights ({shown}: first, last, evenly spaced by depth and any flagged; "
-                      "log axis when they span decades).", lambda lay, gid: _weight_norms(data, lay, gid)))
+                      "log axis when they span decades).", lambda lay, gid, axis: _weight_norms(data, lay, gid, axis)))
     return plans
 
 
@@ -138,7 +135,7 @@ def _plot(ax: Axes, s: SeriesLike, color: str, *, label: str, linewidth: float, 
             linewidth=linewidth, marker=marker, markersize=markersize, linestyle=linestyle)
 
 
-def _loss_chart(data: ReportDataLike, layout: Layout, gid: str, *, log: bool) -> Figure:
+def _loss_chart(data: ReportDataLike, layout: Layout, gid: str, axis: str, *, log: bool) -> Figure:
     loss, marks = data.series["loss"], data.marks
     fig, ax = figure(layout)
     _plot(ax, loss, TRAIN, linewidth=0.9, label=loss.label)
@@ -152,7 +149,7 @@ def _loss_chart(data: ReportDataLike, layout: Layout, gid: str, *, log: bool) ->
         log_axis(ax.yaxis)
     shared_x(ax, data.x_range)
     draw_marks(ax, marks, gid)
-    ax.set_xlabel("step")
+    ax.set_xlabel(axis)
     ax.set_ylabel("loss (log)" if log else "loss")
     legend_below(fig, ax, layout)
     return fig
@@ -176,11 +173,11 @@ def _onset_text(onset: OnsetLike) -> tuple[str, str]:
             f"Every recorded step around the failure ({onset.reason}), which starts early in the run.")
 
 
-def _onset_chart(onset: OnsetLike, marks: MarksLike, layout: Layout, gid: str) -> Figure:
+def _onset_chart(onset: OnsetLike, marks: MarksLike, layout: Layout, gid: str, axis: str) -> Figure:
     """The steps around an early failure at full resolution (on the full chart they are a sliver
     at the left edge), or an overfitting run's validation rise next to its training loss."""
     if onset.kind == "validation":
-        return _rise_chart(onset, marks, layout, gid)
+        return _rise_chart(onset, marks, layout, gid, axis)
     fig, ax = figure(layout, 2.6)
     axes = [ax]
     if onset.loss is not None:
@@ -203,13 +200,13 @@ def _onset_chart(onset: OnsetLike, marks: MarksLike, layout: Layout, gid: str) -
     ax.set_xlim(onset.first - 0.5, onset.last + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     draw_marks(ax, marks, gid)
-    ax.set_xlabel("step")
+    ax.set_xlabel(axis)
     ax.set_ylabel("loss")
     legend_below(fig, axes, layout)
     return fig
 
 
-def _rise_chart(onset: OnsetLike, marks: MarksLike, layout: Layout, gid: str) -> Figure:
+def _rise_chart(onset: OnsetLike, marks: MarksLike, layout: Layout, gid: str, axis: str) -> Figure:
     """Two panels over the same steps (side by side when wide, stacked when narrow): a rise of
     the validation loss that is small next to the training loss's fall still fills its panel."""
     wide = layout.width > 6
@@ -228,13 +225,14 @@ def _rise_chart(onset: OnsetLike, marks: MarksLike, layout: Layout, gid: str) ->
         pad = max(0.5, 0.015 * (onset.last - onset.first))
         ax.set_xlim(onset.first - pad, onset.last + pad)
         draw_marks(ax, marks, f"{gid}-{part}")
-        ax.set_xlabel("step")
+        ax.set_xlabel(axis)
         ax.set_ylabel(name)
     legend_below(fig, (left, right), layout)
     return fig
 
 
-def _line_chart(data: ReportDataLike, s: SeriesLike | None, color: str, layout: Layout, gid: str) -> Figure | None:
+def _line_chart(data: ReportDataLike, s: SeriesLike | None, color: str, layout: Layout, gid: str,
+                axis: str) -> Figure | None:
     if s is None or not np.isfinite(s.values).any():
         return None
     fig, ax = figure(layout, 2.2)
@@ -243,12 +241,12 @@ def _line_chart(data: ReportDataLike, s: SeriesLike | None, color: str, layout: 
     magnitude_scale(ax, s.values)
     shared_x(ax, data.x_range)
     draw_marks(ax, data.marks, gid)
-    ax.set_xlabel("step")
+    ax.set_xlabel(axis)
     ax.set_ylabel(s.label)
     return fig
 
 
-def _weight_norms(data: ReportDataLike, layout: Layout, gid: str) -> Figure:
+def _weight_norms(data: ReportDataLike, layout: Layout, gid: str, axis: str) -> Figure:
     fig, ax = figure(layout, 2.6)
     values = []
     for s in data.weight_lines:
@@ -257,7 +255,7 @@ def _weight_norms(data: ReportDataLike, layout: Layout, gid: str) -> Figure:
     magnitude_scale(ax, np.concatenate(values))
     shared_x(ax, data.x_range)
     draw_marks(ax, data.marks, gid)
-    ax.set_xlabel("step")
+    ax.set_xlabel(axis)
     ax.set_ylabel("weight norm")
     legend_below(fig, ax, layout, ncol=min(layout.legend_cols, 3))
     return fig
@@ -269,7 +267,7 @@ def _short(name: str, limit: int = 40) -> str:
 
 
 # -- heatmaps ---------------------------------------------------------------
-def _heatmap(data: ReportDataLike, h: HeatmapLike, layout: Layout, gid: str) -> Figure:
+def _heatmap(data: ReportDataLike, h: HeatmapLike, layout: Layout, gid: str, axis: str) -> Figure:
     values, bad = h.values, h.bad
     norm = LogNorm(vmin=h.vmin, vmax=h.vmax)
     cmap = matplotlib.colormaps["viridis"]
@@ -286,7 +284,7 @@ def _heatmap(data: ReportDataLike, h: HeatmapLike, layout: Layout, gid: str) -> 
     _flag_layers(ax, h.flagged)
     shared_x(ax, data.x_range)
     draw_marks(ax, data.marks, gid)
-    ax.set_xlabel("step")
+    ax.set_xlabel(axis)
     ax.set_ylabel("layer depth (0 = input)")
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, pad=0.01, fraction=0.04)
     bar.set_label(h.unit)
