@@ -190,10 +190,8 @@ class RunWriter:
     @property
     def last_step(self) -> int | None:
         """The highest step written to this run, over every attempt (None before the first)."""
-        top, before = self._rewinds.top, self._before
-        if top is None or before is None:
-            return before if top is None else top
-        return max(top, before)
+        steps = [s for s in (self._rewinds.top, self._before) if s is not None]
+        return max(steps) if steps else None
 
     # -- rows -------------------------------------------------------------------
     def add_scalars(self, step: int, loss: float | None, *, time: float | None = None, **columns: Any) -> None:
