@@ -13,11 +13,13 @@ its error: one bad run never ends an audit.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +27,11 @@ from runlens.diagnosis import STATUSES, Finding
 from runlens.errors import RunlensError, UsageError
 from runlens.io.bounded import MAX_JSON_BYTES, loads_json, read_regular
 from runlens.io.discover import is_url
-from runlens.io.remote import open_run
+from runlens.io.remote import open_run, open_runs
 
 if TYPE_CHECKING:
     from runlens.diagnosis import Diagnosis
+    from runlens.io.logruns import LogRuns
     from runlens.io.run import Run
 
 # Baselines read in this process, by path (and the projection, by key): computed once per worker.
@@ -99,11 +102,23 @@ def analyze_runs(path: str, options: WorkOptions = WorkOptions()) -> list[dict[s
     a thousand logs ranks and counts attempts, not files (docs/audit.md).
     A run of the log that cannot be read is an error row of its own.
     """
-    first = analyze_path(path, options)
-    n = first.pop("runs_in_log", 1)
-    if n < 2:
-        return [first]
-    records = [analyze_path(path, options, run=k, of=n) for k in range(1, n + 1)]
+    with contextlib.ExitStack() as held:
+        opened: list[LogRuns] = []
+
+        def first_look() -> dict[str, Any]:
+            opened.append(held.enter_context(_open(path, options)))
+            return _analyze(path, options, opened[0].run())
+
+        first = _recorded(path, first_look)
+        n = first.pop("runs_in_log", 1)
+        if n < 2:
+            return [first]
+
+        def one(k: int) -> dict[str, Any]:
+            # Built from the parse of the first look: the log is not read again for each run.
+            return _analyze(path, options, opened[0].run(k), k, n)
+
+        records = [_recorded(run_path(path, k), functools.partial(one, k)) for k in range(1, n + 1)]
     # The first look at the whole log is part of the cost (the benchmark sums the rows' seconds).
     records[0]["seconds"] += first["seconds"]
     records[0]["cpu_seconds"] += first["cpu_seconds"]
@@ -125,10 +140,18 @@ def analyze_path(path: str, options: WorkOptions = WorkOptions(), *, run: int | 
     per-run report, or None), ``seconds`` and ``cpu_seconds`` (wall and CPU
     time spent on this run, for the benchmark's overhead figures).
     """
+    def look() -> dict[str, Any]:
+        with _open(path, options, run) as runs:
+            return _analyze(path, options, runs.run(), run, of)
+
+    return _recorded(path if run is None else run_path(path, run), look)
+
+
+def _recorded(name: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The record ``work`` makes, or the error record of ``name`` when it raises; timed."""
     start, cpu = time.perf_counter(), time.process_time()
-    name = path if run is None else run_path(path, run)
     try:
-        record = _analyze(path, options, run, of)
+        record = work()
     except RunlensError as exc:  # the message alone: error lines name no exception classes
         record = error_record(name, _one_line(exc), "unreadable_run")
     except Exception as exc:  # noqa: BLE001 - a bug in a reader or detector: reported on this run's row
@@ -143,13 +166,18 @@ def run_path(path: str, run: int) -> str:
     return f"{path}#run-{run}"
 
 
-def _analyze(path: str, options: WorkOptions, which: int | None = None, of: int = 1) -> dict[str, Any]:
+def _open(path: str, options: WorkOptions, which: int | None = None) -> contextlib.AbstractContextManager[LogRuns]:
+    # A report draws every chart, so it needs every column; the audit alone reads only what it uses.
+    columns = None if options.reports_dir else _columns(options, options.detector_instances())
+    return open_runs(path, columns=columns, import_options=None if which is None else {"run": which})
+
+
+def _analyze(path: str, options: WorkOptions, run: Run, which: int | None = None, of: int = 1) -> dict[str, Any]:
+    """The record of ``run``: run ``which`` of the ``of`` runs of the log at ``path``, or, with
+    ``which`` None, the run read by default (``runs_in_log`` alone when the log holds several)."""
     from runlens.analysis import analyze
 
-    # A report draws every chart, so it needs every column; the audit alone reads only what it uses.
     detectors = options.detector_instances()
-    columns = None if options.reports_dir else _columns(options, detectors)
-    run = open_run(path, columns=columns, import_options=None if which is None else {"run": which})
     if which is None and (n := _runs_in_log(run)) > 1:
         return {"runs_in_log": n, "error": None}
     diagnosis = analyze(run, detectors=detectors) if detectors else analyze(run)

@@ -23,6 +23,7 @@ from runlens.errors import UsageError
 
 if TYPE_CHECKING:
     from runlens.diagnosis import Diagnosis
+    from runlens.io.logruns import LogRuns
     from runlens.io.run import Run
 
 #: a click command function, handed back with one more option
@@ -176,24 +177,26 @@ def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str
     ``--run N`` (``options["run"]``), or a single run, ``runs_in_file`` is None.
     """
     from runlens.analysis import analyze
-    from runlens.io.remote import open_run
+    from runlens.io.remote import open_runs
 
-    run = open_run(path, columns, import_options=options or None)
-    given = run.meta.get("config")
-    config = given if isinstance(given, dict) else {}
-    n = runs_in_log(config) if "imported_from" in config and "run" not in options else 1
-    if n < 2:
-        return analyze(run, detectors=detectors), None, run
-    del run  # each run is read on its own below
-    judged: list[tuple[Diagnosis | None, Exception | None]] = []
-    kept: tuple[tuple[int, bool], Run | None, int] = ((-1, False), None, 0)
-    for i in range(1, n + 1):
-        diagnosis, error, one = _judge_one(path, {**options, "run": i}, detectors, columns)
-        judged.append((diagnosis, error))
-        # Only the worst run so far stays in memory: the report draws its charts from it.
-        if diagnosis is not None and _rank(diagnosis) >= kept[0]:
-            kept = (_rank(diagnosis), one, i)
-        del one
+    # The log is parsed once, here; each of its runs is built from that parse in turn below.
+    with open_runs(path, columns, import_options=options or None) as runs:
+        run = runs.run()
+        given = run.meta.get("config")
+        config = given if isinstance(given, dict) else {}
+        n = runs_in_log(config) if "imported_from" in config and "run" not in options else 1
+        if n < 2:
+            return analyze(run, detectors=detectors), None, run
+        del run  # each run is built on its own below
+        judged: list[tuple[Diagnosis | None, Exception | None]] = []
+        kept: tuple[tuple[int, bool], Run | None, int] = ((-1, False), None, 0)
+        for i in range(1, n + 1):
+            diagnosis, error, one = _judge_one(runs, i, detectors)
+            judged.append((diagnosis, error))
+            # Only the worst run so far stays in memory: the report draws its charts from it.
+            if diagnosis is not None and _rank(diagnosis) >= kept[0]:
+                kept = (_rank(diagnosis), one, i)
+            del one
     _, worst, shown = kept  # the worst run; among equals the later, as the reader picks by default
     first = judged[shown - 1][0] if worst is not None else None
     if worst is None or first is None:
@@ -209,14 +212,13 @@ def _rank(diagnosis: Diagnosis) -> tuple[int, bool]:
     return _SEVERITY_ORDER[diagnosis.worst_severity], failed
 
 
-def _judge_one(path: str, options: dict, detectors: list | None, columns: Mapping[str, Any] | None,
+def _judge_one(runs: LogRuns, index: int, detectors: list | None,
                ) -> tuple[Diagnosis | None, Exception | None, Run | None]:
     from runlens.analysis import analyze
     from runlens.errors import RunlensError
-    from runlens.io.remote import open_run
 
     try:
-        run = open_run(path, columns, import_options=options)
+        run = runs.run(index)
         return analyze(run, detectors=detectors), None, run
     except RunlensError as exc:  # one run of the log that cannot be read: listed, the others judged
         return None, exc, None

@@ -48,7 +48,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -57,19 +57,17 @@ import pyarrow.parquet as pq
 
 from recorders import format as fmt
 from recorders import merge as _merge
-from runlens.errors import RunFormatError, RunlensError, UsageError
+from runlens.errors import RunFormatError, UsageError
 from runlens.io._listing import READ_ATTEMPTS as _READ_ATTEMPTS
 from runlens.io._listing import Part as _Part
 from runlens.io._listing import Vanished as _Vanished
 from runlens.io._listing import parts as _parts
-from runlens.io.bounded import MAX_PART_COLUMNS, MAX_PART_ROWS, MAX_TABLE_ROWS, special_kind
+from runlens.io.bounded import MAX_PART_COLUMNS, MAX_PART_ROWS, MAX_TABLE_ROWS
 from runlens.io.layer_order import layer_depth, layer_order
+from runlens.io.logruns import LogRuns, read_foreign
 from runlens.io.rewinds import rewinds
 from runlens.io.run import Run
 from runlens.io.runmeta import derive_status, one_line, read_meta
-
-if TYPE_CHECKING:
-    from runlens.io.importers.sniff import Sniff
 
 Columns = Mapping[str, "Iterable[str] | None"]
 
@@ -90,6 +88,14 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None, *,
     nor something an importer recognises, or run.json is unusable, and
     :class:`UnsupportedVersionError` for an unknown ``format_version``.
     """
+    return load_runs(path, columns, import_options=import_options).run()
+
+
+def load_runs(path: str | os.PathLike[str], columns: Columns | None = None, *,
+              import_options: Mapping[str, Any] | None = None) -> LogRuns:
+    """:func:`load_run` for each run ``path`` holds: ``.run()`` is what ``load_run`` gives, ``.run(i)``
+    what it gives with ``run=i`` added to ``import_options``. Another tool's log is parsed here, once,
+    however many runs it holds; a run directory is read when a run is asked for."""
     unknown = sorted(set(columns or ()) - set(fmt.TABLES))
     if unknown:
         raise UsageError(f"columns names unknown table(s) {', '.join(unknown)}; tables are "
@@ -99,7 +105,12 @@ def load_run(path: str | os.PathLike[str], columns: Columns | None = None, *,
     if root.name == "run.json" and os.path.exists(root) and not root.is_dir():
         root = root.parent
     if not os.path.lexists(root / "run.json"):
-        return _load_foreign(shown, columns, import_options)
+        return read_foreign(shown, columns, import_options)
+    # A run directory is one run: the importer's run index means nothing to it.
+    return LogRuns(lambda _index: _load_dir(root, shown, columns))
+
+
+def _load_dir(root: Path, shown: str, columns: Columns | None) -> Run:
     warnings: list[str] = []
     meta = read_meta(root, warnings)
     warnings.extend(_import_notes(meta))
@@ -319,42 +330,7 @@ def _numpy(col: pa.ChunkedArray) -> np.ndarray:
     return np.concatenate(parts) if len(parts) != 1 else parts[0]
 
 
-# -- foreign logs -----------------------------------------------------------
-
-def _load_foreign(shown: str, columns: Columns | None, options: Mapping[str, Any] | None = None) -> Run:
-    if not os.path.exists(shown):
-        raise RunFormatError(f"{shown}: no such file or directory")
-    kind = special_kind(os.stat(shown).st_mode)
-    if kind is not None and kind != "a folder":
-        raise RunFormatError(f"{shown}: is {kind}, not a regular file; refusing to read it")
-    found: Sniff | None = None
-    try:
-        from runlens.io.importers.sniff import sniff
-    except (ImportError, AttributeError):
-        pass
-    else:
-        try:
-            found = sniff(shown)
-        except OSError as exc:
-            raise RunFormatError(f"{shown}: cannot be read ({one_line(exc)})") from None
-    kind = found.kind if found is not None else None
-    if not kind and options and found is not None and found.reason.startswith("no line"):
-        kind = "text"  # the user named the step/loss fields: read it as a console log with them
-    if not kind:
-        why = f": {found.reason}" if found is not None and found.reason else ""
-        raise RunFormatError(f"{shown} is not a run directory (no run.json) "
-                             f"and no importer recognises it{why}")
-    try:
-        from runlens.io.importers import load
-
-        # Built in memory: no temporary run is written and read back.
-        return load(kind, shown, shown, columns, **dict(options or {}))
-    except RunlensError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a broken log must end in one line, not a traceback
-        raise RunFormatError(f"{shown}: the {kind} importer failed "
-                             f"({type(exc).__name__}: {one_line(exc)})") from None
-
+# -- imported runs ----------------------------------------------------------
 
 def _import_notes(meta: Mapping[str, Any]) -> list[str]:
     """An imported run's ``config.import_warnings``: what the importer could not map belongs in the

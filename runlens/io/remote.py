@@ -19,16 +19,18 @@ GCS through pyarrow's ``retry_time_limit``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from runlens.errors import RunFormatError, RunlensError
 from runlens.io import bounded
 from runlens.io.discover import file_url_path, is_url, url_filesystem
-from runlens.io.loader import load_run
+from runlens.io.loader import load_runs
+from runlens.io.logruns import LogRuns
 from runlens.io.runmeta import one_line as _one_line
 
 if TYPE_CHECKING:
@@ -39,11 +41,23 @@ if TYPE_CHECKING:
 def open_run(path: str, columns: Mapping[str, Any] | None = None, *,
              import_options: Mapping[str, Any] | None = None) -> Run:
     """``load_run`` for a local path or a filesystem URL (staged to a temp dir)."""
+    with open_runs(path, columns, import_options=import_options) as runs:
+        return runs.run()
+
+
+@contextlib.contextmanager
+def open_runs(path: str, columns: Mapping[str, Any] | None = None, *,
+              import_options: Mapping[str, Any] | None = None) -> Iterator[LogRuns]:
+    """``load_runs`` for a local path or a filesystem URL: ``.run()`` is what :func:`open_run` gives,
+    ``.run(i)`` what it gives with ``run=i`` added to ``import_options``, the source staged and parsed
+    once for all of them. A URL's staged copy lasts until the ``with`` block ends."""
     if not is_url(path):
-        return load_run(path, columns=columns, import_options=import_options)
+        yield load_runs(path, columns, import_options=import_options)
+        return
     if path.lower().startswith("file://"):
         local = file_url_path(path)
-        return _renamed(load_run(local, columns=columns, import_options=import_options), local, path)
+        yield _renamed(load_runs(local, columns, import_options=import_options), local, path)
+        return
     with tempfile.TemporaryDirectory(prefix="runlens-") as tmp:
         local = os.path.join(tmp, "run")
         try:
@@ -54,13 +68,13 @@ def open_run(path: str, columns: Mapping[str, Any] | None = None, *,
             raise
         except Exception as exc:  # noqa: BLE001 - each network filesystem raises its own classes
             raise RunFormatError(f"{path}: cannot be read ({type(exc).__name__}: {_one_line(exc)})") from None
-        return _renamed(load_run(local, columns=columns, import_options=import_options), local, path)
+        yield _renamed(load_runs(local, columns, import_options=import_options), local, path)
 
 
-def _renamed(run: Run, local: str, path: str) -> Run:
+def _renamed(runs: LogRuns, local: str, path: str) -> LogRuns:
     # Readers report the run under the name the user gave it, not where it was staged.
-    return dataclasses.replace(run, path=path, warnings=tuple(
-        w.replace(local, path) for w in run.warnings))
+    return runs.renamed(lambda run: dataclasses.replace(run, path=path, warnings=tuple(
+        w.replace(local, path) for w in run.warnings)))
 
 
 def _stage(url: str, tmp: str, local: str) -> str:
@@ -123,4 +137,4 @@ def _check(name: str, size: int, limit: int, what: str) -> None:
         raise RunFormatError(f"{name}: larger than {shown}, the most runlens stages {what}")
 
 
-__all__ = ["open_run"]
+__all__ = ["open_run", "open_runs"]

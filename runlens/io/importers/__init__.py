@@ -18,18 +18,20 @@ metrics table in notes, an issue or a PR comment).
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runlens.errors import ImportFailedError
 
 if TYPE_CHECKING:
-    from runlens.io.importers._common import Imported
+    from runlens.io.importers._common import Imported, Take
     from runlens.io.run import Run
 
-__all__ = ["KINDS", "detect_kind", "import_run", "load", "read"]
+__all__ = ["KINDS", "detect_kind", "import_run", "load", "parse_runs", "read"]
 
 # csv, lightning-csv and jsonl are names for the structure-first table reader: kept so that
 # `runlens import csv ...` goes on working; what each column means is decided the same way for all.
@@ -66,6 +68,16 @@ _RENAMES = {"tensorboard": {"loss": "loss_tag", "val_loss": "val_loss_tag", "lr"
 
 def read(kind: str, source: str | Path, **options: Any) -> Imported:
     """The :class:`~runlens.io.importers._common.Imported` for ``source`` read as ``kind``."""
+    return parse_runs(kind, source, **options)(None)
+
+
+def parse_runs(kind: str, source: str | Path, **options: Any) -> Take:
+    """``source`` read once as ``kind``: ``take(None)`` is :func:`read` with these options, ``take(i)``
+    the same with ``run=i``, each run of a source holding several taken from that one read.
+
+    A kind whose module has no ``parse_runs`` (its sources hold one run, or each run is its own
+    files) is read again at each take, as :func:`read` reads it.
+    """
     renames = _RENAMES.get(kind, {})
     options = {renames.get(k, k): v for k, v in options.items()}
     module = KINDS.get(kind)
@@ -73,12 +85,44 @@ def read(kind: str, source: str | Path, **options: Any) -> Imported:
         raise ImportFailedError(f"unknown import kind {kind!r}; kinds are: {', '.join(KINDS)}")
     if not Path(source).exists():
         raise ImportFailedError(f"{source}: no such file or folder")
+    mod = importlib.import_module(module)
+    given = {k: v for k, v in options.items() if v is not None}
+    if not hasattr(mod, "parse_runs"):
+        return functools.partial(_reread, kind, mod, source, given)
+    _refuse_unknown(kind, mod.read, given)
+    chosen = given.pop("run", None)
+    take = _calling(kind, mod.parse_runs, source, **given)
+    return functools.partial(_taken, kind, take, chosen)
+
+
+def _reread(kind: str, mod: Any, source: str | Path, given: dict[str, Any], run: int | None) -> Imported:
+    return _finished(_calling(kind, mod.read, source, **(given if run is None else {**given, "run": run})))
+
+
+def _taken(kind: str, take: Take, chosen: int | None, run: int | None) -> Imported:
+    return _finished(_calling(kind, take, chosen if run is None else run))
+
+
+def _calling(kind: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
-        imp = importlib.import_module(module).read(source, **{k: v for k, v in options.items() if v is not None})
+        return func(*args, **kwargs)
     except TypeError as exc:  # an option this kind does not take
         if "unexpected keyword argument" in str(exc):
             raise ImportFailedError(f"the {kind} importer does not take that option ({exc})") from exc
         raise
+
+
+def _refuse_unknown(kind: str, read_: Callable[..., Any], given: dict[str, Any]) -> None:
+    """Refuse an option the kind's ``read`` does not take, in the words calling it would raise: a
+    user is told the same whether the source is parsed once or read whole."""
+    params = inspect.signature(read_).parameters
+    unknown = next((k for k in given if k not in params), None)
+    if unknown is not None:
+        raise ImportFailedError(f"the {kind} importer does not take that option "
+                                f"({read_.__name__}() got an unexpected keyword argument {unknown!r})")
+
+
+def _finished(imp: Imported) -> Imported:
     from runlens.io.importers.table import reinfer
 
     return _said_roles(reinfer(imp))

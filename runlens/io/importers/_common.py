@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,6 +67,12 @@ class Imported:
     seed: int | None = None
     events: list[tuple[int, str, float, str]] = field(default_factory=list)  # (step, kind, value, message)
     index_why: str | None = None  # why the index is what config["index_kind"] says, when the importer knows
+
+
+#: A source read once: ``take(None)`` is the run read by default, ``take(i)`` run ``i`` (1-based) of
+#: several. Each call builds its own :class:`Imported` (fresh lists and dicts; arrays shared, never written)
+#: from that one read: judging every run of a log of twenty must not parse it twenty-one times.
+Take = Callable[[int | None], Imported]
 
 
 def record_runs(config: dict[str, Any], runs: Sequence[tuple[str, Sequence[int] | None]], chosen: int,

@@ -23,6 +23,7 @@ multiple of ``logging_steps``), or ``n`` when that is unknown.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from pathlib import Path
@@ -33,6 +34,7 @@ from runlens.io.bounded import bounded_int, in_int64, is_int, loads_json
 from runlens.io.importers._common import (
     Imported,
     Series,
+    Take,
     as_float,
     column_name,
     record_runs,
@@ -100,7 +102,7 @@ def _finish(log: _Log, source: Path, kind: str, warnings: list[str], config: dic
     imp.train = {k: Series.from_lists(*v) for k, v in log.train.items()}
     imp.evals = {k: Series.from_lists(*v) for k, v in log.evals.items()}
     if log.summary:
-        imp.config["train_summary"] = log.summary
+        imp.config["train_summary"] = dict(log.summary)  # a copy: each run taken from one parse owns its config
     return imp
 
 
@@ -216,13 +218,24 @@ def read_console(path: Path, *, logging_steps: int | None = None, run: int | Non
     are told apart: the last is read unless ``run`` (1-based) picks another,
     and the warnings list them all, as the text reader does.
     """
+    return parse_console(path, logging_steps=logging_steps)(run)
+
+
+def parse_console(path: Path, *, logging_steps: int | None = None) -> Take:
+    """The console log read once: ``take(run)`` is :func:`read_console` with ``run``."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise ImportFailedError(f"{path}: cannot read ({exc})") from exc
     runs, bad, beyond = _scan_console(text, logging_steps or 1)
+    del text  # the launches hold the numbers; the text is not kept while they are taken
     if not any(r.n_train or r.log.evals for r in runs):
         raise ImportFailedError(f"{path}: no Trainer log lines ({{'loss': ...}} or {{'eval_loss': ...}}) found")
+    return functools.partial(_take_console, path, runs, bad, beyond, logging_steps)
+
+
+def _take_console(path: Path, runs: list[_ConsoleRun], bad: int, beyond: int, logging_steps: int | None,
+                  run: int | None) -> Imported:
     listed = "; ".join(r.describe(i) for i, r in enumerate(runs, 1))
     chosen = len(runs) if run is None else run
     if not 1 <= chosen <= len(runs):
@@ -262,6 +275,11 @@ def _parse_dict(text: str) -> dict[str, Any] | None:
 def read(source: str | Path, *, logging_steps: int | None = None, run: int | None = None) -> Imported:
     """A ``trainer_state.json``, a checkpoint/output folder holding one, or a console log
     (``run`` picks one of the launches appended to it; a state file holds one run)."""
+    return parse_runs(source, logging_steps=logging_steps)(run)
+
+
+def parse_runs(source: str | Path, *, logging_steps: int | None = None) -> Take:
+    """The source read once: ``take(run)`` is :func:`read` with ``run``."""
     path = Path(source)
     if path.is_dir():
         found = sorted(path.rglob("trainer_state.json"), key=lambda p: _checkpoint_number(p))
@@ -272,10 +290,15 @@ def read(source: str | Path, *, logging_steps: int | None = None, run: int | Non
     with open(path, "rb") as f:
         first = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
     if path.suffix == ".json" or re.match(rb'\{\s*"', first):
-        if run not in (None, 1):
-            raise ImportFailedError(f"{path}: --run {run}: a trainer_state.json holds one run")
-        return read_state(path)  # a trainer_state.json, whatever its name
-    return read_console(path, logging_steps=logging_steps, run=run)
+        return functools.partial(_take_state, path)  # a trainer_state.json, whatever its name
+    return parse_console(path, logging_steps=logging_steps)
+
+
+def _take_state(path: Path, run: int | None) -> Imported:
+    # Read when taken, after the run is checked: a state file holds one run, so it is taken once.
+    if run not in (None, 1):
+        raise ImportFailedError(f"{path}: --run {run}: a trainer_state.json holds one run")
+    return read_state(path)
 
 
 def _checkpoint_number(path: Path) -> tuple[int, float]:

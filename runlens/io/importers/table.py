@@ -8,15 +8,17 @@ from its name and values, whichever tool wrote the file.
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.importers._common import Imported, Series
+from runlens.io.importers._common import Imported, Series, Take
 from runlens.io.reader import folders, read_table
-from runlens.io.reader.build import to_imported
+from runlens.io.reader.build import runs_of, to_imported
 from runlens.io.reader.names import is_val, tokens
 from runlens.io.reader.roles import Roles, infer
 from runlens.io.reader.table import Table
@@ -31,6 +33,12 @@ def from_table(table: Table, source: Path, *, loss: str | None = None, val_loss:
                step: str | None = None, run: int | None = None, kind: str = "table",
                named: dict[str, str] | None = None) -> Imported:
     """Roles for ``table`` and its series; refuses a table with no training signal, naming what it holds."""
+    return table_runs(table, source, loss=loss, val_loss=val_loss, step=step, kind=kind, named=named)(run)
+
+
+def table_runs(table: Table, source: Path, *, loss: str | None = None, val_loss: str | None = None,
+               step: str | None = None, kind: str = "table", named: dict[str, str] | None = None) -> Take:
+    """:func:`from_table` for each run of ``table``: ``take(run)``, the roles inferred once for all."""
     try:
         roles = infer(table, loss=loss, val_loss=val_loss, step=step, named=named)
     except KeyError as exc:
@@ -42,25 +50,52 @@ def from_table(table: Table, source: Path, *, loss: str | None = None, val_loss:
         raise ImportFailedError(f"{source}: no training loss, validation loss or gradient norm among the "
                                 f"columns of this {table.shape} table of {table.n} rows ({names or 'none'}); "
                                 "name one with --loss")
-    return to_imported(table, roles, source, kind, run=run)
+    return runs_of(table, roles, source, kind)
 
 
 def read(source: str | Path, *, loss: str | None = None, val_loss: str | None = None,
          step: str | None = None, run: int | None = None, conflict: str | None = None,
          lr: str | None = None, grad_norm: str | None = None) -> Imported:
     """The series of the structured log at ``source`` (a file, or a folder holding one)."""
+    return parse_runs(source, loss=loss, val_loss=val_loss, step=step, conflict=conflict, lr=lr, grad_norm=grad_norm)(run)
+
+
+def parse_runs(source: str | Path, *, loss: str | None = None, val_loss: str | None = None,
+               step: str | None = None, conflict: str | None = None, lr: str | None = None,
+               grad_norm: str | None = None) -> Take:
+    """The structured log read once: ``take(run)`` is :func:`read` with ``run``."""
     path = Path(source)
     named = {k: v for k, v in (("lr", lr), ("grad_norm", grad_norm)) if v is not None}
-    options: dict[str, Any] = dict(loss=loss, val_loss=val_loss, step=step, run=run, named=named)
+    options: dict[str, Any] = dict(loss=loss, val_loss=val_loss, step=step, named=named)
     if path.is_dir():
-        return _read_folder(path, options)
+        return _parse_folder(path, options)
     table = read_table(path, conflict)
     if table is None:
         raise ImportFailedError(f"{path}: not a JSON document, JSON lines or a delimited table")
     if table.n == 0:
         raise ImportFailedError(f"{path}: a {table.shape} holding no numeric rows")
-    imp = from_table(table, path, **options)
-    imp.config.update(folders.folder_config(path.parent, imp.warnings))
+    take = table_runs(table, path, **options)
+    return functools.partial(_beside, take, _hyperparameters([path.parent]), None)
+
+
+def _hyperparameters(where: list[Path]) -> list[tuple[dict, list[str]]]:
+    """What :func:`folders.folder_config` finds in each folder, nearest first, and its notes."""
+    found = []
+    for folder in where:
+        notes: list[str] = []
+        found.append((folders.folder_config(folder, notes), notes))
+    return found
+
+
+def _beside(take: Take, found: list[tuple[dict, list[str]]], source: Path | None, run: int | None) -> Imported:
+    """Run ``run`` with the hyperparameters ``found`` beside the log; ``source``: the folder the log
+    was found in, when it was named instead of the log."""
+    imp = take(run)
+    for config, notes in found:
+        imp.config.update(copy.deepcopy(config))  # each run its own: a run's config is its to keep
+        imp.warnings.extend(notes)
+    if source is not None:
+        imp.source = source
     return imp
 
 
@@ -103,19 +138,21 @@ def _checkpoint(path: Path) -> tuple[int, float]:
     return (int(digits) if digits and path.parent.name.startswith("checkpoint") else 1 << 62, path.stat().st_mtime)
 
 
-def _read_folder(folder: Path, options: dict) -> Imported:
+def _parse_folder(folder: Path, options: dict) -> Take:
     got = folder_table(folder)
     if got is None:
         raise ImportFailedError(f"{folder}: is a directory and no file in it holds a training loss, validation "
                                 "loss or gradient norm")
     table, path, notes = got
-    imp = from_table(table, path, **options)
-    imp.warnings[:0] = notes
+    take = table_runs(table, path, **options)
     beside = path if path.is_dir() else path.parent  # hyperparameters beside the log, then in the folder
-    imp.config.update(folders.folder_config(beside, imp.warnings))
-    if beside != folder:
-        imp.config.update(folders.folder_config(folder, imp.warnings))
-    imp.source = folder
+    return functools.partial(_beside, functools.partial(_noted, take, notes),
+                             _hyperparameters([beside] if beside == folder else [beside, folder]), folder)
+
+
+def _noted(take: Take, notes: list[str], run: int | None) -> Imported:
+    imp = take(run)
+    imp.warnings[:0] = notes
     return imp
 
 

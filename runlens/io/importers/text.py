@@ -24,6 +24,7 @@ another, and the warnings list them all.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import re
@@ -36,7 +37,7 @@ import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
-from runlens.io.importers._common import Imported, Series, record_runs, require_file
+from runlens.io.importers._common import Imported, Series, Take, record_runs, require_file
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
@@ -322,6 +323,12 @@ def _describe(runs: list[_RunAcc]) -> str:
 def read(source: str | Path, *, step: str | None = None, loss: str | None = None,
          val_loss: str | None = None, run: int | None = None) -> Imported:
     """Read a console log; ``step``/``loss``/``val_loss`` name fields, ``run`` picks one of several runs."""
+    return parse_runs(source, step=step, loss=loss, val_loss=val_loss)(run)
+
+
+def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None = None,
+               val_loss: str | None = None) -> Take:
+    """The log read once: ``take(run)`` is :func:`read` with ``run``, every run from this one pass."""
     path = Path(source)
     require_file(path, "text")
     encoding = check_text_file(path)
@@ -330,6 +337,12 @@ def read(source: str | Path, *, step: str | None = None, loss: str | None = None
         hint = f"no line carries a {step!r} field" if step else (
             "no line carries a training step (step/iter/iteration N, Epoch e/N, [N/M], s:N) with a number")
         raise ImportFailedError(f"{path}: not a training log: {hint} ({n_lines} lines read)")
+    return functools.partial(_take, path, runs, n_lines, skipped, markers)
+
+
+def _take(path: Path, runs: list[_RunAcc], n_lines: int, skipped: int, markers: Counter,
+          run: int | None) -> Imported:
+    markers = Counter(markers)  # counts popped below: the next run taken needs them whole
     warnings: list[str] = []
     config: dict[str, Any] = {}
     chosen = len(runs) if run is None else run

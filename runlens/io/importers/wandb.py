@@ -16,6 +16,7 @@ to install: ``pip install 'runlens[wandb]'``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,15 +24,15 @@ from pathlib import Path
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import bounded_int, bounded_steps, loads_json
 from runlens.io.importers import csv as _csv
-from runlens.io.importers._common import Imported, Series, record_runs, require_file
+from runlens.io.importers._common import Imported, Series, Take, record_runs, require_file
 from runlens.io.importers._names import Mapper
 
 _COL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<band>__MIN|__MAX)?$")
 _STEP_COLS = ("Step", "step", "_step", "trainer/global_step")
 
 
-def _export(path: Path, *, step: str | None, loss: str | None, val_loss: str | None,
-            run: int | None) -> Imported:
+def _export(path: Path, *, step: str | None, loss: str | None, val_loss: str | None) -> Take:
+    """The export read once: ``take(run)`` is the importer's run ``run`` of it."""
     warnings: list[str] = []
     header, cols = _csv.read_rows(path, conflict=None, warnings=warnings)
     step_col = step or next((c for c in _STEP_COLS if c in header), None)
@@ -44,19 +45,28 @@ def _export(path: Path, *, step: str | None, loss: str | None, val_loss: str | N
             runs.setdefault(m.group("run"), {})[m.group("metric")] = h
     if not runs:
         raise ImportFailedError(f"{path}: no '<run> - <metric>' columns: not a W&B chart export")
+    # A step beyond int64 (or missing, or negative) is -1 here: its rows are skipped, with a warning.
+    beyond: list[str] = []
+    bounded = iter(bounded_steps([s for s in cols[step_col] if s is not None], repr(step_col), beyond).tolist())
+    steps = [None if s is None else next(bounded) for s in cols[step_col]]
+    return functools.partial(_take_export, path, warnings, beyond, runs, cols, steps, (loss, val_loss))
+
+
+def _take_export(path: Path, notes: list[str], beyond: list[str], runs: dict[str, dict[str, str]],
+                 cols: dict[str, list], steps: list[int | None], names_given: tuple[str | None, str | None],
+                 run: int | None) -> Imported:
     names = list(runs)
     chosen = len(names) if run is None else run
     if not 1 <= chosen <= len(names):
         raise ImportFailedError(f"{path}: --run {run}: the export holds {len(names)} run(s): {', '.join(names)}")
+    warnings = list(notes)
     imp = Imported(kind="wandb", source=path, warnings=warnings, name=names[chosen - 1])
     if len(names) > 1:
         warnings.append(f"the export holds {len(names)} runs ({', '.join(f'{i} {n}' for i, n in enumerate(names, 1))}); "
                         f"imported run {chosen} ({names[chosen - 1]}); pick another with --run N")
         record_runs(imp.config, [(n, None) for n in names], chosen, warnings[-1])
-    # A step beyond int64 (or missing, or negative) is -1 here: its rows are skipped, with a warning.
-    bounded = iter(bounded_steps([s for s in cols[step_col] if s is not None], repr(step_col), warnings).tolist())
-    steps = [None if s is None else next(bounded) for s in cols[step_col]]
-    mapper = Mapper(loss, val_loss)
+    warnings.extend(beyond)
+    mapper = Mapper(*names_given)  # its own: a mapper keeps the first name seen in each role
     for metric, col in runs[names[chosen - 1]].items():
         pairs = [(s, v) for s, v in zip(steps, cols[col], strict=True) if s is not None and s >= 0 and v is not None]
         if pairs:
@@ -179,6 +189,12 @@ def _json_number(raw: str) -> float | None:
 def read(source: str | Path, *, step: str | None = None, loss: str | None = None,
          val_loss: str | None = None, run: int | None = None) -> Imported:
     """A W&B chart CSV export, a ``.wandb`` file, or an offline run folder holding one."""
+    return parse_runs(source, step=step, loss=loss, val_loss=val_loss)(run)
+
+
+def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None = None,
+               val_loss: str | None = None) -> Take:
+    """The source read once: ``take(run)`` is :func:`read` with ``run``."""
     path = Path(source)
     if path.is_dir():
         found = sorted(path.glob("*.wandb")) or sorted(path.glob("*/run-*.wandb"))
@@ -189,5 +205,6 @@ def read(source: str | Path, *, step: str | None = None, loss: str | None = None
     with open(path, "rb") as f:
         head = f.read(4)
     if head == b":W&B" or path.suffix == ".wandb":
-        return _offline(path, loss=loss, val_loss=val_loss)
-    return _export(path, step=step, loss=loss, val_loss=val_loss, run=run)
+        # One run per file, read when taken (``run`` never picked among several here).
+        return lambda run: _offline(path, loss=loss, val_loss=val_loss)
+    return _export(path, step=step, loss=loss, val_loss=val_loss)

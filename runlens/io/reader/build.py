@@ -13,12 +13,13 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.importers._common import Imported, Series, column_name, record_runs, val_set_column
+from runlens.io.importers._common import Imported, Series, Take, column_name, record_runs, val_set_column
 from runlens.io.reader.names import is_val, tokens
 from runlens.io.reader.roles import Pick, Roles
 from runlens.io.reader.table import Table
@@ -54,7 +55,7 @@ def _combined(table: Table, pick: Pick) -> tuple[np.ndarray, np.ndarray]:
     return values, present
 
 
-def _steps(table: Table, roles: Roles) -> tuple[np.ndarray, np.ndarray]:
+def _steps(table: Table, roles: Roles, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
     if roles.index is None:
         return np.arange(table.n, dtype=np.int64), np.ones(table.n, dtype=bool)
     if roles.index not in table.values:  # "epoch*iter": a counter that starts again every epoch
@@ -69,7 +70,7 @@ def _steps(table: Table, roles: Roles) -> tuple[np.ndarray, np.ndarray]:
     ok = present & np.isfinite(values)
     beyond = ok & (np.abs(np.where(ok, values, 0)) >= 2.0 ** 63)
     if beyond.any():  # no step of format v1 (int64): those rows are skipped, said so
-        table.notes.append(f"{int(beyond.sum())} row(s) with a step beyond what a 64-bit integer holds: skipped")
+        notes.append(f"{int(beyond.sum())} row(s) with a step beyond what a 64-bit integer holds: skipped")
         ok &= ~beyond
     return np.where(ok, values, 0).astype(np.int64), ok
 
@@ -96,16 +97,31 @@ def _choose_run(steps: np.ndarray, loss_rows: np.ndarray, imp: Imported, run: in
 
 def to_imported(table: Table, roles: Roles, source: Path, kind: str, *, run: int | None = None) -> Imported:
     """The series of ``table`` by ``roles`` (steps are the index's own numbers)."""
-    steps, has_step = _steps(table, roles)
-    imp = Imported(kind=kind, source=source, warnings=list(table.notes), config=dict(table.config))
-    if roles.index is not None and not has_step.all():
-        imp.warnings.append(f"{int((~has_step).sum())} rows without a {roles.index!r} value: not read")
+    return runs_of(table, roles, source, kind)(run)
+
+
+def runs_of(table: Table, roles: Roles, source: Path, kind: str) -> Take:
+    """``take(run)`` is :func:`to_imported` with ``run``: the steps and each role's values are
+    worked out once for all the runs of the table."""
+    # The table may be the reader's cached one, shared with the sniff and a later read: never written to.
+    notes = list(table.notes)
+    steps, has_step = _steps(table, roles, notes)
+    combined = [(pick, _combined(table, pick)) for pick in roles.picks]
     loss_pick = roles.get("loss")
     loss_rows = _combined(table, loss_pick)[1] & has_step if loss_pick else has_step
+    return functools.partial(_take, table, roles, source, kind, (steps, has_step, loss_rows), notes, combined)
+
+
+def _take(table: Table, roles: Roles, source: Path, kind: str, index: tuple[np.ndarray, np.ndarray, np.ndarray],
+          notes: list[str], combined: list[tuple[Pick, tuple[np.ndarray, np.ndarray]]], run: int | None,
+          ) -> Imported:
+    steps, has_step, loss_rows = index
+    imp = Imported(kind=kind, source=source, warnings=list(notes), config=dict(table.config))
+    if roles.index is not None and not has_step.all():
+        imp.warnings.append(f"{int((~has_step).sum())} rows without a {roles.index!r} value: not read")
     a, b = _choose_run(steps[has_step], loss_rows[has_step], imp, run)
     rows = np.flatnonzero(has_step)[a:b]
-    for pick in roles.picks:
-        values, present = _combined(table, pick)
+    for pick, (values, present) in combined:
         keep = rows[present[rows]]
         target = imp.evals if pick.role.startswith("val_loss") else imp.train
         name = val_set_column(pick.role.split("@", 1)[1]) if "@" in pick.role else pick.role

@@ -1,0 +1,105 @@
+"""The runs of one source, read once: another tool's log holding several runs is parsed a single time.
+
+A console log of seven launches, or a CSV whose step counter starts again,
+holds several runs; ``runlens analyze``, ``report`` and ``audit`` judge each.
+Opening the source (:func:`~runlens.io.loader.load_runs`) parses it; each
+run is then built from that parse when asked for, one at a time, so a caller
+that judges the runs in turn holds the parse and one run's tables, never a
+second parse nor every run's tables at once.
+
+This module also reads another tool's log (:func:`read_foreign`): which
+importer reads it, and errors in one line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from runlens.errors import RunFormatError, RunlensError
+from runlens.io.bounded import special_kind
+from runlens.io.runmeta import one_line
+
+if TYPE_CHECKING:
+    from runlens.io.importers._common import Take
+    from runlens.io.importers.sniff import Sniff
+    from runlens.io.run import Run
+
+T = TypeVar("T")
+
+
+class LogRuns:
+    """The runs of one source, read once.
+
+    ``run()`` is the run :func:`~runlens.io.loader.load_run` gives for the source and the import
+    options it was opened with; ``run(i)`` is the run it gives with ``run=i`` added to them, built
+    from the same read (messages included: run ``i`` says it was picked "as asked").
+    """
+
+    def __init__(self, build: Callable[[int | None], Run]) -> None:
+        self._build = build
+
+    def run(self, index: int | None = None) -> Run:
+        return self._build(index)
+
+    def renamed(self, rename: Callable[[Run], Run]) -> LogRuns:
+        """The same runs, each passed through ``rename`` (a staged URL shown as the URL)."""
+        build = self._build
+        return LogRuns(lambda index: rename(build(index)))
+
+
+def read_foreign(shown: str, columns: Mapping[str, Any] | None,
+                 options: Mapping[str, Any] | None = None) -> LogRuns:
+    """The runs of another tool's log at ``shown``, parsed here, each built when asked for."""
+    if not os.path.exists(shown):
+        raise RunFormatError(f"{shown}: no such file or directory")
+    kind = special_kind(os.stat(shown).st_mode)
+    if kind is not None and kind != "a folder":
+        raise RunFormatError(f"{shown}: is {kind}, not a regular file; refusing to read it")
+    found: Sniff | None = None
+    try:
+        from runlens.io.importers.sniff import sniff
+    except (ImportError, AttributeError):
+        pass
+    else:
+        try:
+            found = sniff(shown)
+        except OSError as exc:
+            raise RunFormatError(f"{shown}: cannot be read ({one_line(exc)})") from None
+    kind = found.kind if found is not None else None
+    if not kind and options and found is not None and found.reason.startswith("no line"):
+        kind = "text"  # the user named the step/loss fields: read it as a console log with them
+    if not kind:
+        why = f": {found.reason}" if found is not None and found.reason else ""
+        raise RunFormatError(f"{shown} is not a run directory (no run.json) "
+                             f"and no importer recognises it{why}")
+    return _parsed(shown, kind, columns, dict(options or {}))
+
+
+def _parsed(shown: str, kind: str, columns: Mapping[str, Any] | None, options: dict[str, Any]) -> LogRuns:
+    def parse() -> Take:
+        from runlens.io.importers import parse_runs
+
+        return parse_runs(kind, shown, **options)
+
+    def build(take: Take, index: int | None) -> Run:
+        from runlens.io.importers.memory import to_run
+
+        return to_run(take(index), shown, columns)  # in memory: no run is written and read back
+
+    take = _one_line_errors(shown, kind, parse)
+    return LogRuns(lambda index: _one_line_errors(shown, kind, lambda: build(take, index)))
+
+
+def _one_line_errors(shown: str, kind: str, work: Callable[[], T]) -> T:
+    try:
+        return work()
+    except RunlensError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a broken log must end in one line, not a traceback
+        raise RunFormatError(f"{shown}: the {kind} importer failed "
+                             f"({type(exc).__name__}: {one_line(exc)})") from None
+
+
+__all__ = ["LogRuns", "read_foreign"]
