@@ -22,10 +22,16 @@ if TYPE_CHECKING:
 
 #: Set by ``runlens.cli`` once its own handling of KeyboardInterrupt is in place.
 running = False
+#: Set when a Ctrl-C was answered with KeyboardInterrupt: the exception may not reach the CLI as
+#: itself (raised inside a C extension's module init it becomes an ImportError "initialization
+#: failed"; a library may catch it and raise its own), so the CLI reads this flag, not the type.
+interrupted = False
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - the signal handler's signature
+    global interrupted
     if running:
+        interrupted = True
         raise KeyboardInterrupt
     os.write(2, b"runlens: interrupted\n")
     os._exit(130)

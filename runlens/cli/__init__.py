@@ -145,6 +145,10 @@ class LazyGroup(click.Group):
 
 
 def _exit(code: int, line: str | None, standalone: bool) -> int:
+    if _interrupt.interrupted and code != 130:
+        # Ctrl-C reached the command as some other exception (an ImportError from a C extension's
+        # init, a library's own error) or was swallowed: the user's interrupt is the answer.
+        code, line = 130, "runlens: interrupted"
     if line:
         try:
             click.echo(line, err=True)

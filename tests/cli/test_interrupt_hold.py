@@ -46,3 +46,30 @@ def test_the_command_answers_a_held_ctrl_c_in_one_line():
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert proc.returncode == 130
     assert proc.stderr.decode() == "runlens: interrupted\n"
+
+
+@pytest.mark.parametrize("raised", [ImportError("initialization failed"), RuntimeError("a library's own error"),
+                                    None])
+def test_a_ctrl_c_that_reaches_the_cli_as_another_exception_is_still_130(monkeypatch, capsys, raised):
+    # A KeyboardInterrupt raised inside a C extension's module init surfaces as ImportError
+    # "initialization failed" (seen under load, mid-report); a library may catch it and raise its
+    # own, or swallow it. Either way the user pressed Ctrl-C: one line and 130, not exit 3 or 0.
+    import runlens.cli.analyze as analyze_cmd
+    from runlens.cli import main
+
+    def judge(*_a, **_k):
+        try:
+            _interrupt._handler(signal.SIGINT, None)
+        except KeyboardInterrupt:
+            if raised is not None:
+                raise raised from None
+        return None
+
+    monkeypatch.setattr(analyze_cmd, "judge", judge)
+    monkeypatch.setattr(sys, "argv", ["train.py"])  # not the command: the 130 is sys.exit's, not os._exit's
+    monkeypatch.setattr(_interrupt, "interrupted", False)
+    monkeypatch.setattr(_interrupt, "running", True)
+    with pytest.raises(SystemExit) as exit_:
+        main.main(["analyze", os.devnull], standalone_mode=True)
+    assert exit_.value.code == 130
+    assert capsys.readouterr().err.strip() == "runlens: interrupted"
