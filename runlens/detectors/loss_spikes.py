@@ -36,10 +36,14 @@ class LossSpikes(Detector):
         minibatch noise is multiplicative and right-skewed, nearly symmetric
         on the log scale) against its centred rolling median (window
         ``n/200`` steps, 11 to 201) and rolling MAD (4x that window). A step
-        is spiking when ``z >= z_min``; when z also exceeds ``tail_factor``
-        times the run's own 95th percentile of z (where the noise itself is
-        heavy-tailed, e.g. a few hard examples in a small batch, big scores
-        are routine and only a jump well beyond them counts); and when the
+        is spiking when ``z >= z_min``; when z also stands out from the
+        run's own upper tail, by its scale (``tail_factor`` times the 95th
+        percentile of z: where the noise is heavy-tailed, e.g. a few hard
+        examples in a small batch, big scores are routine) and by the run's
+        length (beyond the largest z an exponential tail fitted to the top
+        5% of z by its median excess predicts at level ``alpha``, peaks
+        over threshold: a long run, or a loss near zero read on the log
+        scale, has larger routine maxima); and when the
         jump is material: at least ``min_rise`` of the local level and
         ``min_progress`` of the progress made so far (start level minus
         local level), so that the spread of an almost converged loss is not
@@ -68,7 +72,8 @@ class LossSpikes(Detector):
     Parameters:
         z_min: robust z-score a spike must reach (6.0). tail_factor: how far
         beyond the 95th percentile of z it must also be (3.6, which is 6 sd
-        for Gaussian noise). min_rise: jump relative to the local loss level
+        for Gaussian noise). alpha: the run-wide significance level of the
+        tail's bound (0.01). min_rise: jump relative to the local loss level
         (0.25). min_progress: jump relative to the progress made so far
         (0.05). max_width: longest spike in steps (10). recovery: steps
         within which the loss must come back (20). min_spikes: spikes needed
@@ -85,17 +90,19 @@ class LossSpikes(Detector):
 
     constraints: ClassVar[dict[str, Interval]] = {
         "z_min": Interval(float, 0, None, closed="neither"), "tail_factor": Interval(float, 0, None),
+        "alpha": Interval(float, 0, 1, closed="neither"),
         "min_rise": Interval(float, 0, None), "min_progress": Interval(float, 0, None),
         "max_width": Interval(int, 1, None), "recovery": Interval(int, 1, None),
         "min_spikes": Interval(int, 1, None), "min_points": Interval(int, 20, None),
         "short_points": Interval(int, 4, "min_points"), "short_ratio": Interval(float, 1, None),
     }
 
-    def __init__(self, *, z_min: float = 6.0, tail_factor: float = 3.6, min_rise: float = 0.25,
+    def __init__(self, *, z_min: float = 6.0, tail_factor: float = 3.6, alpha: float = 0.01, min_rise: float = 0.25,
                  min_progress: float = 0.05, max_width: int = 10, recovery: int = 20, min_spikes: int = 1,
                  min_points: int = 50, short_points: int = 4, short_ratio: float = 3.0) -> None:
         self.z_min = z_min
         self.tail_factor = tail_factor
+        self.alpha = alpha
         self.min_rise = min_rise
         self.min_progress = min_progress
         self.max_width = max_width
@@ -112,7 +119,7 @@ class LossSpikes(Detector):
             spikes = short_spikes(x, z_min=self.z_min, min_ratio=self.short_ratio)
         else:
             spikes = ctx.signals_of(run).loss_spikes(
-                z_min=self.z_min, tail_factor=self.tail_factor, min_rise=self.min_rise,
+                z_min=self.z_min, tail_factor=self.tail_factor, alpha=self.alpha, min_rise=self.min_rise,
                 min_progress=self.min_progress, max_width=self.max_width, recovery=self.recovery)
         if len(spikes) < self.min_spikes:
             return []

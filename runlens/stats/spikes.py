@@ -26,14 +26,16 @@ from runlens.stats.robust import MAD_TO_SD, mad_sd, robust_z, rolling_median, ru
 _MAX_WINDOW = 101  # a level 50 points either side is robust; a wider median only costs time
 
 
-def rolling_spikes(x: np.ndarray, *, z_min: float = 6.0, tail_factor: float = 3.6, min_rise: float = 0.25,
+def rolling_spikes(x: np.ndarray, *, z_min: float = 6.0, tail_factor: float = 3.6, alpha: float = 0.01,
+                   min_rise: float = 0.25,
                    min_progress: float = 0.05, max_width: int = 10, recovery: int = 20) -> list[dict[str, float]]:
     """Isolated upward spikes of a finite series that recover, as dicts
     ``index`` (of the peak), ``z``, ``value``, ``level`` (the running level).
 
     Robust z-scores (on the log scale for a positive series) against a
-    centred rolling median/MAD; a spike reaches ``z_min`` and
-    ``tail_factor`` times the series' own 95th percentile of z, rises by at
+    centred rolling median/MAD; a spike reaches ``z_min``, ``tail_factor``
+    times the series' own 95th percentile of z and the largest z its upper
+    tail predicts at level ``alpha`` (:func:`tail_bound`), rises by at
     least ``min_rise`` of the running level and ``min_progress`` of the fall
     from the start, lasts at most ``max_width`` points, and within
     ``recovery`` points the median is back below half of the jump.
@@ -50,13 +52,18 @@ def rolling_spikes(x: np.ndarray, *, z_min: float = 6.0, tail_factor: float = 3.
         base = np.exp(base)
     start = float(np.median(x[: int(np.clip(n // 20, 5, 50))]))
     need = np.maximum(min_rise * np.abs(base), min_progress * np.maximum(start - base, 0.0))
-    # A spike must also stand out from the run's own upper tail: where the
-    # noise itself is heavy-tailed (a few hard examples in a small batch),
-    # big z-scores are routine and only a jump well beyond them is a spike.
-    z_cut = max(z_min, tail_factor * float(np.quantile(z, 0.95)))
-    hot = (z >= z_cut) & (x - base >= need)
     # The first half-window has no past to compare with: a mirrored median
     # there sits below a falling curve and would call the start a spike.
+    settled = z[window // 2:]
+    # A spike must also stand out from the run's own upper tail, in two ways.
+    # By the noise's scale: where it is heavy-tailed or a mixture (a few hard
+    # examples in a small batch), big z-scores are routine and only a jump
+    # well beyond them counts. By the run's length: the longer the run, the
+    # larger its largest routine z, and the exponential tail's bound grows
+    # with it where a fixed multiple of a percentile does not.
+    z_cut = max(z_min, tail_factor * float(np.quantile(settled, 0.95)), tail_bound(settled, alpha)) \
+        if settled.size else np.inf
+    hot = (z >= z_cut) & (x - base >= need)
     hot[: window // 2] = False
     out = []
     for a, b in _merge(runs_of(hot), gap=2):
@@ -71,6 +78,28 @@ def rolling_spikes(x: np.ndarray, *, z_min: float = 6.0, tail_factor: float = 3.
             continue
         out.append({"index": peak, "z": float(z[peak]), "value": float(x[peak]), "level": level})
     return out
+
+
+def tail_bound(z: np.ndarray, alpha: float) -> float:
+    """The z-score that the largest of ``z`` exceeds with probability ``alpha``
+    if its upper tail is exponential (peaks over threshold, a generalized
+    Pareto tail of shape 0).
+
+    The tail is the top 5% (at least 20 points) above the next value ``u``;
+    its scale is estimated from the median excess (``median / ln 2``), not
+    the mean, so that a few real spikes among those points do not raise the
+    bar that is to find them. With ``k`` excesses of scale ``beta``,
+    ``P(max excess > t) ~ k exp(-t / beta)``, so the bound is
+    ``u + beta ln(k / alpha)``. For Gaussian noise over 1,000 steps it is
+    about 6 at ``alpha = 0.05``.
+    """
+    z = np.sort(np.asarray(z, dtype=np.float64)[np.isfinite(z)])
+    k = max(20, int(np.ceil(0.05 * z.size)))
+    if z.size <= k:
+        return float("inf")
+    u = float(z[-k - 1])
+    beta = float(np.median(z[-k:] - u)) / np.log(2.0)
+    return u + beta * float(np.log(k / alpha))
 
 
 def log10_spikes(x: np.ndarray, *, min_ratio: float = 3.0, z_min: float = 6.0,

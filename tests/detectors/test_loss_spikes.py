@@ -75,7 +75,7 @@ def test_heavy_tailed_minibatch_noise_is_not_spikes():
 def test_spikes_inside_an_unstable_curve_still_need_recovery():
     for seed in range(5):
         for x in (oscillating(2000, seed), chaotic(2000, seed)):
-            for s in rolling_spikes(x, z_min=6, tail_factor=3.6, min_rise=0.25, min_progress=0.05,
+            for s in rolling_spikes(x, z_min=6, tail_factor=3.6, alpha=0.01, min_rise=0.25, min_progress=0.05,
                                     max_width=10, recovery=20):
                 assert np.median(x[s["index"] + 1:s["index"] + 21]) <= s["level"] + 0.5 * (s["value"] - s["level"])
 

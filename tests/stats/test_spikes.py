@@ -11,6 +11,7 @@ from runlens.stats.spikes import (
     log10_spikes,
     rolling_spikes,
     short_spikes,
+    tail_bound,
 )
 
 
@@ -49,4 +50,38 @@ def test_a_reading_takes_only_its_own_parameters():
         rolling_spikes(np.ones(10), window=25)
     with pytest.raises(TypeError):
         short_spikes(np.ones(10), recovery=20)
-    assert set(ROLLING_DEFAULTS) == {"z_min", "tail_factor", "min_rise", "min_progress", "max_width", "recovery"}
+    assert set(ROLLING_DEFAULTS) == {"z_min", "tail_factor", "alpha", "min_rise", "min_progress", "max_width", "recovery"}
+
+
+def test_the_tail_bound_is_about_6_for_gaussian_noise_and_grows_with_the_tail():
+    rng = np.random.default_rng(0)
+    gauss = [tail_bound(rng.standard_normal(1000), 0.05) for _ in range(50)]
+    assert 4.5 < float(np.median(gauss)) < 7.5
+    # An exponential tail of scale 2: its largest of 1,000 is about 2 ln(1000) ~ 14.
+    expo = [tail_bound(rng.exponential(2.0, 1000), 0.05) for _ in range(50)]
+    assert float(np.median(expo)) > 1.5 * float(np.median(gauss))
+    # Its level: the largest exceeds it in about alpha of the series, not most of them.
+    over = np.mean([rng.exponential(2.0, 1000).max() > tail_bound(rng.exponential(2.0, 1000), 0.05)
+                    for _ in range(400)])
+    assert over < 0.15
+
+
+def test_a_few_real_spikes_do_not_raise_the_bar_that_finds_them():
+    rng = np.random.default_rng(1)
+    z = rng.standard_normal(1000)
+    clean = tail_bound(z, 0.01)
+    z[[100, 300, 500, 700, 900]] = 40.0
+    assert tail_bound(z, 0.01) < 1.5 * clean < 40.0
+
+
+def test_a_loss_near_zero_with_routine_single_batch_jumps_is_no_spike():
+    # A regression fitted almost exactly: on the log scale its batch-to-batch noise is
+    # exponential-tailed, and jumps of 20x a level of 0.01 come every few hundred steps. The
+    # largest z of a long run is routine there; a corrupted batch would stand beyond it.
+    rng = np.random.default_rng(2)
+    n = 4000
+    level = 0.01 + 0.5 * np.exp(-np.arange(n) / 300)
+    x = level * np.exp(rng.laplace(0.0, 0.35, n))
+    assert rolling_spikes(x, tail_factor=0.0) == []  # the length-aware bound alone keeps it silent
+    x[3000] = level[3000] * 400  # a real one, far beyond the tail
+    assert [s["index"] for s in rolling_spikes(x)] == [3000]
