@@ -223,6 +223,9 @@ def _symptom(label: str, curve: Any, numbers: Mapping[str, Any]) -> str:
         return (f"the validation loss never improved (best {ev['val_min']:.4g}, "
                 f"{ev['val_drop_from_first']:.1%} below its first evaluation) while the training loss fell "
                 f"{ev['relative_drop']:.1%}")
+    if label == "underfitting" and ev.get("kind") == "validation_at_chance":
+        return (f"the validation loss stays at ln({ev['chance_classes']})={ev['chance_loss']:.4g}, chance level "
+                f"(median {ev['val_late_level']:.4g} late), while the training loss fell to {ev['train_late_level']:.4g}")
     if label == "underfitting" and _finite(first) and _finite(final) and first != 0:
         change = (final - first) / abs(first)
         way = "rose" if change > 0 else "fell only"

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
 from runlens.detectors.curve.features import stated_classes
 from runlens.diagnosis import Finding
+from runlens.stats.chance import validation_at_chance
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -87,7 +86,8 @@ class LossAtChance(Detector):
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
         v = ctx.curve
-        if v is None or "chance_classes" not in v.evidence:
+        # The curve's own held-out reading (kind validation_at_chance) is this finding's second reading.
+        if v is None or "chance_classes" not in v.evidence or v.evidence.get("kind") == "validation_at_chance":
             return self._validation_at_chance(run, ctx)
         ev = v.evidence
         k = ev["chance_classes"]
@@ -102,26 +102,17 @@ class LossAtChance(Detector):
         k, source = stated_classes(run)
         sig = ctx.signals_of(run)
         val = sig.validation.get("val_loss")
-        if k is None or val is None or len(sig.loss) < 10:
+        if k is None or val is None:
             return []
         val = val.finite()
-        if len(val) < self.min_evals:
+        hit = validation_at_chance(sig.loss.steps, sig.loss.values, val.steps, val.values, k,
+                                   margin=self.margin, min_evals=self.min_evals)
+        if hit is None:
             return []
-        late = val.steps >= val.steps[len(val) // 2]
-        level, chance = float(np.median(val.values[late])), float(np.log(k))
-        span = (sig.loss.steps >= val.steps[late][0]) & (sig.loss.steps <= val.steps[-1])
-        ceiling = chance + (np.log(k + 1) - chance) / 2  # above it the model is confidently wrong: overfitting
-        lowest = float(np.min(val.values))
-        if not (1 - self.margin) * chance <= level <= ceiling or lowest < (1 - 2 * self.margin) * chance \
-                or span.sum() < 3:
-            return []
-        train = float(np.median(sig.loss.values[span]))
-        if train > (1 - self.margin) * level:
-            return []
-        ev = {"chance_classes": k, "chance_loss": chance, "chance_source": source, "reading": "validation",
-              "val_late_level": level, "val_lowest": lowest, "train_late_level": train, "evals": int(len(val)), "margin": self.margin}
+        ev = {"chance_classes": k, "chance_loss": hit["chance_loss"], "chance_source": source, "reading": "validation",
+              **{key: hit[key] for key in ("val_late_level", "val_lowest", "train_late_level", "evals", "margin")}}
         return [self.finding(
-            f"the validation loss stays at ln({k})={chance:.3f}, chance level for {k} classes (median "
-            f"{level:.4g} over its later {int(late.sum())} evaluations) while the training loss fell to "
-            f"{train:.4g}: nothing learned carries to unseen data",
-            step=int(val.steps[late][0]), evidence=ev)]
+            f"the validation loss stays at ln({k})={hit['chance_loss']:.3f}, chance level for {k} classes (median "
+            f"{hit['val_late_level']:.4g} over its later {hit['late_evals']} evaluations) while the training loss "
+            f"fell to {hit['train_late_level']:.4g}: nothing learned carries to unseen data",
+            step=hit["first_late_step"], evidence=ev)]

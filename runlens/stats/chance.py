@@ -82,3 +82,32 @@ def chance_test(steps: np.ndarray, x: np.ndarray, classes: int | None, source: s
         return None
     return {**hit, "chance_source": source or "the loss level (no class count in the log)",
             "late_level": level, "late_drift": drift, "late_spread_at_chance": spread}
+
+
+def validation_at_chance(train_steps: np.ndarray, train: np.ndarray, val_steps: np.ndarray, val: np.ndarray,
+                         classes: int, *, margin: float = 0.05, min_evals: int = 5) -> dict[str, Any] | None:
+    """Did the held-out loss stay at ln K while the training loss left it (finite series, K stated)?
+
+    The median of the later half of the evaluations between ``1 - margin``
+    of ln K and half-way to ln(K + 1) (far above, the model is confidently
+    wrong: memorisation that the overfitting reading judges), no evaluation
+    below ``1 - 2 margin`` of ln K (a held-out loss that once learned and
+    rose back learned something), and the training loss's median over the
+    same steps at most ``1 - margin`` of that validation median. At least
+    ``min_evals`` evaluations and 3 training losses over them.
+    """
+    if classes < 2 or val.size < min_evals or train.size < 10:
+        return None
+    late = val_steps >= val_steps[val.size // 2]
+    level, chance = float(np.median(val[late])), math.log(classes)
+    ceiling = chance + (math.log(classes + 1) - chance) / 2
+    lowest = float(np.min(val))
+    span = (train_steps >= val_steps[late][0]) & (train_steps <= val_steps[-1])
+    if not (1 - margin) * chance <= level <= ceiling or lowest < (1 - 2 * margin) * chance or span.sum() < 3:
+        return None
+    level_train = float(np.median(train[span]))
+    if level_train > (1 - margin) * level:
+        return None
+    return {"chance_classes": classes, "chance_loss": chance, "val_late_level": level, "val_lowest": lowest,
+            "train_late_level": level_train, "evals": int(val.size), "late_evals": int(late.sum()),
+            "first_late_step": int(val_steps[late][0]), "margin": margin}

@@ -97,9 +97,15 @@ def _chance_findings(run):
 @pytest.mark.parametrize("seed", range(3))
 def test_validation_at_chance_while_the_training_loss_falls_fires(k, seed):
     # Labels shuffled apart from their inputs: the training batches are memorized, nothing carries.
-    (f,) = _chance_findings(_memorizing(seed, k, val_end=1.02))
+    run = _memorizing(seed, k, val_end=1.02)
+    (f,) = _chance_findings(run)
     assert f.evidence["reading"] == "validation" and f.evidence["chance_classes"] == k
     assert f.evidence["train_late_level"] < 0.95 * f.evidence["val_late_level"]
+    # The curve says the same (it said "healthy" while this finding fired): no signal is underfitting.
+    v = classify(run)
+    assert v.label == "underfitting" and v.evidence["kind"] == "validation_at_chance"
+    assert v.evidence["chance_classes"] == k and v.evidence["val_late_level"] == f.evidence["val_late_level"]
+    assert analyze(run).headline.startswith("Underfitting: the validation loss stays at ln(")
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -107,13 +113,26 @@ def test_silent_twin_validation_falling_with_the_training_loss(seed):
     # A short healthy run: both losses leave ln K together.
     run = _memorizing(seed, 6, val_end=0.8)
     assert _chance_findings(run) == []
+    assert classify(run).evidence.get("kind") != "validation_at_chance"
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_silent_twin_validation_that_learned_and_rose_back_is_overfitting(seed):
-    assert _chance_findings(_memorizing(seed, 6, val_end=1.02, val_low=0.5)) == []
+    run = _memorizing(seed, 6, val_end=1.02, val_low=0.5)
+    assert _chance_findings(run) == []
+    assert classify(run).evidence.get("kind") != "validation_at_chance"
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_silent_twin_validation_far_above_chance_is_confidently_wrong(seed):
-    assert _chance_findings(_memorizing(seed, 3, val_end=2.0)) == []
+    run = _memorizing(seed, 3, val_end=2.0)
+    assert _chance_findings(run) == []
+    assert classify(run).evidence.get("kind") != "validation_at_chance"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_held_out_at_chance_needs_a_stated_class_count(seed):
+    # Guessed from the level, ln K would be a coincidence often enough (a held-out loss near 1.79).
+    run = _memorizing(seed, 6, val_end=1.02)
+    run.meta["config"] = {}
+    assert classify(run).evidence.get("kind") != "validation_at_chance"

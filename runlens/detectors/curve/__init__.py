@@ -170,7 +170,13 @@ class CurveClassifier(Detector):
           more, the best not ``min_drop / 2`` below the first evaluation (a
           held-out loss can have a floor of its own) nor ``min_drop`` below
           ``S``, the last third's median not above the first: batches
-          memorised or the class prior learned, nothing that carries over). The evidence's
+          memorised or the class prior learned, nothing that carries over); or,
+          with K stated, the held-out loss stayed at ln K while the training
+          loss left it (``kind: validation_at_chance``: the ``loss_at_chance``
+          detector's validation reading, at its default margin; a held-out loss
+          that drifts up a little from chance is still no signal, and one that
+          rose far enough for the overfitting reading was claimed there first).
+          The evidence's
           ``weight_norm_ratio`` is the median over modules of the last weight
           norm over the first: at a tenth or less the weights collapsed
           toward zero (weight decay), and that, not the gradients it

@@ -15,7 +15,7 @@ from runlens.detectors._updates import StepRatioSummary, step_ratio_summary, wei
 from runlens.detectors.curve import features as shape
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
-from runlens.stats.chance import chance_test
+from runlens.stats.chance import chance_test, validation_at_chance
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -100,6 +100,8 @@ def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str
     classes, source = shape.stated_classes(run)
     chance = chance_test(steps, x, classes, source)
     stalled = validation_stalled(cfg, sets, f) if sets else None
+    held_out = (validation_at_chance(steps, x, *sets["val_loss"], classes)
+                if sets and "val_loss" in sets and classes is not None else None)
     if chance is not None:
         k = chance["chance_classes"]
         reason = (f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} classes (K from "
@@ -121,6 +123,18 @@ def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str
                   f"{stalled['val_evals']} evaluations, while the training loss fell {f['relative_drop']:.1%}: "
                   "nothing learned carries over to held-out data")
         ev = _ev(f, kind="no_validation_progress", step=int(steps[0]), **stalled)
+    elif held_out is not None:
+        # The training loss left ln K, the held-out loss did not (it may drift up a little: batches memorised
+        # by a model that learned nothing that carries). The overfitting reading, which runs first, has
+        # declined it: the rise is too small or the held-out loss is still at chance, not confidently wrong.
+        k = held_out["chance_classes"]
+        reason = (f"the validation loss stays at ln({k})={held_out['chance_loss']:.3f}, chance level for {k} "
+                  f"classes (K from {source}; median {held_out['val_late_level']:.4g} over its later "
+                  f"{held_out['late_evals']} evaluations), while the training loss fell to "
+                  f"{held_out['train_late_level']:.4g}: nothing learned carries over to held-out data")
+        ev = _ev(f, kind="validation_at_chance", step=held_out["first_late_step"], chance_source=source,
+                 **{key: held_out[key] for key in ("chance_classes", "chance_loss", "val_late_level", "val_lowest",
+                                                   "train_late_level", "evals")})
     else:
         return None
     ratio, note = weight_collapse(sig, run.config)
