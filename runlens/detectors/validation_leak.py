@@ -10,6 +10,7 @@ from scipy import stats
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._bugs import train_loss_at
+from runlens.detectors.curve.features import stated_classes
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context
@@ -49,7 +50,9 @@ class ValidationLeak(Detector):
         median validation loss is also below ``max_ratio`` times the training
         loss's start (the median of its first three values): the validation
         loss fell that far, rather than the training loss rising away from
-        it (a diverging run, a loss summed over the batch).
+        it (a diverging run, a loss summed over the batch); with the class
+        count K stated, also below ``max_ratio`` times ln K, the loss of a
+        model that knows nothing, whatever scale the training loss is on.
         ``val_train_ratio`` is the median; ``first_leak_step`` the first
         evaluation below the ratio. Severity error.
 
@@ -101,6 +104,13 @@ class ValidationLeak(Detector):
         val_vs_start = float(np.median(val.values[ok])) / start if start > 0 else float("nan")
         if not val_vs_start < self.max_ratio:
             return []
+        # With K stated, ln K is where a model that knows nothing sits, whatever scale the training
+        # loss is on (a sum over the batch starts at batch_size x ln K): a held-out loss that is not
+        # far below it predicts nothing, and nothing is too good.
+        k, _ = stated_classes(run)
+        val_vs_chance = float(np.median(val.values[ok])) / float(np.log(k)) if k is not None and k >= 2 else None
+        if val_vs_chance is not None and not val_vs_chance < self.max_ratio:
+            return []
         with np.errstate(divide="ignore"):
             d = np.log(np.maximum(ratio, 1e-300)) - np.log(self.max_ratio)
         p = float(stats.wilcoxon(d, alternative="less").pvalue) if np.any(d != 0) else 1.0
@@ -109,7 +119,8 @@ class ValidationLeak(Detector):
         first = int(steps[np.flatnonzero(ratio < self.max_ratio)[0]])
         ev = {"val_train_ratio": median, "evals": int(len(ratio)), "evals_below": int(below.sum()),
               "wilcoxon_p": p, "first_leak_step": first, "max_ratio": self.max_ratio,
-              "val_over_train_start": val_vs_start}
+              "val_over_train_start": val_vs_start,
+              **({"val_over_chance": val_vs_chance, "chance_classes": k} if val_vs_chance is not None else {})}
         return [self.finding(
             f"the validation loss is {median:.2g}x the training loss (median over {len(ratio)} evaluations; "
             f"below {self.max_ratio:g}x from step {first}, Wilcoxon p={p:.2g}): check for a leak",

@@ -58,3 +58,20 @@ def test_real_leak_is_below_the_ratio_on_most_evaluations():
     """The leak is learned within a few evaluations and never heals: the test runs over every evaluation."""
     [f] = check("validation_leak", load_run(FIX / "validation_leak-conv1d"))
     assert f.evidence["evals_below"] >= f.evidence["evals"] // 2
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_loss_summed_over_the_batch_with_validation_at_chance_is_no_leak(seed):
+    # reduction="sum" in training (64 x the mean), the mean on held-out data that learned nothing:
+    # the held-out loss is 0.01-0.1x the training loss and its start, and at ln K.
+    k, batch = 6, 64
+    rng = np.random.default_rng(seed)
+    train = batch * np.log(k) * (1 + 3 * np.abs(rng.standard_normal(500)))
+    run = _run(train, lambda t, s: np.log(k) * np.exp(0.05 * rng.standard_normal(len(t))))
+    run.meta["config"] = {"num_classes": k}
+    assert check("validation_leak", run) == []
+    # The same held-out loss far below ln K is too good, whatever the training loss's scale.
+    leak = _run(train, lambda t, s: 0.02 * np.exp(0.05 * rng.standard_normal(len(t))))
+    leak.meta["config"] = {"num_classes": k}
+    [f] = check("validation_leak", leak)
+    assert f.evidence["val_over_chance"] < 0.2 and f.evidence["chance_classes"] == k
