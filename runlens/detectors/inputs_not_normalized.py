@@ -140,7 +140,6 @@ class InputsNotNormalized(Detector):
         n = max(10, int(np.ceil(grads.values.shape[0] * self.early_share)))
         with np.errstate(all="ignore"):
             rel = np.log10(grads.values[:n] / wts.values[:n])
-            swing = np.abs(np.diff(np.log10(_zeros_floored(grads.values[:n])), axis=0))
         rel[~np.isfinite(rel)] = np.nan
         read = self._at_init(run, ctx, int(grads.steps[0]), rel[0])
         if read is None:
@@ -148,7 +147,7 @@ class InputsNotNormalized(Detector):
             if rows.sum() < 3:
                 raise Skip("needs at least 3 early rows with finite gradient and weight norms")
             read = (self._stands_out(rel[rows]) or (None if _large_steps(ctx.signals_of(run), n) else
-                                                     self._swings(swing)) or self._all_scaled(run, ctx, rel[rows]))
+                                                     self._swings(grads.values[:n])) or self._all_scaled(run, ctx, rel[rows]))
         if read is None:
             return []
         how, ev = read
@@ -170,10 +169,13 @@ class InputsNotNormalized(Detector):
                  "first_relative_grad": float(10 ** np.median(rel[:, 0])),
                  "others_relative_grad": float(10 ** np.median(np.nanmedian(rel[:, 1:], axis=1)))})
 
-    def _swings(self, swing: np.ndarray) -> tuple[str, dict] | None:
+    def _swings(self, norms: np.ndarray) -> tuple[str, dict] | None:
         """The first module's gradient swings by decades from one recorded step to the next while the
         output layer's holds: raw-scale inputs saturate the units behind the first layer (a gate's
-        softmax, a tanh), so whether a batch passes any gradient back is all or nothing."""
+        softmax, a tanh), so whether a batch passes any gradient back is all or nothing. ``norms``: the
+        early rows' gradient norms, every module."""
+        with np.errstate(all="ignore"):
+            swing = np.abs(np.diff(np.log10(_zeros_floored(norms)), axis=0))
         pair = np.isfinite(swing[:, 0]) & np.isfinite(swing[:, -1])
         first, last = swing[pair, 0], swing[pair, -1]
         if len(first) < self.min_pairs:

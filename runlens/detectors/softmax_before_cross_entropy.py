@@ -170,18 +170,19 @@ class SoftmaxBeforeCrossEntropy(Detector):
         if len(loss) < 20:
             raise Skip("needs at least 20 training losses")
         k, k_source = stated_classes(run)
+        floor = softmax_floor(k) if k is not None else None
+        late = self._late(loss, floor)
         readings = ctx.signals_of(run).logits
         if readings and len(readings.per_pass) >= self.min_reads:
-            decided = self._structure(readings, loss, k, k_source)
+            decided = self._structure(readings, loss, late, k, k_source)
             if decided is not None:
                 return decided
-        if k is None:
+        if k is None or floor is None:
             raise Skip("the number of classes is not stated (config num_classes, num_labels... or a label column)")
-        floor, chance = softmax_floor(k), float(np.log(k))
+        chance = float(np.log(k))
         eps, _ = config_number(run.config, ("label_smoothing", "smoothing"))
         if eps is not None and smoothed_floor(k, eps) >= floor * (1 - self.tolerance):
             return []  # label smoothing alone holds a correct loss at or above the floor: no telling them apart
-        late = self._late(loss, floor)
         level, lowest = late.level, late.lowest
         gap = (level - floor) / (chance - floor)
         acc = scalar_column(run, ACCURACY_COLUMNS) or scalar_column(run, VAL_ACCURACY_COLUMNS, "evals")
@@ -211,13 +212,12 @@ class SoftmaxBeforeCrossEntropy(Detector):
         return _Late(float(np.median(late)), lowest, int(loss.steps[-len(late)]),
                     floor is not None and lowest < floor * (1 - self.tolerance))
 
-    def _structure(self, readings: LogitsReadings, loss: Series, k: int | None,
+    def _structure(self, readings: LogitsReadings, loss: Series, late: _Late, k: int | None,
                    k_source: str | None) -> list[Finding] | None:
         """The recorder's readings decide (see "How it decides"); None when they cannot: outputs in
         [0, 1] that are not a softmax's, or no read step whose loss was high enough for a plain
         cross-entropy to show itself."""
         floor = softmax_floor(k) if k is not None else None
-        late = self._late(loss, floor)
         if late.below:
             return []  # below the floor: whatever the readings say, no softmax capped this loss
         ev: dict[str, object] = {"classes": k, "classes_source": k_source, "softmax_floor": floor,
