@@ -107,7 +107,7 @@ def analyze_runs(path: str, options: WorkOptions = WorkOptions()) -> list[dict[s
 
         def first_look() -> dict[str, Any]:
             opened.append(held.enter_context(_open(path, options)))
-            return _analyze(path, options, opened[0].run())
+            return _analyze(path, options, opened[0].run(), counted=opened[0].from_log)
 
         first = _recorded(path, first_look)
         n = first.pop("runs_in_log", 1)
@@ -172,13 +172,15 @@ def _open(path: str, options: WorkOptions, which: int | None = None) -> contextl
     return open_runs(path, columns=columns, import_options=None if which is None else {"run": which})
 
 
-def _analyze(path: str, options: WorkOptions, run: Run, which: int | None = None, of: int = 1) -> dict[str, Any]:
+def _analyze(path: str, options: WorkOptions, run: Run, which: int | None = None, of: int = 1, *,
+             counted: bool = False) -> dict[str, Any]:
     """The record of ``run``: run ``which`` of the ``of`` runs of the log at ``path``, or, with
-    ``which`` None, the run read by default (``runs_in_log`` alone when the log holds several)."""
+    ``which`` None, the run read by default (``runs_in_log`` alone when ``counted``, the run read from
+    a log, and the log holds several)."""
     from runlens.analysis import analyze
 
     detectors = options.detector_instances()
-    if which is None and (n := _runs_in_log(run)) > 1:
+    if which is None and counted and (n := _runs_in_log(run)) > 1:
         return {"runs_in_log": n, "error": None}
     diagnosis = analyze(run, detectors=detectors) if detectors else analyze(run)
     if which is not None:
@@ -210,13 +212,11 @@ def _analyze(path: str, options: WorkOptions, run: Run, which: int | None = None
 
 
 def _runs_in_log(run: Run) -> int:
-    """How many runs the importer told apart in the log ``run`` was read from (1 for a run folder)."""
+    """How many runs the importer told apart in the log ``run`` was read from."""
     from runlens.cli.common import runs_in_log  # the one reading of the importers' notes, as analyze's
 
     config = run.meta.get("config")
-    if not isinstance(config, dict) or "imported_from" not in config:
-        return 1
-    return runs_in_log(config)
+    return runs_in_log(config) if isinstance(config, dict) else 1
 
 
 def _columns(options: WorkOptions, detectors: list | None = None) -> dict[str, list[str]]:

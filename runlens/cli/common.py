@@ -152,8 +152,9 @@ _SEVERITY_ORDER = {None: 0, "info": 1, "warning": 2, "error": 3}
 
 
 def runs_in_log(config: dict) -> int:
-    """How many runs the importer told apart in the source a run's ``config`` came from (1: one, or a run
-    dir): ``config["import_runs"]["count"]``, which every importer that splits a source writes."""
+    """How many runs the importer told apart in the source a run's ``config`` came from (1: one):
+    ``config["import_runs"]["count"]``, which every importer that splits a source writes. Only for a
+    run read from a log (``LogRuns.from_log``): a run directory holds one run, whatever it says."""
     runs = config.get("import_runs")
     count = runs.get("count") if isinstance(runs, dict) else None
     return count if isinstance(count, int) and not isinstance(count, bool) and count > 1 else 1
@@ -184,7 +185,7 @@ def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str
         run = runs.run()
         given = run.meta.get("config")
         config = given if isinstance(given, dict) else {}
-        n = runs_in_log(config) if "imported_from" in config and "run" not in options else 1
+        n = runs_in_log(config) if runs.from_log and "run" not in options else 1
         if n < 2:
             return analyze(run, detectors=detectors), None, run
         del run  # each run is built on its own below

@@ -35,10 +35,15 @@ class LogRuns:
     ``run()`` is the run :func:`~runlens.io.loader.load_run` gives for the source and the import
     options it was opened with; ``run(i)`` is the run it gives with ``run=i`` added to them, built
     from the same read (messages included: run ``i`` says it was picked "as asked").
+
+    ``from_log``: the source is another tool's log, parsed here, so its ``config["import_runs"]``
+    counts the runs in it. A run directory holds one run whatever that key says: ``runlens import``
+    keeps it there as provenance (which run of the log was imported), not as a count to judge.
     """
 
-    def __init__(self, build: Callable[[int | None], Run]) -> None:
+    def __init__(self, build: Callable[[int | None], Run], *, from_log: bool = False) -> None:
         self._build = build
+        self.from_log = from_log
 
     def run(self, index: int | None = None) -> Run:
         return self._build(index)
@@ -46,7 +51,7 @@ class LogRuns:
     def renamed(self, rename: Callable[[Run], Run]) -> LogRuns:
         """The same runs, each passed through ``rename`` (a staged URL shown as the URL)."""
         build = self._build
-        return LogRuns(lambda index: rename(build(index)))
+        return LogRuns(lambda index: rename(build(index)), from_log=self.from_log)
 
 
 def read_foreign(shown: str, columns: Mapping[str, Any] | None,
@@ -89,7 +94,7 @@ def _parsed(shown: str, kind: str, columns: Mapping[str, Any] | None, options: d
         return to_run(take(index), shown, columns)  # in memory: no run is written and read back
 
     take = _one_line_errors(shown, kind, parse)
-    return LogRuns(lambda index: _one_line_errors(shown, kind, lambda: build(take, index)))
+    return LogRuns(lambda index: _one_line_errors(shown, kind, lambda: build(take, index)), from_log=True)
 
 
 def _one_line_errors(shown: str, kind: str, work: Callable[[], T]) -> T:
