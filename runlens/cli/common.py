@@ -188,22 +188,34 @@ def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str
         n = runs_in_log(config) if runs.from_log and "run" not in options else 1
         if n < 2:
             return analyze(run, detectors=detectors), None, run
-        del run  # each run is built on its own below
-        judged: list[tuple[Diagnosis | None, Exception | None]] = []
-        kept: tuple[tuple[int, bool], Run | None, int] = ((-1, False), None, 0)
-        for i in range(1, n + 1):
-            diagnosis, error, one = _judge_one(runs, i, detectors)
-            judged.append((diagnosis, error))
-            # Only the worst run so far stays in memory: the report draws its charts from it.
-            if diagnosis is not None and _rank(diagnosis) >= kept[0]:
-                kept = (_rank(diagnosis), one, i)
+        # The run built to count the runs is its own index's: judged first, so that it is not built
+        # again and is let go before the next run is built.
+        read = _read_in_log(config, n)
+        built: dict[int, Run] = {} if read is None else {read: run}
+        del run
+        judged: dict[int, tuple[Diagnosis | None, Exception | None]] = {}
+        kept: tuple[tuple[tuple[int, bool], int], Run | None] = (((-1, False), 0), None)
+        for i in sorted(range(1, n + 1), key=lambda k: k != read):
+            diagnosis, error, one = _judge_one(runs, i, detectors, built.pop(i, None))
+            judged[i] = (diagnosis, error)
+            # Only the worst run so far stays in memory: the report draws its charts from it. Among
+            # equals the later, as the reader picks by default.
+            if diagnosis is not None and (_rank(diagnosis), i) > kept[0]:
+                kept = ((_rank(diagnosis), i), one)
             del one
-    _, worst, shown = kept  # the worst run; among equals the later, as the reader picks by default
-    first = judged[shown - 1][0] if worst is not None else None
+    (_, shown), worst = kept
+    first = judged[shown][0] if worst is not None else None
     if worst is None or first is None:
-        raise judged[-1][1] or RuntimeError("no run of the log was judged")
-    entries = [_entry(i, d, err, i == shown) for i, (d, err) in enumerate(judged, 1)]
+        raise judged[n][1] or RuntimeError("no run of the log was judged")
+    entries = [_entry(i, *judged[i], i == shown) for i in range(1, n + 1)]
     return _as_worst(first, shown, n, entries, _split_note(worst.meta.get("config"))), entries, worst
+
+
+def _read_in_log(config: dict, n: int) -> int | None:
+    """Which of the log's ``n`` runs (1-based) the run read by default is: ``config["import_runs"]["read"]``,
+    or None when the importer did not say."""
+    read = config["import_runs"].get("read")
+    return read if isinstance(read, int) and not isinstance(read, bool) and 1 <= read <= n else None
 
 
 def _rank(diagnosis: Diagnosis) -> tuple[int, bool]:
@@ -213,13 +225,14 @@ def _rank(diagnosis: Diagnosis) -> tuple[int, bool]:
     return _SEVERITY_ORDER[diagnosis.worst_severity], failed
 
 
-def _judge_one(runs: LogRuns, index: int, detectors: list | None,
+def _judge_one(runs: LogRuns, index: int, detectors: list | None, built: Run | None = None,
                ) -> tuple[Diagnosis | None, Exception | None, Run | None]:
+    """Run ``index`` of ``runs`` judged (``built``: that run, built already)."""
     from runlens.analysis import analyze
     from runlens.errors import RunlensError
 
     try:
-        run = runs.run(index)
+        run = runs.run(index) if built is None else built
         return analyze(run, detectors=detectors), None, run
     except RunlensError as exc:  # one run of the log that cannot be read: listed, the others judged
         return None, exc, None

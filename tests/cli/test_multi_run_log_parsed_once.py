@@ -148,3 +148,32 @@ def test_a_log_named_by_a_url_is_downloaded_and_parsed_once(served_log):
     assert obj["run"] == served_log and len(obj["runs_in_file"]) == 4
     assert "/tmp" not in json.dumps(obj["warnings"])  # the staged copy is never named
     assert download.call_count == 1 and parser.call_count == 1
+
+
+def test_each_run_is_built_once(source, tmp_path):
+    # The run built to count the runs is judged as its own index: N builds, not N+1 (review:
+    # "judge builds the default run, then every run including that one again").
+    _, path = source
+    with counted("runlens.io.importers.memory.to_run") as build:
+        res = invoke("analyze", path, "--format", "json", "--fail-on", "never")
+    assert res.exit_code == 0, res.output
+    assert [e["reported"] for e in json.loads(res.stdout)["runs_in_file"]] == [False, True, False, False]
+    assert build.call_count == len(RUNS)
+    with counted("runlens.io.importers.memory.to_run") as build:
+        res = invoke("report", path, "-o", tmp_path / "out", "--format", "md", "--fail-on", "never")
+    assert res.exit_code == 0, res.output
+    assert build.call_count == len(RUNS)
+
+
+def test_the_default_run_is_reused_where_it_lies_not_only_last(tmp_path):
+    # A relaunch that died at once is not the run a table is read as by default: here run 3 of 4 is.
+    path = write_csv(tmp_path / "train.csv", diverging, healthy, healthy)
+    with path.open("a") as f:
+        f.write("1,2.5\n2,2.4\n")
+    with counted("runlens.io.importers.memory.to_run") as build:
+        res = invoke("analyze", path, "--format", "json", "--fail-on", "never")
+    assert res.exit_code == 0, res.output
+    obj = json.loads(res.stdout)
+    assert [(e["index"], e["reported"]) for e in obj["runs_in_file"]] == [(1, True), (2, False), (3, False), (4, False)]
+    assert [e["steps"] for e in obj["runs_in_file"]] == [[1, 120]] * 3 + [[1, 2]]
+    assert obj["curve"] == "diverged" and build.call_count == 4
