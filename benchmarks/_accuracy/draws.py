@@ -208,7 +208,8 @@ DRAWS: tuple[Draw, ...] = (
         role="the third generator with every seed shifted by 31000 and every run redrawn (`--seed-shift "
              "31000 --vary`), generated at {drawn} UTC from a0b73c9 by the recorder with "
              "`logits_sum_to_one`, after third-fresh8's misses were read and after round 10's detector "
-             "change, graded once at the end of round 10; the set to quote",
+             "change, graded once at the end of round 10 (f170af1), then looked at in round 11: a development "
+             "set since",
         note="`third-fresh9` (round 10): the same generator and redraw with every seed shifted by 31000 (`python -m "
              "benchmarks.third --seed-shift 31000 --vary`), trained from the committed tree at a0b73c9 (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
@@ -218,14 +219,37 @@ DRAWS: tuple[Draw, ...] = (
              "mistake while it trained: one healthy run (`accum-sepconv`) confirmed, with its validation "
              "measurements. The curve-label rule changed during the draw (478a32b: a loss that rose is not graded "
              "as underfitting); its labels were recomputed from the saved measurements under that rule before "
-             "the grading, and the closing note gives its figures under both rules.",
+             "the grading, and the closing note gives its figures under both rules. Graded once at f170af1 (curve "
+             "0.94, recall 1.00, fault's code first 0.96, healthy runs with a warning or error 2/9); its misses "
+             "were read in round 11 (two loss_spikes warnings on healthy runs, a labels-shuffled run called "
+             "healthy, a summed-loss run called a leak), which led to that round's detector changes: a "
+             "development set since.",
         which="*third-fresh9* (round 10; seeds shifted by 31000) was trained from a0b73c9, round 10's detector "
-              "commit, with nothing of it diagnosed before its one grading, at the commit above: **quote "
-              "third-fresh9**.",
+              "commit, graded once at f170af1 and looked at in round 11: a development set since.",
+    ),
+    # Drawn after round 11's detector changes (the spike tail bound, the held-out loss at chance, the leak's
+    # chance guard), so they are graded on runs nobody had read.
+    Draw(
+        "third-fresh10", 37000, ("2026-12-02 21:25", "2026-12-02 21:33"),
+        role="the third generator with every seed shifted by 37000 and every run redrawn (`--seed-shift "
+             "37000 --vary`), generated at {drawn} UTC from c01f65c by the recorder with "
+             "`logits_sum_to_one`, after third-fresh9's misses were read and after round 11's detector "
+             "changes, graded once at the end of round 11; the set to quote",
+        note="`third-fresh10` (round 11): the same generator and redraw with every seed shifted by 37000 (`python -m "
+             "benchmarks.third --seed-shift 37000 --vary`), trained from the committed tree at c01f65c (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, after third-fresh9's misses were read. c01f65c is round 11's last detector "
+             "commit but one: the review mend bff26cb (the softmax and raw-input detectors compute the same "
+             "readings once; no result changes) came after it. Nothing of it was diagnosed before its one "
+             "grading. Of its generator log, one line cut to 60 characters was printed once by mistake while it "
+             "trained: one bug run (`subset-tagger`) confirmed.",
+        which="*third-fresh10* (round 11; seeds shifted by 37000) was trained from c01f65c, after round 11's "
+              "detector changes, with nothing of it diagnosed before its one grading, at the commit above: "
+              "**quote third-fresh10**.",
     ),
 )
 
-QUOTE = "third-fresh9"
+QUOTE = "third-fresh10"
 
 
 def draw(name: str) -> Draw:
