@@ -87,39 +87,30 @@ def parse_runs(kind: str, source: str | Path, **options: Any) -> Take:
         raise ImportFailedError(f"{source}: no such file or folder")
     mod = importlib.import_module(module)
     given = {k: v for k, v in options.items() if v is not None}
-    if not hasattr(mod, "parse_runs"):
-        return functools.partial(_reread, kind, mod, source, given)
     _refuse_unknown(kind, mod.read, given)
+    if not hasattr(mod, "parse_runs"):
+        return functools.partial(_reread, mod, source, given)
     chosen = given.pop("run", None)
-    take = _calling(kind, mod.parse_runs, source, **given)
-    return functools.partial(_taken, kind, take, chosen)
+    return functools.partial(_taken, mod.parse_runs(source, **given), chosen)
 
 
-def _reread(kind: str, mod: Any, source: str | Path, given: dict[str, Any], run: int | None) -> Imported:
-    return _finished(_calling(kind, mod.read, source, **(given if run is None else {**given, "run": run})))
+def _reread(mod: Any, source: str | Path, given: dict[str, Any], run: int | None) -> Imported:
+    return _finished(mod.read(source, **(given if run is None else {**given, "run": run})))
 
 
-def _taken(kind: str, take: Take, chosen: int | None, run: int | None) -> Imported:
-    return _finished(_calling(kind, take, chosen if run is None else run))
-
-
-def _calling(kind: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    try:
-        return func(*args, **kwargs)
-    except TypeError as exc:  # an option this kind does not take
-        if "unexpected keyword argument" in str(exc):
-            raise ImportFailedError(f"the {kind} importer does not take that option ({exc})") from exc
-        raise
+def _taken(take: Take, chosen: int | None, run: int | None) -> Imported:
+    return _finished(take(chosen if run is None else run))
 
 
 def _refuse_unknown(kind: str, read_: Callable[..., Any], given: dict[str, Any]) -> None:
-    """Refuse an option the kind's ``read`` does not take, in the words calling it would raise: a
-    user is told the same whether the source is parsed once or read whole."""
+    """Refuse an option the kind's ``read`` does not take before the source is read: one check, in one
+    set of words, for a source parsed once and one read whole (``read``'s own TypeError is never met)."""
     params = inspect.signature(read_).parameters
-    unknown = next((k for k in given if k not in params), None)
-    if unknown is not None:
-        raise ImportFailedError(f"the {kind} importer does not take that option "
-                                f"({read_.__name__}() got an unexpected keyword argument {unknown!r})")
+    unknown = [k for k in given if k not in params]
+    if unknown:
+        takes = [p.name for p in params.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        raise ImportFailedError(f"the {kind} importer does not take the option(s) {', '.join(map(repr, unknown))}; "
+                                f"it takes: {', '.join(takes) or 'no options'}")
 
 
 def _finished(imp: Imported) -> Imported:
