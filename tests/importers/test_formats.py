@@ -72,7 +72,10 @@ def test_wandb_chart_export_picks_the_last_run(tmp_path):
 def test_wandb_offline_file_names_the_extra_when_wandb_is_missing(tmp_path, monkeypatch):
     path = tmp_path / "run-abc.wandb"
     path.write_bytes(b":W&B" + b"\x00" * 60)
-    monkeypatch.setitem(sys.modules, "wandb", None)
+    # every wandb module, not only the package: a submodule another test imported stays cached in
+    # sys.modules, and an import of it is served from there without looking at the parent
+    for name in [m for m in sys.modules if m == "wandb" or m.startswith("wandb.")] + ["wandb"]:
+        monkeypatch.setitem(sys.modules, name, None)
     assert detect_kind(path) == "wandb"
     with pytest.raises(ImportFailedError, match=r"runlens\[wandb\]"):
         read("wandb", path)
