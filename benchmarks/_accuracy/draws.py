@@ -240,7 +240,8 @@ DRAWS: tuple[Draw, ...] = (
              "has the times) into a folder outside the repository, by the recorder that writes "
              "`logits_sum_to_one`, after third-fresh9's misses were read. c01f65c is round 11's last detector "
              "commit but one: the review mend bff26cb (the softmax and raw-input detectors compute the same "
-             "readings once; no result changes) came after it. Nothing of it was diagnosed before its one "
+             "readings once; no result changes) came after it, and after that only importer, CLI and test "
+             "commits (151d874, 223a1eb, a7cf327, 113d835), which change no detector. Nothing of it was diagnosed before its one "
              "grading. Of its generator log, one line cut to 60 characters was printed once by mistake while it "
              "trained: one bug run (`subset-tagger`) confirmed.",
         which="*third-fresh10* (round 11; seeds shifted by 37000) was trained from c01f65c, after round 11's "
