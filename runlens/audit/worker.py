@@ -27,6 +27,7 @@ from runlens.diagnosis import STATUSES, Finding
 from runlens.errors import RunlensError, UsageError
 from runlens.io.bounded import MAX_JSON_BYTES, loads_json, read_regular
 from runlens.io.discover import is_url
+from runlens.io.logruns import read_in_log, runs_in_log, split_note
 from runlens.io.remote import open_run, open_runs
 
 if TYPE_CHECKING:
@@ -104,21 +105,36 @@ def analyze_runs(path: str, options: WorkOptions = WorkOptions()) -> list[dict[s
     """
     with contextlib.ExitStack() as held:
         opened: list[LogRuns] = []
+        counted: list[Run] = []
 
         def first_look() -> dict[str, Any]:
-            opened.append(held.enter_context(_open(path, options)))
-            return _analyze(path, options, opened[0].run(), counted=opened[0].from_log)
+            runs = held.enter_context(_open(path, options))
+            opened.append(runs)
+            run = runs.run()
+            n = runs_in_log(run.meta.get("config")) if runs.from_log else 1
+            if n < 2:
+                return _analyze(path, options, run)
+            counted.append(run)  # the run read by default is one of the n: judged below as its own index
+            return {"runs_in_log": n, "error": None}
 
         first = _recorded(path, first_look)
         n = first.pop("runs_in_log", 1)
         if n < 2:
             return [first]
+        read = read_in_log(counted[0].meta.get("config"), n)
+        built: dict[int, Run] = {read: counted.pop()} if read is not None else {}
+        counted.clear()
 
         def one(k: int) -> dict[str, Any]:
-            # Built from the parse of the first look: the log is not read again for each run.
-            return _analyze(path, options, opened[0].run(k), k, n)
+            # Built from the parse of the first look: the log is not read again for each run, and the
+            # run built to count them is not built twice.
+            run = built.pop(k, None) or opened[0].run(k)
+            return _analyze(path, options, run, k, n)
 
-        records = [_recorded(run_path(path, k), functools.partial(one, k)) for k in range(1, n + 1)]
+        # The run built already goes first, so that it is let go before the next one is built.
+        by_index = {k: _recorded(run_path(path, k), functools.partial(one, k))
+                    for k in sorted(range(1, n + 1), key=lambda k: k != read)}
+    records = [by_index[k] for k in range(1, n + 1)]
     # The first look at the whole log is part of the cost (the benchmark sums the rows' seconds).
     records[0]["seconds"] += first["seconds"]
     records[0]["cpu_seconds"] += first["cpu_seconds"]
@@ -172,23 +188,22 @@ def _open(path: str, options: WorkOptions, which: int | None = None) -> contextl
     return open_runs(path, columns=columns, import_options=None if which is None else {"run": which})
 
 
-def _analyze(path: str, options: WorkOptions, run: Run, which: int | None = None, of: int = 1, *,
-             counted: bool = False) -> dict[str, Any]:
+def _analyze(path: str, options: WorkOptions, run: Run, which: int | None = None, of: int = 1) -> dict[str, Any]:
     """The record of ``run``: run ``which`` of the ``of`` runs of the log at ``path``, or, with
-    ``which`` None, the run read by default (``runs_in_log`` alone when ``counted``, the run read from
-    a log, and the log holds several)."""
+    ``which`` None, the run read by default."""
     from runlens.analysis import analyze
 
     detectors = options.detector_instances()
-    if which is None and counted and (n := _runs_in_log(run)) > 1:
-        return {"runs_in_log": n, "error": None}
     diagnosis = analyze(run, detectors=detectors) if detectors else analyze(run)
     if which is not None:
         note = (f"run {which} of {of} in this log, each audited as its own row; "
                 f"`runlens analyze {path} --run {which}` reads it alone")
+        # The note replaces the importer's own (which says which run it read and why): each row is
+        # one run, whichever way it was built.
+        split = split_note(run.meta.get("config"))
         diagnosis = dataclasses.replace(diagnosis, path=run_path(path, which),
                                         name=f"{diagnosis.name}#run-{which}",
-                                        warnings=(note, *diagnosis.warnings))
+                                        warnings=(note, *(w for w in diagnosis.warnings if not (split and w.endswith(split)))))
     if options.baseline:
         from runlens.compare import compare_runs
 
@@ -209,14 +224,6 @@ def _analyze(path: str, options: WorkOptions, run: Run, which: int | None = None
         "error": None,
         "report": report,
     }
-
-
-def _runs_in_log(run: Run) -> int:
-    """How many runs the importer told apart in the log ``run`` was read from."""
-    from runlens.cli.common import runs_in_log  # the one reading of the importers' notes, as analyze's
-
-    config = run.meta.get("config")
-    return runs_in_log(config) if isinstance(config, dict) else 1
 
 
 def _columns(options: WorkOptions, detectors: list | None = None) -> dict[str, list[str]]:

@@ -151,22 +151,6 @@ def skip_loose(path: str, exc: Exception) -> None:
 _SEVERITY_ORDER = {None: 0, "info": 1, "warning": 2, "error": 3}
 
 
-def runs_in_log(config: dict) -> int:
-    """How many runs the importer told apart in the source a run's ``config`` came from (1: one):
-    ``config["import_runs"]["count"]``, which every importer that splits a source writes. Only for a
-    run read from a log (``LogRuns.from_log``): a run directory holds one run, whatever it says."""
-    runs = config.get("import_runs")
-    count = runs.get("count") if isinstance(runs, dict) else None
-    return count if isinstance(count, int) and not isinstance(count, bool) and count > 1 else 1
-
-
-def _split_note(config: object) -> str | None:
-    """The import warning in which the importer said it split the source (left out of the listing)."""
-    runs = config.get("import_runs") if isinstance(config, dict) else None
-    note = runs.get("note") if isinstance(runs, dict) else None
-    return note if isinstance(note, str) and note else None
-
-
 def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str, Any] | None = None,
           ) -> tuple[Diagnosis, list[dict] | None, Run]:
     """``(diagnosis, runs_in_file, run)`` of ``path``: a run directory or a log; ``run`` is the one shown.
@@ -178,6 +162,7 @@ def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str
     ``--run N`` (``options["run"]``), or a single run, ``runs_in_file`` is None.
     """
     from runlens.analysis import analyze
+    from runlens.io.logruns import read_in_log, runs_in_log, split_note
     from runlens.io.remote import open_runs
 
     # The log is parsed once, here; each of its runs is built from that parse in turn below.
@@ -190,7 +175,7 @@ def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str
             return analyze(run, detectors=detectors), None, run
         # The run built to count the runs is its own index's: judged first, so that it is not built
         # again and is let go before the next run is built.
-        read = _read_in_log(config, n)
+        read = read_in_log(config, n)
         built: dict[int, Run] = {} if read is None else {read: run}
         del run
         judged: dict[int, tuple[Diagnosis | None, Exception | None]] = {}
@@ -208,14 +193,7 @@ def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str
     if worst is None or first is None:
         raise judged[n][1] or RuntimeError("no run of the log was judged")
     entries = [_entry(i, *judged[i], i == shown) for i in range(1, n + 1)]
-    return _as_worst(first, shown, n, entries, _split_note(worst.meta.get("config"))), entries, worst
-
-
-def _read_in_log(config: dict, n: int) -> int | None:
-    """Which of the log's ``n`` runs (1-based) the run read by default is: ``config["import_runs"]["read"]``,
-    or None when the importer did not say."""
-    read = config["import_runs"].get("read")
-    return read if isinstance(read, int) and not isinstance(read, bool) and 1 <= read <= n else None
+    return _as_worst(first, shown, n, entries, split_note(worst.meta.get("config"))), entries, worst
 
 
 def _rank(diagnosis: Diagnosis) -> tuple[int, bool]:

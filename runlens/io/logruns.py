@@ -54,6 +54,31 @@ class LogRuns:
         return LogRuns(lambda index: rename(build(index)), from_log=self.from_log)
 
 
+def runs_in_log(config: object) -> int:
+    """How many runs the importer told apart in the source a run's ``config`` came from (1: one):
+    ``config["import_runs"]["count"]``, which every importer that splits a source writes. Only for a
+    run read from a log (``LogRuns.from_log``): a run directory holds one run, whatever it says."""
+    runs = config.get("import_runs") if isinstance(config, dict) else None
+    count = runs.get("count") if isinstance(runs, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 1 else 1
+
+
+def read_in_log(config: object, n: int) -> int | None:
+    """Which of the log's ``n`` runs (1-based) the run read by default is: ``config["import_runs"]["read"]``,
+    or None when the importer did not say."""
+    runs = config.get("import_runs") if isinstance(config, dict) else None
+    read = runs.get("read") if isinstance(runs, dict) else None
+    return read if isinstance(read, int) and not isinstance(read, bool) and 1 <= read <= n else None
+
+
+def split_note(config: object) -> str | None:
+    """The import warning in which the importer said it split the source (a caller that lists or
+    audits every run says so in its own words instead)."""
+    runs = config.get("import_runs") if isinstance(config, dict) else None
+    note = runs.get("note") if isinstance(runs, dict) else None
+    return note if isinstance(note, str) and note else None
+
+
 def read_foreign(shown: str, columns: Mapping[str, Any] | None,
                  options: Mapping[str, Any] | None = None) -> LogRuns:
     """The runs of another tool's log at ``shown``, parsed here, each built when asked for."""
@@ -107,4 +132,4 @@ def _one_line_errors(shown: str, kind: str, work: Callable[[], T]) -> T:
                              f"({type(exc).__name__}: {one_line(exc)})") from None
 
 
-__all__ = ["LogRuns", "read_foreign"]
+__all__ = ["LogRuns", "read_foreign", "read_in_log", "runs_in_log", "split_note"]

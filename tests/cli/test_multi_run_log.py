@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from _cli import invoke
 
-from runlens.cli.common import _rank, runs_in_log
+from runlens.cli.common import _rank
+from runlens.io.logruns import runs_in_log
 from tests.multirun_logs import diverging as _diverging
 from tests.multirun_logs import healthy as _healthy
 from tests.multirun_logs import write_csv as _csv

@@ -97,6 +97,21 @@ def test_audit_parses_the_log_once_for_its_row_per_run(source):
     assert parser.call_count == 1
 
 
+def test_audit_builds_each_run_once_and_says_the_same_of_each(source):
+    # The run built to count the runs is audited as its own index (review: the audit worker built the
+    # default run, then every run again); its row reads as the rows of runs built for their index.
+    _, path = source
+    with counted("runlens.io.importers.memory.to_run") as build:
+        rows = audit([path], workers=1).rows
+    assert build.call_count == len(RUNS)
+    by_run = {r.run.rsplit("#", 1)[-1]: r for r in rows}
+    assert sorted(by_run) == ["run-1", "run-2", "run-3", "run-4"]
+    for k, row in enumerate(sorted(by_run), start=1):
+        warnings = list(by_run[row].warnings)
+        assert warnings[0].startswith(f"run {k} of 4 in this log, each audited as its own row"), warnings
+        assert not any("pick another with --run" in w for w in warnings), warnings
+
+
 def test_a_csv_is_decoded_once_sniff_included(tmp_path):
     # The sniff reads a structured log whole to decide its kind; the reader's one-entry cache hands
     # that table to the importer, so the bytes are decoded once for all the runs.

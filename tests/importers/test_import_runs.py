@@ -15,9 +15,9 @@ import shapes
 from click.testing import CliRunner
 
 from runlens.cli import main
-from runlens.cli.common import runs_in_log
 from runlens.io.importers import read
 from runlens.io.loader import load_run
+from runlens.io.logruns import runs_in_log
 
 BANNER = "***** Running training *****\n  Num examples = 1,000\n"
 
