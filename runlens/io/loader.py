@@ -64,7 +64,7 @@ from runlens.io._listing import Vanished as _Vanished
 from runlens.io._listing import parts as _parts
 from runlens.io.bounded import MAX_PART_COLUMNS, MAX_PART_ROWS, MAX_TABLE_ROWS
 from runlens.io.layer_order import layer_depth, layer_order
-from runlens.io.logruns import LogRuns, read_foreign
+from runlens.io.logruns import LogRuns, read_foreign, read_in_log, runs_in_log, split_note
 from runlens.io.rewinds import rewinds
 from runlens.io.run import Run
 from runlens.io.runmeta import derive_status, one_line, read_meta
@@ -341,6 +341,24 @@ def _import_notes(meta: Mapping[str, Any]) -> list[str]:
     source = config.get("imported_from")
     kind = source.get("kind") if isinstance(source, Mapping) else None
     notes = config.get("import_warnings")
-    if not kind or not isinstance(notes, list):
+    if not kind or not isinstance(notes, list) or not isinstance(source, Mapping):
         return []
-    return [f"import ({kind}): {n}" for n in notes if isinstance(n, str)]
+    split, origin = split_note(config), _origin(config, source)
+    # The importer's note about the log's runs ends "--run N reads another", which is true of the log
+    # but not of this folder: it holds the one run imported, and another comes from importing again.
+    return [f"import ({kind}): {origin if n == split and origin else n}" for n in notes if isinstance(n, str)]
+
+
+def _origin(config: Mapping[str, Any], source: Mapping[str, Any]) -> str | None:
+    """Which run of which log this folder holds, from ``config["import_runs"]``."""
+    runs, path = config.get("import_runs"), source.get("path")
+    count = runs_in_log(config)
+    read = read_in_log(config, count)
+    if count < 2 or read is None or not isinstance(path, str) or not isinstance(runs, Mapping):
+        return None
+    listed = runs.get("runs")
+    listed = listed if isinstance(listed, list) else []
+    labels = [str(r.get("label")) for r in listed if isinstance(r, Mapping) and r.get("label")]
+    which = f" ({labels[read - 1]})" if len(labels) == count else ""
+    return (f"this folder holds run {read}{which} of the {count} runs of {path}; "
+            f"`runlens import {source.get('kind')} {path} OUT --run N` imports another")

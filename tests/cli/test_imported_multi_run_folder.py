@@ -74,3 +74,20 @@ def test_import_run_2_keeps_run_2_and_it_is_judged_alone(log, tmp_path):
     obj = json.loads(res.stdout)
     assert obj["curve"] == "diverged" and obj["key_numbers"]["first_nonfinite_step"] == 70
     assert "runs_in_file" not in obj and not obj["headline"].startswith("Run ")
+
+
+@pytest.mark.parametrize("extra, read", [((), 3), (("--run", "2"), 2)])
+def test_the_folder_says_which_run_it_holds_and_how_to_import_another(log, tmp_path, extra, read):
+    # The importer's note ends "--run N reads another": true of the log, not of the folder, on which
+    # `analyze --run N` is no way to another run (review: the imported folder kept that advice).
+    out = _imported(log, tmp_path / "imp", *extra)
+    res = invoke("analyze", out, "--format", "json", "--fail-on", "never")
+    assert res.exit_code == 0, res.output
+    notes = [w for w in json.loads(res.stdout)["warnings"] if "runs" in w]
+    assert len(notes) == 1, notes
+    assert f"this folder holds run {read} (" in notes[0] and f"of the 3 runs of {log}" in notes[0]
+    assert f"runlens import {'text' if log.suffix == '.log' else 'table'} {log} OUT --run N" in notes[0]
+    assert "reads another" not in notes[0] and "pick another" not in notes[0]
+    # `runlens import` itself still says the log's own words, where --run N is the way
+    res = invoke("import", "auto", log, tmp_path / "again")
+    assert res.exit_code == 0 and "--run N" in res.output
