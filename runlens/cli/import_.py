@@ -13,19 +13,6 @@ from runlens.io.importers import KINDS
 if TYPE_CHECKING:
     from runlens.io.importers._common import Imported
 
-_TAKES = {
-    "tensorboard": ("loss_tag", "val_loss_tag", "lr_tag", "grad_norm_tag"),
-    "csv": ("step", "loss", "val_loss", "lr", "grad_norm", "conflict", "run"),
-    "lightning-csv": ("step", "loss", "val_loss", "lr", "grad_norm", "run"),
-    "table": ("step", "loss", "val_loss", "lr", "grad_norm", "conflict", "run"),
-    "hf": ("logging_steps", "run"),
-    "text": ("step", "loss", "val_loss", "run"),
-    "jsonl": ("step", "loss", "val_loss", "run"),
-    "mlflow": ("loss", "val_loss", "run"),
-    "wandb": ("step", "loss", "val_loss", "run"),
-    "markdown": ("step", "loss", "val_loss"),
-}
-
 
 @click.command(name="import")
 @click.argument("kind", type=click.Choice(sorted([*KINDS, "auto"])))
@@ -35,16 +22,16 @@ _TAKES = {
 @click.option("--val-loss-tag", help="tensorboard: the validation-loss tag (default: val_loss, eval/loss, ...)")
 @click.option("--lr-tag", help="tensorboard: the learning-rate tag (default: lr, learning_rate, ...)")
 @click.option("--grad-norm-tag", help="tensorboard: the gradient-norm tag (default: grad_norm, ...)")
-@click.option("--step", help="table, text, wandb: the step column/field (default: a step counter, else epoch, else row)")
+@click.option("--step", help="table (csv, jsonl, lightning-csv), text, markdown, wandb: the step column/field (default: a step counter, else epoch, else row)")
 @click.option("--loss", help="the training-loss column/field/key")
 @click.option("--val-loss", help="the validation-loss column/field/key")
-@click.option("--lr", help="table: the learning-rate column")
-@click.option("--grad-norm", help="table: the gradient-norm column")
+@click.option("--lr", help="table (csv, jsonl, lightning-csv): the learning-rate column")
+@click.option("--grad-norm", help="table (csv, jsonl, lightning-csv): the gradient-norm column")
 @click.option("--conflict", type=click.Choice(["ours", "theirs"]),
-              help="table: a file with git merge-conflict markers: import this side only")
+              help="table (csv, jsonl, lightning-csv): a file with git merge-conflict markers: import this side only")
 @click.option("--logging-steps", type=int, help="hf console logs: the Trainer's logging_steps")
 @click.option("--run", type=click.IntRange(min=1),
-              help="table, text, hf, mlflow, wandb: a source holding several runs: import run N (default: the last)")
+              help="table (csv, jsonl, lightning-csv), text, hf, mlflow, wandb: a source holding several runs: import run N (default: the last)")
 @click.option("--dry-run", is_flag=True, help="print what would be mapped and skipped; write nothing")
 def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **given: Any) -> None:
     """Import SOURCE, read as KIND ('auto': chosen from the content), into the new run OUT_RUN.
@@ -57,7 +44,7 @@ def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **giv
       runlens import tensorboard tb_logs/ runs/from-tb
     """
     from runlens.errors import UsageError
-    from runlens.io.importers import import_run, read
+    from runlens.io.importers import import_run, options_of, read
     from runlens.render.escape import term_inline, term_text
 
     if kind == "auto":
@@ -68,11 +55,12 @@ def import_cmd(kind: str, source: str, out_run: str | None, dry_run: bool, **giv
             raise UsageError(f"{source}: no importer recognises it ({found.reason})")
         kind = found.kind
     options = {k: v for k, v in given.items() if v is not None}
-    unused = sorted(set(options) - set(_TAKES[kind]))
+    takes = options_of(kind)
+    unused = sorted(set(options) - set(takes))
     if unused:
         raise UsageError(f"option(s) {', '.join('--' + k.replace('_', '-') for k in unused)} not used by the "
                          f"{kind} importer; it takes: "
-                         f"{', '.join('--' + k.replace('_', '-') for k in _TAKES[kind]) or 'no options'}")
+                         f"{', '.join('--' + k.replace('_', '-') for k in takes) or 'no options'}")
     if dry_run:
         imported = read(kind, source, **options)
         if out_run is not None:

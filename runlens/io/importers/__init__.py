@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from runlens.io.importers._common import Imported, Take
     from runlens.io.run import Run
 
-__all__ = ["KINDS", "detect_kind", "import_run", "load", "parse_runs", "read"]
+__all__ = ["KINDS", "detect_kind", "import_run", "load", "options_of", "parse_runs", "read"]
 
 # csv, lightning-csv and jsonl are names for the structure-first table reader: kept so that
 # `runlens import csv ...` goes on working; what each column means is decided the same way for all.
@@ -102,13 +102,26 @@ def _taken(take: Take, chosen: int | None, run: int | None) -> Imported:
     return _finished(take(chosen if run is None else run))
 
 
+def options_of(kind: str) -> tuple[str, ...]:
+    """The options ``kind``'s importer takes: its ``read``'s keyword-only parameters, in their order
+    (the one list: ``runlens import`` refuses the others from it too)."""
+    module = KINDS.get(kind)
+    if module is None:
+        raise ImportFailedError(f"unknown import kind {kind!r}; kinds are: {', '.join(KINDS)}")
+    return _keywords(importlib.import_module(module).read)
+
+
+def _keywords(read_: Callable[..., Any]) -> tuple[str, ...]:
+    return tuple(p.name for p in inspect.signature(read_).parameters.values()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
 def _refuse_unknown(kind: str, read_: Callable[..., Any], given: dict[str, Any]) -> None:
     """Refuse an option the kind's ``read`` does not take before the source is read: one check, in one
     set of words, for a source parsed once and one read whole (``read``'s own TypeError is never met)."""
-    params = inspect.signature(read_).parameters
-    unknown = [k for k in given if k not in params]
+    takes = _keywords(read_)
+    unknown = [k for k in given if k not in takes]
     if unknown:
-        takes = [p.name for p in params.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
         raise ImportFailedError(f"the {kind} importer does not take the option(s) {', '.join(map(repr, unknown))}; "
                                 f"it takes: {', '.join(takes) or 'no options'}")
 
