@@ -20,7 +20,7 @@ from runlens.detectors.curve import features as shape
 from runlens.detectors.curve.diverged import diverged, ended_exploding_verdict, masked_nan
 from runlens.detectors.curve.short import short
 from runlens.detectors.curve.underfitting import progressed, underfitting
-from runlens.detectors.curve.unstable import level_shift_verdict, unstable
+from runlens.detectors.curve.unstable import late_noise, level_shift_verdict, unstable
 from runlens.detectors.curve.validation import overfitting, val_unstable
 from runlens.detectors.unreadable_data import skipped_parts
 from runlens.diagnosis import CurveVerdict
@@ -74,7 +74,10 @@ class CurveClassifier(Detector):
         ``S`` over the first 5 steps (or the very first loss if lower), the end
         level ``E`` over the last 10%, the final level ``F`` over the last 2%,
         the minimum ``m`` of the curve downsampled to bucket medians; ``D`` is
-        the robust sd (1.4826 MAD) of the last third.
+        the robust sd (1.4826 MAD) of the last third, around its own
+        Theil-Sen line when the loss still falls there (one-sided Kendall
+        p < ``alpha``, the line falling by at least the values' spread): a
+        fall through the last third is progress, not spread.
 
         - diverged: a non-finite loss; a loss that drops to exactly 0 where the
           gradient norm becomes non-finite (a masked NaN); by magnitude, a
@@ -321,8 +324,10 @@ class CurveClassifier(Detector):
                    or unstable(self, steps, x, f, sig) or val_unstable(self, steps, x, sets, f, sig))
         if verdict is not None:
             return verdict
+        falling = shape.memo(f, "late_noise", lambda: late_noise(self, steps, x))[1]
         return underfitting(self, steps, x, f, run, sig, sets) or CurveVerdict(
-            "healthy", f"the loss fell by {f['relative_drop']:.0%} and settled", _ev(f))
+            "healthy", f"the loss fell by {f['relative_drop']:.0%} and "
+            f"{'was still falling at the end' if falling else 'settled'}", _ev(f))
 
 
 def classify(run: Run, ctx: Context | None = None) -> CurveVerdict:

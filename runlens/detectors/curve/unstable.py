@@ -16,7 +16,9 @@ from runlens.detectors.curve.features import memo
 from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.underfitting import calm, chaotic, progressed
 from runlens.diagnosis import CurveVerdict
+from runlens.stats.robust import mad_sd
 from runlens.stats.shift import level_shift
+from runlens.stats.trend import trend
 
 if TYPE_CHECKING:
     from runlens.signals import Signals
@@ -40,7 +42,8 @@ def unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, An
     # 5% smaller late variance is "significant" and means nothing.
     if lev.p_smaller < cfg.alpha and lev.ratio < cfg.settle_ratio:
         return None
-    S, E, D, scale = f["start_level"], f["end_level"], f["late_spread"], f["scale"]
+    S, E, scale = f["start_level"], f["end_level"], f["scale"]
+    D, still_falling = memo(f, "late_noise", lambda: late_noise(cfg, steps, x))
     progress = (S - E) / D if D > 0 else math.inf
     noisy = (progress < cfg.min_progress and D >= cfg.dispersion * scale
              and (progressed(cfg, f) or chaotic(cfg, f, sig)) and not calm(cfg, f, sig))
@@ -56,7 +59,31 @@ def unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, An
         return None
     what = ("fluctuates by more than it improved" if noisy
             else "keeps wandering far beyond minibatch noise")
+    around = " around its still-falling trend" if still_falling else ""
     return CurveVerdict(
-        "unstable", f"the loss {what}: late spread {D:.3g} vs drop {S - E:.3g} "
+        "unstable", f"the loss {what}: late spread{around} {D:.3g} vs drop {S - E:.3g} "
         f"(variance late/early {lev.ratio:.2f}, Levene p={lev.p_smaller:.2g})",
-        _ev(f, kind="noisy" if noisy else "wandering", step=int(steps[-max(3, x.size // 3)])))
+        _ev(f, kind="noisy" if noisy else "wandering", step=int(steps[-max(3, x.size // 3)]),
+            late_noise=D, late_still_falling=still_falling))
+
+
+def late_noise(cfg: CurveParams, steps: np.ndarray, x: np.ndarray) -> tuple[float, bool]:
+    """``(spread, still_falling)``: the late third's robust spread, around its own Theil-Sen line when
+    the loss still falls there (one-sided Kendall p < ``alpha``, by at least the spread of its values).
+
+    Progress before noise: a loss that keeps falling through its last third (a schedule's decay, a
+    model unfrozen late, a slow start) spreads its late values by the fall itself, which is progress,
+    not fluctuation. Around a flat or rising late trend the spread is the values' own, as before.
+    """
+    third = max(3, x.size // 3)
+    late, at = x[-third:], steps[-third:].astype(float)
+    raw = mad_sd(late)
+    if late.size < 10:
+        return raw, False
+    line = trend(late, at)
+    # Significant, and the size of the spread it is to explain: a settled loss's last thousandth of
+    # a fall is significant over many steps, and leaves its spread to the noise.
+    fall = -line.slope * float(at[-1] - at[0])
+    if not (line.p_decreasing < cfg.alpha and fall >= raw):
+        return raw, False
+    return min(raw, mad_sd(late - (line.intercept + line.slope * at))), True
