@@ -234,7 +234,7 @@ DRAWS: tuple[Draw, ...] = (
         role="the third generator with every seed shifted by 37000 and every run redrawn (`--seed-shift "
              "37000 --vary`), generated at {drawn} UTC from c01f65c by the recorder with "
              "`logits_sum_to_one`, after third-fresh9's misses were read and after round 11's detector "
-             "changes, graded once at the end of round 11; the set to quote",
+             "changes, graded once at 34f31d8 (round 12), then looked at: a development set since",
         note="`third-fresh10` (round 11): the same generator and redraw with every seed shifted by 37000 (`python -m "
              "benchmarks.third --seed-shift 37000 --vary`), trained from the committed tree at c01f65c (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
@@ -243,14 +243,34 @@ DRAWS: tuple[Draw, ...] = (
              "readings once; no result changes) came after it, and after that only importer, CLI and test "
              "commits (151d874, 223a1eb, a7cf327, 113d835), which change no detector. Nothing of it was diagnosed before its one "
              "grading. Of its generator log, one line cut to 60 characters was printed once by mistake while it "
-             "trained: one bug run (`subset-tagger`) confirmed.",
-        which="*third-fresh10* (round 11; seeds shifted by 37000) was trained from c01f65c, after round 11's "
-              "detector changes, with nothing of it diagnosed before its one grading, at the commit above: "
-              "**quote third-fresh10**.",
+             "trained: one bug run (`subset-tagger`) confirmed. Graded once at 34f31d8 (curve 0.95, recall 0.95 "
+             "with validation_leak missed on its one confirmed leak run, fault's code first 0.96, healthy runs "
+             "with a warning or error 1/11: a late unfreeze called unstable); that miss was read and led to "
+             "round 12's detector change (df1cd6c): a development set since.",
+        which="*third-fresh10* (round 11; seeds shifted by 37000) was trained from c01f65c, graded once at "
+              "34f31d8 and looked at in round 12: a development set since.",
+    ),
+    # Drawn after round 12's detector change (df1cd6c: a loss still falling through its last third is
+    # progress, not spread), so it is graded on runs nobody had read.
+    Draw(
+        "third-fresh11", 41000, ("2026-12-03 02:59", "2026-12-03 03:06"),
+        role="the third generator with every seed shifted by 41000 and every run redrawn (`--seed-shift "
+             "41000 --vary`), generated at {drawn} UTC from df1cd6c by the recorder with "
+             "`logits_sum_to_one`, after third-fresh10's misses were read and after round 12's detector "
+             "change, graded once at the end of round 12; the set to quote",
+        note="`third-fresh11` (round 12): the same generator and redraw with every seed shifted by 41000 (`python -m "
+             "benchmarks.third --seed-shift 41000 --vary`), trained from the committed tree at df1cd6c (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, after third-fresh10's misses were read. df1cd6c is round 12's detector commit "
+             "(the curve's late spread read around a still-falling late trend); the commits after it change no "
+             "detector. Nothing of it was diagnosed, and none of its generator log read, before its one grading.",
+        which="*third-fresh11* (round 12; seeds shifted by 41000) was trained from df1cd6c, round 12's detector "
+              "commit, with nothing of it diagnosed before its one grading, at the commit above: "
+              "**quote third-fresh11**.",
     ),
 )
 
-QUOTE = "third-fresh10"
+QUOTE = "third-fresh11"
 
 
 def draw(name: str) -> Draw:
