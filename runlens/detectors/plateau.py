@@ -72,7 +72,10 @@ class Plateau(Detector):
         symmetry an attention or embedding layer starts in, broken at the
         same rate): severity info, the steps were spent but the run
         recovered without anyone's help; the evidence's ``lr_raised`` says
-        which.
+        which. So is a rate raised back to one the run had used before the
+        flat stretch (at most ``1 / (1 - lr_cut)`` times the highest rate
+        logged before it: a schedule's warm restart or cycle): the rate was
+        not too low to learn (``lr_restored``).
 
     What to try:
         If the learning rate was small during the plateau (warmup too long,
@@ -124,14 +127,18 @@ class Plateau(Detector):
         t = found["trend"]
         length = int(found["end_step"] - found["start_step"])
         raised = self._rate_raised(sig, found)
+        restored = bool(raised) and self._rate_restored(sig, found)
+        how = (" once the schedule brought the learning rate back to a rate it had used before the flat stretch "
+               "(a restart: it escaped at a rate it already had)" if restored else
+               {True: " once the learning rate was raised", False: " at the same learning rate (it escaped on its "
+                "own)", None: ""}[raised])
         return [self.finding(
             f"loss flat for {length:,} steps from step {found['start_step']:,} at {found['level']:.4g} "
             f"(Theil-Sen slope {t.slope:.2g}/step, Kendall p={t.p:.2g}), then fell by "
-            f"{found['fall']:.3g} ({found['fall_relative']:.0%} of its range)"
-            + {True: " once the learning rate was raised", False: " at the same learning rate (it escaped on its "
-               "own)", None: ""}[raised],
-            step=found["start_step"], severity="info" if raised is False else "warning",
-            evidence={"lr_raised": raised, "start_step": found["start_step"], "end_step": found["end_step"], "length": length,
+            f"{found['fall']:.3g} ({found['fall_relative']:.0%} of its range){how}",
+            step=found["start_step"], severity="info" if raised is False or restored else "warning",
+            evidence={"lr_raised": raised, "lr_restored": restored, "start_step": found["start_step"],
+                      "end_step": found["end_step"], "length": length,
                       "level": found["level"], "fall": found["fall"], "fall_relative": found["fall_relative"],
                       "fall_step": found["fall_step"], "theil_sen_slope": t.slope, "kendall_tau": t.tau,
                       "kendall_p": t.p, "band": found["band"]},
@@ -221,6 +228,20 @@ class Plateau(Detector):
         if during.size == 0 or at_fall.size == 0 or not np.isfinite(during).all():
             return None
         return bool(float(np.max(at_fall)) >= float(np.median(during)) / (1 - self.lr_cut))
+
+    def _rate_restored(self, sig: Signals, found: dict[str, Any]) -> bool:
+        """Whether the raised rate at the fall is one the run had already used before the flat stretch
+        (at most ``1 / (1 - lr_cut)`` times the highest rate logged before it): a schedule that cycles
+        (warm restarts, a cyclic rate) came back up, so the rate was not too low to learn, the loss was
+        on a stretch it left at a rate it had had before."""
+        if sig.lr is None:
+            return False
+        s, lr = sig.lr.steps, sig.lr.values
+        before = lr[(s < found["start_step"]) & np.isfinite(lr)]
+        _, _, at_fall = _rates(sig.lr, found)
+        if before.size == 0 or at_fall.size == 0 or not np.isfinite(at_fall).all():
+            return False
+        return bool(float(np.max(at_fall)) <= float(np.max(before)) / (1 - self.lr_cut))
 
     def _schedule_cut(self, sig: Signals, x: np.ndarray, found: dict[str, Any]) -> bool:
         """Whether a step schedule explains the fall: the loss had converged at
