@@ -257,20 +257,40 @@ DRAWS: tuple[Draw, ...] = (
         role="the third generator with every seed shifted by 41000 and every run redrawn (`--seed-shift "
              "41000 --vary`), generated at {drawn} UTC from df1cd6c by the recorder with "
              "`logits_sum_to_one`, after third-fresh10's misses were read and after round 12's detector "
-             "change, graded once at the end of round 12; the set to quote",
+             "change, graded once at 8bb07e3 (round 12), then looked at: a development set since",
         note="`third-fresh11` (round 12): the same generator and redraw with every seed shifted by 41000 (`python -m "
              "benchmarks.third --seed-shift 41000 --vary`), trained from the committed tree at df1cd6c (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
              "`logits_sum_to_one`, after third-fresh10's misses were read. df1cd6c is round 12's detector commit "
              "(the curve's late spread read around a still-falling late trend); the commits after it change no "
-             "detector. Nothing of it was diagnosed, and none of its generator log read, before its one grading.",
-        which="*third-fresh11* (round 12; seeds shifted by 41000) was trained from df1cd6c, round 12's detector "
-              "commit, with nothing of it diagnosed before its one grading, at the commit above: "
-              "**quote third-fresh11**.",
+             "detector. Nothing of it was diagnosed, and none of its generator log read, before its one grading. "
+             "Graded once at 8bb07e3 (curve 1.00, recall 1.00, fault's code first 1.00, healthy runs with a "
+             "warning or error 1/10: a plateau warning on a run with cosine warm restarts); that miss was read "
+             "and led to round 12's second detector change (165360a): a development set since.",
+        which="*third-fresh11* (round 12; seeds shifted by 41000) was trained from df1cd6c, graded once at "
+              "8bb07e3 and looked at in round 12: a development set since.",
+    ),
+    # Drawn after round 12's second detector change (165360a: a plateau left at a restored rate is
+    # information), so both of that round's changes are graded on runs nobody had read.
+    Draw(
+        "third-fresh12", 43000, ("2026-12-03 03:19", "2026-12-03 03:23"),
+        role="the third generator with every seed shifted by 43000 and every run redrawn (`--seed-shift "
+             "43000 --vary`), generated at {drawn} UTC from 165360a by the recorder with "
+             "`logits_sum_to_one`, after third-fresh11's misses were read and after round 12's detector "
+             "changes, graded once at the end of round 12; the set to quote",
+        note="`third-fresh12` (round 12): the same generator and redraw with every seed shifted by 43000 (`python -m "
+             "benchmarks.third --seed-shift 43000 --vary`), trained from the committed tree at 165360a (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, after third-fresh11's misses were read. 165360a is round 12's last detector "
+             "commit; the commits after it change no detector. Nothing of it was diagnosed, and none of its "
+             "generator log read, before its one grading.",
+        which="*third-fresh12* (round 12; seeds shifted by 43000) was trained from 165360a, round 12's last "
+              "detector commit, with nothing of it diagnosed before its one grading, at the commit above: "
+              "**quote third-fresh12**.",
     ),
 )
 
-QUOTE = "third-fresh11"
+QUOTE = "third-fresh12"
 
 
 def draw(name: str) -> Draw:
