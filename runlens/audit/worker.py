@@ -27,7 +27,7 @@ from runlens.diagnosis import STATUSES, Finding
 from runlens.errors import RunlensError, UsageError
 from runlens.io.bounded import MAX_JSON_BYTES, loads_json, read_regular
 from runlens.io.discover import is_url
-from runlens.io.logruns import read_in_log, runs_in_log, split_note
+from runlens.io.logruns import runs_in_log, without_split_note
 from runlens.io.remote import open_run, open_runs
 
 if TYPE_CHECKING:
@@ -121,19 +121,14 @@ def analyze_runs(path: str, options: WorkOptions = WorkOptions()) -> list[dict[s
         n = first.pop("runs_in_log", 1)
         if n < 2:
             return [first]
-        read = read_in_log(counted[0].meta.get("config"), n)
-        built: dict[int, Run] = {read: counted.pop()} if read is not None else {}
-        counted.clear()
+        # The run built to count them goes first and is not built twice (LogRuns.in_turn).
+        order = opened[0].in_turn(counted.pop(), n)
 
         def one(k: int) -> dict[str, Any]:
-            # Built from the parse of the first look: the log is not read again for each run, and the
-            # run built to count them is not built twice.
-            run = built.pop(k, None) or opened[0].run(k)
-            return _analyze(path, options, run, k, n)
+            # Built from the parse of the first look: the log is not read again for each run.
+            return _analyze(path, options, opened[0].run(k), k, n)
 
-        # The run built already goes first, so that it is let go before the next one is built.
-        by_index = {k: _recorded(run_path(path, k), functools.partial(one, k))
-                    for k in sorted(range(1, n + 1), key=lambda k: k != read)}
+        by_index = {k: _recorded(run_path(path, k), functools.partial(one, k)) for k in order}
     records = [by_index[k] for k in range(1, n + 1)]
     # The first look at the whole log is part of the cost (the benchmark sums the rows' seconds).
     records[0]["seconds"] += first["seconds"]
@@ -200,10 +195,10 @@ def _analyze(path: str, options: WorkOptions, run: Run, which: int | None = None
                 f"`runlens analyze {path} --run {which}` reads it alone")
         # The note replaces the importer's own (which says which run it read and why): each row is
         # one run, whichever way it was built.
-        split = split_note(run.meta.get("config"))
         diagnosis = dataclasses.replace(diagnosis, path=run_path(path, which),
                                         name=f"{diagnosis.name}#run-{which}",
-                                        warnings=(note, *(w for w in diagnosis.warnings if not (split and w.endswith(split)))))
+                                        warnings=(note, *without_split_note(diagnosis.warnings,
+                                                                            run.meta.get("config"))))
     if options.baseline:
         from runlens.compare import compare_runs
 

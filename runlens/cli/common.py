@@ -162,7 +162,7 @@ def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str
     ``--run N`` (``options["run"]``), or a single run, ``runs_in_file`` is None.
     """
     from runlens.analysis import analyze
-    from runlens.io.logruns import read_in_log, runs_in_log, split_note
+    from runlens.io.logruns import runs_in_log
     from runlens.io.remote import open_runs
 
     # The log is parsed once, here; each of its runs is built from that parse in turn below.
@@ -175,13 +175,12 @@ def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str
             return analyze(run, detectors=detectors), None, run
         # The run built to count the runs is its own index's: judged first, so that it is not built
         # again and is let go before the next run is built.
-        read = read_in_log(config, n)
-        built: dict[int, Run] = {} if read is None else {read: run}
+        order = runs.in_turn(run, n)
         del run
         judged: dict[int, tuple[Diagnosis | None, Exception | None]] = {}
         kept: tuple[tuple[tuple[int, bool], int], Run | None] = (((-1, False), 0), None)
-        for i in sorted(range(1, n + 1), key=lambda k: k != read):
-            diagnosis, error, one = _judge_one(runs, i, detectors, built.pop(i, None))
+        for i in order:
+            diagnosis, error, one = _judge_one(runs, i, detectors)
             judged[i] = (diagnosis, error)
             # Only the worst run so far stays in memory: the report draws its charts from it. Among
             # equals the later, as the reader picks by default.
@@ -193,7 +192,7 @@ def judge(path: str, options: dict, detectors: list | None, columns: Mapping[str
     if worst is None or first is None:
         raise judged[n][1] or RuntimeError("no run of the log was judged")
     entries = [_entry(i, *judged[i], i == shown) for i in range(1, n + 1)]
-    return _as_worst(first, shown, n, entries, split_note(worst.meta.get("config"))), entries, worst
+    return _as_worst(first, shown, n, entries, worst.meta.get("config")), entries, worst
 
 
 def _rank(diagnosis: Diagnosis) -> tuple[int, bool]:
@@ -203,14 +202,14 @@ def _rank(diagnosis: Diagnosis) -> tuple[int, bool]:
     return _SEVERITY_ORDER[diagnosis.worst_severity], failed
 
 
-def _judge_one(runs: LogRuns, index: int, detectors: list | None, built: Run | None = None,
+def _judge_one(runs: LogRuns, index: int, detectors: list | None,
                ) -> tuple[Diagnosis | None, Exception | None, Run | None]:
-    """Run ``index`` of ``runs`` judged (``built``: that run, built already)."""
+    """Run ``index`` of ``runs`` judged."""
     from runlens.analysis import analyze
     from runlens.errors import RunlensError
 
     try:
-        run = runs.run(index) if built is None else built
+        run = runs.run(index)
         return analyze(run, detectors=detectors), None, run
     except RunlensError as exc:  # one run of the log that cannot be read: listed, the others judged
         return None, exc, None
@@ -228,10 +227,12 @@ def _entry(index: int, diagnosis: Diagnosis | None, error: Exception | None, sho
             "severity": diagnosis.worst_severity, "reported": shown, "headline": diagnosis.headline}
 
 
-def _as_worst(diagnosis: Diagnosis, shown: int, n: int, entries: list[dict], split_note: str | None = None,
+def _as_worst(diagnosis: Diagnosis, shown: int, n: int, entries: list[dict], config: object = None,
               ) -> Diagnosis:
     """The worst run's diagnosis, its headline naming it and its first warning listing every run (which
-    replaces the importer's own ``split_note``)."""
+    replaces the importer's own note that it split the source, in the run's ``config``)."""
+    from runlens.io.logruns import without_split_note
+
     def item(e: dict) -> str:
         if "error" in e:
             return f"run {e['index']}: not read ({e['error']})"
@@ -241,7 +242,7 @@ def _as_worst(diagnosis: Diagnosis, shown: int, n: int, entries: list[dict], spl
 
     note = (f"the log holds {n} runs, each judged: " + "; ".join(item(e) for e in entries)
             + "; --run N analyzes one of them")
-    warnings = tuple(w for w in diagnosis.warnings if not (split_note and w.endswith(split_note)))
+    warnings = without_split_note(diagnosis.warnings, config)
     alike = len({(e["severity"], e["verdict"] not in ("healthy", "insufficient_data"))
                  for e in entries if "error" not in e}) == 1
     which = "the last; none is worse" if alike else "the worst"

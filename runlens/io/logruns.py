@@ -44,9 +44,22 @@ class LogRuns:
     def __init__(self, build: Callable[[int | None], Run], *, from_log: bool = False) -> None:
         self._build = build
         self.from_log = from_log
+        self._kept: dict[int, Run] = {}
 
     def run(self, index: int | None = None) -> Run:
+        if index is not None and index in self._kept:
+            return self._kept.pop(index)
         return self._build(index)
+
+    def in_turn(self, counted: Run, n: int) -> list[int]:
+        """The indices 1..``n`` in the order a caller judging each run builds them: the run read by
+        default (``counted``, built to count the runs) is its own index's and comes first, and
+        ``run(i)`` hands it out for that index once instead of building it again. A caller that drops
+        its own reference to ``counted`` lets it go as soon as that index is done."""
+        read = read_in_log(counted.meta.get("config"), n)
+        if read is not None:
+            self._kept[read] = counted
+        return sorted(range(1, n + 1), key=lambda k: k != read)
 
     def renamed(self, rename: Callable[[Run], Run]) -> LogRuns:
         """The same runs, each passed through ``rename`` (a staged URL shown as the URL)."""
@@ -77,6 +90,13 @@ def split_note(config: object) -> str | None:
     runs = config.get("import_runs") if isinstance(config, dict) else None
     note = runs.get("note") if isinstance(runs, dict) else None
     return note if isinstance(note, str) and note else None
+
+
+def without_split_note(warnings: tuple[str, ...], config: object) -> tuple[str, ...]:
+    """``warnings`` less the importer's note that it split the source (``split_note``), for a caller
+    that says which run this is in its own words."""
+    note = split_note(config)
+    return tuple(w for w in warnings if not (note and w.endswith(note)))
 
 
 def read_foreign(shown: str, columns: Mapping[str, Any] | None,
@@ -132,4 +152,4 @@ def _one_line_errors(shown: str, kind: str, work: Callable[[], T]) -> T:
                              f"({type(exc).__name__}: {one_line(exc)})") from None
 
 
-__all__ = ["LogRuns", "read_foreign", "read_in_log", "runs_in_log", "split_note"]
+__all__ = ["LogRuns", "read_foreign", "read_in_log", "runs_in_log", "split_note", "without_split_note"]

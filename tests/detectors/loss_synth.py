@@ -72,6 +72,14 @@ def diverging(n: int, seed: int, *, start: float = 2.3, to: float = 1e3) -> np.n
     return base * np.exp(0.05 * rng.standard_normal(n))
 
 
+def saddle(n: int, seed: int) -> np.ndarray:
+    """Falls, sticks on a saddle from 20% to 50% of the run, falls again."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    b = np.where(t < 0.2, 2.3 - 1.3 * t / 0.2, np.where(t < 0.5, 1.0, 0.2 + 0.8 * np.exp(-8 * (t - 0.5) / 0.5)))
+    return b * np.exp(0.03 * rng.standard_normal(n))
+
+
 def make_run(loss: np.ndarray | None, *, steps: np.ndarray | None = None, val_loss: np.ndarray | None = None,
              val_steps: np.ndarray | None = None, lr: np.ndarray | None = None,
              layers: pa.Table | None = None, meta: dict | None = None, scalars: dict | None = None,

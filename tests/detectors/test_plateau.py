@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from loss_synth import healthy, ln, make_run, noise, random_walk
+from loss_synth import healthy, ln, make_run, noise, random_walk, saddle
 
 from runlens import analyze
 from runlens.detectors import Context
@@ -26,14 +26,6 @@ def stuck_then_falls(n: int, seed: int, *, frac: float = 0.4, level: float = mat
     t = np.arange(n) / n
     base = np.where(t < frac, level, 0.3 + (level - 0.3) * np.exp(-8 * (t - frac) / (1 - frac)))
     return base * np.exp(sd * rng.standard_normal(n))
-
-
-def saddle(n: int, seed: int) -> np.ndarray:
-    """Falls, sticks on a saddle for 30% of the run, falls again."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(n) / n
-    b = np.where(t < 0.2, 2.3 - 1.3 * t / 0.2, np.where(t < 0.5, 1.0, 0.2 + 0.8 * np.exp(-8 * (t - 0.5) / 0.5)))
-    return b * np.exp(0.03 * rng.standard_normal(n))
 
 
 @pytest.mark.parametrize("n", [100, 600, 5000, 100_000])

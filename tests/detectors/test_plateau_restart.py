@@ -13,20 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from loss_synth import make_run
+from loss_synth import make_run, saddle
 
 from runlens import analyze
 from runlens.io.loader import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "third" / "restarts-resreg" / "run"
-
-
-def saddle(n: int, seed: int) -> np.ndarray:
-    """Falls, sits flat from 20% to 50% of the run, falls again."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(n) / n
-    b = np.where(t < 0.2, 2.3 - 1.3 * t / 0.2, np.where(t < 0.5, 1.0, 0.2 + 0.8 * np.exp(-8 * (t - 0.5) / 0.5)))
-    return b * np.exp(0.03 * rng.standard_normal(n))
 
 
 def warm_restarts(n: int, peak: float = 1e-3) -> np.ndarray:
