@@ -3,6 +3,7 @@ adds a log line on stderr. Real processes: these are about what the interpreter 
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import subprocess
@@ -83,7 +84,13 @@ def test_ctrl_c_at_any_moment_is_one_line_and_130(runs, tmp_path, cmd, delay):
     # Before the interpreter installs its handler a SIGINT ends the process as a signal (the
     # shell's 130); from then on runlens answers in one line with 130; never a finished run.
     assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, text)
-    assert text.strip() in ("", "runlens: interrupted"), text
+    lines = text.strip().splitlines()
+    # The signal can land after the audit wrote its summary and before the process left, a window
+    # poll() above cannot see (CI failed on it once, under OPENBLAS_CORETYPE=Haswell): the finished
+    # summary then stands before the interruption's line, which still comes last, alone.
+    if len(lines) == 2 and cmd == "audit" and re.fullmatch(r"runlens: \d+ runs: .*", lines[0]):
+        lines = lines[1:]
+    assert "\n".join(lines) in ("", "runlens: interrupted"), text
 
 
 def test_no_third_party_log_line_without_a_writable_config_dir(tmp_path):
