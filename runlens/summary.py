@@ -226,6 +226,13 @@ def _symptom(label: str, curve: Any, numbers: Mapping[str, Any]) -> str:
     if label == "underfitting" and ev.get("kind") == "validation_at_chance":
         return (f"the validation loss stays at ln({ev['chance_classes']})={ev['chance_loss']:.4g}, chance level "
                 f"(median {ev['val_late_level']:.4g} late), while the training loss fell to {ev['train_late_level']:.4g}")
+    if label == "underfitting" and _finite(ev.get("chance_loss")):
+        return (f"the loss sits at ln({ev['chance_classes']})={ev['chance_loss']:.4g}, chance level "
+                f"(median {ev.get('late_level', final):.4g} late)")
+    # The curve's own levels (medians) where it judged them: a noisy loss's first and last values
+    # can say it fell by half while its levels say it rose.
+    if label == "underfitting" and _finite(ev.get("start_level")) and _finite(ev.get("end_level")):
+        first, final = ev["start_level"], ev["end_level"]
     if label == "underfitting" and _finite(first) and _finite(final) and first != 0:
         change = (final - first) / abs(first)
         way = "rose" if change > 0 else "fell only"

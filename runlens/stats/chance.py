@@ -55,6 +55,20 @@ def chance_level(value: float, *, classes: int | None = None,
     return {"chance_classes": best, "chance_loss": math.log(best), "chance_tolerance": tol}
 
 
+#: Largest chance that a settled level falls that close to a guessed ln K by coincidence.
+COINCIDENCE_ALPHA = 0.01
+
+
+def level_coincidence(level: float, k: int, *, slack: float = 0.0) -> float:
+    """How likely a level spread evenly over the gap around ln K lands at least this close to it.
+
+    ``2 max(|level - ln K| - slack, 0) / gap``, the gap being the mean spacing of ln(K - 1), ln K,
+    ln(K + 1), and ``slack`` the level's own uncertainty.
+    """
+    gap = (math.log(k + 1) - math.log(max(k - 1, 1))) / 2
+    return min(1.0, 2 * max(abs(level - math.log(k)) - slack, 0.0) / gap)
+
+
 def chance_test(steps: np.ndarray, x: np.ndarray, classes: int | None, source: str | None,
                 *, rel_tol: float = 0.02) -> dict[str, Any] | None:
     """Is the loss sitting at ln K, the loss of a classifier predicting the uniform prior?
@@ -63,7 +77,12 @@ def chance_test(steps: np.ndarray, x: np.ndarray, classes: int | None, source: s
     ln K, and its Theil-Sen line must not leave that band over the last
     third (a run passing through ln K on its way down is not at chance).
     When only the level tells K, the last third's robust sd must also be
-    within ``rel_tol`` of ln K: the loss of a prior barely varies by batch.
+    within ``rel_tol`` of ln K: the loss of a prior barely varies by batch;
+    and either the level is so close to ln K (beyond its median's standard
+    error) that a settled level lands there by coincidence with probability
+    at most ``COINCIDENCE_ALPHA`` (:func:`level_coincidence`), or the loss started there too (the median
+    of its first 5 values within the tolerance): a loss that fell from
+    elsewhere and settled near some ln K is not shown to be at chance.
     """
     late = x[-max(5, x.size // 3):]
     level = float(np.median(late))
@@ -80,7 +99,18 @@ def chance_test(steps: np.ndarray, x: np.ndarray, classes: int | None, source: s
     # prior has almost no minibatch noise, its loss is ln K whatever the batch.
     if source is None and not spread <= rel_tol * hit["chance_loss"]:
         return None
-    return {**hit, "chance_source": source or "the loss level (no class count in the log)",
+    # The median's own standard error (1.2533 sd / sqrt n) is allowed for: a loss at ln K with
+    # batch noise is off by about that much, and only the distance beyond it can be a coincidence.
+    se = 1.2533 * spread / math.sqrt(late.size)
+    coincidence = None if source is not None else level_coincidence(level, hit["chance_classes"], slack=se)
+    if coincidence is not None:
+        # A guessed K needs more than a nearby level: a loss that settles anywhere lands near some
+        # ln K (they are 0.1 apart around K = 10). A model at chance predicts the prior exactly, so
+        # its loss is ln K to the printed digits; or it never left ln K from its first steps on.
+        start = float(np.median(x[:5]))
+        if coincidence > COINCIDENCE_ALPHA and not abs(start - hit["chance_loss"]) <= hit["chance_tolerance"]:
+            return None
+    return {**hit, **({} if coincidence is None else {"level_coincidence_p": coincidence}), "chance_source": source or "the loss level (no class count in the log)",
             "late_level": level, "late_drift": drift, "late_spread_at_chance": spread}
 
 

@@ -99,9 +99,12 @@ class CurveClassifier(Detector):
           and either its fluctuations dwarf the progress (``(S - E) / D <
           min_progress`` with ``D >= dispersion * |S|``, on a loss that made
           progress (below), or whose steps are large (late update/weight
-          above ``step_ratio``): jitter around a loss that never moved is
-          underfitting, not instability, and the loss alone cannot tell a
-          batch of 4's noise from chaos; and not when the measured late
+          above ``step_ratio``), or, where no step sizes were logged (a pasted
+          or imported log), whose late spread ``D`` is at least ``swing`` of
+          the end level ``E``: jitter around a loss that never moved is
+          underfitting, not instability, since a model that never learned
+          predicts nearly alike for every sample and its batch losses stay near
+          its level, while swings of a third of the level are chaos; and not when the measured late
           steps are small, ``update_norm`` over the weights at most
           ``step_ratio / 10`` at the median module and ``step_ratio`` at
           the largest: weights that barely move cannot make the loss jump,
@@ -235,7 +238,8 @@ class CurveClassifier(Detector):
         significance level of the permutation test of the validation rise
         (0.01; 499 permutations). step_ratio: late update/weight ratio above
         which the steps explain validation jumps (1e-2). stuck_band: range of a short log, relative to its level, within which
-        (with no trend) it is stuck (0.01).
+        (with no trend) it is stuck (0.01). swing: late spread relative to the end level above which a
+        loss that made no progress, with no step sizes logged, is unstable rather than underfitting (1/3).
     """
 
     code = "curve"
@@ -251,7 +255,8 @@ class CurveClassifier(Detector):
         "min_evals_after": Interval(int, 2, None), "min_val_rise": Interval(float, 0, None),
         "settle_ratio": Interval(float, 0, 1, closed="right"), "val_jumps": Interval(float, 0, None, closed="neither"),
         "alpha_val": Interval(float, 0, 1, closed="neither"),
-        "step_ratio": Interval(float, 0, None, closed="neither"),         "stuck_band": Interval(float, 0, 1),
+        "step_ratio": Interval(float, 0, None, closed="neither"), "stuck_band": Interval(float, 0, 1),
+        "swing": Interval(float, 0, None, closed="neither"),
     }
 
     def __init__(self, *, min_points: int = 20, alpha: float = 0.05, alpha_strong: float = 0.001,
@@ -259,8 +264,9 @@ class CurveClassifier(Detector):
                  wander_ratio: float = 3.0, min_drop: float = 0.1, min_evals_after: int = 4,
                  min_val_rise: float = 0.1, settle_ratio: float = 0.5, val_jumps: float = 0.035,
                  alpha_val: float = 0.01, step_ratio: float = 1e-2,
-                 stuck_band: float = 0.01) -> None:
+                 stuck_band: float = 0.01, swing: float = 1 / 3) -> None:
         self.stuck_band = stuck_band
+        self.swing = swing
         self.min_points = min_points
         self.alpha = alpha
         self.alpha_strong = alpha_strong

@@ -28,3 +28,4 @@ class CurveParams(Protocol):
     alpha_val: float
     step_ratio: float
     stuck_band: float
+    swing: float

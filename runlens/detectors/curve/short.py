@@ -106,8 +106,13 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
     level = float(np.median(x))
     q = printed_step(x)
     t = trend(x, steps.astype(float))
+    k, source = classes
+    hit = chance_level(level, classes=k)
+    # Every point at ln K is stuck at chance even while it creeps: a trend of a few hundredths of a
+    # percent is significant over a handful of monotone points and still changes nothing.
+    at_chance = hit is not None and bool(np.all(np.abs(x - hit["chance_loss"]) <= hit["chance_tolerance"]))
     within = float(np.ptp(x)) == 0.0 or (
-        level != 0 and float(np.ptp(x)) <= cfg.stuck_band * abs(level) and not t.p < cfg.alpha)
+        level != 0 and float(np.ptp(x)) <= cfg.stuck_band * abs(level) and (not t.p < cfg.alpha or at_chance))
     if not within:
         return None
     ev: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck",
@@ -115,15 +120,14 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
                           "late_drift": float(np.ptp(x)), "printed_step": q, "relative_band": float(np.ptp(x)) /
                           abs(level) if level else 0.0, "relative_drop": (float(x[0]) - float(x[-1])) / abs(x[0])
                           if x[0] else 0.0, "trend": t.to_dict(), "step": int(steps[0])}
-    k, source = classes
-    hit = chance_level(level, classes=k)
     where = ""
     if hit is not None:
         ev.update(hit, chance_source=source or "the loss level (no class count in the log)")
         where = f" at ln({hit['chance_classes']})={hit['chance_loss']:.3f}, chance level (K from {ev['chance_source']})"
     return CurveVerdict(
         "underfitting", f"the loss is stuck at {level:.6g}{where}: its {x.size} points stay within "
-        f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level) with no trend, in a short log",
+        f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level)"
+        f"{' with no trend' if not t.p < cfg.alpha else ''}, in a short log",
         ev)
 
 

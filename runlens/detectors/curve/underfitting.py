@@ -48,10 +48,15 @@ def late_steps(f: dict[str, Any], sig: Signals | None) -> StepRatioSummary | Non
 def chaotic(cfg: CurveParams, f: dict[str, Any], sig: Signals | None) -> bool:
     """Whether a loss that made no progress jitters from steps too large rather than from
     minibatch noise around a loss that never moved (that is underfitting): the late update/weight
-    ratio above ``step_ratio``. The loss alone cannot tell the two apart (a batch of 4 jumps by
-    its own level), so without step sizes it is underfitting."""
+    ratio above ``step_ratio``. Without step sizes (a pasted or imported log), only a late spread
+    of at least ``swing`` of the late level: a model that never learned predicts nearly the same
+    for every sample, so its batch losses stay close to its level, while swings of a third of the
+    level are the weights being thrown about."""
     ratio = late_steps(f, sig)
-    return ratio is not None and ratio.median > cfg.step_ratio
+    if ratio is not None:
+        return ratio.median > cfg.step_ratio
+    end = abs(f["end_level"])
+    return bool(end > 0 and f["late_spread"] >= cfg.swing * end)
 
 
 def validation_stalled(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]],

@@ -1,0 +1,125 @@
+"""Verdicts on logs that carry only a loss (console pastes, imported histories), found by probing
+runlens with pastes in the formats of trainers it had not seen (LLM fine-tunes, vision trainers,
+boosting and scikit-learn logs):
+
+- a guessed class count needs more than a nearby level: a loss settling, over many steps of little
+  noise, at 1.615 is not "at chance for 5 classes" (ln 5 = 1.609: 0.006 off, ten times its median's
+  standard error, where a level 0.2 wide lands by coincidence 6% of the time), while a loss at ln K
+  to the printed digits, or one that never left ln K, is;
+- a short log creeping by hundredths of a percent at ln K is stuck at chance, though its few
+  monotone points make a significant trend;
+- with no step sizes logged, a loss that made no progress and swings by a third of its level or
+  more is unstable, not underfitting (whose advice, raise the rate, is the opposite fix);
+- the headline's numbers are the curve's own levels, not a noisy first and last value.
+
+Each case has its twin that keeps the old reading.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from loss_synth import layers_table, make_run
+
+from runlens import analyze
+from runlens.io.loader import load_run
+
+
+def _codes(d) -> list[str]:
+    return [f.code for f in d.findings]
+
+
+def settles_at(level: float, seed: int, *, start: float = 2.3, n: int = 300, sd: float = 0.004) -> np.ndarray:
+    """Falls from ``start`` to ``level`` in the first third, then sits there with small noise."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    return level + (start - level) * np.exp(-t / 0.08) + rng.normal(0, sd, n)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_loss_settling_near_a_guessed_ln_k_is_not_at_chance(seed):
+    d = analyze(make_run(settles_at(math.log(5) + 0.006, seed)))
+    assert "loss_at_chance" not in _codes(d) and d.curve.label == "healthy", (d.curve, _codes(d))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_loss_at_ln_k_to_the_printed_digits_is_at_chance(seed):
+    # The same fall, settling at ln 5 itself (a model predicting the uniform prior): at chance.
+    d = analyze(make_run(np.round(settles_at(math.log(5), seed, sd=0.0002), 4)))
+    assert "loss_at_chance" in _codes(d) and d.curve.label == "underfitting"
+    [f] = [f for f in d.findings if f.code == "loss_at_chance"]
+    assert f.evidence["chance_classes"] == 5
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_loss_that_never_left_a_guessed_ln_k_is_at_chance(seed):
+    # The same offset from ln 5, but from its first steps on: the run never left chance.
+    d = analyze(make_run(settles_at(math.log(5) + 0.006, seed, start=math.log(5) + 0.006)))
+    assert "loss_at_chance" in _codes(d)
+
+
+def test_a_stated_class_count_needs_no_coincidence_test():
+    run = make_run(settles_at(math.log(5) + 0.006, 0))
+    run.meta["config"] = {"num_classes": 5}
+    assert "loss_at_chance" in _codes(analyze(run))
+
+
+CREEP = "\n".join(f"Iteration {i + 1}, loss = {v}" for i, v in
+                  enumerate(["0.69322", "0.69318", "0.69316", "0.69315", "0.69315"])) + "\n"
+
+
+def test_a_short_log_creeping_at_ln_2_is_stuck_at_chance(tmp_path):
+    path = tmp_path / "mlp.txt"
+    path.write_text(CREEP)
+    d = analyze(load_run(path))
+    assert d.curve.label == "underfitting" and "loss_at_chance" in _codes(d)
+    assert d.curve.evidence["kind"] == "short_stuck"
+    assert "sits at ln(2)" in d.headline
+
+
+def test_the_same_creep_away_from_ln_k_is_not_stuck(tmp_path):
+    # A monotone creep within 1% of a level that is no ln K keeps its trend: too few points to say.
+    path = tmp_path / "mlp.txt"
+    path.write_text(CREEP.replace("0.693", "0.803"))
+    d = analyze(load_run(path))
+    assert d.curve.label == "insufficient_data" and "loss_at_chance" not in _codes(d)
+
+
+def swings(seed: int, spread: float, *, n: int = 40, level: float = 1.6) -> np.ndarray:
+    """A flat level with independent multiplicative swings of ``spread`` (log-scale sd)."""
+    return level * np.exp(np.random.default_rng(seed).normal(0, spread, n))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_without_step_sizes_large_swings_with_no_progress_are_unstable(seed):
+    d = analyze(make_run(swings(seed, 0.9)))
+    assert d.curve.label == "unstable", d.curve
+    assert "underfitting" not in _codes(d)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_without_step_sizes_small_jitter_with_no_progress_stays_underfitting(seed):
+    d = analyze(make_run(swings(seed, 0.05)))
+    assert d.curve.label == "underfitting", d.curve
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_with_small_logged_steps_large_swings_stay_underfitting(seed):
+    # The steps decide where they were logged: weights that move a ten-thousandth per step cannot
+    # throw the loss about, so its swings are the batches' (a batch of 4).
+    x = swings(seed, 0.9, n=200)
+    layers, meta = layers_table(200, 1e-4)
+    d = analyze(make_run(x, layers=layers, meta={"name": "small-steps", "layers": meta}))
+    assert d.curve.label == "underfitting", d.curve
+
+
+def test_the_headline_reads_the_curves_levels(tmp_path):
+    # A first value of 2.31 and a last of 1.01 around a level that rose: not "fell 56%".
+    values = [2.31, 1.62, 1.20, 2.1154, 2.1265, 1.2588, 0.8344, 0.5507, 0.9938, 1.0395, 0.5423, 0.5456,
+              2.9956, 1.6092, 0.7611, 1.0900, 2.8644, 2.4975, 2.2694, 1.0100]
+    path = tmp_path / "swing.txt"
+    path.write_text("".join(f"epoch {i + 1} loss {v:.4f}\n" for i, v in enumerate(values)))
+    d = analyze(load_run(path))
+    assert "56" not in d.headline and "fell only" not in d.headline
