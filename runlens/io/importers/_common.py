@@ -67,6 +67,9 @@ class Imported:
     seed: int | None = None
     events: list[tuple[int, str, float, str]] = field(default_factory=list)  # (step, kind, value, message)
     index_why: str | None = None  # why the index is what config["index_kind"] says, when the importer knows
+    # The exception the source says the run died of (run.json's ``error``: type, message, traceback, step):
+    # such a run is ``crashed``, not ``finished``.
+    error: dict[str, Any] | None = None
 
 
 #: A source read once: ``take(None)`` is the run read by default, ``take(i)`` run ``i`` (1-based) of
@@ -288,7 +291,7 @@ def write_imported(imp: Imported, out_dir: str | Path) -> Path:
         writer.close(status="crashed", error={"type": type(exc).__name__, "message": str(exc),
                                               "traceback": "", "step": None})
         raise
-    writer.close(status="finished")
+    writer.close(status="crashed" if imp.error else "finished", error=imp.error)
     return out
 
 

@@ -10,7 +10,7 @@ checked for restarts with numpy), and every other line goes
 through the line-by-line reader as before. Only plans whose lines change
 nothing but the series qualify: a step read as an integer from the line (no
 epoch, no running context), fields that map to distinct series other than the
-epoch, and no ``skip`` in the text (a skipped-NaN warning is read per line).
+epoch, and none of the words a warning needs in the text (such a line is read per line).
 The result is the same either way; ``tests/importers/test_shape_cache.py``
 and ``test_reader_text_blocks.py`` hold the two paths to that.
 """
@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from runlens.io.importers._lineplan import Parser, Plan, pattern
+from runlens.io.importers._logsignals import GATE
 
 if TYPE_CHECKING:
     from runlens.io.importers._names import Mapper
@@ -111,7 +112,7 @@ class Matcher:
         if literals is None or plan.formula != "int" or plan.epoch is not None or plan.source == "epoch":
             return False
         text = "".join(literals)
-        if not plan.fields or "skip" in text or "Skip" in text:
+        if not plan.fields or GATE.search(text):
             return False
         targets = [self.mapper(name, plan.eval_line) for name, _, _ in plan.fields]
         if len(set(targets)) < len(targets) or any(t[1] == "epoch" for t in targets):

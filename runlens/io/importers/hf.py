@@ -40,6 +40,7 @@ from runlens.io.importers._common import (
     record_runs,
     require_file,
 )
+from runlens.io.importers._logsignals import Watch
 from runlens.io.importers._names import Mapper
 
 _SKIP = frozenset({"step", "epoch", "total_flos"})
@@ -149,6 +150,8 @@ class _ConsoleRun:
         self.bar: int | None = None  # the last progress-bar count seen with a training dict
         self.epoch: float | None = None
         self.ended = False  # the train_runtime summary was printed: this launch is over
+        # Warnings and the final exception among the dicts, read as the text reader reads them.
+        self.watch = Watch()
 
     def starts_again(self, entry: dict[str, Any], bar: int | None) -> bool:
         """Whether a training dict belongs to a new launch: the summary was printed, or the
@@ -179,6 +182,7 @@ def _scan_console(text: str, every: int) -> tuple[list[_ConsoleRun], int, int]:
         for piece in raw_line.split("\r"):
             m = _DICT_START.search(piece)
             if m is None:
+                runs[-1].watch.see(piece, runs[-1].last if runs[-1].n_train else None)
                 continue
             end = piece.rfind("}")
             if end < m.start():  # found with find/rfind: ``{'loss'.*}`` would search quadratically
@@ -195,6 +199,7 @@ def _scan_console(text: str, every: int) -> tuple[list[_ConsoleRun], int, int]:
                     cur = _ConsoleRun(number)
                     runs.append(cur)
                 cur.n_train += 1
+                cur.watch.trained()
                 cur.epoch = _number(entry.get("epoch"))
                 if bar is not None:
                     cur.last, cur.bar, cur.from_bar = bar, bar, cur.from_bar + 1
@@ -261,7 +266,9 @@ def _take_console(path: Path, runs: list[_ConsoleRun], bad: int, beyond: int, lo
         warnings.append(f"console lines carry no step; {how}; eval lines take the step of the log line before")
     if logging_steps:
         config["logging_steps"] = logging_steps
-    return _finish(cur.log, path, "hf", warnings, config)
+    imp = _finish(cur.log, path, "hf", warnings, config)
+    imp.events, imp.error = list(cur.watch.events), cur.watch.error
+    return imp
 
 
 def _parse_dict(text: str) -> dict[str, Any] | None:

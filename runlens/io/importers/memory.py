@@ -86,10 +86,11 @@ def to_run(imp: Imported, shown: str, columns: Mapping[str, Any] | None = None) 
     if columns is not None:
         tables = {t: (_project(tables[t], columns[t], fmt.KEYS[t] or ("step",)) if t in columns else None)
                   for t in tables}
+    status = "crashed" if imp.error else "finished"
     label = imp.name or (imp.source.stem if imp.source.is_file() else imp.source.name) or "imported"
     meta = {"format": fmt.FORMAT, "format_version": fmt.FORMAT_VERSION, "run_id": uuid.uuid4().hex,
-            "name": label, "status": "finished", "started_at": None, "ended_at": None, "heartbeat_at": None,
+            "name": label, "status": status, "started_at": None, "ended_at": None, "heartbeat_at": None,
             "config": config, "seed": imp.seed, "environment": {}, "layers": list(imp.layers),
-            "attempts": [], "error": None}
+            "attempts": [], "error": imp.error}
     notes = tuple(f"import ({imp.kind}): {n}" for n in config["import_warnings"])
-    return Run(path=shown, meta=MappingProxyType(meta), status="finished", warnings=notes, **tables)
+    return Run(path=shown, meta=MappingProxyType(meta), status=status, warnings=notes, **tables)

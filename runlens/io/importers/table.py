@@ -190,7 +190,7 @@ def reinfer(imp: Imported) -> Imported:
     out = to_imported(table, roles, imp.source, imp.kind)
     out.warnings = imp.warnings + out.warnings
     out.config = {**imp.config, **out.config}
-    out.layers, out.layer_rows, out.name, out.seed, out.events = (imp.layers, imp.layer_rows, imp.name,
-                                                                 imp.seed, imp.events)
+    out.layers, out.layer_rows, out.name, out.seed, out.events, out.error = (
+        imp.layers, imp.layer_rows, imp.name, imp.seed, imp.events, imp.error)
     out.config["index_kind"] = imp.config.get("index_kind", "step")
     return out

@@ -39,6 +39,7 @@ from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, Take, record_runs, require_file
 from runlens.io.importers._lineplan import Parser, Plan
+from runlens.io.importers._logsignals import Watch
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
 from runlens.io.importers._textline import Context, Line, clean, read_fields, squeeze
@@ -60,7 +61,7 @@ class _RunAcc:
         self.first_step: int | None = None
         self.last_step: int | None = None
         self.rows = 0
-        self.events: list[tuple[int, str, float, str]] = []  # warnings that a NaN loss was skipped
+        self.watch = Watch()  # what its lines say in words: a non-finite value met, the exception it died of
         # Training lines that close an epoch's counter (``10000/10000``, ``[e][735/735]``): (step, epoch),
         # the counter totals seen on them, and how many training lines are anything else.
         self.epoch_ends: list[tuple[int, int]] = []
@@ -188,6 +189,7 @@ class _Scanner:
                 run.steps, run.fields = run.steps[:k], [(name, v[:k]) for name, v in run.fields]
             self.ctx.last_step = cur.last_step = int(run.steps[-1])
             cur.other_train += k
+            cur.watch.trained()
         for name, values in run.fields:
             target = self.mapper(name, plan.eval_line)
             pair = cur.series.get(target)
@@ -206,17 +208,22 @@ class _Scanner:
     def line(self, raw: str) -> None:
         """One line read by itself."""
         self.n += 1
-        ctx, markers, runs, n = self.ctx, self.markers, self.runs, self.n
-        if ("skip" in raw or "Skip" in raw) and (event := _skipped_nonfinite(raw, ctx.last_step)):
-            runs[-1].events.append(event)
+        ctx, runs, n = self.ctx, self.runs, self.n
         if not _DIGIT.search(raw):
+            runs[-1].watch.see(raw, ctx.last_step)
             self.skipped += bool(raw.strip())
             return
+        prev = ctx.last_step
         hit, fields = self.parser.parse(raw.strip(), ctx)
         if ctx.restart:
             ctx.restart = False
             if runs[-1].rows:
                 runs.append(_RunAcc(n))  # a second "Epoch 1/N": the next run begins here
+        # A count on a training line ("number of nan iterations: 2") covers the steps since the last line:
+        # it is put at the last step seen, as a warning between lines is; a progress line inside an epoch
+        # ("42/100 ... loss: nan") is about its own batch.
+        interval = hit.step - prev if hit is not None and not hit.eval_line and prev is not None else None
+        said = runs[-1].watch.see(raw, hit.step if hit is not None and hit.partial else prev, interval)
         if hit is None and ctx.last_step is not None:
             hit, fields = _eval_at_last_step(raw, ctx.last_step)
         if hit is None:
@@ -224,7 +231,14 @@ class _Scanner:
             return
         if hit.partial:
             self.partial += 1
+            if not said:
+                _partial_nonfinite(runs[-1], hit, fields, self.mapper)
             return
+        self._data(hit, fields, n)
+
+    def _data(self, hit: Line, fields: list[tuple[str, float]], n: int) -> None:
+        """A line with a step and numbers: into the current run, or a new one when the step restarted."""
+        ctx, markers, runs = self.ctx, self.markers, self.runs
         if not fields:
             self.skipped += 1
             return
@@ -246,6 +260,7 @@ class _Scanner:
         _put_line(cur, hit, fields, self.mapper)
         cur.last_line = n
         if not hit.eval_line:
+            cur.watch.trained()
             cur.tally(hit)
             ctx.last_step = hit.step
             cur.first_step = hit.step if cur.first_step is None else cur.first_step
@@ -253,26 +268,16 @@ class _Scanner:
         markers[hit.source] += 1
 
 
+def _partial_nonfinite(cur: _RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
+    """A progress line inside an epoch is dropped (a running mean of the epoch so far), but a running
+    mean that is NaN/Inf means some batch's loss was: that is kept, as an event at the line's step."""
+    for name, value in fields:
+        if not math.isfinite(value) and mapper(name, hit.eval_line) == (False, "loss"):
+            cur.watch.events.append((hit.step, "nonfinite_loss", value, f"{name}: {value} (within an epoch)"))
+            return
+
+
 _EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|dev)\b", re.I)
-
-
-_NONFINITE = frozenset({"nan", "inf", "nonfinite", "infinite", "infinity"})
-
-
-def _skipped_nonfinite(raw: str, last_step: int | None) -> tuple[int, str, float, str] | None:
-    """An events row for a warning that a non-finite loss was skipped ("NaN loss, skipping batch"):
-    the run went non-finite even though no NaN value reaches the log."""
-    words = tokens(raw[:2000].lower())  # lower first: "NaN" is one word, not a camel-case pair
-    if "loss" in words and _NONFINITE & set(words) and any(w.startswith("skip") for w in words):
-        # A count of skipped or non-finite steps that reads 0 ("number of skipped iterations: 0 | number
-        # of nan iterations: 0", on every Megatron line, sometimes wrapped after "number of nan") says
-        # that none was skipped; a count above 0 says some were.
-        counts = [v for k, v in read_fields(clean(raw[:2000].strip()))
-                  if (key := set(tokens(k.lower()))) & _NONFINITE or any(w.startswith("skip") for w in key)]
-        if counts and not any(v > 0 for v in counts):
-            return None
-        return (last_step or 0, "nonfinite_loss", math.nan, clean(raw.strip())[:300])
-    return None
 
 
 _LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
@@ -371,9 +376,11 @@ def _take(path: Path, runs: list[_RunAcc], n_lines: int, skipped: int, markers: 
         at = np.frombuffer(steps, dtype=np.int64)
         s = Series(at if total is None else at // total + 1, np.frombuffer(values, dtype=np.float64))
         (imp.evals if is_eval else imp.train)[col] = s
-    imp.events = list(acc.events)
+    imp.events, imp.error = list(acc.watch.events), acc.watch.error
     if total is not None:
-        imp.events = [(step // total + 1, kind, value, text) for step, kind, value, text in acc.events]
+        imp.events = [(step // total + 1, kind, value, text) for step, kind, value, text in acc.watch.events]
+        if imp.error is not None and isinstance(imp.error["step"], int):
+            imp.error = {**imp.error, "step": imp.error["step"] // total + 1}
         first, last = (acc.first_step or 0) // total + 1, (acc.last_step or 0) // total + 1
         imp.config["index_kind"] = "epoch"
         imp.index_why = (f"the counter i/{total} starts again every epoch and every training line kept closes "

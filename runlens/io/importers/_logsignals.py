@@ -1,0 +1,125 @@
+"""What a console log says in words besides its numbers: a value went non-finite, the run died.
+
+Both console readers (:mod:`runlens.io.importers.text` and the Trainer dicts of
+:mod:`runlens.io.importers.hf`) hand every line that is not a data line to
+:meth:`Watch.see`, so a warning reads the same whichever way the numbers are
+printed. Three kinds of line count:
+
+* a warning that a non-finite loss was met ("NaN loss, skipping batch",
+  Keras' "Batch 42: Invalid loss, terminating training"): the loss word, a
+  non-finite (or "invalid") word and what was done about it (skipped,
+  terminated, stopped). Counts on the line ("number of nan iterations: 0")
+  that all read 0 say nothing happened;
+* a loss scaler that skipped a step for an overflow at a scale of 1 or
+  below ("reducing loss scale to 0.0", "Attempted loss scale: 1, reducing
+  to 1"), or skipped most of the steps since the last line: at scale 1 the
+  gradients are not amplified, so an overflow there means they are
+  non-finite (or beyond fp16) as computed, and no step can be taken. A
+  scaler that halves from 65536 a few times is finding its level: silent;
+* a Python exception line (``FloatingPointError: Loss became infinite or
+  NaN at iteration=1587!``, ``torch.OutOfMemoryError: CUDA out of memory``).
+  When no training line follows it, it is how the run ended: the run is
+  ``crashed`` with that error (the ``crash_*`` detectors decode it). When
+  its message says a loss or a backward function produced NaN/Inf, that is
+  a non-finite event too, at the step the message names.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from runlens.io.importers._textline import clean, read_fields
+from runlens.io.reader.names import tokens
+
+Event = tuple[int, str, float, str]
+
+NONFINITE = frozenset({"nan", "inf", "nonfinite", "infinite", "infinity"})
+# A cheap gate: the words every rule below needs one of; most data lines have none.
+GATE = re.compile(r"skip|overflow|error|exception|invalid", re.I)
+# ``Name: message`` with Name a Python exception class (dotted, CamelCase, ending in Error/Exception; a
+# bare ``Error:`` is a shell script's message, not an exception), after log prefixes like ``[rank0]:``.
+_EXCEPTION = re.compile(r"^\s*(?:\[[^\]]{0,80}\]:?\s*)*((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception))"
+                        r":\s*(.*)$")
+_MESSAGE_STEP = re.compile(r"\b(?:iteration|iter|step|batch)\s*[=:#]?\s*(\d{1,18})\b", re.I)
+# "reducing loss scale to 0.0", "reducing to 1": the scale's new value (not "Reducing hysteresis to 1").
+_REDUCED_TO = re.compile(r"\breduc\w*\s+(?:(?:the\s+)?(?:loss\s+)?scale\s+)?to\s*:?\s*"
+                         r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", re.I)
+_CONSEQUENCE = ("skip", "terminat", "stop", "abort")
+
+
+class Watch:
+    """The non-finite events and the final exception of one run, from its lines in words."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.error: dict[str, Any] | None = None  # the last exception, while no training line followed it
+
+    def trained(self) -> None:
+        """A training line came: an exception printed before it did not end the run."""
+        self.error = None
+
+    def see(self, raw: str, step: int | None, interval: int | None = None) -> bool:
+        """Read one line about ``step`` (``interval``: the steps since the training line before, when the
+        line is one itself); whether it said something."""
+        head = raw[:2000]
+        if GATE.search(head) is None:
+            return False
+        m = _EXCEPTION.match(head)
+        if m is not None:
+            self._exception(m.group(1), m.group(2).strip(), step)
+            return True
+        event = _warning(head, step, interval)
+        if event is not None:
+            self.events.append(event)
+        return event is not None
+
+    def _exception(self, etype: str, message: str, step: int | None) -> None:
+        at = _MESSAGE_STEP.search(message)
+        where = int(at.group(1)) if at else step
+        self.error = {"type": etype, "message": message[:2000], "traceback": "", "step": where}
+        words = set(tokens(message[:2000].lower()))
+        if words & NONFINITE:
+            # "Loss became NaN" is the loss; anomaly mode's "Function 'XBackward0' returned nan" a gradient.
+            kind = "nonfinite_loss" if "loss" in words else (
+                "nonfinite_grad" if "backward" in message.lower() or "grad" in words else None)
+            if kind is not None:
+                self.events.append((where or 0, kind, math.nan, f"{etype}: {message}"[:300]))
+
+
+def _warning(head: str, step: int | None, interval: int | None) -> Event | None:
+    """An events row for a warning line, or None."""
+    low = head.lower()
+    words = set(tokens(low))  # lower first: "NaN" is one word, not a camel-case pair
+    text = clean(head.strip())
+    scale = _REDUCED_TO.search(head) if "overflow" in low and "skip" in low else None
+    if scale is not None:
+        # A scaler halves its scale on each overflow and skips that step; at 1 or below it no longer
+        # amplifies anything, so the gradients themselves are non-finite: every step is lost.
+        return (step or 0, "nonfinite_grad", math.nan, text[:300]) if float(scale.group(1)) <= 1 else None
+    if "loss" not in words or not (words & (NONFINITE | {"invalid"})):
+        return None
+    if not any(w.startswith(_CONSEQUENCE) for w in words):
+        return None
+    return _counted(text, step, interval)
+
+
+def _counted(text: str, step: int | None, interval: int | None) -> Event | None:
+    """The warning's event, read against the counts on its line (Megatron's "number of skipped
+    iterations: 3 | number of nan iterations: 0", on every line)."""
+    nan_counts, skip_counts = [], []
+    for k, v in read_fields(text):
+        key = set(tokens(k.lower()))
+        if key & NONFINITE:
+            nan_counts.append(v)
+        elif any(w.startswith("skip") for w in key):
+            skip_counts.append(v)
+    if any(v > 0 for v in nan_counts) or not (nan_counts or skip_counts):
+        return (step or 0, "nonfinite_loss", math.nan, text[:300])
+    skipped = max(skip_counts, default=0.0)
+    # Steps skipped with a finite loss are a loss scaler's overflows: a few are it finding its level;
+    # most of the steps since the last line means nearly every step's gradients are non-finite.
+    if skipped > 0 and interval is not None and interval > 0 and 2 * skipped >= interval:
+        return (step or 0, "nonfinite_grad", math.nan, text[:300])
+    return None
