@@ -1,0 +1,93 @@
+"""Histories people keep or paste in the shapes their tools print them: each read by structure.
+
+- TensorBoard's scalar CSV download (``Wall time,Step,Value``), its series named by the file name's
+  tag, or by ``--loss Value``; a folder of them (one tag a file) is one run.
+- ``print(history.history)``: a Keras History printed as a Python literal, not JSON.
+- ``print(df)`` / ``df.to_string()``: pandas' unnamed index column in front of the header's names.
+
+Each firing case has a silent twin that keeps its old reading.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from runlens.cli import main
+from runlens.io.importers import detect_kind
+from runlens.io.reader import read_table
+
+
+def _analyze(path: Path, *args: str) -> tuple[int, dict | str]:
+    result = CliRunner().invoke(main, ["analyze", str(path), "--format", "json", *args])
+    if result.exit_code not in (0, 1):  # 1: a failing verdict; the report is still written
+        return result.exit_code, result.output
+    doc = json.loads(result.output)
+    return 0, doc if "curve" in doc else doc["runs"][0]
+
+
+def _roles(doc: dict) -> dict[str, list[str]]:
+    return {k: v["columns"] for k, v in doc["roles"].items() if k != "index"}
+
+
+def _falling(i: int) -> float:
+    return round(2.0 * math.exp(-i / 8) + 0.1, 4)
+
+
+def _overfit(i: int) -> float:
+    return round(2.0 * math.exp(-i / 8) + 0.3 + 0.004 * i * i, 4)
+
+
+def _download(path: Path, values: list[float], every: int = 100) -> Path:
+    lines = ["Wall time,Step,Value"] + [f"{1619761818.9 + 9.5 * i:.1f},{every * i},{v}" for i, v in enumerate(values)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# -- pandas' index column ------------------------------------------------------------------
+
+_PANDAS = """      loss  val_loss
+0  0.512  0.331
+1  0.401  0.300
+2  0.322  0.285
+3  0.270  0.276
+4  0.230  0.270
+"""
+
+
+def test_the_unnamed_pandas_index_does_not_shift_the_names(tmp_path):
+    path = tmp_path / "hist.txt"
+    path.write_text(_PANDAS)
+    table = read_table(path)
+    assert table is not None
+    assert table.values["loss"].tolist() == [0.512, 0.401, 0.322, 0.270, 0.230]
+    assert table.values["val_loss"].tolist() == [0.331, 0.300, 0.285, 0.276, 0.270]
+    rc, doc = _analyze(path)
+    assert rc == 0 and doc["curve"] != "diverged"
+
+
+def test_a_named_pandas_index_and_a_tail_keep_their_numbers(tmp_path):
+    path = tmp_path / "hist.txt"
+    rows = "".join(f"{25 + i}  {_falling(25 + i)}  {_overfit(25 + i)}\n" for i in range(10))
+    path.write_text("      loss  val_loss\nepoch\n" + rows)
+    table = read_table(path)
+    assert table is not None and table.values["epoch"].tolist() == list(range(25, 35))
+    assert table.values["loss"].tolist() == [_falling(25 + i) for i in range(10)]
+
+
+def test_a_headed_table_with_a_counter_column_is_unchanged(tmp_path):
+    path = tmp_path / "hist.txt"
+    path.write_text("epoch  loss  val_loss\n" + "".join(f"{i}  {_falling(i)}  {_overfit(i)}\n" for i in range(5)))
+    table = read_table(path)
+    assert table is not None and table.names == ["epoch", "loss", "val_loss"]
+    assert table.values["epoch"].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_a_short_header_over_a_first_column_that_does_not_count_is_not_an_index(tmp_path):
+    path = tmp_path / "hist.txt"
+    path.write_text("      loss  val_loss\n" + "".join(f"{7 * i}  {_falling(i)}  {_overfit(i)}\n" for i in range(5)))
+    table = read_table(path)
+    assert table is not None and "index" not in table.names
