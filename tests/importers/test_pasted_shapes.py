@@ -91,3 +91,52 @@ def test_a_short_header_over_a_first_column_that_does_not_count_is_not_an_index(
     path.write_text("      loss  val_loss\n" + "".join(f"{7 * i}  {_falling(i)}  {_overfit(i)}\n" for i in range(5)))
     table = read_table(path)
     assert table is not None and "index" not in table.names
+
+
+# -- TensorBoard scalar downloads -------------------------------------------------------------
+
+def test_a_tensorboard_download_is_named_by_the_tag_in_its_file_name(tmp_path):
+    path = _download(tmp_path / "run-version_0-tag-train_loss.csv", [1.35, 1.10, 0.92, 0.80, 0.71])
+    rc, doc = _analyze(path)
+    assert rc == 0, doc
+    assert _roles(doc) == {"loss": ["train_loss"]}
+    assert doc["roles"]["index"]["columns"] == ["Step"]
+
+
+def test_a_tensorboard_download_with_an_unnamed_value_is_read_with_loss_value(tmp_path):
+    path = _download(tmp_path / "tensorboard-export.csv", [1.35, 1.10, 0.92, 0.80, 0.71])
+    rc, out = _analyze(path)
+    assert rc == 2 and "--loss Value" in out  # refused in one line, saying how to name it
+    rc, doc = _analyze(path, "--loss", "Value")
+    assert rc == 0, doc
+    assert doc["roles"]["loss"]["why"] == "named by --loss"
+
+
+def test_a_three_column_table_that_is_not_a_download_keeps_its_value_name(tmp_path):
+    path = tmp_path / "run-x-tag-loss.csv"
+    path.write_text("Time,Step,Value\n" + "".join(f"{i},{i},{_falling(i)}\n" for i in range(5)))
+    table = read_table(path)
+    assert table is not None and "Value" in table.names and "loss" not in table.names
+
+
+def test_a_folder_of_tensorboard_downloads_is_one_run_with_a_column_per_tag(tmp_path):
+    n = 40
+    _download(tmp_path / "run-train-tag-epoch_loss.csv", [_falling(i) for i in range(n)], every=1)
+    _download(tmp_path / "run-validation-tag-epoch_loss.csv", [_overfit(i) for i in range(n)], every=1)
+    _download(tmp_path / "run-train-tag-epoch_learning_rate.csv", [0.001] * n, every=1)
+    assert detect_kind(tmp_path) == "table"
+    rc, doc = _analyze(tmp_path)
+    assert rc == 0, doc
+    assert _roles(doc) == {"loss": ["train/epoch_loss"], "val_loss": ["validation/epoch_loss"],
+                           "lr": ["train/epoch_learning_rate"]}
+    assert doc["curve"] == "overfitting"
+
+
+def test_a_folder_with_one_download_is_read_as_before(tmp_path):
+    _download(tmp_path / "run-train-tag-loss.csv", [_falling(i) for i in range(30)])
+    (tmp_path / "notes.txt").write_text("lr 1e-3, batch 32\n")
+    rc, doc = _analyze(tmp_path / "run-train-tag-loss.csv")
+    assert rc == 0 and _roles(doc) == {"loss": ["train/loss"]}
+    from runlens.io.reader.scalars import folder
+
+    assert folder([(tmp_path / "run-train-tag-loss.csv", read_table(tmp_path / "run-train-tag-loss.csv"))]) is None

@@ -1,7 +1,8 @@
 """One reader that goes by structure: any log becomes named numeric series over an index.
 
 :func:`read_table` finds the shape of a file (a JSON document, JSON lines,
-a delimited or pipe table) and reads it into a :class:`~.table.Table`;
+a delimited or pipe table, a TensorBoard scalar download named by its file)
+and reads it into a :class:`~.table.Table`;
 :mod:`.roles` decides which column is which and says why; :mod:`.build`
 turns that into the importers' series, with the log's own step numbers.
 Text console logs are read line by line by :mod:`runlens.io.importers.text`
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import loads_json
-from runlens.io.reader import delimited, jsonshape
+from runlens.io.reader import delimited, jsonshape, scalars
 from runlens.io.reader.source import MAX_JSON, check_regular, decode, head_bytes, read_all
 from runlens.io.reader.table import Table
 
@@ -93,4 +94,4 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
     found = delimited.sniff(lines[:-1] if len(head) >= 262_144 else lines)  # a full window may cut its last line
     if found is None:
         return None
-    return delimited.read_data(data, *found, conflict)
+    return scalars.named(delimited.read_data(data, *found, conflict), path)
