@@ -140,3 +140,40 @@ def test_a_folder_with_one_download_is_read_as_before(tmp_path):
     from runlens.io.reader.scalars import folder
 
     assert folder([(tmp_path / "run-train-tag-loss.csv", read_table(tmp_path / "run-train-tag-loss.csv"))]) is None
+
+
+# -- print(history.history) ------------------------------------------------------------------
+
+def test_a_printed_keras_history_is_read_as_its_json_twin(tmp_path):
+    loss = [0.9, 0.7, 0.5, 0.4, 0.35]
+    val = [0.8, 0.65, 0.55, 0.5, float("nan")]
+    printed = tmp_path / "history.txt"
+    printed.write_text(repr({"loss": loss, "val_loss": val, "accuracy": [0.5, 0.6, 0.7, 0.75, 0.8]}) + "\n")
+    assert "'loss'" in printed.read_text() and "nan" in printed.read_text()
+    rc, doc = _analyze(printed)
+    assert rc in (0, 1) and "nonfinite_validation" in {f["code"] for f in doc["findings"]}
+    assert _roles(doc) == {"loss": ["loss"], "val_loss": ["val_loss"]}
+    table = read_table(printed)
+    assert table is not None and table.values["loss"].tolist() == loss
+    assert math.isnan(table.values["val_loss"][-1]) and table.present["val_loss"][-1]
+
+
+def test_numpy_scalars_in_a_printed_history_are_numbers(tmp_path):
+    path = tmp_path / "h.txt"
+    path.write_text("{'loss': [np.float64(0.9), np.float64(0.7), np.float64(0.5)], 'lr': [1e-3, 1e-3, -inf]}")
+    table = read_table(path)
+    assert table is not None and table.values["loss"].tolist() == [0.9, 0.7, 0.5]
+
+
+def test_a_python_expression_that_is_not_a_literal_is_never_evaluated(tmp_path):
+    path = tmp_path / "h.txt"
+    path.write_text("{'loss': [__import__('os').system('touch pwned'), 0.7, 0.5]}")
+    assert read_table(path) is None
+    assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
+
+
+def test_trainer_console_dicts_stay_the_hf_importers(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"{{'loss': {_falling(i)}, 'learning_rate': 5e-05, 'epoch': {i / 10}}}\n"
+                            for i in range(30)))
+    assert detect_kind(path) == "hf"

@@ -1,8 +1,9 @@
 """One reader that goes by structure: any log becomes named numeric series over an index.
 
-:func:`read_table` finds the shape of a file (a JSON document, JSON lines,
-a delimited or pipe table, a TensorBoard scalar download named by its file)
-and reads it into a :class:`~.table.Table`;
+:func:`read_table` finds the shape of a file (a JSON document or a Python
+literal, JSON lines, a delimited or pipe table, a
+TensorBoard scalar download named by its file) and
+reads it into a :class:`~.table.Table`;
 :mod:`.roles` decides which column is which and says why; :mod:`.build`
 turns that into the importers' series, with the log's own step numbers.
 Text console logs are read line by line by :mod:`runlens.io.importers.text`
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import loads_json
-from runlens.io.reader import delimited, jsonshape, scalars
+from runlens.io.reader import delimited, jsonshape, pyliteral, scalars
 from runlens.io.reader.source import MAX_JSON, check_regular, decode, head_bytes, read_all
 from runlens.io.reader.table import Table
 
@@ -83,7 +84,7 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
         try:
             doc = loads_json(decode(data))
         except ValueError:
-            return jsonshape.read_lines(decode(data).splitlines())
+            return _python_literal(decode(data)) or jsonshape.read_lines(decode(data).splitlines())
         except RecursionError:
             raise ImportFailedError(f"{path}: JSON nested too deeply to be a metrics log") from None
         return jsonshape.read_document(doc)
@@ -95,3 +96,15 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
     if found is None:
         return None
     return scalars.named(delimited.read_data(data, *found, conflict), path)
+
+
+def _python_literal(text: str) -> Table | None:
+    """The table of a history printed by Python (``{'loss': [0.9, nan]}``), or None when it is not one."""
+    try:
+        doc = pyliteral.loads(text)
+    except ValueError:
+        return None
+    table = jsonshape.read_document(doc)
+    if table is not None:
+        table.shape = "Python literal"
+    return table
