@@ -177,3 +177,24 @@ def test_trainer_console_dicts_stay_the_hf_importers(tmp_path):
     path.write_text("".join(f"{{'loss': {_falling(i)}, 'learning_rate': 5e-05, 'epoch': {i / 10}}}\n"
                             for i in range(30)))
     assert detect_kind(path) == "hf"
+
+
+# -- YAML block-style lists ------------------------------------------------------------------
+
+def test_a_block_style_yaml_list_of_records_is_read(tmp_path):
+    path = tmp_path / "log_history.yaml"
+    items = "".join(f"- epoch: {i / 10}\n  loss: {_falling(i)}\n  step: {50 * (i + 1)}\n" for i in range(6))
+    path.write_text("# saved from trainer.state.log_history\nlog_history:\n" + items + "- eval_loss: .nan\n  step: 300\n")
+    table = read_table(path)
+    assert table is not None and table.values["step"].tolist() == [50 * (i + 1) for i in range(6)] + [300]
+    rc, doc = _analyze(path)
+    assert rc in (0, 1) and _roles(doc)["loss"] == ["loss"] and doc["roles"]["index"]["columns"] == ["step"]
+
+
+def test_a_yaml_config_or_a_nested_list_is_not_a_history(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("model:\n  name: resnet\n  layers: 50\noptim:\n  lr: 0.1\n")
+    assert read_table(config) is None
+    nested = tmp_path / "runs.yaml"
+    nested.write_text("- name: a\n  metrics:\n    - 0.5\n    - 0.4\n- name: b\n  metrics:\n    - 0.3\n")
+    assert read_table(nested) is None

@@ -1,7 +1,7 @@
 """One reader that goes by structure: any log becomes named numeric series over an index.
 
 :func:`read_table` finds the shape of a file (a JSON document or a Python
-literal, JSON lines, a delimited or pipe table, a
+literal, JSON lines, a YAML list of records, a delimited or pipe table, a
 TensorBoard scalar download named by its file) and
 reads it into a :class:`~.table.Table`;
 :mod:`.roles` decides which column is which and says why; :mod:`.build`
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import loads_json
-from runlens.io.reader import delimited, jsonshape, pyliteral, scalars
+from runlens.io.reader import delimited, jsonshape, pyliteral, scalars, yamlshape
 from runlens.io.reader.source import MAX_JSON, check_regular, decode, head_bytes, read_all
 from runlens.io.reader.table import Table
 
@@ -25,7 +25,7 @@ __all__ = ["read_table", "shape_of"]
 
 
 def shape_of(head: bytes) -> str | None:
-    """``parquet``, ``json``, ``jsonl`` or ``delimited`` for a file starting with ``head``; None otherwise."""
+    """``parquet``, ``json``, ``jsonl``, ``yaml`` or ``delimited`` for a file starting with ``head``; None otherwise."""
     if head[:4] == b"PAR1":
         return "parquet"
     if b"\x00" in head[:8192] and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -42,6 +42,8 @@ def shape_of(head: bytes) -> str | None:
         # One object on one line is a document (a Keras history dumped without indent), not JSON lines.
         one_line = len(head) < 262_144 and not more.strip()
         return "jsonl" if not one_line and first.strip().endswith("}") and _is_object(first.strip()) else "json"
+    if yamlshape.looks(lines):
+        return "yaml"
     if delimited.sniff(lines) is not None:
         return "delimited"
     return None
@@ -89,6 +91,8 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
             raise ImportFailedError(f"{path}: JSON nested too deeply to be a metrics log") from None
         return jsonshape.read_document(doc)
     data = read_all(path)
+    if shape == "yaml":
+        return yamlshape.read(decode(data).splitlines())
     if shape == "jsonl":
         return jsonshape.read_lines(decode(data).splitlines())
     lines = decode(head).splitlines()
