@@ -198,3 +198,36 @@ def test_a_yaml_config_or_a_nested_list_is_not_a_history(tmp_path):
     nested = tmp_path / "runs.yaml"
     nested.write_text("- name: a\n  metrics:\n    - 0.5\n    - 0.4\n- name: b\n  metrics:\n    - 0.3\n")
     assert read_table(nested) is None
+
+
+# -- long ("tidy") tables ------------------------------------------------------------------
+
+def _long_rows(n: int) -> list[tuple[int, float, str, str]]:
+    return ([(e, _falling(e), "loss", "training") for e in range(1, n + 1)]
+            + [(e, _overfit(e), "loss", "validation") for e in range(1, n + 1)])
+
+
+def test_a_long_history_table_is_pivoted_to_one_column_per_series(tmp_path):
+    path = tmp_path / "history.csv"
+    path.write_text("epoch,value,metric,data\n" + "".join(f"{e},{v},{m},{d}\n" for e, v, m, d in _long_rows(5)))
+    rc, doc = _analyze(path)
+    assert rc in (0, 1), doc
+    assert _roles(doc) == {"loss": ["loss_training"], "val_loss": ["loss_validation"]}
+    assert doc["roles"]["index"]["columns"] == ["epoch"]
+
+
+def test_r_print_of_a_long_history_with_row_numbers_is_pivoted(tmp_path):
+    path = tmp_path / "history.txt"
+    rows = "".join(f"{i + 1}  {e}  {v}  {m}  {d}\n" for i, (e, v, m, d) in enumerate(_long_rows(30)))
+    path.write_text("    epoch      value   metric       data\n" + rows)
+    table = read_table(path)
+    assert table is not None and table.values["loss_validation"].tolist() == [_overfit(e) for e in range(1, 31)]
+    rc, doc = _analyze(path)
+    assert rc in (0, 1) and doc["curve"] == "overfitting"
+
+
+def test_a_table_with_a_text_label_on_every_row_is_not_pivoted(tmp_path):
+    path = tmp_path / "samples.csv"
+    path.write_text("step,score,text\n" + "".join(f"{i},{_falling(i)},sample number {i}\n" for i in range(10)))
+    table = read_table(path)
+    assert table is not None and table.shape == "delimited" and "score" in table.names

@@ -2,7 +2,7 @@
 
 :func:`read_table` finds the shape of a file (a JSON document or a Python
 literal, JSON lines, a YAML list of records, a delimited or pipe table, a
-TensorBoard scalar download named by its file) and
+long table pivoted, a TensorBoard scalar download named by its file) and
 reads it into a :class:`~.table.Table`;
 :mod:`.roles` decides which column is which and says why; :mod:`.build`
 turns that into the importers' series, with the log's own step numbers.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import loads_json
-from runlens.io.reader import delimited, jsonshape, pyliteral, scalars, yamlshape
+from runlens.io.reader import delimited, jsonshape, pyliteral, scalars, tidy, yamlshape
 from runlens.io.reader.source import MAX_JSON, check_regular, decode, head_bytes, read_all
 from runlens.io.reader.table import Table
 
@@ -99,7 +99,11 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
     found = delimited.sniff(lines[:-1] if len(head) >= 262_144 else lines)  # a full window may cut its last line
     if found is None:
         return None
-    return scalars.named(delimited.read_data(data, *found, conflict), path)
+    table = scalars.named(delimited.read_data(data, *found, conflict), path)
+    if sum(bool(p.any()) for p in table.present.values()) <= 3 and tidy.pivot(lines, found[0]) is not None:
+        # A counter and one value (and a row number): a long table, its text cells naming the series.
+        return tidy.pivot(decode(data).splitlines(), found[0]) or table
+    return table
 
 
 def _python_literal(text: str) -> Table | None:
