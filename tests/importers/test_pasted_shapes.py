@@ -172,6 +172,24 @@ def test_a_python_expression_that_is_not_a_literal_is_never_evaluated(tmp_path):
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
 
 
+def test_a_history_printed_in_a_repl_session_is_read_without_its_prompts(tmp_path):
+    history = {"loss": [0.9, 0.7, 0.5, 0.4, 0.35], "val_loss": [0.8, 0.65, 0.55, 0.5, 0.48]}
+    python = tmp_path / "python.txt"
+    python.write_text(f">>> history = model.fit(x, y, epochs=5, verbose=0)\n>>> print(history.history)\n{history!r}\n>>> \n")
+    ipython = tmp_path / "ipython.txt"
+    ipython.write_text(f"In [3]: history.history\nOut[3]: {history!r}\n\nIn [4]: \n")
+    for path in (python, ipython):
+        table = read_table(path)
+        assert table is not None and table.values["val_loss"].tolist() == history["val_loss"]
+
+
+def test_trainer_console_dicts_after_a_prompt_stay_the_hf_importers(tmp_path):
+    path = tmp_path / "train.txt"
+    path.write_text(">>> trainer.train()\n" + "".join(f"{{'loss': {_falling(i)}, 'learning_rate': 5e-05, "
+                                                       f"'epoch': {i / 10}}}\n" for i in range(30)))
+    assert detect_kind(path) == "hf"
+
+
 def test_trainer_console_dicts_stay_the_hf_importers(tmp_path):
     path = tmp_path / "train.log"
     path.write_text("".join(f"{{'loss': {_falling(i)}, 'learning_rate': 5e-05, 'epoch': {i / 10}}}\n"

@@ -35,7 +35,7 @@ def shape_of(head: bytes) -> str | None:
     lines = text.splitlines()
     if len(head) >= 262_144 and lines:
         lines = lines[:-1]
-    if s.startswith("["):
+    if s.startswith("[") or pyliteral.prompted(s):
         return "json"
     if s.startswith("{"):
         first, _, more = s.partition("\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 
 MAX_LITERAL = 16 << 20
 _NAMES = {"nan": math.nan, "NaN": math.nan, "inf": math.inf, "Infinity": math.inf, "None": None,
@@ -21,16 +22,38 @@ _NAMES = {"nan": math.nan, "NaN": math.nan, "inf": math.inf, "Infinity": math.in
 _WRAPPERS = frozenset({"float", "float16", "float32", "float64", "int32", "int64", "tensor", "array"})
 
 
+# A REPL's own lines around what it printed: ``>>> print(h.history)``, ``In [3]: h.history``, ``Out[3]:``.
+_PROMPT = re.compile(r"^(?:>>>|\.\.\.|In \[\d+\]:)(?:\s|$)")
+_OUT = re.compile(r"^Out\[\d+\]:\s*")
+
+
 class _NotLiteral(Exception):
     pass
 
 
+def unprompted(text: str) -> str:
+    """``text`` without the REPL prompt lines before and after what was printed (a paste of a session)."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not _PROMPT.match(ln)]
+    if lines:
+        lines[0] = _OUT.sub("", lines[0], count=1)
+    return "\n".join(lines)
+
+
+def prompted(text: str) -> bool:
+    """Whether ``text`` is a REPL paste whose printed value starts like a literal (``{``, ``[``)."""
+    first = text.lstrip().split("\n", 1)[0]
+    if not _PROMPT.match(first):
+        return False
+    return unprompted(text[:65536]).lstrip().startswith(("{", "["))
+
+
 def loads(text: str) -> object:
-    """The value of the Python literal ``text``; ValueError when it is not one (or is too large)."""
+    """The value of the Python literal ``text`` (REPL prompt lines around it left out); ValueError
+    when it is not one (or is too large)."""
     if len(text) > MAX_LITERAL:
         raise ValueError("too large to be read as a Python literal")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(unprompted(text).strip(), mode="eval")
         return _value(tree.body)
     except (SyntaxError, _NotLiteral, RecursionError, MemoryError, ValueError, TypeError):
         raise ValueError("not a Python literal") from None
