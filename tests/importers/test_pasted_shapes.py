@@ -86,6 +86,17 @@ def test_a_headed_table_with_a_counter_column_is_unchanged(tmp_path):
     assert table.values["epoch"].tolist() == [0, 1, 2, 3, 4]
 
 
+def test_a_tab_table_one_header_cell_short_keeps_its_names(tmp_path):
+    # Flair's loss.tsv: an extra empty cell on every row; its first column, EPOCH, counts up by one.
+    path = tmp_path / "loss.tsv"
+    rows = "".join(f"{i}\t11:17:{10 + i}\t0.1000\t{_falling(i)}\t\t{_overfit(i)}\n" for i in range(20))
+    path.write_text("EPOCH\tTIMESTAMP\tLEARNING_RATE\tTRAIN_LOSS\tDEV_LOSS\n" + rows)
+    table = read_table(path)
+    assert table is not None and "index" not in table.names
+    assert table.values["EPOCH"].tolist() == list(range(20))
+    assert table.values["TRAIN_LOSS"].tolist() == [_falling(i) for i in range(20)]
+
+
 def test_a_short_header_over_a_first_column_that_does_not_count_is_not_an_index(tmp_path):
     path = tmp_path / "hist.txt"
     path.write_text("      loss  val_loss\n" + "".join(f"{7 * i}  {_falling(i)}  {_overfit(i)}\n" for i in range(5)))

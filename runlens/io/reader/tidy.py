@@ -24,13 +24,14 @@ from runlens.io.reader.values import parse
 
 
 def _cells(lines: list[str], delim: str) -> tuple[list[str], list[list[str]]] | None:
-    rows = [split(ln, delim) for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    kept = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    rows = [split(ln, delim) for ln in kept]
     if len(rows) < 3:
         return None
     header = [c.strip().strip("\"'") for c in rows[0]]
     body = [[c.strip().strip("\"'") for c in r] for r in rows[1:]]
-    # R's print(df) numbers its rows with no header cell above them.
-    if sum(len(r) == len(header) + 1 for r in body) >= 0.8 * len(body):
+    # R's print(df) numbers its rows with blanks above them (a right-aligned header, split on spaces).
+    if delim == " " and kept[0][:1].isspace() and sum(len(r) == len(header) + 1 for r in body) >= 0.8 * len(body):
         body = [r[1:] for r in body if len(r) == len(header) + 1]
     return header, [r for r in body if len(r) == len(header)]
 
