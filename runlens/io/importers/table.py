@@ -122,8 +122,8 @@ def folder_table(folder: Path) -> tuple[Table, Path, list[str]] | None:
         except ImportFailedError as exc:
             skipped.append(f"{rel} ({exc})")
             continue
-        if table is not None:
-            read.append((path, table))
+        if table is not None and scalars.is_download(table):
+            read.append((path, table))  # only the downloads are kept: a folder may hold large tables
         if table is None or table.n == 0 or not signal_roles(infer(table)):
             skipped.append(f"{rel} (no training signal in it)")
             continue
@@ -146,7 +146,7 @@ def _scalar_downloads(folder: Path, read: list[tuple[Path, Table]]) -> tuple[Tab
     table = scalars.folder(read)
     if table is None or not signal_roles(infer(table)):
         return None
-    files = [p.relative_to(folder).as_posix() for p, t in read if t.shape == "TensorBoard scalar CSV"]
+    files = [p.relative_to(folder).as_posix() for p, _ in read]
     return table, folder, [f"read {len(files)} TensorBoard scalar CSVs as one table: {', '.join(files)}"[:2000]]
 
 

@@ -24,6 +24,7 @@ from runlens.io.reader.table import MAX_COLUMNS, Table
 
 _COLUMNS = ("wall time", "step", "value")
 _TAG = "-tag-"
+_SHAPE = "TensorBoard scalar CSV"
 
 
 def is_scalar_csv(table: Table) -> bool:
@@ -47,6 +48,11 @@ def series_name(path: Path) -> str:
     return tag
 
 
+def is_download(table: Table) -> bool:
+    """Whether ``table`` was read as a download (by :func:`named`)."""
+    return table.shape == _SHAPE
+
+
 def named(table: Table, path: Path) -> Table:
     """The download ``table`` with its ``Value`` column renamed after ``path`` (others unchanged)."""
     if not is_scalar_csv(table):
@@ -57,7 +63,7 @@ def named(table: Table, path: Path) -> Table:
         return table
     values = {(name if k == value else k): v for k, v in table.values.items()}
     present = {(name if k == value else k): v for k, v in table.present.items()}
-    out = Table(table.n, values, present, "TensorBoard scalar CSV", list(table.notes), dict(table.config))
+    out = Table(table.n, values, present, _SHAPE, list(table.notes), dict(table.config))
     out.aliases = {value: name} if name != value else {}
     return out
 
@@ -67,7 +73,7 @@ def folder(tables: list[tuple[Path, Table]]) -> Table | None:
     None unless at least two files are downloads."""
     series: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for path, table in tables:
-        if table.shape != "TensorBoard scalar CSV":
+        if not is_download(table):
             continue
         step, value = table.names[1], table.names[2]
         ok = table.present[step] & table.present[value]
