@@ -172,7 +172,8 @@ def _has_marker(folder: str, files: set[str], subdirs: list[str]) -> bool:
     """Whether ``folder`` itself holds another tool's run log, by the files that name one.
 
     Only unambiguous markers count: TensorBoard event files (here, or in
-    the ``train/`` and ``validation/`` folders of a Keras run), a Lightning
+    the ``train/`` and ``validation/`` folders of a Keras run) or scalar
+    downloads (two ``run-*-tag-*.csv`` files or more), a Lightning
     ``metrics.csv``, Hugging Face's ``trainer_state.json`` (here or in a
     ``checkpoint-*`` folder). Any CSV, Parquet or text file could be a log
     but is usually data, so such logs are audited only when named.
@@ -187,6 +188,8 @@ def _has_marker(folder: str, files: set[str], subdirs: list[str]) -> bool:
         return True  # a W&B offline run folder
     if any("tfevents" in name for name in files):
         return True
+    if sum("-tag-" in name and name.lower().endswith(".csv") for name in files) >= 2:
+        return True  # TensorBoard's scalar downloads, one tag a file (run-<run>-tag-<tag>.csv)
     if _keras_run(folder, subdirs):
         return True
     return any(d.startswith("checkpoint-") and os.path.isfile(os.path.join(folder, d, "trainer_state.json"))

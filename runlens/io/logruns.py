@@ -120,6 +120,8 @@ def read_foreign(shown: str, columns: Mapping[str, Any] | None,
     kind = found.kind if found is not None else None
     if not kind and options and found is not None and found.reason.startswith("no line"):
         kind = "text"  # the user named the step/loss fields: read it as a console log with them
+    elif not kind and options and found is not None and "table" in found.found:
+        kind = "table"  # a table whose columns say no loss: the user named its columns
     if not kind:
         why = f": {found.reason}" if found is not None and found.reason else ""
         raise RunFormatError(f"{shown} is not a run directory (no run.json) "

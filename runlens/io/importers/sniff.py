@@ -99,7 +99,7 @@ def sniff_file(path: Path) -> Sniff:
             {"text": f"{counts['text']} lines"} if counts["text"] else {})})
     found = _text_kind(counts)
     if found.kind is None and table_note:
-        return Sniff(None, table_note)
+        return Sniff(None, table_note, {"table": table_note})  # a table: --loss COLUMN reads it
     return found
 
 
@@ -126,8 +126,9 @@ def _structured(path: Path) -> Sniff | str:
     if signal_roles(infer(table)):
         return Sniff("table", found={"table": f"a {table.shape} table of {table.n} rows"})
     names = ", ".join(table.names[:12]) + (" ..." if len(table.names) > 12 else "")
+    named = "".join(f"; --loss {a} names it" for a in table.aliases)  # a download not named by its tag
     return (f"a {table.shape} table of {table.n} rows with no loss, validation loss or gradient norm "
-            f"among its columns ({names or 'none'})")
+            f"among its columns ({names or 'none'}){named}")
 
 
 def _markdown_rows(lines: list[str]) -> int:

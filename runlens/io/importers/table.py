@@ -17,7 +17,7 @@ import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.importers._common import Imported, Series, Take
-from runlens.io.reader import folders, read_table
+from runlens.io.reader import folders, read_table, scalars
 from runlens.io.reader.build import runs_of, to_imported
 from runlens.io.reader.names import is_val, tokens
 from runlens.io.reader.roles import Roles, infer
@@ -39,6 +39,9 @@ def from_table(table: Table, source: Path, *, loss: str | None = None, val_loss:
 def table_runs(table: Table, source: Path, *, loss: str | None = None, val_loss: str | None = None,
                step: str | None = None, kind: str = "table", named: dict[str, str] | None = None) -> Take:
     """:func:`from_table` for each run of ``table``: ``take(run)``, the roles inferred once for all."""
+    alias = table.aliases.get
+    loss, val_loss, step = (alias(c, c) if c else c for c in (loss, val_loss, step))
+    named = {k: alias(c, c) for k, c in (named or {}).items()}
     try:
         roles = infer(table, loss=loss, val_loss=val_loss, step=step, named=named)
     except KeyError as exc:
@@ -111,7 +114,7 @@ def folder_table(folder: Path) -> tuple[Table, Path, list[str]] | None:
     if states and (table := read_table(states[-1])) is not None:
         return table, states[-1], ([f"{len(states)} trainer_state.json files: read {states[-1].relative_to(folder)} "
                                     "(the latest checkpoint)"] if len(states) > 1 else [])
-    found, skipped = [], []
+    found, skipped, read = [], [], []
     for path in folders.candidates(folder):
         rel = path.relative_to(folder).as_posix()
         try:
@@ -119,10 +122,15 @@ def folder_table(folder: Path) -> tuple[Table, Path, list[str]] | None:
         except ImportFailedError as exc:
             skipped.append(f"{rel} ({exc})")
             continue
+        if table is not None and scalars.is_download(table):
+            read.append((path, table))  # only the downloads are kept: a folder may hold large tables
         if table is None or table.n == 0 or not signal_roles(infer(table)):
             skipped.append(f"{rel} (no training signal in it)")
             continue
         found.append((table.n, path, table))
+    merged = _scalar_downloads(folder, read)
+    if merged is not None:
+        return merged
     if not found:
         return None
     n, path, table = max(found, key=lambda f: f[0])
@@ -131,6 +139,15 @@ def folder_table(folder: Path) -> tuple[Table, Path, list[str]] | None:
     if others or skipped:
         notes.append("not read: " + "; ".join(others + skipped)[:2000])
     return table, path, notes
+
+
+def _scalar_downloads(folder: Path, read: list[tuple[Path, Table]]) -> tuple[Table, Path, list[str]] | None:
+    """TensorBoard scalar downloads (one tag a file) as one table, when together they hold a signal."""
+    table = scalars.folder(read)
+    if table is None or not signal_roles(infer(table)):
+        return None
+    files = [p.relative_to(folder).as_posix() for p, _ in read]
+    return table, folder, [f"read {len(files)} TensorBoard scalar CSVs as one table: {', '.join(files)}"[:2000]]
 
 
 def _checkpoint(path: Path) -> tuple[int, float]:

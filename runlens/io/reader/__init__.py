@@ -1,7 +1,9 @@
 """One reader that goes by structure: any log becomes named numeric series over an index.
 
-:func:`read_table` finds the shape of a file (a JSON document, JSON lines,
-a delimited or pipe table) and reads it into a :class:`~.table.Table`;
+:func:`read_table` finds the shape of a file (a JSON document or a Python
+literal, JSON lines, a YAML list of records, a delimited or pipe table, a
+long table pivoted, a TensorBoard scalar download named by its file) and
+reads it into a :class:`~.table.Table`;
 :mod:`.roles` decides which column is which and says why; :mod:`.build`
 turns that into the importers' series, with the log's own step numbers.
 Text console logs are read line by line by :mod:`runlens.io.importers.text`
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import loads_json
-from runlens.io.reader import delimited, jsonshape
+from runlens.io.reader import delimited, jsonshape, pyliteral, scalars, tidy, yamlshape
 from runlens.io.reader.source import MAX_JSON, check_regular, decode, head_bytes, read_all
 from runlens.io.reader.table import Table
 
@@ -23,7 +25,7 @@ __all__ = ["read_table", "shape_of"]
 
 
 def shape_of(head: bytes) -> str | None:
-    """``parquet``, ``json``, ``jsonl`` or ``delimited`` for a file starting with ``head``; None otherwise."""
+    """``parquet``, ``json``, ``jsonl``, ``yaml`` or ``delimited`` for a file starting with ``head``; None otherwise."""
     if head[:4] == b"PAR1":
         return "parquet"
     if b"\x00" in head[:8192] and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -33,13 +35,15 @@ def shape_of(head: bytes) -> str | None:
     lines = text.splitlines()
     if len(head) >= 262_144 and lines:
         lines = lines[:-1]
-    if s.startswith("["):
+    if s.startswith("[") or pyliteral.prompted(s):
         return "json"
     if s.startswith("{"):
         first, _, more = s.partition("\n")
         # One object on one line is a document (a Keras history dumped without indent), not JSON lines.
         one_line = len(head) < 262_144 and not more.strip()
         return "jsonl" if not one_line and first.strip().endswith("}") and _is_object(first.strip()) else "json"
+    if yamlshape.looks(lines):
+        return "yaml"
     if delimited.sniff(lines) is not None:
         return "delimited"
     return None
@@ -82,15 +86,33 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
         try:
             doc = loads_json(decode(data))
         except ValueError:
-            return jsonshape.read_lines(decode(data).splitlines())
+            return _python_literal(decode(data)) or jsonshape.read_lines(decode(data).splitlines())
         except RecursionError:
             raise ImportFailedError(f"{path}: JSON nested too deeply to be a metrics log") from None
         return jsonshape.read_document(doc)
     data = read_all(path)
+    if shape == "yaml":
+        return yamlshape.read(decode(data).splitlines())
     if shape == "jsonl":
         return jsonshape.read_lines(decode(data).splitlines())
     lines = decode(head).splitlines()
     found = delimited.sniff(lines[:-1] if len(head) >= 262_144 else lines)  # a full window may cut its last line
     if found is None:
         return None
-    return delimited.read_data(data, *found, conflict)
+    table = scalars.named(delimited.read_data(data, *found, conflict), path)
+    if sum(bool(p.any()) for p in table.present.values()) <= 3 and tidy.pivot(lines, found[0]) is not None:
+        # A counter and one value (and a row number): a long table, its text cells naming the series.
+        return tidy.pivot(decode(data).splitlines(), found[0]) or table
+    return table
+
+
+def _python_literal(text: str) -> Table | None:
+    """The table of a history printed by Python (``{'loss': [0.9, nan]}``), or None when it is not one."""
+    try:
+        doc = pyliteral.loads(text)
+    except ValueError:
+        return None
+    table = jsonshape.read_document(doc)
+    if table is not None:
+        table.shape = "Python literal"
+    return table

@@ -108,23 +108,49 @@ def read(text_lines: Iterable[str], delim: str, width: int, conflict: str | None
     lines, note = resolve_conflict(list(text_lines), conflict)
     header: list[str] | None = None
     rows: list[list[float | None]] = []
+    index_name, indented = "index", False
     for line in lines:
         if not line.strip() or _RULE.match(line) or line.lstrip().startswith("#"):
             continue
         cells = split(line, delim)
         if header is None and not rows and _numeric_share(cells) < 0.5:
             header = [c.strip().strip("\"'") for c in cells]
+            # pandas and R right-align a printed frame: blanks stand where the index's header cell would be.
+            indented = delim == " " and line[:1].isspace()
             continue
         if header is not None and [c.strip() for c in cells] == header:
             continue  # a repeated header
+        if header is not None and not rows and len(cells) == 1 and _cell(cells[0]) is None:
+            index_name = cells[0].strip()  # pandas prints a named index's name on a line of its own
         nums = [_cell(c) for c in cells]
         if any(v is not None for v in nums):
             rows.append(nums)
-    names = header if header is not None else _default_names(width)
+    names = _with_index(header, rows, width, index_name) if indented and header else header or _default_names(width)
     table = _table(names, rows, "delimited" if header is not None else "delimited, no header")
     if note:
         table.notes.append(note)
     return table
+
+
+def _with_index(header: list[str], rows: list[list[float | None]], width: int, name: str) -> list[str]:
+    """``header`` with a name for the unnamed index column in front, when the rows carry one.
+
+    pandas prints a frame (``print(df)``, ``df.to_string()``) with its index first and only blanks
+    above it (the caller checks the header is indented, in a table split on spaces): a header one
+    cell short of its rows, whose extra first cell counts up by one each row. Left as it is, every
+    name would shift one column left onto its neighbour's values. A tab or comma table one header
+    cell short (Flair's ``loss.tsv`` has an extra empty cell) is another thing and keeps its names.
+    """
+    if len(header) != width - 1 or len(rows) < 2:
+        return header
+    full = [r for r in rows if len(r) == width]
+    first = [r[0] for r in full]
+    if len(full) < 0.8 * len(rows) or any(v is None or v != int(v) for v in first):
+        return header
+    counts = np.array(first, dtype=np.float64)
+    if not np.all(np.diff(counts) == 1):
+        return header
+    return [name if name not in header else f"{name}_index", *header]
 
 
 def _default_names(width: int) -> list[str]:

@@ -34,6 +34,7 @@ class Table:
     shape: str  # how the file was read: "json records", "json columns", "json lines", "delimited", ...
     notes: list[str] = field(default_factory=list)
     config: dict = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # a name the user may give -> the column's name
 
     @property
     def names(self) -> list[str]:
