@@ -275,7 +275,7 @@ def _headed(head: str, delim: str) -> bool:
     first, second = split(lines[0], delim), split(lines[1], delim)
     # A header as wide as the row under it: a line above the header (a banner, a progress line) is
     # the cell-by-cell reader's to drop.
-    return _numeric_share(first) < 0.5 <= _numeric_share(second) and len(first) == len(second)
+    return _numeric_share(first) < 0.5 and len(first) == len(second)
 
 
 def read_parquet(path: str | os.PathLike[str]) -> Table:
