@@ -13,6 +13,7 @@ by their own modules, whose series go through the same role names.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from runlens.errors import ImportFailedError
@@ -35,7 +36,7 @@ def shape_of(head: bytes) -> str | None:
     lines = text.splitlines()
     if len(head) >= 262_144 and lines:
         lines = lines[:-1]
-    if s.startswith("[") or pyliteral.prompted(s):
+    if (s.startswith("[") and _JSON_ARRAY.match(s)) or pyliteral.prompted(s):
         return "json"
     if s.startswith("{"):
         first, _, more = s.partition("\n")
@@ -47,6 +48,11 @@ def shape_of(head: bytes) -> str | None:
     if delimited.sniff(lines) is not None:
         return "delimited"
     return None
+
+
+# A JSON array opens on a value; ``[60/60 07:12, Epoch 0/1]`` (a notebook's progress line above a
+# table) or ``[1,  2000] loss:`` opens on a number followed by something no JSON value has.
+_JSON_ARRAY = re.compile(r"\[\s*(?:[\[{\"\]]|-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?\s*[,\]]|true|false|null|NaN|-?Infinity)")
 
 
 def _is_object(line: str) -> bool:

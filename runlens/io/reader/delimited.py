@@ -2,9 +2,13 @@
 
 The delimiter is the one (tab, comma, semicolon, then runs of
 spaces) that splits the head of the file into the same number of cells
-on most lines. A header is a first row whose cells are mostly not numbers;
-the same header repeated further down (appended runs, concatenated files)
-starts nothing new and is skipped, as is every row that carries no number.
+on most lines. A header is a row whose cells are mostly not numbers, the
+one nearest above the first rows (lines above it, a banner or the call that
+printed the table, are not the table: :mod:`.layout`); the same header
+repeated further down (appended runs, concatenated files, a header printed
+before every epoch) starts nothing new and is skipped, as is every row that
+carries no number. Rows under another header as wide (a validation block)
+are another table: the one holding a training signal is read.
 A ``e/N`` cell (YOLO's ``0/299``) is its counter ``e``. Pipe tables are
 Markdown's, read by :mod:`runlens.io.importers.markdown` with the same cell
 values (:func:`runlens.io.reader.values.parse`).
@@ -25,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from runlens.io.reader import layout
 from runlens.io.reader.source import decode
 from runlens.io.reader.table import MAX_COLUMNS, Table
 from runlens.io.reader.values import parse
@@ -49,21 +54,43 @@ def split(line: str, delim: str) -> list[str]:
 
 
 def sniff(lines: list[str]) -> tuple[str, int] | None:
-    """``(delimiter, width)`` of the table the lines hold, or None when they are not one."""
+    """``(delimiter, width)`` of the table the lines hold, or None when they are not one.
+
+    Lines above the table (the call that printed it, a banner: :func:`layout.start`) are not held
+    against it.
+    """
     rows = [ln for ln in lines[:200] if ln.strip() and not ln.lstrip().startswith("#") and not ln.startswith(_MARK)]
     if len(rows) < 2:
         return None
     for delim in _DELIMS:
-        if delim != " " and sum(delim in r for r in rows) < 0.8 * len(rows):
-            continue
-        widths = [len(split(r, delim)) for r in rows if not _RULE.match(r)]
-        if not widths:
-            continue
-        width = max(set(widths), key=widths.count)
-        numeric = sum(_numeric_share(split(r, delim)) >= 0.5 for r in rows[1:40])
-        if width >= 2 and widths.count(width) >= 0.8 * len(widths) and numeric >= 0.5 * min(len(rows) - 1, 39):
-            return delim, width
+        if delim != " ":
+            at = next((i for i, r in enumerate(rows) if delim in r), len(rows))
+            if sum(delim in r for r in rows[at:]) < 0.8 * len(rows[at:]):
+                continue
+        found = _width(rows, delim)
+        if found is not None:
+            return delim, found
     return None
+
+
+def _width(rows: list[str], delim: str) -> int | None:
+    cells = [split(_row(r, delim), delim) for r in rows if not _RULE.match(r)]
+    widths = [len(c) for c in cells]
+    if not widths:
+        return None
+    width = max(set(widths), key=widths.count)
+    numeric = [_numeric_share(c) >= 0.5 for c in cells]
+    at = layout.start(cells, numeric, width)
+    widths, numeric = widths[at:], numeric[at:]
+    n_numeric = sum(numeric[1:40])
+    if width >= 2 and widths.count(width) >= 0.8 * len(widths) and n_numeric >= 0.5 * min(len(widths) - 1, 39) \
+            and len(widths) >= 2:
+        return width
+    return None
+
+
+def _row(line: str, delim: str) -> str:
+    return layout.untail(line) if delim == " " else line
 
 
 def _numeric_share(cells: list[str]) -> float:
@@ -106,51 +133,52 @@ def resolve_conflict(lines: list[str], side: str | None) -> tuple[list[str], str
 def read(text_lines: Iterable[str], delim: str, width: int, conflict: str | None = None) -> Table:
     """The table held by ``text_lines`` split on ``delim`` (``width`` cells a row)."""
     lines, note = resolve_conflict(list(text_lines), conflict)
-    header: list[str] | None = None
-    rows: list[list[float | None]] = []
-    index_name, indented = "index", False
+    blocks = layout.Blocks(width)
     for line in lines:
         if not line.strip() or _RULE.match(line) or line.lstrip().startswith("#"):
             continue
-        cells = split(line, delim)
-        if header is None and not rows and _numeric_share(cells) < 0.5:
-            header = [c.strip().strip("\"'") for c in cells]
-            # pandas and R right-align a printed frame: blanks stand where the index's header cell would be.
-            indented = delim == " " and line[:1].isspace()
+        cells = split(_row(line, delim), delim)
+        if _numeric_share(cells) < 0.5:
+            blocks.name_row([c.strip().strip("\"'") for c in cells])
             continue
-        if header is not None and [c.strip() for c in cells] == header:
-            continue  # a repeated header
-        if header is not None and not rows and len(cells) == 1 and _cell(cells[0]) is None:
-            index_name = cells[0].strip()  # pandas prints a named index's name on a line of its own
         nums = [_cell(c) for c in cells]
         if any(v is not None for v in nums):
-            rows.append(nums)
-    names = _with_index(header, rows, width, index_name) if indented and header else header or _default_names(width)
-    table = _table(names, rows, "delimited" if header is not None else "delimited, no header")
+            blocks.data_row(cells, nums)
+    if delim == " ":
+        _realign(blocks, lines)
+    table = _chosen(blocks)
     if note:
         table.notes.append(note)
     return table
 
 
-def _with_index(header: list[str], rows: list[list[float | None]], width: int, name: str) -> list[str]:
-    """``header`` with a name for the unnamed index column in front, when the rows carry one.
+def _realign(blocks: layout.Blocks, lines: list[str]) -> None:
+    """Each header of a space-aligned table not one word a column cut by where its columns lie."""
+    for header in [h for h in blocks.rows if h is not None and len(h) != blocks.width]:
+        at = next((i for i, ln in enumerate(lines) if [c.strip("\"'") for c in split(ln, " ")] == list(header)), None)
+        names = layout.aligned(lines[at], lines[at + 1:at + 60], blocks.width) if at is not None else None
+        if names is not None:
+            rows = blocks.rows.pop(header)
+            blocks.rows.setdefault(tuple(names), []).extend(rows)
 
-    pandas prints a frame (``print(df)``, ``df.to_string()``) with its index first and only blanks
-    above it (the caller checks the header is indented, in a table split on spaces): a header one
-    cell short of its rows, whose extra first cell counts up by one each row. Left as it is, every
-    name would shift one column left onto its neighbour's values. A tab or comma table one header
-    cell short (Flair's ``loss.tsv`` has an extra empty cell) is another thing and keeps its names.
-    """
-    if len(header) != width - 1 or len(rows) < 2:
-        return header
-    full = [r for r in rows if len(r) == width]
-    first = [r[0] for r in full]
-    if len(full) < 0.8 * len(rows) or any(v is None or v != int(v) for v in first):
-        return header
-    counts = np.array(first, dtype=np.float64)
-    if not np.all(np.diff(counts) == 1):
-        return header
-    return [name if name not in header else f"{name}_index", *header]
+
+def _chosen(blocks: layout.Blocks) -> Table:
+    """The table of the paste: of several under different headers, the one holding a training signal
+    (the most rows among them); the others are named in a note."""
+    tables = {h: _table(list(h) if h is not None else _default_names(blocks.width), rows,
+                        "delimited" if h is not None else "delimited, no header") for h, rows in blocks.rows.items()}
+    if len(tables) <= 1:
+        return next(iter(tables.values()), _table(_default_names(blocks.width), [], "delimited, no header"))
+    from runlens.io.reader.roles import infer
+
+    def signal(t: Table) -> bool:
+        return any(p.role in ("loss", "grad_norm") or p.role.startswith("val_loss") for p in infer(t).picks)
+
+    header = max(tables, key=lambda h: (signal(tables[h]), tables[h].n))
+    table = tables[header]
+    others = [f"{tables[h].n} rows under ({', '.join(h or ('no header',))[:80]})" for h in tables if h != header]
+    table.notes.append("rows under another header: not read: " + "; ".join(others)[:500])
+    return table
 
 
 def _default_names(width: int) -> list[str]:
@@ -241,8 +269,13 @@ def _headed(head: str, delim: str) -> bool:
     """Whether the table is pyarrow's to read: a comma/tab/semicolon table whose first row is a header."""
     if delim not in (",", "\t", ";"):
         return False
-    first = next((ln for ln in head.splitlines()[:5] if ln.strip()), "")
-    return _numeric_share(split(first, delim)) < 0.5
+    lines = [ln for ln in head.splitlines()[:6] if ln.strip()]
+    if len(lines) < 2:
+        return False
+    first, second = split(lines[0], delim), split(lines[1], delim)
+    # A header as wide as the row under it: a line above the header (a banner, a progress line) is
+    # the cell-by-cell reader's to drop.
+    return _numeric_share(first) < 0.5 and len(first) == len(second)
 
 
 def read_parquet(path: str | os.PathLike[str]) -> Table:
