@@ -40,6 +40,7 @@ from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, Take, record_runs, require_file
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._names import Mapper
+from runlens.io.importers._roundline import BEST_NEXT, stated_nonfinite
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
 from runlens.io.importers._textline import Context, Line, clean, read_fields, squeeze
 from runlens.io.reader.names import LOSS, PERPLEXITY, tokens
@@ -162,7 +163,7 @@ class _Scanner:
         self.matcher.start(lines)
         i, end = 0, len(lines)
         while i < end:
-            plan, k = (None, 0) if self.ctx.restart else self.matcher.run(i)
+            plan, k = (None, 0) if self.ctx.restart or self.ctx.repeat_next else self.matcher.run(i)
             if k >= MIN_RUN and plan is not None:
                 k = self._run(plan, i, k)
             if k < MIN_RUN:  # not worth arrays, or the run stops here: this line by itself
@@ -203,14 +204,23 @@ class _Scanner:
         self.parser.hits += k
         return k
 
+    def _stepless(self, raw: str) -> None:
+        """A line with no step: skipped, unless it says that the loss went non-finite."""
+        self.skipped += bool(raw.strip())
+        if stated_nonfinite(raw):
+            self.runs[-1].events.append((self.ctx.last_step or 0, "nonfinite_loss", math.nan,
+                                         clean(raw.strip())[:300]))
+
     def line(self, raw: str) -> None:
         """One line read by itself."""
         self.n += 1
         ctx, markers, runs, n = self.ctx, self.markers, self.runs, self.n
         if ("skip" in raw or "Skip" in raw) and (event := _skipped_nonfinite(raw, ctx.last_step)):
             runs[-1].events.append(event)
+        if ("est" in raw or "EST" in raw) and BEST_NEXT.search(raw):
+            ctx.repeat_next = True
         if not _DIGIT.search(raw):
-            self.skipped += bool(raw.strip())
+            self._stepless(raw)
             return
         hit, fields = self.parser.parse(raw.strip(), ctx)
         if ctx.restart:
@@ -220,11 +230,16 @@ class _Scanner:
         if hit is None and ctx.last_step is not None:
             hit, fields = _eval_at_last_step(raw, ctx.last_step)
         if hit is None:
-            self.skipped += 1
+            self._stepless(raw)
             return
         if hit.partial:
             self.partial += 1
             return
+        if ctx.repeat_next and not hit.eval_line:
+            ctx.repeat_next = False
+            if runs[-1].last_step is not None and hit.step <= runs[-1].last_step:
+                markers["best repeated"] += 1  # the best round's line again: a recorded point, not a new one
+                return
         if not fields:
             self.skipped += 1
             return
