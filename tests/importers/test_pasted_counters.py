@@ -147,3 +147,23 @@ def test_a_bracketed_word_that_names_no_set_heads_no_section(tmp_path):
 def test_a_progress_count_glued_to_epoch_is_no_step(tmp_path):
     with pytest.raises(ImportFailedError, match="not a training log"):
         _read(tmp_path, "".join(f"INFO: {i}/25epoch started, loss=2.0\n" for i in range(1, 6)))
+
+
+def _roles(tmp_path, header: str) -> dict[str, tuple[str, ...]]:
+    from runlens.io.reader import read_table
+    from runlens.io.reader.roles import infer
+
+    path = tmp_path / "evals.csv"
+    path.write_text(header + "\n" + "".join(f"{0.66 - 0.04 * i:.2f},{0.67 - 0.03 * i:.2f}\n" for i in range(5)))
+    table = read_table(path)
+    assert table is not None
+    return {p.role: p.columns for p in infer(table).picks}
+
+
+def test_a_table_of_boosting_evaluation_results_has_both_losses(tmp_path):
+    assert _roles(tmp_path, "train-logloss,validation-logloss") == {
+        "loss": ("train-logloss",), "val_loss": ("validation-logloss",)}
+
+
+def test_a_table_of_set_scores_has_no_loss(tmp_path):
+    assert _roles(tmp_path, "train-auc,validation-auc") == {}
