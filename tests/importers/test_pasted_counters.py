@@ -167,3 +167,23 @@ def test_a_table_of_boosting_evaluation_results_has_both_losses(tmp_path):
 
 def test_a_table_of_set_scores_has_no_loss(tmp_path):
     assert _roles(tmp_path, "train-auc,validation-auc") == {}
+
+
+def _echo(evals: list[float], every: int = 20) -> str:
+    lines = []
+    for i in range(80):
+        val = evals[min(i // every, len(evals)) - 1] if i >= every else None
+        tail = f" | val_loss: {val}" if val is not None else ""
+        lines.append(f"iteration {10 * i} | reduced_train_loss: {3.25 * 0.99 ** i:.3f}{tail}\n")
+    return "".join(lines)
+
+
+def test_a_validation_loss_echoed_on_every_training_line_is_one_evaluation_per_value(tmp_path):
+    imp = _read(tmp_path, _echo([1.921, 1.712, 1.902]))
+    assert _series(imp, "evals", "val_loss") == ([200, 400, 600], [1.921, 1.712, 1.902])
+
+
+def test_a_validation_loss_of_one_value_throughout_keeps_every_record(tmp_path):
+    # A stuck validation loss logged at every line, or a single evaluation: nothing tells them apart.
+    imp = _read(tmp_path, _echo([0.693]))
+    assert len(_series(imp, "evals", "val_loss")[0]) == 60

@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import numpy as np
+
+from runlens.io.importers._common import Series
 from runlens.io.reader.names import TRAIN, VAL, is_step, tokens
 
 Fields = list[tuple[str, float]]
@@ -80,3 +83,29 @@ def in_sections(text: str, out: list[tuple[str, float, tuple[int, int]]],
 def stated_nonfinite(raw: str) -> bool:
     """Whether a line with no step says that the loss went non-finite."""
     return ("oss" in raw or "OSS" in raw) and _STATED_NONFINITE.search(raw[:2000]) is not None
+
+
+_ECHO_RUN = 3  # records of one value in a row that make an echo, not evaluations
+
+
+def first_of_runs(series: Series, column: str, warnings: list[str]) -> Series:
+    """A validation series echoed on training lines (NeMo prints the last ``val_loss`` on every progress
+    line until the next evaluation): each run of one value repeated unchanged is one evaluation, at the
+    step it first appeared.
+
+    Told from genuinely equal evaluations by the runs: at least two values, each held unchanged over
+    ``_ECHO_RUN`` or more records in a row. Fresh evaluations of a loss printed to a few significant
+    digits do not repeat exactly, run after run; a series of one value throughout (a stuck loss, or one
+    evaluation) is left as it is, since nothing tells the two apart there.
+    """
+    v = series.values
+    if len(v) < 2 * _ECHO_RUN:
+        return series
+    starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))  # NaN != NaN: never an echo
+    lengths = np.diff(np.append(starts, len(v)))
+    if len(starts) < 2 or int((lengths >= _ECHO_RUN).sum()) < 2:
+        return series
+    warnings.append(f"{column}: {len(v)} values repeated unchanged over consecutive lines (the last evaluation "
+                    f"printed again until the next): read as {len(starts)} evaluations")
+    times = series.times[starts] if series.times is not None else None
+    return Series(series.steps[starts], v[starts], times)

@@ -40,7 +40,7 @@ from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, Take, record_runs, require_file
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._names import Mapper
-from runlens.io.importers._roundline import BEST_NEXT, stated_nonfinite
+from runlens.io.importers._roundline import BEST_NEXT, first_of_runs, stated_nonfinite
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
 from runlens.io.importers._textline import Context, Line, clean, read_fields, squeeze
 from runlens.io.reader.names import LOSS, PERPLEXITY, tokens
@@ -385,7 +385,7 @@ def _take(path: Path, runs: list[_RunAcc], n_lines: int, skipped: int, markers: 
         # No copy: the ndarray keeps the array alive through its buffer, and nothing appends any more.
         at = np.frombuffer(steps, dtype=np.int64)
         s = Series(at if total is None else at // total + 1, np.frombuffer(values, dtype=np.float64))
-        (imp.evals if is_eval else imp.train)[col] = s
+        (imp.evals if is_eval else imp.train)[col] = first_of_runs(s, col, warnings) if is_eval else s
     imp.events = list(acc.events)
     if total is not None:
         imp.events = [(step // total + 1, kind, value, text) for step, kind, value, text in acc.events]
