@@ -30,7 +30,8 @@ import math
 import re
 from typing import Any
 
-from runlens.io.importers._textline import clean, read_fields
+from runlens.io.importers._names import Mapper
+from runlens.io.importers._textline import Line, clean, read_fields
 from runlens.io.reader.names import tokens
 
 Event = tuple[int, str, float, str]
@@ -59,6 +60,14 @@ class Watch:
     def trained(self) -> None:
         """A training line came: an exception printed before it did not end the run."""
         self.error = None
+
+    def partial(self, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
+        """A progress line inside an epoch is dropped (a running mean of the epoch so far), but a running
+        mean that is NaN/Inf means some batch's loss was: that is kept, as an event at the line's step."""
+        for name, value in fields:
+            if not math.isfinite(value) and mapper(name, hit.eval_line) == (False, "loss"):
+                self.events.append((hit.step, "nonfinite_loss", value, f"{name}: {value} (within an epoch)"))
+                return
 
     def see(self, raw: str, step: int | None, interval: int | None = None) -> bool:
         """Read one line about ``step`` (``interval``: the steps since the training line before, when the

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 
 from runlens.io.bounded import loads_json
+from runlens.io.importers._roundline import GLUED_EPOCH, LEADING, in_sections, keyed_rest, set_named
 from runlens.io.reader.names import STEP_WORDS, counter_core, is_step, is_val, role_of, tokens
 
 # PaddleOCR pads: nanxxx; MSVC's C runtime prints 1.#QNAN, 1.#SNAN, -1.#IND and 1.#INF.
@@ -51,7 +52,9 @@ _PREFIXES = re.compile(
     r"|(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)(?::[\w.]+:|\s+[\w.$]+:\d+\s+-\s*|\s*[:|\]-]\s*)"
     r"|\[(?:INFO|WARNING|WARN|DEBUG|ERROR|rank\d+)\]\s*"
     r")+")
-_KEY_WORD = r"[A-Za-z_][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
+# A possessive ends a name's first word (LightGBM's ``training's binary_logloss``): without it, the
+# name would start after the apostrophe (``s binary_logloss``).
+_KEY_WORD = r"[A-Za-z_][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*(?:'s(?= ))?"
 _KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
 # A word-number (nan, inf) followed by a single space and a word is part of a name
 # ("number of nan iterations: 0"), not a value.
@@ -99,6 +102,7 @@ class Context:
     per_epoch: int | None = None  # counter total of the last per-batch line (``200/735``)
     last_step: int | None = None
     restart: bool = False  # an ``Epoch 1/N`` header: a new run may begin here
+    repeat_next: bool = False  # a "Best iteration is:" line: the next step's line repeats a recorded one
 
 
 @dataclass
@@ -169,7 +173,7 @@ def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple
         which = "val" if m.group("val") is not None else "word"
         a, b = m.span(which)
         _keep(out, key[prev:].strip(), to_float(m.group(which)), (a + offset, b + offset))
-    return out
+    return in_sections(text, out, offset) if "[" in text else out
 
 
 def _bare_words(key: str) -> list[tuple[str, int]]:
@@ -311,9 +315,10 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
                     epoch_span=espan, rest_at=m.end())
     for name, pat in _KEYED:
         if m := pat.search(text):
-            return Line(int(m.group(1)), text[m.end():], ev, epoch, name, formula="int", spans=(m.span(1),),
-                        epoch_span=espan, rest_at=m.end())
-    return _counter_step(text, ctx, ev, epoch, espan)
+            rest, at, summary = keyed_rest(text, m, read_fields)  # the step may follow its fields
+            return Line(int(m.group(1)), rest, ev or summary, epoch, name, formula="int", spans=(m.span(1),),
+                        epoch_span=espan, rest_at=at)
+    return _counter_step(text, ctx, ev, epoch, espan) or _leading_counter(text, ev) or _glued_epoch(text, ev)
 
 
 def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
@@ -366,3 +371,26 @@ def _given_step(text: str, ctx: Context, key: str) -> Line | None:
     epoch, espan = _epoch_on_line(text)
     return Line(int(m.group(1)), text[m.end():], bool(_EVAL_LINE.search(text)), epoch, key, formula="int",
                 spans=(m.span(1),), epoch_span=espan, rest_at=m.end())
+
+
+
+def _leading_counter(text: str, ev: bool) -> Line | None:
+    """A line opened by a bare round counter (``[10]\t...``, ``10:\t...``): the round is the step."""
+    m = LEADING.match(text)
+    if m is None:
+        return None
+    g = 1 if m.group(1) is not None else 2
+    rest = text[m.end():]
+    if (fields := set_named(read_fields(rest))) is not None:
+        return Line(int(m.group(g)), rest, ev, None, "round", fields=fields)
+    return Line(int(m.group(g)), rest, ev, None, "round", formula="int", spans=(m.span(g),), rest_at=m.end())
+
+
+def _glued_epoch(text: str, ev: bool) -> Line | None:
+    """``3epoch``: the epoch is the step, as ``epoch 3`` alone is."""
+    m = GLUED_EPOCH.search(text)
+    if m is None:
+        return None
+    e = int(m.group(1))
+    return Line(e, text[m.end():], ev, e, "epoch", formula="int", spans=(m.span(1),), epoch_span=m.span(1),
+                rest_at=m.end())

@@ -41,6 +41,7 @@ from runlens.io.importers._common import Imported, Series, Take, record_runs, re
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._logsignals import Watch
 from runlens.io.importers._names import Mapper
+from runlens.io.importers._roundline import BEST_NEXT, first_of_runs, stated_nonfinite
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
 from runlens.io.importers._textline import Context, Line, clean, read_fields, squeeze
 from runlens.io.reader.names import LOSS, PERPLEXITY, tokens
@@ -163,7 +164,7 @@ class _Scanner:
         self.matcher.start(lines)
         i, end = 0, len(lines)
         while i < end:
-            plan, k = (None, 0) if self.ctx.restart else self.matcher.run(i)
+            plan, k = (None, 0) if self.ctx.restart or self.ctx.repeat_next else self.matcher.run(i)
             if k >= MIN_RUN and plan is not None:
                 k = self._run(plan, i, k)
             if k < MIN_RUN:  # not worth arrays, or the run stops here: this line by itself
@@ -205,13 +206,22 @@ class _Scanner:
         self.parser.hits += k
         return k
 
+    def _stepless(self, raw: str, said: bool) -> None:
+        """A line with no step: skipped; a warning the watch did not read that says the loss went
+        non-finite ("Model diverged with loss = NaN.") is still an event."""
+        self.skipped += bool(raw.strip())
+        if not said and stated_nonfinite(raw):
+            self.runs[-1].watch.events.append((self.ctx.last_step or 0, "nonfinite_loss", math.nan,
+                                               clean(raw.strip())[:300]))
+
     def line(self, raw: str) -> None:
         """One line read by itself."""
         self.n += 1
         ctx, runs, n = self.ctx, self.runs, self.n
+        if ("est" in raw or "EST" in raw) and BEST_NEXT.search(raw):
+            ctx.repeat_next = True
         if not _DIGIT.search(raw):
-            runs[-1].watch.see(raw, ctx.last_step)
-            self.skipped += bool(raw.strip())
+            self._stepless(raw, runs[-1].watch.see(raw, ctx.last_step))
             return
         prev = ctx.last_step
         hit, fields = self.parser.parse(raw.strip(), ctx)
@@ -227,13 +237,18 @@ class _Scanner:
         if hit is None and ctx.last_step is not None:
             hit, fields = _eval_at_last_step(raw, ctx.last_step)
         if hit is None:
-            self.skipped += 1
+            self._stepless(raw, said)
             return
         if hit.partial:
             self.partial += 1
             if not said:
-                _partial_nonfinite(runs[-1], hit, fields, self.mapper)
+                runs[-1].watch.partial(hit, fields, self.mapper)
             return
+        if ctx.repeat_next and not hit.eval_line:
+            ctx.repeat_next = False
+            if runs[-1].last_step is not None and hit.step <= runs[-1].last_step:
+                self.markers["best repeated"] += 1  # the best round's line again: a recorded point, not a new one
+                return
         self._data(hit, fields, n)
 
     def _data(self, hit: Line, fields: list[tuple[str, float]], n: int) -> None:
@@ -266,15 +281,6 @@ class _Scanner:
             cur.first_step = hit.step if cur.first_step is None else cur.first_step
             cur.last_step = hit.step
         markers[hit.source] += 1
-
-
-def _partial_nonfinite(cur: _RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
-    """A progress line inside an epoch is dropped (a running mean of the epoch so far), but a running
-    mean that is NaN/Inf means some batch's loss was: that is kept, as an event at the line's step."""
-    for name, value in fields:
-        if not math.isfinite(value) and mapper(name, hit.eval_line) == (False, "loss"):
-            cur.watch.events.append((hit.step, "nonfinite_loss", value, f"{name}: {value} (within an epoch)"))
-            return
 
 
 _EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|dev)\b", re.I)
@@ -375,7 +381,7 @@ def _take(path: Path, runs: list[_RunAcc], n_lines: int, skipped: int, markers: 
         # No copy: the ndarray keeps the array alive through its buffer, and nothing appends any more.
         at = np.frombuffer(steps, dtype=np.int64)
         s = Series(at if total is None else at // total + 1, np.frombuffer(values, dtype=np.float64))
-        (imp.evals if is_eval else imp.train)[col] = s
+        (imp.evals if is_eval else imp.train)[col] = first_of_runs(s, col, warnings) if is_eval else s
     imp.events, imp.error = list(acc.watch.events), acc.watch.error
     if total is not None:
         imp.events = [(step // total + 1, kind, value, text) for step, kind, value, text in acc.watch.events]

@@ -13,8 +13,11 @@ logs, MLflow and W&B keys, Markdown headers: :func:`role_of`) use it.
 
 from __future__ import annotations
 
+import re
+
 VAL = frozenset({"val", "valid", "validation", "eval", "evaluation", "dev", "test", "validate", "vl", "holdout"})
-TRAIN = frozenset({"train", "training", "tr", "main", "trn"})
+# ``learn``: CatBoost's name of the training set.
+TRAIN = frozenset({"train", "training", "tr", "main", "trn", "learn"})
 LOSS = frozenset({"loss", "losses", "xent", "nll", "ce", "objective", "cost", "crossentropy"})
 PERPLEXITY = frozenset({"ppl", "perplexity"})
 # Words that qualify a name without making it another quantity: ``avg loss`` is the loss.
@@ -37,8 +40,13 @@ SCALE = frozenset({"scale", "scaler"})
 ABBREVIATIONS = {"trl": ("train", "loss"), "tel": ("val", "loss"), "gnorm": ("grad", "norm")}
 
 
+_POSSESSIVE = re.compile(r"'s\b")
+
+
 def tokens(name: str) -> tuple[str, ...]:
     """Lower-case words of ``name``: split at non-alphanumerics and at lower-to-upper case changes."""
+    if "'" in name:  # a possessive says whose: ``training's loss`` is the training loss
+        name = _POSSESSIVE.sub("", name)
     out: list[str] = []
     word: list[str] = []
     prev = ""
@@ -112,11 +120,39 @@ def qualifiers(toks: tuple[str, ...]) -> tuple[str, ...]:
     return (*kinds, *rest) if "loss" in toks and kinds else rest
 
 
+# A data set's name, an optional ordinal, and one metric: ``train-logloss``, ``validation_1-rmse``,
+# ``valid_1's binary_logloss``, ``eval's l2`` (the per-round lines of gradient boosting libraries).
+_SET_METRIC = re.compile(r"^([A-Za-z]+)(?:_\d+)?(?:-|'s\s+)([A-Za-z][\w@]*)$")
+# Metrics that measure an error to be minimised, whose value is the objective a boosting round reports.
+ERROR_MEASURES = frozenset({"rmse", "mse", "mae", "rmsle", "mape", "l1", "l2", "huber", "logloss", "mlogloss"})
+
+
+def set_metric_role(name: str) -> tuple[bool, str] | None:
+    """``(is_val, "loss"/"val_loss")`` for a data set's loss-like metric named ``<set>-<metric>`` or
+    ``<set>'s <metric>``: the training set's is the training loss, a held-out set's the validation loss.
+    The set's ordinal (``valid_1``) numbers the sets, it names none. None for any other name."""
+    m = _SET_METRIC.match(name.strip())
+    if m is None:
+        return None
+    side, metric = m.group(1).lower(), tokens(m.group(2))
+    last = metric[-1] if metric else ""
+    if not (last in LOSS or last in ERROR_MEASURES or last.endswith("loss")) or METRIC & set(metric):
+        return None
+    if side in TRAIN:
+        return False, "loss"
+    if side not in VAL:
+        return None
+    named = val_set((side, "loss"))  # ``test`` names a set, as in ``test_loss``
+    return True, "val_loss" if named is None else f"val_loss@{named}"
+
+
 def role_of(name: str) -> tuple[bool, str | None]:
     """``(is_val, role)`` of one metric name read by itself, by the rules :mod:`.roles` applies to a
     table's columns: ``loss`` / ``val_loss`` for a loss named with nothing but neutral words beside it,
     ``val_loss@<set>`` for a named validation set's, ``lr``, ``grad_norm``, ``loss_scale``, ``epoch``;
     None for any other name (a loss part, a metric), kept under its own name."""
+    if (by_set := set_metric_role(name)) is not None:
+        return by_set
     t = tokens(name)
     val = is_val(t)
     if is_lossish(t):

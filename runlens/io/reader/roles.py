@@ -16,6 +16,8 @@ one place for every shape of log:
   ``eval``/``dev``/``test`` word; a set's name kept (``eval_wiki_loss``);
   parts matching the training parts summed; a validation column that shares
   the training loss's own word (``MAE on validation`` beside ``MAE loss``);
+- a data set's name and a loss-like metric (``train-logloss``, ``valid_1's l2``: gradient boosting's
+  evaluation results) is that set's loss;
 - **learning rate**, **gradient norm**, **loss scale**, **epoch** by their
   words.
 
@@ -41,6 +43,7 @@ from runlens.io.reader.names import (
     is_lr,
     is_val,
     qualifiers,
+    set_metric_role,
     tokens,
     val_set,
 )
@@ -149,8 +152,8 @@ def _rank_total(table: Table, name: str) -> tuple:
 
 def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None, list[str]]:
     """The loss among ``cols`` (all on one side: train or val) and the parts it was summed from."""
-    lossy = [c for c in cols if is_lossish(tokens(c))]
-    totals = [c for c in lossy if not qualifiers(tokens(c))]
+    lossy = [c for c in cols if is_lossish(tokens(c)) or set_metric_role(c)]
+    totals = [c for c in lossy if not qualifiers(tokens(c)) or set_metric_role(c)]
     role = "loss" if side == "train" else "val_loss"
     if totals:
         best = min(totals, key=lambda c: _rank_total(table, c))
@@ -221,20 +224,20 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
 
 
 def _val_losses(table: Table, val: list[str], roles: Roles, train_lossy: list[str]) -> None:
-    lossy = [c for c in val if is_lossish(tokens(c))]
+    lossy = [c for c in val if is_lossish(tokens(c)) or set_metric_role(c)]
     # A qualified validation loss whose words a training loss also has is a part of the loss
     # (``val/box_loss`` beside ``train/box_loss``), not a validation set of its own.
     part_words = {q for p in train_lossy if (q := qualifiers(tokens(p)))}
     val_parts = [c for c in lossy if qualifiers(tokens(c)) in part_words]
     lossy = [c for c in lossy if c not in val_parts]
-    has_total = any(not qualifiers(tokens(c)) for c in lossy)
+    has_total = any(not qualifiers(tokens(c)) or set_metric_role(c) for c in lossy)
     if len(val_parts) > 1 and not has_total:
         roles.picks.append(Pick("val_loss", tuple(val_parts), "sum",
                                 "validation loss parts (matching the training loss's parts) logged "
                                 "without a total: summed"))
     sets: dict[str | None, str] = {}
     for c in lossy:
-        sets.setdefault(val_set(tokens(c)), c)
+        sets.setdefault(_set_name(c), c)
     if not sets and not val_parts:
         _val_fallback(table, val, roles)
         return
@@ -243,6 +246,14 @@ def _val_losses(table: Table, val: list[str], roles: Roles, train_lossy: list[st
     for name, c in sets.items():
         if name is not None:
             roles.picks.append(Pick(f"val_loss@{name}", (c,), "column", f"{c!r} is the loss of set {name!r}"))
+
+
+def _set_name(column: str) -> str | None:
+    """The validation set a loss column names (None: the unnamed one); ``<set>-<metric>`` by its set."""
+    by_set = set_metric_role(column)
+    if by_set is not None:
+        return by_set[1].partition("@")[2] or None
+    return val_set(tokens(column))
 
 
 def _val_fallback(table: Table, val: list[str], roles: Roles) -> None:

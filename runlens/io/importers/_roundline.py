@@ -1,0 +1,111 @@
+"""Console lines that count or name things some other way than ``step N`` before the fields.
+
+Gradient boosting prints a bare round counter first (XGBoost and LightGBM ``[10]\\ttrain-rmse:...``,
+CatBoost ``10:\\tlearn: 0.66\\ttest: 0.67``); TF's Estimator writes the step as the last field
+(``loss = 2.31, step = 100 (0.3 sec)``); ESPnet glues the epoch to its word (``3epoch results:``) and
+heads a line's fields with the set they belong to (``[train] loss=2.40, ... [valid] loss=2.10``);
+early stopping repeats the best round's line after ``Best iteration is:``; TF says ``Model diverged
+with loss = NaN.`` on a line with no step. The patterns and the rules for them live here; the step
+finder (:mod:`._textline`) and the scanner (:mod:`.text`) call them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from runlens.io.importers._common import Series
+from runlens.io.reader.names import TRAIN, VAL, is_step, tokens
+
+Fields = list[tuple[str, float]]
+
+# A bare round counter opening the line, before a name: ``[0] 0.5 0.4`` (an R vector) or ``12:34`` is none.
+LEADING = re.compile(r"^(?:\[(\d+)\]|(\d+):)[ \t]+(?=[A-Za-z_])")
+# The epoch glued to its word; ``3/25epoch`` (a progress count) is none.
+GLUED_EPOCH = re.compile(r"(?<![\w./])(\d+)epoch\b")
+# The step marker written as a field (``step = 100``, ``step=100``), not as a header (``step 100``).
+_FIELD_SEP = re.compile(r"[:=]")
+# Names that are a data set's alone (CatBoost's ``learn``, ``test``).
+SET_ONLY = TRAIN | VAL
+# A bracketed data set's name heading the fields that follow it.
+_SECTION = re.compile(r"\[([A-Za-z]+)\]")
+# "Best iteration is:" / "Stopping. Best iteration:": a line naming the best that ends in a colon
+# announces that the next line repeats the best round's line.
+BEST_NEXT = re.compile(r"\bbest\b[^:]*:\s*$", re.I)
+# "Model diverged with loss = NaN.": the loss said to be non-finite on a line that carries no step.
+_STATED_NONFINITE = re.compile(r"\bloss(?:es)?\s*(?:[:=]|\bis\b|\bwas\b|\bbec[oa]me[s]?\b)?\s*"
+                               r"(?:nan|[-+]?inf(?:inity)?)\b", re.I)
+
+
+def keyed_rest(text: str, m: re.Match, read: Callable[[str], Fields]) -> tuple[str, int, bool]:
+    """``(text of the fields, its offset, is an evaluation's summary)`` for a line whose step marker
+    ``m`` was found.
+
+    The fields follow the marker, or precede it when the marker is a ``name = N`` field with no field
+    after it: the step was written last. A dict of results that records the step it was computed at
+    among its own fields (``for global step 1000: ..., global_step = 1000, ...``) is an evaluation's
+    summary: a training line names its step once.
+    """
+    after = read(text[m.end():])
+    step = int(m.group(1))
+    summary = any(is_step(tokens(k)) and v == step for k, v in after)
+    if not after and _FIELD_SEP.search(text, m.start(), m.start(1)) and read(text[:m.start()]):
+        return text[:m.start()], 0, summary
+    return text[m.end():], m.end(), summary
+
+
+def set_named(fields: Fields) -> Fields | None:
+    """On a round's line, a name that is a data set's alone is the set's objective: ``learn`` is read as
+    ``learn loss``; None when no name is a set's alone."""
+    if not any(k.lower() in SET_ONLY for k, _ in fields):
+        return None
+    return [(f"{k} loss" if k.lower() in SET_ONLY else k, v) for k, v in fields]
+
+
+def in_sections(text: str, out: list[tuple[str, float, tuple[int, int]]],
+                offset: int) -> list[tuple[str, float, tuple[int, int]]]:
+    """The fields with the name of the set whose ``[set]`` section holds them put before their own names:
+    one line reports both sets, and the names alone do not say which is which."""
+    heads = [(m.end() + offset, m.group(1)) for m in _SECTION.finditer(text) if m.group(1).lower() in SET_ONLY]
+    if not heads:
+        return out
+    named = []
+    for key, value, span in out:
+        section = next((name for at, name in reversed(heads) if at <= span[0]), None)
+        if section is not None and not (TRAIN | VAL) & set(tokens(key)):
+            key = f"{section} {key}"
+        named.append((key, value, span))
+    return named
+
+
+def stated_nonfinite(raw: str) -> bool:
+    """Whether a line with no step says that the loss went non-finite."""
+    return ("oss" in raw or "OSS" in raw) and _STATED_NONFINITE.search(raw[:2000]) is not None
+
+
+_ECHO_RUN = 3  # records of one value in a row that make an echo, not evaluations
+
+
+def first_of_runs(series: Series, column: str, warnings: list[str]) -> Series:
+    """A validation series echoed on training lines (NeMo prints the last ``val_loss`` on every progress
+    line until the next evaluation): each run of one value repeated unchanged is one evaluation, at the
+    step it first appeared.
+
+    Told from genuinely equal evaluations by the runs: at least two values, each held unchanged over
+    ``_ECHO_RUN`` or more records in a row. Fresh evaluations of a loss printed to a few significant
+    digits do not repeat exactly, run after run; a series of one value throughout (a stuck loss, or one
+    evaluation) is left as it is, since nothing tells the two apart there.
+    """
+    v = series.values
+    if len(v) < 2 * _ECHO_RUN:
+        return series
+    starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))  # NaN != NaN: never an echo
+    lengths = np.diff(np.append(starts, len(v)))
+    if len(starts) < 2 or int((lengths >= _ECHO_RUN).sum()) < 2:
+        return series
+    warnings.append(f"{column}: {len(v)} values repeated unchanged over consecutive lines (the last evaluation "
+                    f"printed again until the next): read as {len(starts)} evaluations")
+    times = series.times[starts] if series.times is not None else None
+    return Series(series.steps[starts], v[starts], times)
