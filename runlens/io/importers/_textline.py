@@ -29,6 +29,19 @@ import re
 from dataclasses import dataclass
 
 from runlens.io.bounded import loads_json
+from runlens.io.importers._textsteps import (
+    CALLBACK,
+    LEAD,
+    OUTER,
+    PAIR,
+    TQDM,
+    bar_step,
+    counted,
+    enter_epoch,
+    label_is_eval,
+    other_total,
+    running,
+)
 from runlens.io.reader.names import STEP_WORDS, counter_core, is_step, is_val, role_of, tokens
 
 # PaddleOCR pads: nanxxx; MSVC's C runtime prints 1.#QNAN, 1.#SNAN, -1.#IND and 1.#INF.
@@ -79,9 +92,11 @@ _KEYED = [(name, re.compile(rf"\b{pat}[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)(?:[ \t]*/
                             ("iteration", r"iteration"), ("iter", r"iter"))]
 _BATCHES = re.compile(r"\b(\d+)\s*/\s*(\d+)\s*batches\b", re.I)
 _BAR = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*(?=\[|\u2501|\|)")
-_BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
+# timm writes the share done inside the counter's brackets: "[ 200/1251 ( 16%)]".
+_BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+(?:\.\d+)?%\s*\)\s*)?\]")
 _EPOCH = re.compile(r"\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?", re.I)
-_EPOCH_HEADER = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*:?\s*$", re.I)
+# "Epoch 3/10" (Keras), or "Epoch: 0" alone on its line (smp): the epoch of the lines below.
+_EPOCH_HEADER = re.compile(r"^\s*Epoch\s*(?:\s|:|#)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*$", re.I)
 _END_OF_EPOCH = re.compile(r"\bend of epoch\s+(\d+)", re.I)
 _NET_OUTPUT = re.compile(rf"\b(Test|Train) net output #\d+:\s*([\w/]+)\s*=\s*({_NUM})", re.I)
 _EVAL_LINE = re.compile(r"\b(?:validation|valid|eval|evaluation)\s+loss\s+at\b"
@@ -99,6 +114,12 @@ class Context:
     per_epoch: int | None = None  # counter total of the last per-batch line (``200/735``)
     last_step: int | None = None
     restart: bool = False  # an ``Epoch 1/N`` header: a new run may begin here
+    zero_epoch: bool = False  # an epoch 0 was seen: epochs count from 0
+    # A running counter (:func:`._textsteps.running`): the last outer and inner counts, and the
+    # steps of the outer counts before.
+    outer: int | None = None
+    inner: int = 0
+    offset: int = 0
 
 
 @dataclass
@@ -283,12 +304,16 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
         test = m.group(1).lower() == "test"
         return Line(ctx.last_step, "", test, None, "net output", fields=[(m.group(2), to_float(m.group(3)))])
     if m := _EPOCH_HEADER.match(text):
-        e = int(m.group(1))
-        ctx.epoch, ctx.per_epoch = e, None
-        ctx.restart = ctx.restart or e == 1
+        enter_epoch(ctx, int(m.group(1)))
         return None
-    ev = bool(_EVAL_LINE.search(text))
+    if CALLBACK.search(text):
+        return None
+    ev = bool(_EVAL_LINE.search(text)) or label_is_eval(text)
     epoch, espan = _epoch_on_line(text)
+    if (m := TQDM.search(text)) and "{" not in text[m.end():]:
+        if (bar := bar_step(text, m, ctx, ev, epoch, read_fields)) is None:
+            return None
+        return Line(bar[0], "", ev, bar[1], "progress bar", fields=bar[2])
     if m := _MM_EPOCH.search(text):
         e, i, n = int(m.group(2)), int(m.group(3)), int(m.group(4))
         sp: tuple[tuple[int, int], ...] = (m.span(2), m.span(3), m.span(4))
@@ -322,21 +347,28 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
 
     A counter alone is the step as logged (``[10/1200]`` is step 10); inside an
     epoch it says how many batches are done (``200/2983``: the 200th), so the
-    0-based optimizer step is ``(epoch - 1) * per_epoch + i - 1``.
-    """
+    0-based optimizer step is ``(epoch - 1) * per_epoch + i - 1``. An evaluation
+    line's counter counts evaluation batches: its step is the last training step."""
+    if m := PAIR.match(text):
+        return Line(running(int(m.group(1)), int(m.group(2)), ctx), text[m.end():], ev, int(m.group(1)), "[e, i]",
+                    formula="running", spans=(m.span(1), m.span(2)), epoch_span=m.span(1), rest_at=m.end())
     bar = None if _BATCHES.search(text) else _BAR.match(text)
-    m = _BATCHES.search(text) or bar or _BRACKET.search(text)
+    m = _BATCHES.search(text) or bar or LEAD.match(text) or _BRACKET.search(text)
+    if m is not None and epoch is None and m.re is _BRACKET and (o := OUTER.search(text, 0, m.start())):
+        epoch, espan = int(o.group(1)), o.span(1)
     e = epoch if epoch is not None else ctx.epoch
     if m:
         i, n = int(m.group(1)), int(m.group(2))
         sp = (m.span(1), m.span(2))
         formula = "bar" if bar is not None else "counter"
+        if ctx.last_step is not None and (ev or (bar is not None and other_total(n, epoch, ctx))):
+            return Line(ctx.last_step, text[m.end():], True, e, "eval counter", formula="last_" + formula,
+                        spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n)
         if e is None:
             # The counter as logged: the user finds "[10/1200]" in the file as step 10, not 9.
             return Line(i, text[m.end():], ev, None, "[N/M]", formula=formula, spans=sp,
                         rest_at=m.end(), partial=bar is not None and i < n)
-        ctx.per_epoch = n
-        return Line(max((e - 1) * n + i - 1, 0), text[m.end():], ev, e, "epoch+counter", formula=formula,
+        return Line(counted(e, i, n, ctx), text[m.end():], ev, e, "epoch+counter", formula=formula,
                     spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n,
                     count=(i, n))
     if m := _END_OF_EPOCH.search(text):

@@ -217,7 +217,7 @@ class _Scanner:
             ctx.restart = False
             if runs[-1].rows:
                 runs.append(_RunAcc(n))  # a second "Epoch 1/N": the next run begins here
-        if hit is None and ctx.last_step is not None:
+        if hit is None:
             hit, fields = _eval_at_last_step(raw, ctx.last_step)
         if hit is None:
             self.skipped += 1
@@ -253,7 +253,7 @@ class _Scanner:
         markers[hit.source] += 1
 
 
-_EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|dev)\b", re.I)
+_EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|val|test|dev)\b", re.I)
 
 
 _NONFINITE = frozenset({"nan", "inf", "nonfinite", "infinite", "infinity"})
@@ -278,9 +278,11 @@ def _skipped_nonfinite(raw: str, last_step: int | None) -> tuple[int, str, float
 _LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
 
 
-def _eval_at_last_step(raw: str, step: int) -> tuple[Line | None, list[tuple[str, float]]]:
+def _eval_at_last_step(raw: str, step: int | None) -> tuple[Line | None, list[tuple[str, float]]]:
     """A validation line that names no step ("Evaluation result (greedy) loss: 3.72, ppl: 41.47"):
-    its fields at the last training step seen, as a validation pass."""
+    its fields at the last training step seen, as a validation pass. Before any training step
+    (llm.c's ``val loss 11.0`` of the initial model) it is step 0, and only for a loss or a
+    perplexity: a log's header names evaluation settings with numbers too ("eval batches: 20")."""
     text = clean(squeeze(raw.strip()))
     m = _EVAL_WORD.search(text[:400])
     if m is None:
@@ -288,9 +290,9 @@ def _eval_at_last_step(raw: str, step: int) -> tuple[Line | None, list[tuple[str
     # "result (greedy) loss: 3.72": the words before a metric's own name are prose, not part of it.
     fields = [(tokens(k)[-1] if tokens(k) and tokens(k)[-1] in _LAST_WORD else k, v)
               for k, v in read_fields(text[m.end():])]
-    if not fields:
+    if not fields or (step is None and not any(set(tokens(k)) & (LOSS | PERPLEXITY) for k, _ in fields)):
         return None, []
-    return Line(step, text[m.end():], True, None, "eval after step"), fields
+    return Line(0 if step is None else step, text[m.end():], True, None, "eval after step"), fields
 
 
 def _put_line(cur: _RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
