@@ -337,3 +337,21 @@ def test_a_table_keeps_its_own_roles_lines_once(tmp_path):
     path.write_text("step,train_loss,val_loss\n" + "".join(f"{i},{2 - i / 10},{2.1 - i / 20}\n" for i in range(8)))
     said = [w for w in analyze(str(path)).warnings if "roles: loss" in w]
     assert len(said) == 1 and "train_loss" in said[0]
+
+
+def test_a_second_fit_after_evaluate_is_training_though_its_lines_look_like_the_evaluation(tmp_path):
+    # The evaluate line is the first of its shape here: the shape cache must not make every later
+    # line of that shape an evaluation.
+    imp = _read(tmp_path, """
+Epoch 1/2
+100/100 [==============================] - 1s 2ms/step - loss: 0.5000 - val_loss: 0.6000
+Epoch 2/2
+100/100 [==============================] - 1s 2ms/step - loss: 0.4000 - val_loss: 0.5000
+10/10 [==============================] - 0s 2ms/step - loss: 0.9000
+Epoch 1/2
+100/100 [==============================] - 1s 2ms/step - loss: 0.3000
+Epoch 2/2
+100/100 [==============================] - 1s 2ms/step - loss: 0.2000
+""")
+    assert imp.config["text_lines"]["runs"] == 2
+    assert _points(imp.train["loss"]) == [(1, 0.3), (2, 0.2)]

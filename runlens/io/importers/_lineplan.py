@@ -183,8 +183,9 @@ class Parser:
             enter_epoch(ctx, int(toks[s[0]]))
             return None, []
         epoch = int(toks[plan.epoch]) if plan.epoch is not None else None
-        if f == "bar" and ctx.last_step is not None and other_total(int(toks[s[1]]), epoch, ctx):
-            f, ev = "last_bar", True  # as in find_step: a pass over other data under the epoch header
+        if f in ("bar", "counter") and ctx.last_step is not None and (
+                ev or (f == "bar" and other_total(int(toks[s[1]]), epoch, ctx))):
+            f, ev = "last_" + f, True  # as in find_step: an evaluation's counter counts its own batches
         step = _step(f, [int(toks[i]) for i in s], epoch, ctx)
         if f in ("mm", "last_mm", "end_epoch", "running"):
             epoch = int(toks[s[0]])

@@ -362,7 +362,8 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
         sp = (m.span(1), m.span(2))
         formula = "bar" if bar is not None else "counter"
         if ctx.last_step is not None and (ev or (bar is not None and other_total(n, epoch, ctx))):
-            return Line(ctx.last_step, text[m.end():], True, e, "eval counter", formula="last_" + formula,
+            # Only a label's evaluation is the shape's: the other total's is this line's context.
+            return Line(ctx.last_step, text[m.end():], True, e, "eval counter", formula="last_" + formula if ev else "",
                         spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n)
         if e is None:
             # The counter as logged: the user finds "[10/1200]" in the file as step 10, not 9.
