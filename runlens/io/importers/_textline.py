@@ -115,11 +115,9 @@ class Context:
     last_step: int | None = None
     restart: bool = False  # an ``Epoch 1/N`` header: a new run may begin here
     zero_epoch: bool = False  # an epoch 0 was seen: epochs count from 0
-    # A running counter (:func:`._textsteps.running`): the last outer and inner counts, and the
-    # steps of the outer counts before.
-    outer: int | None = None
+    outer: int | None = None  # a running counter (._textsteps.running): the last outer and inner counts,
     inner: int = 0
-    offset: int = 0
+    offset: int = 0  # and the steps of the outer counts before
 
 
 @dataclass
