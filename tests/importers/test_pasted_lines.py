@@ -355,3 +355,14 @@ Epoch 2/2
 """)
     assert imp.config["text_lines"]["runs"] == 2
     assert _points(imp.train["loss"]) == [(1, 0.3), (2, 0.2)]
+
+
+def test_a_summary_with_a_validation_loss_and_no_training_step_stays_refused(tmp_path):
+    with pytest.raises(ImportFailedError):
+        _read(tmp_path, "wandb: Run summary:\nwandb:   val/loss 0.29412\nwandb:   train/loss 0.1\n")
+
+
+def test_a_data_preparation_bar_with_a_setting_in_its_title_is_no_metric_line(tmp_path):
+    with pytest.raises(ImportFailedError):
+        _read(tmp_path, "Converting format of dataset (num_proc=16): 100%|██████████| 1000/1000 "
+                        "[00:02<00:00, 412.98 examples/s]\n")

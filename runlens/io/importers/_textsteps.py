@@ -112,7 +112,9 @@ def bar_step(text: str, m: re.Match, ctx: _Counts, ev: bool, epoch: int | None,
     post = _DASHED.sub(r"\1=", m.group(4) or "")
     # A description is a title: a number after a bare word there is an index ("Epoch 0",
     # "Validation DataLoader 0"); a metric in it is joined by ":" or "=" ("1|25|Loss: 1.90").
-    fields = [(k, v) for k, v in read(desc) if re.search(re.escape(k) + r"\s*[:=]", desc)] + read(post)
+    # A setting in parentheses is part of the title too ("Running tokenizer (num_proc=16)").
+    fields = [(k, v) for k, v in read(desc) if "(" not in k and re.search(re.escape(k) + r"\s*[:=]", desc)]
+    fields += read(post)
     if not fields:
         return None
     e = epoch if epoch is not None else ctx.epoch

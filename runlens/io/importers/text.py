@@ -155,6 +155,7 @@ class _Scanner:
         self.ctx, self.parser = Context(), Parser(step_key)
         self.matcher = Matcher(self.parser, mapper)
         self.n = self.skipped = self.partial = 0
+        self.early: list[tuple[Line, list[tuple[str, float]]]] = []  # evaluations before any training step
         self.markers: Counter = Counter()
 
     def block(self, lines: list[str]) -> None:
@@ -203,6 +204,13 @@ class _Scanner:
         self.parser.hits += k
         return k
 
+    def _early(self, cur: _RunAcc) -> None:
+        """The evaluations logged before the first training step (llm.c's of the initial model)."""
+        for hit, fields in self.early:
+            _put_line(cur, hit, fields, self.mapper)
+            self.markers[hit.source] += 1
+        self.early.clear()
+
     def line(self, raw: str) -> None:
         """One line read by itself."""
         self.n += 1
@@ -219,6 +227,9 @@ class _Scanner:
                 runs.append(_RunAcc(n))  # a second "Epoch 1/N": the next run begins here
         if hit is None:
             hit, fields = _eval_at_last_step(raw, ctx.last_step)
+            if hit is not None and ctx.last_step is None:
+                self.early.append((hit, fields))  # kept when a training step follows (not a summary's)
+                return
         if hit is None:
             self.skipped += 1
             return
@@ -243,6 +254,8 @@ class _Scanner:
                 and cur.first_step is not None and hit.step <= cur.first_step):
             cur = _RunAcc(n)  # the step went back to the start: a restart
             runs.append(cur)
+        if self.early and not hit.eval_line:
+            self._early(cur)
         _put_line(cur, hit, fields, self.mapper)
         cur.last_line = n
         if not hit.eval_line:
