@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runlens.errors import ImportFailedError
+from runlens.io.reader.names import is_val, tokens
 
 if TYPE_CHECKING:
     from runlens.io.importers._common import Imported, Take
@@ -145,8 +146,10 @@ def _said_roles(imp: Imported) -> Imported:
     for col in [*imp.train, *imp.evals]:
         if col in _ROLE_COLUMNS or col.startswith("val_loss@"):
             src = names.get(col) if isinstance(names.get(col), str) else col
-            roles[col] = {"columns": [src], "how": "column",
-                          "why": f"{src!r} is a name the {imp.kind} importer reads as {col}"}
+            why = f"{src!r} is a name the {imp.kind} importer reads as {col}"
+            if col.startswith("val_loss") and not is_val(tokens(str(src))):
+                why += " (logged on the lines of a validation pass)"
+            roles[col] = {"columns": [src], "how": "column", "why": why}
     index = imp.config.get("index_kind", "step")
     why = imp.index_why or f"the steps the {imp.kind} source recorded"
     loss = roles.get("loss", {}).get("columns", [""])[0]
@@ -154,6 +157,10 @@ def _said_roles(imp: Imported) -> Imported:
         index, why = "epoch", f"{loss!r} is logged once per epoch, at the epoch's number"
     roles["index"] = {"columns": [], "how": index, "why": why}
     imp.config["import_roles"] = roles
+    # The summary says which name became the loss, as the table reader's "roles:" lines do: a
+    # console log's ``loss`` may be any of several fields on its lines.
+    imp.warnings[:0] = [f"roles: {col} <- {r['columns'][0]}: {r['why']}" for col, r in roles.items()
+                        if col == "loss" or col.startswith("val_loss")]
     imp.config.setdefault("index_kind", index)
     return imp
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.errors import ImportFailedError
+from runlens.io.reader.names import PERPLEXITY, tokens
 
 if TYPE_CHECKING:
     from recorders.writer import RunWriter
@@ -259,6 +260,13 @@ def plan(imp: Imported) -> tuple[dict[str, Any], Rows, Rows | None]:
         val_keys = ("val_loss", *val_keys)
         warnings.append(f"evals: {len(val_keys) - 1} named validation sets and no unnamed one; "
                         f"val_loss is the first, {first!r}; each set is in its val_loss@<set> column")
+    if not val_keys and (ppl := _perplexity(imp.evals)):
+        # As the table reader does (roles.py): a held-out perplexity logged alone is exp(val loss).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eval_src = {**imp.evals, "val_loss": Series(imp.evals[ppl].steps, np.log(imp.evals[ppl].values),
+                                                        imp.evals[ppl].times)}
+        val_keys = ("val_loss",)
+        warnings.append(f"evals: only a validation perplexity was logged ({ppl!r}): val_loss is its natural log")
     evals = _table(eval_src, "val_loss", "evals", warnings, keys=val_keys) if val_keys else None
     for name in sorted(set(imp.evals) - set(val_keys)) if evals is None else ():
         warnings.append(f"evals: {name!r} logged without a validation loss: not imported")
@@ -266,6 +274,11 @@ def plan(imp: Imported) -> tuple[dict[str, Any], Rows, Rows | None]:
         warnings.append("the source has no timestamps: the time columns hold NaN")
     config["import_warnings"] = warnings
     return config, train, evals
+
+
+def _perplexity(evals: dict[str, Series]) -> str | None:
+    """The first validation column named a perplexity (``val_perplexity``, ``val_ppl``)."""
+    return next((k for k in evals if PERPLEXITY & set(tokens(k)) and len(evals[k].steps)), None)
 
 
 def write_imported(imp: Imported, out_dir: str | Path) -> Path:

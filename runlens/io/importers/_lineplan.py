@@ -35,11 +35,14 @@ from runlens.io.importers._textline import (
     Context,
     Line,
     clean,
+    enter_epoch,
     find_step,
+    other_total,
     read_field_spans,
     squeeze,
     to_float,
 )
+from runlens.io.importers._textsteps import counted, running
 
 MAX_SHAPES = 50_000
 # The lookahead only makes positions that cannot start a number fail fast (a quarter faster).
@@ -175,26 +178,26 @@ class Parser:
 
     @staticmethod
     def _replay(plan: Plan, toks: Sequence[str], ctx: Context) -> tuple[Line | None, list[tuple[str, float]]]:
-        f, s = plan.formula, plan.steps
+        f, s, ev = plan.formula, plan.steps, plan.eval_line
         if f == "header":
-            e = int(toks[s[0]])
-            ctx.epoch, ctx.per_epoch = e, None
-            ctx.restart = ctx.restart or e == 1
+            enter_epoch(ctx, int(toks[s[0]]))
             return None, []
         epoch = int(toks[plan.epoch]) if plan.epoch is not None else None
+        if f in ("bar", "counter") and ctx.last_step is not None and (
+                ev or (f == "bar" and other_total(int(toks[s[1]]), epoch, ctx))):
+            f, ev = "last_" + f, True  # as in find_step: an evaluation's counter counts its own batches
         step = _step(f, [int(toks[i]) for i in s], epoch, ctx)
-        if f in ("mm", "last_mm"):
+        if f in ("mm", "last_mm", "end_epoch", "running"):
             epoch = int(toks[s[0]])
-        elif f in ("counter", "bar"):
+        elif f in ("counter", "bar", "last_counter", "last_bar"):
             epoch = epoch if epoch is not None else ctx.epoch
-        elif f == "end_epoch":
-            epoch = int(toks[s[0]])
         fields = [(k, float(toks[i]) if i >= 0 else const) for k, i, const in plan.fields]
-        partial = f == "bar" and int(toks[s[0]]) < int(toks[s[1]])
+        partial = f in ("bar", "last_bar") and int(toks[s[0]]) < int(toks[s[1]])
         count = None
         if f == "mm" or (f in ("counter", "bar") and epoch is not None):
             count = (int(toks[s[-2]]), int(toks[s[-1]]))
-        return Line(step, "", plan.eval_line, epoch, plan.source, partial=partial, count=count), fields
+        source = "eval counter" if f != plan.formula else plan.source
+        return Line(step, "", ev, epoch, source, partial=partial, count=count), fields
 
 
 def pattern(plan: Plan, literals: list[str], literal: Callable[[str], str]) -> str:
@@ -221,10 +224,11 @@ def _step(formula: str, n: list[int], epoch: int | None, ctx: Context) -> int:
         return ctx.last_step if ctx.last_step is not None else n[0]
     if formula in ("counter", "bar"):
         e = epoch if epoch is not None else ctx.epoch
-        if e is None:
-            return n[0]
-        ctx.per_epoch = n[1]
-        return max((e - 1) * n[1] + n[0] - 1, 0)
+        return n[0] if e is None else counted(e, n[0], n[1], ctx)
+    if formula in ("last_counter", "last_bar"):
+        return ctx.last_step if ctx.last_step is not None else _step(formula[5:], n, epoch, ctx)
+    if formula == "running":
+        return running(n[0], n[1], ctx)
     if formula == "end_epoch":
         return n[0] * ctx.per_epoch - 1 if ctx.per_epoch else n[0]
     raise ValueError(f"unknown step formula {formula!r}")

@@ -23,35 +23,41 @@ iterations: 0`` is one name).
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from dataclasses import dataclass
 
-from runlens.io.bounded import loads_json
+from runlens.io.importers._clean import clean, squeeze
+from runlens.io.importers._mapping import MSVC as _MSVC
+from runlens.io.importers._mapping import NUM as _NUM
+from runlens.io.importers._mapping import WORDNUM as _WORDNUM
+from runlens.io.importers._mapping import braced, mapping_fields, parse_mapping, to_float
 from runlens.io.importers._roundline import GLUED_EPOCH, LEADING, in_sections, keyed_rest, set_named
-from runlens.io.reader.names import STEP_WORDS, counter_core, is_step, is_val, role_of, tokens
+from runlens.io.importers._textsteps import (
+    CALLBACK,
+    LEAD,
+    OUTER,
+    PAIR,
+    TQDM,
+    bar_step,
+    counted,
+    enter_epoch,
+    label_is_eval,
+    other_total,
+    running,
+)
+from runlens.io.reader.names import (
+    LOSS,
+    PERPLEXITY,
+    STEP_WORDS,
+    counter_core,
+    is_step,
+    is_val,
+    role_of,
+    tokens,
+)
 
-# PaddleOCR pads: nanxxx; MSVC's C runtime prints 1.#QNAN, 1.#SNAN, -1.#IND and 1.#INF.
-_MSVC = r"[-+]?\d\.#(?:QNAN|SNAN|IND|INF)0*"
-_WORDNUM = rf"[-+]?(?:nan(?:x+)?|NaN|NAN|inf(?:inity)?|Inf(?:inity)?|INF)|{_MSVC}"
 _WORD_ONLY = re.compile(_WORDNUM)
-_NUM = rf"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|{_WORDNUM}"
-_NUM_ONLY = re.compile(_NUM)
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
-_QUOTE = re.compile(r"^(?:[ \t]*>)+[ \t]?")
-_PREFIXES = re.compile(
-    r"^\s*(?:"
-    r"\[?\d{4}-\d{2}-\d{2}[ T]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?[\s,:-]*"
-    r"|\[?\d{1,2}/\d{1,2}(?:/\d{2,4})? \d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]?[\s,:-]*"
-    r"|\[?\d{4}/\d{1,2}/\d{1,2} \d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]?[\s,:-]*"
-    r"|[\w.]+ (?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL):\s*"
-    r"|\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+"
-    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]\s*"
-    r"|(?:-\s*)?[\w.$]+\s+-\s+(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\s+-\s*"
-    r"|(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)(?::[\w.]+:|\s+[\w.$]+:\d+\s+-\s*|\s*[:|\]-]\s*)"
-    r"|\[(?:INFO|WARNING|WARN|DEBUG|ERROR|rank\d+)\]\s*"
-    r")+")
 # A possessive ends a name's first word (LightGBM's ``training's binary_logloss``): without it, the
 # name would start after the apostrophe (``s binary_logloss``).
 _KEY_WORD = r"[A-Za-z_][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*(?:'s(?= ))?"
@@ -82,16 +88,16 @@ _KEYED = [(name, re.compile(rf"\b{pat}[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)(?:[ \t]*/
                             ("iteration", r"iteration"), ("iter", r"iter"))]
 _BATCHES = re.compile(r"\b(\d+)\s*/\s*(\d+)\s*batches\b", re.I)
 _BAR = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*(?=\[|\u2501|\|)")
-_BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
+# timm writes the share done inside the counter's brackets: "[ 200/1251 ( 16%)]".
+_BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+(?:\.\d+)?%\s*\)\s*)?\]")
 _EPOCH = re.compile(r"\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?", re.I)
-_EPOCH_HEADER = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*:?\s*$", re.I)
+# "Epoch 3/10" (Keras), or "Epoch: 0" alone on its line (smp): the epoch of the lines below.
+_EPOCH_HEADER = re.compile(r"^\s*Epoch\s*(?:\s|:|#)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*$", re.I)
 _END_OF_EPOCH = re.compile(r"\bend of epoch\s+(\d+)", re.I)
 _NET_OUTPUT = re.compile(rf"\b(Test|Train) net output #\d+:\s*([\w/]+)\s*=\s*({_NUM})", re.I)
 _EVAL_LINE = re.compile(r"\b(?:validation|valid|eval|evaluation)\s+loss\s+at\b"
                         r"|^\s*(?:validation|validating|evaluation|evaluating)\b"
                         r"|\bEpoch\((?:val|test)\)|\bIter\((?:val|test)\)|\bend of epoch\b", re.I)
-_RUNS = re.compile(r"[ \t]{2,}")
-_BARE = re.compile(r"(?<=[:\s\[(])(-?inf|nan|NaN|-?Infinity|NaN)(?=\s*[,})\]])")
 
 
 @dataclass
@@ -103,6 +109,10 @@ class Context:
     last_step: int | None = None
     restart: bool = False  # an ``Epoch 1/N`` header: a new run may begin here
     repeat_next: bool = False  # a "Best iteration is:" line: the next step's line repeats a recorded one
+    zero_epoch: bool = False  # an epoch 0 was seen: epochs count from 0
+    outer: int | None = None  # a running counter (._textsteps.running): the last outer and inner counts,
+    inner: int = 0
+    offset: int = 0  # and the steps of the outer counts before
 
 
 @dataclass
@@ -127,33 +137,6 @@ class Line:
     # ``(i, N)`` of a counter inside an epoch (``200/735``): the text reader tells from these whether
     # the log keeps one line per epoch, where the epoch, not the counter, is the index.
     count: tuple[int, int] | None = None
-
-
-def clean(raw: str) -> str:
-    """The line without colour codes, quoting and timestamp/logger prefixes."""
-    if "\x1b" in raw:
-        raw = _ANSI.sub("", raw)
-    if raw.lstrip().startswith(">"):
-        raw = _QUOTE.sub("", raw)
-    m = _PREFIXES.match(raw)
-    return raw[m.end():] if m else raw
-
-
-def _as_float(value: int | float) -> float:
-    # JSON spells integers of any length; one beyond a float's range is +-inf, not OverflowError.
-    try:
-        return float(value)
-    except OverflowError:
-        return math.copysign(math.inf, value)
-
-
-def to_float(text: str) -> float:
-    t = text.lower().lstrip("+")
-    if "inf" in t:
-        return -math.inf if t.startswith("-") else math.inf
-    if t.lstrip("-").startswith("nan") or "#" in t:  # 1.#QNAN, -1.#IND
-        return math.nan
-    return float(t)
 
 
 def read_fields(text: str) -> list[tuple[str, float]]:
@@ -202,48 +185,6 @@ def _keep(out: list, key: str, value: float, span: tuple[int, int]) -> None:
     out.append((key, value, span))
 
 
-def parse_mapping(text: str) -> dict | None:
-    """A JSON object or Python dict repr (``nan``/``inf`` bare or quoted), else None."""
-    try:
-        value = loads_json(text)
-    except ValueError:
-        try:
-            value = ast.literal_eval(_BARE.sub(lambda m: f"'{m.group(1)}'", text))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return None
-    return value if isinstance(value, dict) else None
-
-
-def mapping_fields(d: dict, prefix: str = "") -> list[tuple[str, float]]:
-    """Numeric items of a dict (nested dicts flattened with ``/``); numeric strings count."""
-    out = []
-    for k, v in d.items():
-        name = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.extend(mapping_fields(v, name + "/"))
-        elif isinstance(v, bool):
-            continue
-        elif isinstance(v, (int, float)):
-            out.append((name, _as_float(v)))
-        elif isinstance(v, str) and _NUM_ONLY.fullmatch(v.strip()):
-            out.append((name, to_float(v.strip())))
-    return out
-
-
-def squeeze(raw: str) -> str:
-    """``raw`` with every run of spaces and tabs as one space: the step and field patterns allow
-    spaces around optional separators (``epoch  :  3``), which backtrack on long runs of them; with
-    runs of one, no pattern here is worse than linear on a line."""
-    return _RUNS.sub(" ", raw) if ("  " in raw or "\t" in raw) else raw
-
-
-def braced(text: str) -> str | None:
-    """From the first ``{`` to the last ``}`` (what ``\\{.*\\}`` finds, without its quadratic search)."""
-    i = text.find("{")
-    j = text.rfind("}")
-    return text[i:j + 1] if 0 <= i < j else None
-
-
 def _step_names(keys: list[str]) -> list[str]:
     """The keys that name a step counter by the reader's words, the likeliest first: by the counter's
     word (``step`` before ``iteration``), the longer name first (``global_step`` before ``step``)."""
@@ -287,12 +228,16 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
         test = m.group(1).lower() == "test"
         return Line(ctx.last_step, "", test, None, "net output", fields=[(m.group(2), to_float(m.group(3)))])
     if m := _EPOCH_HEADER.match(text):
-        e = int(m.group(1))
-        ctx.epoch, ctx.per_epoch = e, None
-        ctx.restart = ctx.restart or e == 1
+        enter_epoch(ctx, int(m.group(1)))
         return None
-    ev = bool(_EVAL_LINE.search(text))
+    if CALLBACK.search(text):
+        return None
+    ev = bool(_EVAL_LINE.search(text)) or label_is_eval(text)
     epoch, espan = _epoch_on_line(text)
+    if (m := TQDM.search(text)) and "{" not in text[m.end():]:
+        if (bar := bar_step(text, m, ctx, ev, epoch, read_fields)) is None:
+            return None
+        return Line(bar[0], "", ev, bar[1], "progress bar", fields=bar[2])
     if m := _MM_EPOCH.search(text):
         e, i, n = int(m.group(2)), int(m.group(3)), int(m.group(4))
         sp: tuple[tuple[int, int], ...] = (m.span(2), m.span(3), m.span(4))
@@ -327,21 +272,29 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
 
     A counter alone is the step as logged (``[10/1200]`` is step 10); inside an
     epoch it says how many batches are done (``200/2983``: the 200th), so the
-    0-based optimizer step is ``(epoch - 1) * per_epoch + i - 1``.
-    """
+    0-based optimizer step is ``(epoch - 1) * per_epoch + i - 1``. An evaluation
+    line's counter counts evaluation batches: its step is the last training step."""
+    if m := PAIR.match(text):
+        return Line(running(int(m.group(1)), int(m.group(2)), ctx), text[m.end():], ev, int(m.group(1)), "[e, i]",
+                    formula="running", spans=(m.span(1), m.span(2)), epoch_span=m.span(1), rest_at=m.end())
     bar = None if _BATCHES.search(text) else _BAR.match(text)
-    m = _BATCHES.search(text) or bar or _BRACKET.search(text)
+    m = _BATCHES.search(text) or bar or LEAD.match(text) or _BRACKET.search(text)
+    if m is not None and epoch is None and m.re is _BRACKET and (o := OUTER.search(text, 0, m.start())):
+        epoch, espan = int(o.group(1)), o.span(1)
     e = epoch if epoch is not None else ctx.epoch
     if m:
         i, n = int(m.group(1)), int(m.group(2))
         sp = (m.span(1), m.span(2))
         formula = "bar" if bar is not None else "counter"
+        if ctx.last_step is not None and (ev or (bar is not None and other_total(n, epoch, ctx))):
+            # Only a label's evaluation is the shape's: the other total's is this line's context.
+            return Line(ctx.last_step, text[m.end():], True, e, "eval counter", formula="last_" + formula if ev else "",
+                        spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n)
         if e is None:
             # The counter as logged: the user finds "[10/1200]" in the file as step 10, not 9.
             return Line(i, text[m.end():], ev, None, "[N/M]", formula=formula, spans=sp,
                         rest_at=m.end(), partial=bar is not None and i < n)
-        ctx.per_epoch = n
-        return Line(max((e - 1) * n + i - 1, 0), text[m.end():], ev, e, "epoch+counter", formula=formula,
+        return Line(counted(e, i, n, ctx), text[m.end():], ev, e, "epoch+counter", formula=formula,
                     spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n,
                     count=(i, n))
     if m := _END_OF_EPOCH.search(text):
@@ -394,3 +347,24 @@ def _glued_epoch(text: str, ev: bool) -> Line | None:
     e = int(m.group(1))
     return Line(e, text[m.end():], ev, e, "epoch", formula="int", spans=(m.span(1),), epoch_span=m.span(1),
                 rest_at=m.end())
+
+
+_EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|val|test|dev)\b", re.I)
+_LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
+
+
+def eval_at_last_step(raw: str, step: int | None) -> tuple[Line | None, list[tuple[str, float]]]:
+    """A validation line that names no step ("Evaluation result (greedy) loss: 3.72, ppl: 41.47"):
+    its fields at the last training step seen, as a validation pass. Before any training step
+    (llm.c's ``val loss 11.0`` of the initial model) it is step 0, and only for a loss or a
+    perplexity: a log's header names evaluation settings with numbers too ("eval batches: 20")."""
+    text = clean(squeeze(raw.strip()))
+    m = _EVAL_WORD.search(text[:400])
+    if m is None:
+        return None, []
+    # "result (greedy) loss: 3.72": the words before a metric's own name are prose, not part of it.
+    fields = [(tokens(k)[-1] if tokens(k) and tokens(k)[-1] in _LAST_WORD else k, v)
+              for k, v in read_fields(text[m.end():])]
+    if not fields or (step is None and not any(set(tokens(k)) & (LOSS | PERPLEXITY) for k, _ in fields)):
+        return None, []
+    return Line(0 if step is None else step, text[m.end():], True, None, "eval after step"), fields

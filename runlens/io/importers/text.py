@@ -43,8 +43,7 @@ from runlens.io.importers._logsignals import Watch
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._roundline import BEST_NEXT, first_of_runs, stated_nonfinite
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
-from runlens.io.importers._textline import Context, Line, clean, read_fields, squeeze
-from runlens.io.reader.names import LOSS, PERPLEXITY, tokens
+from runlens.io.importers._textline import Context, Line, clean, eval_at_last_step
 from runlens.io.reader.source import open_binary, open_limited
 
 _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
@@ -157,6 +156,7 @@ class _Scanner:
         self.ctx, self.parser = Context(), Parser(step_key)
         self.matcher = Matcher(self.parser, mapper)
         self.n = self.skipped = self.partial = 0
+        self.early: list[tuple[Line, list[tuple[str, float]]]] = []  # evaluations before any training step
         self.markers: Counter = Counter()
 
     def block(self, lines: list[str]) -> None:
@@ -214,6 +214,13 @@ class _Scanner:
             self.runs[-1].watch.events.append((self.ctx.last_step or 0, "nonfinite_loss", math.nan,
                                                clean(raw.strip())[:300]))
 
+    def _early(self, cur: _RunAcc) -> None:
+        """The evaluations logged before the first training step (llm.c's of the initial model)."""
+        for hit, fields in self.early:
+            _put_line(cur, hit, fields, self.mapper)
+            self.markers[hit.source] += 1
+        self.early.clear()
+
     def line(self, raw: str) -> None:
         """One line read by itself."""
         self.n += 1
@@ -234,8 +241,11 @@ class _Scanner:
         # ("42/100 ... loss: nan") is about its own batch.
         interval = hit.step - prev if hit is not None and not hit.eval_line and prev is not None else None
         said = runs[-1].watch.see(raw, hit.step if hit is not None and hit.partial else prev, interval)
-        if hit is None and ctx.last_step is not None:
-            hit, fields = _eval_at_last_step(raw, ctx.last_step)
+        if hit is None:
+            hit, fields = eval_at_last_step(raw, ctx.last_step)
+            if hit is not None and ctx.last_step is None:
+                self.early.append((hit, fields))  # kept when a training step follows (not a summary's)
+                return
         if hit is None:
             self._stepless(raw, said)
             return
@@ -272,6 +282,8 @@ class _Scanner:
                 and cur.first_step is not None and hit.step <= cur.first_step):
             cur = _RunAcc(n)  # the step went back to the start: a restart
             runs.append(cur)
+        if self.early and not hit.eval_line:
+            self._early(cur)
         _put_line(cur, hit, fields, self.mapper)
         cur.last_line = n
         if not hit.eval_line:
@@ -281,27 +293,6 @@ class _Scanner:
             cur.first_step = hit.step if cur.first_step is None else cur.first_step
             cur.last_step = hit.step
         markers[hit.source] += 1
-
-
-_EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|dev)\b", re.I)
-
-
-_LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
-
-
-def _eval_at_last_step(raw: str, step: int) -> tuple[Line | None, list[tuple[str, float]]]:
-    """A validation line that names no step ("Evaluation result (greedy) loss: 3.72, ppl: 41.47"):
-    its fields at the last training step seen, as a validation pass."""
-    text = clean(squeeze(raw.strip()))
-    m = _EVAL_WORD.search(text[:400])
-    if m is None:
-        return None, []
-    # "result (greedy) loss: 3.72": the words before a metric's own name are prose, not part of it.
-    fields = [(tokens(k)[-1] if tokens(k) and tokens(k)[-1] in _LAST_WORD else k, v)
-              for k, v in read_fields(text[m.end():])]
-    if not fields:
-        return None, []
-    return Line(step, text[m.end():], True, None, "eval after step"), fields
 
 
 def _put_line(cur: _RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:

@@ -21,7 +21,7 @@ TRAIN = frozenset({"train", "training", "tr", "main", "trn", "learn"})
 LOSS = frozenset({"loss", "losses", "xent", "nll", "ce", "objective", "cost", "crossentropy"})
 PERPLEXITY = frozenset({"ppl", "perplexity"})
 # Words that qualify a name without making it another quantity: ``avg loss`` is the loss.
-NEUTRAL = frozenset({"total", "avg", "average", "mean", "overall", "running", "lm", "value", "all", "sum",
+NEUTRAL = frozenset({"total", "avg", "avr", "average", "mean", "overall", "running", "lm", "value", "all", "sum",
                      "batch", "step", "epoch", "per", "on", "of", "the", "after", "smoothed", "ema",
                      "cur", "current", "global", "model", "net", "iter", "reduced", "full", "final", "set"})
 METRIC = frozenset({"acc", "accuracy", "f1", "precision", "recall", "map", "bleu", "wer", "cer", "auc",

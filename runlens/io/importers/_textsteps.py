@@ -1,0 +1,123 @@
+"""Step shapes of console lines beyond the plain markers, and what says a line is an evaluation pass.
+
+- An epoch counted from 0 (torchvision's ``Epoch: [0]``, smp's ``Epoch: 0``): once an epoch 0 is
+  seen the log counts epochs from 0, so epoch ``e`` holds the ``(e + 1)``-th block of batches.
+- A *running* counter: an outer count and an inner one with no total (the PyTorch tutorial's
+  ``[1,  2000] loss: 2.173``), or a progress bar's ``i/N`` under an epoch (tqdm). The inner count
+  may restart every epoch (smp's ``46/46`` each epoch) or go on across them (kohya's ``41/410``,
+  ``82/410``); the step is the inner count plus the inner counts of the epochs before, which is
+  right both ways.
+- A tqdm bar (``desc: 16%|███ | 41/410 [00:10<01:30, 1.2s/it, loss=0.11]``): its metrics are
+  in the description (torchtune's ``1|25|Loss: 1.90``) and the postfix, so both are read.
+- An evaluation pass is said by the line's *label*: the words before its first metric, past the
+  step and epoch markers (``Test: [ 48/48]``, ``| epoch 001 | valid on 'valid' subset | loss``,
+  ``Epoch 1 (valid): ... loss=1.74``). A validation name among the metrics (``val_loss``) says
+  nothing about the line: the training line carries it too.
+- A callback's message about a monitored metric (``'val_loss' reached 1.0 (best 1.0), saving``,
+  ``'val_loss' was not in top 1``, ``val_loss improved from``) repeats a number logged elsewhere
+  and names the step of the callback, not of a metric line: it is no step of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Protocol
+
+from runlens.io.reader.names import is_epoch, is_step, is_val, tokens
+
+# tqdm: "12%|███▏ | 41/410 [00:10<01:30, 1.22s/it, avr_loss=0.118]"; "?" totals are not counters.
+TQDM = re.compile(r"(\d{1,3})%\s*\|[^|\n]*\|\s*(\d+)\s*/\s*(\d+)\s*(?:\[([^\]\n]*)\]?)?")
+# "[1,  2000] loss: 2.173": epoch and batch, no total.
+PAIR = re.compile(r"^\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]")
+# MONAI's "1/4, train_loss: 0.65": one optimizer step's counter opening the line.
+LEAD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*,")
+# "Train: 0 [ 200/1251 ( 16%)]": an integer after a label, right before a bracketed counter, is the
+# outer count (the epoch).
+OUTER = re.compile(r"(?:^|:)\s*(\d+)\s*$")
+CALLBACK = re.compile(r"['\"][\w/.@-]+['\"] (?:reached|was not in top)\b"
+                      r"|\b[\w/.@-]+ (?:improved from|did not improve from)\b")
+# smp's postfix "dice_loss - 0.4465": a name, " - ", a number, between commas.
+_DASHED = re.compile(r"(?:^|(?<=,))(\s*[A-Za-z_][\w/@.-]*) - (?=[-+]?(?:\d|\.\d|nan|inf))")
+_LABEL_FIELD = re.compile(r"(?<![\w.\-])([A-Za-z_][\w/()%#@.-]*)\s*[:=]?\s*[-+]?(?:\d|\.\d|nan|inf)", re.I)
+_SKIP = frozenset({"eta", "time", "of", "in", "at", "on", "is"})
+
+
+class _Counts(Protocol):
+    epoch: int | None
+    last_step: int | None
+    restart: bool
+    zero_epoch: bool
+    per_epoch: int | None
+    outer: int | None
+    inner: int
+    offset: int
+
+
+def counted(e: int, i: int, n: int, ctx: _Counts) -> int:
+    """The 0-based optimizer step of batch ``i`` of ``n`` in epoch ``e`` (from 1, or from 0 once an
+    epoch 0 is seen: epoch 0 then is the first block, not one clipped onto epoch 1's)."""
+    ctx.zero_epoch = ctx.zero_epoch or e == 0
+    ctx.per_epoch = n
+    return max((e + ctx.zero_epoch - 1) * n + i - 1, 0)
+
+
+def running(e: int | None, i: int, ctx: _Counts) -> int:
+    """The step of a running counter ``i`` inside outer count ``e``: ``i`` plus the inner counts of
+    the outer counts before, when the inner one restarted; an outer count going back starts over."""
+    if e is None:
+        ctx.outer = None
+        return i
+    if ctx.outer is not None:
+        if e < ctx.outer:
+            ctx.offset = 0
+        elif e > ctx.outer and i <= ctx.inner:
+            ctx.offset += ctx.inner
+    ctx.outer, ctx.inner = e, i
+    return ctx.offset + i
+
+
+def enter_epoch(ctx: _Counts, e: int) -> None:
+    """An epoch header: the epoch of the lines below; the first epoch (0 or 1) may begin a new run."""
+    ctx.zero_epoch = ctx.zero_epoch or e == 0
+    ctx.epoch, ctx.per_epoch = e, None
+    if e == (0 if ctx.zero_epoch else 1):
+        ctx.restart = True
+        ctx.outer, ctx.inner, ctx.offset = None, 0, 0
+
+
+def other_total(n: int, epoch: int | None, ctx: _Counts) -> bool:
+    """A counter under an epoch header whose total is not the epoch's own (Keras prints
+    ``model.evaluate()`` as ``313/313 [===] - loss: 0.09`` after the last ``1875/1875`` of the fit):
+    a pass over other data, an evaluation at the last training step."""
+    return (epoch is None and ctx.epoch is not None and ctx.per_epoch is not None and n != ctx.per_epoch
+            and ctx.last_step is not None)
+
+
+def label_is_eval(text: str) -> bool:
+    """Whether the words before the line's first metric (past step and epoch markers) say validation."""
+    for m in _LABEL_FIELD.finditer(text[:400]):
+        toks = tokens(m.group(1))
+        if not toks or m.group(1).lower() in _SKIP or is_step(toks) or is_epoch(toks):
+            continue
+        return is_val(tokens(text[:m.start(1)].lower()))
+    return False
+
+
+def bar_step(text: str, m: re.Match, ctx: _Counts, ev: bool, epoch: int | None,
+             read: Callable[[str], list[tuple[str, float]]]) -> tuple[int, int | None, list] | None:
+    """``(step, epoch, fields)`` of a tqdm line with metrics, None without: the step is its running
+    counter, an evaluation bar's the last training step (it counts evaluation batches)."""
+    desc = text[:m.start()].rstrip().rstrip(":")
+    post = _DASHED.sub(r"\1=", m.group(4) or "")
+    # A description is a title: a number after a bare word there is an index ("Epoch 0",
+    # "Validation DataLoader 0"); a metric in it is joined by ":" or "=" ("1|25|Loss: 1.90").
+    # A setting in parentheses is part of the title too ("Running tokenizer (num_proc=16)").
+    fields = [(k, v) for k, v in read(desc) if "(" not in k and re.search(re.escape(k) + r"\s*[:=]", desc)]
+    fields += read(post)
+    if not fields:
+        return None
+    e = epoch if epoch is not None else ctx.epoch
+    if ev and ctx.last_step is not None:
+        return ctx.last_step, e, fields
+    return running(e, int(m.group(2)), ctx), e, fields
