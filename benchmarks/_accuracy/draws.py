@@ -277,20 +277,38 @@ DRAWS: tuple[Draw, ...] = (
         role="the third generator with every seed shifted by 43000 and every run redrawn (`--seed-shift "
              "43000 --vary`), generated at {drawn} UTC from 165360a by the recorder with "
              "`logits_sum_to_one`, after third-fresh11's misses were read and after round 12's detector "
-             "changes, graded once at the end of round 12; the set to quote",
+             "changes, graded once at the end of round 12 (63ef41a), then re-graded in round 13: a development "
+             "set since",
         note="`third-fresh12` (round 12): the same generator and redraw with every seed shifted by 43000 (`python -m "
              "benchmarks.third --seed-shift 43000 --vary`), trained from the committed tree at 165360a (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
              "`logits_sum_to_one`, after third-fresh11's misses were read. 165360a is round 12's last detector "
              "commit; the commits after it change no detector. Nothing of it was diagnosed, and none of its "
              "generator log read, before its one grading.",
-        which="*third-fresh12* (round 12; seeds shifted by 43000) was trained from 165360a, round 12's last "
-              "detector commit, with nothing of it diagnosed before its one grading, at the commit above: "
-              "**quote third-fresh12**.",
+        which="*third-fresh12* (round 12; seeds shifted by 43000) was trained from 165360a, graded once at "
+              "63ef41a and re-graded in round 13: a development set since.",
+    ),
+    # Drawn after round 13's detector changes (1e2777d: validation_leak's near-certain reading;
+    # 3499b6b: a guessed ln K needs more than a nearby level, and the verdicts of loss-only logs).
+    Draw(
+        "third-fresh13", 47000, ("2026-12-03 06:30", "2026-12-03 06:54"),
+        role="the third generator with every seed shifted by 47000 and every run redrawn (`--seed-shift "
+             "47000 --vary`), generated at {drawn} UTC from e17f924 by the recorder with "
+             "`logits_sum_to_one`, after round 13's detector changes, graded once at the end of round 13; "
+             "the set to quote",
+        note="`third-fresh13` (round 13): the same generator and redraw with every seed shifted by 47000 (`python -m "
+             "benchmarks.third --seed-shift 47000 --vary`), trained from the committed tree at e17f924 (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`. e17f924 holds round 13's detector changes (1e2777d, 3499b6b); the commits "
+             "after it change the readers of foreign logs, not a detector. Nothing of it was diagnosed, and none "
+             "of its generator log read, before its one grading.",
+        which="*third-fresh13* (round 13; seeds shifted by 47000) was trained from e17f924, after round 13's "
+              "detector changes, with nothing of it diagnosed before its one grading, at the commit above: "
+              "**quote third-fresh13**.",
     ),
 )
 
-QUOTE = "third-fresh12"
+QUOTE = "third-fresh13"
 
 
 def draw(name: str) -> Draw:
