@@ -99,12 +99,13 @@ class CurveClassifier(Detector):
           and either its fluctuations dwarf the progress (``(S - E) / D <
           min_progress`` with ``D >= dispersion * |S|``, on a loss that made
           progress (below), or whose steps are large (late update/weight
-          above ``step_ratio``), or, where no step sizes were logged (a pasted
-          or imported log), whose late spread ``D`` is at least ``swing`` of
-          the end level ``E``: jitter around a loss that never moved is
-          underfitting, not instability, since a model that never learned
-          predicts nearly alike for every sample and its batch losses stay near
-          its level, while swings of a third of the level are chaos; and not when the measured late
+          above ``step_ratio``), or, where no step sizes were logged and the
+          log holds one value per epoch (a pasted or imported per-epoch log,
+          ``index_kind`` epoch), whose late spread ``D`` is at least ``swing``
+          of the end level ``E``: jitter around a loss that never moved is
+          underfitting, not instability (a batch of 4's mean jumps by its own
+          level), but a per-epoch value averages its batches, so swings of a
+          third of its level are the training's own; and not when the measured late
           steps are small, ``update_norm`` over the weights at most
           ``step_ratio / 10`` at the median module and ``step_ratio`` at
           the largest: weights that barely move cannot make the loss jump,
@@ -239,7 +240,7 @@ class CurveClassifier(Detector):
         (0.01; 499 permutations). step_ratio: late update/weight ratio above
         which the steps explain validation jumps (1e-2). stuck_band: range of a short log, relative to its level, within which
         (with no trend) it is stuck (0.01). swing: late spread relative to the end level above which a
-        loss that made no progress, with no step sizes logged, is unstable rather than underfitting (1/3).
+        per-epoch loss that made no progress, with no step sizes logged, is unstable rather than underfitting (1/3).
     """
 
     code = "curve"
@@ -315,6 +316,10 @@ class CurveClassifier(Detector):
             last = int(steps[-1]) if steps.size else None
             return short(self, steps, x, shape.validation_sets(sig.validation, last), shape.stated_classes(run))
         f = shape.curve_features(steps, x)
+        # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
+        # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.
+        config = run.config if isinstance(run.config, dict) else {}
+        f["per_epoch"] = config.get("index_kind") == "epoch"
         ended = ended_exploding_verdict(sig.grad_norm, steps, x, f)
         if ended is not None:
             return ended

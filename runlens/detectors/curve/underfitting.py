@@ -48,15 +48,15 @@ def late_steps(f: dict[str, Any], sig: Signals | None) -> StepRatioSummary | Non
 def chaotic(cfg: CurveParams, f: dict[str, Any], sig: Signals | None) -> bool:
     """Whether a loss that made no progress jitters from steps too large rather than from
     minibatch noise around a loss that never moved (that is underfitting): the late update/weight
-    ratio above ``step_ratio``. Without step sizes (a pasted or imported log), only a late spread
-    of at least ``swing`` of the late level: a model that never learned predicts nearly the same
-    for every sample, so its batch losses stay close to its level, while swings of a third of the
-    level are the weights being thrown about."""
+    ratio above ``step_ratio``. Without step sizes, only in a log of one value per epoch
+    (``per_epoch``), a late spread of at least ``swing`` of the late level: a batch of 4's mean
+    jumps by its own level (the loss alone cannot tell that from chaos), but an epoch's mean
+    averages its batches, so swings of a third of its level are the training's own."""
     ratio = late_steps(f, sig)
     if ratio is not None:
         return ratio.median > cfg.step_ratio
     end = abs(f["end_level"])
-    return bool(end > 0 and f["late_spread"] >= cfg.swing * end)
+    return bool(f.get("per_epoch") and end > 0 and f["late_spread"] >= cfg.swing * end)
 
 
 def validation_stalled(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]],
