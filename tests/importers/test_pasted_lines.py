@@ -189,24 +189,19 @@ def test_a_bracketed_counter_without_an_outer_count_is_the_step_as_logged(tmp_pa
     assert _points(imp.train["loss"]) == [(100, 6.99), (200, 7.01)]
 
 
-def test_zero_based_epochs_do_not_overwrite_each_other(tmp_path):
-    imp = _read(tmp_path, """
-Epoch: [0]  [   0/100]  loss: 6.9000 (6.9000)
-Epoch: [0]  [  50/100]  loss: 6.5000 (6.7000)
-Epoch: [1]  [   0/100]  loss: 6.1000 (6.1000)
-Epoch: [1]  [  50/100]  loss: 5.9000 (6.0000)
+@pytest.mark.parametrize(("first", "steps"), [
+    (0, [(0, 6.9), (49, 6.5), (99, 6.1), (149, 5.9)]),  # epochs from 0: epoch 0 is not overwritten by 1
+    (1, [(0, 6.9), (49, 6.5), (100, 6.1), (149, 5.9)]),  # the twin: epochs from 1 keep their steps
+])
+def test_epochs_counted_from_zero_or_one_do_not_overwrite_each_other(tmp_path, first, steps):
+    # The batch counter starts where the epochs do: 0 in torchvision's log, 1 in the twin.
+    imp = _read(tmp_path, f"""
+Epoch: [{first}]  [   {first}/100]  loss: 6.9000 (6.9000)
+Epoch: [{first}]  [  50/100]  loss: 6.5000 (6.7000)
+Epoch: [{first + 1}]  [   {first}/100]  loss: 6.1000 (6.1000)
+Epoch: [{first + 1}]  [  50/100]  loss: 5.9000 (6.0000)
 """)
-    assert _points(imp.train["loss"]) == [(0, 6.9), (49, 6.5), (99, 6.1), (149, 5.9)]
-
-
-def test_one_based_epochs_keep_their_steps(tmp_path):
-    imp = _read(tmp_path, """
-Epoch: [1]  [   1/100]  loss: 6.9000 (6.9000)
-Epoch: [1]  [  50/100]  loss: 6.5000 (6.7000)
-Epoch: [2]  [   1/100]  loss: 6.1000 (6.1000)
-Epoch: [2]  [  50/100]  loss: 5.9000 (6.0000)
-""")
-    assert _points(imp.train["loss"]) == [(0, 6.9), (49, 6.5), (100, 6.1), (149, 5.9)]
+    assert _points(imp.train["loss"]) == steps
 
 
 def test_monai_per_step_counters_under_epoch_lines(tmp_path):
