@@ -35,7 +35,12 @@ class LossSpikes(Detector):
         Robust z-scores of the loss (of its logarithm when it is positive:
         minibatch noise is multiplicative and right-skewed, nearly symmetric
         on the log scale) against its centred rolling median (window
-        ``n/200`` steps, 11 to 201) and rolling MAD (4x that window). A step
+        ``n/200`` steps, 11 to 201) and rolling MAD (4x that window), the
+        MAD at least half the noise that second differences show (pseudo-residuals,
+        which a local trend does not hide: where a log printed every 50
+        steps falls further within a window than its noise, most residuals
+        from a centred median are exactly 0 and their MAD says the series has
+        no noise at all). A step
         is spiking when ``z >= z_min``; when z also stands out from the
         run's own upper tail, by its scale (``tail_factor`` times the 95th
         percentile of z: where the noise is heavy-tailed, e.g. a few hard

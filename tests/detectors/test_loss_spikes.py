@@ -136,3 +136,29 @@ def test_silent_twin_a_short_log_reaching_exactly_zero_has_no_spike_from_its_rip
     x[5] = 0.9  # a real spike among positive neighbours: 7x
     (f,) = [f for f in analyze(make_run(x)).findings if f.code == "loss_spikes"]
     assert f.step == 5
+
+
+def _printed_every_50(seed: int, spike_at: int | None) -> np.ndarray:
+    """60 printed losses of a fast early fall (3%/print at first) with 2% noise: the trend moves
+    more within a window of 11 than the noise does."""
+    rng = np.random.default_rng(seed)
+    j = np.arange(60)
+    x = (0.34 + 2.11 * np.exp(-j / 10)) * np.exp(rng.normal(0, 0.02, j.size))
+    if spike_at is not None:
+        x[spike_at] = 10 * 0.5 * (x[spike_at - 1] + x[spike_at + 1])
+    return x
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_lone_spike_on_a_fast_falling_printed_curve_is_found(seed):
+    """The centred median of a locally monotone stretch is its middle point, so most residuals
+    are exactly 0: the noise must come from second differences, or every wiggle is a spike and
+    the run's own tail bound hides the real one."""
+    x = _printed_every_50(seed, spike_at=41)
+    (f,) = findings(x)
+    assert f.evidence["steps"] == [41]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_the_same_printed_curve_without_the_spike(seed):
+    assert findings(_printed_every_50(seed, spike_at=None)) == []
