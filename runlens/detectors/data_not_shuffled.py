@@ -53,12 +53,16 @@ class DataNotShuffled(Detector):
         The steps per epoch come from the ``epoch`` column, else the config
         (``steps_per_epoch``...); at least ``min_epochs`` epochs are needed.
         The log loss (offset by a hundredth of its median: a sorted batch
-        can be fitted to exactly 0) minus its centered moving mean over one epoch is
-        grouped by the step's position within the epoch; a Kruskal-Wallis
-        test asks whether the positions differ. It fires when p is at most
-        ``alpha`` and the effect size (epsilon-squared: the share of the
-        residual's rank variance the position explains) is at least
-        ``min_effect``. The autocorrelation of the residual at one epoch's
+        can be fitted to exactly 0) minus its trend is grouped by the step's
+        position within the epoch; a Kruskal-Wallis test asks whether the
+        positions differ, with its effect size (epsilon-squared: the share
+        of the residual's rank variance the position explains). The trend is
+        modelled twice, and the weaker result counts: as the centred moving
+        mean over one epoch (a smooth fall; a loss that drops at each
+        epoch's start leaves a sawtooth around it) and as each epoch's own
+        mean (a staircase; a smooth fall leaves a ramp around it). The
+        data's order shows under both. It fires when p is at most
+        ``alpha`` and the effect size is at least ``min_effect``. The autocorrelation of the residual at one epoch's
         lag is in the evidence. A learning rate that itself repeats with the
         epoch (a cyclic or warm-restart schedule with a one-epoch period)
         explains such a pattern: then it does not fire. Severity warning.
@@ -122,15 +126,31 @@ class DataNotShuffled(Detector):
 
     @staticmethod
     def _position_effect(steps: np.ndarray, y: np.ndarray, period: int) -> tuple[float, float, int]:
-        rs, r = _detrend(steps, y, period)
-        pos = (rs - steps[0]) % period
-        groups = [r[pos == k] for k in np.unique(pos)]
-        groups = [g for g in groups if len(g) >= 2]
-        if len(groups) < 2 or np.ptp(r) == 0:
-            return 0.0, 1.0, len(groups)
-        h, p = stats.kruskal(*groups)
-        n = sum(len(g) for g in groups)
-        return float(max(0.0, (h - len(groups) + 1) / (n - len(groups)))), float(p), len(groups)
+        """The position's effect under two models of the trend, the weaker of the two: a pattern
+        of the data's order survives both, while each model's own misfit shows as a pattern in
+        the other's residual. A smooth fall leaves a ramp within each epoch around the epoch's
+        mean; a loss that drops at each epoch's start (the same samples again, a schedule stepped
+        per epoch) leaves a sawtooth around the moving mean."""
+        smooth = _kruskal(*_detrend(steps, y, period), steps[0], period)
+        epoch = (steps - steps[0]) // period
+        _, inverse, counts = np.unique(epoch, return_inverse=True, return_counts=True)
+        means = np.bincount(inverse, weights=y) / counts
+        # An epoch's mean needs most of its logged steps (a log may keep every k-th step).
+        whole = counts[inverse] >= max(2.0, 0.5 * float(np.median(counts)))
+        stair = _kruskal(steps[whole], (y - means[inverse])[whole], steps[0], period)
+        return (min(smooth[0], stair[0]), max(smooth[1], stair[1]), min(smooth[2], stair[2]))
+
+
+def _kruskal(rs: np.ndarray, r: np.ndarray, start: int, period: int) -> tuple[float, float, int]:
+    """(epsilon-squared, p, groups) of a Kruskal-Wallis test of ``r`` grouped by position in the epoch."""
+    pos = (rs - start) % period
+    groups = [r[pos == k] for k in np.unique(pos)]
+    groups = [g for g in groups if len(g) >= 2]
+    if len(groups) < 2 or np.ptp(r) == 0:
+        return 0.0, 1.0, len(groups)
+    h, p = stats.kruskal(*groups)
+    n = sum(len(g) for g in groups)
+    return float(max(0.0, (h - len(groups) + 1) / (n - len(groups)))), float(p), len(groups)
 
 
 def _autocorr(steps: np.ndarray, r: np.ndarray, lag: int) -> float | None:

@@ -66,3 +66,27 @@ def test_a_fractional_epoch_column_is_no_epoch_length():
     run = make_run(loss, scalars={"epoch": np.arange(n) / 250})
     with pytest.raises(Skip, match="steps per epoch"):
         check("data_not_shuffled", run)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_loss_that_drops_at_each_epoch_start_is_silent(seed):
+    """A staircase: flat within each epoch, a drop when the same samples come round again (or a
+    rate stepped per epoch). Its moving mean over one epoch is a ramp across each drop, so that
+    model alone leaves a sawtooth with the epoch's period: a pattern of the trend, not the data."""
+    rng = np.random.default_rng(seed)
+    epochs, period = 6, 8
+    levels = 0.68 * np.exp(-0.25 * np.arange(epochs))
+    loss = np.repeat(levels, period) * np.exp(rng.normal(0, 0.03, epochs * period))
+    assert check("data_not_shuffled", _run(loss, period)) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_sorted_pattern_on_a_staircase_still_fires(seed):
+    """The data's order survives both models of the trend: the staircase twin plus a pattern."""
+    rng = np.random.default_rng(seed)
+    epochs, period = 12, 20
+    levels = 0.68 * np.exp(-0.1 * np.arange(epochs))
+    pattern = np.tile(rng.normal(0, 0.4, period), epochs)
+    loss = np.repeat(levels, period) * np.exp(pattern + rng.normal(0, 0.03, epochs * period))
+    [f] = check("data_not_shuffled", _run(loss, period))
+    assert f.evidence["position_effect"] >= 0.2
