@@ -261,6 +261,12 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
     for name, pat in _KEYED:
         if m := pat.search(text):
             rest, at, summary = keyed_rest(text, m, read_fields)  # the step may follow its fields
+            if m.group(2) and epoch is not None and espan is not None and espan[1] <= m.start(1):
+                # "Epoch [2/5], Step [100/600]": a counter with a total after the epoch may restart
+                # every epoch (the PyTorch tutorial's) or run on (a total of the run's steps); a
+                # running count is right both ways, where the counter alone splits the log into runs.
+                return Line(running(epoch, int(m.group(1)), ctx), rest, ev or summary, epoch, name,
+                            formula="running", spans=(espan, m.span(1)), epoch_span=espan, rest_at=at)
             return Line(int(m.group(1)), rest, ev or summary, epoch, name, formula="int", spans=(m.span(1),),
                         epoch_span=espan, rest_at=at)
     return _counter_step(text, ctx, ev, epoch, espan) or _leading_counter(text, ev) or _glued_epoch(text, ev)

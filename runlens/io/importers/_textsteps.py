@@ -40,6 +40,8 @@ CALLBACK = re.compile(r"['\"][\w/.@-]+['\"] (?:reached|was not in top)\b"
 # smp's postfix "dice_loss - 0.4465": a name, " - ", a number, between commas.
 _DASHED = re.compile(r"(?:^|(?<=,))(\s*[A-Za-z_][\w/@.-]*) - (?=[-+]?(?:\d|\.\d|nan|inf))")
 _LABEL_FIELD = re.compile(r"(?<![\w.\-])([A-Za-z_][\w/()%#@.-]*)\s*[:=]?\s*[-+]?(?:\d|\.\d|nan|inf)", re.I)
+# A description opening with a bare count and a bar ("2|26|Loss: 1.43"): the outer count of the bar.
+_LEAD_COUNT = re.compile(r"\s*(\d+)\s*\|")
 _SKIP = frozenset({"eta", "time", "of", "in", "at", "on", "is"})
 
 
@@ -118,6 +120,8 @@ def bar_step(text: str, m: re.Match, ctx: _Counts, ev: bool, epoch: int | None,
     if not fields:
         return None
     e = epoch if epoch is not None else ctx.epoch
+    if e is None and (lead := _LEAD_COUNT.match(desc)):
+        e = int(lead.group(1))  # torchtune's "2|26|Loss: 1.43": the bar under it restarts every epoch
     if ev and ctx.last_step is not None:
         return ctx.last_step, e, fields
     return running(e, int(m.group(2)), ctx), e, fields

@@ -67,6 +67,7 @@ class _RunAcc:
         self.epoch_ends: list[tuple[int, int]] = []
         self.totals: set[int] = set()
         self.other_train = 0
+        self.by_epoch = 0  # training lines whose only counter is the epoch ("Epoch 7 train loss 0.61")
 
     def tally(self, hit: Line) -> None:
         """Count a training line as one that closes an epoch's counter, or as any other."""
@@ -75,6 +76,7 @@ class _RunAcc:
             self.totals.add(hit.count[1])
         else:
             self.other_train += 1
+        self.by_epoch += hit.source == "epoch"
 
     def per_epoch(self) -> int | None:
         """The counter total ``N`` when the epoch is this run's index, else None.
@@ -190,6 +192,7 @@ class _Scanner:
                 run.steps, run.fields = run.steps[:k], [(name, v[:k]) for name, v in run.fields]
             self.ctx.last_step = cur.last_step = int(run.steps[-1])
             cur.other_train += k
+            cur.by_epoch += k * (plan.source == "epoch")
             cur.watch.trained()
         for name, values in run.fields:
             target = self.mapper(name, plan.eval_line)
@@ -382,6 +385,10 @@ def _take(path: Path, runs: list[_RunAcc], n_lines: int, skipped: int, markers: 
         imp.config["index_kind"] = "epoch"
         imp.index_why = (f"the counter i/{total} starts again every epoch and every training line kept closes "
                          f"an epoch ({total}/{total}): the epochs as logged ({first}..{last}) are the index")
+    elif acc.by_epoch and acc.by_epoch == acc.other_train:
+        # Every training line is counted by its epoch alone: one value per epoch, a mean over its batches.
+        imp.config["index_kind"] = "epoch"
+        imp.index_why = "every training line's only counter is its epoch: the epochs as logged are the index"
     imp.config["log_style"] = dict(markers.most_common())
     imp.config["import_fields"] = {col: acc.names[col] for (_, col) in acc.series if col in acc.names}
     imp.config["text_lines"] = {"read": n_lines, "skipped": skipped + partial, "runs": len(runs), "run": chosen}
