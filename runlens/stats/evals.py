@@ -6,6 +6,7 @@ about runs.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -27,6 +28,9 @@ def eval_noise(vl: np.ndarray) -> float:
 PERMUTATIONS = 499
 #: Evaluations the permutation test works on (bucket medians beyond that).
 PERM_POINTS = 200
+#: Evaluations below the five the permutation test needs, at which a rise at every one is still
+#: judged (exactly, at the trend's level: no order of four is rarer than 1 in 24).
+FEW_EVALS = 4
 
 
 def overfit_test(vs: np.ndarray, vl: np.ndarray, *, min_evals_after: int = 4) -> dict[str, Any] | None:
@@ -43,6 +47,8 @@ def overfit_test(vs: np.ndarray, vl: np.ndarray, *, min_evals_after: int = 4) ->
     part of its null. Deterministic (a fixed generator). None with fewer
     than 5 evaluations or ``min_evals_after`` after the minimum.
     """
+    if vl.size == FEW_EVALS and min_evals_after > FEW_EVALS - 1:
+        return _few_evals(vs, vl)
     if vl.size < 5:
         return None
     smooth = _smooth(vl)
@@ -59,6 +65,23 @@ def overfit_test(vs: np.ndarray, vl: np.ndarray, *, min_evals_after: int = 4) ->
             "val_trend_tau": t.tau, "val_trend_p": t.p_increasing,
             "val_perm_p": _permutation_p(vl, min_evals_after), "val_noise_sd": eval_noise(vl),
             "evals_after_min": int(vl.size - 1 - i), "val_last": float(vl[-1])}
+
+
+def _few_evals(vs: np.ndarray, vl: np.ndarray) -> dict[str, Any] | None:
+    """Four evaluations, the first the lowest and each one above the last: the one order of four
+    in 24 (exact p = 1/24, every order enumerated) that says the held-out loss only rose, the most
+    that four evaluations can say. Its evidence says ``few_evals``; None for any other order."""
+    if not np.all(np.diff(vl) > 0):
+        return None
+    orders = list(itertools.permutations(vl.tolist()))
+    observed = _mk_after_min(vl, FEW_EVALS - 1)
+    p = sum(_mk_after_min(np.array(o), FEW_EVALS - 1) >= observed for o in orders) / len(orders)
+    t = trend(vl[1:], vs[1:].astype(float))
+    rise = float(t.slope * (vs[-1] - vs[0])) if math.isfinite(t.slope) else float(vl[-1] - vl[0])
+    return {"val_min": float(vl[0]), "val_min_smoothed": float(vl[0]), "val_min_step": int(vs[0]),
+            "val_rise": rise, "val_trend_tau": t.tau, "val_trend_p": float(p), "val_perm_p": float(p),
+            "val_noise_sd": 0.0, "evals_after_min": FEW_EVALS - 1, "val_last": float(vl[-1]),
+            "few_evals": FEW_EVALS}
 
 
 def _smooth(v: np.ndarray) -> np.ndarray:

@@ -162,7 +162,11 @@ class CurveClassifier(Detector):
           around a rolling median), while the training loss at the end is no
           higher than at the validation minimum (plus its late spread).
           Decided from the trend, so large jumps between evaluations neither
-          make nor unmake it. The evidence names the set.
+          make nor unmake it. The evidence names the set. With exactly 4
+          evaluations the permutation test cannot go below 1/24: a rise at
+          every evaluation after the first (exact p = 1/24 over all orders,
+          evidence ``few_evals``) is taken at ``alpha``, with the same effect
+          sizes; a short log judges it from as few as 2 training losses.
         - underfitting: the loss sits at chance level, ln K for K classes:
           the median of the last third within 2% of ln K and its Theil-Sen line
           not leaving that band; K from the config (``num_classes``,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.validation import val_rises
+from runlens.detectors.curve.validation import perm_p, val_rises
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.chance import chance_level
 from runlens.stats.trend import Trend, trend
@@ -27,14 +27,20 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     stuck = _stuck(cfg, steps, x, classes) if x.size >= 4 else None
     if stuck is not None:
         return stuck
+    base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,
+            "start_level": float(np.median(x[:3])) if x.size else math.nan,
+            "final_level": float(x[-1]) if x.size else math.nan, "min_level": float(np.min(x)) if x.size else math.nan}
     if x.size >= 5:
         t = trend(x, steps.astype(float))
-        base = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "start_level": float(np.median(x[:3])),
-                "final_level": float(x[-1]), "min_level": float(np.min(x)), "trend": t.to_dict()}
+        base["trend"] = t.to_dict()
         verdict = (_grown(cfg, steps, x, t, base) or _given_back(cfg, steps, x, base)
                    or _overfit(cfg, steps, x, sets, base) or _settled(cfg, steps, x, t, base))
         if verdict is not None:
             return verdict
+    elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base)) is not None:
+        # A held-out rise needs the evaluations, not many training points: the training loss at
+        # the validation minimum and at the end say whether it kept falling.
+        return verdict
     return CurveVerdict("insufficient_data",
                         f"only {x.size} finite training losses (< {cfg.min_points}): too few for "
                         "the curve's shape; the point detectors still judge them",
@@ -77,7 +83,7 @@ def _overfit(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str,
             continue
         return CurveVerdict(
             "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
-            f"by {o['val_rise']:.3g} over {o['evals_after_min']} evaluations (permutation p={o['val_perm_p']:.2g}) "
+            f"by {o['val_rise']:.3g} over {o['evals_after_min']} evaluations ({perm_p(o)}) "
             f"while the training loss kept falling, in a short log of {x.size} points",
             {**base, **o, "eval_set": name, "train_at_val_min": at_min, "kind": "short_overfitting",
              "step": o["val_min_step"]})

@@ -1,0 +1,76 @@
+"""Four evaluations whose held-out loss rises at each one after the first while the training loss
+falls: overfitting, at the trend's level (exact p = 1/24 over every order of four; the permutation
+test's 1% level is out of reach below five evaluations). Found by probing with pastes of
+fine-tunes evaluated once per epoch ("eval loss goes up after epoch 1"). Each firing case has its
+twin that keeps the old reading."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from loss_synth import make_run
+
+from runlens import analyze
+from runlens.detectors.curve import classify
+from runlens.stats.evals import overfit_test
+
+
+def _run(train: np.ndarray, val: list[float]):
+    steps = np.arange(1, train.size + 1)
+    val_steps = np.linspace(steps[0] + (steps.size // 4) - 1, steps[-1], 4).astype(int)
+    return make_run(train, steps=steps, val_loss=np.array(val), val_steps=val_steps)
+
+
+RISING = [1.9, 2.2, 2.6, 3.1]
+
+
+@pytest.mark.parametrize("n", [4, 12, 200])
+def test_four_rising_evaluations_with_a_falling_training_loss_overfit(n):
+    train = 2.1 * np.exp(-np.linspace(0, 1, n))
+    verdict = classify(_run(train, RISING))
+    assert verdict.label == "overfitting"
+    assert verdict.evidence["few_evals"] == 4
+    assert math.isclose(verdict.evidence["val_perm_p"], 1 / 24)
+    assert "exact p=0.042" in verdict.reason
+
+
+def test_the_exact_p_counts_every_order():
+    o = overfit_test(np.arange(4), np.array(RISING))
+    assert o is not None and math.isclose(o["val_perm_p"], 1 / 24)
+
+
+@pytest.mark.parametrize("val", [[1.9, 2.2, 2.1, 3.1], [2.2, 1.9, 2.6, 3.1], [1.9, 1.95, 2.6, 2.6]])
+def test_silent_twin_four_evaluations_not_rising_at_each(val):
+    train = 2.1 * np.exp(-np.linspace(0, 1, 12))
+    assert classify(_run(train, val)).label != "overfitting"
+
+
+def test_silent_twin_three_evaluations_say_nothing():
+    train = 2.1 * np.exp(-np.linspace(0, 1, 12))
+    steps = np.arange(1, 13)
+    run = make_run(train, steps=steps, val_loss=np.array(RISING[:3]), val_steps=np.array([4, 8, 12]))
+    assert classify(run).label != "overfitting"
+
+
+def test_silent_twin_a_rise_below_a_tenth_of_the_minimum():
+    train = 2.1 * np.exp(-np.linspace(0, 1, 12))
+    assert classify(_run(train, [1.90, 1.93, 1.96, 2.0])).label != "overfitting"
+
+
+def test_silent_twin_the_training_loss_rose_too():
+    train = 1.0 * np.exp(np.linspace(0, 1, 12))
+    assert classify(_run(train, RISING)).label != "overfitting"
+
+
+def test_hugging_face_dict_lines_of_four_epochs(tmp_path):
+    lines = []
+    for e, (t, v) in enumerate(zip([2.1, 1.7, 1.2, 0.8], RISING, strict=True), 1):
+        lines.append(f"{{'loss': {t}, 'learning_rate': {4e-5 / e:.1e}, 'epoch': {e - 0.5}}}")
+        lines.append(f"{{'eval_loss': {v}, 'eval_runtime': 3.2, 'epoch': {float(e)}}}")
+    path = tmp_path / "trainer.log"
+    path.write_text("\n".join(lines) + "\n")
+    d = analyze(path)
+    assert d.curve.label == "overfitting"
+    assert "overfitting" in [f.code for f in d.findings]
