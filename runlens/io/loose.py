@@ -79,6 +79,8 @@ def _judge_head(head: bytes, suffix: str, by_name: bool) -> str | None:
         return None
     if suffix in (".json", ".jsonl", ".ndjson") or shape == "jsonl":
         return ""  # a config or a data record, not a log
+    if shape == "blocks" and _names_signal(text):
+        return None  # a dump of key/value blocks (SB3's boxes) whose keys name a loss
     if suffix in (".csv", ".tsv") or shape == "delimited":
         header = next((line for line in lines if line.strip()), "")
         if _names_signal(header):

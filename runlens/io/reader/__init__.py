@@ -18,7 +18,7 @@ from pathlib import Path
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import loads_json
-from runlens.io.reader import delimited, jsonshape, pyliteral, scalars, tidy, yamlshape
+from runlens.io.reader import blocks, delimited, jsonshape, pyliteral, scalars, tidy, yamlshape
 from runlens.io.reader.source import MAX_JSON, check_regular, decode, head_bytes, read_all
 from runlens.io.reader.table import Table
 
@@ -26,7 +26,7 @@ __all__ = ["read_table", "shape_of"]
 
 
 def shape_of(head: bytes) -> str | None:
-    """``parquet``, ``json``, ``jsonl``, ``yaml`` or ``delimited`` for a file starting with ``head``; None otherwise."""
+    """``parquet``, ``json``, ``jsonl``, ``yaml``, ``blocks`` or ``delimited`` for a file starting with ``head``; None otherwise."""
     if head[:4] == b"PAR1":
         return "parquet"
     if b"\x00" in head[:8192] and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -45,6 +45,8 @@ def shape_of(head: bytes) -> str | None:
         return "jsonl" if not one_line and first.strip().endswith("}") and _is_object(first.strip()) else "json"
     if yamlshape.looks(lines):
         return "yaml"
+    if blocks.looks(lines):
+        return "blocks"
     if delimited.sniff(lines) is not None:
         return "delimited"
     return None
@@ -99,6 +101,8 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
     data = read_all(path)
     if shape == "yaml":
         return yamlshape.read(decode(data).splitlines())
+    if shape == "blocks":
+        return blocks.read(decode(data).splitlines())
     if shape == "jsonl":
         return jsonshape.read_lines(decode(data).splitlines())
     lines = decode(head).splitlines()

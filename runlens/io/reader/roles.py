@@ -117,6 +117,8 @@ def pick_index(table: Table, step: str | None) -> tuple[str | None, str, str]:
             return within
         if _rising(table.values[epoch][table.present[epoch]]):
             return epoch, "epoch", f"{epoch!r} counts epochs and no step counter was logged"
+    if table.counter is not None:
+        return table.counter, "step", f"{table.counter!r} counts the {table.shape} (integral, rising)"
     return None, "row", "no step or epoch counter: each row is one point, numbered from 0"
 
 
@@ -150,10 +152,21 @@ def _rank_total(table: Table, name: str) -> tuple:
     return name_rank(name, int(table.present[name].sum()))
 
 
+def _local(names: list[str]) -> dict[str, str]:
+    """Each name without the sections all of them sit in: a nested dump's ``info/learner/stats/``
+    above ``total_loss`` and ``vf_loss`` says where the losses live, not which loss each is."""
+    parts = [n.split("/") for n in names]
+    k = 0
+    while len(parts) > 1 and all(len(p) > k + 1 for p in parts) and len({p[k] for p in parts}) == 1:
+        k += 1
+    return {n: "/".join(p[k:]) for n, p in zip(names, parts, strict=True)}
+
+
 def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None, list[str]]:
     """The loss among ``cols`` (all on one side: train or val) and the parts it was summed from."""
     lossy = [c for c in cols if is_lossish(tokens(c)) or set_metric_role(c)]
-    totals = [c for c in lossy if not qualifiers(tokens(c)) or set_metric_role(c)]
+    local = _local(lossy)
+    totals = [c for c in lossy if not qualifiers(tokens(local[c])) or set_metric_role(c)]
     role = "loss" if side == "train" else "val_loss"
     if totals:
         best = min(totals, key=lambda c: _rank_total(table, c))

@@ -35,6 +35,9 @@ class Table:
     notes: list[str] = field(default_factory=list)
     config: dict = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # a name the user may give -> the column's name
+    # The column a shape knows to count its rows (a block's ``total_timesteps``) when no column is
+    # named a step or an epoch: the index before the row number.
+    counter: str | None = None
 
     @property
     def names(self) -> list[str]:

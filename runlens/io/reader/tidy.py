@@ -63,6 +63,10 @@ def pivot(lines: list[str], delim: str) -> Table | None:
     text, numeric = kinds
     counters = [j for j in numeric if is_step(tokens(header[j])) or is_epoch(tokens(header[j]))]
     values = [j for j in numeric if j not in counters]
+    if len(values) > 1:
+        # R's write.csv and pandas' to_csv write the row names as a column (``""``, ``X``): numbered
+        # 1..n or 0..n-1 in order, they are no series' values.
+        values = [j for j in values if not _row_numbers([parse(r[j]) for r in body])]
     if not text or len(counters) != 1 or len(values) != 1:
         return None
     keys = ["_".join(r[j] for j in text) for r in body]
@@ -82,3 +86,8 @@ def pivot(lines: list[str], delim: str) -> Table | None:
             i = int(np.searchsorted(steps, c))  # a counter written twice for one series keeps the last
             out[key][i], present[key][i] = v, True
     return Table(len(steps), out, present, "long table (pivoted)")
+
+
+def _row_numbers(cells: list[float | None]) -> bool:
+    first = cells[0] if cells else None
+    return first in (0.0, 1.0) and cells == [first + i for i in range(len(cells))]
