@@ -199,3 +199,15 @@ def test_tune_blocks_of_two_trials_read_the_first_trial_alone(tmp_path):
     assert code == 0 and isinstance(doc, dict)
     assert doc["key_numbers"]["steps"] == 25 and doc["key_numbers"]["last_step"] == 25
     assert doc["key_numbers"]["final_loss"] == round(loss_val(25) * 100, 3)
+
+
+def test_the_calls_that_printed_an_r_frame_above_it_are_not_its_header(tmp_path):
+    """``> df <- as.data.frame(history)`` and ``> df`` above the printed frame: the header is the line
+    right above its first row of numbers."""
+    path = tmp_path / "history.txt"
+    lines = ["> df <- as.data.frame(history)", "> df", "    epoch      value   metric       data"] + [
+        f"{k:<3} {e:>5} {v:9.7f} {m:>6} {d:>10}" for k, (e, v, m, d) in enumerate(_r_rows(), 1)]
+    path.write_text("\n".join(lines) + "\n")
+    code, doc = _analyze(path)
+    assert code == 0 and isinstance(doc, dict)
+    assert doc["roles"]["loss"]["columns"] == ["loss_training"]

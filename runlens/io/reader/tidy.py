@@ -26,6 +26,12 @@ from runlens.io.reader.values import parse
 def _cells(lines: list[str], delim: str) -> tuple[list[str], list[list[str]]] | None:
     kept = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
     rows = [split(ln, delim) for ln in kept]
+    # The header is the first line right above a row of numbers that the rows below fit (as wide, or
+    # one wider: R's row names): the calls that printed the frame (``> df``) may stand above it.
+    top = next((i for i in range(min(len(rows), 10)) if len(rows) - i > 3
+                and any(parse(c) is not None for c in rows[i + 1]) and sum(
+        len(r) in (len(rows[i]), len(rows[i]) + 1) for r in rows[i + 1:]) >= 0.8 * (len(rows) - i - 1)), 0)
+    rows, kept = rows[top:], kept[top:]
     if len(rows) < 3:
         return None
     header = [c.strip().strip("\"'") for c in rows[0]]
