@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from runlens.io.importers import hf, text
+from runlens.io.importers import _logsignals, hf, text
 from runlens.io.importers._mapping import braced, mapping_fields, parse_mapping
 from runlens.io.reader import pyliteral
 
@@ -103,3 +103,35 @@ def test_trainer_dicts_with_a_tensor_grad_norm_are_read(tmp_path, grad):
 def test_a_printed_history_with_tuple_keys_is_a_literal():
     assert pyliteral.loads("{('train', 'loss'): [0.9, 0.7], ('val', 'loss'): [1.0, nan]}") == {
         "train/loss": [0.9, 0.7], "val/loss": [1.0, pytest.approx(NAN, nan_ok=True)]}
+
+
+# 2. One rule for a line that says the loss went non-finite.
+
+_STEPS = [f"step {s} loss {3 - s / 1000:.4f} lr 0.001" for s in range(10, 110, 10)]
+
+
+@pytest.mark.parametrize("said", [
+    "Model diverged with loss = NaN.",  # TF's Estimator: no consequence named, no digit
+    "[2019-01-01 10:00:00] Model diverged with loss = NaN.",  # digits, but no step
+    "WARNING: loss = nan, skipping batch",  # a consequence: the warning rule
+    "WARNING 12:00:01 loss = nan, skipping batch",
+])
+def test_a_line_saying_the_loss_went_nonfinite_is_one_event(tmp_path, said):
+    imp = text.read(_log(tmp_path, _STEPS + [said] + _STEPS[-1:]))
+    assert [(e[0], e[1]) for e in imp.events] == [(100, "nonfinite_loss")]
+
+
+@pytest.mark.parametrize("line", [
+    "Model converged with loss = 0.012.",  # a finite loss
+    "step 110 loss = nan lr 0.001",  # a line with a step: its value is the record, not an event
+    "The loss is nanoscale.",
+])
+def test_a_line_that_states_no_nonfinite_loss_is_no_event(tmp_path, line):
+    assert text.read(_log(tmp_path, _STEPS + [line])).events == []
+
+
+def test_the_watch_reads_a_stated_loss_only_on_a_line_with_no_step():
+    w = _logsignals.Watch()
+    assert not w.see("Model diverged with loss = NaN.", 7)
+    assert w.see("Model diverged with loss = NaN.", 7, stepless=True)
+    assert [(e[0], e[1]) for e in w.events] == [(7, "nonfinite_loss")]

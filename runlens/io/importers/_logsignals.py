@@ -16,6 +16,10 @@ printed. Three kinds of line count:
   gradients are not amplified, so an overflow there means they are
   non-finite (or beyond fp16) as computed, and no step can be taken. A
   scaler that halves from 65536 a few times is finding its level: silent;
+* a line with no step of its own that says the loss went non-finite (TF's
+  "Model diverged with loss = NaN.", with no consequence named): nothing
+  else on it carries the value, so the words are the only record. A line
+  with a step is not read so: its fields hold the value itself;
 * a Python exception line (``FloatingPointError: Loss became infinite or
   NaN at iteration=1587!``, ``torch.OutOfMemoryError: CUDA out of memory``).
   When no training line follows it, it is how the run ended: the run is
@@ -48,6 +52,9 @@ _MESSAGE_STEP = re.compile(r"\b(?:iteration|iter|step|batch)\s*[=:#]?\s*(\d{1,18
 _REDUCED_TO = re.compile(r"\breduc\w*\s+(?:(?:the\s+)?(?:loss\s+)?scale\s+)?to\s*:?\s*"
                          r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", re.I)
 _CONSEQUENCE = ("skip", "terminat", "stop", "abort")
+# "Model diverged with loss = NaN.", "loss is inf": the loss said to be non-finite.
+_STATED_NONFINITE = re.compile(r"\bloss(?:es)?\s*(?:[:=]|\bis\b|\bwas\b|\bbec[oa]me[s]?\b)?\s*"
+                               r"(?:nan|[-+]?inf(?:inity)?)\b", re.I)
 
 
 class Watch:
@@ -69,17 +76,20 @@ class Watch:
                 self.events.append((hit.step, "nonfinite_loss", value, f"{name}: {value} (within an epoch)"))
                 return
 
-    def see(self, raw: str, step: int | None, interval: int | None = None) -> bool:
+    def see(self, raw: str, step: int | None, interval: int | None = None, *, stepless: bool = False) -> bool:
         """Read one line about ``step`` (``interval``: the steps since the training line before, when the
-        line is one itself); whether it said something."""
+        line is one itself; ``stepless``: the line carries no step nor data of its own); whether it said
+        something."""
         head = raw[:2000]
-        if GATE.search(head) is None:
-            return False
-        m = _EXCEPTION.match(head)
-        if m is not None:
-            self._exception(m.group(1), m.group(2).strip(), step)
-            return True
-        event = _warning(head, step, interval)
+        event = None
+        if GATE.search(head) is not None:
+            m = _EXCEPTION.match(head)
+            if m is not None:
+                self._exception(m.group(1), m.group(2).strip(), step)
+                return True
+            event = _warning(head, step, interval)
+        if event is None and stepless and ("oss" in head or "OSS" in head) and _STATED_NONFINITE.search(head):
+            event = (step or 0, "nonfinite_loss", math.nan, clean(head.strip())[:300])
         if event is not None:
             self.events.append(event)
         return event is not None
