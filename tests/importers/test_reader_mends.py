@@ -11,10 +11,12 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
 from runlens.io.importers import _logsignals, hf, text
+from runlens.io.importers._logsignals import GATE, gated
 from runlens.io.importers._mapping import braced, mapping_fields, parse_mapping
 from runlens.io.reader import pyliteral
 
@@ -135,3 +137,19 @@ def test_the_watch_reads_a_stated_loss_only_on_a_line_with_no_step():
     assert not w.see("Model diverged with loss = NaN.", 7)
     assert w.see("Model diverged with loss = NaN.", 7, stepless=True)
     assert [(e[0], e[1]) for e in w.events] == [(7, "nonfinite_loss")]
+
+
+# 3. The watch's gate, found sooner.
+
+def test_the_gate_finds_what_its_regex_finds():
+    rng = random.Random(7)
+    # The gate's words in any case, and the letters a case-insensitive regex folds onto them from
+    # outside ASCII (long s, Kelvin sign, dotted and dotless i).
+    alphabet = list("skipoverflwerrrxcptninvalid SKIPOVERFLOWERROREXCEPTIONINVALID:=0.5") + ["ſ", "\u212a", "İ", "ı"]
+    words = ["skip", "Overflow", "ERROR", "exception", "inValid", "ſkip", "s\u212aip", "İnvalid", "ınvalid"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        if rng.random() < 0.3:
+            at = rng.randint(0, len(text))
+            text = text[:at] + rng.choice(words) + text[at:]
+        assert gated(text) == (GATE.search(text) is not None), text

@@ -57,6 +57,18 @@ _STATED_NONFINITE = re.compile(r"\bloss(?:es)?\s*(?:[:=]|\bis\b|\bwas\b|\bbec[oa
                                r"(?:nan|[-+]?inf(?:inity)?)\b", re.I)
 
 
+def gated(text: str) -> bool:
+    """Whether ``text`` holds one of the gate's words: what ``GATE.search`` finds, found sooner."""
+    # A case-insensitive regex tries each word at each position: tens of microseconds on a long line,
+    # for every line the reader reads by itself. An ASCII line lowered once and searched with ``in``
+    # gives the same answer in a tenth of the time. Other text keeps the regex: its case folding
+    # matches letters (``ſ``, the Kelvin sign) that ``lower()`` leaves outside ASCII.
+    if text.isascii():
+        low = text.lower()
+        return "skip" in low or "overflow" in low or "error" in low or "exception" in low or "invalid" in low
+    return GATE.search(text) is not None
+
+
 class Watch:
     """The non-finite events and the final exception of one run, from its lines in words."""
 
@@ -82,7 +94,7 @@ class Watch:
         something."""
         head = raw[:2000]
         event = None
-        if GATE.search(head) is not None:
+        if gated(head):
             m = _EXCEPTION.match(head)
             if m is not None:
                 self._exception(m.group(1), m.group(2).strip(), step)
