@@ -153,3 +153,12 @@ def test_the_gate_finds_what_its_regex_finds():
             at = rng.randint(0, len(text))
             text = text[:at] + rng.choice(words) + text[at:]
         assert gated(text) == (GATE.search(text) is not None), text
+
+
+@pytest.mark.parametrize("best", ["Early stopping, best iteration is: \t ", "Early stopping, best iteration is: 0"])
+def test_the_best_round_line_is_found_with_trailing_blanks_and_only_when_it_ends_in_a_colon(tmp_path, best):
+    rounds = [f"[{i}]\ttraining's binary_logloss: {0.66 - 0.04 * i:.2f}\tvalid_1's binary_logloss: {0.67 - 0.03 * i:.2f}"
+              for i in range(6)]
+    imp = text.read(_log(tmp_path, rounds + [best, rounds[0]]))
+    # Announced, the best round's line again is a recorded point; unannounced, a restart.
+    assert imp.config["text_lines"]["runs"] == (1 if best.rstrip().endswith(":") else 2)
