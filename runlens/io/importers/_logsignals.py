@@ -3,7 +3,7 @@
 Both console readers (:mod:`runlens.io.importers.text` and the Trainer dicts of
 :mod:`runlens.io.importers.hf`) hand every line that is not a data line to
 :meth:`Watch.see`, so a warning reads the same whichever way the numbers are
-printed. Three kinds of line count:
+printed. Four kinds of line count:
 
 * a warning that a non-finite loss was met ("NaN loss, skipping batch",
   Keras' "Batch 42: Invalid loss, terminating training"): the loss word, a
@@ -19,7 +19,8 @@ printed. Three kinds of line count:
 * a line with no step of its own that says the loss went non-finite (TF's
   "Model diverged with loss = NaN.", with no consequence named): nothing
   else on it carries the value, so the words are the only record. A line
-  with a step is not read so: its fields hold the value itself;
+  with a step is not read so: its fields hold the value itself. The text
+  reader says which lines carry no step (``stepless``);
 * a Python exception line (``FloatingPointError: Loss became infinite or
   NaN at iteration=1587!``, ``torch.OutOfMemoryError: CUDA out of memory``).
   When no training line follows it, it is how the run ended: the run is
