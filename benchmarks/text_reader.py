@@ -1,6 +1,6 @@
 """Benchmark: lines per second and peak memory of the generic text-log reader.
 
-    .venv/bin/python benchmarks/text_reader.py [--lines 1000000] [--rounds 3]
+    .venv/bin/python benchmarks/text_reader.py [--lines 1000000] [--rounds 3] [--base DIR --base-name REV]
 
 Three generated logs of ``--lines`` lines each (cached under
 ``benchmarks/_data/text_reader/``, git-ignored):
@@ -17,6 +17,9 @@ alone) and the readers are interleaved round by round; the table gives
 medians. ``floor`` is a bare ``readline`` loop over the same file: the cost
 of reading the bytes at all. The previous reader is the one at git
 commit ``db762a2`` (before this change), kept as ``_old_text.py`` beside the data.
+``--base DIR`` adds the reader of another checkout (a folder holding its ``runlens``
+package, e.g. ``git archive REV runlens recorders | tar -x -C DIR``) as a ``base`` row
+beside ``new`` in every round, for a change's before and after on one noisy machine.
 Results go to ``benchmarks/results/text_reader.md``.
 """
 
@@ -36,10 +39,10 @@ RESULTS = ROOT / "benchmarks" / "results" / "text_reader.md"
 
 _CHILD = r"""
 import json, resource, sys, time
-sys.path.insert(0, {root!r})
 which, path = sys.argv[1], sys.argv[2]
+sys.path.insert(0, sys.argv[3] if which == "base" else {root!r})
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-if which == "new":
+if which in ("new", "base"):
     from runlens.io.importers import text
     t0 = time.perf_counter(); imp = text.read(path); dt = time.perf_counter() - t0
     rows = len(imp.train["loss"].steps) if "loss" in imp.train else 0
@@ -103,9 +106,10 @@ def old_reader() -> Path:
     return path
 
 
-def measure(which: str, path: Path, old: Path) -> dict:
+def measure(which: str, path: Path, old: Path, base: str | None = None) -> dict:
     code = _CHILD.format(root=str(ROOT), old=str(old))
-    out = subprocess.run([sys.executable, "-c", code, which, str(path)], capture_output=True, text=True,
+    extra = [base] if which == "base" and base else []
+    out = subprocess.run([sys.executable, "-c", code, which, str(path), *extra], capture_output=True, text=True,
                          check=True, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -114,15 +118,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--base", help="a checkout folder whose reader is measured beside this one (row `base`)")
+    ap.add_argument("--base-name", help="what to call it on the page (a commit); default: the folder")
     args = ap.parse_args()
     old = old_reader()
-    cases = [("llmc", ("floor", "old", "new")), ("mmengine", ("floor", "new")), ("keras", ("floor", "new"))]
+    b = ("base",) if args.base else ()
+    cases = [("llmc", ("floor", "old", *b, "new")), ("mmengine", ("floor", *b, "new")), ("keras", ("floor", *b, "new"))]
     paths = {name: generate(name, args.lines) for name, _ in cases}
     got: dict[tuple[str, str], list[dict]] = {}
     for r in range(args.rounds):
         for name, readers in cases:
             for which in readers:  # interleaved: every reader once per round
-                got.setdefault((name, which), []).append(measure(which, paths[name], old))
+                got.setdefault((name, which), []).append(measure(which, paths[name], old, args.base))
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
     rows = []
     for (name, which), runs in got.items():
@@ -130,15 +137,16 @@ def main() -> None:
         peak = statistics.median(x["peak_kib"] for x in runs) / 1024
         base = statistics.median(x["base_kib"] for x in runs) / 1024
         rows.append((name, which, sec, args.lines / sec, peak, peak - base, runs[0]["rows"]))
-    write(rows, args)
+    write(rows, args, got)
 
 
-def write(rows, args) -> None:
+def write(rows, args, got) -> None:
     floor = {name: sec for name, which, sec, *_ in rows if which == "floor"}
     new = {name: sec for name, which, sec, *_ in rows if which == "new"}
     lines = [
         "# Text-log reader throughput", "",
-        f"`benchmarks/text_reader.py --lines {args.lines} --rounds {args.rounds}`; "
+        f"`benchmarks/text_reader.py --lines {args.lines} --rounds {args.rounds}"
+        f"{' --base ' + (args.base_name or args.base) if args.base else ''}`; "
         f"{platform.python_implementation()} {platform.python_version()}, {platform.machine()}, "
         "2 shared cores. Medians of interleaved rounds, each reader in its own subprocess.", "",
         "| log | reader | seconds | lines/s | x floor | peak RSS (MiB) | above interpreter (MiB) | loss rows |",
@@ -155,6 +163,14 @@ def write(rows, args) -> None:
         old_sec = next(sec for name, which, sec, *_ in rows if name == "llmc" and which == "old")
         lines.append(f"\nOn llm.c lines the generic reader takes {new['llmc'] / old_sec:.2f}x the time of "
                      "the previous fixed-pattern one.")
+    if args.base:
+        lines += ["", f"`base`: the reader at {args.base_name or args.base}, measured in the same rounds. "
+                  "new / base, the median of each round's ratio (rounds in seconds):", ""]
+        for name in new:
+            ratios = [n["seconds"] / b["seconds"] for n, b in zip(got[(name, "new")], got[(name, "base")], strict=True)]
+            each = ", ".join(f"{n['seconds']:.2f}/{b['seconds']:.2f}"
+                             for n, b in zip(got[(name, "new")], got[(name, "base")], strict=True))
+            lines.append(f"- {name}: {statistics.median(ratios):.2f} ({each})")
     RESULTS.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

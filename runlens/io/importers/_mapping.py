@@ -7,18 +7,17 @@ pattern from these.
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 
 from runlens.io.bounded import loads_json
+from runlens.io.reader import pyliteral
 
 # PaddleOCR pads: nanxxx; MSVC's C runtime prints 1.#QNAN, 1.#SNAN, -1.#IND and 1.#INF.
 MSVC = r"[-+]?\d\.#(?:QNAN|SNAN|IND|INF)0*"
 WORDNUM = rf"[-+]?(?:nan(?:x+)?|NaN|NAN|inf(?:inity)?|Inf(?:inity)?|INF)|{MSVC}"
 NUM = rf"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|{WORDNUM}"
 NUM_ONLY = re.compile(NUM)
-BARE = re.compile(r"(?<=[:\s\[(])(-?inf|nan|NaN|-?Infinity|NaN)(?=\s*[,})\]])")
 
 
 def _as_float(value: int | float) -> float:
@@ -39,13 +38,14 @@ def to_float(text: str) -> float:
 
 
 def parse_mapping(text: str) -> dict | None:
-    """A JSON object or Python dict repr (``nan``/``inf`` bare or quoted), else None."""
+    """A JSON object or Python dict repr (``nan``/``inf`` bare or quoted, NumPy or torch scalars
+    ``np.float64(0.5)``, ``tensor(0.5)``), else None."""
     try:
         value = loads_json(text)
     except ValueError:
         try:
-            value = ast.literal_eval(BARE.sub(lambda m: f"'{m.group(1)}'", text))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            value = pyliteral.literal(text)
+        except ValueError:
             return None
     return value if isinstance(value, dict) else None
 

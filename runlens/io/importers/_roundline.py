@@ -4,8 +4,8 @@ Gradient boosting prints a bare round counter first (XGBoost and LightGBM ``[10]
 CatBoost ``10:\\tlearn: 0.66\\ttest: 0.67``); TF's Estimator writes the step as the last field
 (``loss = 2.31, step = 100 (0.3 sec)``); ESPnet glues the epoch to its word (``3epoch results:``) and
 heads a line's fields with the set they belong to (``[train] loss=2.40, ... [valid] loss=2.10``);
-early stopping repeats the best round's line after ``Best iteration is:``; TF says ``Model diverged
-with loss = NaN.`` on a line with no step. The patterns and the rules for them live here; the step
+early stopping repeats the best round's line after ``Best iteration is:``. (TF's ``Model diverged
+with loss = NaN.``, a line with no step, is read with the other warnings: :mod:`._logsignals`.) The patterns and the rules for them live here; the step
 finder (:mod:`._textline`) and the scanner (:mod:`.text`) call them.
 """
 
@@ -34,9 +34,6 @@ _SECTION = re.compile(r"\[([A-Za-z]+)\]")
 # "Best iteration is:" / "Stopping. Best iteration:": a line naming the best that ends in a colon
 # announces that the next line repeats the best round's line.
 BEST_NEXT = re.compile(r"\bbest\b[^:]*:\s*$", re.I)
-# "Model diverged with loss = NaN.": the loss said to be non-finite on a line that carries no step.
-_STATED_NONFINITE = re.compile(r"\bloss(?:es)?\s*(?:[:=]|\bis\b|\bwas\b|\bbec[oa]me[s]?\b)?\s*"
-                               r"(?:nan|[-+]?inf(?:inity)?)\b", re.I)
 
 
 def keyed_rest(text: str, m: re.Match, read: Callable[[str], Fields]) -> tuple[str, int, bool]:
@@ -79,10 +76,6 @@ def in_sections(text: str, out: list[tuple[str, float, tuple[int, int]]],
         named.append((key, value, span))
     return named
 
-
-def stated_nonfinite(raw: str) -> bool:
-    """Whether a line with no step says that the loss went non-finite."""
-    return ("oss" in raw or "OSS" in raw) and _STATED_NONFINITE.search(raw[:2000]) is not None
 
 
 _ECHO_RUN = 3  # records of one value in a row that make an echo, not evaluations

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from runlens.io.importers._lineplan import Parser, Plan, pattern
-from runlens.io.importers._logsignals import GATE
+from runlens.io.importers._logsignals import gated
 
 if TYPE_CHECKING:
     from runlens.io.importers._names import Mapper
@@ -112,7 +112,7 @@ class Matcher:
         if literals is None or plan.formula != "int" or plan.epoch is not None or plan.source == "epoch":
             return False
         text = "".join(literals)
-        if not plan.fields or GATE.search(text):
+        if not plan.fields or gated(text):
             return False
         targets = [self.mapper(name, plan.eval_line) for name, _, _ in plan.fields]
         if len(set(targets)) < len(targets) or any(t[1] == "epoch" for t in targets):

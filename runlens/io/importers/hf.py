@@ -22,7 +22,6 @@ multiple of ``logging_steps``), or ``n`` when that is unknown.
 
 from __future__ import annotations
 
-import ast
 import functools
 import math
 import re
@@ -41,12 +40,12 @@ from runlens.io.importers._common import (
     require_file,
 )
 from runlens.io.importers._logsignals import Watch
+from runlens.io.importers._mapping import parse_mapping
 from runlens.io.importers._names import Mapper
 
 _SKIP = frozenset({"step", "epoch", "total_flos"})
 _SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second")
 _DICT_START = re.compile(r"\{'(?:loss|eval_loss|train_runtime|grad_norm|learning_rate)'")
-_BARE = re.compile(r"(?<=[:\s\[(])(-?inf|nan|NaN|-?Infinity)(?=\s*[,})\]])")
 _BAR_STEP = re.compile(r"(\d+)/(\d+) \[[^\]]*\]?\s*$")
 
 
@@ -187,7 +186,7 @@ def _scan_console(text: str, every: int) -> tuple[list[_ConsoleRun], int, int]:
             end = piece.rfind("}")
             if end < m.start():  # found with find/rfind: ``{'loss'.*}`` would search quadratically
                 continue
-            entry = _parse_dict(piece[m.start():end + 1])
+            entry = parse_mapping(piece[m.start():end + 1])
             if entry is None:
                 bad += 1
                 continue
@@ -269,14 +268,6 @@ def _take_console(path: Path, runs: list[_ConsoleRun], bad: int, beyond: int, lo
     imp = _finish(cur.log, path, "hf", warnings, config)
     imp.events, imp.error = list(cur.watch.events), cur.watch.error
     return imp
-
-
-def _parse_dict(text: str) -> dict[str, Any] | None:
-    try:
-        value = ast.literal_eval(_BARE.sub(lambda m: f"'{m.group(1)}'", text))
-    except (ValueError, SyntaxError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def read(source: str | Path, *, logging_steps: int | None = None, run: int | None = None) -> Imported:

@@ -41,9 +41,9 @@ from runlens.io.importers._common import Imported, Series, Take, record_runs, re
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._logsignals import Watch
 from runlens.io.importers._names import Mapper
-from runlens.io.importers._roundline import BEST_NEXT, first_of_runs, stated_nonfinite
+from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
-from runlens.io.importers._textline import Context, Line, clean, eval_at_last_step
+from runlens.io.importers._textline import Context, Line, eval_at_last_step
 from runlens.io.reader.source import open_binary, open_limited
 
 _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
@@ -209,14 +209,6 @@ class _Scanner:
         self.parser.hits += k
         return k
 
-    def _stepless(self, raw: str, said: bool) -> None:
-        """A line with no step: skipped; a warning the watch did not read that says the loss went
-        non-finite ("Model diverged with loss = NaN.") is still an event."""
-        self.skipped += bool(raw.strip())
-        if not said and stated_nonfinite(raw):
-            self.runs[-1].watch.events.append((self.ctx.last_step or 0, "nonfinite_loss", math.nan,
-                                               clean(raw.strip())[:300]))
-
     def _early(self, cur: _RunAcc) -> None:
         """The evaluations logged before the first training step (llm.c's of the initial model)."""
         for hit, fields in self.early:
@@ -228,10 +220,13 @@ class _Scanner:
         """One line read by itself."""
         self.n += 1
         ctx, runs, n = self.ctx, self.runs, self.n
-        if ("est" in raw or "EST" in raw) and BEST_NEXT.search(raw):
+        # BEST_NEXT ends in a colon: that, and its word, are checked before the regex (a case-insensitive
+        # search costs microseconds on a long line, on every line read by itself).
+        if ("est" in raw or "EST" in raw) and raw.rstrip().endswith(":") and BEST_NEXT.search(raw):
             ctx.repeat_next = True
         if not _DIGIT.search(raw):
-            self._stepless(raw, runs[-1].watch.see(raw, ctx.last_step))
+            runs[-1].watch.see(raw, ctx.last_step, stepless=True)
+            self.skipped += bool(raw.strip())
             return
         prev = ctx.last_step
         hit, fields = self.parser.parse(raw.strip(), ctx)
@@ -243,14 +238,16 @@ class _Scanner:
         # it is put at the last step seen, as a warning between lines is; a progress line inside an epoch
         # ("42/100 ... loss: nan") is about its own batch.
         interval = hit.step - prev if hit is not None and not hit.eval_line and prev is not None else None
-        said = runs[-1].watch.see(raw, hit.step if hit is not None and hit.partial else prev, interval)
-        if hit is None:
+        named = hit is not None
+        if not named:
             hit, fields = eval_at_last_step(raw, ctx.last_step)
-            if hit is not None and ctx.last_step is None:
-                self.early.append((hit, fields))  # kept when a training step follows (not a summary's)
-                return
+        said = runs[-1].watch.see(raw, hit.step if hit is not None and hit.partial else prev, interval,
+                                  stepless=hit is None)
         if hit is None:
-            self._stepless(raw, said)
+            self.skipped += bool(raw.strip())
+            return
+        if not named and ctx.last_step is None:
+            self.early.append((hit, fields))  # kept when a training step follows (not a summary's)
             return
         if hit.partial:
             self.partial += 1

@@ -52,21 +52,30 @@ def loads(text: str) -> object:
     when it is not one (or is too large)."""
     if len(text) > MAX_LITERAL:
         raise ValueError("too large to be read as a Python literal")
+    return literal(unprompted(text))
+
+
+def literal(text: str) -> object:
+    """The value of ``text`` as it stands, one Python literal (a log line's dict: a line of its own
+    text that starts like a prompt is part of the value, not a REPL's); ValueError when it is not one."""
+    if len(text) > MAX_LITERAL:
+        raise ValueError("too large to be read as a Python literal")
     try:
-        tree = ast.parse(unprompted(text).strip(), mode="eval")
+        tree = ast.parse(text.strip(), mode="eval")
         return _value(tree.body)
     except (SyntaxError, _NotLiteral, RecursionError, MemoryError, ValueError, TypeError):
         raise ValueError("not a Python literal") from None
 
 
 def _value(node: ast.expr) -> object:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool, type(None))):
-        return node.value
+    if isinstance(node, ast.Constant):
+        # Bytes, complex numbers and ``...`` are literals too, with no number a log reads: nothing.
+        return node.value if isinstance(node.value, (int, float, str, bool, type(None))) else None
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise _NotLiteral  # a ``**spread``
         return {_key(k): _value(v) for k, v in zip(node.keys, node.values, strict=True) if k is not None}
-    if isinstance(node, (ast.List, ast.Tuple)):
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         return [_value(x) for x in node.elts]
     if isinstance(node, ast.Name) and node.id in _NAMES:
         return _NAMES[node.id]
@@ -82,9 +91,15 @@ def _value(node: ast.expr) -> object:
 
 
 def _key(node: ast.expr) -> str:
+    if isinstance(node, ast.Tuple):
+        # ``('train', 'loss')`` (a pandas MultiIndex's ``to_dict()``): the path of names, as nested
+        # dicts are flattened.
+        return "/".join(_key(x) for x in node.elts)
+    if isinstance(node, ast.Constant):
+        return str(node.value)  # ``True``, ``None``, ``1``: the key as Python prints it
     v = _value(node)
-    if isinstance(v, (str, int, float)) and not isinstance(v, bool):
-        return str(v)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)  # ``nan``, ``-1``
     raise _NotLiteral
 
 
