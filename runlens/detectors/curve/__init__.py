@@ -114,7 +114,10 @@ class CurveClassifier(Detector):
           is not unstable for its relative jitter) or its level wanders beyond
           what independent minibatch noise allows (variance ratio of bucket
           means, chi-square p < ``alpha_strong``, ratio >= ``wander_ratio``,
-          amplitude >= ``dispersion`` of the progress and 2% of ``E``); or, on
+          amplitude >= ``dispersion`` of the progress and 2% of ``E``); or,
+          in a log of one value per epoch with no step sizes logged, whatever
+          the progress before, a late spread of at least ``swing`` of ``E``
+          (kind ``swinging``: an epoch's mean averages its batches); or, on
           a training loss that is not smooth itself (late differenced
           variance above ``1 / settle_ratio`` times the middle third's, or
           wandering with ratio >= ``wander_ratio`` and an amplitude of 2% of

@@ -55,15 +55,20 @@ def unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, An
                  and w["halves_p"] < cfg.alpha
                  and w["excess"] >= cfg.dispersion * max(S - E, 0.0)
                  and w["excess"] >= 0.02 * abs(E))
-    if not (noisy or wandering):
+    # One value per epoch is a mean over its batches: swinging by a third of its level late in the run
+    # is the training's own, whatever the progress before it (a per-step log swings that much alone).
+    swinging = bool(f.get("per_epoch")) and D >= cfg.swing * abs(E) and chaotic(cfg, f, sig) \
+        and not calm(cfg, f, sig)
+    if not (noisy or wandering or swinging):
         return None
     what = ("fluctuates by more than it improved" if noisy
-            else "keeps wandering far beyond minibatch noise")
+            else "keeps wandering far beyond minibatch noise" if wandering
+            else f"swings by {D / abs(E):.0%} of its level from epoch to epoch")
     around = " around its still-falling trend" if still_falling else ""
     return CurveVerdict(
         "unstable", f"the loss {what}: late spread{around} {D:.3g} vs drop {S - E:.3g} "
         f"(variance late/early {lev.ratio:.2f}, Levene p={lev.p_smaller:.2g})",
-        _ev(f, kind="noisy" if noisy else "wandering", step=int(steps[-max(3, x.size // 3)]),
+        _ev(f, kind="noisy" if noisy else "wandering" if wandering else "swinging", step=int(steps[-max(3, x.size // 3)]),
             late_noise=D, late_still_falling=still_falling))
 
 

@@ -137,3 +137,29 @@ def test_the_headline_reads_the_curves_levels(tmp_path):
     path.write_text("".join(f"epoch {i + 1} loss {v:.4f}\n" for i, v in enumerate(values)))
     d = analyze(load_run(path))
     assert "56" not in d.headline and "fell only" not in d.headline
+
+
+
+def fell_then_swings(seed: int, spread: float, *, n: int = 45) -> np.ndarray:
+    """Falls 4.0 -> 0.8 in nine epochs, then swings by ``spread`` (log-scale sd) around 0.75: the
+    fall is large next to the swings (no "fluctuates by more than it improved")."""
+    head = np.array([4.0, 3.9, 3.8, 3.6, 3.3, 2.5, 1.6, 1.1, 0.85])
+    return np.concatenate([head, swings(seed, spread, n=n - head.size, level=0.75)])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_epoch_values_swinging_by_a_third_after_progress_are_unstable(seed):
+    d = analyze(per_epoch(fell_then_swings(seed, 0.6)))
+    assert d.curve.label == "unstable", d.curve
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_epoch_values_settling_with_small_jitter_after_progress_are_healthy(seed):
+    d = analyze(per_epoch(fell_then_swings(seed, 0.03)))
+    assert d.curve.label == "healthy", d.curve
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_per_step_values_are_never_unstable_by_their_swings_alone(seed):
+    d = analyze(make_run(fell_then_swings(seed, 0.6)))
+    assert d.curve.evidence.get("kind") != "swinging", d.curve
