@@ -294,21 +294,36 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh13", 47000, ("2026-12-03 06:30", "2026-12-03 06:54"),
         role="the third generator with every seed shifted by 47000 and every run redrawn (`--seed-shift "
              "47000 --vary`), generated at {drawn} UTC from e17f924 by the recorder with "
-             "`logits_sum_to_one`, after round 13's detector changes, graded once at the end of round 13; "
-             "the set to quote",
+             "`logits_sum_to_one`, after round 13's detector changes, graded once at the end of round 13 "
+             "(78e9d18), then re-graded in round 14: a development set since",
         note="`third-fresh13` (round 13): the same generator and redraw with every seed shifted by 47000 (`python -m "
              "benchmarks.third --seed-shift 47000 --vary`), trained from the committed tree at e17f924 (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
              "`logits_sum_to_one`. e17f924 holds round 13's detector changes (1e2777d, 3499b6b); the commits "
              "after it change the readers of foreign logs, not a detector. Nothing of it was diagnosed, and none "
              "of its generator log read, before its one grading.",
-        which="*third-fresh13* (round 13; seeds shifted by 47000) was trained from e17f924, after round 13's "
-              "detector changes, with nothing of it diagnosed before its one grading, at the commit above: "
-              "**quote third-fresh13**.",
+        which="*third-fresh13* (round 13; seeds shifted by 47000) was trained from e17f924, graded once at "
+              "78e9d18 and re-graded in round 14: a development set since.",
+    ),
+    # Drawn at the start of round 14, from 225647c, before any of that round's detector changes was
+    # written: its runs were trained by nobody's reading of them, and test those changes as unseen runs.
+    Draw(
+        "third-fresh14", 50000, ("2026-12-03 08:25", "2026-12-03 08:51"),
+        role="the third generator with every seed shifted by 50000 and every run redrawn (`--seed-shift "
+             "50000 --vary`), generated at {drawn} UTC from 225647c by the recorder with "
+             "`logits_sum_to_one`, before round 14's detector changes were written, graded once at the end "
+             "of round 14; the set to quote",
+        note="`third-fresh14` (round 14): the same generator and redraw with every seed shifted by 50000 (`python -m "
+             "benchmarks.third --seed-shift 50000 --vary`), trained from the committed tree at 225647c (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, while round 14's detector changes were being written (the generator does "
+             "not use the engine). Nothing of it was diagnosed before its one grading.",
+        which="*third-fresh14* (round 14; seeds shifted by 50000) was trained from 225647c, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh14**.",
     ),
 )
 
-QUOTE = "third-fresh13"
+QUOTE = "third-fresh14"
 
 
 def draw(name: str) -> Draw:
