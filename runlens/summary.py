@@ -229,6 +229,10 @@ def _symptom(label: str, curve: Any, numbers: Mapping[str, Any]) -> str:
     if label == "underfitting" and _finite(ev.get("chance_loss")):
         return (f"the loss sits at ln({ev['chance_classes']})={ev['chance_loss']:.4g}, chance level "
                 f"(median {ev.get('late_level', final):.4g} late)")
+    if label == "underfitting" and ev.get("kind") == "short_stuck" and _finite(ev.get("late_level")):
+        how = ("are all the same" if not ev.get("relative_band")
+               else f"stay within {ev['relative_band']:.2%} of it")
+        return f"the loss is stuck at {ev['late_level']:.6g}: its {ev['points']} printed values {how}"
     # The curve's own levels (medians) where it judged them: a noisy loss's first and last values
     # can say it fell by half while its levels say it rose.
     if label == "underfitting" and _finite(ev.get("start_level")) and _finite(ev.get("end_level")):

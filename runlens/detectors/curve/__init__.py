@@ -202,7 +202,9 @@ class CurveClassifier(Detector):
           with no Kendall trend (p >= ``alpha``); at ln K (the chance test
           above, K stated or guessed from the level) the evidence says so and
           ``loss_at_chance`` fires too (``kind: short_stuck``, ``n_points``).
-          With 5 points or more:
+          Three values printed alike, to a thousandth of their (non-zero)
+          level or finer, are stuck too: a loss that trains moves by more than
+          its last digit in an epoch. With 5 points or more:
           diverged when the last value is >= 10x the start (median of the
           first 3) with an upward Kendall trend at ``alpha_strong``, or when
           every point of the last third (2 at least), after the minimum, is

@@ -24,7 +24,7 @@ from runlens.stats.trend import Trend, trend
 
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
            classes: tuple[int | None, str | None] = (None, None)) -> CurveVerdict:
-    stuck = _stuck(cfg, steps, x, classes) if x.size >= 4 else None
+    stuck = _stuck(cfg, steps, x, classes) if x.size >= 4 or _identical(x) else None
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,
@@ -135,6 +135,13 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
         f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level)"
         f"{' with no trend' if not t.p < cfg.alpha else ''}, in a short log",
         ev)
+
+
+def _identical(x: np.ndarray) -> bool:
+    """Three values printed alike to a thousandth of their level or finer (Keras' ``loss: 14.5063``
+    three epochs running): a loss that trains moves by more than its last digit in an epoch."""
+    level = float(np.median(x)) if x.size else 0.0
+    return x.size == 3 and float(np.ptp(x)) == 0.0 and level != 0 and 0 < printed_step(x) <= 1e-3 * abs(level)
 
 
 def printed_step(x: np.ndarray) -> float:

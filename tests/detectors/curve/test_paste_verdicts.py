@@ -163,3 +163,23 @@ def test_silent_twin_epoch_values_settling_with_small_jitter_after_progress_are_
 def test_silent_twin_per_step_values_are_never_unstable_by_their_swings_alone(seed):
     d = analyze(make_run(fell_then_swings(seed, 0.6)))
     assert d.curve.evidence.get("kind") != "swinging", d.curve
+
+
+def _keras(tmp_path, values: list[str]):
+    path = tmp_path / "fit.txt"
+    path.write_text("".join(f"Epoch {i + 1}/{len(values)}\n60000/60000 [==============================] - 10s "
+                            f"170us/sample - loss: {v} - acc: 0.1000\n" for i, v in enumerate(values)))
+    return analyze(load_run(path))
+
+
+def test_three_epochs_printed_alike_are_stuck(tmp_path):
+    """Keras' "loss: 14.5063" three epochs running (a saturated softmax): a loss that trains moves by
+    more than its last printed digit in an epoch."""
+    d = _keras(tmp_path, ["14.5063"] * 3)
+    assert d.curve.label == "underfitting" and d.curve.evidence["kind"] == "short_stuck"
+    assert "stuck at 14.5063" in d.headline and "all the same" in d.headline
+
+
+@pytest.mark.parametrize("values", [["14.5063", "14.4012", "14.3011"], ["0.0000"] * 3, ["2"] * 3])
+def test_silent_twin_three_values_that_moved_or_say_too_little_are_not_stuck(tmp_path, values):
+    assert _keras(tmp_path, values).curve.label == "insufficient_data"
