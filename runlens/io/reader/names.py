@@ -62,6 +62,10 @@ def tokens(name: str) -> tuple[str, ...]:
         prev = ch
     if word:
         out.append("".join(word).lower())
+    # ``CrossEntropy``, ``cross_entropy``: the loss function's name, one word however it is split.
+    for i in range(len(out) - 1, 0, -1):
+        if out[i - 1] == "cross" and out[i] == "entropy":
+            out[i - 1:i + 1] = ["crossentropy"]
     if any(w in ABBREVIATIONS for w in out):
         return tuple(x for w in out for x in ABBREVIATIONS.get(w, (w,)))
     return tuple(out)
