@@ -183,3 +183,14 @@ def test_three_epochs_printed_alike_are_stuck(tmp_path):
 @pytest.mark.parametrize("values", [["14.5063", "14.4012", "14.3011"], ["0.0000"] * 3, ["2"] * 3])
 def test_silent_twin_three_values_that_moved_or_say_too_little_are_not_stuck(tmp_path, values):
     assert _keras(tmp_path, values).curve.label == "insufficient_data"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_silent_twin_a_second_drop_after_a_plateau_is_no_swing(seed):
+    """Per-epoch values that fall, sit on a plateau, then fall steeply again (a rate step, grokking):
+    the late spread is the fall itself, far above the end level, and is progress."""
+    i = np.arange(40)
+    x = np.where(i < 10, 2.3 * np.exp(-i / 3) + 0.6, np.where(i < 28, 0.62, 0.62 * np.exp(-(i - 28) / 3) + 0.05))
+    x = x * np.exp(np.random.default_rng(seed).normal(0, 0.01, i.size))
+    d = analyze(per_epoch(x))
+    assert d.curve.label == "healthy", d.curve
