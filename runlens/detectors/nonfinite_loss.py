@@ -128,7 +128,7 @@ class NonfiniteLoss(Detector):
     def _masked(self, sig: Signals) -> list[Finding]:
         """A loss that drops to exactly 0 where the gradients become non-finite: a NaN masked as 0."""
         hit = masked_nan(sig.grad_norm, sig.loss.steps, sig.loss.values)
-        if hit is None:
+        if hit is None or hit["nonfinite_grad_step"] is None:  # a loss and gradient both 0: nothing non-finite
             return []
         step = hit["zero_loss_step"]
         evidence = {**hit, "cause": "masked", "points": len(sig.loss)}

@@ -80,7 +80,10 @@ class CurveClassifier(Detector):
         fall through the last third is progress, not spread.
 
         - diverged: a non-finite loss; a loss that drops to exactly 0 where the
-          gradient norm becomes non-finite (a masked NaN); by magnitude, a
+          gradient norm becomes non-finite (a masked NaN), or where it becomes
+          exactly 0 too and both stay 0 to the end, from a loss at least a
+          tenth of its highest (no signal left; a loss that trains to 0 gets
+          there by orders of magnitude); by magnitude, a
           positive loss whose last 3 values are all >= 10 ``max(S, m)`` (the
           evidence gives the orders of magnitude), or the log ending on 1-2
           such values while the gradient norm there is >= 10x its median
@@ -318,9 +321,12 @@ class CurveClassifier(Detector):
                                  "step": bad_step})
         masked = masked_nan(sig.grad_norm, steps, x) if x.size else None
         if masked is not None:
+            why = ("while the gradient norm became non-finite: a NaN masked as 0" if masked["nonfinite_grad_step"]
+                   is not None else f"from {masked['last_positive_loss']:.4g}, and the gradient norm with it, for "
+                   "the rest of the log: no training signal is left (a loss masked to nothing, every label "
+                   "ignored, a NaN replaced by 0)")
             return CurveVerdict("diverged", f"the loss collapsed to exactly 0 at step {masked['zero_loss_step']} "
-                                "while the gradient norm became non-finite: a NaN masked as 0",
-                                {**masked, "step": masked["zero_loss_step"]})
+                                + why, {**masked, "step": masked["zero_loss_step"]})
         if x.size < self.min_points:
             last = int(steps[-1]) if steps.size else None
             return short(self, steps, x, shape.validation_sets(sig.validation, last), shape.stated_classes(run))

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 
 def masked_nan(grad_norm: Series | None, steps: np.ndarray, x: np.ndarray) -> dict[str, Any] | None:
-    """The loss collapsing to exactly 0 at the step where the gradients become non-finite.
+    """The loss collapsing to exactly 0 at the step where the gradients become non-finite, or become
+    and stay exactly 0 with it (from a loss at least a tenth of its highest, for the rest of the log).
 
     A NaN replaced by 0 (``nan_to_num``, a masked mean over nothing, a
     ``where`` on the loss) leaves a perfect loss with broken gradients: the
@@ -42,12 +43,22 @@ def masked_nan(grad_norm: Series | None, steps: np.ndarray, x: np.ndarray) -> di
         return None
     g = int(later[0])
     gap = int(np.median(np.diff(gsteps))) if gsteps.size > 1 else 1
-    if np.isfinite(norms[g]) or int(gsteps[g]) > step + max(1, gap):
+    if int(gsteps[g]) > step + max(1, gap):
         return None
     before = x[:zero[0]]
-    return {"zero_loss_step": step, "nonfinite_grad_step": int(gsteps[g]), "grad_norm_source": grad_norm.source,
-            "zero_loss_steps": int(np.count_nonzero(x[zero[0]:] == 0.0)),
-            "last_positive_loss": float(before[before > 0][-1])}
+    last = float(before[before > 0][-1])
+    out = {"zero_loss_step": step, "nonfinite_grad_step": int(gsteps[g]), "grad_norm_source": grad_norm.source,
+           "zero_loss_steps": int(np.count_nonzero(x[zero[0]:] == 0.0)), "last_positive_loss": last}
+    if not np.isfinite(norms[g]):
+        return out
+    # The same collapse with the gradient exactly 0 too, from a loss far from 0 and for good: no signal
+    # is left (a loss masked to nothing, every label ignored). A loss that trains to 0 gets there by
+    # orders of magnitude, and its last positive value is close to 0.
+    after = np.flatnonzero(gsteps >= step)
+    if (norms[g] == 0.0 and np.all(x[zero[0]:] == 0.0) and x.size - zero[0] >= 2
+            and np.all(norms[after] == 0.0) and last >= 0.1 * float(np.max(before))):
+        return {**out, "nonfinite_grad_step": None, "zero_grad_step": int(gsteps[g])}
+    return None
 
 
 def ended_exploding(grad: Any, steps: np.ndarray, x: np.ndarray, start: float,

@@ -189,9 +189,12 @@ def test_a_loss_collapsing_to_zero_while_gradients_go_nan_is_a_masked_nan(n):
 
 
 def test_silent_twin_a_loss_reaching_zero_with_finite_gradients_is_not_masked():
-    # a perfectly fit training set: loss exactly 0, gradients exactly 0 (finite)
+    # a perfectly fit training set: loss exactly 0, gradients exactly 0 (finite), reached as a fit
+    # reaches 0, by orders of magnitude (a loss that drops from its working level straight to exactly
+    # 0 with the gradient, and stays there, is a collapse: test_paste_verdicts has it)
     for n in (12, 300):
         x = healthy(n, 0)
+        x[n - 7:n - 4] = x[n - 8] * np.array([1e-1, 1e-2, 1e-3])
         x[n - 4:] = 0.0
         gn = np.ones(n)
         gn[n - 4:] = 0.0

@@ -194,3 +194,27 @@ def test_silent_twin_a_second_drop_after_a_plateau_is_no_swing(seed):
     x = x * np.exp(np.random.default_rng(seed).normal(0, 0.01, i.size))
     d = analyze(per_epoch(x))
     assert d.curve.label == "healthy", d.curve
+
+
+def _hf_lines(tmp_path, rows: list[tuple[str, str]]):
+    path = tmp_path / "trainer.log"
+    path.write_text("".join(f"{{'loss': {loss}, 'grad_norm': {g}, 'learning_rate': 2e-05, 'epoch': {0.1 * i:.2f}}}\n"
+                            for i, (loss, g) in enumerate(rows, 1)))
+    return analyze(load_run(path))
+
+
+def test_a_loss_and_gradient_that_collapse_to_exactly_zero_for_good_diverged(tmp_path):
+    """{'loss': 0.0, 'grad_norm': 0.0} from the third log on, after 2.15: no training signal is left (every
+    label masked, a NaN replaced by 0); a loss that trains to 0 gets there by orders of magnitude."""
+    d = _hf_lines(tmp_path, [("2.1534", "4.1"), ("2.1201", "3.9")] + [("0.0", "0.0")] * 8)
+    assert d.curve.label == "diverged" and d.curve.evidence["zero_grad_step"] == 3
+    assert "nonfinite_loss" not in _codes(d)
+
+
+@pytest.mark.parametrize("rows", [
+    [("2.15", "4.1"), ("0.2", "1.0"), ("0.01", "0.1"), ("0.0003", "0.002")] + [("0.0", "0.0")] * 6,  # trained to 0
+    [("2.15", "4.1"), ("2.12", "3.9")] + [("0.0", "0.0")] * 4 + [("1.9", "3.0")] * 4,  # came back
+    [("2.15", "4.1"), ("2.12", "3.9")] + [("0.0", "0.5")] * 8,  # the gradient is still there
+])
+def test_silent_twin_zero_loss_reached_by_training_or_not_for_good_is_not_a_collapse(tmp_path, rows):
+    assert _hf_lines(tmp_path, rows).curve.label != "diverged"
