@@ -89,3 +89,33 @@ def test_a_bar_under_a_leading_count_runs_on_across_epochs(tmp_path):
 def test_silent_twin_a_bar_under_a_title_keeps_its_counter(tmp_path):
     lines = [_bar(f"Training loss={1.9 - 0.03 * i:.4f}", i, 10) for i in range(1, 11)]
     assert _steps(text.read(_write(tmp_path, lines))) == list(range(1, 11))
+
+
+def test_a_keras_run_that_died_in_its_first_epoch_keeps_its_last_progress_line(tmp_path):
+    """Keras' "3/234 [...] - ETA - loss: 44.41Batch 3: Invalid loss, terminating training", then "loss: inf":
+    no epoch ever closed, so the running means are the only record of the run (after closed epochs a
+    cut last epoch is still left out: test_keras_epochs)."""
+    lines = ["Epoch 1/10",
+             "  1/234 [..............................] - ETA: 33:37:24 - loss: 12.3110",
+             "  3/234 [..............................] - ETA: 33:37:24 - loss: 44.4110Batch 3: Invalid loss, "
+             "terminating training",
+             "  4/234 [..............................] - ETA: 25:09:00 - loss: inf "]
+    imp = text.read(_write(tmp_path, lines))
+    assert [float(v) for v in imp.train["loss"].values] == [float("inf")]
+    assert analyze(_write(tmp_path, lines)).curve.label == "diverged"
+
+
+def test_a_bar_with_no_epoch_header_that_never_closes_is_read(tmp_path):
+    lines = [f"{i}/700 [..............................] - ETA: 2:54:46 - loss: {v} - mean_squared_error: {v}"
+             for i, v in ((1, "0.0024"), (2, "nan"), (3, "nan"), (4, "nan"))]
+    assert analyze(_write(tmp_path, lines)).curve.label == "diverged"
+
+
+def test_silent_twin_closed_epochs_keep_only_their_ends(tmp_path):
+    lines = []
+    for e in (1, 2):
+        lines += [f"Epoch {e}/2", f"  1/3 [=========>....................] - ETA: 1s - loss: {1.0 / e:.4f}",
+                  f"3/3 [==============================] - 1s 3ms/step - loss: {0.9 / e:.4f}"]
+    imp = text.read(_write(tmp_path, lines))
+    assert [round(float(v), 4) for v in imp.train["loss"].values] == [0.9, 0.45]
+    assert imp.config["index_kind"] == "epoch"

@@ -154,3 +154,23 @@ def test_an_exception_after_the_last_hf_dict_crashes_the_run(tmp_path):
                                                        "decrease scale anymore. Exiting run."])
     assert load_run(path).status == "crashed"
     assert load_run(_write(tmp_path, "hf_fine.txt", _hf(20))).status == "finished"
+
+
+_FAIRSEQ = ("| epoch 027 | loss 6.343 | nll_loss 4.984 | ppl 31.65 | num_updates 10198 | lr 0.000626 | gnorm 0.390 "
+            "| loss_scale 0.500 | wall 23080")
+
+
+def test_a_loss_scale_set_below_one_on_overflow_is_a_nonfinite_gradient(tmp_path):
+    """fairseq's "overflow detected, setting loss scale to: 0.25": at a scale of 1 or less nothing is
+    amplified, so the gradients overflow as computed and every update is skipped."""
+    scales = [0.25 / 2 ** k for k in range(6)]
+    path = _write(tmp_path, "fairseq.log", [_FAIRSEQ] + [f"| WARNING: overflow detected, setting loss scale to: {s}"
+                                                          for s in scales])
+    assert "nonfinite_gradient" in _codes(path)
+
+
+def test_silent_twin_a_scaler_finding_its_level_high_above_one(tmp_path):
+    scales = [65536.0 / 2 ** k for k in range(6)]
+    path = _write(tmp_path, "fairseq.log", [_FAIRSEQ] + [f"| WARNING: overflow detected, setting loss scale to: {s}"
+                                                          for s in scales])
+    assert "nonfinite_gradient" not in _codes(path)

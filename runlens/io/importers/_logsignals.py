@@ -50,7 +50,9 @@ _EXCEPTION = re.compile(r"^\s*(?:\[[^\]]{0,80}\]:?\s*)*((?:[A-Za-z_]\w*\.)*(?:[A
                         r":\s*(.*)$")
 _MESSAGE_STEP = re.compile(r"\b(?:iteration|iter|step|batch)\s*[=:#]?\s*(\d{1,18})\b", re.I)
 # "reducing loss scale to 0.0", "reducing to 1": the scale's new value (not "Reducing hysteresis to 1").
-_REDUCED_TO = re.compile(r"\breduc\w*\s+(?:(?:the\s+)?(?:loss\s+)?scale\s+)?to\s*:?\s*"
+# fairseq: "overflow detected, setting loss scale to: 0.25" (it skips that update, unsaid).
+_REDUCED_TO = re.compile(r"\b(?:reduc\w*\s+(?:(?:the\s+)?(?:loss\s+)?scale\s+)?"
+                         r"|(?:set(?:ting)?|decreas\w*|lower\w*)\s+(?:the\s+)?(?:loss\s+)?scale\s+)to\s*:?\s*"
                          r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", re.I)
 _CONSEQUENCE = ("skip", "terminat", "stop", "abort")
 # "Model diverged with loss = NaN.", "loss is inf": the loss said to be non-finite.
@@ -125,7 +127,7 @@ def _warning(head: str, step: int | None, interval: int | None) -> Event | None:
     low = head.lower()
     words = set(tokens(low))  # lower first: "NaN" is one word, not a camel-case pair
     text = clean(head.strip())
-    scale = _REDUCED_TO.search(head) if "overflow" in low and "skip" in low else None
+    scale = _REDUCED_TO.search(head) if "overflow" in low and ("skip" in low or "scale" in low) else None
     if scale is not None:
         # A scaler halves its scale on each overflow and skips that step; at 1 or below it no longer
         # amplifies anything, so the gradients themselves are non-finite: every step is lost.

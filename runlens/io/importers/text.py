@@ -3,13 +3,10 @@
 The reader streams the file line by line (bounded memory: what it keeps
 is the numbers, 16 bytes per value, never the text), so a 2 GB log is
 read in one pass. Each line is cleaned and searched for a step marker
-(:mod:`runlens.io.importers._textline`): ``step``, ``iter``,
-``iteration``, ``global_step``, ``Iter N:``, ``Epoch(train) [e][i/N]``,
-``Epoch e/N`` headers with per-batch counters (Keras), ``| epoch e |
-i/N batches |`` (``word_language_model``), ``[N/M]``, llm.c's ``s:N``, a
-JSON object or dict repr holding a step key, and ``epoch N`` when nothing
-else is there. Lines without one (tracebacks, model summaries, progress
-bars without a metric, blank lines) are counted and skipped.
+(:mod:`runlens.io.importers._textline` has them: ``step N``, ``Epoch e/N``
+headers over per-batch counters, ``Epoch(train) [e][i/N]``, a dict holding
+a step key, ``epoch N`` when nothing else is there, ...). Lines without
+one (tracebacks, summaries, bars without a metric) are counted and skipped.
 
 Field names take their roles by the reader's vocabulary
 (:mod:`runlens.io.reader.names`, through :mod:`runlens.io.importers._names`);
@@ -146,6 +143,7 @@ def _scan(path: Path, mapper: Mapper, step_key: str | None,
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:  # .gz read as is
         for lines in blocks(f, _MAX_LINE):
             sc.block(lines)
+    sc.close_tail()
     sc.markers["_partial"] = sc.partial
     return [r for r in sc.runs if r.rows] or sc.runs[:1], sc.n, sc.skipped, sc.markers
 
@@ -160,6 +158,16 @@ class _Scanner:
         self.n = self.skipped = self.partial = 0
         self.early: list[tuple[Line, list[tuple[str, float]]]] = []  # evaluations before any training step
         self.markers: Counter = Counter()
+        self.tail: tuple[Line, list[tuple[str, float]], int] | None = None  # a progress line no epoch end closed
+
+    def close_tail(self) -> None:
+        """The log ended inside its first epoch (the run died in it): its last progress line, the running
+        mean so far, is the only record of the run and is kept (after closed epochs it is not needed)."""
+        (hit, fields, n), cur = self.tail or (None, [], 0), self.runs[-1]
+        if hit is not None and not cur.rows:
+            _put_line(cur, hit, fields, self.mapper)
+            cur.last_line, cur.last_step, cur.first_step = n, hit.step, cur.first_step or hit.step
+            self.partial -= 1
 
     def block(self, lines: list[str]) -> None:
         """The lines of a block: runs of one batchable shape as arrays, the others one by one."""
@@ -251,9 +259,11 @@ class _Scanner:
             return
         if hit.partial:
             self.partial += 1
+            self.tail = (hit, fields, n)
             if not said:
                 runs[-1].watch.partial(hit, fields, self.mapper)
             return
+        self.tail = None
         if ctx.repeat_next and not hit.eval_line:
             ctx.repeat_next = False
             if runs[-1].last_step is not None and hit.step <= runs[-1].last_step:
@@ -317,9 +327,8 @@ def _put_line(cur: _RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: 
 
 
 def _describe(runs: list[_RunAcc]) -> str:
-    parts = [f"run {i} (lines {r.first_line}-{r.last_line}, {r.rows} lines, {r.span()})"
-             for i, r in enumerate(runs, 1)]
-    return "; ".join(parts)
+    return "; ".join(f"run {i} (lines {r.first_line}-{r.last_line}, {r.rows} lines, {r.span()})"
+                     for i, r in enumerate(runs, 1))
 
 
 def read(source: str | Path, *, step: str | None = None, loss: str | None = None,
@@ -382,8 +391,7 @@ def _take(path: Path, runs: list[_RunAcc], n_lines: int, skipped: int, markers: 
         imp.config["index_kind"] = "epoch"
         imp.index_why = (f"the counter i/{total} starts again every epoch and every training line kept closes "
                          f"an epoch ({total}/{total}): the epochs as logged ({first}..{last}) are the index")
-    elif acc.by_epoch and acc.by_epoch == acc.other_train:
-        # Every training line is counted by its epoch alone: one value per epoch, a mean over its batches.
+    elif acc.by_epoch and acc.by_epoch == acc.other_train:  # one value per epoch, a mean over its batches
         imp.config["index_kind"] = "epoch"
         imp.index_why = "every training line's only counter is its epoch: the epochs as logged are the index"
     imp.config["log_style"] = dict(markers.most_common())
