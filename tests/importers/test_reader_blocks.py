@@ -16,6 +16,7 @@ import json
 import math
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from runlens.cli import main
@@ -120,14 +121,20 @@ def test_rllib_result_blocks_take_the_total_loss_of_their_nested_stats(tmp_path)
     assert doc["key_numbers"]["steps"] == 25
 
 
-def test_colon_blocks_of_a_loop_are_epochs_and_a_config_of_colon_lines_is_not(tmp_path):
+@pytest.mark.parametrize(("block", "loss", "val_loss"), [
+    ("epoch: {e}\nloss: {t:.4f}\nval_loss: {v:.4f}\n", "loss", "val_loss"),  # a loop's colon blocks
+    ("Epoch {e}/25\ntrain loss: {t:.4f}\nval loss: {v:.4f}\n", "train loss", "val loss"),  # an epoch line over each
+])
+def test_blocks_of_a_loop_are_counted_by_their_epochs(tmp_path, block, loss, val_loss):
     log = tmp_path / "loop.txt"
-    log.write_text("\n".join(f"epoch: {e}\nloss: {loss_val(e):.4f}\nval_loss: {loss_val(e) + 0.05:.4f}\n"
-                             for e in range(1, 26)))
+    log.write_text("\n".join(block.format(e=e, t=loss_val(e), v=loss_val(e) + 0.05) for e in range(1, 26)))
     code, doc = _analyze(log)
     assert code == 0 and isinstance(doc, dict)
-    assert doc["roles"]["loss"]["columns"] == ["loss"] and doc["roles"]["val_loss"]["columns"] == ["val_loss"]
+    assert doc["roles"]["loss"]["columns"] == [loss] and doc["roles"]["val_loss"]["columns"] == [val_loss]
     assert doc["roles"]["index"]["columns"] == ["epoch"]
+
+
+def test_silent_twin_a_config_of_colon_lines_is_not_blocks(tmp_path):
     config = tmp_path / "config.txt"
     config.write_text("learning_rate: 0.0003\nn_steps: 2048\nbatch_size: 64\nvf_loss_coef: 0.5\nseed: 42\n")
     _refused(config)
@@ -180,14 +187,6 @@ def test_a_long_frame_whose_extra_number_column_is_not_row_numbers_is_still_refu
         f'"{3 * k}",{e},{v},"{m}","{d}"' for k, (e, v, m, d) in enumerate(_r_rows(), 1)]) + "\n")
     _refused(path)
 
-
-def test_an_epoch_line_over_each_block_is_its_counter(tmp_path):
-    path = tmp_path / "epochs.txt"
-    path.write_text("\n".join(f"Epoch {e}/25\ntrain loss: {loss_val(e):.4f}\nval loss: {loss_val(e) + 0.1:.4f}\n"
-                              for e in range(1, 26)))
-    code, doc = _analyze(path)
-    assert code == 0 and isinstance(doc, dict)
-    assert doc["roles"]["index"]["columns"] == ["epoch"] and doc["roles"]["val_loss"]["columns"] == ["val loss"]
 
 
 def test_tune_blocks_of_two_trials_read_the_first_trial_alone(tmp_path):
