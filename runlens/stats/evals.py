@@ -45,7 +45,8 @@ def overfit_test(vs: np.ndarray, vl: np.ndarray, *, min_evals_after: int = 4) ->
     permutation test of the same statistic (Mann-Kendall's standardized S
     after the smoothed minimum) over shuffled evaluation orders: the selection is
     part of its null. Deterministic (a fixed generator). None with fewer
-    than 5 evaluations or ``min_evals_after`` after the minimum.
+    than 5 evaluations or ``min_evals_after`` after the minimum, except
+    exactly 4 rising at each one (:func:`_few_evals`, an exact test).
     """
     if vl.size == FEW_EVALS and min_evals_after > FEW_EVALS - 1:
         return _few_evals(vs, vl)
