@@ -31,7 +31,7 @@ def test_nanogpt_nan_is_data_and_fires(tmp_path, crlf, quoted):
     imp = read("text", path)
     assert first_nan_step(imp) == logmaker.NAN_AT
     assert len(imp.evals["val_loss"].steps) == 3
-    assert "time_" in imp.train and "mfu" in imp.train  # the rest kept as user scalars
+    assert "time_ms" in imp.train and "mfu" in imp.train  # the rest kept as user scalars, a unit of time in the name
     d = analyze(str(path))
     assert "nonfinite_loss" in codes(d)
     assert any(w.startswith("import (text): scalars: 3 repeated steps") for w in d.warnings)  # import notes

@@ -29,17 +29,16 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
+from runlens.io.importers._clean import clean, squeeze
 from runlens.io.importers._textline import (
     _EPOCH_HEADER,
     _NET_OUTPUT,
     Context,
     Line,
-    clean,
     enter_epoch,
     find_step,
     other_total,
     read_field_spans,
-    squeeze,
     to_float,
 )
 from runlens.io.importers._textsteps import counted, running

@@ -35,9 +35,10 @@ import math
 import re
 from typing import Any
 
+from runlens.io.importers._clean import clean
 from runlens.io.importers._names import Mapper
-from runlens.io.importers._textline import Line, clean, read_fields
-from runlens.io.reader.names import tokens
+from runlens.io.importers._textline import Line, read_fields
+from runlens.io.reader.names import ERROR_MEASURES, is_lossish, tokens
 
 Event = tuple[int, str, float, str]
 
@@ -90,6 +91,21 @@ class Watch:
             if not math.isfinite(value) and mapper(name, hit.eval_line) == (False, "loss"):
                 self.events.append((hit.step, "nonfinite_loss", value, f"{name}: {value} (within an epoch)"))
                 return
+
+    def parts(self, step: int, fields: list[tuple[str, float]], mapper: Mapper) -> None:
+        """A training line's loss parts (``SmoothL1=nan`` beside ``CrossEntropy=19``, ``loss_cls: nan``):
+        the total is their sum, so one non-finite part makes it non-finite, printed or not. Kept as an
+        event at the line's step unless the line's loss already says so."""
+        bad = None
+        for name, value in fields:
+            if math.isfinite(value):
+                continue
+            if mapper(name, False) == (False, "loss"):
+                return  # the loss column holds it
+            if bad is None and is_part(name):
+                bad = (name, value)
+        if bad is not None:
+            self.events.append((step, "nonfinite_loss", bad[1], f"loss part {bad[0]}: {bad[1]}"))
 
     def see(self, raw: str, step: int | None, interval: int | None = None, *, stepless: bool = False) -> bool:
         """Read one line about ``step`` (``interval``: the steps since the training line before, when the
@@ -157,3 +173,9 @@ def _counted(text: str, step: int | None, interval: int | None) -> Event | None:
     if skipped > 0 and interval is not None and interval > 0 and 2 * skipped >= interval:
         return (step or 0, "nonfinite_grad", math.nan, text[:300])
     return None
+
+
+def is_part(name: str) -> bool:
+    """A loss term's name: a loss word or an error measure (``loss_cls``, ``SmoothL1``, ``giou_loss``)."""
+    t = tokens(name)
+    return is_lossish(t) or bool(ERROR_MEASURES.intersection(t))

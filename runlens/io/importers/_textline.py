@@ -27,7 +27,6 @@ import math
 import re
 from dataclasses import dataclass
 
-from runlens.io.importers._clean import clean, squeeze
 from runlens.io.importers._mapping import MSVC as _MSVC
 from runlens.io.importers._mapping import NUM as _NUM
 from runlens.io.importers._mapping import WORDNUM as _WORDNUM
@@ -47,8 +46,6 @@ from runlens.io.importers._textsteps import (
     running,
 )
 from runlens.io.reader.names import (
-    LOSS,
-    PERPLEXITY,
     STEP_WORDS,
     counter_core,
     is_step,
@@ -64,12 +61,14 @@ _KEY_WORD = r"[A-Za-z_][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*(?:'s(?= ))?"
 _KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
 # A word-number (nan, inf) followed by a single space and a word is part of a name
 # ("number of nan iterations: 0"), not a value.
+# A quoted name and value (PaddleDetection's ``'loss': '24.061707'``, a dict's repr printed as text)
+# read as the bare ones: the quotes close the name and enclose the number.
 _FIELD = re.compile(
-    rf"(?<![\w.\-])(?P<key>{_KEY_WORD}(?: {_KEY_MORE}){{0,6}}?)"
-    rf"(?:\s*(?P<sep>[:=]|\bis\b))?\s*(?P<tensor>tensor\(\s*)?"
+    rf"(?<![\w.\-])(?P<key>{_KEY_WORD}(?: {_KEY_MORE}){{0,6}}?)['\"]?"
+    rf"(?:\s*(?P<sep>[:=]|\bis\b))?\s*(?P<q>['\"](?=[-+.\w]+['\"]))?(?P<tensor>tensor\(\s*)?"
     rf"(?:(?P<word>{_MSVC}|(?:{_WORDNUM})(?(sep)|(?(tensor)|(?! [A-Za-z_]))))"
     rf"|(?P<val>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?P<unit>[A-Za-z%µ]*(?:/[A-Za-z]+)?))"
-    rf"(?(tensor)(?:\s*,[^()\n]*)?\))(?![\w/:]|\.\d)")
+    rf"(?(tensor)(?:\s*,[^()\n]*)?\))(?(q)['\"])(?![\w/:]|\.\d)")
 _IGNORED_KEYS = frozenset({"eta", "in", "of", "at", "to", "for", "the", "with", "on", "and", "by", "from",
                            "is", "was", "took", "#", "time left", "remaining"})
 # Words of prose, never of a metric name: a "key" holding one is a sentence ("but training continued for").
@@ -83,9 +82,11 @@ _PROSE_OR_IGNORED = _PROSE | _IGNORED_KEYS
 _MM_EPOCH = re.compile(r"\bEpoch\((train|val|test)\)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _MM_ITER = re.compile(r"\bIter\((train|val|test)\)\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _LLMC = re.compile(r"^s:(\d+)(?=\s)")
+# "batch" counts steps only after the epoch on its line (GluonCV's "[Epoch 0][Batch 99]", MXNet's
+# "Epoch[3] Batch [200]"): elsewhere "batch 32" is as often a size as a count.
 _KEYED = [(name, re.compile(rf"\b{pat}[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)(?:[ \t]*/[ \t]*(\d+))?(?![\d.]|[ \t]*batches)", re.I))
           for name, pat in (("global_step", r"global[_ ]step"), ("step", r"step"),
-                            ("iteration", r"iteration"), ("iter", r"iter"))]
+                            ("iteration", r"iteration"), ("iter", r"iter"), ("batch", r"batch"))]
 _BATCHES = re.compile(r"\b(\d+)\s*/\s*(\d+)\s*batches\b", re.I)
 _BAR = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*(?=\[|\u2501|\|)")
 # timm writes the share done inside the counter's brackets: "[ 200/1251 ( 16%)]".
@@ -147,16 +148,39 @@ def read_fields(text: str) -> list[tuple[str, float]]:
 def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple[int, int]]]:
     """``(name, value, span of the number)`` of every numeric field in ``text``."""
     out: list[tuple[str, float, tuple[int, int]]] = []
+    used = 0  # the end of a unit word read as the value before's: no name starts with it
     for m in _FIELD.finditer(text):
         key, start, prev = m.group("key"), m.start("key") + offset, 0
+        if m.start("key") < used:
+            lead = len(key) - len(key[used - m.start("key"):].lstrip())
+            key, start = key[lead:], start + lead
         for word, at in _bare_words(key):
             # "loss nan lr 0.001": a name, a bare nan/inf that is its value, then the next field's name.
             _keep(out, key[prev:at].strip(), to_float(word), (start + at, start + at + len(word)))
             prev = at + len(word)
         which = "val" if m.group("val") is not None else "word"
         a, b = m.span(which)
-        _keep(out, key[prev:].strip(), to_float(m.group(which)), (a + offset, b + offset))
+        unit, used = _time_unit(m.group("unit"), text, m.end())
+        # A number in seconds is a duration whatever its name says (PaddleDetection's
+        # ``batch_cost: 0.00039 sec``: "cost" is a loss word): the unit joins the name.
+        name = key[prev:].strip()
+        _keep(out, f"{name} ({unit})" if unit and name.lower() not in _IGNORED_KEYS else name,
+              to_float(m.group(which)), (a + offset, b + offset))
     return in_sections(text, out, offset) if "[" in text else out
+
+
+_TIME_UNITS = frozenset({"s", "sec", "secs", "second", "seconds", "ms", "msec", "us", "µs", "min", "mins", "h",
+                         "hr", "hrs", "s/it", "sec/it", "ms/it", "s/step", "ms/step", "s/iter", "sec/iter"})
+_NEXT_WORD = re.compile(r" ([A-Za-zµ]+(?:/[A-Za-z]+)?)\b")
+
+
+def _time_unit(unit: str | None, text: str, end: int) -> tuple[str | None, int]:
+    """The time unit a value carries, glued (``4.2s``) or as the next word (``0.00039 sec``), or None;
+    and where the unit ends."""
+    if unit:
+        return (unit if unit.lower() in _TIME_UNITS else None), end
+    m = _NEXT_WORD.match(text, end)
+    return (m.group(1), m.end()) if m and m.group(1).lower() in _TIME_UNITS else (None, end)
 
 
 def _bare_words(key: str) -> list[tuple[str, int]]:
@@ -259,9 +283,9 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
         return Line(int(m.group(1)), text[m.end():], ev, epoch, "s:", formula="int", spans=(m.span(1),),
                     epoch_span=espan, rest_at=m.end())
     for name, pat in _KEYED:
-        if m := pat.search(text):
+        if (m := pat.search(text)) and (name != "batch" or (espan is not None and espan[1] <= m.start(1))):
             rest, at, summary = keyed_rest(text, m, read_fields)  # the step may follow its fields
-            if m.group(2) and epoch is not None and espan is not None and espan[1] <= m.start(1):
+            if (m.group(2) or name == "batch") and epoch is not None and espan is not None and espan[1] <= m.start(1):
                 # "Epoch [2/5], Step [100/600]": a counter with a total after the epoch may restart
                 # every epoch (the PyTorch tutorial's) or run on (a total of the run's steps); a
                 # running count is right both ways, where the counter alone splits the log into runs.
@@ -353,24 +377,3 @@ def _glued_epoch(text: str, ev: bool) -> Line | None:
     e = int(m.group(1))
     return Line(e, text[m.end():], ev, e, "epoch", formula="int", spans=(m.span(1),), epoch_span=m.span(1),
                 rest_at=m.end())
-
-
-_EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|val|test|dev)\b", re.I)
-_LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
-
-
-def eval_at_last_step(raw: str, step: int | None) -> tuple[Line | None, list[tuple[str, float]]]:
-    """A validation line that names no step ("Evaluation result (greedy) loss: 3.72, ppl: 41.47"):
-    its fields at the last training step seen, as a validation pass. Before any training step
-    (llm.c's ``val loss 11.0`` of the initial model) it is step 0, and only for a loss or a
-    perplexity: a log's header names evaluation settings with numbers too ("eval batches: 20")."""
-    text = clean(squeeze(raw.strip()))
-    m = _EVAL_WORD.search(text[:400])
-    if m is None:
-        return None, []
-    # "result (greedy) loss: 3.72": the words before a metric's own name are prose, not part of it.
-    fields = [(tokens(k)[-1] if tokens(k) and tokens(k)[-1] in _LAST_WORD else k, v)
-              for k, v in read_fields(text[m.end():])]
-    if not fields or (step is None and not any(set(tokens(k)) & (LOSS | PERPLEXITY) for k, _ in fields)):
-        return None, []
-    return Line(0 if step is None else step, text[m.end():], True, None, "eval after step"), fields

@@ -74,7 +74,8 @@ def running(e: int | None, i: int, ctx: _Counts) -> int:
         if e < ctx.outer:
             ctx.offset = 0
         elif e > ctx.outer and i <= ctx.inner:
-            ctx.offset += ctx.inner
+            # A count from 0 ("[Batch 0]") opens the new outer count one past the last inner count.
+            ctx.offset += ctx.inner + (i == 0)
     ctx.outer, ctx.inner = e, i
     return ctx.offset + i
 

@@ -32,10 +32,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runlens.io.importers._clean import clean
 from runlens.io.importers._lineplan import Parser
-from runlens.io.importers._textline import Context, parse_mapping
+from runlens.io.importers._textline import Context, parse_mapping, read_fields
 from runlens.io.importers.text import text_encoding
 from runlens.io.reader import read_table, shape_of
+from runlens.io.reader.names import role_of
 from runlens.io.reader.source import head_bytes, open_binary
 
 HEAD = 262_144
@@ -142,7 +144,7 @@ def _markdown_rows(lines: list[str]) -> int:
 def _line_counts(lines: list[str]) -> dict[str, int]:
     """How many lines each text reader would take (of the head)."""
     ctx, parser = Context(), Parser()  # the text reader's shape cache: a few shapes, parsed once each
-    counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0}
+    counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0, "loss_lines": 0}
     for raw in lines[:4000]:
         s = raw.strip()
         if not s:
@@ -163,6 +165,8 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
             if hit is not None and fields:
                 counts["text"] += 1
                 break
+        else:  # no step: a line the text reader numbers when no line of the log has one
+            counts["loss_lines"] += any(role_of(k) == (False, "loss") for k, _ in read_fields(clean(s)))
     return counts
 
 
@@ -204,6 +208,8 @@ def _text_kind(counts: dict[str, int]) -> Sniff:
     found = {k: f"{counts[k]} lines" for k in ("hf", "text", "jsonl") if counts[k]}
     ranked = sorted(((counts[k], k) for k in ("hf", "text", "jsonl")), reverse=True)
     (n1, k1), (n2, k2) = ranked[0], ranked[1]
+    if n1 == 0 and counts["loss_lines"] >= 3:
+        return Sniff("text", found={"text": f"{counts['loss_lines']} lines with a training loss and no step"})
     if n1 == 0:
         return Sniff(None, "no line carries a training step with a number (not a training log)")
     if n2 >= 3 and n2 * 2 >= n1:

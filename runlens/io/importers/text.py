@@ -35,83 +35,18 @@ import numpy as np
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, Take, record_runs, require_file
+from runlens.io.importers._evalline import eval_at_last_step, number_lines
 from runlens.io.importers._lineplan import Parser, Plan
-from runlens.io.importers._logsignals import Watch
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
+from runlens.io.importers._runacc import RunAcc
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
-from runlens.io.importers._textline import Context, Line, eval_at_last_step
+from runlens.io.importers._textline import Context, Line
 from runlens.io.reader.source import open_binary, open_limited
 
 _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
 _DIGIT = re.compile(r"\d")
 _SNIFF = 8192
-
-
-class _RunAcc:
-    """The numbers of one run in the log, as compact arrays."""
-
-    def __init__(self, first_line: int) -> None:
-        self.series: dict[tuple[bool, str], tuple[array, array]] = {}
-        self.names: dict[str, str] = {}  # column -> the name as logged
-        self.first_line = self.last_line = first_line
-        self.first_step: int | None = None
-        self.last_step: int | None = None
-        self.rows = 0
-        self.watch = Watch()  # what its lines say in words: a non-finite value met, the exception it died of
-        # Training lines that close an epoch's counter (``10000/10000``, ``[e][735/735]``): (step, epoch),
-        # the counter totals seen on them, and how many training lines are anything else.
-        self.epoch_ends: list[tuple[int, int]] = []
-        self.totals: set[int] = set()
-        self.other_train = 0
-        self.by_epoch = 0  # training lines whose only counter is the epoch ("Epoch 7 train loss 0.61")
-
-    def tally(self, hit: Line) -> None:
-        """Count a training line as one that closes an epoch's counter, or as any other."""
-        if hit.count is not None and hit.epoch is not None and hit.count[0] == hit.count[1]:
-            self.epoch_ends.append((hit.step, hit.epoch))
-            self.totals.add(hit.count[1])
-        else:
-            self.other_train += 1
-        self.by_epoch += hit.source == "epoch"
-
-    def per_epoch(self) -> int | None:
-        """The counter total ``N`` when the epoch is this run's index, else None.
-
-        A counter ``i/N`` whose ``N`` is the same on every line and that restarts every epoch counts
-        progress within the epoch (Keras counts samples: ``9999/60000``), not optimizer steps. When
-        every training line kept is the one that closes an epoch (``N/N``, the partial ones dropped),
-        the log has one point per epoch: the epoch as logged is the index. Such a line's step was
-        counted as ``e * N - 1``, so the epoch is ``step // N + 1`` on every series alike.
-        """
-        if not self.epoch_ends or self.other_train or len(self.totals) != 1:
-            return None
-        if min(e for _, e in self.epoch_ends) < 1:  # 0-based epochs: the steps were clipped at 0
-            return None
-        return next(iter(self.totals))
-
-    def steps(self) -> tuple[int, int] | None:
-        """The run's first and last step as the run is read (epochs when the epoch is its index)."""
-        if self.first_step is None or self.last_step is None:
-            return None
-        total = self.per_epoch()
-        if total is None:
-            return self.first_step, self.last_step
-        return self.first_step // total + 1, self.last_step // total + 1
-
-    def span(self) -> str:
-        steps = self.steps()
-        if steps is None:
-            return "no training step"
-        return f"{'epochs' if self.per_epoch() is not None else 'steps'} {steps[0]}..{steps[1]}"
-
-    def put(self, is_eval: bool, column: str, name: str, step: int, value: float) -> None:
-        pair = self.series.get((is_eval, column))
-        if pair is None:
-            pair = self.series[(is_eval, column)] = (array("q"), array("d"))
-            self.names.setdefault(column, name)
-        pair[0].append(step)
-        pair[1].append(value)
 
 
 def text_encoding(head: bytes) -> str:
@@ -137,12 +72,13 @@ def check_text_file(path: Path) -> str:
 
 
 def _scan(path: Path, mapper: Mapper, step_key: str | None,
-          encoding: str = "utf-8") -> tuple[list[_RunAcc], int, int, Counter]:
-    """Every run of the log, how many lines were read and skipped, and which step markers were seen."""
+          encoding: str = "utf-8", numbered: bool = False) -> tuple[list[RunAcc], int, int, Counter]:
+    """Every run of the log, how many lines were read and skipped, and which step markers were seen;
+    ``numbered``: the lines that carry a training loss are counted as the steps (a log without any)."""
     sc = _Scanner(mapper, step_key)
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:  # .gz read as is
         for lines in blocks(f, _MAX_LINE):
-            sc.block(lines)
+            sc.block(number_lines(lines, mapper, sc.markers) if numbered else lines)
     sc.close_tail()
     sc.markers["_partial"] = sc.partial
     return [r for r in sc.runs if r.rows] or sc.runs[:1], sc.n, sc.skipped, sc.markers
@@ -152,7 +88,7 @@ class _Scanner:
     """The reader's state over the lines of a log: runs so far, context, counts."""
 
     def __init__(self, mapper: Mapper, step_key: str | None) -> None:
-        self.runs, self.mapper = [_RunAcc(1)], mapper
+        self.runs, self.mapper = [RunAcc(1)], mapper
         self.ctx, self.parser = Context(), Parser(step_key)
         self.matcher = Matcher(self.parser, mapper)
         self.n = self.skipped = self.partial = 0
@@ -202,6 +138,9 @@ class _Scanner:
             cur.other_train += k
             cur.by_epoch += k * (plan.source == "epoch")
             cur.watch.trained()
+            if not all(np.isfinite(v).all() for _, v in run.fields):
+                bad = int(np.flatnonzero(~np.all([np.isfinite(v) for _, v in run.fields], axis=0))[0])
+                cur.watch.parts(int(run.steps[bad]), [(name, float(v[bad])) for name, v in run.fields], self.mapper)
         for name, values in run.fields:
             target = self.mapper(name, plan.eval_line)
             pair = cur.series.get(target)
@@ -217,7 +156,7 @@ class _Scanner:
         self.parser.hits += k
         return k
 
-    def _early(self, cur: _RunAcc) -> None:
+    def _early(self, cur: RunAcc) -> None:
         """The evaluations logged before the first training step (llm.c's of the initial model)."""
         for hit, fields in self.early:
             _put_line(cur, hit, fields, self.mapper)
@@ -241,7 +180,7 @@ class _Scanner:
         if ctx.restart:
             ctx.restart = False
             if runs[-1].rows:
-                runs.append(_RunAcc(n))  # a second "Epoch 1/N": the next run begins here
+                runs.append(RunAcc(n))  # a second "Epoch 1/N": the next run begins here
         # A count on a training line ("number of nan iterations: 2") covers the steps since the last line:
         # it is put at the last step seen, as a warning between lines is; a progress line inside an epoch
         # ("42/100 ... loss: nan") is about its own batch.
@@ -259,7 +198,8 @@ class _Scanner:
             return
         if hit.partial:
             self.partial += 1
-            self.tail = (hit, fields, n)
+            if not runs[-1].rows:  # only a run with no row of its own keeps it (close_tail)
+                self.tail = (hit, fields, n)
             if not said:
                 runs[-1].watch.partial(hit, fields, self.mapper)
             return
@@ -290,13 +230,15 @@ class _Scanner:
             return
         if (not hit.eval_line and cur.rows and cur.last_step is not None and hit.step < cur.last_step
                 and cur.first_step is not None and hit.step <= cur.first_step):
-            cur = _RunAcc(n)  # the step went back to the start: a restart
+            cur = RunAcc(n)  # the step went back to the start: a restart
             runs.append(cur)
         if self.early and not hit.eval_line:
             self._early(cur)
         _put_line(cur, hit, fields, self.mapper)
         cur.last_line = n
         if not hit.eval_line:
+            if not math.isfinite(sum(v for _, v in fields)):
+                cur.watch.parts(hit.step, fields, self.mapper)
             cur.watch.trained()
             cur.tally(hit)
             ctx.last_step = hit.step
@@ -305,7 +247,7 @@ class _Scanner:
         markers[hit.source] += 1
 
 
-def _put_line(cur: _RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
+def _put_line(cur: RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
     # The hot loop of the reader: the memo and the arrays are looked up inline, not through calls.
     epoch_done = False
     step, ev, memo, series = hit.step, hit.eval_line, mapper._memo, cur.series
@@ -326,7 +268,7 @@ def _put_line(cur: _RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: 
     cur.rows += 1
 
 
-def _describe(runs: list[_RunAcc]) -> str:
+def _describe(runs: list[RunAcc]) -> str:
     return "; ".join(f"run {i} (lines {r.first_line}-{r.last_line}, {r.rows} lines, {r.span()})"
                      for i, r in enumerate(runs, 1))
 
@@ -344,6 +286,10 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
     require_file(path, "text")
     encoding = check_text_file(path)
     runs, n_lines, skipped, markers = _scan(path, Mapper(loss, val_loss), step, encoding)
+    if not runs[0].rows and step is None:
+        # No line names a step ("loss: 2.30" printed each epoch, faceswap's "loss_A: 0.19, loss_B:
+        # 0.15"): the lines that carry a training loss, in order, are the run's points.
+        runs, n_lines, skipped, markers = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True)
     if not runs[0].rows:
         hint = f"no line carries a {step!r} field" if step else (
             "no line carries a training step (step/iter/iteration N, Epoch e/N, [N/M], s:N) with a number")
@@ -351,7 +297,7 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
     return functools.partial(_take, path, runs, n_lines, skipped, markers)
 
 
-def _take(path: Path, runs: list[_RunAcc], n_lines: int, skipped: int, markers: Counter,
+def _take(path: Path, runs: list[RunAcc], n_lines: int, skipped: int, markers: Counter,
           run: int | None) -> Imported:
     markers = Counter(markers)  # counts popped below: the next run taken needs them whole
     warnings: list[str] = []
@@ -391,6 +337,9 @@ def _take(path: Path, runs: list[_RunAcc], n_lines: int, skipped: int, markers: 
         imp.config["index_kind"] = "epoch"
         imp.index_why = (f"the counter i/{total} starts again every epoch and every training line kept closes "
                          f"an epoch ({total}/{total}): the epochs as logged ({first}..{last}) are the index")
+    elif markers.get("numbered"):
+        imp.config["index_kind"] = "row"
+        imp.index_why = "no line carries a step: the lines with a training loss, numbered from 0 in order, are the index"
     elif acc.by_epoch and acc.by_epoch == acc.other_train:  # one value per epoch, a mean over its batches
         imp.config["index_kind"] = "epoch"
         imp.index_why = "every training line's only counter is its epoch: the epochs as logged are the index"

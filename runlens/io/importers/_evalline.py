@@ -1,0 +1,57 @@
+"""Lines that name no step: a validation line's fields belong to the last training step seen, and in
+a log where no line names one, the lines with a training loss are numbered as the steps."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from runlens.io.importers._clean import clean, squeeze
+from runlens.io.importers._names import Mapper
+from runlens.io.importers._textline import Line, read_fields
+from runlens.io.reader.names import LOSS, PERPLEXITY, is_val, tokens
+
+_EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|val|test|dev)\b", re.I)
+_LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
+_VAL_NAMED = re.compile(r"(?:val|valid|eval|test)_\w*loss", re.I)
+
+
+def eval_at_last_step(raw: str, step: int | None) -> tuple[Line | None, list[tuple[str, float]]]:
+    """A validation line that names no step ("Evaluation result (greedy) loss: 3.72, ppl: 41.47"):
+    its fields at the last training step seen, as a validation pass. Before any training step
+    (llm.c's ``val loss 11.0`` of the initial model) it is step 0, and only for a loss or a
+    perplexity: a log's header names evaluation settings with numbers too ("eval batches: 20")."""
+    text = clean(squeeze(raw.strip()))
+    m = _EVAL_WORD.search(text[:400])
+    if m is None:
+        # "giou_val_loss: nan, ..., total_val_loss: nan": no word says it, every name does.
+        if step is None or not _VAL_NAMED.search(text[:400]):
+            return None, []
+        fields = read_fields(text)
+        if fields and all(is_val(tokens(k)) for k, _ in fields):
+            return Line(step, text, True, None, "eval after step"), fields
+        return None, []
+    # "result (greedy) loss: 3.72": the words before a metric's own name are prose, not part of it.
+    fields = [(tokens(k)[-1] if tokens(k) and tokens(k)[-1] in _LAST_WORD else k, v)
+              for k, v in read_fields(text[m.end():])]
+    if not fields or (step is None and not any(set(tokens(k)) & (LOSS | PERPLEXITY) for k, _ in fields)):
+        return None, []
+    return Line(0 if step is None else step, text[m.end():], True, None, "eval after step"), fields
+
+
+_DIGIT = re.compile(r"\d")
+
+
+def number_lines(lines: list[str], mapper: Mapper, markers: Counter) -> list[str]:
+    """``lines`` with ``step N:`` put before each (cleaned) line that carries a training loss, ``N``
+    counting those lines through the log (``markers["numbered"]``); the others as they are, so an
+    evaluation line still goes to the last step before it."""
+    out = []
+    for raw in lines:
+        text = clean(raw.strip()) if _DIGIT.search(raw) else ""
+        if text and any(mapper(k, False) == (False, "loss") for k, _ in read_fields(text)):
+            out.append(f"step {markers['numbered']}: {text}")
+            markers["numbered"] += 1
+        else:
+            out.append(raw)
+    return out

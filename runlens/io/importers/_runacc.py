@@ -1,0 +1,76 @@
+"""One run of a console log as the text reader accumulates it: its numbers as compact arrays, the
+training lines that say how it is indexed (per step, or one point per epoch), and what its lines said
+in words (:class:`~runlens.io.importers._logsignals.Watch`)."""
+
+from __future__ import annotations
+
+from array import array
+
+from runlens.io.importers._logsignals import Watch
+from runlens.io.importers._textline import Line
+
+
+class RunAcc:
+    """The numbers of one run in the log, as compact arrays."""
+
+    def __init__(self, first_line: int) -> None:
+        self.series: dict[tuple[bool, str], tuple[array, array]] = {}
+        self.names: dict[str, str] = {}  # column -> the name as logged
+        self.first_line = self.last_line = first_line
+        self.first_step: int | None = None
+        self.last_step: int | None = None
+        self.rows = 0
+        self.watch = Watch()  # what its lines say in words: a non-finite value met, the exception it died of
+        # Training lines that close an epoch's counter (``10000/10000``, ``[e][735/735]``): (step, epoch),
+        # the counter totals seen on them, and how many training lines are anything else.
+        self.epoch_ends: list[tuple[int, int]] = []
+        self.totals: set[int] = set()
+        self.other_train = 0
+        self.by_epoch = 0  # training lines whose only counter is the epoch ("Epoch 7 train loss 0.61")
+
+    def tally(self, hit: Line) -> None:
+        """Count a training line as one that closes an epoch's counter, or as any other."""
+        if hit.count is not None and hit.epoch is not None and hit.count[0] == hit.count[1]:
+            self.epoch_ends.append((hit.step, hit.epoch))
+            self.totals.add(hit.count[1])
+        else:
+            self.other_train += 1
+        self.by_epoch += hit.source == "epoch"
+
+    def per_epoch(self) -> int | None:
+        """The counter total ``N`` when the epoch is this run's index, else None.
+
+        A counter ``i/N`` whose ``N`` is the same on every line and that restarts every epoch counts
+        progress within the epoch (Keras counts samples: ``9999/60000``), not optimizer steps. When
+        every training line kept is the one that closes an epoch (``N/N``, the partial ones dropped),
+        the log has one point per epoch: the epoch as logged is the index. Such a line's step was
+        counted as ``e * N - 1``, so the epoch is ``step // N + 1`` on every series alike.
+        """
+        if not self.epoch_ends or self.other_train or len(self.totals) != 1:
+            return None
+        if min(e for _, e in self.epoch_ends) < 1:  # 0-based epochs: the steps were clipped at 0
+            return None
+        return next(iter(self.totals))
+
+    def steps(self) -> tuple[int, int] | None:
+        """The run's first and last step as the run is read (epochs when the epoch is its index)."""
+        if self.first_step is None or self.last_step is None:
+            return None
+        total = self.per_epoch()
+        if total is None:
+            return self.first_step, self.last_step
+        return self.first_step // total + 1, self.last_step // total + 1
+
+    def span(self) -> str:
+        steps = self.steps()
+        if steps is None:
+            return "no training step"
+        return f"{'epochs' if self.per_epoch() is not None else 'steps'} {steps[0]}..{steps[1]}"
+
+    def put(self, is_eval: bool, column: str, name: str, step: int, value: float) -> None:
+        pair = self.series.get((is_eval, column))
+        if pair is None:
+            pair = self.series[(is_eval, column)] = (array("q"), array("d"))
+            self.names.setdefault(column, name)
+        pair[0].append(step)
+        pair[1].append(value)
