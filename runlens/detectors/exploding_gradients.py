@@ -9,7 +9,8 @@ import numpy as np
 
 from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._layerstats import fmt_p
-from runlens.stats.growth import bucket_medians, growth, level_change, rolling_median
+from runlens.stats.growth import bucket_medians, geometric, growth, level_change, rolling_median
+from runlens.stats.progress import progress_test
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context
@@ -63,7 +64,17 @@ class ExplodingGradients(Detector):
         ``grad_norm_spike``'s), or, when only the very last point is, the
         loss at that same last step is ``min_blowup_decades`` above its median
         before (the explosion reached the loss and the log ends on it: no
-        later step can show it recovered).
+        later step can show it recovered). A log of fewer than ``tail + 3``
+        norms (a few pasted lines) has no history before a tail: its last norm
+        is measured against the median of the ones before, and only the
+        second reading (the loss jumping on that same last line) counts.
+        Steady: (8 norms or more) log10 of the norm climbs on the steps in a
+        straight line (OLS slope > 0, one-sided p < ``alpha``, R^2 >=
+        ``min_steady_r2`` and above the R^2 of the norm itself on the steps:
+        multiplied by a factor each step, the feedback of an explosion,
+        where a sum of gradients grows in a straight line) by at least
+        ``min_blowup_decades``, while the loss made no progress (no fall of
+        10% that is a significant Kendall trend at ``alpha`` and 3 noise sd).
         Blow-up: the gradient norm or the loss becomes non-finite, and the
         last finite gradient norm before that is at least
         ``min_blowup_decades`` above the median of the history before the
@@ -91,6 +102,7 @@ class ExplodingGradients(Detector):
         min_jump_decades: smallest jump of the held level above the first recorded gradient (3.0).
         min_surge_decades: smallest rise of the final gradient norm above its usual level when
             the run ends without a NaN (3.0).
+        min_steady_r2: R^2 of log10 norm on the steps that a steady growth needs (0.9).
     """
 
     code = "exploding_gradients"
@@ -103,11 +115,13 @@ class ExplodingGradients(Detector):
                    "min_blowup_decades": Interval(float, 0, None), "tail": Interval(int, 1, None),
                    "max_grad_to_weight": Interval(float, 0, None, closed="neither"),
                    "min_jump_decades": Interval(float, 0, None, closed="neither"),
-                   "min_surge_decades": Interval(float, "min_blowup_decades", None)}
+                   "min_surge_decades": Interval(float, "min_blowup_decades", None),
+                   "min_steady_r2": Interval(float, 0, 1)}
 
     def __init__(self, *, min_decades: float = 2.0, alpha: float = 0.01, min_blowup_decades: float = 1.0,
                  tail: int = 5, max_grad_to_weight: float = 100.0, min_jump_decades: float = 3.0,
-                 min_surge_decades: float = 3.0) -> None:
+                 min_surge_decades: float = 3.0, min_steady_r2: float = 0.9) -> None:
+        self.min_steady_r2 = min_steady_r2
         self.min_decades = min_decades
         self.alpha = alpha
         self.min_blowup_decades = min_blowup_decades
@@ -129,7 +143,7 @@ class ExplodingGradients(Detector):
             raise Skip(f"needs at least 2 finite, positive gradient norms (has {len(logn)})")
         evidence = {"source": gn.source.split(" ")[0], "steps": len(logn),
                     "step_range": [int(steps[0]), int(steps[-1])]}
-        for test in (self._blowup, self._surge, self._growth, self._jump):
+        for test in (self._blowup, self._surge, self._growth, self._steady, self._jump):
             found = test(sig, steps, logn, blowup, evidence)
             if found is not None:
                 return [found]
@@ -164,27 +178,38 @@ class ExplodingGradients(Detector):
     def _surge(self, sig: Signals, steps: np.ndarray, logn: np.ndarray, blowup: int | None,
                   evidence: dict[str, Any]) -> Finding | None:
         """The run ends inside an explosion: the last two finite norms far above the usual level."""
-        if blowup is not None or len(logn) < self.tail + 3:
+        if blowup is not None or len(logn) < 2:
             return None
-        base = float(np.median(logn[:-self.tail][-200:]))
-        rise, before = float(logn[-1] - base), float(logn[-2] - base)
-        if rise < self.min_surge_decades or (before < self.min_blowup_decades
-                                             and not self._loss_blew_up_last(sig, int(steps[-1]))):
-            return None
-        start = len(logn) - self.tail + int(np.argmax(logn[-self.tail:] - base >= self.min_blowup_decades))
+        if len(logn) < self.tail + 3:
+            # A paste of a few lines has no history before a tail: the last line against the lines
+            # before it, and only with the loss jumping on that same line (mmengine's grad_norm
+            # 3.46 -> 3.1e7 with the loss 1.50 -> 63.1): the one corroborates the other.
+            base = float(np.median(logn[:-1]))
+            if logn[-1] - base < self.min_surge_decades or not self._loss_blew_up_last(sig, int(steps[-1]), 2):
+                return None
+            rise, start = float(logn[-1] - base), len(logn) - 1
+        else:
+            base = float(np.median(logn[:-self.tail][-200:]))
+            rise, before = float(logn[-1] - base), float(logn[-2] - base)
+            if rise < self.min_surge_decades or (before < self.min_blowup_decades
+                                                 and not self._loss_blew_up_last(sig, int(steps[-1]))):
+                return None
+            start = len(logn) - self.tail + int(np.argmax(logn[-self.tail:] - base >= self.min_blowup_decades))
         evidence |= {"surge_decades": rise, "usual_log10": base, "last_log10": float(logn[-1]),
                      "surge_from_step": int(steps[start]), "points_in_surge": len(logn) - start}
         return self.finding(
             f"gradient norm rose {rise:.1f} decades above its usual level (>= {self.min_surge_decades:g}) in the "
-            f"last {len(logn) - start} recorded steps, where the run ends", step=int(steps[start]),
+            + (f"last {len(logn) - start} recorded steps" if len(logn) - start > 1 else "last recorded step")
+            + ", where the run ends", step=int(steps[start]),
             evidence=evidence)
 
-    def _loss_blew_up_last(self, sig: Signals, step: int) -> bool:
+    def _loss_blew_up_last(self, sig: Signals, step: int, least: int | None = None) -> bool:
         """The log ends at ``step`` with the loss there ``min_blowup_decades`` above its
         median before: a lone last point, but the explosion reached the loss and the run
-        ended on it (no later step shows a spike that recovered)."""
+        ended on it (no later step shows a spike that recovered). ``least``: the losses
+        needed (``tail + 3``)."""
         steps, x = sig.loss.steps, sig.loss.values
-        if x.size < self.tail + 3 or int(steps[-1]) != step or not (x[-1] > 0 and np.all(x[:-1] > 0)):
+        if x.size < (least or self.tail + 3) or int(steps[-1]) != step or not (x[-1] > 0 and np.all(x[:-1] > 0)):
             return False
         return bool(np.log10(x[-1]) - np.median(np.log10(x[:-1][-200:])) >= self.min_blowup_decades)
 
@@ -203,6 +228,28 @@ class ExplodingGradients(Detector):
             f"gradient norm grew {decades:.1f} decades over the run (>= {self.min_decades:g}; Theil-Sen "
             f"{trend.slope * 1000:.2g} decades/1k steps, Kendall tau={trend.tau:.2f}, p={fmt_p(trend.p)})",
             step=int(first), evidence=evidence)
+
+    def _steady(self, sig: Signals, steps: np.ndarray, logn: np.ndarray, blowup: int | None,
+                evidence: dict[str, Any]) -> Finding | None:
+        """A norm multiplied by a steady factor at each step while the loss does not improve: the
+        feedback of an explosion under way, before it reaches ``min_decades`` (a paste of ten lines
+        of HF's grad_norm 3.8e12 -> 1.4e14, x1.5 per line, at a loss of 11.3)."""
+        if len(logn) < 8:
+            return None
+        g = geometric(steps, logn)
+        if g is None or not (g["p"] < self.alpha and g["decades"] >= self.min_blowup_decades
+                             and g["r2"] >= self.min_steady_r2 and g["r2"] > g["r2_linear"]):
+            return None
+        x = sig.loss.values[sig.loss.steps <= steps[-1]]
+        prog = progress_test(x[np.isfinite(x)])
+        if prog.made_progress(self.alpha, 3.0, 0.1) or _applied_growth(sig, steps[-1])[0] < self.min_blowup_decades:
+            return None
+        evidence |= {"geometric": g, "loss_progress": prog.to_dict()}
+        return self.finding(
+            f"gradient norm grew by a steady factor, x{10 ** g['slope']:.3g} per step ({g['decades']:.1f} decades "
+            f"over {g['n']} points; log-linear R^2={g['r2']:.2f} against {g['r2_linear']:.2f} for a straight line, "
+            f"p={fmt_p(g['p'])}) while the loss did not improve ({prog.relative_drop:.0%} fall)",
+            step=int(steps[0]), evidence=evidence)
 
     def _jump(self, sig: Signals, steps: np.ndarray, logn: np.ndarray, blowup: int | None,
                  evidence: dict[str, Any]) -> Finding | None:

@@ -50,8 +50,11 @@ class GradNormSpike(Detector):
         jump). A spike has at least two points before it and one after it,
         lasts at most ``max_width`` points, and the points just before and
         after it are within one decade of the level (a rise that stays is
-        ``exploding_gradients``', a steep fall at the start is no spike). The evidence gives the ratio, robust z,
-        the spike's steps and how many points the log has.
+        ``exploding_gradients``', a steep fall at the start is no spike). The log's last point alone
+        counts too, by the same tests (``at_end`` in the evidence): the log ends on it, so whether it
+        came back is not known, but a jump of ``min_ratio`` over the level is seen either way (one that
+        reached the loss there too is also ``exploding_gradients``').
+        The evidence gives the ratio, robust z, the spike's steps and how many points the log has.
 
     What to try:
         Clip the gradient norm (``torch.nn.utils.clip_grad_norm_``) so one
@@ -88,7 +91,10 @@ class GradNormSpike(Detector):
         steps, norms = gn.steps[ok], gn.values[ok]
         if len(norms) < 4:
             raise Skip(f"needs at least 4 finite gradient norms (has {len(norms)})")
-        spikes = log10_spikes(norms, min_ratio=self.min_ratio, z_min=self.min_z, max_width=self.max_width)
+        # The last point is the log's end only when no blow-up cut the series there (one that did is
+        # ``exploding_gradients``' or ``nonfinite_loss``'s).
+        spikes = log10_spikes(norms, min_ratio=self.min_ratio, z_min=self.min_z, max_width=self.max_width,
+                              at_end=sig.first_nonfinite_step is None)
         if not spikes:
             return []
         peak = max(spikes, key=lambda s: s["excess"])
@@ -96,11 +102,13 @@ class GradNormSpike(Detector):
         ratio = peak["ratio"]
         listed = [{"step": int(steps[s["index"]]), "ratio": s["ratio"]} for s in spikes[:MAX_LISTED]]
         few = f" in a log of only {len(norms)} points" if len(norms) < 50 else ""
+        back = ("; it is the log's last line, so whether it came back is not logged" if peak["at_end"]
+                else " and came back")
         return [self.finding(
-            f"gradient norm spiked to {ratio:.3g}x its running median at step {int(steps[i]):,} and came back"
-            f"{few} ({len(spikes)} spike(s) >= {self.min_ratio:g}x)",
+            f"gradient norm spiked to {ratio:.3g}x its running median at step {int(steps[i]):,}{few}{back} "
+            f"({len(spikes)} spike(s) >= {self.min_ratio:g}x)",
             step=int(steps[i]),
-            evidence={"ratio": ratio, "robust_z": peak["z"],
+            evidence={"ratio": ratio, "robust_z": peak["z"], "at_end": peak["at_end"],
                       "spike_value": peak["value"], "running_median": peak["level"],
                       "spikes": len(spikes), "listed": listed, "points": len(norms),
                       "source": gn.source, "step_range": [int(steps[0]), int(steps[-1])]})]

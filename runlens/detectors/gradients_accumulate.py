@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar, TypeGuard
 
@@ -55,7 +56,9 @@ class GradientsAccumulate(Detector):
         the norm to a third of the value before it or less (a sawtooth with
         one tooth per clearing); the norm is regressed on the steps since
         the last reset (OLS). It fires when the fit explains the norm
-        (``R^2 >= min_r2``), the slope is positive (one-sided p <
+        (``R^2 >= min_r2``, and no lower than the R^2 of log norm on those
+        steps: a steady factor per step is an explosion's feedback, which
+        ``exploding_gradients`` reads), the slope is positive (one-sided p <
         ``alpha``), the norm grew over the stretch by ``min_growth`` or
         more (3: the sum of 10 independent gradients is already sqrt(10)
         times one), and the loss made no progress (no downward
@@ -155,7 +158,8 @@ class GradientsAccumulate(Detector):
         loss = (f"the loss does not improve ({prog.relative_drop:.0%} fall)" if not summed else
                 f"it grows as steps^{fit.power:.2f}, a sum's law (the loss fell {prog.relative_drop:.0%})")
         return [self.finding(
-            f"The gradient norm grows linearly with the steps{resets} (R^2={fit.r2:.2f}, {fit.growth:.3g}x over "
+            f"The gradient norm grows linearly with the steps{resets} (R^2={fit.r2:.2f}, "
+            f"{fit.growth if math.isfinite(fit.growth) else fit.observed_growth:.3g}x over "
             f"{gv.size} points) and {loss}: gradients are summed across steps, zero_grad is missing",
             step=int(gs[0]),
             evidence={**fit.to_dict(), "n_points": int(gv.size), "grad_norm_source": source,
@@ -169,8 +173,10 @@ class GradientsAccumulate(Detector):
             step=seen["first_step"], evidence={k: v for k, v in seen.items() if k != "fires"})
 
     def _grows(self, fit: LinearGrowth | None) -> TypeGuard[LinearGrowth]:
+        # A norm multiplied by a steady factor per step (log-linear fits better than the line) is an
+        # explosion's feedback, not a sum: n summed gradients are at most n times the largest.
         return fit is not None and fit.r2 >= self.min_r2 and fit.p_positive < self.alpha \
-            and fit.growth >= self.min_growth
+            and fit.growth >= self.min_growth and not fit.exp_r2 > fit.r2
 
     def _summed(self, fit: LinearGrowth) -> bool:
         return (0.4 <= fit.power <= 1.5 and fit.power_r2 >= self.min_power_r2

@@ -64,8 +64,11 @@ class LossSpikes(Detector):
         scale, the scale being the robust sd of those residuals (at least
         1% of a decade); a spike reaches ``z_min``, is ``short_ratio`` times
         its neighbours and a later point is back below the middle of the
-        jump. The evidence says ``short_log`` and how many points there
-        were. Fewer than ``short_points``: skipped.
+        jump. Three points carry no noise scale: the middle one is a spike
+        when it is at least 10x (and ``short_ratio`` times) both neighbours,
+        which agree within ``short_ratio`` of each other. The evidence says
+        ``short_log`` and how many points there were. Fewer than
+        ``short_points``: skipped.
 
     What to try:
         Look at the batches at the spike steps (corrupt or mislabeled
@@ -83,7 +86,7 @@ class LossSpikes(Detector):
         (0.05). max_width: longest spike in steps (10). recovery: steps
         within which the loss must come back (20). min_spikes: spikes needed
         to fire (1). min_points: finite losses below which the short-log
-        test is used (50). short_points: finite losses needed at all (4).
+        test is used (50). short_points: finite losses needed at all (3).
         short_ratio: how many times its neighbours a spike in a short log
         must be (3.0).
     """
@@ -99,12 +102,12 @@ class LossSpikes(Detector):
         "min_rise": Interval(float, 0, None), "min_progress": Interval(float, 0, None),
         "max_width": Interval(int, 1, None), "recovery": Interval(int, 1, None),
         "min_spikes": Interval(int, 1, None), "min_points": Interval(int, 20, None),
-        "short_points": Interval(int, 4, "min_points"), "short_ratio": Interval(float, 1, None),
+        "short_points": Interval(int, 3, "min_points"), "short_ratio": Interval(float, 1, None),
     }
 
     def __init__(self, *, z_min: float = 6.0, tail_factor: float = 3.6, alpha: float = 0.01, min_rise: float = 0.25,
                  min_progress: float = 0.05, max_width: int = 10, recovery: int = 20, min_spikes: int = 1,
-                 min_points: int = 50, short_points: int = 4, short_ratio: float = 3.0) -> None:
+                 min_points: int = 50, short_points: int = 3, short_ratio: float = 3.0) -> None:
         self.z_min = z_min
         self.tail_factor = tail_factor
         self.alpha = alpha
@@ -146,4 +149,8 @@ class LossSpikes(Detector):
         where = f" in a short log of {x.size} points" if short else ""
         title = (f"{len(spikes)} loss spike{'s' if len(spikes) > 1 else ''}{where} ({biggest}"
                  f"robust z up to {max(s['z'] for s in spikes):.1f} >= {self.z_min:g})")
+        if first.get("three_points"):
+            evidence["three_points"] = True
+            title = (f"1 loss spike in a log of 3 points: {first['value']:.4g} between {x[0]:.4g} and {x[2]:.4g} "
+                     f"({ratios[0]:.3g}x their level, >= 10x both; too few points for a noise scale)")
         return [self.finding(title, step=int(steps[int(first["index"])]), evidence=evidence)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from runlens.stats import robust
 from runlens.stats.trend import reduce, trend
@@ -96,3 +97,18 @@ def longest_true_run(mask: np.ndarray) -> tuple[int, int]:
     lengths = ends - starts
     i = int(np.argmax(lengths))
     return int(starts[i]), int(lengths[i])
+
+
+def geometric(x: np.ndarray, logy: np.ndarray) -> dict[str, float] | None:
+    """Does ``y`` grow by a steady factor per step? OLS of ``log10 y`` on ``x``: ``slope`` (decades
+    per step), its one-sided ``p`` (> 0), ``r2``, the ``decades`` the fitted line climbs, and
+    ``r2_linear``, the R^2 of ``y`` itself on ``x``: a sum of terms grows in a straight line (better
+    ``r2_linear``), a feedback multiplies at each step (better ``r2``). None with fewer than 5 points."""
+    x, logy = np.asarray(x, dtype=np.float64), np.asarray(logy, dtype=np.float64)
+    if logy.size < 5 or np.ptp(x) == 0 or np.ptp(logy) == 0:
+        return None
+    fit = stats.linregress(x, logy)
+    lin = stats.linregress(x, 10.0 ** (logy - logy.max()))  # scaled: the R^2 does not change, nothing overflows
+    p = fit.pvalue / 2.0 if fit.slope > 0 else 1.0 - fit.pvalue / 2.0
+    return {"slope": float(fit.slope), "p": float(p), "r2": float(fit.rvalue ** 2),
+            "decades": float(fit.slope * np.ptp(x)), "r2_linear": float(lin.rvalue ** 2), "n": int(logy.size)}

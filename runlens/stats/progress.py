@@ -77,7 +77,9 @@ class LinearGrowth:
     reset (``intercept_share``), ``power``/``power_r2``: slope and R^2 of log y on
     log t (1 for a sum of agreeing terms, 1/2 for independent ones, ~0 for a
     level that does not grow with t), ``observed_growth``: median of the last
-    fifth over the median of the first 3 values, ``resets`` and ``n``."""
+    fifth over the median of the first 3 values, ``resets`` and ``n``;
+    ``exp_r2``: R^2 of log y on t (a steady factor per step, which a sum's
+    straight line does not follow)."""
 
     slope: float
     intercept: float
@@ -90,6 +92,7 @@ class LinearGrowth:
     observed_growth: float
     resets: int
     n: int
+    exp_r2: float = math.nan
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -126,15 +129,17 @@ def linear_growth(steps: np.ndarray, y: np.ndarray, *, reset_drop: float = 3.0) 
     lo, hi = fit.intercept + fit.slope * t.min(), fit.intercept + fit.slope * t.max()
     p = fit.pvalue / 2.0 if fit.slope > 0 else 1.0 - fit.pvalue / 2.0
     pos = y > 0
-    power, power_r2 = math.nan, math.nan
+    power, power_r2, exp_r2 = math.nan, math.nan, math.nan
     if pos.sum() >= 3 and np.ptp(t[pos]) > 0:
         logfit = stats.linregress(np.log(t[pos]), np.log(y[pos]))
         power, power_r2 = float(logfit.slope), float(logfit.rvalue ** 2)
+        if np.ptp(y[pos]) > 0:
+            exp_r2 = float(stats.linregress(t[pos], np.log(y[pos])).rvalue ** 2)
     return LinearGrowth(float(fit.slope), float(fit.intercept), float(fit.rvalue ** 2), float(p),
                         float(hi / lo) if lo > 0 else math.inf,
                         float(fit.intercept / hi) if hi > 0 else math.nan, power, power_r2,
                         float(np.median(y[-max(3, y.size // 5):]) / np.median(y[:3])) if np.median(y[:3]) > 0
-                        else math.inf, resets, int(y.size))
+                        else math.inf, resets, int(y.size), exp_r2)
 
 
 def level_return(first: np.ndarray, before: np.ndarray, after: np.ndarray) -> dict[str, float] | None:

@@ -17,6 +17,7 @@ numpy/scipy, knows nothing about runs.
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 from scipy import stats
@@ -103,14 +104,16 @@ def tail_bound(z: np.ndarray, alpha: float) -> float:
 
 
 def log10_spikes(x: np.ndarray, *, min_ratio: float = 3.0, z_min: float = 6.0,
-                 max_width: int = 10) -> list[dict[str, float]]:
+                 max_width: int = 10, at_end: bool = False) -> list[dict[str, float]]:
     """Spikes of a positive series by their ratio to the running level, in decades.
 
     The level is a centred rolling median (2% of the points, 5 to 101, odd); the
     scale one normal-scaled MAD of all the log10 residuals. A spike is at least
     ``log10(min_ratio)`` decades and ``z_min`` scales above the level, has two
     points before it and one after, lasts at most ``max_width`` points, and
-    the points either side of it are within one decade of the level.
+    the points either side of it are within one decade of the level. With
+    ``at_end``, the last point alone may be one too (``"at_end": True``): the
+    series ends on it, so whether it came back is unknown.
     """
     x = np.asarray(x, dtype=np.float64)
     logn = np.log10(x)
@@ -123,17 +126,18 @@ def log10_spikes(x: np.ndarray, *, min_ratio: float = 3.0, z_min: float = 6.0,
     hot = (resid >= np.log10(min_ratio)) & (resid >= z_min * scale)
     out = []
     for a, b in runs_of(hot):
-        if a < 2 or b >= n or b - a > max_width:
+        last = at_end and b == n and a == n - 1
+        if a < 2 or (b >= n and not last) or b - a > max_width:
             continue
         # Isolated: the points either side sit within a decade of the level (a steep early
         # fall, or a rise that stays, has neighbours far from it too).
-        if logn[b] - level[b] >= 1.0 or logn[a - 1] - level[a - 1] >= 1.0:
+        if (not last and logn[b] - level[b] >= 1.0) or logn[a - 1] - level[a - 1] >= 1.0:
             continue
         i = a + int(np.argmax(logn[a:b]))
         out.append({"index": i, "start": a, "stop": b, "z": float((logn[i] - level[i]) / scale),
                     "value": float(10 ** logn[i]), "level": float(10 ** level[i]),
                     "ratio": float(10 ** (logn[i] - level[i])),
-                    "excess": float(logn[a:b].max() - level[a:b].max())})
+                    "excess": float(logn[a:b].max() - level[a:b].max()), "at_end": last})
     return out
 
 
@@ -149,6 +153,8 @@ def short_spikes(x: np.ndarray, *, z_min: float = 6.0, min_ratio: float = 3.0) -
     """
     x = np.asarray(x, dtype=np.float64)
     pos = bool(np.all(x > 0))
+    if x.size == 3:
+        return _middle_spike(x, min_ratio) if pos else []
     y = np.log(x) if pos else x
     n = y.size
     ref = _neighbour_medians(y, np.zeros(n, bool))
@@ -171,6 +177,25 @@ def short_spikes(x: np.ndarray, *, z_min: float = 6.0, min_ratio: float = 3.0) -
         if ratio >= min_ratio and later.size and float(np.min(later[:3])) <= ref[i] + 0.5 * resid[i]:
             out.append({"index": int(i), "z": float(resid[i] / scale), "value": float(x[i]), "level": level})
     return out
+
+
+#: How far above both neighbours the middle of three points must be: with two neighbours there is no
+#: noise scale to test against, so the effect alone decides, an order of magnitude.
+THREE_POINT_RATIO = 10.0
+
+
+def _middle_spike(x: np.ndarray, min_ratio: float) -> list[dict[str, float]]:
+    """The middle of three positive points ``THREE_POINT_RATIO`` (or ``min_ratio``, if larger) times both
+    neighbours, which agree within ``min_ratio`` of each other: a level, a spike, the level again
+    (mmdetection's 0.26, 3e14, 0.25 at the start of an epoch)."""
+    a, b, c = (float(v) for v in x)
+    lo, hi = min(a, c), max(a, c)
+    level = math.sqrt(a * c)
+    if not (b >= max(THREE_POINT_RATIO, min_ratio) * hi and hi <= min_ratio * lo):
+        return []
+    # The z is against the floor of the longer test's scale (1% of a decade): the only scale there is.
+    return [{"index": 1, "z": math.log(b / level) / (0.01 * math.log(10)), "value": b, "level": level,
+             "three_points": True}]
 
 
 def _neighbour_medians(y: np.ndarray, skip: np.ndarray) -> np.ndarray:

@@ -207,19 +207,31 @@ class CurveClassifier(Detector):
           ``loss_at_chance`` fires too (``kind: short_stuck``, ``n_points``).
           Three values printed alike, to a thousandth of their (non-zero)
           level or finer, are stuck too: a loss that trains moves by more than
-          its last digit in an epoch. With 5 points or more:
+          its last digit in an epoch. So is a validation loss printed alike
+          (to a thousandth of its level or finer) at every one of 2 or more
+          evaluations at different steps while the training loss fell less
+          than ``min_drop``: a fixed validation set gives the same loss only
+          to the same weights (``kind: short_frozen_validation``). With 5
+          points or more:
           diverged when the last value is >= 10x the start (median of the
           first 3) with an upward Kendall trend at ``alpha_strong``, or when
           every point of the last third (2 at least), after the minimum, is
           above the start by ``growth`` of it (it gave back all its progress
           and stayed there: no lone outlier can); overfitting by the same
           validation test as a long curve, with the training loss at its end
-          no higher than at the validation minimum; healthy when the loss
+          no higher than at the validation minimum; unstable when the
+          validation loss (6 evaluations or more) rises at least twice and
+          falls at least twice by 3x or more from one evaluation to the next
+          (``kind: short_val_swings``: a fixed set's evaluation noise does
+          not multiply it by 3); healthy when the loss
           fell by ``min_drop`` or more with a downward Kendall trend at
           ``alpha_strong`` (exact at this size: only a nearly monotone fall,
           as per-epoch averages show, reaches it; minibatch noise cannot)
           and its last third moves at most ``settle_ratio`` as much per step
-          as its first; else ``insufficient_data``.
+          as its first. With 3 or 4 points: diverged when every point after
+          the first is at least 10x the first (an order of magnitude that
+          minibatch noise of a logged loss does not reach, held at every
+          later line: ``kind: short_leap``). Else ``insufficient_data``.
 
     What to try:
         diverged: lower the learning rate, add warmup and gradient clipping,

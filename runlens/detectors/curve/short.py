@@ -1,4 +1,4 @@
-"""The curve verdict of a short log: 5 to ``min_points`` finite training losses.
+"""The curve verdict of a short log: fewer than ``min_points`` finite training losses.
 
 Too few points for the shape tests of a long curve, but not for every
 claim: a per-epoch log of a dozen epochs (Keras, a paste in an issue) is
@@ -25,6 +25,8 @@ from runlens.stats.trend import Trend, trend
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
            classes: tuple[int | None, str | None] = (None, None)) -> CurveVerdict:
     stuck = _stuck(cfg, steps, x, classes) if x.size >= 4 or _identical(x) else None
+    if stuck is None and x.size >= 2:
+        stuck = _frozen(cfg, steps, x, sets)
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,
@@ -34,9 +36,12 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
         verdict = (_grown(cfg, steps, x, t, base) or _given_back(cfg, steps, x, base)
-                   or _overfit(cfg, steps, x, sets, base) or _settled(cfg, steps, x, t, base))
+                   or _overfit(cfg, steps, x, sets, base) or _val_swings(sets, base)
+                   or _settled(cfg, steps, x, t, base))
         if verdict is not None:
             return verdict
+    elif x.size >= 3 and (verdict := _leapt(steps, x, base)) is not None:
+        return verdict
     elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base)) is not None:
         # A held-out rise needs the evaluations, not many training points: the training loss at
         # the validation minimum and at the end say whether it kept falling.
@@ -57,6 +62,26 @@ def _grown(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: d
         f"(Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
         {**base, "orders_of_magnitude": math.log10(last / first), "kind": "short_growth",
          "step": int(steps[0])})
+
+
+#: How far above its first value every later point of a 3- or 4-point log must stay: an order of
+#: magnitude, which the minibatch noise of a logged loss does not reach, and no line came back.
+LEAP = 10.0
+
+
+def _leapt(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
+    # Too few points for a trend test (``_grown``): every line after the first held ``LEAP`` times
+    # the first (GluonCV's CrossEntropy 19 -> 3e33 at each of the next three batches). A lone
+    # high point that comes back is a spike, ``loss_spikes``'.
+    first = float(x[0])
+    if not (first > 0 and np.all(x[1:] >= LEAP * first)):
+        return None
+    low = float(np.min(x[1:]))
+    return CurveVerdict(
+        "diverged", f"the loss jumped from {first:.4g} to at least {low:.4g} ({LEAP:g}x or more) at each of the "
+        f"{x.size - 1} lines after the first, in a log of {x.size} points: none came back",
+        {**base, "orders_of_magnitude": math.log10(low / first), "kind": "short_leap", "leap": LEAP,
+         "step": int(steps[1])})
 
 
 def _given_back(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
@@ -87,6 +112,32 @@ def _overfit(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str,
             f"while the training loss kept falling, in a short log of {x.size} points",
             {**base, **o, "eval_set": name, "train_at_val_min": at_min, "kind": "short_overfitting",
              "step": o["val_min_step"]})
+    return None
+
+
+#: The factor a validation loss must move by, up and down, twice each, to swing: the noise of
+#: evaluating one fixed set does not multiply or divide it by 3 from one evaluation to the next.
+SWING = 3.0
+
+
+def _val_swings(sets: dict[str, tuple[np.ndarray, np.ndarray]], base: dict[str, Any]) -> CurveVerdict | None:
+    # Not a trend (overfitting rises and stays): the held-out loss goes up and back down by a
+    # factor, again and again (0.58 -> 2.30 -> 0.17 -> 1.52 -> 0.14 -> 2.81 over six epochs).
+    for name, (vs, vl) in sorted(sets.items(), key=lambda kv: kv[0] != "val_loss"):
+        ok = np.isfinite(vl) & (vl > 0)
+        if ok.sum() < 6:
+            continue
+        r = np.diff(np.log(vl[ok]))
+        ups, downs = int(np.sum(r >= math.log(SWING))), int(np.sum(r <= -math.log(SWING)))
+        if ups < 2 or downs < 2:
+            continue
+        big = float(np.exp(np.max(np.abs(r))))
+        return CurveVerdict(
+            "unstable", f"the validation loss{'' if name == 'val_loss' else f' ({name})'} rose {ups} times and "
+            f"fell {downs} times by {SWING:g}x or more from one evaluation to the next (up to {big:.3g}x) over "
+            f"{int(ok.sum())} evaluations: it swings, where a fixed set's evaluation noise does not, in a short log",
+            {**base, "eval_set": name, "swings_up": ups, "swings_down": downs, "swing": SWING,
+             "largest_ratio": big, "kind": "short_val_swings", "step": int(vs[ok][0])})
     return None
 
 
@@ -135,6 +186,32 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
         f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level)"
         f"{' with no trend' if not t.p < cfg.alpha else ''}, in a short log",
         ev)
+
+
+def _frozen(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+            ) -> CurveVerdict | None:
+    """The validation loss printed alike at every evaluation (2 or more, at different steps, to a
+    thousandth of its level or finer), with the training loss not down by ``min_drop``: a fixed
+    validation set gives the same loss only to the same weights, so nothing was learnt between the
+    evaluations (OpenNMT's "Validation perplexity: 56.168" at steps 380,000 and 510,000, its lr
+    printed as 0)."""
+    for name, (vs, vl) in sorted(sets.items(), key=lambda kv: kv[0] != "val_loss"):
+        ok = np.isfinite(vl)
+        vs, vl = vs[ok], vl[ok]
+        if vl.size < 2 or np.unique(vs).size < 2 or float(np.ptp(vl)) != 0.0 or vl[0] == 0:
+            continue
+        q = printed_step(vl)
+        drop = (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0
+        if q > 1e-3 * abs(float(vl[0])) or drop >= cfg.min_drop:
+            continue
+        return CurveVerdict(
+            "underfitting", f"the validation loss is {vl[0]:.6g} at each of its {vl.size} evaluations (steps "
+            f"{int(vs[0])} to {int(vs[-1])}): only the same weights give a fixed validation set the same loss, "
+            f"so nothing was learnt between them; the training loss moved {-drop:+.1%}, in a short log",
+            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_frozen_validation",
+             "eval_set": name, "evaluations": int(vl.size), "val_level": float(vl[0]), "printed_step": q,
+             "relative_drop": drop, "step": int(vs[0])})
+    return None
 
 
 def _identical(x: np.ndarray) -> bool:
