@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -31,9 +31,15 @@ in a subprocess. It is *read* when the exit status is not 2; it *agrees* when:
 
 The page names the commit it graded.
 
-``--threads`` grades the held-out set instead (``benchmarks/pastes_threads/``, its README says how
+``--threads`` grades the thread set instead (``benchmarks/pastes_threads/``, its README says how
 it was gathered): real pastes from issue threads, labelled by what the thread says happened, by a
-worker who did not run runlens; its page is ``benchmarks/results/pastes_threads.md``.
+worker who did not run runlens; its page is ``benchmarks/results/pastes_threads.md``. ``--threads2``
+grades the second thread set (``benchmarks/pastes_threads2/``), gathered the same way by another worker
+while round 15's changes were made, and graded once at its end: ``benchmarks/results/pastes_threads2.md``.
+
+A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
+``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
+was graded; on the first it turns one paste, a YOLOv3 run whose validation loss is NaN, to agree).
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ PASTES = ROOT / "benchmarks" / "pastes"
 REPORT = ROOT / "benchmarks" / "results" / "pastes.md"
 THREADS = ROOT / "benchmarks" / "pastes_threads"
 THREADS_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads.md"
+THREADS2 = ROOT / "benchmarks" / "pastes_threads2"
+THREADS2_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads2.md"
 DEV_ROLE = ("- **Which set this is.** A development set: written to probe the readers, whose misses were then "
             "fixed on these files. Graded by this script at `1e2777d`, before those fixes: read 78 of 112 "
             "(0.70), agreed 61 of 112 (0.54).")
@@ -67,11 +75,17 @@ THREADS_ROLE = ("- **Which set this is.** Held out: 41 pastes as people posted t
                 "scale set below 1 on overflow; a Keras run that died inside its first epoch): re-graded after "
                 "them, this page is a development figure. Its parts: trainers whose format is among the "
                 "development pastes' (format seen) and the others (format unseen).")
+THREADS2_ROLE = ("- **Which set this is.** Held out: pastes as people posted them in issue threads and Q&A pages, "
+                 "each labelled by what its thread says happened (`benchmarks/pastes_threads2/README.md`), "
+                 "gathered on 2026-12-03 by a worker who did not run runlens, read its code or see the other "
+                 "paste sets, while round 15's changes were made. Graded once, at the end of round 15. Its "
+                 "parts: trainers whose format is among the earlier sets' (format seen) and the others.")
+FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
         "stuck": {"underfitting", "loss_at_chance"}, "unstable": {"unstable"},
-        "diverged": {"diverged", "nonfinite_loss", "nonfinite_gradient"}, "spike": {"loss_spikes"},
+        "diverged": {"diverged", "nonfinite_loss", "nonfinite_gradient", "nonfinite_validation"}, "spike": {"loss_spikes"},
         "grad_surge": {"exploding_gradients", "grad_norm_spike"}}
 CURVE_OF = {"stuck": "underfitting"}
 
@@ -101,11 +115,11 @@ def said(status: int, out, err: str) -> str:
                       for o in objs[:3]) + (f" (+{len(objs) - 3} runs)" if len(objs) > 3 else "")
 
 
-def grade(threads: bool = False) -> list[tuple[str, str, str, bool, bool, str, str]]:
-    """One row per paste; on the thread set its part is whether the trainer's format was among the
-    development set's (``dev_format``)."""
+def grade(threads: str = "") -> list[tuple[str, str, str, bool, bool, str, str]]:
+    """One row per paste; on a thread set (``threads``: its flag's name) its part is whether the
+    trainer's format was among the development set's (``dev_format``)."""
     rows = []
-    for name, folder in ((("threads", THREADS),) if threads else ((n, PASTES / n) for n in SETS)):
+    for name, folder in (((threads, FOLDERS[threads][0]),) if threads else ((n, PASTES / n) for n in SETS)):
         labels = json.loads((folder / "labels.json").read_text(encoding="utf-8"))
         for file, label in sorted(labels.items()):
             status, out, err = diagnose(folder / file)
@@ -116,15 +130,15 @@ def grade(threads: bool = False) -> list[tuple[str, str, str, bool, bool, str, s
     return rows
 
 
-def render(rows, elapsed: float, threads: bool = False) -> str:
+def render(rows, elapsed: float, threads: str = "") -> str:
     head, dirty = git_state()
     lines = ["# runlens on pastes from issue threads (held out)" if threads else
              "# runlens on pastes from trainers it was not built on", "",
-             f"Generated by `python benchmarks/pastes.py{' --threads' if threads else ''}` (its docstring says how "
+             f"Generated by `python benchmarks/pastes.py{' --' + threads if threads else ''}` (its docstring says how "
              "the pastes were gathered and how a verdict is graded).", "",
              f"- engine: commit `{head}`" + (" **plus uncommitted changes**" if dirty else " (clean tree)"),
              f"- graded at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} in {elapsed:.0f} s",
-             THREADS_ROLE if threads else DEV_ROLE,
+             FOLDERS[threads][2] if threads else DEV_ROLE,
              "- Intervals are 95% Wilson score intervals.", "",
              "## Summary", "", "| set | files | read | agrees |", "|---|---|---|---|"]
     for name in (*sorted({r[0] for r in rows}, key=lambda n: SETS.index(n) if n in SETS else 0), None):
@@ -145,13 +159,16 @@ def render(rows, elapsed: float, threads: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", action="store_true",
-                        help="grade the held-out pastes from issue threads (benchmarks/pastes_threads/)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--threads", action="store_const", const="threads", dest="threads", default="",
+                       help="grade the pastes from issue threads (benchmarks/pastes_threads/)")
+    which.add_argument("--threads2", action="store_const", const="threads2", dest="threads",
+                       help="grade the second set of pastes from issue threads (benchmarks/pastes_threads2/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()
     rows = grade(args.threads)
-    report = args.report or (THREADS_REPORT if args.threads else REPORT)
+    report = args.report or (FOLDERS[args.threads][1] if args.threads else REPORT)
     report.write_text(render(rows, time.monotonic() - t0, args.threads), encoding="utf-8")
     print(f"wrote {report}")
     return 0
