@@ -3,14 +3,20 @@ could go wrong:
 
 - the per-epoch swing rule is one helper for the curve's ``chaotic`` (no progress) and ``swinging``
   (after progress) readings;
+- four strictly rising evaluations get p = 1/4! without enumerating the orders: the value the
+  enumeration gives;
 """
 
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
 import pytest
 
 from runlens.detectors.curve import CurveClassifier
 from runlens.detectors.curve.underfitting import chaotic, epoch_swings
+from runlens.stats.evals import FEW_EVALS, _few_evals, _mk_after_min
 
 
 def _features(spread: float, end: float, *, per_epoch: bool = True) -> dict:
@@ -33,3 +39,18 @@ def test_one_swing_rule_reads_no_progress_and_progress_alike(spread, end, per_ep
 
 def test_a_loss_ending_at_zero_is_not_chaotic():
     assert chaotic(CurveClassifier(), _features(1.0, 0.0), None) is False
+
+
+@pytest.mark.parametrize("vl", [[1.0, 1.1, 1.2, 1.3], [0.5, 0.51, 0.9, 3.0], [-3.0, -2.0, -1.0, 0.0],
+                                [2.0, 2.0000001, 7.0, 7.5]])
+def test_four_rising_evaluations_get_the_enumerated_p(vl):
+    v = np.array(vl)
+    observed = _mk_after_min(v, FEW_EVALS - 1)
+    orders = list(itertools.permutations(vl))
+    enumerated = sum(_mk_after_min(np.array(o), FEW_EVALS - 1) >= observed for o in orders) / len(orders)
+    got = _few_evals(np.arange(4), v)
+    assert got is not None and got["val_perm_p"] == got["val_trend_p"] == enumerated == 1 / 24
+
+
+def test_a_four_that_does_not_rise_at_each_evaluation_is_none():
+    assert _few_evals(np.arange(4), np.array([1.0, 1.2, 1.1, 1.3])) is None
