@@ -5,6 +5,7 @@ could go wrong:
   (after progress) readings;
 - four strictly rising evaluations get p = 1/4! without enumerating the orders: the value the
   enumeration gives;
+- a block of ``key value`` lines is counted by names.py's counting words (one vocabulary);
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import pytest
 
 from runlens.detectors.curve import CurveClassifier
 from runlens.detectors.curve.underfitting import chaotic, epoch_swings
+from runlens.io.reader import blocks
+from runlens.io.reader.names import COUNT_WORDS, EPOCH_WORDS, STEP_WORDS, names_count, tokens
 from runlens.stats.evals import FEW_EVALS, _few_evals, _mk_after_min
 
 
@@ -54,3 +57,27 @@ def test_four_rising_evaluations_get_the_enumerated_p(vl):
 
 def test_a_four_that_does_not_rise_at_each_evaluation_is_none():
     assert _few_evals(np.arange(4), np.array([1.0, 1.2, 1.1, 1.3])) is None
+
+
+def test_every_counter_word_counts_a_block_but_the_short_ones():
+    whole = set(STEP_WORDS) | {w for (w,) in EPOCH_WORDS}
+    assert whole - COUNT_WORDS == {"it", "ep"}
+    assert names_count(tokens("time/total_timesteps")) and names_count(tokens("train/n_updates"))
+    assert not names_count(tokens("rollout/ep_len_mean")) and not names_count(tokens("it/s"))
+
+
+def _dumps(keys: dict[str, object]) -> list[str]:
+    lines = []
+    for i in range(1, 6):
+        lines += [f"{k}: {v(i) if callable(v) else v}" for k, v in keys.items()] + [""]
+    return lines
+
+
+def test_blocks_are_counted_by_a_counting_word():
+    table = blocks.read(_dumps({"n_updates": lambda i: 10 * i, "loss": lambda i: f"{1 / i:.3f}"}))
+    assert table is not None and table.counter == "n_updates"
+
+
+def test_an_episode_length_does_not_count_blocks():
+    table = blocks.read(_dumps({"ep_len_mean": lambda i: 20 + 5 * i, "loss": lambda i: f"{1 / i:.3f}"}))
+    assert table is not None and table.counter is None
