@@ -6,6 +6,8 @@ could go wrong:
 - four strictly rising evaluations get p = 1/4! without enumerating the orders: the value the
   enumeration gives;
 - a block of ``key value`` lines is counted by names.py's counting words (one vocabulary);
+- data_not_shuffled asks the learning rate only once the loss repeats with the epoch: the lr's veto
+  still reaches a loss that does.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import itertools
 
 import numpy as np
 import pytest
+from gradients_synth import check
+from loss_synth import healthy, make_run
 
 from runlens.detectors.curve import CurveClassifier
 from runlens.detectors.curve.underfitting import chaotic, epoch_swings
@@ -81,3 +85,23 @@ def test_blocks_are_counted_by_a_counting_word():
 def test_an_episode_length_does_not_count_blocks():
     table = blocks.read(_dumps({"ep_len_mean": lambda i: 20 + 5 * i, "loss": lambda i: f"{1 / i:.3f}"}))
     assert table is not None and table.counter is None
+
+
+def _epoch_run(lr: np.ndarray | None):
+    n, period = 600, 25
+    t = np.arange(n)
+    loss = healthy(n, 0) * np.exp(0.3 * np.cos(np.pi * (t % period) / period))
+    return make_run(loss, lr=lr, scalars={"epoch": t // period})
+
+
+def test_a_loss_repeating_with_the_epoch_fires_under_a_smooth_schedule():
+    t = np.arange(600)
+    assert [f.code for f in check("data_not_shuffled", _epoch_run(None))] == ["data_not_shuffled"]
+    decay = 0.05 * 0.5 * (1 + np.cos(np.pi * t / t.size)) + 1e-5
+    assert [f.code for f in check("data_not_shuffled", _epoch_run(decay))] == ["data_not_shuffled"]
+
+
+def test_a_schedule_repeating_with_the_epoch_still_explains_the_loss():
+    t = np.arange(600)
+    restarts = 0.05 * 0.5 * (1 + np.cos(np.pi * (t % 25) / 25)) + 1e-5
+    assert check("data_not_shuffled", _epoch_run(restarts)) == []
