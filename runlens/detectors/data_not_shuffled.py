@@ -107,13 +107,15 @@ class DataNotShuffled(Detector):
         effect, p, groups = self._position_effect(steps, y, period)
         if groups < 2:
             raise Skip("too few logged steps per position within the epoch")
+        if p > self.alpha or effect < self.min_effect:
+            return []
+        # Only a loss that repeats with the epoch asks whether its schedule does too (and the lr's own
+        # steps and period position make a grouping of their own, not the loss's).
         if sig.lr is not None and len(sig.lr) >= 20:
             lr_effect, lr_p, _ = self._position_effect(sig.lr.steps, np.log(np.maximum(sig.lr.values, 1e-300)),
                                                        period)
             if lr_p <= self.alpha and lr_effect >= self.min_effect:
                 return []  # the schedule repeats with the epoch: it explains the loss's pattern
-        if p > self.alpha or effect < self.min_effect:
-            return []
         rs, r = _detrend(steps, y, period)
         ac = _autocorr(rs, r, period)
         ev = {"steps_per_epoch": period, "steps_per_epoch_source": source, "kruskal_p": p,

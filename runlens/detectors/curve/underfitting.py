@@ -55,8 +55,18 @@ def chaotic(cfg: CurveParams, f: dict[str, Any], sig: Signals | None) -> bool:
     ratio = late_steps(f, sig)
     if ratio is not None:
         return ratio.median > cfg.step_ratio
-    end = abs(f["end_level"])
-    return bool(f.get("per_epoch") and end > 0 and f["late_spread"] >= cfg.swing * end)
+    # A loss ending at exactly 0 has no level for its spread to be a share of.
+    return bool(f["end_level"] != 0) and epoch_swings(cfg, f, sig, f["late_spread"])
+
+
+def epoch_swings(cfg: CurveParams, f: dict[str, Any], sig: Signals | None, spread: float) -> bool:
+    """Whether a log of one value per epoch (``per_epoch``), with no step sizes logged, spreads
+    ``spread`` of at least ``swing`` of its end level. One rule for both readings of it, so they
+    cannot drift apart: :func:`chaotic` (the late spread of a loss that made no progress) and the
+    unstable label's ``swinging`` (the late noise after progress), whose callers add their own
+    conditions."""
+    return (bool(f.get("per_epoch")) and late_steps(f, sig) is None
+            and spread >= cfg.swing * abs(f["end_level"]))
 
 
 def validation_stalled(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]],

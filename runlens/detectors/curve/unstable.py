@@ -14,7 +14,7 @@ import numpy as np
 from runlens.detectors.curve.features import curve_evidence as _ev
 from runlens.detectors.curve.features import memo
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.underfitting import calm, chaotic, late_steps, progressed
+from runlens.detectors.curve.underfitting import calm, chaotic, epoch_swings, progressed
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.robust import mad_sd
 from runlens.stats.shift import level_shift
@@ -58,8 +58,7 @@ def unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, An
     # One value per epoch is a mean over its batches: a late spread of a third of its level is the
     # training's own, whatever the progress before it (a per-step log swings that much alone); not
     # while the late third still falls, whose spread is the fall (a second drop after a plateau).
-    swinging = (bool(f.get("per_epoch")) and late_steps(f, sig) is None and not still_falling
-                and D >= cfg.swing * abs(E) and not calm(cfg, f, sig))
+    swinging = epoch_swings(cfg, f, sig, D) and not still_falling and not calm(cfg, f, sig)
     if not (noisy or wandering or swinging):
         return None
     what = ("fluctuates by more than it improved" if noisy

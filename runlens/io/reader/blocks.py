@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from runlens.io.reader.names import tokens
+from runlens.io.reader.names import names_count, tokens
 from runlens.io.reader.table import Records, Table
 from runlens.io.reader.values import parse
 
@@ -47,10 +47,6 @@ _RULE_CHARS = frozenset("-=+_*~─━═┄┈╌┼├┤┬┴╭╮╰╯┌�
 _COLON = re.compile(r"^(\s*)([A-Za-z_][\w./\-\[\]() ]{0,80}?)\s*:(?:\s+(.*?))?\s*$")
 _SPACED = re.compile(r"^(\s*)([A-Za-z_][\w./\-\[\]()]{0,80})\s{2,}(\S.*?)\s*$")
 _TITLE_COUNT = re.compile(r"^([A-Za-z]+)\s*[#:]?\s*(\d+)(?:\s*/\s*\d+)?$")
-# The words of a key that counts what the blocks are dumped at (``total_timesteps``, ``n_updates``,
-# ``training_iteration``, ``num_env_steps_sampled``).
-_COUNT_WORDS = frozenset({"step", "steps", "timestep", "timesteps", "iteration", "iterations", "iter", "iters",
-                          "update", "updates", "epoch", "epochs"})
 
 
 @dataclass
@@ -185,7 +181,7 @@ def _counter(table: Table) -> str | None:
     best: tuple[float, str] | None = None
     for name in table.names:
         v = table.values[name]
-        if not (_COUNT_WORDS & set(tokens(name))) or not table.present[name].all() or table.n < 2:
+        if not names_count(tokens(name)) or not table.present[name].all() or table.n < 2:
             continue
         if np.all(np.isfinite(v)) and np.all(v == np.round(v)) and np.all(np.diff(v) > 0):
             if best is None or v[-1] > best[0]:

@@ -33,6 +33,15 @@ STEP_WORDS = ("step", "iteration", "iter", "steps", "it")
 # Words beside a counter's own word that leave it the same counter (``global_step``, ``num_steps``).
 STEP_SKIP = frozenset({"global", "current", "train", "trainer", "num", "cur", "optimizer", "training"})
 EPOCH_WORDS = (("epoch",), ("epochs",), ("ep",))
+# Abbreviations that name a counter only as the whole name: beside other words they say something else
+# (``ep_len_mean`` is an episode's length, ``it/s`` a speed).
+_ALONE = frozenset({"it", "ep"})
+# The words that say a name counts, among any others (``total_timesteps``, ``n_updates``,
+# ``training_iteration``, ``num_env_steps_sampled``): the step and epoch words, their plurals, and the
+# timesteps and updates that reinforcement learning counts by. A new counter word goes into STEP_WORDS
+# or EPOCH_WORDS (which name a counter as the whole name) or here, and reaches every reader from there.
+COUNT_WORDS = ((frozenset(STEP_WORDS) | {w for (w,) in EPOCH_WORDS}) - _ALONE) | {
+    "iterations", "iters", "timestep", "timesteps", "update", "updates"}
 GRAD_WORDS = frozenset({"grad", "gradient", "grads", "total"})
 SCALE = frozenset({"scale", "scaler"})
 # Short names some trainers log for a whole phrase: read as the phrase. llm.c writes its training loss
@@ -85,6 +94,12 @@ def is_step(toks: tuple[str, ...]) -> bool:
 def is_epoch(toks: tuple[str, ...]) -> bool:
     """An epoch counter's name: ``epoch``, ``epochs``, ``ep``, ``train_epoch``, ``cur_epoch``."""
     return counter_core(toks) in EPOCH_WORDS
+
+
+def names_count(toks: tuple[str, ...]) -> bool:
+    """Whether a name holds a counting word (:data:`COUNT_WORDS`) among its words: what a block of
+    ``key value`` lines may be counted by, looser than :func:`is_step` / :func:`is_epoch`."""
+    return not COUNT_WORDS.isdisjoint(toks)
 
 
 def is_lossish(toks: tuple[str, ...]) -> bool:
