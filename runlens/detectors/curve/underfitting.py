@@ -65,7 +65,8 @@ def epoch_swings(cfg: CurveParams, f: dict[str, Any], sig: Signals | None, sprea
     cannot drift apart: :func:`chaotic` (the late spread of a loss that made no progress) and the
     unstable label's ``swinging`` (the late noise after progress), whose callers add their own
     conditions."""
-    return (bool(f.get("per_epoch")) and late_steps(f, sig) is None
+    # An end level of exactly 0 gives no scale to hold the spread against (and no ratio to quote).
+    return (bool(f.get("per_epoch")) and f["end_level"] != 0 and late_steps(f, sig) is None
             and spread >= cfg.swing * abs(f["end_level"]))
 
 

@@ -60,3 +60,16 @@ def test_a_validation_loss_swinging_threefold_up_and_down_is_unstable():
 def test_silent_twin_one_threefold_fall_or_jumps_under_threefold(val):
     v = classify(_short(TRAIN10, val_loss=np.array(val), val_steps=np.arange(10)))
     assert v.evidence.get("kind") != "short_val_swings"
+
+
+def test_a_per_epoch_loss_ending_at_exactly_zero_between_swings_does_not_crash_the_curve(tmp_path):
+    # Found by the review mend's probe: the swing reading divided by an end level of 0.
+    from runlens import analyze
+    v = list(np.linspace(1.0, 0.2, 10))
+    for x in (0.2, 0.45, 0.6, 0.3, 0.5, 0.25, 0.55):
+        v += [0.0, 0.0, x]
+    path = tmp_path / "epochs.csv"
+    path.write_text("epoch,loss\n" + "".join(f"{e},{x:.4f}\n" for e, x in enumerate(v[:30], 1)), encoding="utf-8")
+    d = analyze(str(path))
+    assert d.curve.label != "insufficient_data"
+    assert not any("crashed" in w for w in d.warnings)
