@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from runlens.cli import main
 from runlens.errors import ImportFailedError
 from runlens.io.importers import detect_kind, read
+from runlens.io.loose import sniff_loose
 from runlens.io.reader import read_table
 
 YOLOV5 = """Epoch   gpu_mem       box       obj       cls     total   targets  img_size
@@ -149,3 +150,15 @@ def test_header_rows_without_a_training_signal_are_refused_in_one_line(tmp_path)
     res = CliRunner().invoke(main, ["analyze", str(path)])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert res.output.count("\n") == 1 and "no training loss" in res.output
+
+
+def test_a_yolo_console_log_met_in_a_folder_walk_is_a_log(tmp_path):
+    (tmp_path / "train.log").write_text(YOLOV7)
+    assert sniff_loose(str(tmp_path / "train.log")) is None
+
+
+def test_silent_twin_header_rows_with_no_training_signal_met_in_a_folder_walk_are_named_not_read(tmp_path):
+    text = "".join(f"  Epoch   gpu_mem   targets   img_size\n  {e}/3   1.2G   {30 + e}   640: 100%|###| 9/9\n"
+                   for e in range(3))
+    (tmp_path / "train.log").write_text(text)
+    assert sniff_loose(str(tmp_path / "train.log"))
