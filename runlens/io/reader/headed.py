@@ -43,7 +43,7 @@ _UNIT = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[A-Za-z%]{1,3}$")
 _NEAR = 3  # a row is read under a header at most this many non-blank lines above it (a redraw between)
 
 
-def cells(line: str) -> list[str]:
+def _cells(line: str) -> list[str]:
     """The cells of ``line``: its words before a tqdm bar or a word ending in a colon."""
     words = layout.untail(line).split()
     for i, w in enumerate(words):
@@ -72,6 +72,8 @@ def _row(words: list[str], width: int) -> tuple[list[float | None], int | None] 
         return None
     counter = None
     m = _COUNT.match(words[0])
+    # ``0/249`` (YOLOv5 counts from 0) or ``1/300`` (Ultralytics from 1): a first cell past its total is
+    # no epoch counter (a date, a ratio), and the line is not a row.
     if m is not None and int(m.group(1)) <= int(m.group(2)) + 1:
         counter = int(m.group(1))
     out: list[float | None] = [float(counter)] if counter is not None else []
@@ -103,7 +105,7 @@ def _scan(lines: list[str]) -> _Scan:
         if not line.strip():
             continue
         scan.nonblank += 1
-        words = cells(line)
+        words = _cells(line)
         names = _names(words)
         if names is not None:
             header, since, header_counted = names, 0, False
