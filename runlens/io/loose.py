@@ -32,7 +32,9 @@ def sniff_loose(path: str) -> str | None:
     A log is a table whose header or keys name a loss, a perplexity or a
     gradient norm; a Markdown table whose header does; or text with at least
     three lines naming one beside a step (a log repeats its lines; prose
-    that mentions a loss does not), as the text reader needs.
+    that mentions a loss does not), as the text reader needs; else what the
+    bounded sniff reads with a signal (YOLO's header lines and rows, whose
+    ``total`` is proven the loss by its values, not its name).
     """
     name = os.path.basename(path).lower()
     stem, suffix = os.path.splitext(name.removesuffix(".gz"))
@@ -60,7 +62,9 @@ def sniff_loose(path: str) -> str | None:
             from runlens.io.importers.sniff import sniff_file
 
             found = sniff_file(Path(path))
-            why = None if found.kind in ("text", "hf", "markdown") else (
+            # ``table``: header lines and their rows among console output (YOLO's), whose loss the roles
+            # proved (a ``total`` that sums its parts) where no name says it.
+            why = None if found.kind in ("text", "hf", "markdown", "table") else (
                 f"{found.reason or 'no training signal in its head'}" if by_name else "")
     except Exception:  # noqa: BLE001 - unreadable, a broken gzip or Parquet footer: the walk goes on
         return "cannot be read" if by_name else ""

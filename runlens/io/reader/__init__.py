@@ -2,7 +2,8 @@
 
 :func:`read_table` finds the shape of a file (a JSON document or a Python
 literal, JSON lines, a YAML list of records, a delimited or pipe table, a
-long table pivoted, a TensorBoard scalar download named by its file) and
+long table pivoted, a TensorBoard scalar download named by its file, header
+lines and the rows under them among other output) and
 reads it into a :class:`~.table.Table`;
 :mod:`.roles` decides which column is which and says why; :mod:`.build`
 turns that into the importers' series, with the log's own step numbers.
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import loads_json
-from runlens.io.reader import blocks, delimited, jsonshape, pyliteral, scalars, tidy, yamlshape
+from runlens.io.reader import blocks, delimited, headed, jsonshape, pyliteral, scalars, tidy, yamlshape
 from runlens.io.reader.source import MAX_JSON, check_regular, decode, head_bytes, read_all
 from runlens.io.reader.table import Table
 
@@ -26,7 +27,8 @@ __all__ = ["read_table", "shape_of"]
 
 
 def shape_of(head: bytes) -> str | None:
-    """``parquet``, ``json``, ``jsonl``, ``yaml``, ``blocks`` or ``delimited`` for a file starting with ``head``; None otherwise."""
+    """``parquet``, ``json``, ``jsonl``, ``yaml``, ``blocks``, ``delimited`` or ``headed`` (header lines
+    and the rows under them, other output between) for a file starting with ``head``; None otherwise."""
     if head[:4] == b"PAR1":
         return "parquet"
     if b"\x00" in head[:8192] and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -49,6 +51,8 @@ def shape_of(head: bytes) -> str | None:
         return "blocks"
     if delimited.sniff(lines) is not None:
         return "delimited"
+    if headed.looks(lines):  # after the delimited tables: what one delimiter splits is read as before
+        return "headed"
     return None
 
 
@@ -103,6 +107,8 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
         return yamlshape.read(decode(data).splitlines())
     if shape == "blocks":
         return blocks.read(decode(data).splitlines())
+    if shape == "headed":
+        return headed.read(decode(data).splitlines())
     if shape == "jsonl":
         return jsonshape.read_lines(decode(data).splitlines())
     lines = decode(head).splitlines()

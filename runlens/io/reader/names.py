@@ -24,6 +24,8 @@ PERPLEXITY = frozenset({"ppl", "perplexity"})
 NEUTRAL = frozenset({"total", "avg", "avr", "average", "mean", "overall", "running", "lm", "value", "all", "sum",
                      "batch", "step", "epoch", "per", "on", "of", "the", "after", "smoothed", "ema",
                      "cur", "current", "global", "model", "net", "iter", "reduced", "full", "final", "set"})
+# The neutral words that say a column adds others up: a ``total`` proven the sum of other columns is the loss.
+TOTAL = frozenset({"total", "sum", "overall"})
 METRIC = frozenset({"acc", "accuracy", "f1", "precision", "recall", "map", "bleu", "wer", "cer", "auc",
                     "iou", "score", "r2", "top1", "top5", "error", "err", "rouge", "em", "kl", "reward",
                     "fscore", "correct", "dice", "psnr", "ssim", "time", "eta", "memory", "mem"})

@@ -5,13 +5,17 @@ one place for every shape of log:
 
 - **index**: a step counter (``step``, ``global_step``, ``iteration``,
   ``iter``, ``current_steps``) with integral values that mostly go up; else
-  an integral ``epoch`` column; else the row number;
+  an integral ``epoch`` column; else the column the shape knows to count
+  its rows (a block's ``total_timesteps``; a header row's ``5/249``, an
+  epoch even on one row, where it cannot be seen rising); else the row number;
 - **training loss**: a loss-named column (``loss``, ``xent``, ``nll``,
   ``ce``, ``objective``) with nothing but neutral words beside it
   (``train_loss``, ``total_loss``, ``main/loss``; a per-step one before a
   per-epoch one); else the only loss-named column; else the sum of the
   loss parts logged without a total (``box_loss + cls_loss + dfl_loss``);
-  else the log of a perplexity logged alone;
+  else, with no loss word anywhere, a ``total``/``sum`` column whose values
+  are the sum of two or more other columns at every row (YOLOv5's ``box obj
+  cls total``); else the log of a perplexity logged alone;
 - **validation losses**: the same on columns with a ``val``/``valid``/
   ``eval``/``dev``/``test`` word; a set's name kept (``eval_wiki_loss``);
   parts matching the training parts summed; a validation column that shares
@@ -33,14 +37,18 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from runlens.io.reader.names import (
+    METRIC,
+    NEUTRAL,
     PERPLEXITY,
     STEP_WORDS,
+    TOTAL,
     counter_core,
     is_epoch,
     is_grad_norm,
     is_loss_scale,
     is_lossish,
     is_lr,
+    is_step,
     is_val,
     qualifiers,
     set_metric_role,
@@ -118,7 +126,8 @@ def pick_index(table: Table, step: str | None) -> tuple[str | None, str, str]:
         if _rising(table.values[epoch][table.present[epoch]]):
             return epoch, "epoch", f"{epoch!r} counts epochs and no step counter was logged"
     if table.counter is not None:
-        return table.counter, "step", f"{table.counter!r} counts the {table.shape} (integral, rising)"
+        kind = "epoch" if is_epoch(tokens(table.counter)) else "step"
+        return table.counter, kind, f"{table.counter!r} counts the {table.shape} (integral, rising)"
     return None, "row", "no step or epoch counter: each row is one point, numbered from 0"
 
 
@@ -179,11 +188,70 @@ def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None,
     if len(lossy) > 1:
         return Pick(role, tuple(lossy), "sum", "loss parts logged without a total: summed "
                     f"({len(lossy)} parts)"), lossy
+    if side == "train" and (total := _total_of_parts(table, cols)) is not None:
+        return total, []
     ppl = [c for c in cols if any(x in PERPLEXITY for x in tokens(c))]
     if ppl:
         return Pick(role, (ppl[0],), "log", f"only a perplexity was logged ({ppl[0]!r}): "
                     "the loss is its natural log"), []
     return None, []
+
+
+# A total's parts are printed beside it: of more candidate columns than this, the nearest are searched
+# (every subset of 16 is 65,536 sums on a few rows, then the matches on every row).
+_MAX_PARTS = 16
+_REL = 1e-3  # values printed to 4 significant digits sum to their printed total within a few 1e-4
+
+
+def _total_of_parts(table: Table, cols: list[str]) -> Pick | None:
+    """A column named by a total's neutral words alone (``total``, ``sum``) that is the sum of two or more
+    other columns at every row: the total of the parts, the training loss (YOLOv5's ``box obj cls total``).
+
+    Only the values prove it: a ``total`` that is not a sum of its neighbours (a count, a time) stays a
+    column of its own; counters, rates, norms, metrics and validation columns are never parts.
+    """
+    for total in cols:
+        t = tokens(total)
+        # The rows where the total is a number: a run that diverged (``nan`` in every column) is proven
+        # on the rows before, and its NaN total is then the finding.
+        rows = table.present[total] & np.isfinite(table.values[total])
+        if not t or not set(t) <= NEUTRAL or not TOTAL & set(t) or not rows.any():
+            continue
+        at = cols.index(total)
+        parts = sorted((c for c in cols if c != total and _may_be_part(table, c, rows)),
+                       key=lambda c: abs(cols.index(c) - at))[:_MAX_PARTS]
+        parts.sort(key=cols.index)
+        x = np.stack([table.values[c][rows] for c in parts], axis=1) if len(parts) >= 2 else None
+        found = _summands(table.values[total][rows], x) if x is not None else None
+        if found is not None:
+            names = "+".join(parts[j] for j in found)
+            return Pick("loss", (total,), "column", f"{total!r} is the sum of {names} at every row")
+    return None
+
+
+def _may_be_part(table: Table, c: str, rows: np.ndarray) -> bool:
+    t = tokens(c)
+    v = table.values[c][rows]
+    if not table.present[c][rows].all() or not np.all(np.isfinite(v)) or not np.any(v != 0):
+        return False  # a part missing, non-finite or always zero proves nothing
+    return not (is_epoch(t) or is_step(t) or is_lr(t) or is_grad_norm(t) or is_val(t) or METRIC & set(t))
+
+
+def _summands(y: np.ndarray, x: np.ndarray) -> list[int] | None:
+    """The columns of ``x`` (two or more) that sum to ``y`` on every row, the most of them; None if none do."""
+    k = x.shape[1]
+    masks = ((np.arange(1, 1 << k)[:, None] >> np.arange(k)) & 1).astype(bool)
+    masks = masks[masks.sum(axis=1) >= 2]
+    scale = np.maximum(np.abs(y), 1e-12)[:, None]
+    probe = np.unique(np.linspace(0, len(y) - 1, min(len(y), 8)).astype(int))
+    near = np.all(np.abs(x[probe] @ masks.T - y[probe, None]) <= _REL * scale[probe], axis=0)
+    masks = masks[near]
+    if len(masks):
+        masks = masks[np.all(np.abs(x @ masks.T - y[:, None]) <= _REL * scale, axis=0)]
+    if not len(masks):
+        return None
+    best = masks[int(np.argmax(masks.sum(axis=1)))]
+    return [int(j) for j in np.flatnonzero(best)]
 
 
 def _simple(table: Table, cols: list[str], picks: list[Pick], skip: set[str]) -> None:
