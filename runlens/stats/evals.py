@@ -151,3 +151,13 @@ def drop_after_spikes(steps: np.ndarray, x: np.ndarray, vs: np.ndarray, vl: np.n
     prev = np.concatenate(([np.iinfo(np.int64).min], vs[:-1]))
     hit = np.array([np.any((spike_steps > p) & (spike_steps <= v)) for p, v in zip(prev, vs, strict=True)])
     return vl[~hit]
+
+
+def rises_after_min(vl: np.ndarray) -> int:
+    """How many evaluations follow the lowest one when each is above the one before it (4 or more),
+    else 0: given where the minimum is, 1 order of their k! (exact p = 1/k!)."""
+    vl = vl[np.isfinite(vl)]
+    if vl.size < 5:
+        return 0
+    after = vl[int(np.argmin(vl)):]
+    return after.size - 1 if after.size - 1 >= 4 and bool(np.all(np.diff(after) > 0)) else 0

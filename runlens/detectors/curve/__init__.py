@@ -161,9 +161,9 @@ class CurveClassifier(Detector):
           test of the same trend over shuffled evaluations, which counts the
           choice of the minimum into its null, p < ``alpha_val``) and whose
           Theil-Sen line climbs over them by at least ``min_val_rise`` of the
-          minimum, ``dispersion`` of the validation loss's fall from its first
-          evaluation to that minimum (an effect size against the run's own
-          progress: a loss that fell tenfold and gives back a few percent of
+          minimum, ``val_give_back`` of the validation loss's fall from its
+          first evaluation to that minimum (an effect size against the run's
+          own progress: a loss that fell tenfold and gives back a few percent of
           that gain is not overfitting) and 2 evaluation-noise sd (robust sd
           around a rolling median), while the training loss at the end is no
           higher than at the validation minimum (plus its late spread).
@@ -172,7 +172,10 @@ class CurveClassifier(Detector):
           evaluations the permutation test cannot go below 1/24: a rise at
           every evaluation after the first (exact p = 1/24 over all orders,
           evidence ``few_evals``) is taken at ``alpha``, with the same effect
-          sizes; a short log judges it from as few as 2 training losses.
+          sizes; so is a rise at each of 4 evaluations after the minimum
+          (given where the minimum is, exact p = 1/4!; evidence
+          ``strict_rise_after_min``); a short log judges it from as few as 2
+          training losses.
         - underfitting: the loss sits at chance level, ln K for K classes:
           the median of the last third within 2% of ln K and its Theil-Sen line
           not leaving that band; K from the config (``num_classes``,
@@ -265,6 +268,8 @@ class CurveClassifier(Detector):
         which the steps explain validation jumps (1e-2). stuck_band: range of a short log, relative to its level, within which
         (with no trend) it is stuck (0.01). swing: late spread relative to the end level above which a
         per-epoch loss that made no progress, with no step sizes logged, is unstable rather than underfitting (1/3).
+        val_give_back: share of the validation loss's fall before its minimum that its rise must give
+        back to be overfitting (0.1), besides ``min_val_rise`` of the minimum.
     """
 
     code = "curve"
@@ -281,7 +286,7 @@ class CurveClassifier(Detector):
         "settle_ratio": Interval(float, 0, 1, closed="right"), "val_jumps": Interval(float, 0, None, closed="neither"),
         "alpha_val": Interval(float, 0, 1, closed="neither"),
         "step_ratio": Interval(float, 0, None, closed="neither"), "stuck_band": Interval(float, 0, 1),
-        "swing": Interval(float, 0, None, closed="neither"),
+        "swing": Interval(float, 0, None, closed="neither"), "val_give_back": Interval(float, 0, 1),
     }
 
     def __init__(self, *, min_points: int = 20, alpha: float = 0.05, alpha_strong: float = 0.001,
@@ -289,7 +294,8 @@ class CurveClassifier(Detector):
                  wander_ratio: float = 3.0, min_drop: float = 0.1, min_evals_after: int = 4,
                  min_val_rise: float = 0.1, settle_ratio: float = 0.5, val_jumps: float = 0.035,
                  alpha_val: float = 0.01, step_ratio: float = 1e-2,
-                 stuck_band: float = 0.01, swing: float = 1 / 3) -> None:
+                 stuck_band: float = 0.01, swing: float = 1 / 3, val_give_back: float = 0.1) -> None:
+        self.val_give_back = val_give_back
         self.stuck_band = stuck_band
         self.swing = swing
         self.min_points = min_points

@@ -29,3 +29,4 @@ class CurveParams(Protocol):
     step_ratio: float
     stuck_band: float
     swing: float
+    val_give_back: float

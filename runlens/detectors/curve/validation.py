@@ -6,6 +6,7 @@ which :class:`~runlens.detectors.curve.CurveClassifier` documents in its docstri
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -36,17 +37,22 @@ def val_rises(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]], 
                ) -> Iterator[tuple[str, dict[str, Any], str]]:
     """``(name, overfit_test result, " on eval set 'x'")`` for each eval set (``val_loss``
     first) whose loss rises after its minimum: trend and permutation tests, at least
-    ``min_val_rise`` of the minimum and ``dispersion`` of the fall before it (a loss that fell
+    ``min_val_rise`` of the minimum and ``val_give_back`` of the fall before it (a loss that fell
     tenfold and gives back a few percent of that gain still generalizes as well as it did), and
     (``noise``) 2 evaluation-noise sd."""
     for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
         o = evals.overfit_test(vs, vl, min_evals_after=cfg.min_evals_after)
         # Four evaluations cannot reach alpha_val (1/24 at best): a rise at each is taken at alpha.
-        level = cfg.alpha if o is not None and o.get("few_evals") else cfg.alpha_val
+        # So can four after the minimum, rising at each (fastai's valid_loss 0.227 -> 0.237 -> 0.240
+        # -> 0.255 -> 0.263): given where the minimum is, 1 order of the 4! after it (exact).
+        strict = evals.rises_after_min(vl) if o is not None and not o.get("few_evals") else 0
+        if strict:
+            o = {**o, "val_perm_p": min(o["val_perm_p"], 1 / math.factorial(strict)), "strict_rise_after_min": strict}
+        level = cfg.alpha if o is not None and (o.get("few_evals") or strict) else cfg.alpha_val
         if o is None or not (o["val_perm_p"] < level and o["val_trend_p"] < cfg.alpha
                              and (not noise or o["val_rise"] >= 2 * o["val_noise_sd"])
                              and o["val_rise"] >= cfg.min_val_rise * abs(o["val_min"])
-                             and o["val_rise"] >= cfg.dispersion * max(float(vl[0]) - o["val_min"], 0.0)):
+                             and o["val_rise"] >= cfg.val_give_back * max(float(vl[0]) - o["val_min"], 0.0)):
             continue
         yield name, o, "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
 

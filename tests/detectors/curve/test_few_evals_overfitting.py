@@ -74,3 +74,27 @@ def test_hugging_face_dict_lines_of_four_epochs(tmp_path):
     d = analyze(path)
     assert d.curve.label == "overfitting"
     assert "overfitting" in [f.code for f in d.findings]
+
+
+def _evals12(tail):
+    # 12 evaluations: a fall to a minimum at the 8th, then the four given.
+    return [2.0, 1.7, 1.45, 1.25, 1.1, 1.0, 0.95, 0.9, *tail]
+
+
+@pytest.mark.parametrize("n", [12, 200])
+def test_a_rise_at_each_of_four_evaluations_after_the_minimum_overfits(n):
+    train = 2.1 * np.exp(-np.linspace(0, 2, n))
+    steps = np.arange(1, n + 1)
+    run = make_run(train, steps=steps, val_loss=np.array(_evals12([1.0, 1.1, 1.2, 1.3])),
+                   val_steps=np.linspace(1, n, 12).astype(int))
+    verdict = classify(run)
+    assert verdict.label == "overfitting" and verdict.evidence["strict_rise_after_min"] == 4
+    assert verdict.evidence["val_perm_p"] <= 1 / 24
+
+
+@pytest.mark.parametrize("tail", [[1.0, 1.1, 1.05, 1.3], [0.91, 0.92, 0.93, 0.94]])
+def test_silent_twin_four_after_the_minimum_not_rising_at_each_or_by_too_little(tail):
+    train = 2.1 * np.exp(-np.linspace(0, 2, 12))
+    run = make_run(train, steps=np.arange(1, 13), val_loss=np.array(_evals12(tail)),
+                   val_steps=np.arange(1, 13))
+    assert classify(run).label != "overfitting"
