@@ -46,7 +46,7 @@ def val_rises(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]], 
         # So can four after the minimum, rising at each (fastai's valid_loss 0.227 -> 0.237 -> 0.240
         # -> 0.255 -> 0.263): given where the minimum is, 1 order of the 4! after it (exact).
         strict = evals.rises_after_min(vl) if o is not None and not o.get("few_evals") else 0
-        if strict:
+        if strict and o is not None:
             o = {**o, "val_perm_p": min(o["val_perm_p"], 1 / math.factorial(strict)), "strict_rise_after_min": strict}
         level = cfg.alpha if o is not None and (o.get("few_evals") or strict) else cfg.alpha_val
         if o is None or not (o["val_perm_p"] < level and o["val_trend_p"] < cfg.alpha
