@@ -112,3 +112,18 @@ def test_silent_twin_a_log_with_steps_keeps_them_and_one_without_a_loss_is_refus
     from runlens.errors import ImportFailedError
     with pytest.raises(ImportFailedError, match="no line carries a training step"):
         read("text", _write(tmp_path, "".join(f"acc: {0.1 * i:.2f}\n" for i in range(5)), "acc.log"))
+
+
+def test_step_less_lines_of_loss_parts_are_numbered_and_summed(tmp_path):
+    a, b = [0.1975, 0.151, 0.1056, 0.0857, 0.0752], [0.1511, 0.1005, 0.0769, 0.0699, 0.0617]
+    path = _write(tmp_path, "".join(f"saved model weights loss_A: {x:.5f}, loss_B: {y:.5f}\n" for x, y in zip(a, b)))
+    d = analyze(str(path))
+    assert d.curve.label is not None and d.key_numbers["steps"] == 5
+    assert d.key_numbers["final_loss"] == pytest.approx(a[-1] + b[-1])
+
+
+def test_silent_twin_step_less_lines_of_validation_parts_alone_are_refused(tmp_path):
+    from runlens.errors import ImportFailedError
+    path = _write(tmp_path, "".join(f"val_loss_A: {0.2 - 0.01 * i:.3f}\n" for i in range(5)))
+    with pytest.raises(ImportFailedError):
+        read("text", path)

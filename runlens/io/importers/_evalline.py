@@ -7,6 +7,7 @@ import re
 from collections import Counter
 
 from runlens.io.importers._clean import clean, squeeze
+from runlens.io.importers._logsignals import is_part
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textline import Line, read_fields
 from runlens.io.reader.names import LOSS, PERPLEXITY, is_val, tokens
@@ -43,13 +44,15 @@ _DIGIT = re.compile(r"\d")
 
 
 def number_lines(lines: list[str], mapper: Mapper, markers: Counter) -> list[str]:
-    """``lines`` with ``step N:`` put before each (cleaned) line that carries a training loss, ``N``
+    """``lines`` with ``step N:`` put before each (cleaned) line that carries a training loss or a loss
+    part (faceswap's ``loss_A: 0.19, loss_B: 0.15``, summed as the table reader sums parts), ``N``
     counting those lines through the log (``markers["numbered"]``); the others as they are, so an
     evaluation line still goes to the last step before it."""
     out = []
     for raw in lines:
         text = clean(raw.strip()) if _DIGIT.search(raw) else ""
-        if text and any(mapper(k, False) == (False, "loss") for k, _ in read_fields(text)):
+        if text and any(mapper(k, False) == (False, "loss") or (not is_val(tokens(k)) and is_part(k))
+                        for k, _ in read_fields(text)):
             out.append(f"step {markers['numbered']}: {text}")
             markers["numbered"] += 1
         else:

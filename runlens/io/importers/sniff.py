@@ -34,6 +34,7 @@ from pathlib import Path
 
 from runlens.io.importers._clean import clean
 from runlens.io.importers._lineplan import Parser
+from runlens.io.importers._logsignals import is_part
 from runlens.io.importers._textline import Context, parse_mapping, read_fields
 from runlens.io.importers.text import text_encoding
 from runlens.io.reader import read_table, shape_of
@@ -166,7 +167,8 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
                 counts["text"] += 1
                 break
         else:  # no step: a line the text reader numbers when no line of the log has one
-            counts["loss_lines"] += any(role_of(k) == (False, "loss") for k, _ in read_fields(clean(s)))
+            counts["loss_lines"] += any(role_of(k) == (False, "loss") or (not role_of(k)[0] and is_part(k))
+                                        for k, _ in read_fields(clean(s)))
     return counts
 
 
