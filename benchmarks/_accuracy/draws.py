@@ -312,18 +312,33 @@ DRAWS: tuple[Draw, ...] = (
         role="the third generator with every seed shifted by 50000 and every run redrawn (`--seed-shift "
              "50000 --vary`), generated at {drawn} UTC from 225647c by the recorder with "
              "`logits_sum_to_one`, before round 14's detector changes were written, graded once at the end "
-             "of round 14; the set to quote",
+             "of round 14 (9465847), then re-graded in round 15: a development set since",
         note="`third-fresh14` (round 14): the same generator and redraw with every seed shifted by 50000 (`python -m "
              "benchmarks.third --seed-shift 50000 --vary`), trained from the committed tree at 225647c (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
              "`logits_sum_to_one`, while round 14's detector changes were being written (the generator does "
              "not use the engine). Nothing of it was diagnosed before its one grading.",
-        which="*third-fresh14* (round 14; seeds shifted by 50000) was trained from 225647c, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh14**.",
+        which="*third-fresh14* (round 14; seeds shifted by 50000) was trained from 225647c, graded once at "
+              "9465847 and re-graded in round 15: a development set since.",
+    ),
+    # Drawn in round 15 from af73769, after most of that round's detector changes (short pastes,
+    # gradient readings) and before its last ones; nothing of it read before its one grading.
+    Draw(
+        "third-fresh15", 53000, ("2026-12-03 12:01", "2026-12-03 12:13"),
+        role="the third generator with every seed shifted by 53000 and every run redrawn (`--seed-shift "
+             "53000 --vary`), generated at {drawn} UTC from af73769 by the recorder with "
+             "`logits_sum_to_one`, during round 15, graded once at the end of round 15; the set to quote",
+        note="`third-fresh15` (round 15): the same generator and redraw with every seed shifted by 53000 (`python -m "
+             "benchmarks.third --seed-shift 53000 --vary`), trained from the committed tree at af73769 (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, after most of round 15's detector changes (the generator does not use the "
+             "engine). Nothing of it was diagnosed, and none of its generator log read, before its one grading.",
+        which="*third-fresh15* (round 15; seeds shifted by 53000) was trained from af73769, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh15**.",
     ),
 )
 
-QUOTE = "third-fresh14"
+QUOTE = "third-fresh15"
 
 
 def draw(name: str) -> Draw:
