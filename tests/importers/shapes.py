@@ -143,3 +143,14 @@ def gz(path: Path) -> Path:
     out.write_bytes(gzip.compress(path.read_bytes()))
     path.unlink()
     return out
+
+
+def read_paste(tmp_path: Path, text: str, name: str = "paste.txt"):
+    """``text`` written to ``tmp_path / name``, sniffed (it must be a table) and read."""
+    from runlens.io.importers import detect_kind, read
+
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    kind = detect_kind(path)
+    assert kind == "table", kind
+    return read(kind, path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from shapes import read_paste
 
 from runlens.cli import main
 from runlens.errors import ImportFailedError
@@ -43,12 +44,6 @@ ULTRALYTICS = """      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instan
 """
 
 
-def _read(tmp_path, text, name="paste.txt"):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    kind = detect_kind(path)
-    assert kind == "table", kind
-    return read(kind, path)
 
 
 def _loss(imp):
@@ -62,7 +57,7 @@ def _loss(imp):
     (ULTRALYTICS, [12, 13], [13.531, 13.477], "loss parts logged without a total"),
 ])
 def test_header_and_row_pairs_among_validation_lines_are_a_table_counted_by_epoch(tmp_path, text, steps, loss, why):
-    imp = _read(tmp_path, text)
+    imp = read_paste(tmp_path, text)
     assert _loss(imp) == (steps, loss)
     assert imp.config["index_kind"] == "epoch"
     assert why in imp.config["import_roles"]["loss"]["why"]
@@ -78,7 +73,7 @@ def test_tqdm_redraws_of_an_epoch_row_keep_the_last_drawing(tmp_path):
         full = f"  {e}/2   1.2G   {box:.4f}   {obj:.4f}   {cls:.4f}   {box + obj + cls:.4f}   30   640: 100%|###| 10/10\n"
         text += head + half + full + "   Class  Images  Labels  P  R  mAP@.5  mAP@.5:.95: 100%|###| 2/2\n" \
             + f"     all    50    60    0.5    0.4    0.3    0.{e + 1}\n"
-    assert _loss(_read(tmp_path, text)) == ([0, 1, 2], [0.14, 0.12, 0.1])
+    assert _loss(read_paste(tmp_path, text)) == ([0, 1, 2], [0.14, 0.12, 0.1])
 
 
 def test_a_total_gone_nan_with_its_parts_is_the_loss_proven_on_the_rows_before(tmp_path):
@@ -89,7 +84,7 @@ def test_a_total_gone_nan_with_its_parts_is_the_loss_proven_on_the_rows_before(t
                    "               Class      Images      Labels           P           R      mAP@.5  mAP@.5:.95: 100%|#| 50/50\n"
                    "                 all         787        2054       0.736      0.0185     0.00493     0.00334\n"
                    for e, (b, o, c, t) in enumerate(rows))
-    imp = _read(tmp_path, text)
+    imp = read_paste(tmp_path, text)
     steps, values = _loss(imp)
     assert steps == [0, 1, 2] and values[:2] == [0.1019, 0.0981] and np.isnan(values[2])
 
@@ -98,7 +93,7 @@ def test_a_total_that_sums_other_columns_is_the_loss_in_a_csv_too(tmp_path):
     text = "epoch,box,obj,cls,total\n" + "".join(
         f"{e},{b},{o},{c},{round(b + o + c, 5)}\n" for e, b, o, c in [(1, 0.5, 0.2, 0.1), (2, 0.4, 0.15, 0.08),
                                                                        (3, 0.35, 0.12, 0.07)])
-    imp = _read(tmp_path, text, "results.csv")
+    imp = read_paste(tmp_path, text, "results.csv")
     assert _loss(imp) == ([1, 2, 3], [0.8, 0.63, 0.54])
     assert imp.config["import_roles"]["loss"]["why"] == "'total' is the sum of box+obj+cls at every row"
 
@@ -122,7 +117,7 @@ def test_silent_twin_one_header_over_contiguous_rows_is_still_a_delimited_table(
     path = tmp_path / "paste.txt"
     path.write_text(text)
     assert read_table(path).shape == "delimited"
-    assert _loss(_read(tmp_path, text))[0] == list(range(10))
+    assert _loss(read_paste(tmp_path, text))[0] == list(range(10))
 
 
 def test_silent_twin_a_summary_table_at_the_end_of_a_text_log_leaves_it_to_the_text_reader(tmp_path):
@@ -157,7 +152,7 @@ def test_a_yolo_console_log_met_in_a_folder_walk_is_a_log(tmp_path):
     assert sniff_loose(str(tmp_path / "train.log")) is None
 
 
-def test_silent_twin_header_rows_with_no_training_signal_met_in_a_folder_walk_are_named_not_read(tmp_path):
+def test_silent_twin_header_rows_with_no_training_signal_met_in_a_folder_walk_are_named_notread_paste(tmp_path):
     text = "".join(f"  Epoch   gpu_mem   targets   img_size\n  {e}/3   1.2G   {30 + e}   640: 100%|###| 9/9\n"
                    for e in range(3))
     (tmp_path / "train.log").write_text(text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from shapes import read_paste
 
 from runlens.errors import ImportFailedError
 from runlens.io.importers import detect_kind, read
@@ -22,12 +23,6 @@ TRAIN = [0.884512, 0.512307, 0.371044, 0.301289, 0.276031]
 VALID = [0.507731, 0.382915, 0.318204, 0.290447, 0.283902]
 
 
-def _read(tmp_path, text, name="paste.txt"):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    kind = detect_kind(path)
-    assert kind == "table", kind
-    return read(kind, path)
 
 
 def _loss(imp, role="loss"):
@@ -38,16 +33,16 @@ def _loss(imp, role="loss"):
 @pytest.mark.parametrize("above", ["learn.fit_one_cycle(5, 3e-3)\n",
                                    "Re-initializing module.\nStarting training for 5 epochs...\n"])
 def test_a_line_of_code_or_prose_above_a_table_is_not_its_header(tmp_path, above):
-    imp = _read(tmp_path, above + FASTAI)
+    imp = read_paste(tmp_path, above + FASTAI)
     assert _loss(imp) == ([0, 1, 2, 3, 4], TRAIN)
     assert _loss(imp, "val_loss") == ([0, 1, 2, 3, 4], VALID)
 
 
 def test_silent_twin_the_bare_table_and_a_message_between_its_rows_keep_their_reading(tmp_path):
-    assert _loss(_read(tmp_path, FASTAI)) == ([0, 1, 2, 3, 4], TRAIN)
+    assert _loss(read_paste(tmp_path, FASTAI)) == ([0, 1, 2, 3, 4], TRAIN)
     lines = FASTAI.splitlines(keepends=True)
     lines.insert(3, "Better model found at epoch 1 with valid_loss value: 0.382915.\n")  # SaveModelCallback
-    imp = _read(tmp_path, "".join(lines), "with_message.txt")
+    imp = read_paste(tmp_path, "".join(lines), "with_message.txt")
     assert _loss(imp) == ([0, 1, 2, 3, 4], TRAIN)
 
 
@@ -59,14 +54,14 @@ COLAB = "Step\tTraining Loss\tValidation Loss\n" + "".join(
                                    "==((====))==  Unsloth 2025.3.19: Fast Llama patching.\n"
                                    "   \\\\   /|    GPU: Tesla T4. Max memory: 14.741 GB.\n"])
 def test_a_progress_line_or_banner_above_a_tab_table_is_not_its_header(tmp_path, above):
-    imp = _read(tmp_path, above + COLAB)
+    imp = read_paste(tmp_path, above + COLAB)
     steps, values = _loss(imp)
     assert steps == list(range(10, 90, 10)) and values[0] == 1.9
     assert _loss(imp, "val_loss")[1][-1] == pytest.approx(1.46)
 
 
 def test_silent_twin_a_json_array_still_opens_as_json(tmp_path):
-    assert _loss(_read(tmp_path, COLAB))[0] == list(range(10, 90, 10))
+    assert _loss(read_paste(tmp_path, COLAB))[0] == list(range(10, 90, 10))
     path = tmp_path / "history.json"
     path.write_text('[{"step": 1, "loss": 0.9}, {"step": 2, "loss": 0.8}, {"step": 3, "loss": 0.7}]')
     assert _loss(read(detect_kind(path), path)) == ([1, 2, 3], [0.9, 0.8, 0.7])
@@ -92,13 +87,13 @@ def test_a_header_before_every_epoch_and_a_validation_block_between_epochs_are_o
     text = "Starting training for 5 epochs...\n\n"
     for i, row in enumerate(YOLO_ROWS):
         text += (YOLO_HEAD if every_epoch or i == 0 else "") + _yolo_row(*row) + YOLO_VAL
-    imp = _read(tmp_path, text)
+    imp = read_paste(tmp_path, text)
     assert _loss(imp) == ([1, 2, 3, 4, 5], YOLO_SUMS)
     assert any("another header" in w for w in imp.warnings)
 
 
 def test_silent_twin_one_header_over_contiguous_rows_reads_as_before(tmp_path):
-    imp = _read(tmp_path, YOLO_HEAD + "".join(_yolo_row(*r) for r in YOLO_ROWS))
+    imp = read_paste(tmp_path, YOLO_HEAD + "".join(_yolo_row(*r) for r in YOLO_ROWS))
     assert _loss(imp) == ([1, 2, 3, 4, 5], YOLO_SUMS)
     assert not any("another header" in w for w in imp.warnings)
 
@@ -116,7 +111,7 @@ E    #       LOSS TOK2VEC  LOSS NER  ENTS_F  ENTS_P  ENTS_R  SCORE
 
 
 def test_two_word_column_names_are_cut_by_the_rule_under_them(tmp_path):
-    imp = _read(tmp_path, SPACY)
+    imp = read_paste(tmp_path, SPACY)
     roles = imp.config["import_roles"]["loss"]
     assert roles["columns"] == ["LOSS TOK2VEC", "LOSS NER"]
     assert _loss(imp)[1] == [2199.15, 1193.13, 1163.36, 1106.51]
@@ -127,7 +122,7 @@ def test_silent_twin_one_word_names_over_a_rule_keep_their_columns(tmp_path):
               "-------  ------------  -----------  ------------  ------\n"
               + "".join(f"      {e}        {1 / e:.4f}       0.5203        {1.1 / e:.4f}  0.0412\n"
                         for e in range(1, 6)))
-    imp = _read(tmp_path, skorch)
+    imp = read_paste(tmp_path, skorch)
     assert _loss(imp) == ([1, 2, 3, 4, 5], [1.0, 0.5, 0.3333, 0.25, 0.2])
 
 
@@ -143,14 +138,14 @@ In [15]: print(hist.to_string())
 
 
 def test_an_unnamed_index_column_does_not_shift_the_names(tmp_path):
-    imp = _read(tmp_path, PANDAS)
+    imp = read_paste(tmp_path, PANDAS)
     assert _loss(imp)[1] == [0.912, 0.701, 0.503, 0.401, 0.35]
     assert _loss(imp, "val_loss")[1] == [0.801, 0.65, 0.552, 0.5, 0.48]
 
 
 def test_silent_twin_a_named_first_column_stays_named(tmp_path):
     text = PANDAS.split("\n", 2)[2].replace("       loss  val_loss", "epoch      loss  val_loss")
-    imp = _read(tmp_path, text)
+    imp = read_paste(tmp_path, text)
     assert _loss(imp) == ([0, 1, 2, 3, 4], [0.912, 0.701, 0.503, 0.401, 0.35])
 
 

@@ -116,7 +116,7 @@ def test_silent_twin_a_log_with_steps_keeps_them_and_one_without_a_loss_is_refus
 
 def test_step_less_lines_of_loss_parts_are_numbered_and_summed(tmp_path):
     a, b = [0.1975, 0.151, 0.1056, 0.0857, 0.0752], [0.1511, 0.1005, 0.0769, 0.0699, 0.0617]
-    path = _write(tmp_path, "".join(f"saved model weights loss_A: {x:.5f}, loss_B: {y:.5f}\n" for x, y in zip(a, b)))
+    path = _write(tmp_path, "".join(f"saved model weights loss_A: {x:.5f}, loss_B: {y:.5f}\n" for x, y in zip(a, b, strict=True)))
     d = analyze(str(path))
     assert d.curve.label is not None and d.key_numbers["steps"] == 5
     assert d.key_numbers["final_loss"] == pytest.approx(a[-1] + b[-1])

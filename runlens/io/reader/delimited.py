@@ -31,7 +31,7 @@ import pyarrow.csv as pacsv
 
 from runlens.io.reader import layout
 from runlens.io.reader.source import decode
-from runlens.io.reader.table import MAX_COLUMNS, Table
+from runlens.io.reader.table import MAX_COLUMNS, Table, with_signal
 from runlens.io.reader.values import parse
 
 _DELIMS = ("\t", ",", ";", " ")  # pipe tables are Markdown: runlens.io.importers.markdown reads them
@@ -169,16 +169,7 @@ def _chosen(blocks: layout.Blocks) -> Table:
                         "delimited" if h is not None else "delimited, no header") for h, rows in blocks.rows.items()}
     if len(tables) <= 1:
         return next(iter(tables.values()), _table(_default_names(blocks.width), [], "delimited, no header"))
-    from runlens.io.reader.roles import infer
-
-    def signal(t: Table) -> bool:
-        return any(p.role in ("loss", "grad_norm") or p.role.startswith("val_loss") for p in infer(t).picks)
-
-    header = max(tables, key=lambda h: (signal(tables[h]), tables[h].n))
-    table = tables[header]
-    others = [f"{tables[h].n} rows under ({', '.join(h or ('no header',))[:80]})" for h in tables if h != header]
-    table.notes.append("rows under another header: not read: " + "; ".join(others)[:500])
-    return table
+    return with_signal(tables, lambda h: ", ".join(h or ("no header",)))
 
 
 def _default_names(width: int) -> list[str]:

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 
 from runlens.io.reader import layout
-from runlens.io.reader.table import Records, Table
+from runlens.io.reader.table import Records, Table, with_signal
 from runlens.io.reader.values import parse
 
 _COUNT = re.compile(r"^(\d+)/(\d+)$")
@@ -150,16 +150,7 @@ def read(lines: list[str]) -> Table | None:
     tables = {h: _table(h, rows) for h, rows in scan.tables.items()}
     if len(tables) == 1:
         return next(iter(tables.values()))
-    from runlens.io.reader.roles import infer
-
-    def signal(t: Table) -> bool:
-        return any(p.role in ("loss", "grad_norm") or p.role.startswith("val_loss") for p in infer(t).picks)
-
-    header = max(tables, key=lambda h: (signal(tables[h]), tables[h].n))
-    table = tables[header]
-    others = [f"{tables[h].n} rows under ({', '.join(h)[:80]})" for h in tables if h != header]
-    table.notes.append("rows under another header: not read: " + "; ".join(others)[:500])
-    return table
+    return with_signal(tables, ", ".join)
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[list[float | None], int | None]]) -> Table:
