@@ -71,10 +71,12 @@ THREADS_ROLE = ("- **Which set this is.** Held out: 41 pastes as people posted t
                 "(`benchmarks/pastes_threads/README.md`), gathered on 2026-12-03 by a worker who did not run "
                 "runlens, read its code or see the development pastes. **Graded once as held out at "
                 "`9465847`** (round 14's last detector commit): read 0.80 (33/41), agreed 0.49 (20/41); format "
-                "seen 7/19, unseen 13/22. Its misses were then read and two readers mended (fairseq's loss "
-                "scale set below 1 on overflow; a Keras run that died inside its first epoch): re-graded after "
-                "them, this page is a development figure. Its parts: trainers whose format is among the "
-                "development pastes' (format seen) and the others (format unseen).")
+                "seen 7/19, unseen 13/22. Its misses were then read and mended: two readers in round 14 "
+                "(fairseq's loss scale set below 1 on overflow; a Keras run that died inside its first epoch), "
+                "and in round 15 the console reader (quoted values, units of time, batch counters, loss parts) "
+                "and the verdicts of a few pasted lines: re-graded after them, this page is a development "
+                "figure. Its parts: trainers whose format is among the development pastes' (format seen) and "
+                "the others (format unseen).")
 THREADS2_ROLE = ("- **Which set this is.** Held out: pastes as people posted them in issue threads and Q&A pages, "
                  "each labelled by what its thread says happened (`benchmarks/pastes_threads2/README.md`), "
                  "gathered on 2026-12-03 by a worker who did not run runlens, read its code or see the other "
