@@ -289,7 +289,10 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
     if not runs[0].rows and step is None:
         # No line names a step ("loss: 2.30" printed each epoch, faceswap's "loss_A: 0.19, loss_B:
         # 0.15"): the lines that carry a training loss, in order, are the run's points.
-        runs, n_lines, skipped, markers = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True)
+        # Three lines at least, as the sniff asks: a run summary's one "train/loss 0.1" is no series.
+        numbered = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True)
+        if numbered[3].get("numbered", 0) >= 3:
+            runs, n_lines, skipped, markers = numbered
     if not runs[0].rows:
         hint = f"no line carries a {step!r} field" if step else (
             "no line carries a training step (step/iter/iteration N, Epoch e/N, [N/M], s:N) with a number")

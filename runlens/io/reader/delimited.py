@@ -30,8 +30,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from runlens.io.reader import layout
+from runlens.io.reader.chosen import with_signal
 from runlens.io.reader.source import decode
-from runlens.io.reader.table import MAX_COLUMNS, Table, with_signal
+from runlens.io.reader.table import MAX_COLUMNS, Table
 from runlens.io.reader.values import parse
 
 _DELIMS = ("\t", ",", ";", " ")  # pipe tables are Markdown: runlens.io.importers.markdown reads them

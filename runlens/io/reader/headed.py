@@ -35,7 +35,8 @@ import re
 from dataclasses import dataclass, field
 
 from runlens.io.reader import layout
-from runlens.io.reader.table import Records, Table, with_signal
+from runlens.io.reader.chosen import with_signal
+from runlens.io.reader.table import Records, Table
 from runlens.io.reader.values import parse
 
 _COUNT = re.compile(r"^(\d+)/(\d+)$")

@@ -10,7 +10,7 @@ a logged NaN.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,18 +118,3 @@ def from_columns(columns: dict[str, list], shape: str) -> Table:
         values[name] = np.array([np.nan if v is None else v for v in nums] + [np.nan] * (n - len(nums)))
         present[name] = mask
     return Table(n, values, present, shape)
-
-
-def with_signal(tables: dict[Any, Table], label: Callable[[Any], str]) -> Table:
-    """Of tables under different headers (two or more), the one holding a training signal (the most
-    rows among them); the others are named, by ``label`` of their header, in its notes."""
-    from runlens.io.reader.roles import infer  # roles reads tables: imported when one is chosen
-
-    def signal(t: Table) -> bool:
-        return any(p.role in ("loss", "grad_norm") or p.role.startswith("val_loss") for p in infer(t).picks)
-
-    header = max(tables, key=lambda h: (signal(tables[h]), tables[h].n))
-    table = tables[header]
-    others = [f"{tables[h].n} rows under ({label(h)[:80]})" for h in tables if h != header]
-    table.notes.append("rows under another header: not read: " + "; ".join(others)[:500])
-    return table
