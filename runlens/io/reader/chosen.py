@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from runlens.io.reader.roles import infer
 from runlens.io.reader.table import Table
 
 
 def with_signal(tables: dict[Any, Table], label: Callable[[Any], str]) -> Table:
     """Of tables under different headers (two or more), the one holding a training signal (the most
     rows among them); the others are named, by ``label`` of their header, in its notes."""
+    # Imported here: roles brings scipy, which a paste of one table never needs.
+    from runlens.io.reader.roles import infer
+
     def signal(t: Table) -> bool:
         return any(p.role in ("loss", "grad_norm") or p.role.startswith("val_loss") for p in infer(t).picks)
 
