@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | --threads3] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -35,7 +35,10 @@ The page names the commit it graded.
 it was gathered): real pastes from issue threads, labelled by what the thread says happened, by a
 worker who did not run runlens; its page is ``benchmarks/results/pastes_threads.md``. ``--threads2``
 grades the second thread set (``benchmarks/pastes_threads2/``), gathered the same way by another worker
-while round 15's changes were made, and graded once at its end: ``benchmarks/results/pastes_threads2.md``.
+while round 15's changes were made, and graded once at its end: ``benchmarks/results/pastes_threads2.md``
+(a development set since). ``--threads3`` grades the third (``benchmarks/pastes_threads3/``), gathered
+the same way by two more workers while round 16's changes were made, graded once at its end:
+``benchmarks/results/pastes_threads3.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -77,12 +80,26 @@ THREADS_ROLE = ("- **Which set this is.** Held out: 41 pastes as people posted t
                 "and the verdicts of a few pasted lines: re-graded after them, this page is a development "
                 "figure. Its parts: trainers whose format is among the development pastes' (format seen) and "
                 "the others (format unseen).")
-THREADS2_ROLE = ("- **Which set this is.** Held out: pastes as people posted them in issue threads and Q&A pages, "
-                 "each labelled by what its thread says happened (`benchmarks/pastes_threads2/README.md`), "
-                 "gathered on 2026-12-03 by a worker who did not run runlens, read its code or see the other "
-                 "paste sets, while round 15's changes were made. Graded once, at the end of round 15. Its "
-                 "parts: trainers whose format is among the earlier sets' (format seen) and the others.")
-FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE)}
+THREADS2_ROLE = ("- **Which set this is.** Held out when gathered: pastes as people posted them in issue threads "
+                 "and Q&A pages, each labelled by what its thread says happened "
+                 "(`benchmarks/pastes_threads2/README.md`), gathered on 2026-12-03 by a worker who did not run "
+                 "runlens, read its code or see the other paste sets, while round 15's changes were made. "
+                 "**Graded once as held out at `a820757`** (round 15's last detector commit): read 0.73 (33/45), "
+                 "agreed 0.56 (25/45). Its misses were then read and mended in round 16 (bare lists of numbers, "
+                 "a counter and a value per line, Keras 1's `val. loss`, boosting error measures, a last line "
+                 "blown up, a widening gap between a flat validation loss and a falling training loss): "
+                 "re-graded after them, this page is a development figure. Its parts: trainers whose format is "
+                 "among the earlier sets' (format seen) and the others.")
+THREADS3 = ROOT / "benchmarks" / "pastes_threads3"
+THREADS3_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads3.md"
+THREADS3_ROLE = ("- **Which set this is.** Held out: pastes as people posted them in issue threads and Q&A pages, "
+                 "each labelled by what its thread says happened (`benchmarks/pastes_threads3/README.md`), "
+                 "gathered on 2026-12-03 by two workers who did not run runlens, read its code or see the other "
+                 "paste sets' files, while round 16's changes were made; nobody working on runlens opened them "
+                 "before this grading. Graded once, at the end of round 16. Its parts: trainers whose format is "
+                 "among the earlier sets' (format seen) and the others.")
+FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
+           "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -166,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the pastes from issue threads (benchmarks/pastes_threads/)")
     which.add_argument("--threads2", action="store_const", const="threads2", dest="threads",
                        help="grade the second set of pastes from issue threads (benchmarks/pastes_threads2/)")
+    which.add_argument("--threads3", action="store_const", const="threads3", dest="threads",
+                       help="grade the third set of pastes from issue threads (benchmarks/pastes_threads3/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()

@@ -40,7 +40,9 @@ class LearningRateTooLow(Detector):
         For each weight matrix (ndim >= 2; every parameter when there are
         fewer than 3 matrices) the median over the run of
         ``update_norm / weight_norm`` is taken, then the median over layers.
-        It fires when that ratio is below ``max_update_ratio`` and: the loss
+        It fires when that ratio is below ``max_update_ratio``, no layer's
+        reaches ``largest_layer_ratio`` (a module that steps by a hundredth
+        of its weights is not starved by the rate), and: the loss
         barely moved (the curve was labelled ``underfitting``; or the median
         of its last 10% is less than ``max_loss_drop`` of the first 10%'s
         magnitude below it; or Kendall's test finds no falling trend at
@@ -80,6 +82,8 @@ class LearningRateTooLow(Detector):
         max_loss_drop: largest relative fall of the loss that counts as barely moving (0.1).
         vanishing_decades: depth rise, in decades, that points to vanishing gradients instead (2.0).
         alpha: significance level of the Kendall test for a falling loss (0.01).
+        largest_layer_ratio: a module whose median update/weight reaches this is not starved, and the
+            run is not called too slow (1e-2: ten times the healthy 1e-3).
     """
 
     code = "learning_rate_too_low"
@@ -90,11 +94,13 @@ class LearningRateTooLow(Detector):
     depends = ("curve",)
     constraints = {"max_update_ratio": Interval(float, 0, None, closed="neither"),
                    "max_loss_drop": Interval(float, 0, 1), "vanishing_decades": Interval(float, 0, None),
-                   "alpha": Interval(float, 0, 1, closed="neither")}
+                   "alpha": Interval(float, 0, 1, closed="neither"),
+                   "largest_layer_ratio": Interval(float, 0, None, closed="neither")}
 
     def __init__(self, *, max_update_ratio: float = 1e-4, max_loss_drop: float = 0.1,
-                 vanishing_decades: float = 2.0, alpha: float = 0.01) -> None:
+                 vanishing_decades: float = 2.0, alpha: float = 0.01, largest_layer_ratio: float = 1e-2) -> None:
         self.max_update_ratio = max_update_ratio
+        self.largest_layer_ratio = largest_layer_ratio
         self.max_loss_drop = max_loss_drop
         self.vanishing_decades = vanishing_decades
         self.alpha = alpha
@@ -116,7 +122,9 @@ class LearningRateTooLow(Detector):
         if not np.isfinite(per_layer).any():
             raise Skip("no finite update/weight ratio in any layer")
         median_ratio = float(np.nanmedian(per_layer))
-        if median_ratio >= self.max_update_ratio:
+        if median_ratio >= self.max_update_ratio or float(np.nanmax(per_layer)) >= self.largest_layer_ratio:
+            # One module stepping by a hundredth of its weights is not starved: a higher rate would
+            # make its steps larger still (summed losses whose head moves 64% a step).
             return []
         with np.errstate(all="ignore"):
             grad_level = np.log10(column_medians(grads.values))

@@ -43,9 +43,10 @@ class LossAtChance(Detector):
         ``num_classes`` or label column of the log, or, if the log states
         none, the loss level itself when it matches one K in 2..16 within a
         quarter of the gap to ln(K +- 1) and barely varies (robust sd of
-        the last third within 2% of ln K: a model that predicts the prior
-        has almost no minibatch noise, a language model settling near the
-        same number has); ``chance_source`` says which.
+        the last third within 0.5% of ln K: a model that predicts the
+        uniform prior scores ln K on every batch, a language model settling
+        near the same number moves by a percent or more between logged
+        steps); ``chance_source`` says which.
         A second reading, when the training loss is not at chance: the
         validation loss never left it while the training loss did (labels
         shuffled apart from their inputs, or a validation set labelled

@@ -30,7 +30,12 @@ class Overfitting(CurveFinding):
         the minimum and 2 evaluation-noise sd, decided from the trend, not
         from jumps between evaluations (see the ``curve`` entry). The
         evidence gives the minimum, its step, the rise, the trend's tau and
-        p, the evaluation noise and the eval set. Severity warning.
+        p, the evaluation noise and the eval set. In a short log (fewer than
+        ``min_points`` losses) also when the gap widens (``kind:
+        gap_widens``): a validation loss with no progress over 5 evaluations
+        or more, at twice the training loss or more, while the training
+        loss fell by ``min_drop`` along a significant trend. Severity
+        warning.
 
     What to try:
         Stop early at the validation minimum (keep that checkpoint); add

@@ -55,6 +55,12 @@ def chance_level(value: float, *, classes: int | None = None,
     return {"chance_classes": best, "chance_loss": math.log(best), "chance_tolerance": tol}
 
 
+#: Largest robust sd of the late loss, as a share of ln K, when only the level tells K: a model
+#: predicting the uniform prior scores ln K on every batch whatever its classes, so its loss varies
+#: by batch only as far as its predictions stray from uniform. A language model's loss settling by
+#: coincidence near ln 5 moves by a percent or more from one logged step to the next.
+GUESSED_SPREAD = 0.005
+
 #: Largest chance that a settled level falls that close to a guessed ln K by coincidence.
 COINCIDENCE_ALPHA = 0.01
 
@@ -77,7 +83,7 @@ def chance_test(steps: np.ndarray, x: np.ndarray, classes: int | None, source: s
     ln K, and its Theil-Sen line must not leave that band over the last
     third (a run passing through ln K on its way down is not at chance).
     When only the level tells K, the last third's robust sd must also be
-    within ``rel_tol`` of ln K: the loss of a prior barely varies by batch;
+    within ``GUESSED_SPREAD`` (0.5%) of ln K: the loss of a prior barely varies by batch;
     and either the level is so close to ln K (beyond its median's standard
     error) that a settled level lands there by coincidence with probability
     at most ``COINCIDENCE_ALPHA`` (:func:`level_coincidence`), or the loss started there too (the median
@@ -97,7 +103,7 @@ def chance_test(steps: np.ndarray, x: np.ndarray, classes: int | None, source: s
     # From the level alone the match may be a coincidence (a language model
     # settling near 1.10 is not predicting 3 classes); a model predicting the
     # prior has almost no minibatch noise, its loss is ln K whatever the batch.
-    if source is None and not spread <= rel_tol * hit["chance_loss"]:
+    if source is None and not spread <= GUESSED_SPREAD * hit["chance_loss"]:
         return None
     # The median's own standard error (1.2533 sd / sqrt n) is allowed for: a loss at ln K with
     # batch noise is off by about that much, and only the distance beyond it can be a coincidence.

@@ -148,8 +148,10 @@ def short_spikes(x: np.ndarray, *, z_min: float = 6.0, min_ratio: float = 3.0) -
     point left out), on the log scale for a positive loss; the scale is the
     robust sd of all those residuals, floored at 1% of a decade so a
     constant stretch does not give infinite scores. A spike reaches
-    ``z_min``, is ``min_ratio`` times its neighbours, and recovers: a later
-    point is back below the geometric middle of the jump.
+    ``z_min``, is ``min_ratio`` times its neighbours, and rises and recovers:
+    a point before it (one of the two) and a later one are below the
+    geometric middle of the jump. A first point has nothing to rise from: a
+    loss that starts high and falls fast is learning, not spiking.
     """
     x = np.asarray(x, dtype=np.float64)
     pos = bool(np.all(x > 0))
@@ -173,8 +175,10 @@ def short_spikes(x: np.ndarray, *, z_min: float = 6.0, min_ratio: float = 3.0) -
         # A loss that reaches exactly 0 is read on its own scale, but a spike is still a
         # ratio to its neighbours wherever they are positive.
         ratio = x[i] / level if level > 0 else np.inf
-        later = y[i + 1:]
-        if ratio >= min_ratio and later.size and float(np.min(later[:3])) <= ref[i] + 0.5 * resid[i]:
+        middle = ref[i] + 0.5 * resid[i]
+        before, later = y[max(0, i - 2):i], y[i + 1:]
+        if (ratio >= min_ratio and before.size and float(np.min(before)) <= middle
+                and later.size and float(np.min(later[:3])) <= middle):
             out.append({"index": int(i), "z": float(resid[i] / scale), "value": float(x[i]), "level": level})
     return out
 

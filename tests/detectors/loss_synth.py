@@ -122,8 +122,9 @@ def layers_table(n_steps: int, ratio: float, *, n_layers: int = 3, every: int = 
 
 # -- shapes of the reworked curve classifier (issue 11) ---------------------------------
 
-def to_chance(n: int, seed: int, *, k: int = 2, start: float = 3.0, noise: float = 0.01) -> np.ndarray:
-    """A bad initialization falls to ln K within 10% of the run and sits there: the prior."""
+def to_chance(n: int, seed: int, *, k: int = 2, start: float = 3.0, noise: float = 0.003) -> np.ndarray:
+    """A bad initialization falls to ln K within 10% of the run and sits there: the prior (whose loss
+    varies by batch only as far as its predictions stray from uniform: ``noise``, relative)."""
     rng = np.random.default_rng(seed)
     t = np.arange(n) / n
     base = math.log(k) + (start - math.log(k)) * np.exp(-t / 0.03)

@@ -136,3 +136,14 @@ def test_lr_too_low_without_shapes_cannot_bound_a_non_sgd_optimizer():
     run = required_run(g, adam_weights(6, 120, 5, 1e-3), loss=flat_loss(6, 120), lr=1e-3, shapes=False)
     with pytest.raises(Skip, match="numel"):
         check("learning_rate_too_low", run)
+
+
+def test_silent_when_one_module_steps_by_a_large_share_of_its_weights():
+    # A loss summed over the batch: the head moves by half its norm a step while the body's steps stay
+    # tiny. The median module looks starved; a higher rate would only make the head's steps larger.
+    g, w, u = healthy_net(5, n=80, m=5, ratio=1e-6)
+    loud = u.copy()
+    loud[:, -1] = 0.6 * w[:, -1]
+    assert check("learning_rate_too_low", make_run(g, w, loud, loss=flat_loss(5, 80))) == []
+    # Its twin: the same run with every module's steps tiny still fires.
+    assert len(check("learning_rate_too_low", make_run(g, w, u, loss=flat_loss(5, 80)))) == 1

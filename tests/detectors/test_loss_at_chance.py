@@ -36,6 +36,14 @@ def test_chance_from_the_loss_level_alone_says_so():
         assert v.evidence["chance_source"].startswith("the loss level")
 
 
+def test_silent_twin_a_level_near_ln_k_that_moves_like_a_language_model_is_not_chance():
+    # An SFT run settling at 1.615 (ln 5 = 1.609) whose logged loss moves by 1.4% from step to step:
+    # with no class count stated, the level alone is a coincidence, not a model predicting the prior.
+    for seed in range(SEEDS):
+        v = classify(make_run(to_chance(800, seed, k=5, noise=0.014)))
+        assert v.evidence.get("chance_classes") is None
+
+
 def test_chance_from_a_label_column():
     n = 800
     labels_col = np.random.default_rng(0).integers(0, 3, n)

@@ -181,7 +181,7 @@ class CurveClassifier(Detector):
           not leaving that band; K from the config (``num_classes``,
           ``n_classes``, ``num_labels``, ``id2label``...), a ``num_classes`` or
           label column, or else the loss level itself when it matches one K in
-          2..16 unambiguously and barely varies (robust sd within 2% of ln K)
+          2..16 unambiguously and barely varies (robust sd within 0.5% of ln K)
           (``chance_source`` says which); or the loss made no progress
           (above; ``kind: no_progress``), e.g. a relative drop ``(S - E) /
           |S|`` below ``min_drop``; or the held-out loss made none while the
@@ -217,16 +217,31 @@ class CurveClassifier(Detector):
           to the same weights (``kind: short_frozen_validation``). With 5
           points or more:
           diverged when the last value is >= 10x the start (median of the
-          first 3) with an upward Kendall trend at ``alpha_strong``, or when
+          first 3) with an upward Kendall trend at ``alpha_strong``, or is
+          100x or more every value before it (``kind: short_ended_high``; a
+          last line blown up by two orders of magnitude, with 3 points or
+          more), or when
           every point of the last third (2 at least), after the minimum, is
           above the start by ``growth`` of it (it gave back all its progress
           and stayed there: no lone outlier can); overfitting by the same
-          validation test as a long curve, with the training loss at its end
+          validation test as a long curve (a rise at each of 4 evaluations
+          or more after the minimum is enough whatever the fall before it:
+          ``val_give_back`` needs a noise estimate a few evaluations do not
+          give), with the training loss at its end
           no higher than at the validation minimum; unstable when the
           validation loss (6 evaluations or more) rises at least twice and
           falls at least twice by 3x or more from one evaluation to the next
           (``kind: short_val_swings``: a fixed set's evaluation noise does
-          not multiply it by 3); healthy when the loss
+          not multiply it by 3); overfitting when the gap widens (``kind:
+          gap_widens``): over 5 evaluations or more the validation loss
+          made no progress at all (Kendall tau >= 0) while the training loss
+          over the same steps fell by ``min_drop`` along a downward trend at
+          ``alpha``, the validation loss staying twice the training loss or
+          more (a flat, noisy held-out loss passes no rise test, yet every
+          step went to data the model had seen; a long curve has the power
+          for the rise test and does not use this reading, which on
+          development runs called healthy runs whose validation loss had
+          settled at its minimum overfitting); healthy when the loss
           fell by ``min_drop`` or more with a downward Kendall trend at
           ``alpha_strong`` (exact at this size: only a nearly monotone fall,
           as per-epoch averages show, reaches it; minibatch noise cannot)

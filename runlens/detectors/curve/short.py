@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.validation import perm_p, val_rises
+from runlens.detectors.curve.validation import gap_verdict, perm_p, val_rises
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.chance import chance_level
 from runlens.stats.trend import Trend, trend
@@ -35,12 +35,12 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     if x.size >= 5:
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
-        verdict = (_grown(cfg, steps, x, t, base) or _given_back(cfg, steps, x, base)
+        verdict = (_grown(cfg, steps, x, t, base) or _ended_high(steps, x, base) or _given_back(cfg, steps, x, base)
                    or _overfit(cfg, steps, x, sets, base) or _val_swings(sets, base)
-                   or _settled(cfg, steps, x, t, base))
+                   or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base))
         if verdict is not None:
             return verdict
-    elif x.size >= 3 and (verdict := _leapt(steps, x, base)) is not None:
+    elif x.size >= 3 and (verdict := _leapt(steps, x, base) or _ended_high(steps, x, base)) is not None:
         return verdict
     elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base)) is not None:
         # A held-out rise needs the evaluations, not many training points: the training loss at
@@ -82,6 +82,24 @@ def _leapt(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdi
         f"{x.size - 1} lines after the first, in a log of {x.size} points: none came back",
         {**base, "orders_of_magnitude": math.log10(low / first), "kind": "short_leap", "leap": LEAP,
          "step": int(steps[1])})
+
+
+#: How far above every earlier point the last one must be to end a short log diverged: two orders
+#: of magnitude, beyond what a noisy minibatch or a hard batch reaches (those are ``LEAP`` at most).
+ENDED_HIGH = LEAP * LEAP
+
+
+def _ended_high(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
+    # The last line blew up (LadderNet's train loss 0.16 -> 1.6e18 at its fifth epoch): nothing
+    # after it can say it came back, and a loss a hundred times its own maximum so far is not noise.
+    top = float(np.max(x[:-1]))
+    if not (top > 0 and float(x[-1]) >= ENDED_HIGH * top):
+        return None
+    return CurveVerdict(
+        "diverged", f"the last of {x.size} losses is {x[-1]:.4g}, {x[-1] / top:.3g}x the largest before it "
+        f"({top:.4g}; >= {ENDED_HIGH:g}x): the run ended blown up",
+        {**base, "orders_of_magnitude": math.log10(float(x[-1]) / top), "kind": "short_ended_high",
+         "ended_high": ENDED_HIGH, "step": int(steps[-1])})
 
 
 def _given_back(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:

@@ -57,7 +57,10 @@ from runlens.io.reader.names import (
 _WORD_ONLY = re.compile(_WORDNUM)
 # A possessive ends a name's first word (LightGBM's ``training's binary_logloss``): without it, the
 # name would start after the apostrophe (``s binary_logloss``).
-_KEY_WORD = r"[A-Za-z_][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*(?:'s(?= ))?"
+# So does an abbreviation's dot, on a word of at most four letters (Keras 1's ``val. loss``,
+# ``Avg. Loss``): the name goes on after it; a sentence's last word (``records/second. Loss``) does not.
+_KEY_WORD = (r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|[A-Za-z_][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
+             r"(?:'s(?= ))?)")
 _KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
 # A word-number (nan, inf) followed by a single space and a word is part of a name
 # ("number of nan iterations: 0"), not a value.

@@ -19,7 +19,17 @@ from pathlib import Path
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import loads_json
-from runlens.io.reader import blocks, delimited, headed, jsonshape, pyliteral, scalars, tidy, yamlshape
+from runlens.io.reader import (
+    blocks,
+    delimited,
+    headed,
+    jsonshape,
+    pyliteral,
+    scalars,
+    sequence,
+    tidy,
+    yamlshape,
+)
 from runlens.io.reader.source import MAX_JSON, check_regular, decode, head_bytes, read_all
 from runlens.io.reader.table import Table
 
@@ -27,8 +37,9 @@ __all__ = ["read_table", "shape_of"]
 
 
 def shape_of(head: bytes) -> str | None:
-    """``parquet``, ``json``, ``jsonl``, ``yaml``, ``blocks``, ``delimited`` or ``headed`` (header lines
-    and the rows under them, other output between) for a file starting with ``head``; None otherwise."""
+    """``parquet``, ``json``, ``jsonl``, ``sequence`` (numbers alone), ``yaml``, ``blocks``, ``delimited``
+    or ``headed`` (header lines and the rows under them, other output between) for a file starting with
+    ``head``; None otherwise."""
     if head[:4] == b"PAR1":
         return "parquet"
     if b"\x00" in head[:8192] and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -45,6 +56,8 @@ def shape_of(head: bytes) -> str | None:
         # One object on one line is a document (a Keras history dumped without indent), not JSON lines.
         one_line = len(head) < 262_144 and not more.strip()
         return "jsonl" if not one_line and first.strip().endswith("}") and _is_object(first.strip()) else "json"
+    if sequence.read(lines) is not None:
+        return "sequence"
     if yamlshape.looks(lines):
         return "yaml"
     if blocks.looks(lines):
@@ -98,11 +111,14 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
         try:
             doc = loads_json(decode(data))
         except ValueError:
-            return _python_literal(decode(data)) or jsonshape.read_lines(decode(data).splitlines())
+            return (_python_literal(decode(data)) or jsonshape.read_lines(decode(data).splitlines())
+                    or sequence.read(decode(data).splitlines()))
         except RecursionError:
             raise ImportFailedError(f"{path}: JSON nested too deeply to be a metrics log") from None
-        return jsonshape.read_document(doc)
+        return jsonshape.read_document(doc) or sequence.read(decode(data).splitlines())
     data = read_all(path)
+    if shape == "sequence":
+        return sequence.read(decode(data).splitlines())
     if shape == "yaml":
         return yamlshape.read(decode(data).splitlines())
     if shape == "blocks":

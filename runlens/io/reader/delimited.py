@@ -157,7 +157,13 @@ def _realign(blocks: layout.Blocks, lines: list[str]) -> None:
     """Each header of a space-aligned table not one word a column cut by where its columns lie."""
     for header in [h for h in blocks.rows if h is not None and len(h) != blocks.width]:
         at = next((i for i, ln in enumerate(lines) if [c.strip("\"'") for c in split(ln, " ")] == list(header)), None)
-        names = layout.aligned(lines[at], lines[at + 1:at + 60], blocks.width) if at is not None else None
+        rows = blocks.rows[header]
+        if len(header) == blocks.width - 1 and all(r[-1] is None for r in rows):
+            # One name short, and the last cell of every row holds no number (fastai v1's ``(00:13)``
+            # after each epoch): the names are the leading cells', in order, however they are padded.
+            names: list[str] | None = [*header, ""]
+        else:
+            names = layout.aligned(lines[at], lines[at + 1:at + 60], blocks.width) if at is not None else None
         if names is not None:
             rows = blocks.rows.pop(header)
             blocks.rows.setdefault(tuple(names), []).extend(rows)

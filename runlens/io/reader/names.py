@@ -145,7 +145,10 @@ def qualifiers(toks: tuple[str, ...]) -> tuple[str, ...]:
 # ``valid_1's binary_logloss``, ``eval's l2`` (the per-round lines of gradient boosting libraries).
 _SET_METRIC = re.compile(r"^([A-Za-z]+)(?:_\d+)?(?:-|'s\s+)([A-Za-z][\w@]*)$")
 # Metrics that measure an error to be minimised, whose value is the objective a boosting round reports.
-ERROR_MEASURES = frozenset({"rmse", "mse", "mae", "rmsle", "mape", "l1", "l2", "huber", "logloss", "mlogloss"})
+# The boosting libraries' evaluation metrics that fall as the model fits (XGBoost, LightGBM, CatBoost):
+# their documented names, read as a set's loss when a data set names them.
+ERROR_MEASURES = frozenset({"rmse", "mse", "mae", "rmsle", "mape", "l1", "l2", "huber", "logloss", "mlogloss",
+                            "rmspe", "smape", "msle", "mphe", "nloglik", "deviance", "fair", "quantile"})
 
 
 def set_metric_role(name: str) -> tuple[bool, str] | None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import spearmanr
 
+from runlens.io.reader import sequence
 from runlens.io.reader.names import (
     METRIC,
     NEUTRAL,
@@ -301,7 +302,30 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
     else:
         _val_losses(table, val, roles, parts)
     _simple(table, [c for c in train if c not in roles.used()], roles.picks, skip=set(named))
+    if not roles.picks and step is None:
+        _unnamed(table, roles)
     return roles
+
+
+def _unnamed(table: Table, roles: Roles) -> None:
+    # Numbers printed alone (``print(loss)``) or after a counter (``print(i, loss)``) are what a
+    # person watches of a run: its loss, unless they say otherwise.
+    if table.shape == sequence.SHAPE and table.names == [sequence.UNNAMED]:
+        roles.picks.append(Pick("loss", (sequence.UNNAMED,), "column", "the one series of a list of numbers "
+                                "with no name: read as the training loss (--val-loss values reads it as "
+                                "the validation loss)"))
+        return
+    if table.shape != "delimited, no header" or len(table.names) != 2:
+        return
+    counter, value = table.names
+    c, v = table.values[counter][table.present[counter]], table.values[value][table.present[value]]
+    if not (c.size >= 3 and _integral(c) and bool(np.all(np.diff(c) > 0)) and v.size and not _integral(v)):
+        return
+    roles.index, roles.index_kind = counter, "step"
+    roles.index_why = f"the first of two unnamed columns counts up (integral, rising): {counter!r} is the step"
+    roles.picks.append(Pick("loss", (value,), "column", f"the value printed after each step with no name, "
+                            f"{value!r}: read as the training loss (--val-loss {value} reads it as the "
+                            "validation loss)"))
 
 
 def _val_losses(table: Table, val: list[str], roles: Roles, train_lossy: list[str]) -> None:

@@ -41,6 +41,8 @@ def parse(text: str) -> float | None:
         return float(t)
     except ValueError:
         pass
+    if t.endswith(":") and t[:-1].isdigit():  # a counter labelling what follows (``123873: -5.48``)
+        return float(t[:-1])
     low = t.lower()
     bare = low.lstrip("+-")
     if bare.startswith("nan") and not bare[3:].strip("x"):  # PaddleOCR pads with x: ``nanxxx``
