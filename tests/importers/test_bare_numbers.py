@@ -137,3 +137,25 @@ def test_silent_twin_pandas_unnamed_index_column_still_shifts_the_names(tmp_path
     text = "   loss  val_loss\n0  1.50  1.04\n1  1.29  0.99\n2  1.18  0.93\n3  1.11  0.83\n"
     imp = read_paste(tmp_path, text)
     assert _loss(imp) == pytest.approx([1.50, 1.29, 1.18, 1.11])
+
+
+@pytest.mark.parametrize("name", ["dice_loss", "kl_loss", "giou_loss", "ssim_loss"])
+def test_a_name_ending_in_the_loss_word_is_a_loss_whatever_metric_it_is_built_on(name):
+    from runlens.io.reader.names import is_lossish, tokens
+    assert is_lossish(tokens(name))
+
+
+@pytest.mark.parametrize("name", ["dice", "loss_acc", "iou_score", "loss_time", "time_loss", "loss_scale"])
+def test_silent_twin_metrics_costs_and_scales_stay_no_loss(name):
+    from runlens.io.reader.names import is_lossish, tokens
+    assert not is_lossish(tokens(name))
+
+
+def test_a_segmentation_progress_bar_with_a_dice_loss_is_read(tmp_path):
+    bar = "{}: 100%|##########| 46/46 [00:29<00:00,  1.55it/s, dice_loss - {}, iou_score - {}]\n"
+    text = "".join(f"\nEpoch: {e}\n" + bar.format("train", t, 0.5) + bar.format("valid", v, 0.6)
+                   for e, (t, v) in enumerate([(0.4465, 0.3293), (0.2871, 0.2415), (0.2203, 0.2057)]))
+    path = tmp_path / "smp.log"
+    path.write_text(text, encoding="utf-8")
+    imp = read(detect_kind(path), path)
+    assert _loss(imp) == pytest.approx([0.4465, 0.2871, 0.2203]) and "val_loss" in imp.evals

@@ -43,6 +43,7 @@ _LABEL_FIELD = re.compile(r"(?<![\w.\-])([A-Za-z_][\w/()%#@.-]*)\s*[:=]?\s*[-+]?
 # A description opening with a bare count and a bar ("2|26|Loss: 1.43"): the outer count of the bar.
 _LEAD_COUNT = re.compile(r"\s*(\d+)\s*\|")
 _SKIP = frozenset({"eta", "time", "of", "in", "at", "on", "is"})
+_BAR_DESC = re.compile(r"^\s*([A-Za-z][\w ./-]{0,40}?)\s*:\s*\d{1,3}%\|")
 
 
 class _Counts(Protocol):
@@ -98,7 +99,11 @@ def other_total(n: int, epoch: int | None, ctx: _Counts) -> bool:
 
 
 def label_is_eval(text: str) -> bool:
-    """Whether the words before the line's first metric (past step and epoch markers) say validation."""
+    """Whether the words before the line's first metric (past step and epoch markers) say validation,
+    or a tqdm bar's description does (``valid: 100%|####| 101/101 [...]``: its percentage is no metric)."""
+    bar = _BAR_DESC.match(text)
+    if bar is not None:
+        return is_val(tokens(bar.group(1)))
     for m in _LABEL_FIELD.finditer(text[:400]):
         toks = tokens(m.group(1))
         if not toks or m.group(1).lower() in _SKIP or is_step(toks) or is_epoch(toks):

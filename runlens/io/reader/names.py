@@ -104,9 +104,18 @@ def names_count(toks: tuple[str, ...]) -> bool:
     return not COUNT_WORDS.isdisjoint(toks)
 
 
+# Metric words that never name a loss function: a loss's time or memory is a cost, not a loss.
+_COSTS = frozenset({"time", "eta", "memory", "mem"})
+
+
 def is_lossish(toks: tuple[str, ...]) -> bool:
-    """A loss word and nothing that makes it another quantity (a metric, a loss scale)."""
-    return any(x in LOSS for x in toks) and not any(x in METRIC for x in toks) and not SCALE & set(toks)
+    """A loss word and nothing that makes it another quantity (a metric, a loss scale). A name that
+    ends in the loss word names a loss function, whatever metric it is built on (``dice_loss``,
+    ``kl_loss``, ``iou_loss``: 1 - dice, a KL divergence, 1 - IoU are minimized)."""
+    if not any(x in LOSS for x in toks) or SCALE & set(toks):
+        return False
+    metric = {x for x in toks if x in METRIC}
+    return not metric or (toks[-1] in LOSS and not metric & _COSTS)
 
 
 def is_lr(toks: tuple[str, ...]) -> bool:

@@ -336,10 +336,16 @@ def _val_losses(table: Table, val: list[str], roles: Roles, train_lossy: list[st
     val_parts = [c for c in lossy if qualifiers(tokens(c)) in part_words]
     lossy = [c for c in lossy if c not in val_parts]
     has_total = any(not qualifiers(tokens(c)) or set_metric_role(c) for c in lossy)
+    loss = roles.get("loss")
     if len(val_parts) > 1 and not has_total:
         roles.picks.append(Pick("val_loss", tuple(val_parts), "sum",
                                 "validation loss parts (matching the training loss's parts) logged "
                                 "without a total: summed"))
+    elif (len(val_parts) == 1 and not has_total and loss is not None and loss.how == "column"
+          and qualifiers(tokens(loss.columns[0])) == qualifiers(tokens(val_parts[0]))):
+        # The training loss is that one qualified loss (``dice_loss``): its validation column is no part.
+        roles.picks.append(Pick("val_loss", (val_parts[0],), "column", f"{val_parts[0]!r} is the validation "
+                                f"column of the training loss {loss.columns[0]!r}"))
     sets: dict[str | None, str] = {}
     for c in lossy:
         sets.setdefault(_set_name(c), c)
