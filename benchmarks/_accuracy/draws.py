@@ -327,18 +327,35 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh15", 53000, ("2026-12-03 12:01", "2026-12-03 12:13"),
         role="the third generator with every seed shifted by 53000 and every run redrawn (`--seed-shift "
              "53000 --vary`), generated at {drawn} UTC from af73769 by the recorder with "
-             "`logits_sum_to_one`, during round 15, graded once at the end of round 15; the set to quote",
+             "`logits_sum_to_one`, during round 15, graded once at the end of round 15 (a820757), then "
+             "re-graded in round 16: a development set since",
         note="`third-fresh15` (round 15): the same generator and redraw with every seed shifted by 53000 (`python -m "
              "benchmarks.third --seed-shift 53000 --vary`), trained from the committed tree at af73769 (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
              "`logits_sum_to_one`, after most of round 15's detector changes (the generator does not use the "
              "engine). Nothing of it was diagnosed, and none of its generator log read, before its one grading.",
-        which="*third-fresh15* (round 15; seeds shifted by 53000) was trained from af73769, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh15**.",
+        which="*third-fresh15* (round 15; seeds shifted by 53000) was trained from af73769, graded once at "
+              "a820757 and re-graded in round 16: a development set since.",
+    ),
+    # Drawn in round 16 from 4a66171, after that round's first detector commit (short verdicts, the
+    # chance level's spread, learning_rate_too_low's largest module); nothing of it read before its
+    # one grading.
+    Draw(
+        "third-fresh16", 59000, ("2026-12-03 14:43", "2026-12-03 14:51"),
+        role="the third generator with every seed shifted by 59000 and every run redrawn (`--seed-shift "
+             "59000 --vary`), generated at {drawn} UTC from 4a66171 by the recorder with "
+             "`logits_sum_to_one`, during round 16, graded once at the end of round 16; the set to quote",
+        note="`third-fresh16` (round 16): the same generator and redraw with every seed shifted by 59000 (`python -m "
+             "benchmarks.third --seed-shift 59000 --vary`), trained from the committed tree at 4a66171 (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, after round 16's first detector commit (the generator does not use the "
+             "engine). Nothing of it was diagnosed, and none of its generator log read, before its one grading.",
+        which="*third-fresh16* (round 16; seeds shifted by 59000) was trained from 4a66171, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh16**.",
     ),
 )
 
-QUOTE = "third-fresh15"
+QUOTE = "third-fresh16"
 
 
 def draw(name: str) -> Draw:
