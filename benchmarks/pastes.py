@@ -37,8 +37,8 @@ worker who did not run runlens; its page is ``benchmarks/results/pastes_threads.
 grades the second thread set (``benchmarks/pastes_threads2/``), gathered the same way by another worker
 while round 15's changes were made, and graded once at its end: ``benchmarks/results/pastes_threads2.md``
 (a development set since). ``--threads3`` grades the third (``benchmarks/pastes_threads3/``), gathered
-the same way by two more workers while round 16's changes were made, graded once at its end:
-``benchmarks/results/pastes_threads3.md``.
+the same way by two more workers while round 16's changes were made, graded once at its end
+(``benchmarks/results/pastes_threads3_heldout.md``), then read and mended: ``benchmarks/results/pastes_threads3.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -96,8 +96,13 @@ THREADS3_ROLE = ("- **Which set this is.** Held out: pastes as people posted the
                  "each labelled by what its thread says happened (`benchmarks/pastes_threads3/README.md`), "
                  "gathered on 2026-12-03 by two workers who did not run runlens, read its code or see the other "
                  "paste sets' files, while round 16's changes were made; nobody working on runlens opened them "
-                 "before this grading. Graded once, at the end of round 16. Its parts: trainers whose format is "
-                 "among the earlier sets' (format seen) and the others.")
+                 "before its one grading. **Graded once as held out at `4b3a7ea`** (round 16's last detector "
+                 "commit; `benchmarks/results/pastes_threads3_heldout.md`): read 0.86 (36/42), agreed 0.62 "
+                 "(26/42). Its refusals were then read and three readers added (a name, then the step, then "
+                 "the value: `focal loss at iteration 30995: 7.34`; Darknet's progress lines; a set's error "
+                 "measure joined by an underscore, LIBMF's `tr_rmse`): re-graded after them, this page is a "
+                 "development figure. Its parts: trainers whose format is among the earlier sets' (format seen) "
+                 "and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE)}
 SETS = ("llm", "vision", "misc")

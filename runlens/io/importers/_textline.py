@@ -85,6 +85,13 @@ _PROSE_OR_IGNORED = _PROSE | _IGNORED_KEYS
 _MM_EPOCH = re.compile(r"\bEpoch\((train|val|test)\)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _MM_ITER = re.compile(r"\bIter\((train|val|test)\)\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _LLMC = re.compile(r"^s:(\d+)(?=\s)")
+# The name, then the step, then the value: "focal loss at iteration 30995: 7.34" (CornerNet's
+# prints), DL4J's "Score at iteration 60 is NaN". Up to four words of name before "at".
+_AT_COUNTER = re.compile(rf"(?P<name>[A-Za-z][\w./()-]*(?: [A-Za-z][\w./()-]*){{0,3}}) at (?:iteration|iter|step|"
+                         rf"epoch|batch) (?P<n>\d+)\s*(?::|=|\bis\b)\s*(?P<v>{_NUM})\s*$", re.I)
+# Darknet's (YOLO v2-v4) progress line: "931: 86426484736.000000, 8648297472.000000 avg, 0.000751 rate,
+# 0.089617 seconds, 931 images": the batch, its loss, the running average, the learning rate.
+_DARKNET = re.compile(rf"^\s*(\d+):\s*({_NUM}),\s*({_NUM})\s+avg(?:\s+loss)?,\s*({_NUM})\s+rate\b", re.I)
 # "batch" counts steps only after the epoch on its line (GluonCV's "[Epoch 0][Batch 99]", MXNet's
 # "Epoch[3] Batch [200]"): elsewhere "batch 32" is as often a size as a count.
 _KEYED = [(name, re.compile(rf"\b{pat}[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)(?:[ \t]*/[ \t]*(\d+))?(?![\d.]|[ \t]*batches)", re.I))
@@ -261,6 +268,11 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
         return None
     ev = bool(_EVAL_LINE.search(text)) or label_is_eval(text)
     epoch, espan = _epoch_on_line(text)
+    if m := _AT_COUNTER.search(text):
+        return Line(int(m.group("n")), "", ev, epoch, "at counter", fields=[(m.group("name"), to_float(m.group("v")))])
+    if m := _DARKNET.match(text):
+        return Line(int(m.group(1)), "", False, epoch, "darknet", fields=[
+            ("loss", to_float(m.group(2))), ("avg loss", to_float(m.group(3))), ("lr", to_float(m.group(4)))])
     if (m := TQDM.search(text)) and "{" not in text[m.end():]:
         if (bar := bar_step(text, m, ctx, ev, epoch, read_fields)) is None:
             return None

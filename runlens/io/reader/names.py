@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-VAL = frozenset({"val", "valid", "validation", "eval", "evaluation", "dev", "test", "validate", "vl", "holdout"})
+VAL = frozenset({"val", "valid", "validation", "eval", "evaluation", "dev", "test", "validate", "vl", "va",
+                 "holdout"})
 # ``learn``: CatBoost's name of the training set.
 TRAIN = frozenset({"train", "training", "tr", "main", "trn", "learn"})
 LOSS = frozenset({"loss", "losses", "xent", "nll", "ce", "objective", "cost", "crossentropy"})
@@ -153,6 +154,9 @@ def qualifiers(toks: tuple[str, ...]) -> tuple[str, ...]:
 # A data set's name, an optional ordinal, and one metric: ``train-logloss``, ``validation_1-rmse``,
 # ``valid_1's binary_logloss``, ``eval's l2`` (the per-round lines of gradient boosting libraries).
 _SET_METRIC = re.compile(r"^([A-Za-z]+)(?:_\d+)?(?:-|'s\s+)([A-Za-z][\w@]*)$")
+# ``<set>_<error measure>`` (LIBMF's ``tr_rmse``, ``va_rmse``): with an underscore only an error measure
+# names a set's loss (``train_box_loss`` is a part, ``eval_wiki_loss`` a named set's loss).
+_SET_UNDERSCORE = re.compile(r"^([A-Za-z]+)_([A-Za-z]+\d?)$")
 # Metrics that measure an error to be minimised, whose value is the objective a boosting round reports.
 # The boosting libraries' evaluation metrics that fall as the model fits (XGBoost, LightGBM, CatBoost):
 # their documented names, read as a set's loss when a data set names them.
@@ -161,12 +165,14 @@ ERROR_MEASURES = frozenset({"rmse", "mse", "mae", "rmsle", "mape", "l1", "l2", "
 
 
 def set_metric_role(name: str) -> tuple[bool, str] | None:
-    """``(is_val, "loss"/"val_loss")`` for a data set's loss-like metric named ``<set>-<metric>`` or
-    ``<set>'s <metric>``: the training set's is the training loss, a held-out set's the validation loss.
+    """``(is_val, "loss"/"val_loss")`` for a data set's loss-like metric named ``<set>-<metric>``,
+    ``<set>'s <metric>`` or ``<set>_<error measure>``: the training set's is the training loss, a held-out set's the validation loss.
     The set's ordinal (``valid_1``) numbers the sets, it names none. None for any other name."""
     m = _SET_METRIC.match(name.strip())
     if m is None:
-        return None
+        m = _SET_UNDERSCORE.match(name.strip())
+        if m is None or m.group(2).lower() not in ERROR_MEASURES:
+            return None
     side, metric = m.group(1).lower(), tokens(m.group(2))
     last = metric[-1] if metric else ""
     if not (last in LOSS or last in ERROR_MEASURES or last.endswith("loss")) or METRIC & set(metric):
