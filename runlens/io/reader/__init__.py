@@ -107,15 +107,14 @@ def _read_table(path: Path, conflict: str | None) -> Table | None:
     if shape == "parquet":
         return delimited.read_parquet(path)
     if shape == "json":
-        data = read_all(path, MAX_JSON)
+        text = decode(read_all(path, MAX_JSON))  # decoded once: each reading below is of the same text
         try:
-            doc = loads_json(decode(data))
+            doc = loads_json(text)
         except ValueError:
-            return (_python_literal(decode(data)) or jsonshape.read_lines(decode(data).splitlines())
-                    or sequence.read(decode(data).splitlines()))
+            return _python_literal(text) or jsonshape.read_lines(text.splitlines()) or sequence.read(text.splitlines())
         except RecursionError:
             raise ImportFailedError(f"{path}: JSON nested too deeply to be a metrics log") from None
-        return jsonshape.read_document(doc) or sequence.read(decode(data).splitlines())
+        return jsonshape.read_document(doc) or sequence.read(text.splitlines())
     data = read_all(path)
     if shape == "sequence":
         return sequence.read(decode(data).splitlines())
