@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | --threads3] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | --threads3 | --threads4] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -39,6 +39,9 @@ while round 15's changes were made, and graded once at its end: ``benchmarks/res
 (a development set since). ``--threads3`` grades the third (``benchmarks/pastes_threads3/``), gathered
 the same way by two more workers while round 16's changes were made, graded once at its end
 (``benchmarks/results/pastes_threads3_heldout.md``), then read and mended: ``benchmarks/results/pastes_threads3.md``.
+``--threads4`` grades the fourth (``benchmarks/pastes_threads4/``), gathered the same way by four workers
+(two passes of two) while round 17's changes were made, to be graded once at its end:
+``benchmarks/results/pastes_threads4.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -100,11 +103,22 @@ THREADS3_ROLE = ("- **Which set this is.** Held out: pastes as people posted the
                  "commit; `benchmarks/results/pastes_threads3_heldout.md`): read 0.86 (36/42), agreed 0.62 "
                  "(26/42). Its refusals were then read and three readers added (a name, then the step, then "
                  "the value: `focal loss at iteration 30995: 7.34`; Darknet's progress lines; a set's error "
-                 "measure joined by an underscore, LIBMF's `tr_rmse`): re-graded after them, this page is a "
-                 "development figure. Its parts: trainers whose format is among the earlier sets' (format seen) "
-                 "and the others.")
+                 "measure joined by an underscore, LIBMF's `tr_rmse`), and in round 17 the short-log readings "
+                 "its misses showed (a loss ending at ln K, a held-out loss at ln K, no progress from the start "
+                 "of training, tenfold swings; lines sharing an epoch; block titles ending in a counted epoch): "
+                 "re-graded after them, this page is a development figure. Its parts: trainers whose format is "
+                 "among the earlier sets' (format seen) and the others.")
+THREADS4 = ROOT / "benchmarks" / "pastes_threads4"
+THREADS4_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads4.md"
+THREADS4_ROLE = ("- **Which set this is.** Held out: pastes as people posted them in issue threads, Q&A pages and "
+                 "repository docs, each labelled by what its thread or page says happened "
+                 "(`benchmarks/pastes_threads4/README.md`), gathered on 2026-12-03 by four workers (two passes "
+                 "of two) who did not run runlens, read its code or see the other paste sets' files, while "
+                 "round 17's changes were made; nobody working on runlens opened them before this grading, "
+                 "at round 17's last engine commit. Its parts: trainers whose format is among the earlier "
+                 "sets' (format seen) and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
-           "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE)}
+           "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -190,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the second set of pastes from issue threads (benchmarks/pastes_threads2/)")
     which.add_argument("--threads3", action="store_const", const="threads3", dest="threads",
                        help="grade the third set of pastes from issue threads (benchmarks/pastes_threads3/)")
+    which.add_argument("--threads4", action="store_const", const="threads4", dest="threads",
+                       help="grade the fourth set of pastes from issue threads (benchmarks/pastes_threads4/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()

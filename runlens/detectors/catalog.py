@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
 import inspect
 import sys
 import textwrap
@@ -89,6 +90,10 @@ def _curve_entry() -> Entry | None:
         if sum(bool(v) for v in sections.values()) > sum(bool(v) for v in best.values()):
             best = sections
     best = _clean(best)
+    # A short log's readings are listed, in order, where they are made (its module's docstring).
+    short = inspect.getdoc(importlib.import_module("runlens.detectors.curve.short")) or ""
+    if "\n- " in short and best.get("How it decides"):
+        best["How it decides"] += "\n\nA short log's readings, in the order they are tried:\n\n" + short[short.index("\n- ") + 1:]
     return Entry(CURVE, "label", "Shape of the loss curve", _first_line(best.get("", "")), best, "label")
 
 

@@ -202,54 +202,14 @@ class CurveClassifier(Detector):
           toward zero (weight decay), and that, not the gradients it
           starves, is the cause.
         - healthy: none of the above.
-        - a short log (4 to ``min_points`` finite losses, e.g. a dozen epochs):
-          underfitting when it is stuck: every value printed the same, or
-          all within ``stuck_band`` of its level
-          with no Kendall trend (p >= ``alpha``); at ln K (the chance test
-          above, K stated or guessed from the level) the evidence says so and
-          ``loss_at_chance`` fires too (``kind: short_stuck``, ``n_points``).
-          Three values printed alike, to a thousandth of their (non-zero)
-          level or finer, are stuck too: a loss that trains moves by more than
-          its last digit in an epoch. So is a validation loss printed alike
-          (to a thousandth of its level or finer) at every one of 2 or more
-          evaluations at different steps while the training loss fell less
-          than ``min_drop``: a fixed validation set gives the same loss only
-          to the same weights (``kind: short_frozen_validation``). With 5
-          points or more:
-          diverged when the last value is >= 10x the start (median of the
-          first 3) with an upward Kendall trend at ``alpha_strong``, or is
-          100x or more every value before it (``kind: short_ended_high``; a
-          last line blown up by two orders of magnitude, with 3 points or
-          more), or when
-          every point of the last third (2 at least), after the minimum, is
-          above the start by ``growth`` of it (it gave back all its progress
-          and stayed there: no lone outlier can); overfitting by the same
-          validation test as a long curve (a rise at each of 4 evaluations
-          or more after the minimum is enough whatever the fall before it:
-          ``val_give_back`` needs a noise estimate a few evaluations do not
-          give), with the training loss at its end
-          no higher than at the validation minimum; unstable when the
-          validation loss (6 evaluations or more) rises at least twice and
-          falls at least twice by 3x or more from one evaluation to the next
-          (``kind: short_val_swings``: a fixed set's evaluation noise does
-          not multiply it by 3); overfitting when the gap widens (``kind:
-          gap_widens``): over 5 evaluations or more the validation loss
-          made no progress at all (Kendall tau >= 0) while the training loss
-          over the same steps fell by ``min_drop`` along a downward trend at
-          ``alpha``, the validation loss staying twice the training loss or
-          more (a flat, noisy held-out loss passes no rise test, yet every
-          step went to data the model had seen; a long curve has the power
-          for the rise test and does not use this reading, which on
-          development runs called healthy runs whose validation loss had
-          settled at its minimum overfitting); healthy when the loss
-          fell by ``min_drop`` or more with a downward Kendall trend at
-          ``alpha_strong`` (exact at this size: only a nearly monotone fall,
-          as per-epoch averages show, reaches it; minibatch noise cannot)
-          and its last third moves at most ``settle_ratio`` as much per step
-          as its first. With 3 or 4 points: diverged when every point after
-          the first is at least 10x the first (an order of magnitude that
-          minibatch noise of a logged loss does not reach, held at every
-          later line: ``kind: short_leap``). Else ``insufficient_data``.
+        - a short log (2 to ``min_points`` finite losses, e.g. a dozen epochs
+          pasted from a console): only the readings a few points can carry,
+          each with a test exact at that size, listed in order below (from
+          ``runlens/detectors/curve/short.py``): stuck, a frozen held-out
+          loss, a held-out loss at ln K, a loss ending at ln K, a growth, a
+          last line blown up, progress given back, order-of-magnitude swings,
+          overfitting, held-out swings, a widening gap, a settled fall, no
+          progress from the start of training; else ``insufficient_data``.
 
     What to try:
         diverged: lower the learning rate, add warmup and gradient clipping,
@@ -362,7 +322,8 @@ class CurveClassifier(Detector):
                                 + why, {**masked, "step": masked["zero_loss_step"]})
         if x.size < self.min_points:
             last = int(steps[-1]) if steps.size else None
-            return short(self, steps, x, shape.validation_sets(sig.validation, last), shape.stated_classes(run))
+            index = run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
+            return short(self, steps, x, shape.validation_sets(sig.validation, last), shape.stated_classes(run), index)
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.

@@ -4,8 +4,71 @@ Too few points for the shape tests of a long curve, but not for every
 claim: a per-epoch log of a dozen epochs (Keras, a paste in an issue) is
 often as clear as a long one. Only claims that such few points can carry
 are made, each with a test that is exact at that size; otherwise the
-verdict stays ``insufficient_data``. Functions of the classifier's parameters (:class:`~runlens.detectors.curve.params.CurveParams`),
-which :class:`~runlens.detectors.curve.CurveClassifier` documents in its docstring.
+verdict stays ``insufficient_data``. Functions of the classifier's
+parameters (:class:`~runlens.detectors.curve.params.CurveParams`). The
+readings, in the order they are tried (the first that holds is the verdict):
+
+- underfitting when the loss is stuck (4 points or more): every value
+  printed the same, or all within ``stuck_band`` of its level with no
+  Kendall trend (p >= ``alpha``); at ln K (K stated or guessed from the
+  level) the evidence says so and ``loss_at_chance`` fires too (``kind:
+  short_stuck``). Three values printed alike, to a thousandth of their
+  (non-zero) level or finer, are stuck too: a loss that trains moves by
+  more than its last digit in an epoch;
+- underfitting when the validation loss is printed alike (to a thousandth
+  of its level or finer) at every one of 2 or more evaluations at
+  different steps while the training loss fell less than ``min_drop``: a
+  fixed validation set gives the same loss only to the same weights
+  (``kind: short_frozen_validation``);
+- underfitting when a held-out loss sits at ln K at each of 3 or more
+  evaluations (all within the chance tolerance; with K guessed from the
+  level, within ``GUESSED_SPREAD`` of ln K of each other and either 4
+  evaluations or more from the first on, or too close to ln K for a
+  coincidence at ``COINCIDENCE_ALPHA``): nothing learned carries to unseen
+  data (``kind: short_validation_at_chance``);
+- underfitting when the last half of the losses (3 at least) sit at ln K
+  by the same test, whatever came before: the model ended predicting the
+  prior (``kind: short_chance_tail``; ``loss_at_chance`` fires too);
+- with 5 points or more: diverged when the last value is >= 10x the start
+  (median of the first 3) with an upward Kendall trend at
+  ``alpha_strong``, or is 100x or more every value before it (``kind:
+  short_ended_high``, with 3 points or more), or when every point of the
+  last third (2 at least), after the minimum, is above the start by
+  ``growth`` of it (it gave back all its progress and stayed there);
+- unstable when the loss rises at least twice and falls at least twice by
+  10x or more from one point to the next with no downward Kendall trend
+  at ``alpha`` (``kind: short_swings``: an order of magnitude up and back,
+  beyond minibatch noise, is neither a spike nor a divergence);
+- overfitting by the same validation test as a long curve (a rise at each
+  of 4 evaluations or more after the minimum is enough whatever the fall
+  before it: ``val_give_back`` needs a noise estimate a few evaluations do
+  not give), with the training loss at its end no higher than at the
+  validation minimum (from 2 training points);
+- unstable when the validation loss (6 evaluations or more) rises at least
+  twice and falls at least twice by 3x or more from one evaluation to the
+  next (``kind: short_val_swings``);
+- overfitting when the gap widens (``kind: gap_widens``): over 5
+  evaluations or more the validation loss made no progress at all
+  (Kendall tau >= 0) while the training loss over the same steps fell by
+  ``min_drop`` along a downward trend at ``alpha``, the validation loss
+  staying twice the training loss or more;
+- healthy when the loss fell by ``min_drop`` or more with a downward
+  Kendall trend at ``alpha_strong`` (only a nearly monotone fall reaches it
+  at this size) and its last third moves at most ``settle_ratio`` as much
+  per step as its first;
+- underfitting when the log starts at the start of training (its first
+  point within one logging interval of step or epoch 0), covers at least
+  4 epochs or 500 optimizer steps (longer than a usual warmup), and the
+  loss moved by less than ``min_drop`` from the median of its first 3
+  points to that of its last fifth (2 at least), no point fell that far
+  below the first point or that start, and no held-out loss fell by that
+  much (``kind: short_no_progress``): a model that learns
+  falls fastest at the start. A log that begins mid-run may be a plateau,
+  and a log counted in rows does not say where it begins: neither is
+  judged;
+- with 3 or 4 points: diverged when every point after the first is at
+  least 10x the first (``kind: short_leap``) or the last is 100x every
+  point before it.
 """
 
 from __future__ import annotations
@@ -16,6 +79,7 @@ from typing import Any
 import numpy as np
 
 from runlens.detectors.curve.params import CurveParams
+from runlens.detectors.curve.short_level import chance_tail, no_progress, validation_chance
 from runlens.detectors.curve.validation import gap_verdict, perm_p, val_rises
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.chance import chance_level
@@ -23,10 +87,10 @@ from runlens.stats.trend import Trend, trend
 
 
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-           classes: tuple[int | None, str | None] = (None, None)) -> CurveVerdict:
+           classes: tuple[int | None, str | None] = (None, None), index: str = "step") -> CurveVerdict:
     stuck = _stuck(cfg, steps, x, classes) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
-        stuck = _frozen(cfg, steps, x, sets)
+        stuck = _frozen(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,
@@ -36,8 +100,9 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
         verdict = (_grown(cfg, steps, x, t, base) or _ended_high(steps, x, base) or _given_back(cfg, steps, x, base)
-                   or _overfit(cfg, steps, x, sets, base) or _val_swings(sets, base)
-                   or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base))
+                   or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base) or _val_swings(sets, base)
+                   or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base)
+                   or no_progress(cfg, steps, x, t, base, sets, index))
         if verdict is not None:
             return verdict
     elif x.size >= 3 and (verdict := _leapt(steps, x, base) or _ended_high(steps, x, base)) is not None:
@@ -100,6 +165,22 @@ def _ended_high(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> Curve
         f"({top:.4g}; >= {ENDED_HIGH:g}x): the run ended blown up",
         {**base, "orders_of_magnitude": math.log10(float(x[-1]) / top), "kind": "short_ended_high",
          "ended_high": ENDED_HIGH, "step": int(steps[-1])})
+
+
+def _swings(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any]) -> CurveVerdict | None:
+    # Up by an order of magnitude and back down, twice each, with no downward trend: not a spike
+    # (one point) nor a divergence (it comes back), the loss of steps too large to settle (DeepGLR's
+    # per-epoch 5.5e3, 1.1e8, 3.4e5, 4.5e4, 4.2e3, ... 4.9e6, 2.2e3). ``LEAP`` is beyond minibatch noise.
+    r = np.diff(np.log(np.clip(x, np.finfo(float).tiny, None)))
+    ups, downs = int(np.sum(r >= math.log(LEAP))), int(np.sum(r <= -math.log(LEAP)))
+    if ups < 2 or downs < 2 or not np.all(x > 0) or t.p_decreasing < cfg.alpha:
+        return None
+    big = float(np.exp(np.max(np.abs(r))))
+    return CurveVerdict(
+        "unstable", f"the loss rose {ups} times and fell {downs} times by {LEAP:g}x or more from one point to the "
+        f"next (up to {big:.3g}x) over {x.size} points, with no downward trend (Kendall p={t.p_decreasing:.2g}): "
+        "it swings, in a short log", {**base, "swings_up": ups, "swings_down": downs, "swing": LEAP,
+                                      "largest_ratio": big, "kind": "short_swings", "step": int(steps[int(np.argmax(r)) + 1])})
 
 
 def _given_back(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:

@@ -32,6 +32,7 @@ from runlens.io.importers._mapping import NUM as _NUM
 from runlens.io.importers._mapping import WORDNUM as _WORDNUM
 from runlens.io.importers._mapping import braced, mapping_fields, parse_mapping, to_float
 from runlens.io.importers._roundline import GLUED_EPOCH, LEADING, in_sections, keyed_rest, set_named
+from runlens.io.importers._shapedlines import shaped_line
 from runlens.io.importers._textsteps import (
     CALLBACK,
     LEAD,
@@ -59,8 +60,9 @@ _WORD_ONLY = re.compile(_WORDNUM)
 # name would start after the apostrophe (``s binary_logloss``).
 # So does an abbreviation's dot, on a word of at most four letters (Keras 1's ``val. loss``,
 # ``Avg. Loss``): the name goes on after it; a sentence's last word (``records/second. Loss``) does not.
-_KEY_WORD = (r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|[A-Za-z_][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
-             r"(?:'s(?= ))?)")
+# An underscore before a decimal number ends a name: WaveGlow's ``loss_-4.0655`` is loss = -4.0655.
+_KEY_WORD = (r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|[A-Za-z_](?:(?!_[-+]?\d+\.\d)[\w/()%#@-])*"
+             r"(?:\.[A-Za-z_0-9][\w/()%#@-]*)*(?:'s(?= ))?)")
 _KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
 # A word-number (nan, inf) followed by a single space and a word is part of a name
 # ("number of nan iterations: 0"), not a value.
@@ -68,7 +70,7 @@ _KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
 # read as the bare ones: the quotes close the name and enclose the number.
 _FIELD = re.compile(
     rf"(?<![\w.\-])(?P<key>{_KEY_WORD}(?: {_KEY_MORE}){{0,6}}?)['\"]?"
-    rf"(?:\s*(?P<sep>[:=]|\bis\b))?\s*(?P<q>['\"](?=[-+.\w]+['\"]))?(?P<tensor>tensor\(\s*)?"
+    rf"(?:\s*(?P<sep>[:=]|\bis\b)|(?P<glued>_)(?=[-+]?\d+\.\d))?\s*(?P<q>['\"](?=[-+.\w]+['\"]))?(?P<tensor>tensor\(\s*)?"
     rf"(?:(?P<word>{_MSVC}|(?:{_WORDNUM})(?(sep)|(?(tensor)|(?! [A-Za-z_]))))"
     rf"|(?P<val>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?P<unit>[A-Za-z%µ]*(?:/[A-Za-z]+)?))"
     rf"(?(tensor)(?:\s*,[^()\n]*)?\))(?(q)['\"])(?![\w/:]|\.\d)")
@@ -85,16 +87,9 @@ _PROSE_OR_IGNORED = _PROSE | _IGNORED_KEYS
 _MM_EPOCH = re.compile(r"\bEpoch\((train|val|test)\)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _MM_ITER = re.compile(r"\bIter\((train|val|test)\)\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _LLMC = re.compile(r"^s:(\d+)(?=\s)")
-# The name, then the step, then the value: "focal loss at iteration 30995: 7.34" (CornerNet's
-# prints), DL4J's "Score at iteration 60 is NaN". Up to four words of name before "at".
-_AT_COUNTER = re.compile(rf"(?P<name>[A-Za-z][\w./()-]*(?: [A-Za-z][\w./()-]*){{0,3}}) at (?:iteration|iter|step|"
-                         rf"epoch|batch) (?P<n>\d+)\s*(?::|=|\bis\b)\s*(?P<v>{_NUM})\s*$", re.I)
-# Darknet's (YOLO v2-v4) progress line: "931: 86426484736.000000, 8648297472.000000 avg, 0.000751 rate,
-# 0.089617 seconds, 931 images": the batch, its loss, the running average, the learning rate.
-_DARKNET = re.compile(rf"^\s*(\d+):\s*({_NUM}),\s*({_NUM})\s+avg(?:\s+loss)?,\s*({_NUM})\s+rate\b", re.I)
 # "batch" counts steps only after the epoch on its line (GluonCV's "[Epoch 0][Batch 99]", MXNet's
 # "Epoch[3] Batch [200]"): elsewhere "batch 32" is as often a size as a count.
-_KEYED = [(name, re.compile(rf"\b{pat}[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)(?:[ \t]*/[ \t]*(\d+))?(?![\d.]|[ \t]*batches)", re.I))
+_KEYED = [(name, re.compile(rf"\b{pat}(?:_(?=\d)|[ \t]*[:=#]?[ \t]*\[?[ \t]*)(\d+)(?:[ \t]*/[ \t]*(\d+))?(?![\d.]|[ \t]*batches)", re.I))
           for name, pat in (("global_step", r"global[_ ]step"), ("step", r"step"),
                             ("iteration", r"iteration"), ("iter", r"iter"), ("batch", r"batch"))]
 _BATCHES = re.compile(r"\b(\d+)\s*/\s*(\d+)\s*batches\b", re.I)
@@ -268,11 +263,8 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
         return None
     ev = bool(_EVAL_LINE.search(text)) or label_is_eval(text)
     epoch, espan = _epoch_on_line(text)
-    if m := _AT_COUNTER.search(text):
-        return Line(int(m.group("n")), "", ev, epoch, "at counter", fields=[(m.group("name"), to_float(m.group("v")))])
-    if m := _DARKNET.match(text):
-        return Line(int(m.group(1)), "", False, epoch, "darknet", fields=[
-            ("loss", to_float(m.group(2))), ("avg loss", to_float(m.group(3))), ("lr", to_float(m.group(4)))])
+    if shaped := shaped_line(text):
+        return Line(shaped[0], "", ev and shaped[1] == "at counter", epoch, shaped[1], fields=shaped[2])
     if (m := TQDM.search(text)) and "{" not in text[m.end():]:
         if (bar := bar_step(text, m, ctx, ev, epoch, read_fields)) is None:
             return None

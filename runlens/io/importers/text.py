@@ -35,6 +35,7 @@ import numpy as np
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, Take, record_runs, require_file
+from runlens.io.importers._epochlines import lines_in_epochs
 from runlens.io.importers._evalline import eval_at_last_step, number_lines
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._names import Mapper
@@ -326,12 +327,17 @@ def _take(path: Path, runs: list[RunAcc], n_lines: int, skipped: int, markers: C
     acc = runs[chosen - 1]
     imp = Imported(kind="text", source=path, warnings=warnings, config=config)
     total = acc.per_epoch()
+    within = lines_in_epochs(acc) if total is None else None
     for (is_eval, col), (steps, values) in acc.series.items():
         # No copy: the ndarray keeps the array alive through its buffer, and nothing appends any more.
         at = np.frombuffer(steps, dtype=np.int64)
+        if within is not None:
+            at = within.place(at, is_eval)
         s = Series(at if total is None else at // total + 1, np.frombuffer(values, dtype=np.float64))
         (imp.evals if is_eval else imp.train)[col] = first_of_runs(s, col, warnings) if is_eval else s
     imp.events, imp.error = list(acc.watch.events), acc.watch.error
+    if within is not None:
+        imp.events, imp.error = within.events(imp.events, imp.error)
     if total is not None:
         imp.events = [(step // total + 1, kind, value, text) for step, kind, value, text in acc.watch.events]
         if imp.error is not None and isinstance(imp.error["step"], int):
@@ -340,6 +346,8 @@ def _take(path: Path, runs: list[RunAcc], n_lines: int, skipped: int, markers: C
         imp.config["index_kind"] = "epoch"
         imp.index_why = (f"the counter i/{total} starts again every epoch and every training line kept closes "
                          f"an epoch ({total}/{total}): the epochs as logged ({first}..{last}) are the index")
+    elif within is not None:
+        imp.config["index_kind"], imp.index_why = within.index()
     elif markers.get("numbered"):
         imp.config["index_kind"] = "row"
         imp.index_why = "no line carries a step: the lines with a training loss, numbered from 0 in order, are the index"

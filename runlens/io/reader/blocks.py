@@ -46,7 +46,16 @@ _BORDER = re.compile(r"[|│┃║]")
 _RULE_CHARS = frozenset("-=+_*~─━═┄┈╌┼├┤┬┴╭╮╰╯┌┐└┘╞╡╪╔╗╚╝╠╣╦╩╬|│┃║ ")
 _COLON = re.compile(r"^(\s*)([A-Za-z_][\w./\-\[\]() ]{0,80}?)\s*:(?:\s+(.*?))?\s*$")
 _SPACED = re.compile(r"^(\s*)([A-Za-z_][\w./\-\[\]()]{0,80})\s{2,}(\S.*?)\s*$")
-_TITLE_COUNT = re.compile(r"^([A-Za-z]+)\s*[#:]?\s*(\d+)(?:\s*/\s*\d+)?$")
+_TITLE_COUNT = re.compile(r"^((?:[A-Za-z]+\s+){0,2}?)([A-Za-z]+)\s*[#:]?\s*(\d+)(?:\s*/\s*\d+)?$")
+
+
+def _title_count(title: str) -> re.Match[str] | None:
+    """A title that counts blocks: a word and a number (``Epoch 3/25``), or a phrase ending in a
+    counting word and its number (``TRAIN EPOCH  0``); ``Result for trial 2`` names a run."""
+    m = _TITLE_COUNT.match(title)
+    if m is None or (m.group(1) and not names_count((m.group(2).lower(),))):
+        return None
+    return m
 
 
 @dataclass
@@ -106,7 +115,7 @@ def _split(lines: list[str]) -> tuple[list[_Block], int]:
             continue
         nonblank += 1
         got = _pair(line)
-        if got is None and _TITLE_COUNT.match(s.rstrip(":")):
+        if got is None and _title_count(s.rstrip(":")):
             got = (0, s.rstrip(":"), "")  # ``Epoch 3`` alone on its line heads its block as ``Epoch 3:`` does
         if got is None:
             close()
@@ -158,7 +167,7 @@ def read(lines: list[str]) -> Table | None:
     if blocks is None:
         return None
     notes = []
-    named = [b.title for b in blocks if b.title is not None and _TITLE_COUNT.match(b.title) is None]
+    named = [b.title for b in blocks if b.title is not None and _title_count(b.title) is None]
     runs = list(dict.fromkeys(named))
     if len(runs) > 1:
         blocks = [b for b in blocks if b.title in (None, runs[0])]
@@ -166,9 +175,9 @@ def read(lines: list[str]) -> Table | None:
     rec = Records("key/value blocks")
     for b in blocks:
         row: dict[str, object] = dict(b.pairs)
-        m = _TITLE_COUNT.match(b.title or "")
-        if m is not None and m.group(1).lower() not in row:
-            row[m.group(1).lower()] = m.group(2)  # ``Epoch 3:`` over its block counts the blocks
+        m = _title_count(b.title or "")
+        if m is not None and m.group(2).lower() not in row:
+            row[m.group(2).lower()] = m.group(3)  # ``Epoch 3:`` over its block counts the blocks
         rec.add(row)
     table = rec.table()
     table.notes += notes

@@ -1,0 +1,130 @@
+"""Where a short log's loss sits, and whether it moved at all: readings of a few points' level.
+
+A short log has no power for the long curve's trend-against-noise tests, but
+three of its readings need none: a loss whose last points sit at ln K to the
+printed digits (the prior, whatever came before), a held-out loss that sits
+at ln K at every evaluation, and a log that starts at the start of training
+and never falls. Each is underfitting; see :mod:`.short` for the order in
+which a short log's readings are tried.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from runlens.detectors.curve.params import CurveParams
+from runlens.diagnosis import CurveVerdict
+from runlens.stats.chance import COINCIDENCE_ALPHA, GUESSED_SPREAD, chance_level, level_coincidence
+from runlens.stats.robust import mad_sd
+from runlens.stats.trend import Trend
+
+#: How many optimizer steps from the start of training a step-indexed short log must cover before
+#: "no progress" means anything: longer than a usual warmup, during which a loss may not fall yet.
+MIN_START_STEPS = 500
+#: How many epochs from the start an epoch-indexed short log must cover: after that many passes over
+#: the data, a model that learns has fallen by more than ``min_drop`` on data it has seen.
+MIN_START_EPOCHS = 4
+
+
+#: Evaluations at ln K from the first on that need no coincidence test when K is guessed: a held-out
+#: loss that never left the prior's level (as the long curve's test takes a loss that started there).
+NEVER_LEFT = 4
+
+
+def _at_chance(values: np.ndarray, classes: tuple[int | None, str | None], *,
+               from_start: bool = False) -> dict[str, Any] | None:
+    """The chance level ``values`` all sit at: within its tolerance, and when K is guessed from the
+    level, printed alike to ``GUESSED_SPREAD`` of ln K and, unless they are ``NEVER_LEFT`` values or
+    more from the start of the series (``from_start``), too close to it for a coincidence."""
+    k, source = classes
+    level = float(np.median(values))
+    hit = chance_level(level, classes=k)
+    if hit is None or not np.all(np.abs(values - hit["chance_loss"]) <= hit["chance_tolerance"]):
+        return None
+    ev = {**hit, "chance_source": source or "the loss level (no class count in the log)", "late_level": level,
+          "late_drift": float(np.ptp(values))}
+    if source is None:
+        # The prior's loss is ln K whatever the batch: a level that only passes near some ln K (they
+        # are 0.1 apart around K = 10) moves more than that, or lands there by chance.
+        # Less the median's own standard error, as the long curve's chance test allows.
+        se = 1.2533 * float(mad_sd(values)) / math.sqrt(values.size)
+        p = level_coincidence(level, hit["chance_classes"], slack=se)
+        never_left = from_start and values.size >= NEVER_LEFT
+        if float(np.ptp(values)) > GUESSED_SPREAD * hit["chance_loss"] or (p > COINCIDENCE_ALPHA and not never_left):
+            return None
+        ev["level_coincidence_p"] = p
+    return ev
+
+
+def chance_tail(steps: np.ndarray, x: np.ndarray, classes: tuple[int | None, str | None]) -> CurveVerdict | None:
+    """The last half of the points (3 at least) all at ln K: the model ended predicting the prior,
+    whether it fell there or rose there (allennlp's 1.356 then 1.3864, 1.3864, 1.3864 = ln 4)."""
+    k = max(3, math.ceil(x.size / 2))
+    if x.size < 3 or (hit := _at_chance(x[-k:], classes)) is None:
+        return None
+    where = f"ln({hit['chance_classes']})={hit['chance_loss']:.4f}, chance level (K from {hit['chance_source']})"
+    return CurveVerdict(
+        "underfitting", f"the last {k} of {x.size} losses sit at {where}: they stay within "
+        f"{hit['late_drift']:.3g} of each other, the loss of a model that predicts the prior, in a short log",
+        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_chance_tail",
+         "tail_points": k, "start_level": float(x[0]), "end_level": float(x[-1]),
+         "relative_drop": (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0, **hit,
+         "step": int(steps[-k])})
+
+
+def validation_chance(x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+                      classes: tuple[int | None, str | None]) -> CurveVerdict | None:
+    """A held-out loss at ln K at every one of 3 or more evaluations: whatever the training loss
+    did, nothing it learned carries to unseen data (Lasagne's 2.3032, 2.3032, 2.3018 ... = ln 10)."""
+    for name, (vs, vl) in sorted(sets.items(), key=lambda kv: kv[0] != "val_loss"):
+        ok = np.isfinite(vl)
+        if int(ok.sum()) < 3 or (hit := _at_chance(vl[ok], classes, from_start=True)) is None:
+            continue
+        where = f"ln({hit['chance_classes']})={hit['chance_loss']:.4f}, chance level (K from {hit['chance_source']})"
+        return CurveVerdict(
+            "underfitting", f"the validation loss{'' if name == 'val_loss' else f' ({name})'} sits at {where} at "
+            f"each of its {int(ok.sum())} evaluations (within {hit['late_drift']:.3g}): the model predicts the "
+            f"prior on unseen data; the training loss ended at {x[-1]:.4g}, in a short log",
+            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_validation_at_chance",
+             "eval_set": name, "evaluations": int(ok.sum()), "val_level": hit.pop("late_level"),
+             "val_spread": hit.pop("late_drift"), **hit, "step": int(vs[ok][0])})
+    return None
+
+
+def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any],
+                sets: dict[str, tuple[np.ndarray, np.ndarray]], index: str) -> CurveVerdict | None:
+    """From the start of training (its first point within one logging interval of step or epoch 0),
+    over ``MIN_START_EPOCHS`` epochs or ``MIN_START_STEPS`` steps at least, the loss moved by less than
+    ``min_drop`` (start to end), no point of it fell that far below its first point or the start, and
+    no held-out loss fell by that much: a model that learns drops fastest at the start.
+    A log that begins mid-run may be a plateau, and a log counted in rows says nothing of where it
+    begins; neither is judged."""
+    if index not in ("step", "epoch") or x.size < 5:
+        return None
+    first, gap = float(steps[0]), float(steps[1] - steps[0])
+    span = float(steps[-1])
+    if not (0 <= first <= gap) or span < (MIN_START_EPOCHS if index == "epoch" else MIN_START_STEPS):
+        return None
+    S = base["start_level"]
+    end = float(np.median(x[-max(2, x.size // 5):]))
+    drop = (S - end) / abs(S) if S else 0.0
+    # The first point is where the model started: a fall from it that the median of the first three
+    # hides (20.8 -> 13.7 -> 12.1 -> 13.6 -> 11.6) is progress, and so is any point that far below.
+    top = max(float(x[0]), S)
+    best = (top - float(np.min(x))) / top if top > 0 else 0.0
+    if not (0 < S and abs(drop) < cfg.min_drop and best < cfg.min_drop):
+        return None
+    for _, vl in sets.values():
+        v = vl[np.isfinite(vl)]
+        if v.size >= 2 and v[0] > 0 and (v[0] - float(np.min(v[1:]))) / v[0] >= cfg.min_drop:
+            return None  # the held-out loss learned: progress the training loss's average hides
+    unit = "epochs" if index == "epoch" else "steps"
+    return CurveVerdict(
+        "underfitting", f"from the start of training to {unit[:-1]} {int(span)}, the loss moved {-drop:+.1%} "
+        f"({S:.4g} to {end:.4g}; Kendall tau={t.tau:.2f}, p={t.p_decreasing:.2g}), less than {cfg.min_drop:.0%}: "
+        f"a model that learns falls fastest in its first {unit}; it made no progress, in a short log",
+        {**base, "relative_drop": drop, "best_drop": best, "end_level": end, "span": span, "index_kind": index,
+         "kind": "short_no_progress", "step": int(steps[0])})

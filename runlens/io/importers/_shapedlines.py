@@ -1,0 +1,40 @@
+"""Console lines of a fixed shape whose numbers are not ``name value`` pairs after a step.
+
+The field reader (:mod:`._textline`) reads a step marker, then named values. Some trainers print
+a line whose shape names its numbers instead: the name before the step (CornerNet's ``focal loss at
+iteration 30995: 7.34``), a batch and three unnamed numbers (Darknet), or a counter with its share
+of the total and one unnamed number (the PyTorch tutorials' ``5000 5% (0m 12s) 2.4177 ...``). Each
+is matched whole, here, before the field reader tries the line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from runlens.io.importers._mapping import NUM as _NUM
+from runlens.io.importers._mapping import to_float
+
+# The name, then the step, then the value: "focal loss at iteration 30995: 7.34" (CornerNet's
+# prints), DL4J's "Score at iteration 60 is NaN". Up to four words of name before "at".
+_AT_COUNTER = re.compile(rf"(?P<name>[A-Za-z][\w./()-]*(?: [A-Za-z][\w./()-]*){{0,3}}) at (?:iteration|iter|step|"
+                         rf"epoch|batch) (?P<n>\d+)\s*(?::|=|\bis\b)\s*(?P<v>{_NUM})\s*$", re.I)
+# Darknet's (YOLO v2-v4) progress line: "931: 86426484736.000000, 8648297472.000000 avg, 0.000751 rate,
+# 0.089617 seconds, 931 images": the batch, its loss, the running average, the learning rate.
+_DARKNET = re.compile(rf"^\s*(\d+):\s*({_NUM}),\s*({_NUM})\s+avg(?:\s+loss)?,\s*({_NUM})\s+rate\b", re.I)
+# A counter and its percent of the total, then one unnamed number, an elapsed time around them:
+# "5000 5% (0m 12s) 2.4177 Coelho / Portuguese ✓" and "0m 5s (5000 5%) 2.8345" (the PyTorch
+# tutorials' ``'%d %d%% (%s) %.4f'``). The number is the loss the line reports on its progress.
+_PERCENT = re.compile(rf"^\s*(?:\d+m\s+\d+s\s+\(\s*)?(?P<n>\d+)\s+(?P<pct>\d{{1,3}}(?:\.\d+)?)%\s*\)?\s+"
+                      rf"(?:\(\s*\d+m\s+\d+s\s*\)\s+)?(?P<v>{_NUM})(?=\s|$)")
+
+
+def shaped_line(text: str) -> tuple[int, str, list[tuple[str, float]]] | None:
+    """``(step, shape, fields)`` of a line of one of these shapes, or None."""
+    if m := _AT_COUNTER.search(text):
+        return int(m.group("n")), "at counter", [(m.group("name"), to_float(m.group("v")))]
+    if m := _DARKNET.match(text):
+        return int(m.group(1)), "darknet", [("loss", to_float(m.group(2))), ("avg loss", to_float(m.group(3))),
+                                            ("lr", to_float(m.group(4)))]
+    if (m := _PERCENT.match(text)) and 0 < float(m.group("pct")) <= 100:
+        return int(m.group("n")), "percent counter", [("loss", to_float(m.group("v")))]
+    return None
