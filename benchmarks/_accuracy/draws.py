@@ -344,18 +344,35 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh16", 59000, ("2026-12-03 14:43", "2026-12-03 14:51"),
         role="the third generator with every seed shifted by 59000 and every run redrawn (`--seed-shift "
              "59000 --vary`), generated at {drawn} UTC from 4a66171 by the recorder with "
-             "`logits_sum_to_one`, during round 16, graded once at the end of round 16; the set to quote",
+             "`logits_sum_to_one`, during round 16, graded once at the end of round 16 (4b3a7ea), then "
+             "re-graded in round 17: a development set since",
         note="`third-fresh16` (round 16): the same generator and redraw with every seed shifted by 59000 (`python -m "
              "benchmarks.third --seed-shift 59000 --vary`), trained from the committed tree at 4a66171 (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
              "`logits_sum_to_one`, after round 16's first detector commit (the generator does not use the "
              "engine). Nothing of it was diagnosed, and none of its generator log read, before its one grading.",
-        which="*third-fresh16* (round 16; seeds shifted by 59000) was trained from 4a66171, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh16**.",
+        which="*third-fresh16* (round 16; seeds shifted by 59000) was trained from 4a66171, graded once at "
+              "4b3a7ea and re-graded in round 17: a development set since.",
+    ),
+    # Drawn in round 17 from 1fbbc23, the end of round 16, before any of round 17's engine changes was
+    # committed (the generator does not use the engine); nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh17", 61000, ("2026-12-03 17:24", "2026-12-03 17:31"),
+        role="the third generator with every seed shifted by 61000 and every run redrawn (`--seed-shift "
+             "61000 --vary`), generated at {drawn} UTC from 1fbbc23 by the recorder with "
+             "`logits_sum_to_one`, during round 17, graded once at the end of round 17; the set to quote",
+        note="`third-fresh17` (round 17): the same generator and redraw with every seed shifted by 61000 (`python -m "
+             "benchmarks.third --seed-shift 61000 --vary`), trained from the committed tree at 1fbbc23 (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, before round 17's first engine commit (the generator does not use the "
+             "engine). Nothing of it was diagnosed before its one grading; the last lines of its generator log "
+             "(the generator's own confirmations, no diagnosis) were seen once, checking that the draw had ended.",
+        which="*third-fresh17* (round 17; seeds shifted by 61000) was trained from 1fbbc23, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh17**.",
     ),
 )
 
-QUOTE = "third-fresh16"
+QUOTE = "third-fresh17"
 
 
 def draw(name: str) -> Draw:

@@ -1,6 +1,7 @@
 """validation_leak, near-certain held-out predictions: the target copied into the inputs of training
 and held-out data alike makes both losses vanish together, so the ratio of the two shows nothing; a
-K-class held-out loss that ends at a thousandth of ln K is said, as information.
+K-class held-out loss that ends below 1/200 of ln K (the right class at 0.99 or more) is said, as
+information.
 
 Found on recorded runs (the third generator's ``leak-sepconv``: the label added to every input, both
 losses about 1e-4 x ln K) that every draw confirming the leak missed. Each case has a twin: the same
@@ -31,7 +32,7 @@ def test_recorded_leak_is_said_first_as_information():
     assert d.findings and d.findings[0].code == "validation_leak", d.findings
     f = d.findings[0]
     assert f.severity == "info" and f.evidence["kind"] == "near_certain"
-    assert f.evidence["val_over_chance"] < 1e-3 and f.evidence["chance_classes"] == 4
+    assert f.evidence["val_over_chance"] < 5e-3 and f.evidence["chance_classes"] == 4
     assert "ln 4" in f.title and "check for a leak" in f.title
     assert f.advice.startswith("If the task is not known to be this easy")
 
@@ -63,15 +64,16 @@ def _run(end: float, *, k: int | None = 4, scale: float = 1.0, seed: int = 0, n:
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("k", [2, 10, 1000])
-def test_both_losses_vanishing_fires(seed, k):
-    [f] = check("validation_leak", _run(1e-4, k=k, seed=seed))
+@pytest.mark.parametrize("end", [1e-4, 2e-3])
+def test_both_losses_vanishing_fires(seed, k, end):
+    [f] = check("validation_leak", _run(end, k=k, seed=seed))
     assert f.severity == "info" and f.evidence["kind"] == "near_certain"
-    assert f.evidence["val_over_chance"] < 1e-3
+    assert f.evidence["val_over_chance"] < 5e-3
 
 
 @pytest.mark.parametrize("seed", range(5))
-@pytest.mark.parametrize("end", [0.2, 0.02, 3e-3])
-def test_a_held_out_loss_that_ends_above_a_thousandth_of_ln_k_is_silent(seed, end):
+@pytest.mark.parametrize("end", [0.2, 0.02, 1e-2])
+def test_a_held_out_loss_that_ends_above_a_two_hundredth_of_ln_k_is_silent(seed, end):
     assert check("validation_leak", _run(end, seed=seed)) == []
 
 

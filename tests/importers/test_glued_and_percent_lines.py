@@ -5,8 +5,13 @@
 - a counter with its percent of the total and one unnamed number (the PyTorch tutorials'
   ``5000 5% (0m 12s) 2.4177 Coelho / Portuguese ✓`` and ``0m 5s (5000 5%) 2.8345``).
 
+From the third thread set's refusals: BasicSR's ``iter:  70,400`` (a count with thousands separators) and
+``l_pix`` (its losses are named ``l_<what>``); DL4J's ``Score at iteration 60 is NaN`` (the listener's
+score is the loss).
+
 Silent twins: names holding digits keep them (``top_1``, ``loss_cls``), an integer glued by an
-underscore stays a name's, a percent above 100 is not a counter's share.
+underscore stays a name's, a percent above 100 is not a counter's share, ``lr`` and ``l2_norm`` are no
+losses, a named score elsewhere stays a score.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import math
 
 from runlens.io.importers import text
 from runlens.io.importers._textline import read_fields
+from runlens.io.loader import load_runs
+from runlens.signals import Signals
 
 
 def _write(tmp_path, lines):
@@ -55,3 +62,33 @@ def test_silent_twin_a_percent_above_a_hundred_is_no_counter_share():
 
     assert shaped_line("5000 150% (0m 12s) 2.4177") is None
     assert shaped_line("5000 50% (0m 12s) 2.4177")[0] == 5000
+
+
+BASICSR = ("2022-06-03 03:0{i}:12,848 INFO: [NAFNe..][epoch:{e}, iter:  {it}, lr:(7.242e-04,)] "
+           "[eta: 15:02:14, time (data): 0.399 (0.008)] l_pix: {v}")
+
+
+def test_basicsr_lines_count_thousands_and_name_their_loss_l_pix(tmp_path):
+    vals = [-28.745, -29.588, -28.007, -27.306]
+    lines = [BASICSR.format(i=i, e=200 + i, it=f"{70 + i // 2},{400 + 200 * (i % 2)}", v=v) for i, v in enumerate(vals)]
+    loss = Signals(load_runs(_write(tmp_path, lines)).run()).loss
+    assert list(loss.steps) == [70400, 70600, 71400, 71600]
+    assert loss.values.tolist() == vals
+
+
+def test_silent_twin_a_name_starting_with_an_l_word_is_not_a_loss():
+    from runlens.io.reader.names import is_lossish, tokens
+
+    assert is_lossish(tokens("l_pix")) and is_lossish(tokens("l_g_percep"))
+    assert not is_lossish(tokens("lr")) and not is_lossish(tokens("l2_norm")) and not is_lossish(tokens("layer_1"))
+
+
+def test_dl4j_score_at_iteration_is_its_loss(tmp_path):
+    lines = [f"09:54:3{i}.023 [main] INFO  o.d.o.l.ScoreIterationListener - Score at iteration {20 * i} is {v}"
+             for i, v in enumerate(["2.31", "1.95", "1.60", "NaN"])]
+    loss = text.read(_write(tmp_path, lines)).train["loss"]
+    assert list(loss.steps) == [0, 20, 40, 60] and math.isnan(loss.values[-1])
+
+
+def test_silent_twin_a_named_score_elsewhere_is_no_loss():
+    assert read_fields("epoch 3 score 0.91") == [("epoch", 3.0), ("score", 0.91)]

@@ -31,7 +31,10 @@ _PERCENT = re.compile(rf"^\s*(?:\d+m\s+\d+s\s+\(\s*)?(?P<n>\d+)\s+(?P<pct>\d{{1,
 def shaped_line(text: str) -> tuple[int, str, list[tuple[str, float]]] | None:
     """``(step, shape, fields)`` of a line of one of these shapes, or None."""
     if m := _AT_COUNTER.search(text):
-        return int(m.group("n")), "at counter", [(m.group("name"), to_float(m.group("v")))]
+        # DL4J's ScoreIterationListener prints the loss as the network's score (``Score at iteration 60 is
+        # NaN``): in this shape a bare "score" is that loss, where elsewhere a score is often higher-better.
+        name = "loss" if m.group("name").lower() == "score" else m.group("name")
+        return int(m.group("n")), "at counter", [(name, to_float(m.group("v")))]
     if m := _DARKNET.match(text):
         return int(m.group(1)), "darknet", [("loss", to_float(m.group(2))), ("avg loss", to_float(m.group(3))),
                                             ("lr", to_float(m.group(4)))]

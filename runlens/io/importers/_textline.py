@@ -92,6 +92,7 @@ _LLMC = re.compile(r"^s:(\d+)(?=\s)")
 _KEYED = [(name, re.compile(rf"\b{pat}(?:_(?=\d)|[ \t]*[:=#]?[ \t]*\[?[ \t]*)(\d+)(?:[ \t]*/[ \t]*(\d+))?(?![\d.]|[ \t]*batches)", re.I))
           for name, pat in (("global_step", r"global[_ ]step"), ("step", r"step"),
                             ("iteration", r"iteration"), ("iter", r"iter"), ("batch", r"batch"))]
+_THOUSANDS = re.compile(r"(?:,\d{3})+(?![\d.])")
 _BATCHES = re.compile(r"\b(\d+)\s*/\s*(\d+)\s*batches\b", re.I)
 _BAR = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*(?=\[|\u2501|\|)")
 # timm writes the share done inside the counter's brackets: "[ 200/1251 ( 16%)]".
@@ -298,6 +299,8 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
                 # running count is right both ways, where the counter alone splits the log into runs.
                 return Line(running(epoch, int(m.group(1)), ctx), rest, ev or summary, epoch, name,
                             formula="running", spans=(espan, m.span(1)), epoch_span=espan, rest_at=at)
+            if len(m.group(1)) <= 3 and (g := _THOUSANDS.match(text, m.end(1))):  # BasicSR's ``iter:  70,400``: one count, not replayable
+                return Line(int(m.group(1) + g.group().replace(",", "")), rest, ev or summary, epoch, name)
             return Line(int(m.group(1)), rest, ev or summary, epoch, name, formula="int", spans=(m.span(1),),
                         epoch_span=espan, rest_at=at)
     return _counter_step(text, ctx, ev, epoch, espan) or _leading_counter(text, ev) or _glued_epoch(text, ev)

@@ -78,6 +78,10 @@ def tokens(name: str) -> tuple[str, ...]:
     for i in range(len(out) - 1, 0, -1):
         if out[i - 1] == "cross" and out[i] == "entropy":
             out[i - 1:i + 1] = ["crossentropy"]
+    # BasicSR and the image-restoration code built on it (Real-ESRGAN, SwinIR, NAFNet, GFPGAN) name
+    # each loss ``l_<what>``: ``l_pix``, ``l_g_percep``, ``l_d_real``. A lone ``l`` first is that loss.
+    if len(out) >= 2 and out[0] == "l" and name.lstrip()[:2] in ("l_", "l."):
+        out[0] = "loss"
     if any(w in ABBREVIATIONS for w in out):
         return tuple(x for w in out for x in ABBREVIATIONS.get(w, (w,)))
     return tuple(out)
