@@ -34,7 +34,9 @@ class Overfitting(CurveFinding):
         ``min_points`` losses) also when the gap widens (``kind:
         gap_widens``): a validation loss with no progress over 5 evaluations
         or more, at twice the training loss or more, while the training
-        loss fell by ``min_drop`` along a significant trend. Severity
+        loss fell by ``min_drop`` along a significant trend; or, over 2 to
+        4 evaluations, one that rose at each, at twice the training loss or
+        more, while the training loss fell by ``min_drop``. Severity
         warning.
 
     What to try:

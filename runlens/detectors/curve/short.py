@@ -51,7 +51,11 @@ readings, in the order they are tried (the first that holds is the verdict):
   evaluations or more the validation loss made no progress at all
   (Kendall tau >= 0) while the training loss over the same steps fell by
   ``min_drop`` along a downward trend at ``alpha``, the validation loss
-  staying twice the training loss or more;
+  staying twice the training loss or more; from 2 to 4 evaluations, too
+  few for a trend, when the validation loss rose from each evaluation to
+  the next while the training loss (its median since the evaluation
+  before) fell by ``min_drop`` from the first to the last, the
+  validation loss twice the training loss or more at each;
 - healthy when the loss fell by ``min_drop`` or more with a downward
   Kendall trend at ``alpha_strong`` (only a nearly monotone fall reaches it
   at this size) and its last third moves at most ``settle_ratio`` as much

@@ -28,7 +28,13 @@ from runlens.io.importers.text import check_text_file
 from runlens.io.reader.values import parse
 
 _ROW = re.compile(r"^\s*\|(.*)\|\s*$")
-_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+# A rule under a header: GitHub's ``|---|:---:|``, a console table's ``|=====|`` or ``+------+------+``.
+_BORDER_CHARS = re.compile(r"^[\s|+:=-]+$")  # one class, no nesting: linear on any line
+_HEAD_ROWS = 3
+
+
+def _is_rule(line: str) -> bool:
+    return ("---" in line or "===" in line) and _BORDER_CHARS.match(line) is not None
 _MARKUP = re.compile(r"[*`~]+|^_+|_+$")  # emphasis; an underscore inside a name (val_loss) stays
 _MISSING = frozenset({"", "-", "--", "—", "–", "n/a", "na", "none", "null", "nan?"})
 
@@ -46,20 +52,30 @@ class Table:
 
 def _cells(line: str) -> list[str]:
     m = _ROW.match(line)
-    return [c.strip() for c in m.group(1).split("|")] if m else []
+    return [c.strip() for c in m.group(1).split("|")] if m else []  # a rule's one cell is checked apart
 
 
 def tables(lines: list[str]) -> list[Table]:
-    """Every header-rule-rows table in ``lines`` (1-based line numbers)."""
+    """Every header-rule-rows table in ``lines`` (1-based line numbers): GitHub's, and the bordered
+    tables consoles print (MATLAB's ``trainNetwork``, PrettyTable), whose rules are ``=`` or ``+---+``
+    and whose header may take up to 3 rows under a top rule, joined cell by cell (``Mini-batch`` over
+    ``Loss`` is ``Mini-batch Loss``)."""
     out: list[Table] = []
     i = 0
     while i < len(lines) - 1:
-        header = _cells(lines[i])
-        if header and _RULE.match(lines[i + 1]):
-            t = Table(i + 1, header)
-            i += 2
-            while i < len(lines) and (cells := _cells(lines[i])):
-                t.rows.append((cells + [""] * len(header))[:len(header)])
+        head: list[list[str]] = []
+        j = i
+        while j < len(lines) and len(head) < _HEAD_ROWS and not _is_rule(lines[j]) and (cells := _cells(lines[j])):
+            head.append(cells)
+            j += 1
+        # More than one header row only under a top rule: a Markdown header is one row.
+        topped = i > 0 and _is_rule(lines[i - 1])
+        if head and j < len(lines) and _is_rule(lines[j]) and len({len(r) for r in head}) == 1 \
+                and (len(head) == 1 or topped):
+            t = Table(i + 1, [" ".join(p for p in parts if p) for parts in zip(*head, strict=True)])
+            i = j + 1
+            while i < len(lines) and (cells := _cells(lines[i])) and not _is_rule(lines[i]):
+                t.rows.append((cells + [""] * len(t.header))[:len(t.header)])
                 i += 1
             out.append(t)
             continue

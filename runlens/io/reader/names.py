@@ -23,7 +23,7 @@ LOSS = frozenset({"loss", "losses", "xent", "nll", "ce", "objective", "cost", "c
 PERPLEXITY = frozenset({"ppl", "perplexity"})
 # Words that qualify a name without making it another quantity: ``avg loss`` is the loss.
 NEUTRAL = frozenset({"total", "avg", "avr", "average", "mean", "overall", "running", "lm", "value", "all", "sum",
-                     "batch", "step", "epoch", "per", "on", "of", "the", "after", "smoothed", "ema",
+                     "batch", "mini", "minibatch", "step", "epoch", "per", "on", "of", "the", "after", "smoothed", "ema",
                      "cur", "current", "global", "model", "net", "iter", "reduced", "full", "final", "set"})
 # The neutral words that say a column adds others up: a ``total`` proven the sum of other columns is the loss.
 TOTAL = frozenset({"total", "sum", "overall"})

@@ -115,3 +115,35 @@ def test_a_loss_swinging_tenfold_up_and_down_again_and_again_is_unstable():
 ])
 def test_silent_twin_one_spike_or_smaller_swings_are_not_short_swings(x):
     assert classify(_run(x, first=73)).evidence.get("kind") != "short_swings"
+
+
+# nanoGPT fine-tuning gpt2-xl on Shakespeare: two evaluations, the training loss down a third, the
+# validation loss up, at four to six times the training loss.
+NANO_ITERS = [1.2052, 1.1750, 1.0942, 1.9608, 0.6159, 0.9267, 2.4209, 1.0178, 0.6466, 0.9795, 1.1173, 0.2788,
+              0.3390, 0.6703]
+NANO_STEPS = [791, 792, 793, 794, 795, 796, 797, 798, 799, 800, 997, 998, 999, 1000]
+
+
+def _nano(val, val_steps=(800, 1000)):
+    return make_run(np.asarray(NANO_ITERS), steps=np.asarray(NANO_STEPS), val_loss=np.asarray(val, dtype=float),
+                    val_steps=np.asarray(val_steps), meta={"name": "paste", "config": {"index_kind": "step"}})
+
+
+def test_a_gap_that_widens_over_two_evaluations_is_overfitting():
+    v = classify(_nano([3.7535, 3.8986]))
+    assert v.label == "overfitting" and v.evidence["kind"] == "gap_widens" and v.evidence["few_evals"]
+    assert v.evidence["gap_ratio"] >= 2 and v.evidence["train_fall"] >= 0.1
+
+
+@pytest.mark.parametrize("val", [
+    [3.8986, 3.7535],        # the validation loss fell: learning carries over
+    [1.10, 1.20],            # rose, but within twice the training loss
+])
+def test_silent_twin_a_falling_or_close_validation_loss_is_no_widening_gap(val):
+    assert classify(_nano(val)).evidence.get("kind") != "gap_widens"
+
+
+def test_silent_twin_a_training_loss_that_did_not_fall_between_the_evaluations():
+    flat = make_run(np.full(14, 1.0) + 0.01 * (np.arange(14) % 2), steps=np.asarray(NANO_STEPS),
+                    val_loss=np.asarray([3.7535, 3.8986]), val_steps=np.asarray([800, 1000]))
+    assert classify(flat).evidence.get("kind") != "gap_widens"
