@@ -55,6 +55,21 @@ def _combined(table: Table, pick: Pick) -> tuple[np.ndarray, np.ndarray]:
     return values, present
 
 
+def _per_step(got: tuple[np.ndarray, np.ndarray], pick: Pick, roles: Roles, steps: np.ndarray,
+              has_step: np.ndarray, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """spaCy's training table (a ``#`` step column, ``LOSS <component>`` columns) prints each loss
+    summed over the steps since the row before (its loop empties the sums at every evaluation), the
+    first row over one step: divided by those steps, the rows are one loss on one scale."""
+    values, present = got
+    if roles.index != "#" or pick.role != "loss" or not all(c.startswith("LOSS ") for c in pick.columns):
+        return got
+    rows = np.flatnonzero(has_step)
+    gaps = np.ones(len(values))
+    gaps[rows] = np.maximum(np.diff(steps[rows], prepend=0), 1)
+    notes.append("spaCy's losses are sums over the steps since the row before: divided by those steps")
+    return values / gaps, present
+
+
 def _steps(table: Table, roles: Roles, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
     if roles.index is None:
         return np.arange(table.n, dtype=np.int64), np.ones(table.n, dtype=bool)
@@ -106,7 +121,8 @@ def runs_of(table: Table, roles: Roles, source: Path, kind: str) -> Take:
     # The table may be the reader's cached one, shared with the sniff and a later read: never written to.
     notes = list(table.notes)
     steps, has_step = _steps(table, roles, notes)
-    combined = [(pick, _combined(table, pick)) for pick in roles.picks]
+    combined = [(pick, _per_step(_combined(table, pick), pick, roles, steps, has_step, notes))
+                for pick in roles.picks]
     loss_pick = roles.get("loss")
     loss_rows = _combined(table, loss_pick)[1] & has_step if loss_pick else has_step
     return functools.partial(_take, table, roles, source, kind, (steps, has_step, loss_rows), notes, combined)

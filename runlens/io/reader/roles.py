@@ -118,6 +118,8 @@ def pick_index(table: Table, step: str | None) -> tuple[str | None, str, str]:
             vals = table.values[name][table.present[name]]
             if core == (word,) and "total" not in t and _integral(vals) and _rising(vals):
                 return name, "step", f"{name!r} is a step counter (integral, rising)"
+    if "#" in table.values and _integral(v := table.values["#"][table.present["#"]]) and np.all(np.diff(v) > 0):
+        return "#", "step", "'#' counts the steps (spaCy's column; integral, rising)"
     epoch = next((n for n, t in toks.items() if is_epoch(t)
                   and _integral(table.values[n][table.present[n]])), None)
     if epoch is not None:
