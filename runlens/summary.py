@@ -226,6 +226,9 @@ def _symptom(label: str, curve: Any, numbers: Mapping[str, Any]) -> str:
     if label == "underfitting" and ev.get("kind") == "validation_at_chance":
         return (f"the validation loss stays at ln({ev['chance_classes']})={ev['chance_loss']:.4g}, chance level "
                 f"(median {ev['val_late_level']:.4g} late), while the training loss fell to {ev['train_late_level']:.4g}")
+    if label == "underfitting" and ev.get("kind") == "short_validation_at_chance":
+        return (f"the validation loss sits at ln({ev['chance_classes']})={ev['chance_loss']:.4g}, chance level, "
+                f"at each of its {ev['evaluations']} evaluations")
     if label == "underfitting" and _finite(ev.get("chance_loss")):
         return (f"the loss sits at ln({ev['chance_classes']})={ev['chance_loss']:.4g}, chance level "
                 f"(median {ev.get('late_level', final):.4g} late)")
@@ -239,8 +242,11 @@ def _symptom(label: str, curve: Any, numbers: Mapping[str, Any]) -> str:
         first, final = ev["start_level"], ev["end_level"]
     if label == "underfitting" and _finite(first) and _finite(final) and first != 0:
         change = (final - first) / abs(first)
-        way = "rose" if change > 0 else "fell only"
-        return f"the loss {way} {abs(change):.1%} (from {first:.4g} to {final:.4g})"
+        # A loss that fell far and is underfitting for another reason (its held-out loss made no
+        # progress) is told by that reason, not as a fall that was "only" most of its level.
+        if change > -0.1:
+            way = "rose" if change > 0 else "fell only"
+            return f"the loss {way} {abs(change):.1%} (from {first:.4g} to {final:.4g})"
     return _lower(curve.reason.split("; likely cause:", 1)[0])
 
 

@@ -53,9 +53,12 @@ LASAGNE_VAL = [2.303229, 2.303151, 2.301815, 2.301806, 2.301416, 2.301775]
 
 
 def test_a_held_out_loss_at_ln_k_at_every_evaluation_is_underfitting():
-    v = classify(_run(LASAGNE_TRAIN, val=LASAGNE_VAL, index="row", first=0))
+    run = _run(LASAGNE_TRAIN, val=LASAGNE_VAL, index="row", first=0)
+    v = classify(run)
     assert v.label == "underfitting" and v.evidence["kind"] == "short_validation_at_chance"
     assert v.evidence["chance_classes"] == 10 and v.evidence["evaluations"] == 6
+    # The headline names the held-out loss, not the training loss that fell toward it.
+    assert "the validation loss sits at ln(10)" in analyze(run).headline
 
 
 @pytest.mark.parametrize("val", [
