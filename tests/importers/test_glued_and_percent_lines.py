@@ -92,3 +92,17 @@ def test_dl4j_score_at_iteration_is_its_loss(tmp_path):
 
 def test_silent_twin_a_named_score_elsewhere_is_no_loss():
     assert read_fields("epoch 3 score 0.91") == [("epoch", 3.0), ("score", 0.91)]
+
+
+def test_vse_logger_le_is_its_loss(tmp_path):
+    lines = [f"2020-09-15 21:0{i}:17,981 Epoch: [5][{1069 + 100 * i}/2266]\tEit {12400 + 100 * i}  lr 0.0002  "
+             f"Le {25.6 - 0.5 * i:.4f} ({25.6 - 0.2 * i:.4f})\tTime 0.900 (0.000)" for i in range(5)]
+    loss = Signals(load_runs(_write(tmp_path, lines)).run()).loss
+    assert loss.values.tolist() == [25.6 - 0.5 * i for i in range(5)]
+
+
+def test_silent_twin_a_name_holding_le_inside_a_word_is_no_loss():
+    from runlens.io.reader.names import is_lossish, tokens
+
+    assert is_lossish(tokens("Le"))
+    assert not is_lossish(tokens("scale")) and not is_lossish(tokens("LeNet_acc")) and not is_lossish(tokens("table"))

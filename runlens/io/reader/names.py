@@ -49,7 +49,9 @@ GRAD_WORDS = frozenset({"grad", "gradient", "grads", "total"})
 SCALE = frozenset({"scale", "scaler"})
 # Short names some trainers log for a whole phrase: read as the phrase. llm.c writes its training loss
 # as ``trl`` and its validation loss as ``tel`` (train_gpt2.cu: ``"s:%d tel:%f", step, val_loss``).
-ABBREVIATIONS = {"trl": ("train", "loss"), "tel": ("val", "loss"), "gnorm": ("grad", "norm")}
+# VSE++ and the image-text matching code built on it (SCAN, VSRN, SGRAF) log their embedding loss as
+# ``Le`` (``logger.update('Le', loss.item(), ...)``).
+ABBREVIATIONS = {"trl": ("train", "loss"), "tel": ("val", "loss"), "gnorm": ("grad", "norm"), "le": ("loss",)}
 
 
 _POSSESSIVE = re.compile(r"'s\b")
