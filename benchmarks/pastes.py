@@ -115,8 +115,11 @@ THREADS4_ROLE = ("- **Which set this is.** Held out: pastes as people posted the
                  "(`benchmarks/pastes_threads4/README.md`), gathered on 2026-12-03 by four workers (two passes "
                  "of two) who did not run runlens, read its code or see the other paste sets' files, while "
                  "round 17's changes were made; nobody working on runlens opened them before this grading, "
-                 "at round 17's last engine commit. Its parts: trainers whose format is among the earlier "
-                 "sets' (format seen) and the others.")
+                 "at round 17's last engine commit (`e6c2836`), though the workers' reports named their files "
+                 "and described a few in a line (a loss flat at 840 with its learning rate decayed to 1e-280, "
+                 "a loss printed the same every epoch, accuracy at chance) while that round's last changes "
+                 "were made. Its parts: trainers whose format is among the earlier sets' (format seen) and the "
+                 "others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE)}
 SETS = ("llm", "vision", "misc")
