@@ -95,12 +95,19 @@ THREADS2_ROLE = ("- **Which set this is.** Held out when gathered: pastes as peo
                  "among the earlier sets' (format seen) and the others.")
 THREADS3 = ROOT / "benchmarks" / "pastes_threads3"
 THREADS3_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads3.md"
-THREADS3_ROLE = ("- **Which set this is.** Held out: pastes as people posted them in issue threads and Q&A pages, "
-                 "each labelled by what its thread says happened (`benchmarks/pastes_threads3/README.md`), "
-                 "gathered on 2026-12-03 by two workers who did not run runlens, read its code or see the other "
-                 "paste sets' files, while round 16's changes were made; nobody working on runlens opened them "
-                 "before its one grading. **Graded once as held out at `4b3a7ea`** (round 16's last detector "
-                 "commit; `benchmarks/results/pastes_threads3_heldout.md`): read 0.86 (36/42), agreed 0.62 "
+
+
+def _held_out(where: str, what: str, folder: str, who: str, round_: int) -> str:
+    """The opening of a held-out thread set's role line: where its pastes come from and who gathered them."""
+    return (f"- **Which set this is.** Held out: pastes as people posted them in {where}, each labelled by what "
+            f"its {what} says happened (`benchmarks/{folder}/README.md`), gathered on 2026-12-03 by {who} who did "
+            f"not run runlens, read its code or see the other paste sets' files, while round {round_}'s changes "
+            "were made; ")
+
+
+THREADS3_ROLE = (_held_out("issue threads and Q&A pages", "thread", "pastes_threads3", "two workers", 16) +
+                 "nobody working on runlens opened them before its one grading. **Graded once as held out at "
+                 "`4b3a7ea`** (round 16's last detector commit; `benchmarks/results/pastes_threads3_heldout.md`): read 0.86 (36/42), agreed 0.62 "
                  "(26/42). Its refusals were then read and three readers added (a name, then the step, then "
                  "the value: `focal loss at iteration 30995: 7.34`; Darknet's progress lines; a set's error "
                  "measure joined by an underscore, LIBMF's `tr_rmse`), and in round 17 the short-log readings "
@@ -110,11 +117,9 @@ THREADS3_ROLE = ("- **Which set this is.** Held out: pastes as people posted the
                  "among the earlier sets' (format seen) and the others.")
 THREADS4 = ROOT / "benchmarks" / "pastes_threads4"
 THREADS4_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads4.md"
-THREADS4_ROLE = ("- **Which set this is.** Held out: pastes as people posted them in issue threads, Q&A pages and "
-                 "repository docs, each labelled by what its thread or page says happened "
-                 "(`benchmarks/pastes_threads4/README.md`), gathered on 2026-12-03 by four workers (two passes "
-                 "of two) who did not run runlens, read its code or see the other paste sets' files, while "
-                 "round 17's changes were made; nobody working on runlens opened them before this grading, "
+THREADS4_ROLE = (_held_out("issue threads, Q&A pages and repository docs", "thread or page", "pastes_threads4",
+                           "four workers (two passes of two)", 17) +
+                 "nobody working on runlens opened them before this grading, "
                  "at round 17's last engine commit (`e6c2836`), though the workers' reports named their files "
                  "and described a few in a line (a loss flat at 840 with its learning rate decayed to 1e-280, "
                  "a loss printed the same every epoch, accuracy at chance) while that round's last changes "
