@@ -123,8 +123,8 @@ def runs_of(table: Table, roles: Roles, source: Path, kind: str) -> Take:
     steps, has_step = _steps(table, roles, notes)
     combined = [(pick, _per_step(_combined(table, pick), pick, roles, steps, has_step, notes))
                 for pick in roles.picks]
-    loss_pick = roles.get("loss")
-    loss_rows = _combined(table, loss_pick)[1] & has_step if loss_pick else has_step
+    loss_present = next((got[1] for pick, got in combined if pick.role == "loss"), None)
+    loss_rows = loss_present & has_step if loss_present is not None else has_step
     return functools.partial(_take, table, roles, source, kind, (steps, has_step, loss_rows), notes, combined)
 
 
