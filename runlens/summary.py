@@ -212,6 +212,10 @@ def headline(status: str, curve: Any, findings: Sequence[Any], numbers: Mapping[
         return _sentence(f"{outcome}; likely cause: {_name(cause)}: {_lower(cause.title)}")
     if label == "overfitting":  # the model memorised the training set: the symptom is the cause
         return _sentence(f"{outcome}: {_symptom(label, curve, numbers)}")
+    if curve.evidence.get("kind") == "short_lr_vanished":  # the rate is the cause, and the curve says it
+        return _sentence(f"{outcome}: the learning rate is {curve.evidence['last_lr']:.3g} from {axis} "
+                         f"{curve.evidence['step']:,} on; likely cause: a schedule that decayed it to nothing "
+                         "(no float32 weight moves at that rate)")
     return _sentence(f"{outcome}: {_symptom(label, curve, numbers)}; no cause found in the recorded signals")
 
 

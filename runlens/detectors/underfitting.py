@@ -43,11 +43,20 @@ class Underfitting(CurveFinding):
         learning rate (a range test finds it); check that labels
         and inputs reach the model and match (shuffle them together); check
         that every layer is in the optimizer and gets gradients; use a
-        standard initialization and normalization; grow the model.
+        standard initialization and normalization; grow the model. When
+        the curve says the logged learning rate vanished (``kind:
+        short_lr_vanished``), the advice is the schedule's instead: give it
+        a floor, or stop instead of training on at a rate of ~0.
 
     Parameters:
         None: the decision is the curve classifier's.
     """
+
+    kind_advice = {"short_lr_vanished": (
+        "Check the learning-rate schedule: one that divides the rate every epoch (a StepLR or an "
+        "'lradj' halving with no floor) leaves nothing to train with after a few dozen epochs; give it a "
+        "floor (eta_min, min_lr), decay per epoch count rather than forever, or stop with early stopping "
+        "instead of training on at a vanished rate.")}
 
     code = "underfitting"
     severity = "warning"

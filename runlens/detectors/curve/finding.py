@@ -35,6 +35,9 @@ class CurveFinding(Detector):
 
     label: ClassVar[str] = ""  # the curve label it reports, when it is not the code
     explain: ClassVar[bool] = False  # read the proximate signals (diverged, unstable)
+    # The advice of a verdict whose own reading names its cause (by the evidence's ``kind``), before
+    # the label's general list.
+    kind_advice: ClassVar[dict[str, str]] = {}
     depends: ClassVar[tuple[str, ...]] = ("curve",)
     needs = Needs()
 
@@ -52,7 +55,9 @@ class CurveFinding(Detector):
                 evidence["signals_missing"] = missing
                 if not {"grad_norm", "update_ratio"} - set(missing):
                     title += f"; the log has no {' or '.join(_WORDS[m] for m in missing)} to tell why"
-        return [self.finding(title, step=step, evidence=evidence)]
+        kind = evidence.get("kind")
+        return [self.finding(title, step=step, evidence=evidence,
+                             advice=self.kind_advice.get(kind) if isinstance(kind, str) else None)]
 
 
 class ExplainedCurveFinding(CurveFinding):

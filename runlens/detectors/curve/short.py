@@ -29,6 +29,10 @@ readings, in the order they are tried (the first that holds is the verdict):
 - underfitting when the last half of the losses (3 at least) sit at ln K
   by the same test, whatever came before: the model ended predicting the
   prior (``kind: short_chance_tail``; ``loss_at_chance`` fires too);
+- underfitting when the logged learning rate is at most ``VANISHED_LR``
+  (1e-12) at each of its last half of values (2 at least): no float32
+  weight moves at that rate, whatever the loss's noise shows (``kind:
+  short_lr_vanished``);
 - with 5 points or more: diverged when the last value is >= 10x the start
   (median of the first 3) with an upward Kendall trend at
   ``alpha_strong``, or is 100x or more every value before it (``kind:
@@ -49,7 +53,8 @@ readings, in the order they are tried (the first that holds is the verdict):
   next (``kind: short_val_swings``);
 - overfitting when the gap widens (``kind: gap_widens``): over 5
   evaluations or more the validation loss made no progress at all
-  (Kendall tau >= 0) while the training loss over the same steps fell by
+  (no downward Kendall trend at ``alpha``, and less than ``min_drop`` down
+  from the median of its first 3 to that of its last 3) while the training loss over the same steps fell by
   ``min_drop`` along a downward trend at ``alpha``, the validation loss
   staying twice the training loss or more; from 2 to 4 evaluations, too
   few for a trend, when the validation loss rose from each evaluation to
@@ -65,8 +70,9 @@ readings, in the order they are tried (the first that holds is the verdict):
   4 epochs or 500 optimizer steps (longer than a usual warmup), and the
   loss moved by less than ``min_drop`` from the median of its first 3
   points to that of its last fifth (2 at least), no point fell that far
-  below the first point or that start, and no held-out loss fell by that
-  much (``kind: short_no_progress``): a model that learns
+  below the first point or that start, no held-out loss fell by that
+  much, and the loss has no downward Kendall trend at ``alpha_strong`` (a
+  nearly monotone fall is progress, however slow) (``kind: short_no_progress``): a model that learns
   falls fastest at the start. A log that begins mid-run may be a plateau,
   and a log counted in rows does not say where it begins: neither is
   judged;
@@ -83,18 +89,21 @@ from typing import Any
 import numpy as np
 
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.short_level import chance_tail, no_progress, validation_chance
+from runlens.detectors.curve.short_level import chance_tail, lr_vanished, no_progress, validation_chance
 from runlens.detectors.curve.validation import gap_verdict, perm_p, val_rises
 from runlens.diagnosis import CurveVerdict
+from runlens.signals.series import Series
 from runlens.stats.chance import chance_level
 from runlens.stats.trend import Trend, trend
 
 
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-           classes: tuple[int | None, str | None] = (None, None), index: str = "step") -> CurveVerdict:
+           classes: tuple[int | None, str | None] = (None, None), index: str = "step",
+           lr: Series | None = None) -> CurveVerdict:
     stuck = _stuck(cfg, steps, x, classes) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
-        stuck = _frozen(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
+        stuck = (_frozen(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
+                 or lr_vanished(steps, x, lr))
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,

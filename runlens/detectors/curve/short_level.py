@@ -1,10 +1,10 @@
 """Where a short log's loss sits, and whether it moved at all: readings of a few points' level.
 
 A short log has no power for the long curve's trend-against-noise tests, but
-three of its readings need none: a loss whose last points sit at ln K to the
+four of its readings need none: a loss whose last points sit at ln K to the
 printed digits (the prior, whatever came before), a held-out loss that sits
-at ln K at every evaluation, and a log that starts at the start of training
-and never falls. Each is underfitting; see :mod:`.short` for the order in
+at ln K at every evaluation, a learning rate too small to move a float32
+weight, and a log that starts at the start of training and never falls. Each is underfitting; see :mod:`.short` for the order in
 which a short log's readings are tried.
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
+from runlens.signals.series import Series
 from runlens.stats.chance import COINCIDENCE_ALPHA, GUESSED_SPREAD, chance_level, level_coincidence
 from runlens.stats.robust import mad_sd
 from runlens.stats.trend import Trend
@@ -94,12 +95,43 @@ def validation_chance(x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarra
     return None
 
 
+#: The learning rate at or below which training stops: a float32 weight moves only by more than 2^-24
+#: (6e-8) of itself, and a step of lr x a gradient of 100 (Adam's is about lr) on a weight of 1e-2 is
+#: under that from lr 6e-12 down. The time-series forecasters halve the rate every epoch: 40 epochs in,
+#: it is there.
+VANISHED_LR = 1e-12
+
+
+def lr_vanished(steps: np.ndarray, x: np.ndarray, lr: Series | None) -> CurveVerdict | None:
+    """The logged learning rate at or below ``VANISHED_LR`` at each of its last half of points (2 at
+    least): no weight moves, whatever the loss's batch-to-batch noise shows (Informer's epochs 915-918,
+    its rate halved each epoch to 7e-280 while its loss wandered at 840)."""
+    if lr is None or lr.values.size < 2:
+        return None
+    k = max(2, math.ceil(lr.values.size / 2))
+    tail = lr.values[-k:]
+    if not np.all(tail <= VANISHED_LR):
+        return None
+    above = np.flatnonzero(lr.values > VANISHED_LR)
+    first = int(above[-1]) + 1 if above.size else 0
+    since, n = int(lr.steps[first]), lr.values.size - first
+    return CurveVerdict(
+        "underfitting", f"the learning rate is {float(tail[-1]):.3g} from step {since} on (at most {VANISHED_LR:g} "
+        f"at each of the last {n} of its {lr.values.size} values): no float32 weight moves at that rate, so "
+        f"nothing trains; the loss ended at {float(x[-1]):.4g}, in a short log",
+        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_lr_vanished",
+         "last_lr": float(tail[-1]), "max_lr_since": float(np.max(lr.values[first:])), "vanished_lr": VANISHED_LR,
+         "lr_points": int(lr.values.size), "start_level": float(x[0]), "end_level": float(x[-1]),
+         "relative_drop": (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0, "step": since})
+
+
 def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any],
                 sets: dict[str, tuple[np.ndarray, np.ndarray]], index: str) -> CurveVerdict | None:
     """From the start of training (its first point within one logging interval of step or epoch 0),
     over ``MIN_START_EPOCHS`` epochs or ``MIN_START_STEPS`` steps at least, the loss moved by less than
-    ``min_drop`` (start to end), no point of it fell that far below its first point or the start, and
-    no held-out loss fell by that much: a model that learns drops fastest at the start.
+    ``min_drop`` (start to end), no point of it fell that far below its first point or the start, no
+    held-out loss fell by that much, and no downward Kendall trend at ``alpha_strong`` (a nearly
+    monotone fall is progress, however slow): a model that learns drops fastest at the start.
     A log that begins mid-run may be a plateau, and a log counted in rows says nothing of where it
     begins; neither is judged."""
     if index not in ("step", "epoch") or x.size < 5:
@@ -116,6 +148,11 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
     top = max(float(x[0]), S)
     best = (top - float(np.min(x))) / top if top > 0 else 0.0
     if not (0 < S and abs(drop) < cfg.min_drop and best < cfg.min_drop):
+        return None
+    if t.p_decreasing < cfg.alpha_strong:
+        # A nearly monotone fall is progress, however small (Keras' 0.859, 0.817, 0.810, ... 0.787 over
+        # 8 epochs, each below the one before): the claim is "no progress", not "slow". Only such a fall
+        # reaches alpha_strong at this size; a noisy creep (2.91 -> 2.85 over ten) does not.
         return None
     for _, vl in sets.values():
         v = vl[np.isfinite(vl)]

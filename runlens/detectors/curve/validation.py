@@ -151,7 +151,8 @@ GAP_EVALS = 5
 
 def gap_widens(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSets) -> tuple[str, dict[str, Any]] | None:
     """``(name, numbers)`` of the first eval set (``val_loss`` first) whose loss made no progress
-    at all (Kendall tau >= 0 over ``GAP_EVALS`` evaluations or more) while the training loss over the same
+    at all over ``GAP_EVALS`` evaluations or more (no downward Kendall trend at ``alpha``, and less than
+    ``min_drop`` down from the median of its first 3 to that of its last 3) while the training loss over the same
     steps fell by ``min_drop`` along a downward trend (p < ``alpha``), the held-out loss staying
     ``GAP`` times the training loss or more: the gap between them widens. A validation loss
     that is flat and noisy, not rising, passes no rise test, and still every step of training
@@ -170,11 +171,15 @@ def gap_widens(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
         t, v = trend(xt, xs), trend(vl, vs.astype(float))
         level, train = float(np.median(vl)), float(np.median(xt))
         fall = (start - end) / start if start > 0 else 0.0
-        if not (train > 0 and t.p_decreasing < cfg.alpha and fall >= cfg.min_drop and v.tau >= 0
-                and level >= GAP * train):
+        v_start, v_end = float(np.median(vl[:3])), float(np.median(vl[-3:]))
+        v_fall = (v_start - v_end) / v_start if v_start > 0 else 0.0
+        # No progress: no downward trend against its own noise (p >= alpha) and less than min_drop down
+        # from its first evaluations to its last, not a tau that only the noise's sign decides.
+        if not (train > 0 and t.p_decreasing < cfg.alpha and fall >= cfg.min_drop and v.p_decreasing >= cfg.alpha
+                and v_fall < cfg.min_drop and level >= GAP * train):
             continue
         return name, {"train_fall": fall, "train_p": t.p_decreasing, "train_trend": t.to_dict(), "val_trend": v.to_dict(),
-                      "val_level": level, "train_level": train, "gap_ratio": level / train, "gap_min": GAP,
+                      "val_level": level, "val_fall": v_fall, "val_p": v.p_decreasing, "train_level": train, "gap_ratio": level / train, "gap_min": GAP,
                       "evaluations": int(vl.size), "eval_set": name, "step": int(vs[0])}
     return None
 
@@ -220,5 +225,5 @@ def gap_verdict(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSe
     return CurveVerdict(
         "overfitting", f"the training loss fell by {g['train_fall']:.0%} (Kendall p={g['train_p']:.1e}) "
         f"while the validation loss{label} made no progress over {g['evaluations']} evaluations "
-        f"(tau={g['val_trend']['tau']:+.2f}) at {g['gap_ratio']:.3g}x the training loss (>= {GAP:g}x): "
+        f"(Kendall p={g['val_p']:.2g} for a fall; {g['val_fall']:.0%} down) at {g['gap_ratio']:.3g}x the training loss (>= {GAP:g}x): "
         f"the gap widens{where}", {**base, **g, "kind": "gap_widens"})

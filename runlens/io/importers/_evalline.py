@@ -1,5 +1,6 @@
-"""Lines that name no step: a validation line's fields belong to the last training step seen, and in
-a log where no line names one, the lines with a training loss are numbered as the steps."""
+"""Lines that name no step: a validation line's fields belong to the last training step seen, a line
+of losses right under an epoch header is that epoch's, and in a log where no line names one, the
+lines with a training loss are numbered as the steps."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from runlens.io.importers._clean import clean, squeeze
 from runlens.io.importers._logsignals import is_part
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textline import Line, read_fields
-from runlens.io.reader.names import LOSS, PERPLEXITY, is_val, tokens
+from runlens.io.reader.names import LOSS, PERPLEXITY, is_val, role_of, tokens
 
 _EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|val|test|dev)\b", re.I)
 _LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
@@ -41,6 +42,33 @@ def eval_at_last_step(raw: str, step: int | None) -> tuple[Line | None, list[tup
 
 
 _DIGIT = re.compile(r"\d")
+_NUMBER = re.compile(r"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+
+
+# "Updating learning rate to 7.2e-280" (Informer), "lr = 0.001", "Learning rate: 1e-4": the rate's
+# name, a joining word at most, and the line's one number at its end.
+_LR_LINE = re.compile(r"\b(?:learning[\s_-]*rate|lr)\s*(?:[:=]|->|is|to|now|set to|updated to|changed to)?\s*"
+                      r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*\.?\s*$", re.I)
+
+
+def lr_line(raw: str) -> float | None:
+    """The learning rate a line that names no step states and nothing else (``Updating learning rate to
+    7.2e-280``, printed once an epoch by the time-series forecasters): the rate from the last training
+    step on. None for any other line ("warmup steps of the learning rate: 500" names no rate)."""
+    text = clean(squeeze(raw.strip()))
+    m = _LR_LINE.search(text)
+    if m is None or len(_NUMBER.findall(text)) != 1:
+        return None
+    return float(m.group(1))
+
+
+def under_header(raw: str, epoch: int) -> tuple[Line | None, list[tuple[str, float]]]:
+    """The line right under an ``Epoch 4/200`` header that names no step but a loss (Keras' ``verbose=2``
+    prints `` - 2s - loss: 55.80 - val_loss: 26.45`` there): that epoch's summary, at the epoch."""
+    fields = read_fields(clean(squeeze(raw.strip())))
+    if not any(role_of(k)[1] in ("loss", "val_loss") for k, _ in fields):
+        return None, []
+    return Line(epoch, "", False, epoch, "epoch"), fields
 
 
 def number_lines(lines: list[str], mapper: Mapper, markers: Counter) -> list[str]:

@@ -41,7 +41,7 @@ from runlens.io.importers._textline import (
     read_field_spans,
     to_float,
 )
-from runlens.io.importers._textsteps import counted, running
+from runlens.io.importers._textsteps import bar_pass, counted, running
 
 MAX_SHAPES = 50_000
 # The lookahead only makes positions that cannot start a number fail fast (a quarter faster).
@@ -181,6 +181,7 @@ class Parser:
         if f == "header":
             enter_epoch(ctx, int(toks[s[0]]))
             return None, []
+        ctx.headed = False
         epoch = int(toks[plan.epoch]) if plan.epoch is not None else None
         if f in ("bar", "counter") and ctx.last_step is not None and (
                 ev or (f == "bar" and other_total(int(toks[s[1]]), epoch, ctx))):
@@ -223,7 +224,9 @@ def _step(formula: str, n: list[int], epoch: int | None, ctx: Context) -> int:
         return ctx.last_step if ctx.last_step is not None else n[0]
     if formula in ("counter", "bar"):
         e = epoch if epoch is not None else ctx.epoch
-        return n[0] if e is None else counted(e, n[0], n[1], ctx)
+        if e is None:
+            return bar_pass(n[0], n[1], ctx) if formula == "bar" else n[0]
+        return counted(e, n[0], n[1], ctx)
     if formula in ("last_counter", "last_bar"):
         return ctx.last_step if ctx.last_step is not None else _step(formula[5:], n, epoch, ctx)
     if formula == "running":

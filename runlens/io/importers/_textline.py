@@ -39,6 +39,7 @@ from runlens.io.importers._textsteps import (
     OUTER,
     PAIR,
     TQDM,
+    bar_pass,
     bar_step,
     counted,
     enter_epoch,
@@ -120,6 +121,10 @@ class Context:
     outer: int | None = None  # a running counter (._textsteps.running): the last outer and inner counts,
     inner: int = 0
     offset: int = 0  # and the steps of the outer counts before
+    bar_total: int | None = None  # a progress bar with no epoch (._textsteps.bar_pass): its length,
+    bar_last: int | None = None  # its last count,
+    bar_offset: int = 0  # and the batches of the finished bars before
+    headed: bool = False  # the line before was an epoch header
 
 
 @dataclass
@@ -332,7 +337,8 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
                         spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n)
         if e is None:
             # The counter as logged: the user finds "[10/1200]" in the file as step 10, not 9.
-            return Line(i, text[m.end():], ev, None, "[N/M]", formula=formula, spans=sp,
+            step = bar_pass(i, n, ctx) if bar is not None else i
+            return Line(step, text[m.end():], ev, None, "[N/M]", formula=formula, spans=sp,
                         rest_at=m.end(), partial=bar is not None and i < n)
         return Line(counted(e, i, n, ctx), text[m.end():], ev, e, "epoch+counter", formula=formula,
                     spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n,

@@ -55,6 +55,20 @@ class _Counts(Protocol):
     outer: int | None
     inner: int
     offset: int
+    bar_total: int | None
+    bar_last: int | None
+    bar_offset: int
+    headed: bool
+
+
+def bar_pass(i: int, n: int, ctx: _Counts) -> int:
+    """The step of batch ``i`` of ``n`` on a progress bar with no epoch: the count as logged, plus
+    ``n`` for every bar of the same length that ran to its end before (a loop of ``fit(epochs=1)``
+    prints ``32/32 [===] - loss: 11.87`` once per pass: each is a pass of its own, not one step)."""
+    if ctx.bar_total == n and ctx.bar_last == n and i <= n:
+        ctx.bar_offset += n
+    ctx.bar_total, ctx.bar_last = n, i
+    return ctx.bar_offset + i
 
 
 def counted(e: int, i: int, n: int, ctx: _Counts) -> int:
@@ -84,7 +98,7 @@ def running(e: int | None, i: int, ctx: _Counts) -> int:
 def enter_epoch(ctx: _Counts, e: int) -> None:
     """An epoch header: the epoch of the lines below; the first epoch (0 or 1) may begin a new run."""
     ctx.zero_epoch = ctx.zero_epoch or e == 0
-    ctx.epoch, ctx.per_epoch = e, None
+    ctx.epoch, ctx.per_epoch, ctx.headed = e, None, True
     if e == (0 if ctx.zero_epoch else 1):
         ctx.restart = True
         ctx.outer, ctx.inner, ctx.offset = None, 0, 0
@@ -123,6 +137,12 @@ def bar_step(text: str, m: re.Match, ctx: _Counts, ev: bool, epoch: int | None,
     # A setting in parentheses is part of the title too ("Running tokenizer (num_proc=16)").
     fields = [(k, v) for k, v in read(desc) if "(" not in k and re.search(re.escape(k) + r"\s*[:=]", desc)]
     fields += read(post)
+    if m.group(4) is not None and text[m.end() - 1:m.end()] == "]":
+        # A print right after the bar, with no newline between (anoGAN's ``16.42s/it]dloss: 0.0001``):
+        # the batch's metrics, the bar's redraw left on the same line. Only fields joined by ":" or "=":
+        # a message glued there is prose (apex's "loss scaler 0 reducing loss scale to 7.9e-31").
+        after = text[m.end():]
+        fields += [(k, v) for k, v in read(after) if re.search(re.escape(k) + r"\s*[:=]", after)]
     if not fields:
         return None
     e = epoch if epoch is not None else ctx.epoch

@@ -36,7 +36,7 @@ from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, Take, record_runs, require_file
 from runlens.io.importers._epochlines import lines_in_epochs
-from runlens.io.importers._evalline import eval_at_last_step, number_lines
+from runlens.io.importers._evalline import eval_at_last_step, lr_line, number_lines, under_header
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
@@ -176,7 +176,8 @@ class _Scanner:
             runs[-1].watch.see(raw, ctx.last_step, stepless=True)
             self.skipped += bool(raw.strip())
             return
-        prev = ctx.last_step
+        prev, headed = ctx.last_step, ctx.headed
+        ctx.headed = False
         hit, fields = self.parser.parse(raw.strip(), ctx)
         if ctx.restart:
             ctx.restart = False
@@ -189,9 +190,16 @@ class _Scanner:
         named = hit is not None
         if not named:
             hit, fields = eval_at_last_step(raw, ctx.last_step)
+            if hit is None and headed and ctx.epoch is not None:
+                hit, fields = under_header(raw, ctx.epoch)
+                named = hit is not None
         said = runs[-1].watch.see(raw, hit.step if hit is not None and hit.partial else prev, interval,
                                   stepless=hit is None)
         if hit is None:
+            if prev is not None and (rate := lr_line(raw)) is not None and math.isfinite(rate):
+                # The rate the next steps train at, put at the last step: no line of its own to tally.
+                runs[-1].put(False, "lr", "learning rate", prev, rate)
+                return
             self.skipped += bool(raw.strip())
             return
         if not named and ctx.last_step is None:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-VAL = frozenset({"val", "valid", "validation", "eval", "evaluation", "dev", "test", "validate", "vl", "va",
+# ``vali``: the time-series forecasters' (Informer, Autoformer, TimesNet) "Vali Loss".
+VAL = frozenset({"val", "valid", "validation", "eval", "evaluation", "dev", "test", "validate", "vl", "va", "vali",
                  "holdout"})
 # ``learn``: CatBoost's name of the training set.
 TRAIN = frozenset({"train", "training", "tr", "main", "trn", "learn"})

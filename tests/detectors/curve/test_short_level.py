@@ -101,6 +101,16 @@ def test_silent_twin_a_fall_from_the_first_epoch_is_progress():
     assert classify(_run(falling, first=1)).evidence.get("kind") != "short_no_progress"
 
 
+# A Keras run's eight epochs from epoch 0 (round 18, the fourth thread set: "normal"): 8.3% down in
+# all, each epoch below the one before.
+KERAS_STEADY = [0.8586, 0.8168, 0.8095, 0.8032, 0.8001, 0.7941, 0.7898, 0.7872]
+
+
+def test_silent_twin_a_small_fall_too_steady_for_noise_is_progress():
+    v = classify(_run(KERAS_STEADY, first=0, val=[0.8122, 0.8112, 0.8107, 0.8102, 0.8069, 0.8022, 0.7992, 0.8005]))
+    assert v.evidence.get("kind") != "short_no_progress" and v.label != "underfitting"
+
+
 # DeepGLR's epochs 73-89: up and down by orders of magnitude, no downward trend.
 DEEPGLR = [5547.6, 9985.5, 4113.4, 9297.8, 27624.5, 107140111.5, 337765.6, 44800.2, 4164.3, 1494.2,
            42806.4, 179602.2, 4865134.1, 2172.9, 1393.8, 36531.2, 3347.6]
@@ -150,3 +160,23 @@ def test_silent_twin_a_training_loss_that_did_not_fall_between_the_evaluations()
     flat = make_run(np.full(14, 1.0) + 0.01 * (np.arange(14) % 2), steps=np.asarray(NANO_STEPS),
                     val_loss=np.asarray([3.7535, 3.8986]), val_steps=np.asarray([800, 1000]))
     assert classify(flat).evidence.get("kind") != "gap_widens"
+
+
+# Round 18 (the fourth thread set): Keras' CSVLogger, six epochs; the training loss 0.41 -> 0.012, the
+# validation loss noisy around 6 (its tau happens to be negative: no trend, not a rise).
+CSV_TRAIN = [0.408623725504, 0.0300159885314, 0.0168089184037, 0.0153266232897, 0.0151334269571, 0.0122128902211]
+CSV_VAL = [6.83833348285, 8.60203889262, 5.12557166382, 6.72021339459, 5.99330695598, 6.25637885545]
+
+
+def test_a_noisy_flat_validation_loss_far_above_a_falling_training_loss_is_a_widening_gap():
+    v = classify(_run(CSV_TRAIN, first=0, val=CSV_VAL))
+    assert v.label == "overfitting" and v.evidence["kind"] == "gap_widens"
+    assert v.evidence["val_trend"]["tau"] < 0 and v.evidence["val_p"] >= 0.05 and v.evidence["val_fall"] < 0.1
+
+
+@pytest.mark.parametrize("val", [
+    [6.84, 6.10, 5.60, 5.15, 4.70, 4.30],     # falls along a trend: it learns, however far above
+    [6.84, 8.60, 5.13, 5.20, 4.90, 5.00],     # no trend, but a fall of more than a tenth
+])
+def test_silent_twin_a_validation_loss_that_made_progress_is_no_widening_gap(val):
+    assert classify(_run(CSV_TRAIN, first=0, val=val)).evidence.get("kind") != "gap_widens"
