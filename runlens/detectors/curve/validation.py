@@ -204,7 +204,8 @@ def _gap_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, vs: np.ndarray,
     if not (np.all(t > 0) and fall >= cfg.min_drop and np.all(vl >= GAP * t)):
         return None
     ratio = vl / t
-    return {"train_fall": fall, "train_p": math.nan, "val_trend": {"tau": 1.0}, "val_level": float(np.median(vl)),
+    # No trend test ran: the evidence holds the medians and the rise, not a tau or a p it did not compute.
+    return {"train_fall": fall, "train_medians": t.tolist(), "val_level": float(np.median(vl)),
             "train_level": float(np.median(t)), "gap_ratio": float(np.min(ratio)), "gap_ratios": ratio.tolist(),
             "gap_min": GAP, "evaluations": int(vl.size), "few_evals": True, "step": int(vs[0])}
 

@@ -1,5 +1,6 @@
 """A console line cleaned of what never carries a metric: colour codes, e-mail and Markdown quoting, a
-leading timestamp and logger prefixes; and runs of spaces squeezed to one.
+leading timestamp and logger prefixes; runs of spaces squeezed to one; and a scalar printed inside its
+framework's wrapper unwrapped to its number.
 
 A leaf of the console-line reader (:mod:`runlens.io.importers._textline`, whose docstring lists the
 prefixes).
@@ -27,13 +28,15 @@ _RUNS = re.compile(r"[ \t]{2,}")
 
 
 def clean(raw: str) -> str:
-    """The line without colour codes, quoting and timestamp/logger prefixes."""
+    """The line without colour codes, quoting and timestamp/logger prefixes, its wrapped scalars
+    unwrapped (:func:`unwrap`). The full parse of a line's shape calls it, not the cached replay: a line
+    it changed past its prefix is not replayed from its shape (the reader's plans index the raw line)."""
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
     if raw.lstrip().startswith(">"):
         raw = _QUOTE.sub("", raw)
     m = _PREFIXES.match(raw)
-    return raw[m.end():] if m else raw
+    return unwrap(raw[m.end():] if m else raw)
 
 
 def squeeze(raw: str) -> str:
@@ -41,3 +44,36 @@ def squeeze(raw: str) -> str:
     spaces around optional separators (``epoch  :  3``), which backtrack on long runs of them; with
     runs of one, no pattern here is worse than linear on a line."""
     return _RUNS.sub(" ", raw) if ("  " in raw or "\t" in raw) else raw
+
+
+_NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))"
+# A number with a fraction or an exponent: a value, where a bracketed integer is a counter (``Epoch: [0]``).
+_FRACTION = r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+"
+# One number inside a framework's print of a scalar (or of a one-element array), with the settings that
+# follow it: PyTorch's ``tensor([2.3026], device='cuda:0')``, JAX's ``Array(2.30, dtype=float32)``,
+# NumPy's ``array(2.3)`` and NumPy 2's ``np.float32(2.3)``, TensorFlow's ``tf.Tensor(2.3, shape=(),
+# dtype=float32)`` and eager ``<tf.Tensor: shape=(), dtype=float32, numpy=2.3>``, hasktorch's
+# ``Tensor Float []  0.34``. A tensor of several numbers is left alone: it is no scalar.
+_WRAPPED = re.compile(
+    rf"\b(?:tf\.)?(?:tensor|Tensor|DeviceArray|Array|array)\(\s*\[*\s*{_NUM}\s*\]*\s*"
+    rf"(?:,\s*[A-Za-z_]\w*\s*=(?:[^()\n]|\(\s*\))*)?\)"
+    rf"|<tf\.Tensor:[^<>\n]*?numpy={_NUM}>"
+    rf"|\bnp\.(?:float|int|uint)\d*\(\s*{_NUM}\s*\)"
+    rf"|\bTensor (?:Float|Double|Half|Int\d*) \[\]\s+{_NUM}")
+# A one-number list right after a name's ``:`` or ``=`` (``loss: [2.30]``), of a value with a fraction or an
+# exponent: ``Epoch: [0]`` is a counter.
+_ONE_LIST = re.compile(rf"([:=]\s?)\[\s*({_FRACTION})\s*\](?![\[\w])")
+
+
+def _number(m: re.Match) -> str:
+    return next(g for g in m.groups() if g is not None)
+
+
+def unwrap(line: str) -> str:
+    """``line`` with each scalar printed inside a framework's wrapper as its bare number: what a loop
+    that prints ``loss`` rather than ``loss.item()`` shows. Lines with none (most) are returned as they are."""
+    if "ensor" in line or "rray" in line or "np." in line:
+        line = _WRAPPED.sub(_number, line)
+    if ":[" in line or ": [" in line or "=[" in line or "= [" in line:
+        line = _ONE_LIST.sub(r"\1\2", line)
+    return line

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from runlens.io.importers._clean import clean, squeeze
+from runlens.io.importers._clean import clean, squeeze, unwrap
 from runlens.io.importers._textline import (
     _EPOCH_HEADER,
     _NET_OUTPUT,
@@ -134,7 +134,8 @@ class Parser:
         """The full parse, and the plan that replays it (or why it cannot be replayed)."""
         text = clean(raw)
         offset = len(raw) - len(text)
-        cacheable = raw.endswith(text)
+        # A line whose wrapped scalars were unwrapped is parsed in full each time: a plan indexes the raw line.
+        cacheable = raw.endswith(text) and unwrap(raw) == raw
         line = find_step(text, ctx, self.step_key)
         if line is None:
             if _NET_OUTPUT.search(text):
