@@ -360,19 +360,41 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh17", 61000, ("2026-12-03 17:24", "2026-12-03 17:31"),
         role="the third generator with every seed shifted by 61000 and every run redrawn (`--seed-shift "
              "61000 --vary`), generated at {drawn} UTC from 1fbbc23 by the recorder with "
-             "`logits_sum_to_one`, during round 17, graded once at the end of round 17; the set to quote",
+             "`logits_sum_to_one`, during round 17, graded once at the end of round 17 (e6c2836), then "
+             "looked at in round 18: a development set since",
         note="`third-fresh17` (round 17): the same generator and redraw with every seed shifted by 61000 (`python -m "
              "benchmarks.third --seed-shift 61000 --vary`), trained from the committed tree at 1fbbc23 (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
              "`logits_sum_to_one`, before round 17's first engine commit (the generator does not use the "
              "engine). Nothing of it was diagnosed before its one grading; the last lines of its generator log "
              "(the generator's own confirmations, no diagnosis) were seen once, checking that the draw had ended.",
-        which="*third-fresh17* (round 17; seeds shifted by 61000) was trained from 1fbbc23, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh17**.",
+        which="*third-fresh17* (round 17; seeds shifted by 61000) was trained from 1fbbc23, graded once at "
+              "e6c2836 (curve 0.90, recall 1.00, fault's code first 0.96, healthy runs with a warning 1/13) and "
+              "looked at in round 18: a development set since. The runs graded here were retrained from "
+              "daed158 (the generator and the recorder unchanged since 1fbbc23) in round 18, the data being "
+              "on another machine; their `draw.json` says when.",
+    ),
+    # Drawn in round 18 from daed158, the end of round 17, before any of round 18's engine changes was
+    # committed (the generator does not use the engine); nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh18", 67000, ("2026-12-04 15:46", "2026-12-04 15:50"),
+        role="the third generator with every seed shifted by 67000 and every run redrawn (`--seed-shift "
+             "67000 --vary`), generated at {drawn} UTC from daed158 by the recorder with "
+             "`logits_sum_to_one`, during round 18, graded once at the end of round 18; the set to quote",
+        note="`third-fresh18` (round 18): the same generator and redraw with every seed shifted by 67000 (`python -m "
+             "benchmarks.third --seed-shift 67000 --vary`), trained from the committed tree at daed158 (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, before round 18's first engine commit (the generator does not use the "
+             "engine). Nothing of it was diagnosed before its one grading. Two glimpses, no diagnosis: the last "
+             "three lines of its generator log (two runs' own confirmations) were seen once while checking "
+             "whether the draw had ended, and the list of run names in its `draw.json` (the catalog's "
+             "bug-and-architecture names, the same in every draw) was printed once while reading its times.",
+        which="*third-fresh18* (round 18; seeds shifted by 67000) was trained from daed158, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh18**.",
     ),
 )
 
-QUOTE = "third-fresh17"
+QUOTE = "third-fresh18"
 
 
 def draw(name: str) -> Draw:

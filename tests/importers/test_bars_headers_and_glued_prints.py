@@ -7,7 +7,9 @@
   again: the identical lines of a run whose weights never move stay apart;
 - the line right under an ``Epoch 4/200`` header that names no counter but a loss (Keras'
   ``verbose=2``: `` - 2s - loss: 55.80 - val_loss: 26.45``) is that epoch's summary;
-- ``Vali Loss`` (Informer, Autoformer, TimesNet) is the validation loss.
+- ``Vali Loss`` (Informer, Autoformer, TimesNet) is the validation loss;
+- a step counter after the epoch on its line that repeats each epoch (MindSpore's ``epoch: 2 step: 1875,
+  loss is 0.12``) counts on, as a counter with a total there already did.
 
 Each has a silent twin that keeps the old reading.
 """
@@ -100,3 +102,16 @@ def test_silent_twin_a_validity_share_is_no_validation_loss(tmp_path):
     lines = [f"Epoch: {e} | Train Loss: {2.0 - 0.1 * e:.3f} validity: {0.5 + 0.01 * e:.2f}" for e in range(1, 6)]
     imp = text.read(_write(tmp_path, lines))
     assert "val_loss" not in imp.evals
+
+
+def test_a_step_after_the_epoch_that_repeats_each_epoch_counts_on(tmp_path):
+    # MindSpore's LossMonitor at each epoch's end: the step within the epoch, the same every epoch.
+    lines = [f"epoch: {e} step: 1875, loss is {2.0 - 0.1 * e:.4f}" for e in range(1, 9)]
+    imp = text.read(_write(tmp_path, lines))
+    assert list(imp.train["loss"].steps) == [1875 * e for e in range(1, 9)]
+
+
+def test_silent_twin_a_step_after_the_epoch_that_runs_on_is_kept(tmp_path):
+    lines = [f"epoch {e} step {300 * e} loss {2.0 - 0.1 * e:.4f}" for e in range(1, 9)]
+    imp = text.read(_write(tmp_path, lines))
+    assert list(imp.train["loss"].steps) == [300 * e for e in range(1, 9)]

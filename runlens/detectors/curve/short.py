@@ -29,8 +29,9 @@ readings, in the order they are tried (the first that holds is the verdict):
 - underfitting when the last half of the losses (3 at least) sit at ln K
   by the same test, whatever came before: the model ended predicting the
   prior (``kind: short_chance_tail``; ``loss_at_chance`` fires too);
-- underfitting when the logged learning rate is at most ``VANISHED_LR``
-  (1e-12) at each of its last half of values (2 at least): no float32
+- underfitting when the logged learning rate is above 0 and at most
+  ``VANISHED_LR`` (1e-12) at each of its last half of values (2 at least;
+  a printed 0 may be a rate rounded away): no float32
   weight moves at that rate, whatever the loss's noise shows (``kind:
   short_lr_vanished``);
 - with 5 points or more: diverged when the last value is >= 10x the start

@@ -103,16 +103,18 @@ VANISHED_LR = 1e-12
 
 
 def lr_vanished(steps: np.ndarray, x: np.ndarray, lr: Series | None) -> CurveVerdict | None:
-    """The logged learning rate at or below ``VANISHED_LR`` at each of its last half of points (2 at
-    least): no weight moves, whatever the loss's batch-to-batch noise shows (Informer's epochs 915-918,
+    """The logged learning rate above 0 and at or below ``VANISHED_LR`` at each of its last half of points
+    (2 at least; a printed 0 may be a rate rounded away): no weight moves, whatever the loss's batch-to-batch noise shows (Informer's epochs 915-918,
     its rate halved each epoch to 7e-280 while its loss wandered at 840)."""
     if lr is None or lr.values.size < 2:
         return None
     k = max(2, math.ceil(lr.values.size / 2))
     tail = lr.values[-k:]
-    if not np.all(tail <= VANISHED_LR):
+    # A printed 0 is no evidence: "lr: 0.0000" is any rate under 5e-5 at four decimals.
+    tiny = (lr.values > 0) & (lr.values <= VANISHED_LR)
+    if not np.all(tiny[-k:]):
         return None
-    above = np.flatnonzero(lr.values > VANISHED_LR)
+    above = np.flatnonzero(~tiny)
     first = int(above[-1]) + 1 if above.size else 0
     since, n = int(lr.steps[first]), lr.values.size - first
     return CurveVerdict(

@@ -178,8 +178,9 @@ def gap_widens(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
         if not (train > 0 and t.p_decreasing < cfg.alpha and fall >= cfg.min_drop and v.p_decreasing >= cfg.alpha
                 and v_fall < cfg.min_drop and level >= GAP * train):
             continue
-        return name, {"train_fall": fall, "train_p": t.p_decreasing, "train_trend": t.to_dict(), "val_trend": v.to_dict(),
-                      "val_level": level, "val_fall": v_fall, "val_p": v.p_decreasing, "train_level": train, "gap_ratio": level / train, "gap_min": GAP,
+        return name, {"train_fall": fall, "train_p": t.p_decreasing, "train_trend": t.to_dict(),
+                      "val_trend": v.to_dict(), "val_level": level, "val_fall": v_fall, "val_p": v.p_decreasing,
+                      "train_level": train, "gap_ratio": level / train, "gap_min": GAP,
                       "evaluations": int(vl.size), "eval_set": name, "step": int(vs[0])}
     return None
 
@@ -226,5 +227,6 @@ def gap_verdict(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSe
     return CurveVerdict(
         "overfitting", f"the training loss fell by {g['train_fall']:.0%} (Kendall p={g['train_p']:.1e}) "
         f"while the validation loss{label} made no progress over {g['evaluations']} evaluations "
-        f"(Kendall p={g['val_p']:.2g} for a fall; {g['val_fall']:.0%} down) at {g['gap_ratio']:.3g}x the training loss (>= {GAP:g}x): "
+        f"(Kendall p={g['val_p']:.2g} for a fall; {g['val_fall']:.0%} down) at {g['gap_ratio']:.3g}x the "
+        f"training loss (>= {GAP:g}x): "
         f"the gap widens{where}", {**base, **g, "kind": "gap_widens"})

@@ -298,14 +298,15 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
     for name, pat in _KEYED:
         if (m := pat.search(text)) and (name != "batch" or (espan is not None and espan[1] <= m.start(1))):
             rest, at, summary = keyed_rest(text, m, read_fields)  # the step may follow its fields
-            if (m.group(2) or name == "batch") and epoch is not None and espan is not None and espan[1] <= m.start(1):
-                # "Epoch [2/5], Step [100/600]": a counter with a total after the epoch may restart
-                # every epoch (the PyTorch tutorial's) or run on (a total of the run's steps); a
-                # running count is right both ways, where the counter alone splits the log into runs.
-                return Line(running(epoch, int(m.group(1)), ctx), rest, ev or summary, epoch, name,
-                            formula="running", spans=(espan, m.span(1)), epoch_span=espan, rest_at=at)
             if len(m.group(1)) <= 3 and (g := _THOUSANDS.match(text, m.end(1))):  # BasicSR's ``iter:  70,400``: one count, not replayable
                 return Line(int(m.group(1) + g.group().replace(",", "")), rest, ev or summary, epoch, name)
+            if name != "global_step" and epoch is not None and espan is not None and espan[1] <= m.start(1):
+                # "Epoch [2/5], Step [100/600]": a counter after the epoch may restart every epoch (the
+                # PyTorch tutorial's; MindSpore's "epoch: 2 step: 1875, loss is 0.12" prints the epoch's
+                # last step each epoch) or run on (a total of the run's steps); a running count is right
+                # both ways, where the counter alone splits the log into runs or folds epochs onto one step.
+                return Line(running(epoch, int(m.group(1)), ctx), rest, ev or summary, epoch, name,
+                            formula="running", spans=(espan, m.span(1)), epoch_span=espan, rest_at=at)
             return Line(int(m.group(1)), rest, ev or summary, epoch, name, formula="int", spans=(m.span(1),),
                         epoch_span=espan, rest_at=at)
     return _counter_step(text, ctx, ev, epoch, espan) or _leading_counter(text, ev) or _glued_epoch(text, ev)

@@ -44,6 +44,7 @@ def test_a_vanished_rate_is_underfitting_with_the_schedule_as_cause(tmp_path):
 @pytest.mark.parametrize("rates", [
     [1e-6, 5e-7, 2.5e-7, 1.25e-7],        # small, but every weight still moves
     [2e-4, 1e-4, 5e-5, 0.0],              # ~0 at the last point only: a cosine schedule's end
+    [0.0, 0.0, 0.0, 0.0],                 # printed as 0 ("lr: 0.0000"): any rate under the last digit
 ])
 def test_silent_twin_a_rate_that_still_trains(tmp_path, rates):
     diag = analyze(_informer(tmp_path, rates))
