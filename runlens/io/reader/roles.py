@@ -15,7 +15,9 @@ one place for every shape of log:
   loss parts logged without a total (``box_loss + cls_loss + dfl_loss``);
   else, with no loss word anywhere, a ``total``/``sum`` column whose values
   are the sum of two or more other columns at every row (YOLOv5's ``box obj
-  cls total``); else the log of a perplexity logged alone;
+  cls total``); else the log of a perplexity logged alone; else, when the
+  only series is named ``value``, that value (an optimizer's trace of its
+  objective: R's ``iter  10 value 72.296066``);
 - **validation losses**: the same on columns with a ``val``/``valid``/
   ``eval``/``dev``/``test`` word; a set's name kept (``eval_wiki_loss``);
   parts matching the training parts summed; a validation column that shares
@@ -304,6 +306,12 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
     else:
         _val_losses(table, val, roles, parts)
     _simple(table, [c for c in train if c not in roles.used()], roles.picks, skip=set(named))
+    if not roles.picks and [c for c in table.names if c != roles.index] == ["value"]:
+        # An optimizer's trace names its objective "value" and nothing else (R's optim, nnet and
+        # multinom: "iter  10 value 72.296066"): what it minimizes, the loss.
+        roles.picks.append(Pick("loss", ("value",), "column", "the one value an optimizer's trace prints at each "
+                                "step ('iter 10 value 72.29'), its objective: read as the training loss "
+                                "(--val-loss value reads it as the validation loss)"))
     if not roles.picks and step is None:
         _unnamed(table, roles)
     return roles
