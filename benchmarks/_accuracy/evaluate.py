@@ -252,7 +252,9 @@ def _fresh_role(data: Path, name: str) -> str:
     entry = draws.draw(name)
     drawn = entry.drawn
     started, finished = drawn_at(data)
-    stated = f"{drawn[0]}–{(finished or drawn[1])[11:16]}"  # same day: the end's time only
+    # The window of the draw the line describes (same day: the end's time only); a retrained set's own
+    # times follow in the clause below, not mixed into this one.
+    stated = f"{drawn[0]}–{drawn[1][11:16]}"
     role = entry.role.format(drawn=stated)
     if not (started or "").startswith(drawn[0]) or not (finished or "").startswith(drawn[1]):
         role += (f" (**but the runs graded here were trained {started} to {finished}, not in the draw this "
