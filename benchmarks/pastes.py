@@ -65,6 +65,18 @@ from benchmarks._accuracy.page import git_state  # noqa: E402
 from benchmarks._accuracy.scoring import Rate  # noqa: E402
 from benchmarks.real_logs import diagnose, roles_text  # noqa: E402
 
+
+def _paths(folder: str) -> tuple[Path, Path]:
+    """A thread set's folder and its page."""
+    return ROOT / "benchmarks" / folder, ROOT / "benchmarks" / "results" / f"{folder}.md"
+
+
+def _dev_tail(mends: str) -> str:
+    """The close of a thread set's role line once its misses were mended: what the page now is."""
+    return (f"re-graded after {mends}, this page is a development figure. Its parts: trainers whose format is "
+            "among the earlier sets' (format seen) and the others.")
+
+
 PASTES = ROOT / "benchmarks" / "pastes"
 REPORT = ROOT / "benchmarks" / "results" / "pastes.md"
 THREADS = ROOT / "benchmarks" / "pastes_threads"
@@ -93,8 +105,7 @@ THREADS2_ROLE = ("- **Which set this is.** Held out when gathered: pastes as peo
                  "agreed 0.56 (25/45). Its misses were then read and mended in round 16 (bare lists of numbers, "
                  "a counter and a value per line, Keras 1's `val. loss`, boosting error measures, a last line "
                  "blown up, a widening gap between a flat validation loss and a falling training loss): "
-                 "re-graded after them, this page is a development figure. Its parts: trainers whose format is "
-                 "among the earlier sets' (format seen) and the others.")
+                 + _dev_tail("them"))
 THREADS3 = ROOT / "benchmarks" / "pastes_threads3"
 THREADS3_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads3.md"
 
@@ -115,10 +126,8 @@ THREADS3_ROLE = (_held_out("issue threads and Q&A pages", "thread", "pastes_thre
                  "measure joined by an underscore, LIBMF's `tr_rmse`), and in round 17 the short-log readings "
                  "its misses showed (a loss ending at ln K, a held-out loss at ln K, no progress from the start "
                  "of training, tenfold swings; lines sharing an epoch; block titles ending in a counted epoch): "
-                 "re-graded after them, this page is a development figure. Its parts: trainers whose format is "
-                 "among the earlier sets' (format seen) and the others.")
-THREADS4 = ROOT / "benchmarks" / "pastes_threads4"
-THREADS4_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads4.md"
+                 + _dev_tail("them"))
+THREADS4, THREADS4_REPORT = _paths("pastes_threads4")
 THREADS4_ROLE = (_held_out("issue threads, Q&A pages and repository docs", "thread or page", "pastes_threads4",
                            "four workers (two passes of two)", 17) +
                  "nobody working on runlens opened them before its one grading, "
@@ -130,10 +139,8 @@ THREADS4_ROLE = (_held_out("issue threads, Q&A pages and repository docs", "thre
                  "progress bar printed again as a new pass, a loss line under an epoch header, `Vali Loss`, a "
                  "learning rate on a line of its own and one too small to move a float32 weight, a nearly "
                  "monotone small fall as progress, a flat validation loss far above a falling training loss): "
-                 "re-graded after them, this page is a development figure. Its parts: trainers whose format is "
-                 "among the earlier sets' (format seen) and the others.")
-THREADS5 = ROOT / "benchmarks" / "pastes_threads5"
-THREADS5_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads5.md"
+                 + _dev_tail("them"))
+THREADS5, THREADS5_REPORT = _paths("pastes_threads5")
 THREADS5_ROLE = (_held_out("issue threads, Q&A pages and repository docs", "thread or page", "pastes_threads5",
                            "three workers (two on issue threads, one on Q&A pages and repository docs)", 18,
                            "2026-12-04") +
@@ -141,8 +148,7 @@ THREADS5_ROLE = (_held_out("issue threads, Q&A pages and repository docs", "thre
                  "grading. **Graded once as held out at `70a918f`** (round 18's engine as it stood; "
                  "`benchmarks/results/pastes_threads5_heldout.md`): read 0.64 (9/14), agreed 0.43 (6/14). Its "
                  "misses were then read and one reader added (an optimizer's trace that names its objective "
-                 "`value`, R's nnet): re-graded after it, this page is a development figure. Its parts: trainers "
-                 "whose format is among the earlier sets' (format seen) and the others.")
+                 "`value`, R's nnet): " + _dev_tail("it"))
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
            "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE)}
