@@ -31,12 +31,18 @@ def clean(raw: str) -> str:
     """The line without colour codes, quoting and timestamp/logger prefixes, its wrapped scalars
     unwrapped (:func:`unwrap`). The full parse of a line's shape calls it, not the cached replay: a line
     it changed past its prefix is not replayed from its shape (the reader's plans index the raw line)."""
+    return unwrap(strip_prefixes(raw))
+
+
+def strip_prefixes(raw: str) -> str:
+    """The line without colour codes, quoting and timestamp/logger prefixes (:func:`clean` before it
+    unwraps scalars): a suffix of the raw line unless colour codes or quoting were taken out."""
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
     if raw.lstrip().startswith(">"):
         raw = _QUOTE.sub("", raw)
     m = _PREFIXES.match(raw)
-    return unwrap(raw[m.end():] if m else raw)
+    return raw[m.end():] if m else raw
 
 
 def squeeze(raw: str) -> str:

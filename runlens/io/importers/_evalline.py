@@ -55,6 +55,9 @@ def lr_line(raw: str) -> float | None:
     """The learning rate a line that names no step states and nothing else (``Updating learning rate to
     7.2e-280``, printed once an epoch by the time-series forecasters): the rate from the last training
     step on. None for any other line ("warmup steps of the learning rate: 500" names no rate)."""
+    low = raw.lower()
+    if "lr" not in low and "rate" not in low:
+        return None  # most lines with no step: no cleaning for them
     text = clean(squeeze(raw.strip()))
     m = _LR_LINE.search(text)
     if m is None or len(_NUMBER.findall(text)) != 1:

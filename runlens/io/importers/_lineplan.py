@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from runlens.io.importers._clean import clean, squeeze, unwrap
+from runlens.io.importers._clean import squeeze, strip_prefixes, unwrap
 from runlens.io.importers._textline import (
     _EPOCH_HEADER,
     _NET_OUTPUT,
@@ -132,10 +132,11 @@ class Parser:
 
     def _full(self, raw: str, ctx: Context) -> tuple[Line | None, list[tuple[str, float]], Plan | _Mark]:
         """The full parse, and the plan that replays it (or why it cannot be replayed)."""
-        text = clean(raw)
+        stripped = strip_prefixes(raw)
+        text = unwrap(stripped)
         offset = len(raw) - len(text)
         # A line whose wrapped scalars were unwrapped is parsed in full each time: a plan indexes the raw line.
-        cacheable = raw.endswith(text) and unwrap(raw) == raw
+        cacheable = raw.endswith(stripped) and text == stripped
         line = find_step(text, ctx, self.step_key)
         if line is None:
             if _NET_OUTPUT.search(text):
