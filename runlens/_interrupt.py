@@ -37,6 +37,29 @@ def _handler(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - th
     os._exit(130)
 
 
+def start() -> None:
+    """Called by ``runlens.cli`` once it answers KeyboardInterrupt itself. A Ctrl-C that lands
+    where the interpreter swallows exceptions (a weakref callback such as the import lock's, a
+    ``__del__``) would print "Exception ignored ... Traceback" and be lost: it stays silent, the
+    flag is set, and :func:`check` or the CLI's exit answers it."""
+    global running
+    running = True
+    sys.unraisablehook = _unraisable
+
+
+def _unraisable(unraisable: object) -> None:
+    if interrupted and isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(unraisable)  # type: ignore[arg-type]  # typeshed's UnraisableHookArgs
+
+
+def check() -> None:
+    """Raise the KeyboardInterrupt a swallowed Ctrl-C did not deliver: loops over runs call this
+    between runs, so an interrupt the interpreter ate still stops the command at the next run."""
+    if interrupted:
+        raise KeyboardInterrupt
+
+
 def is_command() -> bool:
     """Whether this process is the ``runlens`` command (``-m``: the package is being found as
     the module to run, which is the only time ``sys.argv[0]`` reads ``-m``)."""

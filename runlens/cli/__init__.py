@@ -102,7 +102,7 @@ class LazyGroup(click.Group):
 
         quiet_third_parties()
         safe_streams()  # a lone surrogate in a run name is escaped on stdout, not a UnicodeEncodeError
-        _interrupt.running = True  # Ctrl-C is a KeyboardInterrupt from here: answered below
+        _interrupt.start()  # Ctrl-C is a KeyboardInterrupt from here: answered below
         try:
             rv = super().main(args, prog_name or "runlens", complete_var, standalone_mode=False, **extra)
             code = rv if isinstance(rv, int) else EXIT_OK

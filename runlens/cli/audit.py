@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from runlens import _interrupt
 from runlens.cli.common import color_option, detector_options, detector_params, fail_on_option, use_color
 from runlens.render.audit import RENDERERS
 
@@ -103,6 +104,7 @@ class Progress:
         self.drawn = False
 
     def update(self, done: int, total: int) -> None:
+        _interrupt.check()  # called after every run, shown or not: a swallowed Ctrl-C stops here
         if not self.enabled:
             return
         now = time.monotonic()

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from runlens import _interrupt
 from runlens.cli.common import (
     detector_options,
     detector_settings,
@@ -60,6 +61,7 @@ def report(runs: tuple[str, ...], out_dir: str, fmt: str, docs_url: str, setting
     output_dir(out_dir)  # refuse an unusable folder before any analysis
     entries, written = [], []
     for path in paths:
+        _interrupt.check()  # a Ctrl-C the interpreter swallowed (see _interrupt.start) stops here
         # Every column, not the detectors' projection: the charts draw more than they test. A log
         # holding several runs is reported by its worst run, whose headline and warnings list the others.
         try:
