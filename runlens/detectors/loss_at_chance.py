@@ -42,7 +42,10 @@ class LossAtChance(Detector):
         ``n_classes``, ``num_labels``, ``id2label``, one level deep), a
         ``num_classes`` or label column of the log, or, if the log states
         none, the loss level itself when it matches one K in 2..16 within a
-        quarter of the gap to ln(K +- 1) and barely varies (robust sd of
+        quarter of the gap to ln(K +- 1), or a round K above (a power of two
+        from 32 to 2^20 or of ten from 100 to 10^6, a head's usual width)
+        within the distance at which a level meets one by coincidence with
+        probability 0.01, and barely varies (robust sd of
         the last third within 0.5% of ln K: a model that predicts the
         uniform prior scores ln K on every batch, a language model settling
         near the same number moves by a percent or more between logged

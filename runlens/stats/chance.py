@@ -17,6 +17,15 @@ from runlens.stats.trend import trend
 #: Number of classes searched when only the loss level can tell K.
 MAX_LEVEL_CLASSES = 16
 
+#: Above ``MAX_LEVEL_CLASSES`` the level tells K only when K is a round count, as a head's width
+#: usually is (1024, 65536 = DINO's default, 1000 = ImageNet): a power of two or of ten, up to about
+#: a million. Beyond, -ln of a clipping epsilon is the likelier reading of such a level: a sigmoid
+#: saturated against Keras's 1e-7 scores 16.118 = ln 10^7 on every example, whatever its classes.
+ROUND_CLASSES = tuple(sorted({2 ** n for n in range(5, 21)} | {10 ** n for n in range(2, 7)}))
+#: Round counts per unit of ln K (powers of two 1/ln 2, of ten 1/ln 10): how densely a level
+#: meets one by coincidence.
+ROUND_DENSITY = 1 / math.log(2) + 1 / math.log(10)
+
 
 def chance_level(value: float, *, classes: int | None = None,
                  rel_tol: float = 0.02) -> dict[str, Any] | None:
@@ -39,8 +48,8 @@ def chance_level(value: float, *, classes: int | None = None,
             return {"chance_classes": best, "chance_loss": math.log(best), "chance_tolerance": tol}
         return None
     else:
-        if value > math.log(MAX_LEVEL_CLASSES + 1):  # no K in range; exp would overflow on a blown-up loss
-            return None
+        if value > math.log(MAX_LEVEL_CLASSES + 1):
+            return _round_level(value)
         k = int(round(math.exp(value)))
         nearest = min((kk for kk in (k - 1, k, k + 1) if 2 <= kk <= MAX_LEVEL_CLASSES),
                       key=lambda kk: abs(value - math.log(kk)), default=None)
@@ -65,13 +74,24 @@ GUESSED_SPREAD = 0.005
 COINCIDENCE_ALPHA = 0.01
 
 
+def _round_level(value: float) -> dict[str, Any] | None:
+    if value > math.log(ROUND_CLASSES[-1]) + 1:  # exp would overflow on a blown-up loss
+        return None
+    best = min(ROUND_CLASSES, key=lambda k: abs(value - math.log(k)))
+    tol = COINCIDENCE_ALPHA / (2 * ROUND_DENSITY)
+    if abs(value - math.log(best)) > tol:
+        return None
+    return {"chance_classes": best, "chance_loss": math.log(best), "chance_tolerance": tol}
+
+
 def level_coincidence(level: float, k: int, *, slack: float = 0.0) -> float:
     """How likely a level spread evenly over the gap around ln K lands at least this close to it.
 
     ``2 max(|level - ln K| - slack, 0) / gap``, the gap being the mean spacing of ln(K - 1), ln K,
-    ln(K + 1), and ``slack`` the level's own uncertainty.
+    ln(K + 1), and ``slack`` the level's own uncertainty; above ``MAX_LEVEL_CLASSES`` the mean
+    spacing of the round counts (``1 / ROUND_DENSITY``), the only K a level is read as there.
     """
-    gap = (math.log(k + 1) - math.log(max(k - 1, 1))) / 2
+    gap = 1 / ROUND_DENSITY if k > MAX_LEVEL_CLASSES else (math.log(k + 1) - math.log(max(k - 1, 1))) / 2
     return min(1.0, 2 * max(abs(level - math.log(k)) - slack, 0.0) / gap)
 
 

@@ -16,8 +16,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
+from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS
 from runlens.detectors.curve import features as shape
 from runlens.detectors.curve.diverged import diverged, ended_exploding_verdict, masked_nan
+from runlens.detectors.curve.memorized import accuracies
 from runlens.detectors.curve.short import short
 from runlens.detectors.curve.underfitting import progressed, underfitting
 from runlens.detectors.curve.unstable import late_noise, level_shift_verdict, unstable
@@ -33,8 +35,9 @@ if TYPE_CHECKING:
 # Of the layers only the step sizes: the per-layer gradient norms (for a NaN
 # masked as 0) are read when a detector that needs them loaded them; a log
 # of scalars only has its global grad_norm.
-NEEDS = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", *shape.CLASS_COLUMNS, *shape.LABEL_COLUMNS),
-              layers=("weight_norm", "update_norm"), evals=("val_loss", "val_loss@*"))
+NEEDS = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", *shape.CLASS_COLUMNS, *shape.LABEL_COLUMNS,
+                       *ACCURACY_COLUMNS),
+              layers=("weight_norm", "update_norm"), evals=("val_loss", "val_loss@*", *VAL_ACCURACY_COLUMNS))
 
 # Kept importable from here: tests and tools read it as the curve's own.
 chance_level = chance.chance_level
@@ -181,7 +184,9 @@ class CurveClassifier(Detector):
           not leaving that band; K from the config (``num_classes``,
           ``n_classes``, ``num_labels``, ``id2label``...), a ``num_classes`` or
           label column, or else the loss level itself when it matches one K in
-          2..16 unambiguously and barely varies (robust sd within 0.5% of ln K)
+          2..16 unambiguously, or a round K above (a power of two up to 2^20 or
+          of ten up to 10^6, within the distance a level meets one by
+          coincidence with probability 0.01), and barely varies (robust sd within 0.5% of ln K)
           (``chance_source`` says which); or the loss made no progress
           (above; ``kind: no_progress``), e.g. a relative drop ``(S - E) /
           |S|`` below ``min_drop``; or the held-out loss made none while the
@@ -324,7 +329,7 @@ class CurveClassifier(Detector):
             last = int(steps[-1]) if steps.size else None
             index = run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
             return short(self, steps, x, shape.validation_sets(sig.validation, last), shape.stated_classes(run), index,
-                         sig.lr)
+                         sig.lr, accuracies(run))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.

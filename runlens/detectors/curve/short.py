@@ -49,6 +49,14 @@ readings, in the order they are tried (the first that holds is the verdict):
   before it: ``val_give_back`` needs a noise estimate a few evaluations do
   not give), with the training loss at its end no higher than at the
   validation minimum (from 2 training points);
+- overfitting when the model memorized its data (``kind: short_memorized``,
+  from 2 points): at each of 2 or more evaluations the training accuracy
+  is ``FIT`` (0.99) or more, the validation accuracy ``ACC_GAP`` (0.10)
+  below it and the validation loss ``LOSS_RATIO`` (10x) the training loss
+  or more, the validation loss not ``min_drop`` lower at the last of them
+  than at the first (a paste of the last epochs of a run that overfit
+  shows the gap, not the rise; a loss ratio alone can be two
+  normalisations, so the accuracies must say it too);
 - unstable when the validation loss (6 evaluations or more) rises at least
   twice and falls at least twice by 3x or more from one evaluation to the
   next (``kind: short_val_swings``);
@@ -89,6 +97,7 @@ from typing import Any
 
 import numpy as np
 
+from runlens.detectors.curve.memorized import Column, memorized
 from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.short_level import chance_tail, lr_vanished, no_progress, validation_chance
 from runlens.detectors.curve.validation import gap_verdict, perm_p, val_rises
@@ -100,7 +109,7 @@ from runlens.stats.trend import Trend, trend
 
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
            classes: tuple[int | None, str | None] = (None, None), index: str = "step",
-           lr: Series | None = None) -> CurveVerdict:
+           lr: Series | None = None, acc: tuple[Column, Column] | None = None) -> CurveVerdict:
     stuck = _stuck(cfg, steps, x, classes) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
         stuck = (_frozen(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
@@ -114,7 +123,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
         verdict = (_grown(cfg, steps, x, t, base) or _ended_high(steps, x, base) or _given_back(cfg, steps, x, base)
-                   or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base) or _val_swings(sets, base)
+                   or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base)
+                   or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
                    or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base)
                    or no_progress(cfg, steps, x, t, base, sets, index))
         if verdict is not None:
@@ -124,6 +134,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base)) is not None:
         # A held-out rise needs the evaluations, not many training points: the training loss at
         # the validation minimum and at the end say whether it kept falling.
+        return verdict
+    elif x.size >= 2 and (verdict := memorized(cfg, steps, x, sets, acc, base)) is not None:
         return verdict
     return CurveVerdict("insufficient_data",
                         f"only {x.size} finite training losses (< {cfg.min_points}): too few for "

@@ -62,7 +62,9 @@ _WORD_ONLY = re.compile(_WORDNUM)
 # So does an abbreviation's dot, on a word of at most four letters (Keras 1's ``val. loss``,
 # ``Avg. Loss``): the name goes on after it; a sentence's last word (``records/second. Loss``) does not.
 # An underscore before a decimal number ends a name: WaveGlow's ``loss_-4.0655`` is loss = -4.0655.
-_KEY_WORD = (r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|[A-Za-z_](?:(?!_[-+]?\d+\.\d)[\w/()%#@-])*"
+# A name may start with a number joined to a word by an underscore (PoseFormer's ``3d_train``), not
+# with a number and a unit (Keras's ``32s 914ms/step``).
+_KEY_WORD = (r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|\d+[A-Za-z]+_[A-Za-z][\w/()%#@-]*|[A-Za-z_](?:(?!_[-+]?\d+\.\d)[\w/()%#@-])*"
              r"(?:\.[A-Za-z_0-9][\w/()%#@-]*)*(?:'s(?= ))?)")
 _KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
 # A word-number (nan, inf) followed by a single space and a word is part of a name

@@ -58,6 +58,7 @@ from runlens.io.reader.names import (
     tokens,
     val_set,
 )
+from runlens.io.reader.setnamed import set_named
 from runlens.io.reader.table import Table
 
 
@@ -312,6 +313,8 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
         roles.picks.append(Pick("loss", ("value",), "column", "the one value an optimizer's trace prints at each "
                                 "step ('iter 10 value 72.29'), its objective: read as the training loss "
                                 "(--val-loss value reads it as the validation loss)"))
+    if not any(p.role == "loss" or p.role.startswith("val_loss") for p in roles.picks):
+        roles.picks += [Pick(role, (c,), "column", why) for role, c, why in set_named(table, roles.index)]
     if not roles.picks and step is None:
         _unnamed(table, roles)
     return roles

@@ -1,0 +1,76 @@
+"""Series named by their data set alone: ``3d_train 88.13 3d_eval 63.54 3d_valid 67.05``.
+
+Some trainers print one error per data set and call it by the set (PoseFormer's ``3d_train`` and
+``3d_valid``, a mean per-joint error; Knet's ``trn`` and ``tst``). With no loss word anywhere in
+the log, a pair of them, the one training series so named and a held-out series of the same
+quantity (the same words once the set's word is taken out), are what the trainer minimizes and
+watches: the training and validation loss. A training series alone is not read this way (the
+header ``starting training`` of a log is no column of losses). A name with any other word of a known quantity (a metric, a time, a rate, a
+count) is not read this way, nor a column of whole numbers (a count of samples).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from runlens.io.reader.names import (
+    COUNT_WORDS,
+    LOSS,
+    METRIC,
+    NEUTRAL,
+    TRAIN,
+    VAL,
+    is_grad_norm,
+    is_lr,
+    tokens,
+)
+from runlens.io.reader.table import Table
+
+#: Words that make a set's series some other quantity than its error (beside METRIC and the counters).
+_OTHER = frozenset({"size", "samples", "sample", "count", "num", "n", "len", "length", "examples", "tokens",
+                    "speed", "throughput", "images", "imgs", "batches", "lr", "rate", "norm", "scale", "s"})
+#: The held-out set a validation loss is taken from first: a validation set, then dev, test, eval
+#: (``3d_eval`` beside ``3d_valid`` is the training set evaluated without dropout).
+_PREFERENCE = (("val", "valid", "validation", "vali", "va", "vl", "validate", "holdout"), ("dev",),
+               ("test", "tst"), ("eval", "evaluation"))
+
+
+def _quantity(name: str, sets: frozenset[str]) -> tuple[str, ...] | None:
+    """The words of ``name`` besides its set word (one of ``sets``), or None when it names no set,
+    names a known other quantity, or carries more than one word of its own."""
+    toks = tokens(name)
+    if not any(t in sets for t in toks) or any(t in LOSS for t in toks):
+        return None
+    rest = tuple(t for t in toks if t not in sets and t not in NEUTRAL)
+    if len(rest) > 1 or any(t in METRIC or t in _OTHER or t in COUNT_WORDS for t in rest):
+        return None
+    if is_lr(toks) or is_grad_norm(toks):
+        return None
+    return rest
+
+
+def _measured(table: Table, column: str) -> bool:
+    v = table.values[column][table.present[column]]
+    v = v[np.isfinite(v)]
+    return v.size >= 2 and not bool(np.all(v == np.round(v)))
+
+
+def set_named(table: Table, index: str | None) -> list[tuple[str, str, str]]:
+    """``(role, column, why)`` for the training and validation loss named by their sets, both or none."""
+    cols = [c for c in table.names if c != index and c in table.values]
+    train = [(c, q) for c in cols if (q := _quantity(c, TRAIN)) is not None and _measured(table, c)]
+    if len(train) != 1:
+        return []
+    column, quantity = train[0]
+    held = [c for c in cols if c != column and _quantity(c, VAL | {"tst"}) == quantity and _measured(table, c)]
+    for words in _PREFERENCE:
+        match = [c for c in held if set(tokens(c)) & set(words)]
+        if match:
+            what = f" of {' '.join(quantity)!r}" if quantity else ""
+            return [("loss", column, f"{column!r} and {match[0]!r} are one quantity{what} on the training and a "
+                     "held-out set, named by their sets alone with no loss or metric word: what a trainer prints "
+                     "per set is what it minimizes, read as the training and validation loss (--loss and "
+                     "--val-loss name others)"),
+                    ("val_loss", match[0], f"{match[0]!r}: the held-out set's series of the training loss "
+                     f"{column!r}")]
+    return []
