@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
+import numpy as np
+
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
 from runlens.detectors._require import finite_loss
 from runlens.diagnosis import Finding
@@ -56,7 +58,13 @@ class LossSpikes(Detector):
         spike of at most ``max_width`` steps; it counts when, within the
         next ``recovery`` steps, the loss's median is back below half of the
         jump. Fires when at least ``min_spikes`` spikes count. Severity
-        warning: the run still trains.
+        warning: the run still trains; info when every spike is one batch's
+        loss: one logged step, logged at the steps right before and after
+        it, back below the jump's middle at the next step and under
+        ``ONE_BATCH_RATIO`` (2x) its level (a step's loss is measured
+        before its update, so a loss back at the next step says the weights
+        were not thrown backwards: a hard or corrupt batch; ``one_batch``
+        in the evidence).
 
         Short logs (``short_points`` to ``min_points`` finite losses, e.g. a
         dozen lines pasted into an issue) are judged point by point: each
@@ -67,8 +75,12 @@ class LossSpikes(Detector):
         jump. Three points carry no noise scale: the middle one is a spike
         when it is at least 10x (and ``short_ratio`` times) both neighbours,
         which agree within ``short_ratio`` of each other. The evidence says
-        ``short_log`` and how many points there were. Fewer than
-        ``short_points``: skipped.
+        ``short_log`` and how many points there were. In a log that starts
+        at the start of training (step 0 or 1), a spike at one of its first
+        ``FIRST_UPDATES`` (2) steps under ``FIRST_RATIO`` (10x) its level is
+        info (``first_updates``), as the long test leaves out its first
+        half-window: Adam's first updates move every weight by about the
+        learning rate. Fewer than ``short_points``: skipped.
 
     What to try:
         Look at the batches at the spike steps (corrupt or mislabeled
@@ -153,4 +165,43 @@ class LossSpikes(Detector):
             evidence["three_points"] = True
             title = (f"1 loss spike in a log of 3 points: {first['value']:.4g} between {x[0]:.4g} and {x[2]:.4g} "
                      f"({ratios[0]:.3g}x their level, >= 10x both; too few points for a noise scale)")
-        return [self.finding(title, step=int(steps[int(first["index"])]), evidence=evidence)]
+        severity = None
+        early = [_first_updates(sp, steps) for sp in spikes]
+        if all(_one_batch(sp, steps, x) or e for sp, e in zip(spikes, early, strict=True)):
+            # The loss of a step is measured before its update: back at the next step, the weights
+            # were not thrown backwards, one batch was hard (or corrupt) to score. The long test
+            # leaves out its first half-window; a short one keeps the first updates, as info.
+            severity = "info"
+            evidence["one_batch"] = not any(early)
+            evidence["first_updates"] = any(early)
+            title += (f": at the first {FIRST_UPDATES} updates of training, under {FIRST_RATIO:g}x its level "
+                      "(Adam's first steps move every weight by about the learning rate; a warmup smooths them)"
+                      if any(early) else f": each one batch's loss under {ONE_BATCH_RATIO:g}x its level, back at "
+                      "the next step (the weights unharmed)")
+        return [self.finding(title, severity=severity, step=int(steps[int(first["index"])]), evidence=evidence)]
+
+
+#: Optimizer steps from the start of training whose spikes under ``FIRST_RATIO`` are info.
+FIRST_UPDATES = 2
+#: An order of magnitude: the first updates overshoot, they do not multiply the loss tenfold.
+FIRST_RATIO = 10.0
+
+
+def _first_updates(spike: dict[str, float], steps: np.ndarray) -> bool:
+    """A spike at one of the first ``FIRST_UPDATES`` steps of a log that starts with training
+    (step 0 or 1), under ``FIRST_RATIO`` times its level."""
+    i, level = int(spike["index"]), spike["level"]
+    return bool(steps[0] <= 1 and steps[i] <= FIRST_UPDATES and 0 < level and spike["value"] < FIRST_RATIO * level)
+#: Below this many times its level, a spike of one logged step that is back at the next is one batch's
+#: loss (info); at or above it, a batch that bad is worth a look whatever the weights did.
+ONE_BATCH_RATIO = 2.0
+
+
+def _one_batch(spike: dict[str, float], steps: np.ndarray, x: np.ndarray) -> bool:
+    """One step's loss, logged at consecutive steps around it, back below the jump's middle at the
+    next step, and under ``ONE_BATCH_RATIO`` times its level."""
+    i, level, value = int(spike["index"]), spike["level"], spike["value"]
+    if spike.get("width", 1) != 1 or i == 0 or i + 1 >= x.size or not 0 < level < value < ONE_BATCH_RATIO * level:
+        return False
+    consecutive = steps[i] - steps[i - 1] == 1 and steps[i + 1] - steps[i] == 1
+    return bool(consecutive and x[i + 1] <= level + 0.5 * (value - level))

@@ -31,7 +31,7 @@ def rolling_spikes(x: np.ndarray, *, z_min: float = 6.0, tail_factor: float = 3.
                    min_rise: float = 0.25,
                    min_progress: float = 0.05, max_width: int = 10, recovery: int = 20) -> list[dict[str, float]]:
     """Isolated upward spikes of a finite series that recover, as dicts
-    ``index`` (of the peak), ``z``, ``value``, ``level`` (the running level).
+    ``index`` (of the peak), ``z``, ``value``, ``level`` (the running level), ``width`` (points).
 
     Robust z-scores (on the log scale for a positive series) against a
     centred rolling median/MAD; a spike reaches ``z_min``, ``tail_factor``
@@ -77,7 +77,7 @@ def rolling_spikes(x: np.ndarray, *, z_min: float = 6.0, tail_factor: float = 3.
             continue
         if np.median(after) > level + 0.5 * (x[peak] - level):
             continue
-        out.append({"index": peak, "z": float(z[peak]), "value": float(x[peak]), "level": level})
+        out.append({"index": peak, "z": float(z[peak]), "value": float(x[peak]), "level": level, "width": b - a})
     return out
 
 
