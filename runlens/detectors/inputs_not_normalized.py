@@ -63,7 +63,10 @@ class InputsNotNormalized(Detector):
           rows a one-sided sign test finds significant at ``alpha``.
         - *Saturated*: raw inputs saturate the units behind the first layer
           (a gate's softmax, a tanh), so a batch passes either almost no
-          gradient back or a large one. The first module's ``|Δ log10
+          gradient back or a large one. The first module's (or the one's
+          right behind it, whichever swings more: a gate's own weights see
+          the saturation first, while the first layer may still get a steady
+          gradient through another path; ``swinging_module``) ``|Δ log10
           grad_norm|`` between consecutive recorded rows has a median of at
           least ``min_swing_decades`` and at least three times the output
           module's, over at least ``min_pairs`` pairs, and a one-sided
@@ -147,7 +150,7 @@ class InputsNotNormalized(Detector):
             if rows.sum() < 3:
                 raise Skip("needs at least 3 early rows with finite gradient and weight norms")
             read = (self._stands_out(rel[rows]) or (None if _large_steps(ctx.signals_of(run), n) else
-                                                     self._swings(grads.values[:n])) or self._all_scaled(run, ctx, rel[rows]))
+                                                     self._swings(grads.values[:n], grads.modules)) or self._all_scaled(run, ctx, rel[rows]))
         if read is None:
             return []
         how, ev = read
@@ -169,28 +172,37 @@ class InputsNotNormalized(Detector):
                  "first_relative_grad": float(10 ** np.median(rel[:, 0])),
                  "others_relative_grad": float(10 ** np.median(np.nanmedian(rel[:, 1:], axis=1)))})
 
-    def _swings(self, norms: np.ndarray) -> tuple[str, dict] | None:
-        """The first module's gradient swings by decades from one recorded step to the next while the
-        output layer's holds: raw-scale inputs saturate the units behind the first layer (a gate's
-        softmax, a tanh), so whether a batch passes any gradient back is all or nothing. ``norms``: the
-        early rows' gradient norms, every module."""
+    def _swings(self, norms: np.ndarray, modules: tuple[str, ...]) -> tuple[str, dict] | None:
+        """The gradient of the first module, or of the module right behind it, swings by decades from
+        one recorded step to the next while the output layer's holds: raw-scale inputs saturate the
+        units behind the first layer (a gate's softmax, a tanh), so whether a batch passes any gradient
+        back is all or nothing; a gate's own weights see it first, the first layer may still get a
+        steady gradient through another path. ``norms``: the early rows' gradient norms, every module."""
         with np.errstate(all="ignore"):
             swing = np.abs(np.diff(np.log10(_zeros_floored(norms)), axis=0))
-        pair = np.isfinite(swing[:, 0]) & np.isfinite(swing[:, -1])
-        first, last = swing[pair, 0], swing[pair, -1]
-        if len(first) < self.min_pairs:
+        read = None
+        for j in range(min(2, swing.shape[1] - 1)):
+            pair = np.isfinite(swing[:, j]) & np.isfinite(swing[:, -1])
+            first, last = swing[pair, j], swing[pair, -1]
+            if len(first) < self.min_pairs:
+                continue
+            median = float(np.median(first))
+            if median < self.min_swing_decades or float(np.median(last)) > median / 3:
+                continue
+            p = float(stats.wilcoxon(first, last, alternative="greater").pvalue)
+            if p <= self.alpha and (read is None or median > read[1]):
+                read = (j, median, float(np.median(last)), int(len(first)), p)
+        if read is None:
             return None
-        median = float(np.median(first))
-        if median < self.min_swing_decades or float(np.median(last)) > median / 3:
-            return None
-        p = float(stats.wilcoxon(first, last, alternative="greater").pvalue)
-        if p > self.alpha:
-            return None
-        return (f"gets a gradient that swings by {median:.1f} decades (median) between consecutive recorded "
-                f"steps while the output layer's moves {float(np.median(last)):.2f}",
-                {"reading": "saturated: the first layer's gradient swings", "median_swing_decades": median,
-                 "output_median_swing_decades": float(np.median(last)), "pairs": int(len(first)),
-                 "wilcoxon_p": p})
+        j, median, out, pairs, p = read
+        whose = "gets a gradient that swings" if j == 0 else \
+            f"saturates the units behind it: the gradient of {modules[j]}, right behind it, swings"
+        return (f"{whose} by {median:.1f} decades (median) between consecutive recorded "
+                f"steps while the output layer's moves {out:.2f}",
+                {"reading": "saturated: the first layer's gradient swings" if j == 0 else
+                 "saturated: the gradient of the module behind the first layer swings",
+                 "swinging_module": modules[j], "median_swing_decades": median,
+                 "output_median_swing_decades": out, "pairs": pairs, "wilcoxon_p": p})
 
     def _at_init(self, run: Run, ctx: Context, step: int, row: np.ndarray) -> tuple[str, dict] | None:
         """The at-initialization reading: its evidence, or None when it does not hold.
