@@ -49,6 +49,7 @@ def test_a_csv_of_train_and_test_columns(tmp_path):
     ("an accuracy named by its set", "[{e}] lr 0.001 train_acc {c:.4f} valid_acc {c:.4f}"),
     ("a count named by its set", "[{e}] lr 0.001 train_samples {n} valid_samples {n}"),
     ("whole numbers are counts", "[{e}] lr 0.001 train {n} valid {n}"),
+    ("rising fractions are accuracies", "[{e}] lr 0.001 train {c:.4f} valid {c:.4f}"),
     ("two training series: which one is minimized is not said", "[{e}] lr 0.001 2d_train {a:.4f} 3d_train {b:.4f}"),
     ("no held-out partner", "[{e}] lr 0.001 3d_train {b:.4f}"),
     ("a held-out partner of another quantity", "[{e}] lr 0.001 3d_train {b:.4f} 2d_valid {a:.4f}"),

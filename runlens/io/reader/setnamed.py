@@ -6,7 +6,8 @@ the log, a pair of them, the one training series so named and a held-out series 
 quantity (the same words once the set's word is taken out), are what the trainer minimizes and
 watches: the training and validation loss. A training series alone is not read this way (the
 header ``starting training`` of a log is no column of losses). A name with any other word of a known quantity (a metric, a time, a rate, a
-count) is not read this way, nor a column of whole numbers (a count of samples).
+count) is not read this way, nor a column of whole numbers (a count of samples), nor fractions
+that end higher than they start (an accuracy).
 """
 
 from __future__ import annotations
@@ -55,6 +56,14 @@ def _measured(table: Table, column: str) -> bool:
     return v.size >= 2 and not bool(np.all(v == np.round(v)))
 
 
+def _accuracy_like(table: Table, column: str) -> bool:
+    """Fractions that end higher than they start: an accuracy (Knet's examples print ``:trn`` and
+    ``:tst`` accuracies as often as losses), not a loss that rose."""
+    v = table.values[column][table.present[column]]
+    v = v[np.isfinite(v)]
+    return bool(v.size and v.min() >= 0 and v.max() <= 1 and v[-1] > v[0])
+
+
 def set_named(table: Table, index: str | None) -> list[tuple[str, str, str]]:
     """``(role, column, why)`` for the training and validation loss named by their sets, both or none."""
     cols = [c for c in table.names if c != index and c in table.values]
@@ -62,6 +71,8 @@ def set_named(table: Table, index: str | None) -> list[tuple[str, str, str]]:
     if len(train) != 1:
         return []
     column, quantity = train[0]
+    if _accuracy_like(table, column):
+        return []
     held = [c for c in cols if c != column and _quantity(c, VAL | {"tst"}) == quantity and _measured(table, c)]
     for words in _PREFERENCE:
         match = [c for c in held if set(tokens(c)) & set(words)]
