@@ -370,9 +370,9 @@ DRAWS: tuple[Draw, ...] = (
              "(the generator's own confirmations, no diagnosis) were seen once, checking that the draw had ended.",
         which="*third-fresh17* (round 17; seeds shifted by 61000) was trained from 1fbbc23, graded once at "
               "e6c2836 (curve 0.90, recall 1.00, fault's code first 0.96, healthy runs with a warning 1/13) and "
-              "looked at in round 18: a development set since. The runs graded here were retrained from "
-              "daed158 (the generator and the recorder unchanged since 1fbbc23) in round 18, the data being "
-              "on another machine; their `draw.json` says when.",
+              "looked at in round 18: a development set since. The runs graded here were retrained in round 19 "
+              "(the generator and the recorder unchanged since 1fbbc23), the data being on another machine; "
+              "their `draw.json` says when.",
     ),
     # Drawn in round 18 from daed158, the end of round 17, before any of round 18's engine changes was
     # committed (the generator does not use the engine); nothing of it diagnosed before its one grading.
@@ -380,7 +380,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh18", 67000, ("2026-12-04 15:46", "2026-12-04 15:50"),
         role="the third generator with every seed shifted by 67000 and every run redrawn (`--seed-shift "
              "67000 --vary`), generated at {drawn} UTC from daed158 by the recorder with "
-             "`logits_sum_to_one`, during round 18, graded once at the end of round 18; the set to quote",
+             "`logits_sum_to_one`, during round 18, graded once at the end of round 18 (73512f4), then looked "
+             "at in round 19: a development set since",
         note="`third-fresh18` (round 18): the same generator and redraw with every seed shifted by 67000 (`python -m "
              "benchmarks.third --seed-shift 67000 --vary`), trained from the committed tree at daed158 (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
@@ -389,12 +390,39 @@ DRAWS: tuple[Draw, ...] = (
              "three lines of its generator log (two runs' own confirmations) were seen once while checking "
              "whether the draw had ended, and the list of run names in its `draw.json` (the catalog's "
              "bug-and-architecture names, the same in every draw) was printed once while reading its times.",
-        which="*third-fresh18* (round 18; seeds shifted by 67000) was trained from daed158, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh18**.",
+        which="*third-fresh18* (round 18; seeds shifted by 67000) was trained from daed158, graded once at "
+              "73512f4 (curve 1.00, recall 0.95, fault's code first 0.95, healthy runs with a warning 2/12) and "
+              "looked at in round 19: a development set since. The runs graded here were retrained in round 19 "
+              "(the generator and the recorder unchanged since 4a66171), the data being on another machine; "
+              "their `draw.json` says when.",
+    ),
+    # Drawn in round 19 from 85e7385 (a CLI commit: Ctrl-C handling), before any of round 19's engine
+    # changes was committed (the generator does not use the engine); nothing of it diagnosed before its
+    # one grading.
+    Draw(
+        "third-fresh19", 71000, ("2026-12-04 18:31", "2026-12-04 18:35"),
+        role="the third generator with every seed shifted by 71000 and every run redrawn (`--seed-shift "
+             "71000 --vary`), generated at {drawn} UTC from 85e7385 by the recorder with "
+             "`logits_sum_to_one`, during round 19, graded once at the end of round 19; the set to quote",
+        note="`third-fresh19` (round 19): the same generator and redraw with every seed shifted by 71000 (`python -m "
+             "benchmarks.third --seed-shift 71000 --vary`), trained from the committed tree at 85e7385 (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, before round 19's first engine commit (4d946ff; the generator does not use the "
+             "engine). Nothing of it was diagnosed before its one grading. Its folder was renamed by mistake "
+             "while it trained: the runs written before and after stayed whole, but the one in training at that "
+             "moment (`unfreeze-sepconv`) was split between the two folders, so it alone was trained again at "
+             "18:36 UTC with `--only unfreeze-sepconv` (same seed shift and redraw, each run seeded by its own "
+             "shifted seed: the same run), its `draw.json` kept beside the draw's as "
+             "`draw_unfreeze-sepconv.json`. Two glimpses, no diagnosis: the last three lines of its generator "
+             "log (two runs' own confirmations) were seen once while checking whether the draw had ended, and "
+             "the names of the runs in each folder (the catalog's names, the same in every draw) were listed "
+             "to mend the split.",
+        which="*third-fresh19* (round 19; seeds shifted by 71000) was trained from 85e7385, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh19**.",
     ),
 )
 
-QUOTE = "third-fresh18"
+QUOTE = "third-fresh19"
 
 
 def draw(name: str) -> Draw:
