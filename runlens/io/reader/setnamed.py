@@ -1,13 +1,13 @@
 """Series named by their data set alone: ``3d_train 88.13 3d_eval 63.54 3d_valid 67.05``.
 
 Some trainers print one error per data set and call it by the set (PoseFormer's ``3d_train`` and
-``3d_valid``, a mean per-joint error; Knet's ``trn`` and ``tst``). With no loss word anywhere in
-the log, a pair of them, the one training series so named and a held-out series of the same
-quantity (the same words once the set's word is taken out), are what the trainer minimizes and
-watches: the training and validation loss. A training series alone is not read this way (the
-header ``starting training`` of a log is no column of losses). A name with any other word of a known quantity (a metric, a time, a rate, a
-count) is not read this way, nor a column of whole numbers (a count of samples), nor fractions
-that end higher than they start (an accuracy).
+``3d_valid``, a mean per-joint error; Knet's examples call theirs ``trn`` and ``tst``). With no
+loss word anywhere in the log, a pair of them, the one training series so named and a held-out
+series of the same quantity (the same words once the set's word is taken out), are what the
+trainer minimizes and watches: the training and validation loss. A training series alone is not
+read this way (the header ``starting training`` of a log is no column of losses); nor is a name
+with a word of another known quantity (a metric, a time, a rate, a count), a column of whole
+numbers (a count of samples), or fractions that end higher than they start (an accuracy).
 """
 
 from __future__ import annotations
