@@ -370,9 +370,9 @@ DRAWS: tuple[Draw, ...] = (
              "(the generator's own confirmations, no diagnosis) were seen once, checking that the draw had ended.",
         which="*third-fresh17* (round 17; seeds shifted by 61000) was trained from 1fbbc23, graded once at "
               "e6c2836 (curve 0.90, recall 1.00, fault's code first 0.96, healthy runs with a warning 1/13) and "
-              "looked at in round 18: a development set since. The runs graded here were retrained in round 19 "
-              "(the generator and the recorder unchanged since 1fbbc23), the data being on another machine; "
-              "their `draw.json` says when.",
+              "looked at in round 18: a development set since. The runs graded here were retrained from "
+              "daed158 (the generator and the recorder unchanged since 1fbbc23) in round 18, the data being "
+              "on another machine; their `draw.json` says when.",
     ),
     # Drawn in round 18 from daed158, the end of round 17, before any of round 18's engine changes was
     # committed (the generator does not use the engine); nothing of it diagnosed before its one grading.
@@ -392,9 +392,7 @@ DRAWS: tuple[Draw, ...] = (
              "bug-and-architecture names, the same in every draw) was printed once while reading its times.",
         which="*third-fresh18* (round 18; seeds shifted by 67000) was trained from daed158, graded once at "
               "73512f4 (curve 1.00, recall 0.95, fault's code first 0.95, healthy runs with a warning 2/12) and "
-              "looked at in round 19: a development set since. The runs graded here were retrained in round 19 "
-              "(the generator and the recorder unchanged since 4a66171), the data being on another machine; "
-              "their `draw.json` says when.",
+              "looked at in round 19: a development set since.",
     ),
     # Drawn in round 19 from 85e7385 (a CLI commit: Ctrl-C handling), before any of round 19's engine
     # changes was committed (the generator does not use the engine); nothing of it diagnosed before its
