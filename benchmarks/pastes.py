@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | --threads3 | --threads4 | --threads5] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads6] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -44,6 +44,8 @@ the same way by two more workers while round 16's changes were made, graded once
 round 18: ``benchmarks/results/pastes_threads4.md``. ``--threads5`` grades the fifth
 (``benchmarks/pastes_threads5/``), gathered by three workers while round 18's changes were made, graded
 once (``benchmarks/results/pastes_threads5_heldout.md``), then read: ``benchmarks/results/pastes_threads5.md``.
+``--threads6`` grades the sixth (``benchmarks/pastes_threads6/``), gathered by three workers while round
+19's changes were made and graded once at that round's end: ``benchmarks/results/pastes_threads6.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -149,9 +151,16 @@ THREADS5_ROLE = (_held_out("issue threads, Q&A pages and repository docs", "thre
                  "`benchmarks/results/pastes_threads5_heldout.md`): read 0.64 (9/14), agreed 0.43 (6/14). Its "
                  "misses were then read and one reader added (an optimizer's trace that names its objective "
                  "`value`, R's nnet): " + _dev_tail("it"))
+THREADS6, THREADS6_REPORT = _paths("pastes_threads6")
+THREADS6_ROLE = (_held_out("issue threads, Q&A pages, blog posts and repository docs", "thread or page",
+                           "pastes_threads6", "three workers (two on issue threads, one on Q&A pages, blog posts and "
+                           "repository docs)", 19, "2026-12-04") +
+                 "their reports gave only counts, they were merged by a script, and nobody working on runlens "
+                 "opened a paste before its one grading. **Graded once as held out at the commit this page "
+                 "names** (round 19's last engine commit): the set to quote.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
-           "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE)}
+           "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -241,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the fourth set of pastes from issue threads (benchmarks/pastes_threads4/)")
     which.add_argument("--threads5", action="store_const", const="threads5", dest="threads",
                        help="grade the fifth set of pastes from issue threads (benchmarks/pastes_threads5/)")
+    which.add_argument("--threads6", action="store_const", const="threads6", dest="threads",
+                       help="grade the sixth set of pastes from issue threads (benchmarks/pastes_threads6/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()
