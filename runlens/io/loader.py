@@ -260,9 +260,9 @@ def _source(path: Path) -> contextlib.nullcontext[str] | pa.OSFile:
 
 def _matching(want: list[str], names: list[str]) -> list[str]:
     """The columns of ``names`` that ``want`` asks for (a trailing ``*`` matches a prefix), in file order."""
-    exact = {w for w in want if not w.endswith("*")}
+    exact = {w.lower() for w in want if not w.endswith("*")}  # user columns in any case (``Accuracy``)
     prefixes = tuple(w[:-1] for w in want if w.endswith("*"))
-    return [c for c in names if c in exact or (prefixes and c.startswith(prefixes))]
+    return [c for c in names if c.lower() in exact or (prefixes and c.startswith(prefixes))]
 
 
 def _normalise(data: pa.Table, table: str) -> pa.Table:

@@ -28,16 +28,23 @@ FIT = 0.99
 #: How far the held-out accuracy must trail the training accuracy: one held-out example in ten
 #: wrong while (almost) none of the training set is, beyond what a model that generalizes shows.
 ACC_GAP = 0.10
+#: How many points a training accuracy printed alike must span: fewer repeat by chance.
+FROZEN = 4
 #: How many times the training loss the validation loss must be at each evaluation: an order of
 #: magnitude, the loss's own statement of the gap the accuracies show.
 LOSS_RATIO = 10.0
 
 Column = tuple[np.ndarray, np.ndarray]
+Accuracies = tuple[Column | None, Column | None]
 
 
 def _column(run: Run, table: str, names: tuple[str, ...]) -> tuple[Column, str] | None:
+    """The first of ``names`` the table holds (in any case: a console log keeps ``Train_acc`` as
+    printed) with 2 finite values or more."""
+    t = getattr(run, table, None)
+    held = {c.lower(): c for c in (t.column_names if t is not None else ())}
     for name in names:
-        v = run.column(table, name)
+        v = run.column(table, held[name]) if name in held else None
         if v is not None:
             ok = np.isfinite(v)
             if ok.sum() >= 2:
@@ -45,20 +52,28 @@ def _column(run: Run, table: str, names: tuple[str, ...]) -> tuple[Column, str] 
     return None
 
 
-def accuracies(run: Run) -> tuple[Column, Column] | None:
-    """The training and validation accuracy as fractions, or None when either is missing or they
-    are not on one scale (a percentage is read as one when both columns are percentages)."""
+def _fractions(*values: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """``values`` as fractions: unchanged when all lie in [0, 1], divided by 100 when all are
+    percentages (some above 1, none above 100); None when out of range or on mixed scales."""
+    if min(float(v.min()) for v in values) < 0 or max(float(v.max()) for v in values) > 100:
+        return None
+    if max(float(v.max()) for v in values) <= 1:
+        return values
+    if min(float(v.max()) for v in values) <= 1:
+        return None  # one a fraction and the other a percentage
+    return tuple(v / 100 for v in values)
+
+
+def accuracies(run: Run) -> Accuracies:
+    """The training and validation accuracy as fractions, each None when missing; both None when
+    they are not on one scale (a percentage is read as one when both columns are percentages)."""
     train, val = _column(run, "scalars", ACCURACY_COLUMNS), _column(run, "evals", VAL_ACCURACY_COLUMNS)
-    if train is None or val is None:
-        return None
-    (ts, ta), (vs, va) = train[0], val[0]
-    if min(ta.min(), va.min()) < 0:
-        return None
-    if max(ta.max(), va.max()) > 1:
-        if max(ta.max(), va.max()) > 100 or min(ta.max(), va.max()) <= 1:
-            return None  # not fractions, or one a fraction and the other a percentage
-        ta, va = ta / 100, va / 100
-    return (ts, ta), (vs, va)
+    cols = [c[0] for c in (train, val) if c is not None]
+    scaled = _fractions(*(v for _, v in cols)) if cols else None
+    if scaled is None:
+        return None, None
+    out = iter([(s, v) for (s, _), v in zip(cols, scaled, strict=True)])
+    return (next(out) if train is not None else None), (next(out) if val is not None else None)
 
 
 def _at(steps: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -70,13 +85,14 @@ def _at(steps: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 
 def memorized(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, Column],
-              acc: tuple[Column, Column] | None, base: dict[str, Any]) -> CurveVerdict | None:
+              acc: Accuracies, base: dict[str, Any]) -> CurveVerdict | None:
     """Overfitting when at each of 2 or more evaluations the training accuracy is ``FIT`` or more,
     the validation accuracy ``ACC_GAP`` below it and the validation loss ``LOSS_RATIO`` times the
     training loss or more, and the validation loss fell by less than ``min_drop`` across them."""
-    if acc is None or "val_loss" not in sets:
+    train, val = acc
+    if train is None or val is None or "val_loss" not in sets:
         return None
-    (ts, ta), (vs, va) = acc
+    (ts, ta), (vs, va) = train, val
     ls, lv = sets["val_loss"]
     ok = np.isfinite(lv)
     ls, lv = ls[ok], lv[ok]
@@ -101,3 +117,35 @@ def memorized(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str
          "train_accuracy": train_acc.tolist(), "val_accuracy": val_acc.tolist(),
          "gap_ratios": ratio.tolist(), "val_fall": float(fall), "min_fit": FIT, "min_accuracy_gap": ACC_GAP,
          "min_loss_ratio": LOSS_RATIO, "step": int(at[0])})
+
+
+def frozen_accuracy(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: Accuracies) -> CurveVerdict | None:
+    """Underfitting when the training accuracy is printed alike at its last ``FROZEN`` points or more
+    (to a thousandth or finer), below ``FIT``, while the training loss over the same steps moved by
+    ``min_drop`` of its level or more: the predictions on the training data do not change though the
+    loss does, so the model predicts the same (one class) whatever it is shown."""
+    train = acc[0]
+    if train is None or train[1].size < FROZEN:
+        return None
+    ts, ta = train
+    order = np.argsort(ts, kind="stable")
+    ts, ta = ts[order], ta[order]
+    same = ta == ta[-1]
+    run = int(np.argmin(same[::-1])) if not same.all() else int(same.size)
+    # Printed to a thousandth or finer (0.5003, not 0.50): a coarse print repeats by rounding alone.
+    if run < FROZEN or ta[-1] >= FIT or abs(round(float(ta[-1]), 2) - float(ta[-1])) < 1e-9:
+        return None
+    span = (steps >= ts[-run]) & (steps <= ts[-1])
+    loss = x[span]
+    if loss.size < FROZEN or not np.median(loss) > 0:
+        return None
+    moved = float(np.ptp(loss)) / float(np.median(loss))
+    if moved < cfg.min_drop:
+        return None
+    return CurveVerdict(
+        "underfitting", f"the training accuracy is {ta[-1]:.4g} at each of its last {run} points (steps "
+        f"{int(ts[-run])} to {int(ts[-1])}) while the training loss moved by {moved:.0%} of its level: the "
+        f"predictions do not change though the loss does, the model predicts the same whatever it is shown, "
+        f"in a short log", {"points": int(x.size), "n_points": int(x.size), "short_log": True,
+                            "kind": "short_frozen_accuracy", "accuracy": float(ta[-1]), "frozen_points": run,
+                            "loss_moved": moved, "min_fit": FIT, "step": int(ts[-run])})

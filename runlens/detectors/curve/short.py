@@ -9,10 +9,16 @@ parameters (:class:`~runlens.detectors.curve.params.CurveParams`). The
 readings, in the order they are tried (the first that holds is the verdict):
 
 - underfitting when the loss is stuck (4 points or more): every value
-  printed the same, or all within ``stuck_band`` of its level with no
-  Kendall trend (p >= ``alpha``); at ln K (K stated or guessed from the
-  level) the evidence says so and ``loss_at_chance`` fires too (``kind:
-  short_stuck``). Three values printed alike, to a thousandth of their
+  printed the same, or within ``ALIKE`` (a thousandth) of its level with
+  no Kendall trend (p >= ``alpha``), wherever the log starts; or all
+  within ``stuck_band`` of its level with no such trend when that says
+  more than convergence:
+  at ln K, from the start of training, or across single steps (a
+  minibatch's loss is noisier than that unless the outputs no longer
+  depend on the inputs; a band of epoch averages that begins mid-run is a
+  plateau or a converged run, not judged); at ln K (K stated or guessed
+  from the level) the evidence says so and ``loss_at_chance`` fires too
+  (``kind: short_stuck``). Three values printed alike, to a thousandth of their
   (non-zero) level or finer, are stuck too: a loss that trains moves by
   more than its last digit in an epoch;
 - underfitting when the validation loss is printed alike (to a thousandth
@@ -29,6 +35,12 @@ readings, in the order they are tried (the first that holds is the verdict):
 - underfitting when the last half of the losses (3 at least) sit at ln K
   by the same test, whatever came before: the model ended predicting the
   prior (``kind: short_chance_tail``; ``loss_at_chance`` fires too);
+- underfitting when the training accuracy is printed alike (to a
+  thousandth or finer) at its last ``FROZEN`` (4) points or more, below
+  ``FIT``, while the training loss over the same steps moved by
+  ``min_drop`` of its level or more: the predictions do not change though
+  the loss does, the model predicts one class whatever it is shown
+  (``kind: short_frozen_accuracy``);
 - underfitting when the logged learning rate is above 0 and at most
   ``VANISHED_LR`` (1e-12) at each of its last half of values (2 at least;
   a printed 0 may be a rate rounded away): no float32
@@ -97,9 +109,15 @@ from typing import Any
 
 import numpy as np
 
-from runlens.detectors.curve.memorized import Column, memorized
+from runlens.detectors.curve.memorized import Accuracies, frozen_accuracy, memorized
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.short_level import chance_tail, lr_vanished, no_progress, validation_chance
+from runlens.detectors.curve.short_level import (
+    chance_tail,
+    from_start,
+    lr_vanished,
+    no_progress,
+    validation_chance,
+)
 from runlens.detectors.curve.validation import gap_verdict, perm_p, val_rises
 from runlens.diagnosis import CurveVerdict
 from runlens.signals.series import Series
@@ -109,11 +127,11 @@ from runlens.stats.trend import Trend, trend
 
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
            classes: tuple[int | None, str | None] = (None, None), index: str = "step",
-           lr: Series | None = None, acc: tuple[Column, Column] | None = None) -> CurveVerdict:
-    stuck = _stuck(cfg, steps, x, classes) if x.size >= 4 or _identical(x) else None
+           lr: Series | None = None, acc: Accuracies = (None, None)) -> CurveVerdict:
+    stuck = _stuck(cfg, steps, x, classes, index) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
         stuck = (_frozen(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
-                 or lr_vanished(steps, x, lr))
+                 or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc))
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,
@@ -282,7 +300,7 @@ def _settled(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base:
 
 
 def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[int | None, str | None],
-           ) -> CurveVerdict | None:
+           index: str = "step") -> CurveVerdict | None:
     # Stuck: every printed value the same, or all within ``stuck_band`` of the
     # level with no Kendall trend at ``alpha``: a model that does not learn (at ln K: the prior).
     level = float(np.median(x))
@@ -293,8 +311,17 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
     # Every point at ln K is stuck at chance even while it creeps: a trend of a few hundredths of a
     # percent is significant over a handful of monotone points and still changes nothing.
     at_chance = hit is not None and bool(np.all(np.abs(x - hit["chance_loss"]) <= hit["chance_tolerance"]))
-    within = float(np.ptp(x)) == 0.0 or (
-        level != 0 and float(np.ptp(x)) <= cfg.stuck_band * abs(level) and (not t.p < cfg.alpha or at_chance))
+    # Within a band but not printed alike: an epoch's average that converged sits in a band too. Stuck
+    # only where the band says more than convergence: at ln K, from the start of training on (a model
+    # that learns falls fastest there), or across single steps (each a minibatch's loss, whose noise
+    # alone leaves a band of a percent unless the outputs no longer depend on the inputs).
+    # Alike to a thousandth of the level is stuck wherever it starts: no training model's loss holds
+    # that still over several points.
+    spread = float(np.ptp(x))
+    still = not t.p < cfg.alpha or at_chance
+    within = spread == 0.0 or (level != 0 and spread <= ALIKE * abs(level) and still) or (
+        level != 0 and spread <= cfg.stuck_band * abs(level) and still
+        and (at_chance or index == "step" or from_start(steps, index)))
     if not within:
         return None
     ev: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck",
@@ -339,11 +366,15 @@ def _frozen(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, 
     return None
 
 
+#: A spread of a loss, relative to its level, that no training model holds over several points.
+ALIKE = 1e-3
+
+
 def _identical(x: np.ndarray) -> bool:
     """Three values printed alike to a thousandth of their level or finer (Keras' ``loss: 14.5063``
     three epochs running): a loss that trains moves by more than its last digit in an epoch."""
     level = float(np.median(x)) if x.size else 0.0
-    return x.size == 3 and float(np.ptp(x)) == 0.0 and level != 0 and 0 < printed_step(x) <= 1e-3 * abs(level)
+    return x.size == 3 and float(np.ptp(x)) == 0.0 and level != 0 and 0 < printed_step(x) <= ALIKE * abs(level)
 
 
 def printed_step(x: np.ndarray) -> float:

@@ -127,6 +127,15 @@ def lr_vanished(steps: np.ndarray, x: np.ndarray, lr: Series | None) -> CurveVer
          "relative_drop": (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0, "step": since})
 
 
+def from_start(steps: np.ndarray, index: str) -> bool:
+    """Whether a log counted in steps or epochs begins at the start of training: its first point
+    within one logging interval of 0. A log counted in rows does not say where it begins."""
+    if index not in ("step", "epoch") or steps.size < 2:
+        return False
+    first, gap = float(steps[0]), float(steps[1] - steps[0])
+    return 0 <= first <= gap
+
+
 def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any],
                 sets: dict[str, tuple[np.ndarray, np.ndarray]], index: str) -> CurveVerdict | None:
     """From the start of training (its first point within one logging interval of step or epoch 0),
@@ -136,11 +145,10 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
     monotone fall is progress, however slow): a model that learns drops fastest at the start.
     A log that begins mid-run may be a plateau, and a log counted in rows says nothing of where it
     begins; neither is judged."""
-    if index not in ("step", "epoch") or x.size < 5:
+    if x.size < 5 or not from_start(steps, index):
         return None
-    first, gap = float(steps[0]), float(steps[1] - steps[0])
     span = float(steps[-1])
-    if not (0 <= first <= gap) or span < (MIN_START_EPOCHS if index == "epoch" else MIN_START_STEPS):
+    if span < (MIN_START_EPOCHS if index == "epoch" else MIN_START_STEPS):
         return None
     S = base["start_level"]
     end = float(np.median(x[-max(2, x.size // 5):]))

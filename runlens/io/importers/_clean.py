@@ -69,6 +69,10 @@ _WRAPPED = re.compile(
 # A one-number list right after a name's ``:`` or ``=`` (``loss: [2.30]``), of a value with a fraction or an
 # exponent: ``Epoch: [0]`` is a counter.
 _ONE_LIST = re.compile(rf"([:=]\s?)\[\s*({_FRACTION})\s*\](?![\[\w])")
+# TensorFlow's ``tf.Print(x, [x], "CrossE")`` writes the message glued to the bracketed values:
+# ``CrossE[472.02966]``, ``CrossE[nan]``; one number with a fraction (or nan/inf) is that name's value,
+# where ``layer[3]`` is an index.
+_GLUED_LIST = re.compile(rf"(?<![\w\]])([A-Za-z_][\w.]*)\[\s*({_FRACTION}|[-+]?(?:nan|inf))\s*\](?![\[\w])")
 
 
 def _number(m: re.Match) -> str:
@@ -82,4 +86,6 @@ def unwrap(line: str) -> str:
         line = _WRAPPED.sub(_number, line)
     if ":[" in line or ": [" in line or "=[" in line or "= [" in line:
         line = _ONE_LIST.sub(r"\1\2", line)
+    if "[" in line:
+        line = _GLUED_LIST.sub(r"\1: \2", line)
     return line

@@ -17,10 +17,12 @@ printed. Four kinds of line count:
   non-finite (or beyond fp16) as computed, and no step can be taken. A
   scaler that halves from 65536 a few times is finding its level: silent;
 * a line with no step of its own that says the loss went non-finite (TF's
-  "Model diverged with loss = NaN.", with no consequence named): nothing
-  else on it carries the value, so the words are the only record. A line
-  with a step is not read so: its fields hold the value itself. The text
-  reader says which lines carry no step (``stepless``);
+  "Model diverged with loss = NaN.", with no consequence named), or that
+  opens with a loop's own check ("NaN detected", "NaN encountered": the
+  value a training loop checks is its loss): nothing else on it carries
+  the value, so the words are the only record. A line with a step is not
+  read so: its fields hold the value itself. The text reader says which
+  lines carry no step (``stepless``);
 * a Python exception line (``FloatingPointError: Loss became infinite or
   NaN at iteration=1587!``, ``torch.OutOfMemoryError: CUDA out of memory``).
   When no training line follows it, it is how the run ended: the run is
@@ -59,6 +61,12 @@ _CONSEQUENCE = ("skip", "terminat", "stop", "abort")
 # "Model diverged with loss = NaN.", "loss is inf": the loss said to be non-finite.
 _STATED_NONFINITE = re.compile(r"\bloss(?:es)?\s*(?:[:=]|\bis\b|\bwas\b|\bbec[oa]me[s]?\b)?\s*"
                                r"(?:nan|[-+]?inf(?:inity)?)\b", re.I)
+
+
+# A training loop's own check, alone on its line: "NaN detected" (the Theano-era ``if numpy.isnan(cost):
+# print('NaN detected')``), "NaN encountered, stopping". What went NaN is unsaid; the value a training
+# loop checks is its loss. Only at the line's start: "no NaN detected" says the opposite.
+_NAN_DETECTED = re.compile(r"\s*(?:nan|inf)s?\s+(?:detected|encountered)\b", re.I)
 
 
 def gated(text: str) -> bool:
@@ -121,6 +129,8 @@ class Watch:
             event = _warning(head, step, interval)
         if event is None and stepless and ("oss" in head or "OSS" in head) and _STATED_NONFINITE.search(head):
             event = (step or 0, "nonfinite_loss", math.nan, clean(head.strip())[:300])
+        if event is None and stepless and "nan" in head[:200].lower() and _NAN_DETECTED.match(said := clean(head)):
+            event = (step or 0, "nonfinite_loss", math.nan, said.strip()[:300])
         if event is not None:
             self.events.append(event)
         return event is not None

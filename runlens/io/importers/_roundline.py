@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from runlens.io.importers._common import Series
-from runlens.io.reader.names import TRAIN, VAL, is_step, tokens
+from runlens.io.reader.names import LOSS, METRIC, TRAIN, VAL, is_lr, is_step, tokens
 
 Fields = list[tuple[str, float]]
 
@@ -61,6 +61,18 @@ def set_named(fields: Fields) -> Fields | None:
     return [(f"{k} loss" if k.lower() in SET_ONLY else k, v) for k, v in fields]
 
 
+def qualified(text: str, out: list[tuple[str, float, tuple[int, int]]],
+              offset: int) -> list[tuple[str, float, tuple[int, int]]]:
+    """A line's fields with the names their place on the line gives them: a ``[set]`` section's, a
+    loss group's parts, a repeated name's set (:func:`in_sections`, :func:`in_loss_group`,
+    :func:`repeats_by_set`)."""
+    if "[" in text:
+        out = in_sections(text, out, offset)
+    if "oss" in text or "OSS" in text:
+        out = in_loss_group(text, out, offset)
+    return repeats_by_set(out)
+
+
 def in_sections(text: str, out: list[tuple[str, float, tuple[int, int]]],
                 offset: int) -> list[tuple[str, float, tuple[int, int]]]:
     """The fields with the name of the set whose ``[set]`` section holds them put before their own names:
@@ -76,6 +88,53 @@ def in_sections(text: str, out: list[tuple[str, float, tuple[int, int]]],
         named.append((key, value, span))
     return named
 
+
+
+def repeats_by_set(out: list[tuple[str, float, tuple[int, int]]]) -> list[tuple[str, float, tuple[int, int]]]:
+    """A name that repeats on one line, after fields that name their set (``Train acc: 0.59 loss: 0.61
+    Val acc: 0.58 loss: 0.63``), belongs to the set the nearest such field before it names: read as
+    ``Train loss``, ``Val loss``. Left as printed when no name repeats (nothing is ambiguous then)."""
+    names = [k.lower() for k, _, _ in out]
+    if len(set(names)) == len(names):
+        return out
+    repeated = {n for n in names if names.count(n) > 1}
+    current: str | None = None
+    named = []
+    for key, value, span in out:
+        words = tokens(key)
+        own = next((w for w in words if w in SET_ONLY), None)
+        if own is not None:
+            current = key.split()[0] if key.split()[0].lower() in SET_ONLY else own
+        elif current is not None and key.lower() in repeated:
+            key = f"{current} {key}"
+        named.append((key, value, span))
+    return named
+
+
+# A loss word that labels a group of fields rather than holding a value (PyTorch-YOLOv3's ``[Losses: x
+# 0.1, y 0.2, ..., total 2.1, recall: 0.5]``): the group runs to its closing bracket or the line's end.
+_LOSS_GROUP = re.compile(r"\blosses?\s*:\s*(?!(?:nan|inf)\b)(?=[A-Za-z_]\w*\s*[:=]?\s*[-+]?(?:\d|\.\d|nan|inf))",
+                         re.I)
+
+
+def in_loss_group(text: str, out: list[tuple[str, float, tuple[int, int]]],
+                  offset: int) -> list[tuple[str, float, tuple[int, int]]]:
+    """The fields of a group a loss word labels are the loss's parts: named ``loss <name>`` (``total``
+    becomes the total loss) unless the name already says a loss or another quantity (``recall``)."""
+    groups = []
+    for m in _LOSS_GROUP.finditer(text):
+        close = text.find("]", m.end())
+        groups.append((m.end() + offset, (close if close >= 0 else len(text)) + offset))
+    if not groups:
+        return out
+    named = []
+    for key, value, span in out:
+        words = tokens(key)
+        if any(a <= span[0] < b for a, b in groups) and not (set(words) & (LOSS | METRIC | SET_ONLY)) \
+                and not is_lr(words) and not is_step(words):
+            key = f"loss {key}"
+        named.append((key, value, span))
+    return named
 
 
 _ECHO_RUN = 3  # records of one value in a row that make an echo, not evaluations

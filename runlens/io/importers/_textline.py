@@ -31,7 +31,7 @@ from runlens.io.importers._mapping import MSVC as _MSVC
 from runlens.io.importers._mapping import NUM as _NUM
 from runlens.io.importers._mapping import WORDNUM as _WORDNUM
 from runlens.io.importers._mapping import braced, mapping_fields, parse_mapping, to_float
-from runlens.io.importers._roundline import GLUED_EPOCH, LEADING, in_sections, keyed_rest, set_named
+from runlens.io.importers._roundline import GLUED_EPOCH, LEADING, keyed_rest, qualified, set_named
 from runlens.io.importers._shapedlines import shaped_line
 from runlens.io.importers._textsteps import (
     CALLBACK,
@@ -62,8 +62,7 @@ _WORD_ONLY = re.compile(_WORDNUM)
 # So does an abbreviation's dot, on a word of at most four letters (Keras 1's ``val. loss``,
 # ``Avg. Loss``): the name goes on after it; a sentence's last word (``records/second. Loss``) does not.
 # An underscore before a decimal number ends a name: WaveGlow's ``loss_-4.0655`` is loss = -4.0655.
-# A name may start with a number joined to a word by an underscore (PoseFormer's ``3d_train``), not
-# with a number and a unit (Keras's ``32s 914ms/step``).
+# A name may start with a number joined to a word by an underscore (``3d_train``), not with a unit (``32s``).
 _KEY_WORD = (r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|\d+[A-Za-z]+_[A-Za-z][\w/()%#@-]*|[A-Za-z_](?:(?!_[-+]?\d+\.\d)[\w/()%#@-])*"
              r"(?:\.[A-Za-z_0-9][\w/()%#@-]*)*(?:'s(?= ))?)")
 _KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
@@ -179,7 +178,7 @@ def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple
         name = key[prev:].strip()
         _keep(out, f"{name} ({unit})" if unit and name.lower() not in _IGNORED_KEYS else name,
               to_float(m.group(which)), (a + offset, b + offset))
-    return in_sections(text, out, offset) if "[" in text else out
+    return qualified(text, out, offset)
 
 
 _TIME_UNITS = frozenset({"s", "sec", "secs", "second", "seconds", "ms", "msec", "us", "µs", "min", "mins", "h",
@@ -327,6 +326,9 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
                     formula="running", spans=(m.span(1), m.span(2)), epoch_span=m.span(1), rest_at=m.end())
     bar = None if _BATCHES.search(text) else _BAR.match(text)
     m = _BATCHES.search(text) or bar or LEAD.match(text) or _BRACKET.search(text)
+    if m is not None and m.re is _BRACKET and espan is not None and m.start() <= espan[0] < m.end():
+        # "Epoch [19/20], Loss: 2.30": the bracket is the epoch's own (19 of 20), not a batch counter.
+        m = _BRACKET.search(text, m.end())
     if m is not None and epoch is None and m.re is _BRACKET and (o := OUTER.search(text, 0, m.start())):
         epoch, espan = int(o.group(1)), o.span(1)
     e = epoch if epoch is not None else ctx.epoch

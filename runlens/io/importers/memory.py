@@ -72,9 +72,11 @@ def _project(table: pa.Table | None, wanted: Iterable[str] | None, keys: tuple[s
     if table is None or wanted is None:
         return table
     wanted = list(wanted)
-    exact = {*keys, *(w for w in wanted if not w.endswith("*"))}
+    # In any case: a console log keeps its names as printed (``Train_acc``), a detector asks in lower case.
+    exact = {*keys, *(w.lower() for w in wanted if not w.endswith("*"))}
     prefixes = tuple(w[:-1] for w in wanted if w.endswith("*"))
-    return table.select([c for c in table.column_names if c in exact or (prefixes and c.startswith(prefixes))])
+    return table.select([c for c in table.column_names
+                         if c in exact or c.lower() in exact or (prefixes and c.startswith(prefixes))])
 
 
 def to_run(imp: Imported, shown: str, columns: Mapping[str, Any] | None = None) -> Run:

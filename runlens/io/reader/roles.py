@@ -58,7 +58,7 @@ from runlens.io.reader.names import (
     tokens,
     val_set,
 )
-from runlens.io.reader.setnamed import set_named
+from runlens.io.reader.setnamed import lone_series, set_named
 from runlens.io.reader.table import Table
 
 
@@ -315,6 +315,9 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
                                 "(--val-loss value reads it as the validation loss)"))
     if not any(p.role == "loss" or p.role.startswith("val_loss") for p in roles.picks):
         roles.picks += [Pick(role, (c,), "column", why) for role, c, why in set_named(table, roles.index)]
+    if not any(p.role == "loss" or p.role.startswith("val_loss") for p in roles.picks) and (
+            lone := lone_series(table, roles.index)) is not None:
+        roles.picks.append(Pick("loss", (lone[0],), "column", lone[1]))
     if not roles.picks and step is None:
         _unnamed(table, roles)
     return roles

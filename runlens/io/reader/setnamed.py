@@ -85,3 +85,27 @@ def set_named(table: Table, index: str | None) -> list[tuple[str, str, str]]:
                     ("val_loss", match[0], f"{match[0]!r}: the held-out set's series of the training loss "
                      f"{column!r}")]
     return []
+
+
+def lone_series(table: Table, index: str | None) -> tuple[str, str] | None:
+    """``(column, why)`` of the one measured series of a log that names no loss, when its name is no
+    other known quantity (a metric, a time, a rate, a count, a norm): what a person printed at each
+    epoch to watch the run (TEACH's ``Train_rf 4.856e-01``), read as the training loss. Only for the
+    series a console or tracker importer gathered (``<kind> series``): a structured table's shape is
+    chosen by the roles its header gives, and one unnamed column must not decide it."""
+    if not table.shape.endswith(" series"):
+        return None
+    found = []
+    for c in table.names:
+        if c == index or c not in table.values or not _measured(table, c):
+            continue
+        toks = tokens(c)
+        if any(t in METRIC or t in _OTHER or t in COUNT_WORDS or t in VAL for t in toks) or is_lr(toks) \
+                or is_grad_norm(toks):
+            continue
+        found.append(c)
+    if len(found) != 1 or _accuracy_like(table, found[0]):
+        return None
+    return found[0], (f"{found[0]!r} is the one measured series of a log that names no loss, and names no other "
+                      "quantity: what was printed to watch the run, read as the training loss (--loss names "
+                      "another)")

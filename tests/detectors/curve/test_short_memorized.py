@@ -106,7 +106,7 @@ def test_silent_twin_recorded_accuracies_in_percent_and_close(tmp_path):
 def test_silent_twin_one_accuracy_a_fraction_the_other_a_percentage(tmp_path):
     diag = analyze(_recorded(tmp_path, [1.0, 1.0, 1.0, 1.0], [70.0, 69.0, 71.0, 70.0]))
     assert diag.curve.evidence.get("kind") != "short_memorized"
-    assert accuracies(load_run(tmp_path / "run")) is None
+    assert accuracies(load_run(tmp_path / "run")) == (None, None)
 
 
 def test_the_thresholds_are_the_documented_ones():
