@@ -99,13 +99,17 @@ def steps_per_epoch(run: Run) -> tuple[int | None, str | None]:
     return None, None
 
 
-def scalar_column(run: Run, names: Iterable[str], table: str = "scalars") -> tuple[np.ndarray, np.ndarray, str] | None:
-    """(steps, values, column) of the first of ``names`` the table holds with finite values."""
+def scalar_column(run: Run, names: Iterable[str], table: str = "scalars", *, min_points: int = 3,
+                  any_case: bool = False) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """(steps, values, column) of the first of ``names`` the table holds with ``min_points`` finite
+    values or more; ``any_case``: a name matches in any case (a console log keeps ``Train_acc`` as printed)."""
+    t = getattr(run, table, None) if any_case else None
+    held = {c.lower(): c for c in t.column_names} if t is not None else {}
     for name in names:
-        v = run.column(table, name)
+        v = run.column(table, held.get(name.lower(), name))
         if v is not None:
             ok = np.isfinite(v)
-            if ok.sum() >= 3:
+            if ok.sum() >= min_points:
                 return run.steps(table)[ok], v[ok], f"{table}.{name}"
     return None
 

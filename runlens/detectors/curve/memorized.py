@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS
+from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, scalar_column
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 
@@ -38,18 +38,9 @@ Column = tuple[np.ndarray, np.ndarray]
 Accuracies = tuple[Column | None, Column | None]
 
 
-def _column(run: Run, table: str, names: tuple[str, ...]) -> tuple[Column, str] | None:
-    """The first of ``names`` the table holds (in any case: a console log keeps ``Train_acc`` as
-    printed) with 2 finite values or more."""
-    t = getattr(run, table, None)
-    held = {c.lower(): c for c in (t.column_names if t is not None else ())}
-    for name in names:
-        v = run.column(table, held[name]) if name in held else None
-        if v is not None:
-            ok = np.isfinite(v)
-            if ok.sum() >= 2:
-                return (run.steps(table)[ok], v[ok]), name
-    return None
+def _column(run: Run, table: str, names: tuple[str, ...]) -> Column | None:
+    found = scalar_column(run, names, table, min_points=2, any_case=True)
+    return None if found is None else (found[0], found[1])
 
 
 def _fractions(*values: np.ndarray) -> tuple[np.ndarray, ...] | None:
@@ -68,7 +59,7 @@ def accuracies(run: Run) -> Accuracies:
     """The training and validation accuracy as fractions, each None when missing; both None when
     they are not on one scale (a percentage is read as one when both columns are percentages)."""
     train, val = _column(run, "scalars", ACCURACY_COLUMNS), _column(run, "evals", VAL_ACCURACY_COLUMNS)
-    cols = [c[0] for c in (train, val) if c is not None]
+    cols = [c for c in (train, val) if c is not None]
     scaled = _fractions(*(v for _, v in cols)) if cols else None
     if scaled is None:
         return None, None

@@ -72,7 +72,25 @@ _ONE_LIST = re.compile(rf"([:=]\s?)\[\s*({_FRACTION})\s*\](?![\[\w])")
 # TensorFlow's ``tf.Print(x, [x], "CrossE")`` writes the message glued to the bracketed values:
 # ``CrossE[472.02966]``, ``CrossE[nan]``; one number with a fraction (or nan/inf) is that name's value,
 # where ``layer[3]`` is an index.
-_GLUED_LIST = re.compile(rf"(?<![\w\]])([A-Za-z_][\w.]*)\[\s*({_FRACTION}|[-+]?(?:nan|inf))\s*\](?![\[\w])")
+# Found from its bracket (a search that starts at every "[", not at every letter of the line); the name
+# before it is checked in :func:`_glued`.
+_GLUED_LIST = re.compile(rf"(?<=[\w.])\[\s*({_FRACTION}|[-+]?(?:nan|inf))\s*\](?![\[\w])")
+
+
+def _glued(line: str) -> str:
+    """``line`` with each ``Name[value]`` written ``Name: value`` (the name starts with a letter or an
+    underscore and follows no closing bracket)."""
+    out, at = [], 0
+    for m in _GLUED_LIST.finditer(line):
+        start = m.start()
+        while start > at and (line[start - 1].isalnum() or line[start - 1] in "._"):
+            start -= 1  # back over the name: a few characters
+        first = line[start]
+        if not (first.isalpha() or first == "_") or (start > 0 and line[start - 1] == "]"):
+            continue
+        out += [line[at:m.start()], ": ", m.group(1)]
+        at = m.end()
+    return "".join(out) + line[at:] if out else line
 
 
 def _number(m: re.Match) -> str:
@@ -87,5 +105,5 @@ def unwrap(line: str) -> str:
     if ":[" in line or ": [" in line or "=[" in line or "= [" in line:
         line = _ONE_LIST.sub(r"\1\2", line)
     if "[" in line:
-        line = _GLUED_LIST.sub(r"\1: \2", line)
+        line = _glued(line)
     return line

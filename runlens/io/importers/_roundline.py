@@ -68,7 +68,9 @@ def qualified(text: str, out: list[tuple[str, float, tuple[int, int]]],
     :func:`repeats_by_set`)."""
     if "[" in text:
         out = in_sections(text, out, offset)
-    if "oss" in text or "OSS" in text:
+    # A group's label holds no value of its own: a line with a loss-named field has no such label to look
+    # for (most lines: the regex is then not run at all).
+    if ("oss" in text or "OSS" in text) and not any("oss" in k or "OSS" in k for k, _, _ in out):
         out = in_loss_group(text, out, offset)
     return repeats_by_set(out)
 
