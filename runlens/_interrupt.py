@@ -53,6 +53,15 @@ def _unraisable(unraisable: object) -> None:
     sys.__unraisablehook__(unraisable)  # type: ignore[arg-type]  # typeshed's UnraisableHookArgs
 
 
+def leaving() -> None:
+    """Called by ``runlens.cli`` once its outputs are written and its status decided. A Ctrl-C
+    from here on lands in the interpreter's own exit (thread shutdown, atexit, a finalizer), where
+    a KeyboardInterrupt is swallowed or kills the process without a word: it is answered as before
+    the CLI ran, with the line and status 130 at once."""
+    global running
+    running = False
+
+
 def check() -> None:
     """Raise the KeyboardInterrupt a swallowed Ctrl-C did not deliver: loops over runs call this
     between runs, so an interrupt the interpreter ate still stops the command at the next run."""

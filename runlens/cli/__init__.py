@@ -166,6 +166,8 @@ def _exit(code: int, line: str | None, standalone: bool) -> int:
                 pass
         os._exit(130)
     if standalone:
+        if _interrupt.is_command():
+            _interrupt.leaving()
         sys.exit(code)
     return code
 

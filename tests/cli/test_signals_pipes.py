@@ -84,13 +84,19 @@ def test_ctrl_c_at_any_moment_is_one_line_and_130(runs, tmp_path, cmd, delay):
     assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
     # Before the interpreter installs its handler a SIGINT ends the process as a signal (the
     # shell's 130); from then on runlens answers in one line with 130; never a finished run.
-    assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, text)
     lines = text.strip().splitlines()
     # The signal can land after the audit wrote its summary and before the process left, a window
-    # poll() above cannot see (CI failed on it once, under OPENBLAS_CORETYPE=Haswell): the finished
-    # summary then stands before the interruption's line, which still comes last, alone.
-    if len(lines) == 2 and cmd == "audit" and re.fullmatch(r"runlens: \d+ runs: .*", lines[0]):
+    # poll() above cannot see (CI failed on it twice, under OPENBLAS_CORETYPE=Haswell). While Python
+    # code still runs the interruption's line follows the summary, alone, with 130. The interpreter's
+    # last instants run none: with its handlers back to the default (its module teardown) the
+    # signal ends the process as it would any program's, which the shell reports as 130; just
+    # before that, noted and never acted on, it leaves the finished audit's own status.
+    if lines and cmd == "audit" and re.fullmatch(r"runlens: \d+ runs: .*", lines[0]):
         lines = lines[1:]
+        if not lines:
+            assert proc.returncode in (-signal.SIGINT, 1), (proc.returncode, text)
+            return
+    assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, text)
     assert "\n".join(lines) in ("", "runlens: interrupted"), text
 
 
@@ -145,3 +151,35 @@ def test_a_ctrl_c_the_interpreter_swallows_is_silent_and_still_answered():
     started = run("started")
     assert started.returncode == 0 and started.stderr == "", started.stderr
     assert started.stdout.split() == ["flag", "answered"], started.stdout
+
+
+_LEAVING = """
+import atexit, os, signal, sys
+from runlens import _interrupt
+_interrupt.start()
+signal.signal(signal.SIGINT, _interrupt._handler)  # the command's handler, as installed for `runlens`
+
+def late():  # the interpreter's exit runs this after the CLI decided its status, as its thread shutdown
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(10000):
+        pass
+
+atexit.register(late)
+if sys.argv[1] == "leaving":
+    _interrupt.leaving()
+sys.exit(1)
+"""
+
+
+def test_a_ctrl_c_while_the_interpreter_exits_is_still_the_line_and_130():
+    """CI failed on a Ctrl-C after the audit's summary, in the interpreter's exit: swallowed there,
+    the process left with only the summary. Once the CLI is leaving, the handler answers at once."""
+    def run(mode):
+        return subprocess.run([sys.executable, "-c", _LEAVING, mode], capture_output=True, text=True,
+                              env=env(), timeout=120, preexec_fn=_sigint_as_at_a_terminal)
+
+    running = run("running")  # the control: a KeyboardInterrupt in an atexit callback is swallowed
+    assert running.returncode == 1 and "runlens: interrupted" not in running.stderr, running.stderr
+    leaving = run("leaving")
+    assert leaving.returncode == 130, leaving.stderr
+    assert leaving.stderr == "runlens: interrupted\n", leaving.stderr
