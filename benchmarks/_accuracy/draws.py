@@ -401,7 +401,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh19", 71000, ("2026-12-04 18:31", "2026-12-04 18:35"),
         role="the third generator with every seed shifted by 71000 and every run redrawn (`--seed-shift "
              "71000 --vary`), generated at {drawn} UTC from 85e7385 by the recorder with "
-             "`logits_sum_to_one`, during round 19, graded once at the end of round 19; the set to quote",
+             "`logits_sum_to_one`, during round 19, graded once at the end of round 19 (13abcc1), then looked "
+             "at in round 20: a development set since",
         note="`third-fresh19` (round 19): the same generator and redraw with every seed shifted by 71000 (`python -m "
              "benchmarks.third --seed-shift 71000 --vary`), trained from the committed tree at 85e7385 (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
@@ -415,12 +416,30 @@ DRAWS: tuple[Draw, ...] = (
              "log (two runs' own confirmations) were seen once while checking whether the draw had ended, and "
              "the names of the runs in each folder (the catalog's names, the same in every draw) were listed "
              "to mend the split.",
-        which="*third-fresh19* (round 19; seeds shifted by 71000) was trained from 85e7385, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh19**.",
+        which="*third-fresh19* (round 19; seeds shifted by 71000) was trained from 85e7385, graded once at "
+              "13abcc1 (curve 0.95, recall 1.00, fault's code first 1.00, healthy runs with a warning 1/9) and "
+              "looked at in round 20: a development set since.",
+    ),
+    # Drawn in round 20 from 269d1d4 (a CLI commit: Ctrl-C while the interpreter exits), before any of
+    # round 20's engine changes was committed (the generator does not use the engine); nothing of it
+    # diagnosed before its one grading.
+    Draw(
+        "third-fresh20", 73000, ("2026-12-04 21:41", "2026-12-04 21:44"),
+        role="the third generator with every seed shifted by 73000 and every run redrawn (`--seed-shift "
+             "73000 --vary`), generated at {drawn} UTC from 269d1d4 by the recorder with "
+             "`logits_sum_to_one`, during round 20, graded once at the end of round 20; the set to quote",
+        note="`third-fresh20` (round 20): the same generator and redraw with every seed shifted by 73000 (`python -m "
+             "benchmarks.third --seed-shift 73000 --vary`), trained from the committed tree at 269d1d4 (`draw.json` "
+             "has the times) into a folder outside the repository, by the recorder that writes "
+             "`logits_sum_to_one`, before round 20's first engine commit (the generator does not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and none of its generator log read; "
+             "only its `draw.json`'s start and end times were printed.",
+        which="*third-fresh20* (round 20; seeds shifted by 73000) was trained from 269d1d4, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh20**.",
     ),
 )
 
-QUOTE = "third-fresh19"
+QUOTE = "third-fresh20"
 
 
 def draw(name: str) -> Draw:
