@@ -75,7 +75,8 @@ def wander_test(x: np.ndarray, buckets: int = 20) -> dict[str, float]:
     var/size, so ``ratio = size * var(bucket means) / var(residuals)`` is
     about 1 and ``(buckets - 1) * ratio`` is chi-square distributed.
     ``excess`` is the sd of the bucket means beyond that noise (loss units);
-    ``halves_p`` the larger p of the same test on each half of ``x``.
+    ``halves_p`` the larger p of the same test on each half of ``x``; ``monotone_p`` the test's p
+    around the bucket means' best monotone fit instead of the line.
     """
     whole = _variance_ratio(x, buckets)
     halves = [_variance_ratio(h, buckets) for h in (x[: x.size // 2], x[x.size // 2:])]
@@ -98,4 +99,22 @@ def _variance_ratio(x: np.ndarray, buckets: int) -> dict[str, float]:
     between = float(np.var(means, ddof=1))
     ratio = size * between / within
     p = float(stats.chi2.sf((buckets - 1) * ratio, buckets - 1))
-    return {"ratio": ratio, "p": p, "excess": math.sqrt(max(between - within / size, 0.0))}
+    return {"ratio": ratio, "p": p, "excess": math.sqrt(max(between - within / size, 0.0)),
+            "monotone_p": _monotone_p(x[-size * buckets:].reshape(buckets, size).mean(axis=1), size, within,
+                                      t.slope)}
+
+
+def _monotone_p(means: np.ndarray, size: int, within: float, slope: float) -> float:
+    """The same test around the best monotone fit of the bucket means (falling when the line falls)
+    instead of the line: a loss that bends as it keeps falling (a plateau ending in a late drop, a
+    schedule's decay) leaves curved residuals around a line, which are its trend, not wandering;
+    a level that goes back up leaves them around any monotone fit. The fit's distinct levels are its
+    degrees of freedom (as for isotonic regression's residual sum of squares)."""
+    from scipy.optimize import isotonic_regression  # scipy >= 1.12
+
+    fit = isotonic_regression(means, increasing=slope > 0).x
+    dof = means.size - np.unique(fit).size
+    if dof < 1:
+        return 1.0  # the bucket means are monotone themselves: nothing wanders
+    stat = size * float(np.sum((means - fit) ** 2)) / within
+    return float(stats.chi2.sf(stat, dof))

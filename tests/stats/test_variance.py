@@ -61,3 +61,21 @@ def test_wander_test_tells_independent_noise_from_a_wandering_level():
     w = wander_test(1 + 0.3 * level + 0.1 * rng.standard_normal(2000))
     assert w["p"] < 1e-10 and w["halves_p"] < 1e-3 and w["excess"] > 0.1
     assert math.isnan(wander_test(np.ones(10))["ratio"])
+
+
+def test_a_level_that_bends_as_it_falls_does_not_wander_around_its_monotone_fit():
+    """A plateau that ends in a late drop (a momentum run's phase change) leaves curved residuals
+    around a line, which the line's test reads as wandering; around the best monotone fit they are
+    noise. A level that goes back up stays wandering around any monotone fit."""
+    from runlens.stats.variance import wander_test
+
+    t = np.arange(900)
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        bend = 1.38 - 0.55 / (1 + np.exp(-(t - 700) / 40)) + 0.006 * rng.standard_normal(t.size)
+        w = wander_test(bend)
+        assert w["p"] < 1e-10, seed  # the line's test alone is fooled
+        assert w["monotone_p"] > 1e-3, (seed, w)
+        level = np.repeat(rng.standard_normal(30), 30)  # the same fall with a level that moves up and down
+        w = wander_test(np.linspace(1.4, 0.9, t.size) + 0.1 * level + 0.006 * rng.standard_normal(t.size))
+        assert w["monotone_p"] < 1e-3, (seed, w)  # the curve's alpha_strong

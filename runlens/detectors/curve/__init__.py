@@ -120,7 +120,10 @@ class CurveClassifier(Detector):
           is not unstable for its relative jitter) or its level wanders beyond
           what independent minibatch noise allows (variance ratio of bucket
           means, chi-square p < ``alpha_strong``, ratio >= ``wander_ratio``,
-          amplitude >= ``dispersion`` of the progress and 2% of ``E``); or,
+          amplitude >= ``dispersion`` of the progress and 2% of ``E``, and
+          p < ``alpha_strong`` around the means' best monotone fit too: a
+          loss that bends as it falls, a plateau ending in a late drop, is
+          curved around a line, not wandering); or,
           in a log of one value per epoch with no step sizes logged, whatever
           the progress before, a late spread of at least ``swing`` of ``E``
           (kind ``swinging``: an epoch's mean averages its batches); or, on

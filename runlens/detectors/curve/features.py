@@ -7,6 +7,7 @@ a run's signals around them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -136,6 +137,7 @@ def curve_evidence(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
     ev.update(progress_p=f["progress"].p_decreasing, progress_effect=f["progress"].effect)
     ev.update(levene_late_vs_early=lev.statistic, levene_p_smaller=lev.p_smaller,
               variance_ratio_late_early=lev.ratio, wander_ratio=f["wander"]["ratio"],
-              wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"])
+              wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"],
+              wander_monotone_p=f["wander"].get("monotone_p", math.nan))
     ev.update(extra)
     return ev

@@ -4,6 +4,8 @@ its silent twin."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -21,6 +23,7 @@ from loss_synth import (
 
 from runlens import analyze
 from runlens.detectors.curve import classify
+from runlens.io.loader import load_run
 from runlens.stats.evals import val_jumps
 
 
@@ -322,3 +325,43 @@ def test_the_same_scatter_with_large_steps_or_no_steps_recorded_stays_unstable(s
     large = classify(make_run(_batch_of_four(seed), layers=table, meta={"name": "synthetic", "layers": meta}))
     assert large.label == "unstable" and large.evidence["kind"] == "noisy", (large.label, large.reason)
     assert classify(make_run(_batch_of_four(seed))).label == "unstable"
+
+
+def _late_drop(seed: int, wander: float = 0.0, n: int = 900) -> np.ndarray:
+    """A loss on a plateau near ln 4 that drops late, as momentum runs do once they find the
+    direction; with ``wander``, its level also moves up and down every 30 steps."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    x = 1.38 - 0.6 / (1 + np.exp(-(t - 0.92 * n) / (0.04 * n))) + 0.006 * rng.standard_normal(n)
+    return x + wander * np.repeat(rng.standard_normal(n // 30 + 1), 30)[:n]
+
+
+def test_a_plateau_ending_in_a_late_drop_is_not_unstable():
+    """third-fresh19's healthy momentum tagger: the late third bends as it falls, and around a line
+    that bend read as a wandering level."""
+    got = [label(_late_drop(seed)) for seed in range(20)]
+    assert "unstable" not in got, got
+
+
+def test_the_same_drop_with_a_level_that_goes_back_up_is_unstable():
+    got = [label(_late_drop(seed, wander=0.1)) for seed in range(20)]
+    assert got.count("unstable") >= 18, got
+
+
+LATE_DROP = Path(__file__).resolve().parents[2] / "fixtures" / "third" / "late_drop-momentum-tagger" / "run"
+
+
+def test_the_recorded_momentum_run_with_a_late_drop_is_healthy_with_no_warning():
+    diag = analyze(LATE_DROP)
+    assert diag.curve.label == "healthy", diag.curve.reason
+    assert not [f.code for f in diag.findings if f.severity in ("warning", "error")]
+
+
+def test_twin_the_recorded_losses_with_a_level_that_goes_back_up_are_unstable():
+    loss = load_run(LATE_DROP).scalars.column("loss").to_numpy(zero_copy_only=False).astype(float)
+    loss = loss[np.isfinite(loss)]
+    got = []
+    for seed in range(10):
+        level = np.repeat(np.random.default_rng(seed).standard_normal(loss.size // 30 + 1), 30)[:loss.size]
+        got.append(label(loss + 0.1 * level))
+    assert got.count("unstable") >= 9, got
