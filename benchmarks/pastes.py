@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads6] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads7] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -46,7 +46,9 @@ round 18: ``benchmarks/results/pastes_threads4.md``. ``--threads5`` grades the f
 once (``benchmarks/results/pastes_threads5_heldout.md``), then read: ``benchmarks/results/pastes_threads5.md``.
 ``--threads6`` grades the sixth (``benchmarks/pastes_threads6/``), gathered by three workers while round
 19's changes were made, graded once (``benchmarks/results/pastes_threads6_heldout.md``), then read and
-mended: ``benchmarks/results/pastes_threads6.md``.
+mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` grades the seventh
+(``benchmarks/pastes_threads7/``), gathered by three workers at the start of round 20 and graded once at its
+end: ``benchmarks/results/pastes_threads7.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -165,9 +167,18 @@ THREADS6_ROLE = (_held_out("issue threads, Q&A pages, blog posts and repository 
                  "training accuracy frozen below 0.99 while the loss moves, `NaN detected` alone on a line, a "
                  "console log's one measured series, a band of epoch averages mid-run no longer called stuck): "
                  + _dev_tail("them"))
+THREADS7, THREADS7_REPORT = _paths("pastes_threads7")
+THREADS7_ROLE = (_held_out("issue threads, Q&A pages, blog posts, tutorials and repository docs", "thread or page",
+                           "pastes_threads7", "three workers (two on issue threads, one on Q&A pages, blog posts, "
+                           "tutorials and repository docs)", 20, "2026-12-04") +
+                 "their reports gave only counts, they were merged by a script, and nobody working on runlens "
+                 "opened a paste before its one grading. **Graded once as held out**, at the end of round 20, "
+                 "at the commit this page names: the pastes figure to quote. Its parts: trainers whose format is "
+                 "among the earlier sets' (format seen) and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
-           "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE)}
+           "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),
+           "threads7": (THREADS7, THREADS7_REPORT, THREADS7_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -259,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the fifth set of pastes from issue threads (benchmarks/pastes_threads5/)")
     which.add_argument("--threads6", action="store_const", const="threads6", dest="threads",
                        help="grade the sixth set of pastes from issue threads (benchmarks/pastes_threads6/)")
+    which.add_argument("--threads7", action="store_const", const="threads7", dest="threads",
+                       help="grade the seventh set of pastes from issue threads (benchmarks/pastes_threads7/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()
