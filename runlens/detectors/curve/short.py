@@ -61,6 +61,11 @@ readings, in the order they are tried (the first that holds is the verdict):
   before it: ``val_give_back`` needs a noise estimate a few evaluations do
   not give), with the training loss at its end no higher than at the
   validation minimum (from 2 training points);
+- overfitting when a held-out loss undid its fall (``kind:
+  short_val_undone``, 4 to 19 evaluations): it rose at each of 2 or more
+  evaluations after its minimum, by ``min_val_rise`` of it, to end above
+  its first evaluation, while the training loss fell at every evaluation
+  (exact p = 1/n! over the orders of its n values);
 - overfitting when the model memorized its data (``kind: short_memorized``,
   from 2 points): at each of 2 or more evaluations the training accuracy
   is ``FIT`` (0.99) or more, the validation accuracy ``ACC_GAP`` (0.10)
@@ -118,7 +123,7 @@ from runlens.detectors.curve.short_level import (
     no_progress,
     validation_chance,
 )
-from runlens.detectors.curve.validation import gap_verdict, perm_p, val_rises
+from runlens.detectors.curve.validation import gap_verdict, perm_p, undone_few, val_rises
 from runlens.diagnosis import CurveVerdict
 from runlens.signals.series import Series
 from runlens.stats.chance import chance_level
@@ -142,14 +147,15 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         base["trend"] = t.to_dict()
         verdict = (_grown(cfg, steps, x, t, base) or _ended_high(steps, x, base) or _given_back(cfg, steps, x, base)
                    or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base)
-                   or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
+                   or undone_few(cfg, steps, x, sets, base) or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
                    or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base)
                    or no_progress(cfg, steps, x, t, base, sets, index))
         if verdict is not None:
             return verdict
     elif x.size >= 3 and (verdict := _leapt(steps, x, base) or _ended_high(steps, x, base)) is not None:
         return verdict
-    elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base)) is not None:
+    elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base) or undone_few(cfg, steps, x, sets, base)
+                          ) is not None:
         # A held-out rise needs the evaluations, not many training points: the training loss at
         # the validation minimum and at the end say whether it kept falling.
         return verdict
