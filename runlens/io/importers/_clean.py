@@ -55,6 +55,8 @@ def squeeze(raw: str) -> str:
 _NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))"
 # A number with a fraction or an exponent: a value, where a bracketed integer is a counter (``Epoch: [0]``).
 _FRACTION = r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+"
+#: A number with a fraction or an exponent: a measured value, where a whole number is often a counter.
+FRACTION = _FRACTION
 # One number inside a framework's print of a scalar (or of a one-element array), with the settings that
 # follow it: PyTorch's ``tensor([2.3026], device='cuda:0')``, JAX's ``Array(2.30, dtype=float32)``,
 # NumPy's ``array(2.3)`` and NumPy 2's ``np.float32(2.3)``, TensorFlow's ``tf.Tensor(2.3, shape=(),

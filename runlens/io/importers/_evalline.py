@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from runlens.io.importers._clean import clean, squeeze
+from runlens.io.importers._clean import FRACTION, clean, squeeze
 from runlens.io.importers._logsignals import is_part
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textline import Line, read_fields
@@ -74,13 +74,39 @@ def under_header(raw: str, epoch: int) -> tuple[Line | None, list[tuple[str, flo
     return Line(epoch, "", False, epoch, "epoch"), fields
 
 
-def number_lines(lines: list[str], mapper: Mapper, markers: Counter) -> list[str]:
+# A value alone on its line, with a fraction or an exponent (a whole number alone is a counter, a
+# count or a year), or a NaN/Inf: what ``print(loss)`` and ``print(loss.item())`` leave in a loop.
+_BARE = re.compile(rf"(?:{FRACTION}|[-+]?(?:nan|inf|infinity))", re.I)
+#: The fewest such values read as a loss: three numbers alone on their lines can be anything.
+BARE_MIN = 4
+
+
+def bare_value(raw: str) -> float | None:
+    """The value of a line that holds one value and nothing else once cleaned (``0.6931``,
+    ``tensor(0.6931, grad_fn=<NllLossBackward0>)``, ``nan``), else None."""
+    text = clean(raw.strip()) if raw and len(raw) < 200 else ""
+    if not text or _BARE.fullmatch(text) is None:
+        return None
+    return float(text)
+
+
+def number_lines(lines: list[str], mapper: Mapper, markers: Counter, bare: bool = False) -> list[str]:
     """``lines`` with ``step N:`` put before each (cleaned) line that carries a training loss or a loss
     part (faceswap's ``loss_A: 0.19, loss_B: 0.15``, summed as the table reader sums parts), ``N``
     counting those lines through the log (``markers["numbered"]``); the others as they are, so an
-    evaluation line still goes to the last step before it."""
+    evaluation line still goes to the last step before it. ``bare``: in a log where no line names a
+    loss, each value alone on its line (:func:`bare_value`) is that loss (``markers["bare"]``)."""
     out = []
     for raw in lines:
+        if bare:
+            value = bare_value(raw)
+            if value is not None:
+                out.append(f"step {markers['numbered']}: loss: {value!r}")
+                markers["numbered"] += 1
+                markers["bare"] += 1
+            else:
+                out.append(raw)
+            continue
         text = clean(raw.strip()) if _DIGIT.search(raw) else ""
         if text and any(mapper(k, False) == (False, "loss") or (not is_val(tokens(k)) and is_part(k))
                         for k, _ in read_fields(text)):

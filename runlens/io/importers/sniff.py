@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runlens.io.importers._clean import clean
+from runlens.io.importers._evalline import BARE_MIN, bare_value
 from runlens.io.importers._lineplan import Parser
 from runlens.io.importers._logsignals import is_part
 from runlens.io.importers._textline import Context, parse_mapping, read_fields
@@ -145,7 +146,7 @@ def _markdown_rows(lines: list[str]) -> int:
 def _line_counts(lines: list[str]) -> dict[str, int]:
     """How many lines each text reader would take (of the head)."""
     ctx, parser = Context(), Parser()  # the text reader's shape cache: a few shapes, parsed once each
-    counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0, "loss_lines": 0}
+    counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0, "loss_lines": 0, "bare_lines": 0}
     for raw in lines[:4000]:
         s = raw.strip()
         if not s:
@@ -169,6 +170,7 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
         else:  # no step: a line the text reader numbers when no line of the log has one
             counts["loss_lines"] += any(role_of(k) == (False, "loss") or (not role_of(k)[0] and is_part(k))
                                         for k, _ in read_fields(clean(s)))
+            counts["bare_lines"] += bare_value(s) is not None
     return counts
 
 
@@ -212,6 +214,8 @@ def _text_kind(counts: dict[str, int]) -> Sniff:
     (n1, k1), (n2, k2) = ranked[0], ranked[1]
     if n1 == 0 and counts["loss_lines"] >= 3:
         return Sniff("text", found={"text": f"{counts['loss_lines']} lines with a training loss and no step"})
+    if n1 == 0 and counts["loss_lines"] == 0 and counts["bare_lines"] >= BARE_MIN:
+        return Sniff("text", found={"text": f"{counts['bare_lines']} values alone on their lines and no loss named"})
     if n1 == 0:
         return Sniff(None, "no line carries a training step with a number (not a training log)")
     if n2 >= 3 and n2 * 2 >= n1:

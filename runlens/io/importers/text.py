@@ -36,7 +36,7 @@ from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
 from runlens.io.importers._common import Imported, Series, Take, record_runs, require_file
 from runlens.io.importers._epochlines import lines_in_epochs
-from runlens.io.importers._evalline import eval_at_last_step, lr_line, number_lines, under_header
+from runlens.io.importers._evalline import BARE_MIN, eval_at_last_step, lr_line, number_lines, under_header
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
@@ -73,13 +73,15 @@ def check_text_file(path: Path) -> str:
 
 
 def _scan(path: Path, mapper: Mapper, step_key: str | None,
-          encoding: str = "utf-8", numbered: bool = False) -> tuple[list[RunAcc], int, int, Counter]:
+          encoding: str = "utf-8", numbered: bool = False, bare: bool = False
+          ) -> tuple[list[RunAcc], int, int, Counter]:
     """Every run of the log, how many lines were read and skipped, and which step markers were seen;
-    ``numbered``: the lines that carry a training loss are counted as the steps (a log without any)."""
+    ``numbered``: the lines that carry a training loss are counted as the steps (a log without any);
+    ``bare``: so are the values alone on their lines, as that loss (a log that names none)."""
     sc = _Scanner(mapper, step_key)
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:  # .gz read as is
         for lines in blocks(f, _MAX_LINE):
-            sc.block(number_lines(lines, mapper, sc.markers) if numbered else lines)
+            sc.block(number_lines(lines, mapper, sc.markers, bare) if numbered else lines)
     sc.close_tail()
     sc.markers["_partial"] = sc.partial
     return [r for r in sc.runs if r.rows] or sc.runs[:1], sc.n, sc.skipped, sc.markers
@@ -277,6 +279,14 @@ def _put_line(cur: RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: M
     cur.rows += 1
 
 
+def _accuracy_like(runs: list[RunAcc]) -> bool:
+    """Values alone on their lines that are fractions ending a tenth higher than they start or more:
+    an accuracy printed by the loop, not a loss that rose (a loss stuck at ln 2 = 0.693 jitters up
+    and down by far less)."""
+    values = [v for r in runs for v in r.series.get((False, "loss"), ((), ()))[1] if math.isfinite(v)]
+    return bool(values) and min(values) >= 0 and max(values) <= 1 and values[-1] > 1.1 * values[0]
+
+
 def _describe(runs: list[RunAcc]) -> str:
     return "; ".join(f"run {i} (lines {r.first_line}-{r.last_line}, {r.rows} lines, {r.span()})"
                      for i, r in enumerate(runs, 1))
@@ -302,6 +312,12 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
         numbered = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True)
         if numbered[3].get("numbered", 0) >= 3:
             runs, n_lines, skipped, markers = numbered
+        elif loss is None and not numbered[3].get("numbered", 0):
+            # No line names a loss either: a loop that prints ``loss`` (or ``loss.item()``) and nothing
+            # else leaves its values alone on their lines. Four at least: three numbers can be anything.
+            bare = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, bare=True)
+            if bare[3].get("bare", 0) >= BARE_MIN and not _accuracy_like(bare[0]):
+                runs, n_lines, skipped, markers = bare
     if not runs[0].rows:
         hint = f"no line carries a {step!r} field" if step else (
             "no line carries a training step (step/iter/iteration N, Epoch e/N, [N/M], s:N) with a number")
@@ -356,6 +372,12 @@ def _take(path: Path, runs: list[RunAcc], n_lines: int, skipped: int, markers: C
                          f"an epoch ({total}/{total}): the epochs as logged ({first}..{last}) are the index")
     elif within is not None:
         imp.config["index_kind"], imp.index_why = within.index()
+    elif markers.get("bare"):
+        imp.config["index_kind"] = "row"
+        imp.index_why = ("no line carries a step or names a loss: the values printed alone on their lines, "
+                         "numbered from 0 in order, are the index")
+        warnings.append(f"{markers['bare']} values printed alone on their lines are read as the training loss "
+                        "(no line names one); `runlens import text --loss NAME` reads a named field instead")
     elif markers.get("numbered"):
         imp.config["index_kind"] = "row"
         imp.index_why = "no line carries a step: the lines with a training loss, numbered from 0 in order, are the index"

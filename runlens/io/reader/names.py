@@ -77,9 +77,10 @@ def tokens(name: str) -> tuple[str, ...]:
         prev = ch
     if word:
         out.append("".join(word).lower())
-    # ``CrossEntropy``, ``cross_entropy``: the loss function's name, one word however it is split.
+    # ``CrossEntropy``, ``cross_entropy``: the loss function's name, one word however it is split, and
+    # however short the entropy's part (``CrossE``, ``cross_ent``: abbreviations people print).
     for i in range(len(out) - 1, 0, -1):
-        if out[i - 1] == "cross" and out[i] == "entropy":
+        if out[i - 1] == "cross" and "entropy".startswith(out[i]):
             out[i - 1:i + 1] = ["crossentropy"]
     # BasicSR and the image-restoration code built on it (Real-ESRGAN, SwinIR, NAFNet, GFPGAN) name
     # each loss ``l_<what>``: ``l_pix``, ``l_g_percep``, ``l_d_real``. A lone ``l`` first is that loss.
