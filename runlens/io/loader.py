@@ -66,7 +66,7 @@ from runlens.io.bounded import MAX_PART_COLUMNS, MAX_PART_ROWS, MAX_TABLE_ROWS
 from runlens.io.layer_order import layer_depth, layer_order
 from runlens.io.logruns import LogRuns, read_foreign, read_in_log, runs_in_log, split_note
 from runlens.io.rewinds import rewinds
-from runlens.io.run import Run
+from runlens.io.run import Run, wanted_columns
 from runlens.io.runmeta import derive_status, one_line, read_meta
 
 Columns = Mapping[str, "Iterable[str] | None"]
@@ -228,7 +228,7 @@ def _read_part(part: _Part, table: str, want: list[str] | None, root: Path,
                 return None
             # In batches, counting rows: a 2 MB part of repeated values decodes to 2x10^8 rows,
             # and its footer may claim far fewer.
-            data = _merge.decode_bounded(pf, None if want is None else _matching(want, names), MAX_PART_ROWS)
+            data = _merge.decode_bounded(pf, None if want is None else wanted_columns(want, names), MAX_PART_ROWS)
         data = _normalise(data, table)
     except _merge.TooManyRows as exc:
         warnings.append(f"skipped {rel}: {exc}")
@@ -256,13 +256,6 @@ def _source(path: Path) -> contextlib.nullcontext[str] | pa.OSFile:
     except UnicodeEncodeError:
         return pa.OSFile(os.fsencode(text))
     return contextlib.nullcontext(text)
-
-
-def _matching(want: list[str], names: list[str]) -> list[str]:
-    """The columns of ``names`` that ``want`` asks for (a trailing ``*`` matches a prefix), in file order."""
-    exact = {w.lower() for w in want if not w.endswith("*")}  # user columns in any case (``Accuracy``)
-    prefixes = tuple(w[:-1] for w in want if w.endswith("*"))
-    return [c for c in names if c.lower() in exact or (prefixes and c.startswith(prefixes))]
 
 
 def _normalise(data: pa.Table, table: str) -> pa.Table:

@@ -292,3 +292,12 @@ def _basename(path: str) -> str:
 
 def _int_or(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def wanted_columns(want: list[str], names: list[str], keys: tuple[str, ...] = ()) -> list[str]:
+    """The columns of ``names`` a projection asks for, in their order: ``keys`` always, each of
+    ``want`` in any case (a console log keeps its names as printed, ``Train_acc``; a detector asks
+    in lower case), and a trailing ``*`` as a prefix (``val_loss@*``)."""
+    exact = {*keys, *(w.lower() for w in want if not w.endswith("*"))}
+    prefixes = tuple(w[:-1] for w in want if w.endswith("*"))
+    return [c for c in names if c in exact or c.lower() in exact or (prefixes and c.startswith(prefixes))]

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from recorders import format as fmt
 from runlens.io.importers._common import INT_COLUMNS, Imported, Rows, plan
-from runlens.io.run import Run
+from runlens.io.run import Run, wanted_columns
 
 
 def _rows_table(rows: Rows, key: str, fields: Mapping[str, pa.DataType]) -> pa.Table:
@@ -71,12 +71,7 @@ def _events_table(imp: Imported) -> pa.Table | None:
 def _project(table: pa.Table | None, wanted: Iterable[str] | None, keys: tuple[str, ...]) -> pa.Table | None:
     if table is None or wanted is None:
         return table
-    wanted = list(wanted)
-    # In any case: a console log keeps its names as printed (``Train_acc``), a detector asks in lower case.
-    exact = {*keys, *(w.lower() for w in wanted if not w.endswith("*"))}
-    prefixes = tuple(w[:-1] for w in wanted if w.endswith("*"))
-    return table.select([c for c in table.column_names
-                         if c in exact or c.lower() in exact or (prefixes and c.startswith(prefixes))])
+    return table.select(wanted_columns(list(wanted), table.column_names, keys))
 
 
 def to_run(imp: Imported, shown: str, columns: Mapping[str, Any] | None = None) -> Run:
