@@ -114,6 +114,18 @@ def scalar_column(run: Run, names: Iterable[str], table: str = "scalars", *, min
     return None
 
 
+def fractions(*values: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """``values`` as fractions: unchanged when all lie in [0, 1], divided by 100 when all are
+    percentages (some above 1, none above 100); None when out of range or on mixed scales."""
+    if min(float(v.min()) for v in values) < 0 or max(float(v.max()) for v in values) > 100:
+        return None
+    if max(float(v.max()) for v in values) <= 1:
+        return values
+    if min(float(v.max()) for v in values) <= 1:
+        return None  # one a fraction and the other a percentage
+    return tuple(v / 100 for v in values)
+
+
 def train_loss_at(loss: Series, at: np.ndarray) -> np.ndarray:
     """The median training loss over the steps since the previous evaluation, for each step of ``at``
     (NaN where no training step was logged in that window).

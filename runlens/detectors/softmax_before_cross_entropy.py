@@ -13,6 +13,7 @@ from runlens.detectors._bugs import (
     ACCURACY_COLUMNS,
     VAL_ACCURACY_COLUMNS,
     config_number,
+    fractions,
     scalar_column,
     train_loss_at,
 )
@@ -188,8 +189,8 @@ class SoftmaxBeforeCrossEntropy(Detector):
         acc = scalar_column(run, ACCURACY_COLUMNS) or scalar_column(run, VAL_ACCURACY_COLUMNS, "evals")
         accuracy = None
         if acc is not None:
-            a = acc[1][-max(3, int(len(acc[1]) * self.late_frac)):]
-            accuracy = float(np.median(a / 100 if np.nanmax(a) > 1 else a))  # a percentage, said so
+            late_acc = fractions(acc[1][-max(3, int(len(acc[1]) * self.late_frac)):])  # a percentage as one
+            accuracy = None if late_acc is None else float(np.median(late_acc[0]))
         max_gap = self.max_gap if accuracy is not None else self.max_gap / 10
         if late.below or not -self.tolerance <= gap <= max_gap:
             return []

@@ -136,6 +136,22 @@ def test_a_six_class_model_at_78_percent_is_accurate_enough(seed):
     assert f.evidence["accuracy"] == pytest.approx(0.78)
 
 
+def test_an_accuracy_printed_as_a_percentage_is_read_as_the_same_fraction():
+    n = 400
+    run = make_run(_softmax_loss(n, 0, 6), meta={"config": {"num_classes": 6}}, scalars={"accuracy": np.full(n, 78.0)})
+    [f] = check("softmax_before_cross_entropy", run)
+    assert f.evidence["accuracy"] == pytest.approx(0.78)
+
+
+def test_silent_twin_an_accuracy_column_out_of_any_range_is_no_accuracy():
+    # Above 100 it is neither a fraction nor a percentage (a count of correct samples): the detector
+    # judges as with no accuracy logged, where the loss must hug the floor.
+    n = 400
+    above = _floor(6) + 0.1 * (math.log(6) - _floor(6)) + 0.001 * np.random.default_rng(0).standard_normal(n)
+    run = make_run(above, meta={"config": {"num_classes": 6}}, scalars={"accuracy": np.full(n, 780.0)})
+    assert check("softmax_before_cross_entropy", run) == []
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_healthy_classifier_below_the_floor_is_silent(seed):
     n = 400

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, scalar_column
+from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, fractions, scalar_column
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 
@@ -43,24 +43,12 @@ def _column(run: Run, table: str, names: tuple[str, ...]) -> Column | None:
     return None if found is None else (found[0], found[1])
 
 
-def _fractions(*values: np.ndarray) -> tuple[np.ndarray, ...] | None:
-    """``values`` as fractions: unchanged when all lie in [0, 1], divided by 100 when all are
-    percentages (some above 1, none above 100); None when out of range or on mixed scales."""
-    if min(float(v.min()) for v in values) < 0 or max(float(v.max()) for v in values) > 100:
-        return None
-    if max(float(v.max()) for v in values) <= 1:
-        return values
-    if min(float(v.max()) for v in values) <= 1:
-        return None  # one a fraction and the other a percentage
-    return tuple(v / 100 for v in values)
-
-
 def accuracies(run: Run) -> Accuracies:
     """The training and validation accuracy as fractions, each None when missing; both None when
     they are not on one scale (a percentage is read as one when both columns are percentages)."""
     train, val = _column(run, "scalars", ACCURACY_COLUMNS), _column(run, "evals", VAL_ACCURACY_COLUMNS)
     cols = [c for c in (train, val) if c is not None]
-    scaled = _fractions(*(v for _, v in cols)) if cols else None
+    scaled = fractions(*(v for _, v in cols)) if cols else None
     if scaled is None:
         return None, None
     out = iter([(s, v) for (s, _), v in zip(cols, scaled, strict=True)])
