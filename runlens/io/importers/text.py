@@ -279,6 +279,28 @@ def _put_line(cur: RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: M
     cur.rows += 1
 
 
+def _reading_warnings(runs: list[RunAcc], run: int | None, chosen: int, markers: Counter, config: dict[str, Any],
+                      n_lines: int, skipped: int) -> tuple[list[str], int]:
+    """What the reading of the log left out or chose, and how many progress lines it dropped."""
+    warnings: list[str] = []
+    if len(runs) > 1:
+        which = "the last" if run is None else "as asked"
+        warnings.append(f"the log holds {len(runs)} runs (the step went back to its start, or a second "
+                        f"'Epoch 1/N'): {_describe(runs)}; imported run {chosen} ({which}); "
+                        "pick another with --run N")
+        record_runs(config, [(f"lines {r.first_line}-{r.last_line}", r.steps()) for r in runs], chosen, warnings[-1])
+    beyond = markers.pop("_beyond", 0)
+    if beyond:
+        warnings.append(f"{beyond} line(s) with a step beyond what a 64-bit integer holds: skipped")
+    partial = markers.pop("_partial", 0)
+    if partial:
+        warnings.append(f"{partial} progress lines inside an epoch hold running means of the epoch so far "
+                        "(they restart every epoch): only each epoch's last line is kept")
+    if skipped:
+        warnings.append(f"{skipped} of {n_lines} lines carry no step or no number: skipped")
+    return warnings, partial
+
+
 def _accuracy_like(runs: list[RunAcc]) -> bool:
     """Values alone on their lines that are fractions ending a tenth higher than they start or more:
     an accuracy printed by the loop, not a loss that rose (a loss stuck at ln 2 = 0.693 jitters up
@@ -328,26 +350,11 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
 def _take(path: Path, runs: list[RunAcc], n_lines: int, skipped: int, markers: Counter,
           run: int | None) -> Imported:
     markers = Counter(markers)  # counts popped below: the next run taken needs them whole
-    warnings: list[str] = []
     config: dict[str, Any] = {}
     chosen = len(runs) if run is None else run
     if not 1 <= chosen <= len(runs):
         raise ImportFailedError(f"{path}: --run {run}: the log holds {len(runs)} run(s): {_describe(runs)}")
-    if len(runs) > 1:
-        which = "the last" if run is None else "as asked"
-        warnings.append(f"the log holds {len(runs)} runs (the step went back to its start, or a second "
-                        f"'Epoch 1/N'): {_describe(runs)}; imported run {chosen} ({which}); "
-                        "pick another with --run N")
-        record_runs(config, [(f"lines {r.first_line}-{r.last_line}", r.steps()) for r in runs], chosen, warnings[-1])
-    beyond = markers.pop("_beyond", 0)
-    if beyond:
-        warnings.append(f"{beyond} line(s) with a step beyond what a 64-bit integer holds: skipped")
-    partial = markers.pop("_partial", 0)
-    if partial:
-        warnings.append(f"{partial} progress lines inside an epoch hold running means of the epoch so far "
-                        "(they restart every epoch): only each epoch's last line is kept")
-    if skipped:
-        warnings.append(f"{skipped} of {n_lines} lines carry no step or no number: skipped")
+    warnings, partial = _reading_warnings(runs, run, chosen, markers, config, n_lines, skipped)
     acc = runs[chosen - 1]
     imp = Imported(kind="text", source=path, warnings=warnings, config=config)
     total = acc.per_epoch()
