@@ -110,7 +110,26 @@ def repeats_by_set(out: list[tuple[str, float, tuple[int, int]]]) -> list[tuple[
         elif current is not None and key.lower() in repeated:
             key = f"{current} {key}"
         named.append((key, value, span))
-    return named
+    return named if current is not None else _second_record(named)
+
+
+def _second_record(out: list[tuple[str, float, tuple[int, int]]]) -> list[tuple[str, float, tuple[int, int]]]:
+    """A group of two names or more printed again, in the same order, later on the line, with no field
+    naming a set (CenterNet's ``epoch: 5 |loss 11.54 | hm_loss 9.21 | ... | loss 35.19 | hm_loss 9.21 |
+    ...``, the evaluation's record appended to the epoch's line): the second record is the evaluation's,
+    read as ``val <name>``, not a second training point at the same step."""
+    names = [k.lower() for k, _, _ in out]
+    for i, name in enumerate(names):
+        if name not in names[i + 1:]:
+            continue
+        j = names.index(name, i + 1)
+        width = 0
+        while i + width < j and j + width < len(names) and names[i + width] == names[j + width]:
+            width += 1
+        if width < 2:
+            return out
+        return [(f"val {k}" if j <= at < j + width else k, v, span) for at, (k, v, span) in enumerate(out)]
+    return out
 
 
 # A loss word that labels a group of fields rather than holding a value (PyTorch-YOLOv3's ``[Losses: x
