@@ -62,10 +62,10 @@ readings, in the order they are tried (the first that holds is the verdict):
   not give), with the training loss at its end no higher than at the
   validation minimum (from 2 training points);
 - overfitting when a held-out loss undid its fall (``kind:
-  short_val_undone``, 4 to 19 evaluations): it rose at each of 2 or more
-  evaluations after its minimum, by ``min_val_rise`` of it, to end above
-  its first evaluation, while the training loss fell at every evaluation
-  (exact p = 1/n! over the orders of its n values);
+  short_val_undone``, 4 to 19 evaluations): its gap to the training loss
+  widened at every evaluation (exact p = 1/n! over the orders of its n
+  values), and it rose at each of 2 or more evaluations after its
+  minimum, by ``min_val_rise`` of it, to end above its first evaluation;
 - overfitting when the model memorized its data (``kind: short_memorized``,
   from 2 points): at each of 2 or more evaluations the training accuracy
   is ``FIT`` (0.99) or more, the validation accuracy ``ACC_GAP`` (0.10)

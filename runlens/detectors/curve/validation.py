@@ -232,19 +232,20 @@ def gap_verdict(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSe
         f"the gap widens{where}", {**base, **g, "kind": "gap_widens"})
 
 
-#: The fewest evaluations an undone fall is read from: the training loss falling at each of them is
-#: then 1 order of at least 4! (exact p <= 1/24 < alpha).
+#: The fewest evaluations an undone fall is read from: a gap widening at each of them is then 1 order
+#: of at least 4! (exact p <= 1/24 < alpha).
 UNDONE_EVALS = 4
 
 
 def undone_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSets,
                base: dict[str, Any]) -> CurveVerdict | None:
     """Overfitting from 4 to 19 evaluations, too few after the minimum for the rise's own rank test:
-    the held-out loss rose at each evaluation after its minimum (2 or more) and ended above its
-    first evaluation, by ``min_val_rise`` of the minimum or more (it gave back its whole fall),
-    while the training loss (its median since the evaluation before) fell at every evaluation:
-    given the training losses' values, 1 order of their n! (exact p = 1/n!). Monodepth's
-    val 1.39 -> 1.30 -> 1.287 -> 1.32 -> 1.51 while train fell 1.87 -> 1.61 at each epoch."""
+    the gap between the held-out loss and the training loss (its median since the evaluation
+    before) widened at every evaluation, exact p = 1/n! over the orders of its n values; and the
+    held-out loss itself rose at each evaluation after its minimum (2 or more), by ``min_val_rise``
+    of it, to end above its first value (it gave back its whole fall), the training loss at the end
+    no higher than at that minimum. Monodepth's val 1.39 -> 1.30 -> 1.287 -> 1.32 -> 1.51 while
+    train fell 1.87 -> 1.61: the gap -0.48 -> -0.41 -> -0.38 -> -0.31 -> -0.10."""
     for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
         ok = np.isfinite(vl)
         vs, vl = vs[ok], vl[ok]
@@ -255,14 +256,8 @@ def undone_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
         if not (after.size >= 3 and np.all(np.diff(after) > 0) and vl[-1] > vl[0]
                 and vl[-1] - vl[i_min] >= cfg.min_val_rise * abs(vl[i_min])):
             continue
-        train = []
-        for i, at in enumerate(vs):
-            part = x[(steps <= at) & (steps > vs[i - 1])] if i else x[steps <= at][-5:]
-            if part.size == 0:
-                break
-            train.append(float(np.median(part)))
-        t = np.asarray(train)
-        if t.size != vl.size or not np.all(np.diff(t) < 0):
+        t = _train_at(steps, x, vs)
+        if t is None or not (t[-1] <= t[i_min] and np.all(np.diff(vl - t) > 0)):
             continue
         p = 1 / math.factorial(t.size)
         if p >= cfg.alpha:
@@ -271,10 +266,23 @@ def undone_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
         return CurveVerdict(
             "overfitting", f"validation loss{where} rose from {vl[i_min]:.4g} at step {int(vs[i_min])} to "
             f"{vl[-1]:.4g} at each of its {after.size - 1} evaluations since, above its first {vl[0]:.4g}, "
-            f"while the training loss fell at each of the {t.size} evaluations (exact p={p:.2g} over their "
-            f"orders), in a short log of {x.size} points",
+            f"and its gap to the training loss widened at each of the {t.size} evaluations (exact "
+            f"p={p:.2g} over their orders), in a short log of {x.size} points",
             {**base, "eval_set": name, "val_min": float(vl[i_min]), "val_min_step": int(vs[i_min]),
              "val_first": float(vl[0]), "val_last": float(vl[-1]), "val_rise": float(vl[-1] - vl[i_min]),
              "evals_after_min": int(after.size - 1), "evaluations": int(vl.size), "train_medians": t.tolist(),
-             "train_order_p": p, "few_evals": True, "kind": "short_val_undone", "step": int(vs[i_min])})
+             "gaps": (vl - t).tolist(), "gap_order_p": p, "few_evals": True, "kind": "short_val_undone",
+             "step": int(vs[i_min])})
     return None
+
+
+def _train_at(steps: np.ndarray, x: np.ndarray, vs: np.ndarray) -> np.ndarray | None:
+    """The training loss at each evaluation: its median since the evaluation before (before the
+    first, its last 5 points); None when an evaluation has no training point before it."""
+    train = []
+    for i, at in enumerate(vs):
+        part = x[(steps <= at) & (steps > vs[i - 1])] if i else x[steps <= at][-5:]
+        if part.size == 0:
+            return None
+        train.append(float(np.median(part)))
+    return np.asarray(train)

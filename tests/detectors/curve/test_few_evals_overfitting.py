@@ -44,7 +44,14 @@ def test_the_exact_p_counts_every_order():
 @pytest.mark.parametrize("val", [[1.9, 2.2, 2.1, 3.1], [2.2, 1.9, 2.6, 3.1], [1.9, 1.95, 2.6, 2.6]])
 def test_silent_twin_four_evaluations_not_rising_at_each(val):
     train = 2.1 * np.exp(-np.linspace(0, 1, 12))
-    assert classify(_run(train, val)).label != "overfitting"
+    verdict = classify(_run(train, val))
+    if val == [2.2, 1.9, 2.6, 3.1]:
+        # Not this reading's (it does not rise at each), but since round 20 an undone fall's: the gap to
+        # the falling training loss widened at each of the four (exact 1/24) and the held-out loss rose
+        # at both evaluations after its minimum to end 41% above its first.
+        assert verdict.label == "overfitting" and verdict.evidence["kind"] == "short_val_undone"
+        return
+    assert verdict.label != "overfitting"
 
 
 def test_silent_twin_three_evaluations_say_nothing():
