@@ -47,7 +47,7 @@ once (``benchmarks/results/pastes_threads5_heldout.md``), then read: ``benchmark
 ``--threads6`` grades the sixth (``benchmarks/pastes_threads6/``), gathered by three workers while round
 19's changes were made, graded once (``benchmarks/results/pastes_threads6_heldout.md``), then read and
 mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` grades the seventh
-(``benchmarks/pastes_threads7/``), gathered by three workers at the start of round 20 and graded once at its
+(``benchmarks/pastes_threads7/``), gathered by six workers during round 20 and graded once at its
 end: ``benchmarks/results/pastes_threads7.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
@@ -168,11 +168,12 @@ THREADS6_ROLE = (_held_out("issue threads, Q&A pages, blog posts and repository 
                  "console log's one measured series, a band of epoch averages mid-run no longer called stuck): "
                  + _dev_tail("them"))
 THREADS7, THREADS7_REPORT = _paths("pastes_threads7")
-THREADS7_ROLE = (_held_out("issue threads, Q&A pages, blog posts, tutorials and repository docs", "thread or page",
-                           "pastes_threads7", "three workers (two on issue threads, one on Q&A pages, blog posts, "
-                           "tutorials and repository docs)", 20, "2026-12-04") +
+THREADS7_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository docs",
+                           "thread or page", "pastes_threads7", "six workers in two waves of three (four on issue "
+                           "threads, two on Q&A pages, blog posts and tutorials)", 20, "2026-12-04") +
                  "their reports gave only counts, they were merged by a script, and nobody working on runlens "
-                 "opened a paste before its one grading. **Graded once as held out**, at the end of round 20, "
+                 "opened a paste before its one grading (two glimpses of file names, no content: its README says "
+                 "when). **Graded once as held out**, at the end of round 20, "
                  "at the commit this page names: the pastes figure to quote. Its parts: trainers whose format is "
                  "among the earlier sets' (format seen) and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
