@@ -194,13 +194,9 @@ def _gap_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, vs: np.ndarray,
     val 3.75 -> 3.90 between two evaluations)."""
     if np.unique(vs).size != vs.size or not np.all(np.diff(vl) > 0):
         return None
-    train = []
-    for i, at in enumerate(vs):
-        part = x[(steps <= at) & (steps > vs[i - 1])] if i else x[steps <= at][-5:]
-        if part.size == 0:
-            return None
-        train.append(float(np.median(part)))
-    t = np.asarray(train)
+    t = _train_at(steps, x, vs)
+    if t is None:
+        return None
     fall = (t[0] - t[-1]) / t[0] if t[0] > 0 else 0.0
     if not (np.all(t > 0) and fall >= cfg.min_drop and np.all(vl >= GAP * t)):
         return None
