@@ -165,8 +165,10 @@ THREADS6_ROLE = (_held_out("issue threads, Q&A pages, blog posts and repository 
                  "agreed 0.58 (19/33). Its misses were then read and mended in round 19 (an epoch's bracket read "
                  "as a batch counter, a loss word labelling a group of parts, a name repeated per set, a "
                  "training accuracy frozen below 0.99 while the loss moves, `NaN detected` alone on a line, a "
-                 "console log's one measured series, a band of epoch averages mid-run no longer called stuck): "
-                 + _dev_tail("them"))
+                 "console log's one measured series, a band of epoch averages mid-run no longer called stuck), "
+                 "and in round 20 (a held-out loss that undid its fall while the gap to training widened, "
+                 "`CrossE` as a cross-entropy, values printed alone on their lines, an evaluation's record "
+                 "appended to the epoch's line): " + _dev_tail("them"))
 THREADS7, THREADS7_REPORT = _paths("pastes_threads7")
 THREADS7_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository docs",
                            "thread or page", "pastes_threads7", "six workers in two waves of three (four on issue "
