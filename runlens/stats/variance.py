@@ -78,30 +78,35 @@ def wander_test(x: np.ndarray, buckets: int = 20) -> dict[str, float]:
     ``halves_p`` the larger p of the same test on each half of ``x``; ``monotone_p`` the test's p
     around the bucket means' best monotone fit instead of the line.
     """
-    whole = _variance_ratio(x, buckets)
+    whole = _variance_ratio(x, buckets, monotone=True)
     halves = [_variance_ratio(h, buckets) for h in (x[: x.size // 2], x[x.size // 2:])]
     whole["halves_p"] = max(h["p"] for h in halves) if all(h["p"] == h["p"] for h in halves) else math.nan
     return whole
 
 
-def _variance_ratio(x: np.ndarray, buckets: int) -> dict[str, float]:
+_UNTESTED = {"ratio": math.nan, "p": math.nan, "excess": 0.0, "monotone_p": math.nan}
+
+
+def _variance_ratio(x: np.ndarray, buckets: int, monotone: bool = False) -> dict[str, float]:
+    """The test on ``x``; ``monotone``: also around the bucket means' monotone fit (the halves do not
+    need it)."""
     buckets = min(buckets, x.size // 5)  # short series: fewer buckets of 5
     size = x.size // buckets if buckets >= 4 else 0
     if size < 3:
-        return {"ratio": math.nan, "p": math.nan, "excess": 0.0}
+        return dict(_UNTESTED)
     t = trend(x, max_points=200)  # a detrending line needs no more precision than this
     r = x - (t.intercept + t.slope * np.arange(x.size))
     r = r[-size * buckets:].reshape(buckets, size)
     means = r.mean(axis=1)
     within = float(np.var(r - means[:, None], ddof=1))
     if within <= 0:
-        return {"ratio": math.nan, "p": math.nan, "excess": 0.0}
+        return dict(_UNTESTED)
     between = float(np.var(means, ddof=1))
     ratio = size * between / within
     p = float(stats.chi2.sf((buckets - 1) * ratio, buckets - 1))
+    level = x[-size * buckets:].reshape(buckets, size).mean(axis=1)
     return {"ratio": ratio, "p": p, "excess": math.sqrt(max(between - within / size, 0.0)),
-            "monotone_p": _monotone_p(x[-size * buckets:].reshape(buckets, size).mean(axis=1), size, within,
-                                      t.slope)}
+            "monotone_p": _monotone_p(level, size, within, t.slope) if monotone else math.nan}
 
 
 def _monotone_p(means: np.ndarray, size: int, within: float, slope: float) -> float:

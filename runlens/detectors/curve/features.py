@@ -7,7 +7,6 @@ a run's signals around them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -138,6 +137,6 @@ def curve_evidence(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
     ev.update(levene_late_vs_early=lev.statistic, levene_p_smaller=lev.p_smaller,
               variance_ratio_late_early=lev.ratio, wander_ratio=f["wander"]["ratio"],
               wander_p=f["wander"]["p"], wander_excess=f["wander"]["excess"],
-              wander_monotone_p=f["wander"].get("monotone_p", math.nan))
+              wander_monotone_p=f["wander"]["monotone_p"])
     ev.update(extra)
     return ev

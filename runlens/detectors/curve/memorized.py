@@ -48,11 +48,11 @@ def accuracies(run: Run) -> Accuracies:
     they are not on one scale (a percentage is read as one when both columns are percentages)."""
     train, val = _column(run, "scalars", ACCURACY_COLUMNS), _column(run, "evals", VAL_ACCURACY_COLUMNS)
     cols = [c for c in (train, val) if c is not None]
-    scaled = fractions(*(v for _, v in cols)) if cols else None
-    if scaled is None:
+    scaled = list(fractions(*(v for _, v in cols)) or ()) if cols else []
+    if not scaled:
         return None, None
-    out = iter([(s, v) for (s, _), v in zip(cols, scaled, strict=True)])
-    return (next(out) if train is not None else None), (next(out) if val is not None else None)
+    return ((train[0], scaled.pop(0)) if train is not None else None,
+            (val[0], scaled.pop(0)) if val is not None else None)
 
 
 def _at(steps: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:

@@ -54,7 +54,7 @@ def unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, An
     # A level that only bends as it falls is not wandering: it must also go back against its trend
     # (monotone_p), as momentum's oscillation and a rate too high do.
     wandering = (w["p"] < cfg.alpha_strong and w["ratio"] >= cfg.wander_ratio
-                 and w["halves_p"] < cfg.alpha and w.get("monotone_p", 0.0) < cfg.alpha_strong
+                 and w["halves_p"] < cfg.alpha and w["monotone_p"] < cfg.alpha_strong
                  and w["excess"] >= cfg.dispersion * max(S - E, 0.0)
                  and w["excess"] >= 0.02 * abs(E))
     # One value per epoch is a mean over its batches: a late spread of a third of its level is the

@@ -81,10 +81,13 @@ _BARE = re.compile(rf"(?:{FRACTION}|[-+]?(?:nan|inf|infinity))", re.I)
 BARE_MIN = 4
 
 
-def bare_value(raw: str) -> float | None:
+def bare_value(raw: str, cleaned: str | None = None) -> float | None:
     """The value of a line that holds one value and nothing else once cleaned (``0.6931``,
-    ``tensor(0.6931, grad_fn=<NllLossBackward0>)``, ``nan``), else None."""
-    text = clean(raw.strip()) if raw and len(raw) < 200 else ""
+    ``tensor(0.6931, grad_fn=<NllLossBackward0>)``, ``nan``), else None; ``cleaned``: the line
+    already cleaned by the caller."""
+    if not raw or len(raw) >= 200:
+        return None
+    text = clean(raw.strip()) if cleaned is None else cleaned.strip()
     if not text or _BARE.fullmatch(text) is None:
         return None
     return float(text)

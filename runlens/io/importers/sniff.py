@@ -168,9 +168,10 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
                 counts["text"] += 1
                 break
         else:  # no step: a line the text reader numbers when no line of the log has one
+            text = clean(s)
             counts["loss_lines"] += any(role_of(k) == (False, "loss") or (not role_of(k)[0] and is_part(k))
-                                        for k, _ in read_fields(clean(s)))
-            counts["bare_lines"] += bare_value(s) is not None
+                                        for k, _ in read_fields(text))
+            counts["bare_lines"] += bare_value(s, text) is not None
     return counts
 
 

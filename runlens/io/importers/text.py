@@ -43,6 +43,7 @@ from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
 from runlens.io.importers._runacc import RunAcc
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
 from runlens.io.importers._textline import Context, Line
+from runlens.io.reader.setnamed import rising_fractions
 from runlens.io.reader.source import open_binary, open_limited
 
 _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
@@ -305,8 +306,8 @@ def _accuracy_like(runs: list[RunAcc]) -> bool:
     """Values alone on their lines that are fractions ending a tenth higher than they start or more:
     an accuracy printed by the loop, not a loss that rose (a loss stuck at ln 2 = 0.693 jitters up
     and down by far less)."""
-    values = [v for r in runs for v in r.series.get((False, "loss"), ((), ()))[1] if math.isfinite(v)]
-    return bool(values) and min(values) >= 0 and max(values) <= 1 and values[-1] > 1.1 * values[0]
+    values = np.array([v for r in runs for v in r.series.get((False, "loss"), ((), ()))[1]], dtype=float)
+    return rising_fractions(values, rise=1.1)
 
 
 def _describe(runs: list[RunAcc]) -> str:

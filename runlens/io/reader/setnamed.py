@@ -56,12 +56,17 @@ def _measured(table: Table, column: str) -> bool:
     return v.size >= 2 and not bool(np.all(v == np.round(v)))
 
 
+def rising_fractions(values: np.ndarray, rise: float = 1.0) -> bool:
+    """Fractions whose last finite value is ``rise`` times their first or more: an accuracy, not a
+    loss that rose."""
+    v = values[np.isfinite(values)]
+    return bool(v.size and v.min() >= 0 and v.max() <= 1 and v[-1] > rise * v[0])
+
+
 def _accuracy_like(table: Table, column: str) -> bool:
     """Fractions that end higher than they start: an accuracy (Knet's examples print ``:trn`` and
     ``:tst`` accuracies as often as losses), not a loss that rose."""
-    v = table.values[column][table.present[column]]
-    v = v[np.isfinite(v)]
-    return bool(v.size and v.min() >= 0 and v.max() <= 1 and v[-1] > v[0])
+    return rising_fractions(table.values[column][table.present[column]])
 
 
 def set_named(table: Table, index: str | None) -> list[tuple[str, str, str]]:
