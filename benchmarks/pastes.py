@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads7] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads8] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -47,8 +47,10 @@ once (``benchmarks/results/pastes_threads5_heldout.md``), then read: ``benchmark
 ``--threads6`` grades the sixth (``benchmarks/pastes_threads6/``), gathered by three workers while round
 19's changes were made, graded once (``benchmarks/results/pastes_threads6_heldout.md``), then read and
 mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` grades the seventh
-(``benchmarks/pastes_threads7/``), gathered by six workers during round 20 and graded once at its
-end: ``benchmarks/results/pastes_threads7.md``.
+(``benchmarks/pastes_threads7/``), gathered by six workers during round 20, graded once at its end
+(``benchmarks/results/pastes_threads7_heldout.md``), then read and mended in round 21:
+``benchmarks/results/pastes_threads7.md``. ``--threads8`` grades the eighth (``benchmarks/pastes_threads8/``),
+gathered by ten workers during round 21 and graded once at its end: ``benchmarks/results/pastes_threads8.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -175,13 +177,27 @@ THREADS7_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts,
                            "threads, two on Q&A pages, blog posts and tutorials)", 20, "2026-12-04") +
                  "their reports gave only counts, they were merged by a script, and nobody working on runlens "
                  "opened a paste before its one grading (two glimpses of file names, no content: its README says "
-                 "when). **Graded once as held out**, at the end of round 20, "
-                 "at the commit this page names: the pastes figure to quote. Its parts: trainers whose format is "
-                 "among the earlier sets' (format seen) and the others.")
+                 "when). **Graded once as held out at `996ec51`** (round 20's last engine commit; "
+                 "`benchmarks/results/pastes_threads7_heldout.md`): read 0.73 (33/45), agreed 0.49 (22/45). Its "
+                 "misses were then read and mended in round 21 (a name after a counter, `Cost after iteration N:`; "
+                 "a counter's plural opening a line and a count before a full stop; an error named alone as the "
+                 "loss; loguru's prefix; a loss printed after a tqdm bar with a space; an epoch header over a bare "
+                 "progress bar; a stuck tail within a thousandth; a training and held-out loss both ten times "
+                 "their lowest; a held-out loss that rose at each of 5 evaluations or more while training fell): "
+                 + _dev_tail("them"))
+THREADS8, THREADS8_REPORT = _paths("pastes_threads8")
+THREADS8_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository docs",
+                           "thread or page", "pastes_threads8", "ten workers in two waves (six, then four; six on "
+                           "issue threads, four on Q&A pages, forum threads, blog posts and tutorials)", 21,
+                           "2026-12-05") +
+                 "their reports gave only counts, they were merged by a script, and nobody working on runlens "
+                 "opened or listed a paste before its one grading. **Graded once as held out**, at the end of "
+                 "round 21, at the commit this page names: the pastes figure to quote. Its parts: trainers whose "
+                 "format is among the earlier sets' (format seen) and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
            "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),
-           "threads7": (THREADS7, THREADS7_REPORT, THREADS7_ROLE)}
+           "threads7": (THREADS7, THREADS7_REPORT, THREADS7_ROLE), "threads8": (THREADS8, THREADS8_REPORT, THREADS8_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -275,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the sixth set of pastes from issue threads (benchmarks/pastes_threads6/)")
     which.add_argument("--threads7", action="store_const", const="threads7", dest="threads",
                        help="grade the seventh set of pastes from issue threads (benchmarks/pastes_threads7/)")
+    which.add_argument("--threads8", action="store_const", const="threads8", dest="threads",
+                       help="grade the eighth set of pastes from issue threads (benchmarks/pastes_threads8/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()

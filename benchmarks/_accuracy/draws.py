@@ -427,19 +427,38 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh20", 73000, ("2026-12-04 21:41", "2026-12-04 21:44"),
         role="the third generator with every seed shifted by 73000 and every run redrawn (`--seed-shift "
              "73000 --vary`), generated at {drawn} UTC from 269d1d4 by the recorder with "
-             "`logits_sum_to_one`, during round 20, graded once at the end of round 20; the set to quote",
+             "`logits_sum_to_one`, during round 20, graded once at the end of round 20 (996ec51): a development "
+             "set since",
         note="`third-fresh20` (round 20): the same generator and redraw with every seed shifted by 73000 (`python -m "
              "benchmarks.third --seed-shift 73000 --vary`), trained from the committed tree at 269d1d4 (`draw.json` "
              "has the times) into a folder outside the repository, by the recorder that writes "
              "`logits_sum_to_one`, before round 20's first engine commit (the generator does not use the "
              "engine). Nothing of it was diagnosed before its one grading, and none of its generator log read; "
              "only its `draw.json`'s start and end times were printed.",
-        which="*third-fresh20* (round 20; seeds shifted by 73000) was trained from 269d1d4, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh20**.",
+        which="*third-fresh20* (round 20; seeds shifted by 73000) was trained from 269d1d4 and graded once at "
+              "996ec51 (curve 0.96, recall 1.00, fault's code first 1.00, healthy runs with a warning 0/12): a "
+              "development set since (round 21 changed no reading a recorder run reaches).",
+    ),
+    # Drawn in round 21 from 941bb1f (round 20's last commit; round 21's changes were not committed yet
+    # and the generator does not use the engine); nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh21", 79000, ("2026-12-05 00:08", "2026-12-05 00:12"),
+        role="the third generator with every seed shifted by 79000 and every run redrawn (`--seed-shift "
+             "79000 --vary`), generated at {drawn} UTC from 941bb1f by the recorder with "
+             "`logits_sum_to_one`, during round 21, graded once at the end of round 21; the set to quote",
+        note="`third-fresh21` (round 21): the same generator and redraw with every seed shifted by 79000 (`python -m "
+             "benchmarks.third --seed-shift 79000 --vary`), trained from a clean export of the committed tree at "
+             "941bb1f (`draw.json` has the times) into a folder outside the repository, by the recorder that "
+             "writes `logits_sum_to_one`, before any of round 21's engine changes was committed (the generator "
+             "does not use the engine). Nothing of it was diagnosed before its one grading, and none of its "
+             "generator log read; only its `draw.json`'s start and end times and its number of entries were "
+             "printed.",
+        which="*third-fresh21* (round 21; seeds shifted by 79000) was trained from 941bb1f, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh21**.",
     ),
 )
 
-QUOTE = "third-fresh20"
+QUOTE = "third-fresh21"
 
 
 def draw(name: str) -> Draw:

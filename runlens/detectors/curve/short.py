@@ -35,6 +35,10 @@ readings, in the order they are tried (the first that holds is the verdict):
 - underfitting when the last half of the losses (3 at least) sit at ln K
   by the same test, whatever came before: the model ended predicting the
   prior (``kind: short_chance_tail``; ``loss_at_chance`` fires too);
+- underfitting when the last two thirds of the points (6 at least) stay
+  within ``ALIKE`` (a thousandth) of their level with no Kendall trend at
+  ``alpha``, whatever fall came before: the loss stopped there (``kind:
+  short_stuck_tail``);
 - underfitting when the training accuracy is printed alike (to a
   thousandth or finer) at its last ``FROZEN`` (4) points or more, below
   ``FIT``, while the training loss over the same steps moved by
@@ -46,6 +50,9 @@ readings, in the order they are tried (the first that holds is the verdict):
   a printed 0 may be a rate rounded away): no float32
   weight moves at that rate, whatever the loss's noise shows (``kind:
   short_lr_vanished``);
+- diverged when the last training loss is 10x the lowest before it and a
+  held-out loss's last evaluation 10x its own lowest (``kind:
+  short_both_high``, from 2 points each: :mod:`.short_high`);
 - with 5 points or more: diverged when the last value is >= 10x the start
   (median of the first 3) with an upward Kendall trend at
   ``alpha_strong``, or is 100x or more every value before it (``kind:
@@ -66,6 +73,9 @@ readings, in the order they are tried (the first that holds is the verdict):
   widened at every evaluation (exact p = 1/n! over the orders of its n
   values), and it rose at each of 2 or more evaluations after its
   minimum, by ``min_val_rise`` of it, to end above its first evaluation;
+- overfitting when a held-out loss rose at each of 5 evaluations or more
+  after its minimum (exact p = 1/k!) while the training loss fell by
+  ``min_drop`` over the same steps (``kind: short_val_turned``);
 - overfitting when the model memorized its data (``kind: short_memorized``,
   from 2 points): at each of 2 or more evaluations the training accuracy
   is ``FIT`` (0.99) or more, the validation accuracy ``ACC_GAP`` (0.10)
@@ -116,14 +126,19 @@ import numpy as np
 
 from runlens.detectors.curve.memorized import Accuracies, frozen_accuracy, memorized
 from runlens.detectors.curve.params import CurveParams
+from runlens.detectors.curve.short_high import both_high
 from runlens.detectors.curve.short_level import (
+    ALIKE,
+    alike_tail,
     chance_tail,
     from_start,
+    frozen_validation,
     lr_vanished,
     no_progress,
+    printed_step,
     validation_chance,
 )
-from runlens.detectors.curve.validation import gap_verdict, perm_p, undone_few, val_rises
+from runlens.detectors.curve.validation import gap_verdict, perm_p, turned_few, undone_few, val_rises
 from runlens.diagnosis import CurveVerdict
 from runlens.signals.series import Series
 from runlens.stats.chance import chance_level
@@ -135,19 +150,21 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
            lr: Series | None = None, acc: Accuracies = (None, None)) -> CurveVerdict:
     stuck = _stuck(cfg, steps, x, classes, index) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
-        stuck = (_frozen(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
-                 or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc))
+        stuck = (frozen_validation(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
+                 or alike_tail(cfg.alpha, steps, x) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc))
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,
             "start_level": float(np.median(x[:3])) if x.size else math.nan,
             "final_level": float(x[-1]) if x.size else math.nan, "min_level": float(np.min(x)) if x.size else math.nan}
+    if (blown := both_high(steps, x, sets, base)) is not None:
+        return blown
     if x.size >= 5:
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
         verdict = (_grown(cfg, steps, x, t, base) or _ended_high(steps, x, base) or _given_back(cfg, steps, x, base)
                    or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base)
-                   or undone_few(cfg, steps, x, sets, base) or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
+                   or undone_few(cfg, steps, x, sets, base) or turned_few(cfg, steps, x, sets, base) or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
                    or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base)
                    or no_progress(cfg, steps, x, t, base, sets, index))
         if verdict is not None:
@@ -346,46 +363,8 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
         ev)
 
 
-def _frozen(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-            ) -> CurveVerdict | None:
-    """The validation loss printed alike at every evaluation (2 or more, at different steps, to a
-    thousandth of its level or finer), with the training loss not down by ``min_drop``: a fixed
-    validation set gives the same loss only to the same weights, so nothing was learnt between the
-    evaluations (OpenNMT's "Validation perplexity: 56.168" at steps 380,000 and 510,000, its lr
-    printed as 0)."""
-    for name, (vs, vl) in sorted(sets.items(), key=lambda kv: kv[0] != "val_loss"):
-        ok = np.isfinite(vl)
-        vs, vl = vs[ok], vl[ok]
-        if vl.size < 2 or np.unique(vs).size < 2 or float(np.ptp(vl)) != 0.0 or vl[0] == 0:
-            continue
-        q = printed_step(vl)
-        drop = (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0
-        if q > 1e-3 * abs(float(vl[0])) or drop >= cfg.min_drop:
-            continue
-        return CurveVerdict(
-            "underfitting", f"the validation loss is {vl[0]:.6g} at each of its {vl.size} evaluations (steps "
-            f"{int(vs[0])} to {int(vs[-1])}): only the same weights give a fixed validation set the same loss, "
-            f"so nothing was learnt between them; the training loss moved {-drop:+.1%}, in a short log",
-            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_frozen_validation",
-             "eval_set": name, "evaluations": int(vl.size), "val_level": float(vl[0]), "printed_step": q,
-             "relative_drop": drop, "step": int(vs[0])})
-    return None
-
-
-#: A spread of a loss, relative to its level, that no training model holds over several points.
-ALIKE = 1e-3
-
-
 def _identical(x: np.ndarray) -> bool:
     """Three values printed alike to a thousandth of their level or finer (Keras' ``loss: 14.5063``
     three epochs running): a loss that trains moves by more than its last digit in an epoch."""
     level = float(np.median(x)) if x.size else 0.0
     return x.size == 3 and float(np.ptp(x)) == 0.0 and level != 0 and 0 < printed_step(x) <= ALIKE * abs(level)
-
-
-def printed_step(x: np.ndarray) -> float:
-    """The unit of the last printed digit: 10^-d for the fewest decimals d (<= 8) that hold every value."""
-    for d in range(9):
-        if np.all(np.abs(np.round(x, d) - x) <= 1e-9 * np.maximum(1.0, np.abs(x))):
-            return 10.0 ** -d
-    return 0.0

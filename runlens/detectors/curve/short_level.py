@@ -20,7 +20,7 @@ from runlens.diagnosis import CurveVerdict
 from runlens.signals.series import Series
 from runlens.stats.chance import COINCIDENCE_ALPHA, GUESSED_SPREAD, chance_level, level_coincidence
 from runlens.stats.robust import mad_sd
-from runlens.stats.trend import Trend
+from runlens.stats.trend import Trend, trend
 
 #: How many optimizer steps from the start of training a step-indexed short log must cover before
 #: "no progress" means anything: longer than a usual warmup, during which a loss may not fall yet.
@@ -28,6 +28,12 @@ MIN_START_STEPS = 500
 #: How many epochs from the start an epoch-indexed short log must cover: after that many passes over
 #: the data, a model that learns has fallen by more than ``min_drop`` on data it has seen.
 MIN_START_EPOCHS = 4
+
+
+#: A spread of a loss, relative to its level, that no training model holds over several points.
+ALIKE = 1e-3
+#: The fewest points of a tail held within ``ALIKE`` that say the loss stopped, whatever came before.
+ALIKE_TAIL = 6
 
 
 #: Evaluations at ln K from the first on that need no coincidence test when K is guessed: a held-out
@@ -175,3 +181,64 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
         f"a model that learns falls fastest in its first {unit}; it made no progress, in a short log",
         {**base, "relative_drop": drop, "best_drop": best, "end_level": end, "span": span, "index_kind": index,
          "kind": "short_no_progress", "step": int(steps[0])})
+
+
+def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray) -> CurveVerdict | None:
+    """The last two thirds of the points (``ALIKE_TAIL`` at least) within ``ALIKE`` (a thousandth) of
+    their level with no Kendall trend at ``alpha``, after whatever fall came first: the loss stopped
+    there (FANN's "Current error: 187.36" at epoch 1, then 34.07 to 34.09 from epoch 1000 to 14000).
+    A model that still learns moves by more than a thousandth of its loss between prints."""
+    k = max(ALIKE_TAIL, math.ceil(2 * x.size / 3))
+    while k < x.size and _alike(x[-(k + 1):]):
+        k += 1
+    tail = x[-k:]
+    if x.size < k or not _alike(tail) or trend(tail, steps[-k:].astype(float)).p < alpha:
+        return None
+    level = float(np.median(tail))
+    return CurveVerdict(
+        "underfitting", f"the loss is stuck at {level:.6g}: its last {k} of {x.size} points stay within "
+        f"{float(np.ptp(tail)):.3g} ({float(np.ptp(tail)) / abs(level):.3%} of the level) with no trend, in a short log",
+        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck_tail",
+         "tail_points": k, "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
+         "late_drift": float(np.ptp(tail)), "relative_band": float(np.ptp(tail)) / abs(level), "alike": ALIKE,
+         "relative_drop": (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0,
+         "step": int(steps[-k])})
+
+
+def _alike(x: np.ndarray) -> bool:
+    level = float(np.median(x))
+    return level != 0 and float(np.ptp(x)) <= ALIKE * abs(level)
+
+
+def frozen_validation(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+            ) -> CurveVerdict | None:
+    """The validation loss printed alike at every evaluation (2 or more, at different steps, to a
+    thousandth of its level or finer), with the training loss not down by ``min_drop``: a fixed
+    validation set gives the same loss only to the same weights, so nothing was learnt between the
+    evaluations (OpenNMT's "Validation perplexity: 56.168" at steps 380,000 and 510,000, its lr
+    printed as 0)."""
+    for name, (vs, vl) in sorted(sets.items(), key=lambda kv: kv[0] != "val_loss"):
+        ok = np.isfinite(vl)
+        vs, vl = vs[ok], vl[ok]
+        if vl.size < 2 or np.unique(vs).size < 2 or float(np.ptp(vl)) != 0.0 or vl[0] == 0:
+            continue
+        q = printed_step(vl)
+        drop = (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0
+        if q > 1e-3 * abs(float(vl[0])) or drop >= cfg.min_drop:
+            continue
+        return CurveVerdict(
+            "underfitting", f"the validation loss is {vl[0]:.6g} at each of its {vl.size} evaluations (steps "
+            f"{int(vs[0])} to {int(vs[-1])}): only the same weights give a fixed validation set the same loss, "
+            f"so nothing was learnt between them; the training loss moved {-drop:+.1%}, in a short log",
+            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_frozen_validation",
+             "eval_set": name, "evaluations": int(vl.size), "val_level": float(vl[0]), "printed_step": q,
+             "relative_drop": drop, "step": int(vs[0])})
+    return None
+
+
+def printed_step(x: np.ndarray) -> float:
+    """The unit of the last printed digit: 10^-d for the fewest decimals d (<= 8) that hold every value."""
+    for d in range(9):
+        if np.all(np.abs(np.round(x, d) - x) <= 1e-9 * np.maximum(1.0, np.abs(x))):
+            return 10.0 ** -d
+    return 0.0

@@ -272,6 +272,41 @@ def undone_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
     return None
 
 
+#: The fewest evaluations after the minimum, each above the one before, that ``turned_few`` reads: one
+#: order of their k! (exact p = 1/5! = 0.008 at 5), below ``alpha`` whatever the rise's size.
+TURNED = 5
+
+
+def turned_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSets,
+               base: dict[str, Any]) -> CurveVerdict | None:
+    """Overfitting in a short log when the held-out loss rose at each of ``TURNED`` (5) evaluations or more
+    after its minimum (exact p = 1/k!) while the training loss fell by ``min_drop`` of its level or more
+    over the same steps: the two went opposite ways at every evaluation since, however small the rise
+    (LLMs-from-scratch's GPT on one short story: val 6.134 -> 6.233 -> ... -> 6.452 over six
+    evaluations while train fell 2.10 -> 0.39). A rise that size is no noise when it never once stops."""
+    for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
+        ok = np.isfinite(vl)
+        vs, vl = vs[ok], vl[ok]
+        k = evals.rises_after_min(vl)
+        if k < TURNED or np.unique(vs).size != vs.size or not 1 / math.factorial(k) < cfg.alpha:
+            continue
+        i_min = int(np.argmin(vl))
+        t = _train_at(steps, x, vs)
+        if t is None or not (t[i_min] > 0 and t[-1] <= (1 - cfg.min_drop) * t[i_min]):
+            continue
+        where = "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+        p = 1 / math.factorial(k)
+        return CurveVerdict(
+            "overfitting", f"validation loss{where} rose from {vl[i_min]:.4g} at step {int(vs[i_min])} to "
+            f"{vl[-1]:.4g}, at each of its {k} evaluations since (exact p={p:.2g} over their orders), while the "
+            f"training loss fell from {t[i_min]:.4g} to {t[-1]:.4g}, in a short log of {x.size} points",
+            {**base, "eval_set": name, "val_min": float(vl[i_min]), "val_min_step": int(vs[i_min]),
+             "val_last": float(vl[-1]), "val_rise": float(vl[-1] - vl[i_min]), "evals_after_min": k,
+             "evaluations": int(vl.size), "train_at_val_min": float(t[i_min]), "train_last": float(t[-1]),
+             "val_perm_p": p, "few_evals": True, "kind": "short_val_turned", "step": int(vs[i_min])})
+    return None
+
+
 def _train_at(steps: np.ndarray, x: np.ndarray, vs: np.ndarray) -> np.ndarray | None:
     """The training loss at each evaluation: its median since the evaluation before (before the
     first, its last 5 points); None when an evaluation has no training point before it."""

@@ -23,6 +23,8 @@ _PREFIXES = re.compile(
     r"|(?:-\s*)?[\w.$]+\s+-\s+(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\s+-\s*"
     r"|(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)(?::[\w.]+:|\s+[\w.$]+:\d+\s+-\s*|\s*[:|\]-]\s*)"
     r"|\[(?:INFO|WARNING|WARN|DEBUG|ERROR|rank\d+)\]\s*"
+    # loguru's default: "| INFO     | package.module:function:86 - " after its timestamp.
+    r"|\|\s*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*[\w.<>-]+:[\w<>-]+:\d+\s*-\s*"
     r")+")
 _RUNS = re.compile(r"[ \t]{2,}")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from array import array
 
+from runlens.io.importers._linetypes import Line
 from runlens.io.importers._logsignals import Watch
-from runlens.io.importers._textline import Line
 
 
 class RunAcc:

@@ -16,8 +16,12 @@ from runlens.io.importers._mapping import to_float
 
 # The name, then the step, then the value: "focal loss at iteration 30995: 7.34" (CornerNet's
 # prints), DL4J's "Score at iteration 60 is NaN". Up to four words of name before "at".
-_AT_COUNTER = re.compile(rf"(?P<name>[A-Za-z][\w./()-]*(?: [A-Za-z][\w./()-]*){{0,3}}) at (?:iteration|iter|step|"
-                         rf"epoch|batch) (?P<n>\d+)\s*(?::|=|\bis\b)\s*(?P<v>{_NUM})\s*$", re.I)
+# The deeplearning.ai courses' numpy loops print the same shape with "after": "Cost after iteration 100:
+# 0.67", "Cost after epoch 1000: 0.69"; a counter's word may be plural ("after 500 steps" is not this shape:
+# there the count comes first).
+_AT_COUNTER = re.compile(rf"(?P<name>[A-Za-z][\w./()-]*(?: [A-Za-z][\w./()-]*){{0,3}}) (?:at|after) (?:the )?"
+                         rf"(?:iterations?|iters?|steps?|epochs?|batch(?:es)?|rounds?) (?P<n>\d+)\s*(?::|=|\bis\b)\s*"
+                         rf"(?P<v>{_NUM})\s*$", re.I)
 # Darknet's (YOLO v2-v4) progress line: "931: 86426484736.000000, 8648297472.000000 avg, 0.000751 rate,
 # 0.089617 seconds, 931 images": the batch, its loss, the running average, the learning rate.
 _DARKNET = re.compile(rf"^\s*(\d+):\s*({_NUM}),\s*({_NUM})\s+avg(?:\s+loss)?,\s*({_NUM})\s+rate\b", re.I)

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 
+from runlens.io.importers._linetypes import Context, Line
 from runlens.io.importers._mapping import MSVC as _MSVC
 from runlens.io.importers._mapping import NUM as _NUM
 from runlens.io.importers._mapping import WORDNUM as _WORDNUM
@@ -89,67 +89,29 @@ _PROSE_OR_IGNORED = _PROSE | _IGNORED_KEYS
 _MM_EPOCH = re.compile(r"\bEpoch\((train|val|test)\)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _MM_ITER = re.compile(r"\bIter\((train|val|test)\)\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _LLMC = re.compile(r"^s:(\d+)(?=\s)")
+# A counter's plural names it only opening the line (DeepSpeed's "steps: 78 loss: 0.1150", FANN's "Epochs
+# 1000. Current error: 34.07."): elsewhere "warmup steps 500" is a setting. A count ends before a
+# sentence's full stop, not before a decimal's.
 # "batch" counts steps only after the epoch on its line (GluonCV's "[Epoch 0][Batch 99]", MXNet's
 # "Epoch[3] Batch [200]"): elsewhere "batch 32" is as often a size as a count.
-_KEYED = [(name, re.compile(rf"\b{pat}(?:_(?=\d)|[ \t]*[:=#]?[ \t]*\[?[ \t]*)(\d+)(?:[ \t]*/[ \t]*(\d+))?(?![\d.]|[ \t]*batches)", re.I))
+_KEYED = [(name, re.compile(rf"(?:^[ \t]*{pat}s|\b{pat})(?:_(?=\d)|[ \t]*[:=#]?[ \t]*\[?[ \t]*)(\d+)(?:[ \t]*/[ \t]*(\d+))?"
+                            r"(?!\d|\.\d|[ \t]*batches)", re.I))
           for name, pat in (("global_step", r"global[_ ]step"), ("step", r"step"),
                             ("iteration", r"iteration"), ("iter", r"iter"), ("batch", r"batch"))]
+_WORD = re.compile(r"\s*[A-Za-z_]+")
 _THOUSANDS = re.compile(r"(?:,\d{3})+(?![\d.])")
 _BATCHES = re.compile(r"\b(\d+)\s*/\s*(\d+)\s*batches\b", re.I)
 _BAR = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*(?=\[|\u2501|\|)")
 # timm writes the share done inside the counter's brackets: "[ 200/1251 ( 16%)]".
 _BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+(?:\.\d+)?%\s*\)\s*)?\]")
-_EPOCH = re.compile(r"\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?", re.I)
+_EPOCH = re.compile(r"(?:^\s*epochs|\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?", re.I)
 # "Epoch 3/10" (Keras), or "Epoch: 0" alone on its line (smp): the epoch of the lines below.
-_EPOCH_HEADER = re.compile(r"^\s*Epoch\s*(?:\s|:|#)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*$", re.I)
+_EPOCH_HEADER = re.compile(r"^\s*Epoch\s*(?:\s|:|#|=)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*$", re.I)
 _END_OF_EPOCH = re.compile(r"\bend of epoch\s+(\d+)", re.I)
 _NET_OUTPUT = re.compile(rf"\b(Test|Train) net output #\d+:\s*([\w/]+)\s*=\s*({_NUM})", re.I)
 _EVAL_LINE = re.compile(r"\b(?:validation|valid|eval|evaluation)\s+loss\s+at\b"
                         r"|^\s*(?:validation|validating|evaluation|evaluating)\b"
                         r"|\bEpoch\((?:val|test)\)|\bIter\((?:val|test)\)|\bend of epoch\b", re.I)
-
-
-@dataclass
-class Context:
-    """What earlier lines said that later lines rely on."""
-
-    epoch: int | None = None  # from a Keras-style ``Epoch 3/10`` header
-    per_epoch: int | None = None  # counter total of the last per-batch line (``200/735``)
-    last_step: int | None = None
-    restart: bool = False  # an ``Epoch 1/N`` header: a new run may begin here
-    repeat_next: bool = False  # a "Best iteration is:" line: the next step's line repeats a recorded one
-    zero_epoch: bool = False  # an epoch 0 was seen: epochs count from 0
-    outer: int | None = None  # a running counter (._textsteps.running): the last outer and inner counts,
-    inner: int = 0
-    offset: int = 0  # and the steps of the outer counts before
-    bar_total: int | None = None  # a progress bar with no epoch (._textsteps.bar_pass): its length,
-    bar_last: int | None = None  # its last count,
-    bar_offset: int = 0  # and the batches of the finished bars before
-    headed: bool = False  # the line before was an epoch header
-
-
-@dataclass
-class Line:
-    """A line that carries a step."""
-
-    step: int
-    rest: str  # the text after the step marker, where the fields are
-    eval_line: bool
-    epoch: int | None
-    source: str  # which marker gave the step (``iter``, ``Epoch(train)``, ...)
-    fields: list[tuple[str, float]] | None = None  # already read (dicts, caffe net outputs)
-    # How the step was computed, for the line-shape cache (:mod:`._lineplan`): a formula name and
-    # the spans of the numbers it used; "" when it cannot be replayed from the numbers alone.
-    formula: str = ""
-    spans: tuple[tuple[int, int], ...] = ()
-    epoch_span: tuple[int, int] | None = None
-    rest_at: int = 0
-    # A Keras progress line inside an epoch: its numbers are running means of the epoch so far,
-    # which restart every epoch (a sawtooth, not a curve); only the epoch's last line is kept.
-    partial: bool = False
-    # ``(i, N)`` of a counter inside an epoch (``200/735``): the text reader tells from these whether
-    # the log keeps one line per epoch, where the epoch, not the counter, is the index.
-    count: tuple[int, int] | None = None
 
 
 def read_fields(text: str) -> list[tuple[str, float]]:
@@ -297,7 +259,8 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
         return Line(int(m.group(1)), text[m.end():], ev, epoch, "s:", formula="int", spans=(m.span(1),),
                     epoch_span=espan, rest_at=m.end())
     for name, pat in _KEYED:
-        if (m := pat.search(text)) and (name != "batch" or (espan is not None and espan[1] <= m.start(1))):
+        if (m := pat.search(text)) and (name != "batch" or (espan is not None and espan[1] <= m.start(1))) and not (
+                epoch is not None and _plural(text, m.start())):
             rest, at, summary = keyed_rest(text, m, read_fields)  # the step may follow its fields
             if len(m.group(1)) <= 3 and (g := _THOUSANDS.match(text, m.end(1))):  # BasicSR's ``iter:  70,400``: one count, not replayable
                 return Line(int(m.group(1) + g.group().replace(",", "")), rest, ev or summary, epoch, name)
@@ -357,6 +320,14 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
         return Line(epoch, text[m.end():], ev, epoch, "epoch", formula="int", spans=(m.span(1),),
                     epoch_span=espan, rest_at=m.end())
     return None
+
+
+def _plural(text: str, at: int) -> bool:
+    """Whether the counter's word at ``at`` is a plural (``iters``, ``steps``). Beside an epoch a plural
+    counts inside it, restarting each epoch (Informer's ``iters: 100, epoch: 916 | loss: ...``): there
+    the epoch stays the line's step, as it was before plurals were read."""
+    word = _WORD.match(text, at)
+    return word is not None and word.group().endswith(("s", "S"))
 
 
 def _epoch_on_line(text: str) -> tuple[int | None, tuple[int, int] | None]:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
-from runlens.io.reader.names import is_epoch, is_step, is_val, tokens
+from runlens.io.reader.names import is_epoch, is_step, is_val, role_of, tokens
 
 # tqdm: "12%|███▏ | 41/410 [00:10<01:30, 1.22s/it, avr_loss=0.118]"; "?" totals are not counters.
 TQDM = re.compile(r"(\d{1,3})%\s*\|[^|\n]*\|\s*(\d+)\s*/\s*(\d+)\s*(?:\[([^\]\n]*)\]?)?")
@@ -43,6 +43,7 @@ _LABEL_FIELD = re.compile(r"(?<![\w.\-])([A-Za-z_][\w/()%#@.-]*)\s*[:=]?\s*[-+]?
 # A description opening with a bare count and a bar ("2|26|Loss: 1.43"): the outer count of the bar.
 _LEAD_COUNT = re.compile(r"\s*(\d+)\s*\|")
 _SKIP = frozenset({"eta", "time", "of", "in", "at", "on", "is"})
+_NAME_VALUE = re.compile(r"[A-Za-z_][\w/.]*\s+[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _BAR_DESC = re.compile(r"^\s*([A-Za-z][\w ./-]{0,40}?)\s*:\s*\d{1,3}%\|")
 
 
@@ -141,8 +142,12 @@ def bar_step(text: str, m: re.Match, ctx: _Counts, ev: bool, epoch: int | None,
         # A print right after the bar, with no newline between (anoGAN's ``16.42s/it]dloss: 0.0001``):
         # the batch's metrics, the bar's redraw left on the same line. Only fields joined by ":" or "=":
         # a message glued there is prose (apex's "loss scaler 0 reducing loss scale to 7.9e-31").
+        # A loss printed by itself after the bar, ``print("loss", loss)``, is joined by a space alone
+        # (Cylinder3D's ``1.24it/s]loss tensor(0.6868, device='cuda:0', ...)``, the tensor unwrapped).
         after = text[m.end():]
-        fields += [(k, v) for k, v in read(after) if re.search(re.escape(k) + r"\s*[:=]", after)]
+        glued = read(after)
+        alone = len(glued) == 1 and _NAME_VALUE.fullmatch(after.strip()) and role_of(glued[0][0])[1] == "loss"
+        fields += [(k, v) for k, v in glued if alone or re.search(re.escape(k) + r"\s*[:=]", after)]
     if not fields:
         return None
     e = epoch if epoch is not None else ctx.epoch

@@ -38,11 +38,11 @@ from runlens.io.importers._common import Imported, Series, Take, record_runs, re
 from runlens.io.importers._epochlines import lines_in_epochs
 from runlens.io.importers._evalline import BARE_MIN, eval_at_last_step, lr_line, number_lines, under_header
 from runlens.io.importers._lineplan import Parser, Plan
+from runlens.io.importers._linetypes import Context, Line
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
 from runlens.io.importers._runacc import RunAcc
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
-from runlens.io.importers._textline import Context, Line
 from runlens.io.reader.setnamed import rising_fractions
 from runlens.io.reader.source import open_binary, open_limited
 
@@ -196,6 +196,7 @@ class _Scanner:
             if hit is None and headed and ctx.epoch is not None:
                 hit, fields = under_header(raw, ctx.epoch)
                 named = hit is not None
+                ctx.headed = ctx.headed or not named  # tfjs' "eta=0.0 ===>" leaves the header to the next line
         said = runs[-1].watch.see(raw, hit.step if hit is not None and hit.partial else prev, interval,
                                   stepless=hit is None)
         if hit is None:

@@ -8,6 +8,11 @@ trainer minimizes and watches: the training and validation loss. A training seri
 read this way (the header ``starting training`` of a log is no column of losses); nor is a name
 with a word of another known quantity (a metric, a time, a rate, a count), a column of whole
 numbers (a count of samples), or fractions that end higher than they start (an accuracy).
+
+In a log that names no loss at all, two more series are read as the training loss, each said so
+(:func:`lone_series`): the one training series named an error and nothing else (FANN's ``Current
+error``, Torch7's ``Err``: what the trainer minimizes), else, in a console or tracker log, its one
+measured series that names no other quantity.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 
 from runlens.io.reader.names import (
     COUNT_WORDS,
+    ERROR_MEASURES,
     LOSS,
     METRIC,
     NEUTRAL,
@@ -93,11 +99,14 @@ def set_named(table: Table, index: str | None) -> list[tuple[str, str, str]]:
 
 
 def lone_series(table: Table, index: str | None) -> tuple[str, str] | None:
-    """``(column, why)`` of the one measured series of a log that names no loss, when its name is no
+    """``(column, why)`` of the one error a log that names no loss minimizes (:func:`minimized_error`),
+    else of the one measured series of a log that names no loss, when its name is no
     other known quantity (a metric, a time, a rate, a count, a norm): what a person printed at each
     epoch to watch the run (TEACH's ``Train_rf 4.856e-01``), read as the training loss. Only for the
     series a console or tracker importer gathered (``<kind> series``): a structured table's shape is
     chosen by the roles its header gives, and one unnamed column must not decide it."""
+    if (error := minimized_error(table, index)) is not None:
+        return error
     if not table.shape.endswith(" series"):
         return None
     found = []
@@ -114,3 +123,28 @@ def lone_series(table: Table, index: str | None) -> tuple[str, str] | None:
     return found[0], (f"{found[0]!r} is the one measured series of a log that names no loss, and names no other "
                       "quantity: what was printed to watch the run, read as the training loss (--loss names "
                       "another)")
+
+
+#: The words that name an error as the whole name (beside neutral and training words): FANN's ``Current
+#: error``, neataptic's ``error``, Torch7's ``Err``; an error measure's own name (``mse``, ``rmse``).
+_ERROR_WORDS = frozenset({"error", "err"}) | ERROR_MEASURES
+
+
+def minimized_error(table: Table, index: str | None) -> tuple[str, str] | None:
+    """``(column, why)`` of the one training series named an error and nothing else, in a log that names
+    no loss: the quantity the trainer minimizes and prints (``error``, ``Current error``, ``Err``,
+    ``mse``), read as the training loss. A rate, a percentage or a top-k error names another word
+    (``error rate``, ``top1 err``) and is not this; two such series leave the choice to ``--loss``."""
+    found = []
+    for c in table.names:
+        if c == index or c not in table.values or not _measured(table, c):
+            continue
+        toks = tokens(c)
+        rest = [t for t in toks if t not in NEUTRAL and t not in TRAIN]
+        if len(rest) == 1 and rest[0] in _ERROR_WORDS and not any(t in VAL for t in toks):
+            found.append(c)
+    if len(found) != 1 or _accuracy_like(table, found[0]):
+        return None
+    return found[0], (f"{found[0]!r} is the one training series named an error and nothing else, in a log that "
+                      "names no loss: what the trainer minimizes and prints, read as the training loss "
+                      "(--loss names another)")
