@@ -169,3 +169,33 @@ def test_silent_twin_a_header_over_a_line_with_its_own_step_gives_way(tmp_path):
     text = "Epoch 1 / 20\neta=0.0 ===>\nstep 7 loss=0.5\nEpoch 2 / 20\neta=0.0 ===>\nstep 9 loss=0.4\n"
     run = _run(tmp_path, text)
     assert _steps(run) == [7, 9]
+
+
+def test_a_sentence_above_the_log_names_no_column(tmp_path):
+    # Its words outnumber the rows' cells and line up with none: before, "cost" named the step column
+    # and "iteration" the loss column of a table the sentence headed.
+    text = "The cost after iteration 100 dropped, as expected.\n" + "".join(
+        f"step {i} loss {c}\n" for i, c in enumerate(COSTS))
+    run = _run(tmp_path, text)
+    assert _loss(run) == COSTS and _steps(run) == [0, 1, 2, 3, 4, 5]
+
+
+def test_silent_twin_a_header_that_lines_up_with_its_columns_names_them(tmp_path):
+    text = "epoch   train loss   val loss\n" + "".join(
+        f"{i:5d}   {c:10.6f}   {c + 0.1:8.6f}\n" for i, c in enumerate(COSTS))
+    run = _run(tmp_path, text)
+    assert _loss(run) == COSTS
+    assert np.asarray(run.column("evals", "val_loss")).round(6).tolist() == [round(c + 0.1, 6) for c in COSTS]
+
+
+MEGATRON = (" iteration   {i}/ 115311 | consumed samples:    71455664 | lm loss: {v:E} | grad norm: 0.150 | "
+            "number of skipped iterations:  0 | number of nan\niterations:  0 | samples per second: 19.474 | "
+            "TFLOPs: 149.10 |\n")
+
+
+def test_silent_twin_a_wrapped_lines_plural_tail_is_no_step(tmp_path):
+    # The wrap puts "iterations:  0" at the start of a line that reports no loss: no restart at step 0.
+    values = [2.117073, 2.116946, 2.110646, 2.124820, 2.127643]
+    run = _run(tmp_path, "".join(MEGATRON.format(i=42780 + k, v=v) for k, v in enumerate(values)))
+    assert _steps(run) == list(range(42780, 42785)) and _loss(run) == values
+    assert "import_runs" not in run.meta["config"]

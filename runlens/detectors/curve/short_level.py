@@ -187,7 +187,8 @@ def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray) -> CurveVerdict |
     """The last two thirds of the points (``ALIKE_TAIL`` at least) within ``ALIKE`` (a thousandth) of
     their level with no Kendall trend at ``alpha``, after whatever fall came first: the loss stopped
     there (FANN's "Current error: 187.36" at epoch 1, then 34.07 to 34.09 from epoch 1000 to 14000).
-    A model that still learns moves by more than a thousandth of its loss between prints."""
+    A model that still learns moves by more than a thousandth of its loss between prints; the prints
+    must resolve a thousandth of the level (a converged loss printed as ``0.05`` repeats too)."""
     k = max(ALIKE_TAIL, math.ceil(2 * x.size / 3))
     while k < x.size and _alike(x[-(k + 1):]):
         k += 1
@@ -195,6 +196,8 @@ def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray) -> CurveVerdict |
     if x.size < k or not _alike(tail) or trend(tail, steps[-k:].astype(float)).p < alpha:
         return None
     level = float(np.median(tail))
+    if printed_step(tail) > ALIKE * abs(level):
+        return None  # printed too coarsely to tell a thousandth: a converged "loss: 0.05" repeats too
     return CurveVerdict(
         "underfitting", f"the loss is stuck at {level:.6g}: its last {k} of {x.size} points stay within "
         f"{float(np.ptp(tail)):.3g} ({float(np.ptp(tail)) / abs(level):.3%} of the level) with no trend, in a short log",

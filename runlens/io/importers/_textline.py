@@ -48,6 +48,8 @@ from runlens.io.importers._textsteps import (
     running,
 )
 from runlens.io.reader.names import (
+    ERROR_MEASURES,
+    LOSS,
     STEP_WORDS,
     counter_core,
     is_step,
@@ -259,8 +261,8 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
         return Line(int(m.group(1)), text[m.end():], ev, epoch, "s:", formula="int", spans=(m.span(1),),
                     epoch_span=espan, rest_at=m.end())
     for name, pat in _KEYED:
-        if (m := pat.search(text)) and (name != "batch" or (espan is not None and espan[1] <= m.start(1))) and not (
-                epoch is not None and _plural(text, m.start())):
+        if (m := pat.search(text)) and (name != "batch" or (espan is not None and espan[1] <= m.start(1))) and (
+                not _plural(text, m.start()) or (epoch is None and _reports_loss(text[m.end():]))):
             rest, at, summary = keyed_rest(text, m, read_fields)  # the step may follow its fields
             if len(m.group(1)) <= 3 and (g := _THOUSANDS.match(text, m.end(1))):  # BasicSR's ``iter:  70,400``: one count, not replayable
                 return Line(int(m.group(1) + g.group().replace(",", "")), rest, ev or summary, epoch, name)
@@ -325,14 +327,28 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
 def _plural(text: str, at: int) -> bool:
     """Whether the counter's word at ``at`` is a plural (``iters``, ``steps``). Beside an epoch a plural
     counts inside it, restarting each epoch (Informer's ``iters: 100, epoch: 916 | loss: ...``): there
-    the epoch stays the line's step, as it was before plurals were read."""
+    the epoch stays the line's step, as it was before plurals were read (:func:`_reports_loss` says
+    where else a plural is no step)."""
     word = _WORD.match(text, at)
     return word is not None and word.group().endswith(("s", "S"))
 
 
 def _epoch_on_line(text: str) -> tuple[int | None, tuple[int, int] | None]:
     m = _EPOCH.search(text)
-    return (int(m.group(1)), m.span(1)) if m else (None, None)
+    if m is None or (_plural(text, m.start()) and not _reports_loss(text[m.end():])):
+        return None, None
+    return int(m.group(1)), m.span(1)
+
+
+#: The words of a loss or of an error a trainer minimizes: what a line opened by a plural counter reports.
+_LOSSY = LOSS | ERROR_MEASURES | {"error", "err"}
+
+
+def _reports_loss(rest: str) -> bool:
+    """Whether ``rest`` holds a field named a loss or an error. A plural counter opening a line is its
+    step only on such a line: a wrapped line's tail opens with one too (Megatron's "number of nan" then
+    "iterations:  0 | samples per second: 19.47 |" on the next line)."""
+    return any(not _LOSSY.isdisjoint(tokens(k)) for k, _ in read_fields(rest))
 
 
 def _given_step(text: str, ctx: Context, key: str) -> Line | None:

@@ -164,9 +164,11 @@ def _realign(blocks: layout.Blocks, lines: list[str]) -> None:
             names: list[str] | None = [*header, ""]
         else:
             names = layout.aligned(lines[at], lines[at + 1:at + 60], blocks.width) if at is not None else None
-        if names is not None:
-            rows = blocks.rows.pop(header)
-            blocks.rows.setdefault(tuple(names), []).extend(rows)
+        rows = blocks.rows.pop(header)
+        # A line of words that no column lines up under (a sentence above the log: "The cost after
+        # iteration 100 dropped, as expected.") names nothing: its rows stay unnamed, where they would
+        # take the sentence's first words as names, one column's numbers under another's word.
+        blocks.rows.setdefault(tuple(names) if names is not None else None, []).extend(rows)
 
 
 def _chosen(blocks: layout.Blocks) -> Table:

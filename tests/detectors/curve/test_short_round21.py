@@ -41,6 +41,8 @@ def test_a_loss_that_stopped_within_a_thousandth_after_its_fall_is_stuck(tmp_pat
      [187.36] + [34.08 - 0.002 * i for i in range(14)]),
     ("a tail spread over a percent is an epoch's noise, not a stop",
      [187.36] + [34.08 * (1 + 0.01 * ((-1) ** i)) for i in range(14)]),
+    ("printed too coarsely to resolve a thousandth: a converged loss repeats",
+     [2.31, 0.91, 0.42, 0.21] + [0.05] * 12),
     ("five points held still are too few", [187.36, 60.2, 50.1, 45.3, 40.2] + [34.0801, 34.0811, 34.0795, 34.0806, 34.0799]),
 ])
 def test_silent_twins_of_a_stuck_tail(tmp_path, why, values):
