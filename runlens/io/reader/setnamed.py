@@ -21,7 +21,7 @@ import numpy as np
 
 from runlens.io.reader.names import (
     COUNT_WORDS,
-    ERROR_MEASURES,
+    ERROR_WORDS,
     LOSS,
     METRIC,
     NEUTRAL,
@@ -125,11 +125,6 @@ def lone_series(table: Table, index: str | None) -> tuple[str, str] | None:
                       "another)")
 
 
-#: The words that name an error as the whole name (beside neutral and training words): FANN's ``Current
-#: error``, neataptic's ``error``, Torch7's ``Err``; an error measure's own name (``mse``, ``rmse``).
-_ERROR_WORDS = frozenset({"error", "err"}) | ERROR_MEASURES
-
-
 def minimized_error(table: Table, index: str | None) -> tuple[str, str] | None:
     """``(column, why)`` of the one training series named an error and nothing else, in a log that names
     no loss: the quantity the trainer minimizes and prints (``error``, ``Current error``, ``Err``,
@@ -141,7 +136,7 @@ def minimized_error(table: Table, index: str | None) -> tuple[str, str] | None:
             continue
         toks = tokens(c)
         rest = [t for t in toks if t not in NEUTRAL and t not in TRAIN]
-        if len(rest) == 1 and rest[0] in _ERROR_WORDS and not any(t in VAL for t in toks):
+        if len(rest) == 1 and rest[0] in ERROR_WORDS and not any(t in VAL for t in toks):
             found.append(c)
     if len(found) != 1 or _accuracy_like(table, found[0]):
         return None
