@@ -75,7 +75,9 @@ class Plateau(Detector):
         which. So is a rate raised back to one the run had used before the
         flat stretch (at most ``1 / (1 - lr_cut)`` times the highest rate
         logged before it: a schedule's warm restart or cycle): the rate was
-        not too low to learn (``lr_restored``).
+        not too low to learn (``lr_restored``). With no rate logged (a console
+        log that prints only the loss) nothing says the rate could not learn:
+        the run recovered, severity info.
 
     What to try:
         If the learning rate was small during the plateau (warmup too long,
@@ -136,7 +138,7 @@ class Plateau(Detector):
             f"loss flat for {length:,} steps from step {found['start_step']:,} at {found['level']:.4g} "
             f"(Theil-Sen slope {t.slope:.2g}/step, Kendall p={t.p:.2g}), then fell by "
             f"{found['fall']:.3g} ({found['fall_relative']:.0%} of its range){how}",
-            step=found["start_step"], severity="info" if raised is False or restored else "warning",
+            step=found["start_step"], severity="warning" if raised and not restored else "info",
             evidence={"lr_raised": raised, "lr_restored": restored, "start_step": found["start_step"],
                       "end_step": found["end_step"], "length": length,
                       "level": found["level"], "fall": found["fall"], "fall_relative": found["fall_relative"],

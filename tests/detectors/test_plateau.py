@@ -35,7 +35,8 @@ def test_fires_when_stuck_at_the_start_then_falls(n):
     # provable; longer runs must all fire.
     assert len(found) >= (9 if n <= 100 else 10)
     for f in found:
-        assert f.code == "plateau" and f.severity == "warning"
+        # No rate logged: nothing says it was too low to learn; the run recovered (info).
+        assert f.code == "plateau" and f.severity == "info" and f.evidence["lr_raised"] is None
         assert f.evidence["start_step"] <= 0.1 * n
         assert 0.3 * n <= f.evidence["end_step"] <= 0.45 * n
         assert f.evidence["fall_relative"] > 0.8
@@ -137,8 +138,11 @@ def _plateau_then_fall(n: int, seed: int, *, flat: float = 0.3) -> np.ndarray:
 
 
 @pytest.mark.parametrize(("lr", "severity", "raised"), [
-    ("constant", "info", False), ("raised", "warning", True), (None, "warning", None)])
-def test_a_plateau_is_a_warning_only_when_the_rate_was_raised_or_is_unknown(lr, severity, raised):
+    ("constant", "info", False), ("raised", "warning", True), (None, "info", None)])
+def test_a_plateau_is_a_warning_only_when_the_rate_was_raised(lr, severity, raised):
+    # Round 21: with no rate logged, as on a console paste that prints only the loss (Equinox's RNN
+    # example, flat at ln 2 for 75 of 200 steps, then down to 0.002), nothing says the rate could not
+    # learn; the run recovered, an info. Round 20 and before called it a warning.
     n = 1000
     rate = {"constant": np.full(n, 1e-3), "raised": np.where(np.arange(n) < 300, 1e-6, 1e-3), None: None}[lr]
     d = analyze(make_run(_plateau_then_fall(n, 0), lr=rate))
