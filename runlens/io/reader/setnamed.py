@@ -17,6 +17,8 @@ measured series that names no other quantity.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from runlens.io.reader.names import (
@@ -109,20 +111,20 @@ def lone_series(table: Table, index: str | None) -> tuple[str, str] | None:
         return error
     if not table.shape.endswith(" series"):
         return None
-    found = []
-    for c in table.names:
-        if c == index or c not in table.values or not _measured(table, c):
-            continue
-        toks = tokens(c)
-        if any(t in METRIC or t in _OTHER or t in COUNT_WORDS or t in VAL for t in toks) or is_lr(toks) \
-                or is_grad_norm(toks):
-            continue
-        found.append(c)
-    if len(found) != 1 or _accuracy_like(table, found[0]):
-        return None
-    return found[0], (f"{found[0]!r} is the one measured series of a log that names no loss, and names no other "
-                      "quantity: what was printed to watch the run, read as the training loss (--loss names "
-                      "another)")
+    found = _the_one(table, index, lambda toks: not (
+        any(t in METRIC or t in _OTHER or t in COUNT_WORDS or t in VAL for t in toks) or is_lr(toks)
+        or is_grad_norm(toks)))
+    return None if found is None else (found, (
+        f"{found!r} is the one measured series of a log that names no loss, and names no other quantity: what "
+        "was printed to watch the run, read as the training loss (--loss names another)"))
+
+
+def _the_one(table: Table, index: str | None, named: Callable[[tuple[str, ...]], bool]) -> str | None:
+    """The one measured column (not the index) whose name's words ``named`` accepts, unless it reads as
+    an accuracy; None when there is none or more than one."""
+    found = [c for c in table.names
+             if c != index and c in table.values and _measured(table, c) and named(tokens(c))]
+    return found[0] if len(found) == 1 and not _accuracy_like(table, found[0]) else None
 
 
 def minimized_error(table: Table, index: str | None) -> tuple[str, str] | None:
@@ -130,16 +132,12 @@ def minimized_error(table: Table, index: str | None) -> tuple[str, str] | None:
     no loss: the quantity the trainer minimizes and prints (``error``, ``Current error``, ``Err``,
     ``mse``), read as the training loss. A rate, a percentage or a top-k error names another word
     (``error rate``, ``top1 err``) and is not this; two such series leave the choice to ``--loss``."""
-    found = []
-    for c in table.names:
-        if c == index or c not in table.values or not _measured(table, c):
-            continue
-        toks = tokens(c)
-        rest = [t for t in toks if t not in NEUTRAL and t not in TRAIN]
-        if len(rest) == 1 and rest[0] in ERROR_WORDS and not any(t in VAL for t in toks):
-            found.append(c)
-    if len(found) != 1 or _accuracy_like(table, found[0]):
-        return None
-    return found[0], (f"{found[0]!r} is the one training series named an error and nothing else, in a log that "
-                      "names no loss: what the trainer minimizes and prints, read as the training loss "
-                      "(--loss names another)")
+    found = _the_one(table, index, _error_alone)
+    return None if found is None else (found, (
+        f"{found!r} is the one training series named an error and nothing else, in a log that names no loss: "
+        "what the trainer minimizes and prints, read as the training loss (--loss names another)"))
+
+
+def _error_alone(toks: tuple[str, ...]) -> bool:
+    rest = [t for t in toks if t not in NEUTRAL and t not in TRAIN]
+    return len(rest) == 1 and rest[0] in ERROR_WORDS and not any(t in VAL for t in toks)

@@ -20,12 +20,16 @@ FANN = [187.3569030762, 34.0731391907, 34.0791511536, 34.0858230591, 34.07675170
         34.0826034546, 34.0909080505, 34.0811843872]
 
 
+def _analyzed(tmp_path, lines):
+    path = tmp_path / "log.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return analyze(path)
+
+
 def _errors(tmp_path, values):
     lines = ["Max epochs   100000. Desired error: 0.0000100000."]
     lines += [f"Epochs {max(1, 1000 * i):12d}. Current error: {v:.10f}. Bit fail 8." for i, v in enumerate(values)]
-    path = tmp_path / "fann.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return analyze(path)
+    return _analyzed(tmp_path, lines)
 
 
 def test_a_loss_that_stopped_within_a_thousandth_after_its_fall_is_stuck(tmp_path):
@@ -56,9 +60,7 @@ def _steps(tmp_path, train, val):
         step = 14100 + 100 * i
         lines += [f"[2020-07-29T13:59:21] Step {step} stats, train: loss = {t}",
                   f"[2020-07-29T13:59:27] Step {step} stats, val: loss = {v}", "..."]
-    path = tmp_path / "ratsql.log"
-    path.write_text("\n".join(lines) + "\n")
-    return analyze(path)
+    return _analyzed(tmp_path, lines)
 
 
 def test_training_and_held_out_loss_both_ten_times_their_lowest_is_diverged(tmp_path):
@@ -86,11 +88,8 @@ GPT_VAL = [9.933, 8.339, 7.048, 6.616, 6.600, 6.348, 6.278, 6.226, 6.160, 6.179,
 
 
 def _gpt(tmp_path, train, val):
-    lines = [f"Ep {i // 2 + 1} (Step {5 * i:06d}): Train loss {t:.3f}, Val loss {v:.3f}"
-             for i, (t, v) in enumerate(zip(train, val, strict=True))]
-    path = tmp_path / "gpt.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return analyze(path)
+    return _analyzed(tmp_path, [f"Ep {i // 2 + 1} (Step {5 * i:06d}): Train loss {t:.3f}, Val loss {v:.3f}"
+                                for i, (t, v) in enumerate(zip(train, val, strict=True))])
 
 
 def test_a_held_out_loss_that_turned_while_training_fell_is_overfitting(tmp_path):
