@@ -190,10 +190,12 @@ def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray) -> CurveVerdict |
     A model that still learns moves by more than a thousandth of its loss between prints; the prints
     must resolve a thousandth of the level (a converged loss printed as ``0.05`` repeats too)."""
     k = max(ALIKE_TAIL, math.ceil(2 * x.size / 3))
+    if x.size < k:
+        return None
     while k < x.size and _alike(x[-(k + 1):]):
         k += 1
     tail = x[-k:]
-    if x.size < k or not _alike(tail) or trend(tail, steps[-k:].astype(float)).p < alpha:
+    if not _alike(tail) or trend(tail, steps[-k:].astype(float)).p < alpha:
         return None
     level = float(np.median(tail))
     if printed_step(tail) > ALIKE * abs(level):
@@ -213,8 +215,8 @@ def _alike(x: np.ndarray) -> bool:
     return level != 0 and float(np.ptp(x)) <= ALIKE * abs(level)
 
 
-def frozen_validation(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-            ) -> CurveVerdict | None:
+def frozen_validation(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
+                      sets: dict[str, tuple[np.ndarray, np.ndarray]]) -> CurveVerdict | None:
     """The validation loss printed alike at every evaluation (2 or more, at different steps, to a
     thousandth of its level or finer), with the training loss not down by ``min_drop``: a fixed
     validation set gives the same loss only to the same weights, so nothing was learnt between the
