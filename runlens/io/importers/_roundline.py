@@ -91,7 +91,6 @@ def in_sections(text: str, out: list[tuple[str, float, tuple[int, int]]],
     return named
 
 
-
 def repeats_by_set(out: list[tuple[str, float, tuple[int, int]]]) -> list[tuple[str, float, tuple[int, int]]]:
     """A name that repeats on one line, after fields that name their set (``Train acc: 0.59 loss: 0.61
     Val acc: 0.58 loss: 0.63``), belongs to the set the nearest such field before it names: read as

@@ -340,11 +340,15 @@ def _epoch_on_line(text: str) -> tuple[int | None, tuple[int, int] | None]:
     return int(m.group(1)), m.span(1)
 
 
+#: The words of a loss, or of an error a trainer minimizes, that a plural counter's line reports.
+_LOSS_OR_ERROR = LOSS | ERROR_WORDS
+
+
 def _reports_loss(rest: str) -> bool:
     """Whether ``rest`` holds a field named a loss or an error. A plural counter opening a line is its
     step only on such a line: a wrapped line's tail opens with one too (Megatron's "number of nan" then
     "iterations:  0 | samples per second: 19.47 |" on the next line)."""
-    return any(not (LOSS | ERROR_WORDS).isdisjoint(tokens(k)) for k, _ in read_fields(rest))
+    return any(not _LOSS_OR_ERROR.isdisjoint(tokens(k)) for k, _ in read_fields(rest))
 
 
 def _given_step(text: str, ctx: Context, key: str) -> Line | None:

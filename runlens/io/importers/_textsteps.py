@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Protocol
 
+from runlens.io.importers._linetypes import Context
 from runlens.io.reader.names import is_epoch, is_step, is_val, role_of, tokens
 
 # tqdm: "12%|███▏ | 41/410 [00:10<01:30, 1.22s/it, avr_loss=0.118]"; "?" totals are not counters.
@@ -47,22 +47,7 @@ _NAME_VALUE = re.compile(r"[A-Za-z_][\w/.]*\s+[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+
 _BAR_DESC = re.compile(r"^\s*([A-Za-z][\w ./-]{0,40}?)\s*:\s*\d{1,3}%\|")
 
 
-class _Counts(Protocol):
-    epoch: int | None
-    last_step: int | None
-    restart: bool
-    zero_epoch: bool
-    per_epoch: int | None
-    outer: int | None
-    inner: int
-    offset: int
-    bar_total: int | None
-    bar_last: int | None
-    bar_offset: int
-    headed: bool
-
-
-def bar_pass(i: int, n: int, ctx: _Counts) -> int:
+def bar_pass(i: int, n: int, ctx: Context) -> int:
     """The step of batch ``i`` of ``n`` on a progress bar with no epoch: the count as logged, plus
     ``n`` for every bar of the same length that ran to its end before (a loop of ``fit(epochs=1)``
     prints ``32/32 [===] - loss: 11.87`` once per pass: each is a pass of its own, not one step)."""
@@ -72,7 +57,7 @@ def bar_pass(i: int, n: int, ctx: _Counts) -> int:
     return ctx.bar_offset + i
 
 
-def counted(e: int, i: int, n: int, ctx: _Counts) -> int:
+def counted(e: int, i: int, n: int, ctx: Context) -> int:
     """The 0-based optimizer step of batch ``i`` of ``n`` in epoch ``e`` (from 1, or from 0 once an
     epoch 0 is seen: epoch 0 then is the first block, not one clipped onto epoch 1's)."""
     ctx.zero_epoch = ctx.zero_epoch or e == 0
@@ -80,7 +65,7 @@ def counted(e: int, i: int, n: int, ctx: _Counts) -> int:
     return max((e + ctx.zero_epoch - 1) * n + i - 1, 0)
 
 
-def running(e: int | None, i: int, ctx: _Counts) -> int:
+def running(e: int | None, i: int, ctx: Context) -> int:
     """The step of a running counter ``i`` inside outer count ``e``: ``i`` plus the inner counts of
     the outer counts before, when the inner one restarted; an outer count going back starts over."""
     if e is None:
@@ -96,7 +81,7 @@ def running(e: int | None, i: int, ctx: _Counts) -> int:
     return ctx.offset + i
 
 
-def enter_epoch(ctx: _Counts, e: int) -> None:
+def enter_epoch(ctx: Context, e: int) -> None:
     """An epoch header: the epoch of the lines below; the first epoch (0 or 1) may begin a new run."""
     ctx.zero_epoch = ctx.zero_epoch or e == 0
     ctx.epoch, ctx.per_epoch, ctx.headed = e, None, True
@@ -105,7 +90,7 @@ def enter_epoch(ctx: _Counts, e: int) -> None:
         ctx.outer, ctx.inner, ctx.offset = None, 0, 0
 
 
-def other_total(n: int, epoch: int | None, ctx: _Counts) -> bool:
+def other_total(n: int, epoch: int | None, ctx: Context) -> bool:
     """A counter under an epoch header whose total is not the epoch's own (Keras prints
     ``model.evaluate()`` as ``313/313 [===] - loss: 0.09`` after the last ``1875/1875`` of the fit):
     a pass over other data, an evaluation at the last training step."""
@@ -127,7 +112,7 @@ def label_is_eval(text: str) -> bool:
     return False
 
 
-def bar_step(text: str, m: re.Match, ctx: _Counts, ev: bool, epoch: int | None,
+def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
              read: Callable[[str], list[tuple[str, float]]]) -> tuple[int, int | None, list] | None:
     """``(step, epoch, fields)`` of a tqdm line with metrics, None without: the step is its running
     counter, an evaluation bar's the last training step (it counts evaluation batches)."""
