@@ -445,7 +445,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh21", 79000, ("2026-12-05 00:08", "2026-12-05 00:12"),
         role="the third generator with every seed shifted by 79000 and every run redrawn (`--seed-shift "
              "79000 --vary`), generated at {drawn} UTC from 941bb1f by the recorder with "
-             "`logits_sum_to_one`, during round 21, graded once at the end of round 21; the set to quote",
+             "`logits_sum_to_one`, during round 21, graded once at the end of round 21 (48e9321): a development set "
+             "since",
         note="`third-fresh21` (round 21): the same generator and redraw with every seed shifted by 79000 (`python -m "
              "benchmarks.third --seed-shift 79000 --vary`), trained from a clean export of the committed tree at "
              "941bb1f (`draw.json` has the times) into a folder outside the repository, by the recorder that "
@@ -453,12 +454,31 @@ DRAWS: tuple[Draw, ...] = (
              "does not use the engine). Nothing of it was diagnosed before its one grading, and none of its "
              "generator log read; only its `draw.json`'s start and end times and its number of entries were "
              "printed.",
-        which="*third-fresh21* (round 21; seeds shifted by 79000) was trained from 941bb1f, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh21**.",
+        which="*third-fresh21* (round 21; seeds shifted by 79000) was trained from 941bb1f and graded once at "
+              "48e9321 (curve 1.00, recall 1.00, fault's code first 1.00, healthy runs with a warning 0/12): a "
+              "development set since.",
+    ),
+    # Drawn in round 22 from 72d5b50 (round 21's last commit; round 22's changes were not committed yet
+    # and the generator does not use the engine); nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh22", 83000, ("2026-12-05 02:22", "2026-12-05 02:27"),
+        role="the third generator with every seed shifted by 83000 and every run redrawn (`--seed-shift "
+             "83000 --vary`), generated at {drawn} UTC from 72d5b50 by the recorder with "
+             "`logits_sum_to_one`, during round 22, graded once at the end of round 22; the set to quote",
+        note="`third-fresh22` (round 22): the same generator and redraw with every seed shifted by 83000 (`python -m "
+             "benchmarks.third --seed-shift 83000 --vary`), trained from a clean export of the committed tree at "
+             "72d5b50 (`draw.json` has the times) into a folder outside the repository, by the recorder that "
+             "writes `logits_sum_to_one`, before any of round 22's engine changes was committed (the generator "
+             "does not use the engine). Nothing of it was diagnosed before its one grading. By a slip, the first "
+             "ten and the last three lines of its generator log were printed while checking that it had ended: "
+             "the names, confirmation and measured criteria of about eight runs, no runlens output; the rest of "
+             "the log was not read.",
+        which="*third-fresh22* (round 22; seeds shifted by 83000) was trained from 72d5b50, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh22**.",
     ),
 )
 
-QUOTE = "third-fresh21"
+QUOTE = "third-fresh22"
 
 
 def draw(name: str) -> Draw:
