@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads8] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads9] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -50,7 +50,10 @@ mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` grades the sev
 (``benchmarks/pastes_threads7/``), gathered by six workers during round 20, graded once at its end
 (``benchmarks/results/pastes_threads7_heldout.md``), then read and mended in round 21:
 ``benchmarks/results/pastes_threads7.md``. ``--threads8`` grades the eighth (``benchmarks/pastes_threads8/``),
-gathered by ten workers during round 21 and graded once at its end: ``benchmarks/results/pastes_threads8.md``.
+gathered by ten workers during round 21, graded once at its end (``benchmarks/results/pastes_threads8_heldout.md``),
+then read and mended in round 22: ``benchmarks/results/pastes_threads8.md``. ``--threads9`` grades the ninth
+(``benchmarks/pastes_threads9/``), gathered by thirteen workers during round 22 and graded once at its end:
+``benchmarks/results/pastes_threads9.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -191,13 +194,25 @@ THREADS8_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts,
                            "issue threads, four on Q&A pages, forum threads, blog posts and tutorials)", 21,
                            "2026-12-05") +
                  "their reports gave only counts, they were merged by a script, and nobody working on runlens "
+                 "opened or listed a paste before its one grading. **Graded once as held out at `48e9321`** "
+                 "(round 21's last engine commit; `benchmarks/results/pastes_threads8_heldout.md`): read 0.78 "
+                 "(36/46), agreed 0.50 (23/46). Its misses were then read and mended in round 22 (a last reading "
+                 "of a loop's own print by the names beside its numbers; key/value blocks whose keys hold their "
+                 "own counter read as lines; losses that repeat an earlier pass value for value; a loss never "
+                 "below its first value from the start of training): " + _dev_tail("them"))
+THREADS9, THREADS9_REPORT = _paths("pastes_threads9")
+THREADS9_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository files",
+                           "thread or page", "pastes_threads9", "thirteen workers in two waves (nine, then four)",
+                           22, "2026-12-05") +
+                 "their reports gave only counts, they were merged by a script, and nobody working on runlens "
                  "opened or listed a paste before its one grading. **Graded once as held out**, at the end of "
-                 "round 21, at the commit this page names: the pastes figure to quote. Its parts: trainers whose "
+                 "round 22, at the commit this page names: the pastes figure to quote. Its parts: trainers whose "
                  "format is among the earlier sets' (format seen) and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
            "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),
-           "threads7": (THREADS7, THREADS7_REPORT, THREADS7_ROLE), "threads8": (THREADS8, THREADS8_REPORT, THREADS8_ROLE)}
+           "threads7": (THREADS7, THREADS7_REPORT, THREADS7_ROLE), "threads8": (THREADS8, THREADS8_REPORT, THREADS8_ROLE),
+           "threads9": (THREADS9, THREADS9_REPORT, THREADS9_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -293,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the seventh set of pastes from issue threads (benchmarks/pastes_threads7/)")
     which.add_argument("--threads8", action="store_const", const="threads8", dest="threads",
                        help="grade the eighth set of pastes from issue threads (benchmarks/pastes_threads8/)")
+    which.add_argument("--threads9", action="store_const", const="threads9", dest="threads",
+                       help="grade the ninth set of pastes from issue threads (benchmarks/pastes_threads9/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()
