@@ -122,8 +122,10 @@ def test_step_less_lines_of_loss_parts_are_numbered_and_summed(tmp_path):
     assert d.key_numbers["final_loss"] == pytest.approx(a[-1] + b[-1])
 
 
-def test_silent_twin_step_less_lines_of_validation_parts_alone_are_refused(tmp_path):
-    from runlens.errors import ImportFailedError
+def test_silent_twin_step_less_lines_of_validation_parts_alone_are_no_training_loss(tmp_path):
+    # Round 22: the last reading (anyline) takes them as what they say, a validation loss, and says so;
+    # they never become the training loss.
     path = _write(tmp_path, "".join(f"val_loss_A: {0.2 - 0.01 * i:.3f}\n" for i in range(5)))
-    with pytest.raises(ImportFailedError):
-        read("text", path)
+    imp = read("text", path)
+    assert "loss" not in imp.train and list(imp.evals) == ["val_loss"]
+    assert any("the validation loss is 'val_loss_A'" in w for w in imp.warnings)

@@ -1,11 +1,15 @@
 """One run of a console log as the text reader accumulates it: its numbers as compact arrays, the
 training lines that say how it is indexed (per step, or one point per epoch), and what its lines said
-in words (:class:`~runlens.io.importers._logsignals.Watch`)."""
+in words (:class:`~runlens.io.importers._logsignals.Watch`); and the import warnings that describe the
+runs of a log, which of them was imported and what the reading left out."""
 
 from __future__ import annotations
 
 from array import array
+from collections import Counter
+from typing import Any
 
+from runlens.io.importers._common import record_runs
 from runlens.io.importers._linetypes import Line
 from runlens.io.importers._logsignals import Watch
 
@@ -74,3 +78,30 @@ class RunAcc:
             self.names.setdefault(column, name)
         pair[0].append(step)
         pair[1].append(value)
+
+
+def reading_warnings(runs: list[RunAcc], run: int | None, chosen: int, markers: Counter, config: dict[str, Any],
+                      n_lines: int, skipped: int) -> tuple[list[str], int]:
+    """What the reading of the log left out or chose, and how many progress lines it dropped."""
+    warnings: list[str] = []
+    if len(runs) > 1:
+        which = "the last" if run is None else "as asked"
+        warnings.append(f"the log holds {len(runs)} runs (the step went back to its start, or a second "
+                        f"'Epoch 1/N'): {describe(runs)}; imported run {chosen} ({which}); "
+                        "pick another with --run N")
+        record_runs(config, [(f"lines {r.first_line}-{r.last_line}", r.steps()) for r in runs], chosen, warnings[-1])
+    beyond = markers.pop("_beyond", 0)
+    if beyond:
+        warnings.append(f"{beyond} line(s) with a step beyond what a 64-bit integer holds: skipped")
+    partial = markers.pop("_partial", 0)
+    if partial:
+        warnings.append(f"{partial} progress lines inside an epoch hold running means of the epoch so far "
+                        "(they restart every epoch): only each epoch's last line is kept")
+    if skipped:
+        warnings.append(f"{skipped} of {n_lines} lines carry no step or no number: skipped")
+    return warnings, partial
+
+
+def describe(runs: list[RunAcc]) -> str:
+    return "; ".join(f"run {i} (lines {r.first_line}-{r.last_line}, {r.rows} lines, {r.span()})"
+                     for i, r in enumerate(runs, 1))

@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runlens.io.importers import anyline
 from runlens.io.importers._clean import clean
 from runlens.io.importers._evalline import BARE_MIN, bare_value
 from runlens.io.importers._lineplan import Parser
@@ -101,7 +102,7 @@ def sniff_file(path: Path) -> Sniff:
     if table >= 3 and 2 * table >= counts["text"] and table >= counts["hf"]:
         return Sniff("markdown", found={"markdown": f"a table of {table} rows", **(
             {"text": f"{counts['text']} lines"} if counts["text"] else {})})
-    found = _text_kind(counts)
+    found = _text_kind(counts, lines)
     if found.kind is None and table_note:
         return Sniff(None, table_note, {"table": table_note})  # a table: --loss COLUMN reads it
     return found
@@ -209,7 +210,7 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _text_kind(counts: dict[str, int]) -> Sniff:
+def _text_kind(counts: dict[str, int], lines: list[str]) -> Sniff:
     found = {k: f"{counts[k]} lines" for k in ("hf", "text", "jsonl") if counts[k]}
     ranked = sorted(((counts[k], k) for k in ("hf", "text", "jsonl")), reverse=True)
     (n1, k1), (n2, k2) = ranked[0], ranked[1]
@@ -217,6 +218,8 @@ def _text_kind(counts: dict[str, int]) -> Sniff:
         return Sniff("text", found={"text": f"{counts['loss_lines']} lines with a training loss and no step"})
     if n1 == 0 and counts["loss_lines"] == 0 and counts["bare_lines"] >= BARE_MIN:
         return Sniff("text", found={"text": f"{counts['bare_lines']} values alone on their lines and no loss named"})
+    if n1 == 0 and anyline.finds_loss(lines[:4000]):
+        return Sniff("text", found={"text": "lines that name a loss beside a number, in no format runlens knows"})
     if n1 == 0:
         return Sniff(None, "no line carries a training step with a number (not a training log)")
     if n2 >= 3 and n2 * 2 >= n1:

@@ -34,14 +34,15 @@ import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
-from runlens.io.importers._common import Imported, Series, Take, record_runs, require_file
+from runlens.io.importers import anyline
+from runlens.io.importers._common import Imported, Series, Take, require_file
 from runlens.io.importers._epochlines import lines_in_epochs
 from runlens.io.importers._evalline import BARE_MIN, eval_at_last_step, lr_line, number_lines, under_header
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._linetypes import Context, Line
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
-from runlens.io.importers._runacc import RunAcc
+from runlens.io.importers._runacc import RunAcc, describe, reading_warnings
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
 from runlens.io.reader.setnamed import rising_fractions
 from runlens.io.reader.source import open_binary, open_limited
@@ -281,39 +282,12 @@ def _put_line(cur: RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: M
     cur.rows += 1
 
 
-def _reading_warnings(runs: list[RunAcc], run: int | None, chosen: int, markers: Counter, config: dict[str, Any],
-                      n_lines: int, skipped: int) -> tuple[list[str], int]:
-    """What the reading of the log left out or chose, and how many progress lines it dropped."""
-    warnings: list[str] = []
-    if len(runs) > 1:
-        which = "the last" if run is None else "as asked"
-        warnings.append(f"the log holds {len(runs)} runs (the step went back to its start, or a second "
-                        f"'Epoch 1/N'): {_describe(runs)}; imported run {chosen} ({which}); "
-                        "pick another with --run N")
-        record_runs(config, [(f"lines {r.first_line}-{r.last_line}", r.steps()) for r in runs], chosen, warnings[-1])
-    beyond = markers.pop("_beyond", 0)
-    if beyond:
-        warnings.append(f"{beyond} line(s) with a step beyond what a 64-bit integer holds: skipped")
-    partial = markers.pop("_partial", 0)
-    if partial:
-        warnings.append(f"{partial} progress lines inside an epoch hold running means of the epoch so far "
-                        "(they restart every epoch): only each epoch's last line is kept")
-    if skipped:
-        warnings.append(f"{skipped} of {n_lines} lines carry no step or no number: skipped")
-    return warnings, partial
-
-
 def _accuracy_like(runs: list[RunAcc]) -> bool:
     """Values alone on their lines that are fractions ending a tenth higher than they start or more:
     an accuracy printed by the loop, not a loss that rose (a loss stuck at ln 2 = 0.693 jitters up
     and down by far less)."""
     values = np.array([v for r in runs for v in r.series.get((False, "loss"), ((), ()))[1]], dtype=float)
     return rising_fractions(values, rise=1.1)
-
-
-def _describe(runs: list[RunAcc]) -> str:
-    return "; ".join(f"run {i} (lines {r.first_line}-{r.last_line}, {r.rows} lines, {r.span()})"
-                     for i, r in enumerate(runs, 1))
 
 
 def read(source: str | Path, *, step: str | None = None, loss: str | None = None,
@@ -342,11 +316,19 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
             bare = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, bare=True)
             if bare[3].get("bare", 0) >= BARE_MIN and not _accuracy_like(bare[0]):
                 runs, n_lines, skipped, markers = bare
+    take = functools.partial(_take, path, runs, n_lines, skipped, markers)
+    if step is None and loss is None and val_loss is None:
+        # No reading above found a loss (nor a validation loss, a gradient norm): the names beside the
+        # numbers, by one rule for any loop's print, before the log is refused.
+        instead = anyline.instead(path, encoding, take, [col for r in runs for _, col in r.series],
+                                  any(r.rows for r in runs))
+        if instead is not None:
+            return instead
     if not runs[0].rows:
         hint = f"no line carries a {step!r} field" if step else (
             "no line carries a training step (step/iter/iteration N, Epoch e/N, [N/M], s:N) with a number")
         raise ImportFailedError(f"{path}: not a training log: {hint} ({n_lines} lines read)")
-    return functools.partial(_take, path, runs, n_lines, skipped, markers)
+    return take
 
 
 def _take(path: Path, runs: list[RunAcc], n_lines: int, skipped: int, markers: Counter,
@@ -355,8 +337,8 @@ def _take(path: Path, runs: list[RunAcc], n_lines: int, skipped: int, markers: C
     config: dict[str, Any] = {}
     chosen = len(runs) if run is None else run
     if not 1 <= chosen <= len(runs):
-        raise ImportFailedError(f"{path}: --run {run}: the log holds {len(runs)} run(s): {_describe(runs)}")
-    warnings, partial = _reading_warnings(runs, run, chosen, markers, config, n_lines, skipped)
+        raise ImportFailedError(f"{path}: --run {run}: the log holds {len(runs)} run(s): {describe(runs)}")
+    warnings, partial = reading_warnings(runs, run, chosen, markers, config, n_lines, skipped)
     acc = runs[chosen - 1]
     imp = Imported(kind="text", source=path, warnings=warnings, config=config)
     total = acc.per_epoch()

@@ -18,8 +18,8 @@ The rules, by structure alone:
   title that is a word and a number (``Epoch 3/25``) is the block's counter;
 - a blank line, a rule (``-----``, ``+===+``, box-drawing lines), a line of
   another shape, or a key seen again in the block ends the block;
-- it is a log only when at least two blocks share at least two numeric keys
-  and one of those changes between blocks: a box of settings, a config of
+- it is a log only when at least two numeric keys are in two blocks and in half
+  the blocks at least, and one of those changes between blocks: a box of settings, a config of
   ``key: value`` lines, or YAML sections of different keys are one record or
   none, not a history;
 - blocks under different titles that are not counters (``Result for A``,
@@ -150,7 +150,9 @@ def _history(blocks: list[_Block], nonblank: int) -> list[_Block] | None:
     for b in blocks:
         for k in b.numeric():
             seen.setdefault(k, set()).add(b.pairs[k])
-    shared = [k for k, vals in seen.items() if sum(k in b.pairs for b in blocks) >= 2]
+    # A history repeats its keys: a key in fewer than half the blocks is not one of them (keys that
+    # hold their own counter, ``loss at step 0:``, meet again only where two runs both start).
+    shared = [k for k, vals in seen.items() if sum(k in b.pairs for b in blocks) >= max(2, len(blocks) / 2)]
     if len(shared) < 2 or not any(len(seen[k]) > 1 for k in shared):
         return None
     return blocks

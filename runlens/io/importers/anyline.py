@@ -1,0 +1,287 @@
+"""The last reading of a console log in no shape the text reader knows: the numbers its lines name.
+
+A loop's own print (``Loss error: 0.37``, ``I:10 Train-Err:0.312 Test-Err:0.420``,
+``Epoch 3 [60.2s]: train==[65.2=64.5 + 0.7]``, ``170 / 178 : loss = nan``) often
+carries no step marker the text reader's patterns know, and no field spelled as
+they expect. When that reader finds no training signal, this one reads every
+line by one rule, without patterns per trainer:
+
+- a *value* is a number standing alone (not part of a word such as ``d1`` or a
+  unit such as ``60.2s``), or ``nan``/``inf``;
+- its *name* is the text between it and the value before it, cut at the last
+  separator (``:``, ``=``, ``,``, ``;``, ``|``, brackets): the words that touch it;
+- a line's first value is its *counter* when it is a whole number with no
+  name, or named by a counting word (``I``, ``iter``, ``Epoch``, ``step``);
+- the training loss is the name a loss or an error word makes a loss
+  (:mod:`runlens.io.reader.names`'s vocabulary), on the training side, on the
+  most lines (a loss word before an error word; two names on as many lines
+  are the user's to choose); the validation loss the same on the validation side. A name
+  that is only a side (``train``, ``test``) is that side's loss when no line
+  names a loss. ``total`` after a ``loss:`` on its line is the loss.
+
+Three lines with the loss at least, or one with a non-finite loss (a run that
+printed NaN once is a finding however short). Only the candidates' numbers are
+kept while the log streams by, never its text: a long log that names no loss
+costs a pass over its lines and no memory. The index is the counter when
+it rises on every loss line, else the lines in order; the import warnings say
+which name was taken, so a reader can check it (``--loss NAME`` names another).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import io
+import math
+import re
+from array import array
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from runlens.errors import ImportFailedError
+from runlens.io.importers._clean import strip_prefixes
+from runlens.io.importers._common import Imported, Series, Take
+from runlens.io.importers._textblock import blocks
+from runlens.io.reader.names import COUNT_WORDS, ERROR_WORDS, LOSS, METRIC, TOTAL, TRAIN, VAL, is_lr, tokens
+from runlens.io.reader.source import open_limited
+
+_VALUE = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?))(?![\w.])",
+                    re.IGNORECASE)
+_CUT = re.compile(r"[:=,;|\[\](){}<>]")
+_SOURCE_FILE = re.compile(r"\.(?:py|pyx|cc|cpp|cu|c|h|hpp|lua|jl|java|js|ts|go|rs|r|m|scala)$", re.IGNORECASE)
+_MAX_LINE = 4096  # a longer line is a dump, not a loop's print
+_MAX_NAMES = 256  # distinct names kept: a log of ever new names is not a series of one
+MIN_LINES = 3
+# Short counters loops print as the whole name (``I:10``, ``i = 3``, ``n 4``), beside the counting words.
+_COUNTERS = COUNT_WORDS | {"i", "it", "ep", "e", "n", "epoch", "batch", "episode", "round", "iter", "t"}
+_LOSSY = LOSS | ERROR_WORDS
+# Metric words that make a loss or error word name something else (an error *rate* is not minimized
+# as a loss of its own scale; a loss's *time* is not a loss).
+_NOT_LOSS = (METRIC - ERROR_WORDS) | {"rate", "lr", "scale", "scaler", "norm", "weight", "count", "num"}
+
+
+class _Seen:
+    """The candidate names a scan met (a loss, an error, a side alone), each with its lines' values,
+    and the counter of each line that carried one: numbers, never the text."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, int] = {}  # name -> lines carrying it
+        self.first: dict[str, int] = {}  # name -> order first seen
+        self.values: dict[str, tuple[array, array]] = {}  # name -> (line numbers, values)
+        self.lines, self.counters = array("q"), array("q")  # lines with a candidate, their counter (-1: none)
+
+    def add(self, row: int, counter: int | None, fields: list[tuple[str, float]]) -> None:
+        kept = False
+        for name, value in fields:
+            if name not in self.names:
+                if len(self.names) >= _MAX_NAMES or not _candidate(name):
+                    continue
+                self.names[name], self.first[name] = 0, len(self.first)
+                self.values[name] = (array("q"), array("d"))
+            self.names[name] += 1
+            rows, vals = self.values[name]
+            rows.append(row)
+            vals.append(value)
+            kept = True
+        if kept:
+            self.lines.append(row)
+            self.counters.append(-1 if counter is None else counter)
+
+
+def _name(label: str) -> tuple[str, bool, bool]:
+    """The words touching a value (the text before it, cut at its last separator); whether a loss
+    word opened the label before the cut (``loss: x 1.2``: the parts of a loss); whether a side's word
+    stood alone there (``[valid] ... ce-mean-words : 7.06``: the line reports a validation)."""
+    words = [w for w in (p.strip(" \t-+*/#>~.!?'\"") for p in _CUT.split(label)) if w]
+    if not words:
+        return "", False, False
+    name = " ".join(words[-1].split()[-4:])
+    if _SOURCE_FILE.search(name):
+        name = ""  # ``[loss_scaler.py:183:update_scale]``: a logger's file and line, not a metric
+    before = words[:-1]
+    return (name, any(_LOSSY & set(tokens(w)) for w in before),
+            any(set(t) <= VAL for w in before if (t := tokens(w))))
+
+
+def parse_line(raw: str) -> tuple[int | None, list[tuple[str, float]]]:
+    """``(counter, [(name, value), ...])`` of one line by the module's rule."""
+    text = strip_prefixes(raw[:_MAX_LINE])
+    fields: list[tuple[str, float]] = []
+    counter: int | None = None
+    pos, in_loss, in_val = 0, False, False
+    for i, m in enumerate(_VALUE.finditer(text)):
+        name, opened, held_out = _name(text[pos:m.start()])
+        pos = m.end()
+        try:
+            value = float(m.group(1))
+        except ValueError:
+            continue
+        toks = tokens(name)
+        in_loss, in_val = in_loss or opened, in_val or held_out
+        if i == 0 and value.is_integer() and value >= 0 and (not toks or (len(toks) == 1 and toks[0] in _COUNTERS)):
+            counter = int(value)
+            continue
+        if not toks or not any(c.isalpha() for c in name):
+            continue
+        if in_loss and set(toks) <= TOTAL:
+            name = "loss " + name  # ``loss: x 1.2, y 0.8, total 2.0``: the total of the loss's parts
+        if in_val and not (VAL | TRAIN) & set(tokens(name)):
+            name = "val " + name
+        fields.append((name, value))
+    return counter, fields
+
+
+def _side(toks: tuple[str, ...]) -> str | None:
+    """``"train"`` / ``"val"`` for a name that names a loss or an error, None for any other."""
+    if not _LOSSY & set(toks) or _NOT_LOSS & set(toks) or is_lr(toks):
+        return None
+    return "val" if VAL & set(toks) else "train"
+
+
+def _only_side(toks: tuple[str, ...]) -> str | None:
+    """``"train"`` / ``"val"`` for a name that is nothing but a side (``train``, ``tst``)."""
+    if toks and set(toks) <= TRAIN:
+        return "train"
+    if toks and set(toks) <= VAL:
+        return "val"
+    return None
+
+
+def _candidate(name: str) -> bool:
+    toks = tokens(name)
+    return _side(toks) is not None or _only_side(toks) is not None
+
+
+def _pick(seen: _Seen) -> tuple[str | None, str | None]:
+    """The training loss's name and the validation loss's (either None)."""
+    by: dict[str, list[str]] = defaultdict(list)
+    for name in seen.names:
+        side = _side(tokens(name))
+        if side is not None:
+            by[side].append(name)
+    if not by:  # no name says loss: names that only say a side (``train==[266.1``, ``:trn,0.5``)
+        for name in seen.names:
+            side = _only_side(tokens(name))
+            if side is not None:
+                by[side].append(name)
+
+    def best(names: list[str]) -> str | None:
+        # A loss word outranks an error word; of one rank, the name on the most lines. Two names on as
+        # many lines (``error`` and ``err``, a GAN's two losses) leave the choice to the user.
+        ranked = sorted(names, key=lambda n: (not LOSS & set(tokens(n)), -seen.names[n], seen.first[n]))
+        if not ranked or (len(ranked) > 1 and _rank(ranked[0], seen) == _rank(ranked[1], seen)):
+            return None
+        return ranked[0]
+
+    return best(by["train"]), best(by["val"])
+
+
+def _rank(name: str, seen: _Seen) -> tuple[bool, int]:
+    return not LOSS & set(tokens(name)), seen.names[name]
+
+
+def scan(lines: Iterable[str]) -> _Seen:
+    seen = _Seen()
+    for row, raw in enumerate(lines):
+        if not any(c.isdigit() for c in raw) and "nan" not in raw.lower() and "inf" not in raw.lower():
+            continue
+        counter, fields = parse_line(raw)
+        if fields:
+            seen.add(row, counter, fields)
+    return seen
+
+
+def _enough(values: array) -> bool:
+    return len(values) >= MIN_LINES or not all(map(math.isfinite, values))
+
+
+def finds_loss(lines: list[str]) -> bool:
+    """Whether this reading finds a training or validation loss in ``lines`` (a log's head: what the
+    sniff asks)."""
+    seen = scan(lines)
+    return any(name is not None and _enough(seen.values[name][1]) for name in _pick(seen))
+
+
+_SIGNALS = frozenset({"loss", "val_loss", "grad_norm", "loss_scale"})
+
+
+def _signal(columns: list[str] | tuple[str, ...]) -> bool:
+    return any(c in _SIGNALS or c.startswith("val_loss@") for c in columns)
+
+
+def instead(path: Path, encoding: str, take: Take, columns: list[str], rows: bool) -> Take | None:
+    """This reading of the log, as its one run, when the text reader's (its runs' ``columns``, whether
+    they hold ``rows``, ``take``) has no training signal once the roles are read again over its series
+    (loss parts summed, a lone part or error taken as the loss, as the import that follows does);
+    None when the text reader's stands, or this one finds nothing either."""
+    from runlens.io.importers.table import reinfer
+
+    if _signal(columns):
+        return None
+    if rows:
+        imp = reinfer(take(None))
+        if _signal((*imp.train, *imp.evals)):
+            return None
+    found = read(path, encoding)
+    return None if found is None else functools.partial(_only_run, found)
+
+
+def _only_run(imp: Imported, run: int | None) -> Imported:
+    if run not in (None, 1):
+        raise ImportFailedError(f"{imp.source}: --run {run}: the log holds 1 run")
+    return dataclasses.replace(imp, warnings=list(imp.warnings), config=dict(imp.config), train=dict(imp.train),
+                               evals=dict(imp.evals))
+
+
+def read(path: Path, encoding: str = "utf-8") -> Imported | None:
+    """The log at ``path`` by this reading; None when it finds neither loss (a validation loss alone
+    is read, as another tool's evaluations-only log is: the curve then says what it lacks)."""
+    with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:
+        # In blocks, a line cut in pieces as the text reader cuts it: one huge "line" costs no more memory.
+        seen = scan(line for lines in blocks(f, _MAX_LINE) for line in lines)
+    train, val = _pick(seen)
+    if train is not None and not _enough(seen.values[train][1]):
+        train = None
+    if val is not None and train is None and not _enough(seen.values[val][1]):
+        val = None
+    key = train or val
+    if key is None:
+        return None
+    rows = np.frombuffer(seen.lines, dtype=np.int64)
+    counters = np.frombuffer(seen.counters, dtype=np.int64)
+    keyed = np.isin(rows, np.frombuffer(seen.values[key][0], dtype=np.int64))
+    at = counters[keyed]
+    by_counter = bool(np.all(at >= 0) and np.all(np.diff(at) > 0))
+    # Each line's place in the run: its counter, or the number of key lines printed before it (a
+    # validation line between two loss lines belongs to the one before).
+    order = np.maximum(np.cumsum(keyed) - 1, 0)
+    # By the counter, a line without one (an evaluation between two loss lines) takes the last loss line's.
+    place = np.where(counters >= 0, counters, at[order]) if by_counter else order
+    imp = Imported(kind="text", source=path)
+    for name, target, table in ((train, "loss", imp.train), (val, "val_loss", imp.evals)):
+        if name is not None:
+            at_rows, values = (np.frombuffer(a, dtype=t) for a, t in zip(seen.values[name], (np.int64, np.float64),
+                                                                           strict=True))
+            table[target] = _last_per_place(place[np.searchsorted(rows, at_rows)], values)
+    imp.config["index_kind"] = "step" if by_counter else "row"
+    what = "loss" if train is not None else "validation loss"
+    imp.index_why = (f"the number each {what} line starts with, rising on every one, is the index" if by_counter
+                     else f"no counter rises on every {what} line: those lines, numbered from 0 in order, are the index")
+    named = "; ".join(f"the {w} is {n!r} ({seen.names[n]} lines)"
+                      for w, n in (("training loss", train), ("validation loss", val)) if n is not None)
+    imp.warnings.append(f"no line is in a format runlens knows: read by the names beside the numbers; {named}. "
+                        "Check it, or name the field with `runlens import text --loss NAME`")
+    imp.config["import_fields"] = {t: n for t, n in (("loss", train), ("val_loss", val)) if n is not None}
+    imp.config["log_style"] = {"named values": int(keyed.sum())}
+    return imp
+
+
+def _last_per_place(places: np.ndarray, values: np.ndarray) -> Series:
+    """One value per place, the last printed (two evaluations between two loss lines)."""
+    order = np.argsort(places, kind="stable")
+    places, values = places[order], values[order]
+    last = np.append(places[1:] != places[:-1], True)
+    return Series(places[last].astype(np.int64), values[last].astype(np.float64))
