@@ -39,17 +39,21 @@ readings, in the order they are tried (the first that holds is the verdict):
   within ``ALIKE`` (a thousandth) of their level with no Kendall trend at
   ``alpha``, whatever fall came before: the loss stopped there (``kind:
   short_stuck_tail``);
+- underfitting when the logged learning rate is above 0 and at most
+  ``VANISHED_LR`` (1e-12) at each of its last half of values (2 at least;
+  a printed 0 may be a rate rounded away): no float32
+  weight moves at that rate, whatever the loss's noise shows (``kind:
+  short_lr_vanished``);
 - underfitting when the training accuracy is printed alike (to a
   thousandth or finer) at its last ``FROZEN`` (4) points or more, below
   ``FIT``, while the training loss over the same steps moved by
   ``min_drop`` of its level or more: the predictions do not change though
   the loss does, the model predicts one class whatever it is shown
   (``kind: short_frozen_accuracy``);
-- underfitting when the logged learning rate is above 0 and at most
-  ``VANISHED_LR`` (1e-12) at each of its last half of values (2 at least;
-  a printed 0 may be a rate rounded away): no float32
-  weight moves at that rate, whatever the loss's noise shows (``kind:
-  short_lr_vanished``);
+- underfitting when the last losses (4 at least, 3 of them different)
+  repeat value for value those printed some points before them: the
+  same batches gave the same losses, the weights did not change
+  (``kind: short_repeated``);
 - diverged when the last training loss is 10x the lowest before it and a
   held-out loss's last evaluation 10x its own lowest (``kind:
   short_both_high``, from 2 points each: :mod:`.short_high`);
@@ -104,9 +108,11 @@ readings, in the order they are tried (the first that holds is the verdict):
 - underfitting when the log starts at the start of training (its first
   point within one logging interval of step or epoch 0), covers at least
   4 epochs or 500 optimizer steps (longer than a usual warmup), and the
-  loss moved by less than ``min_drop`` from the median of its first 3
-  points to that of its last fifth (2 at least), no point fell that far
-  below the first point or that start, no held-out loss fell by that
+  median of the loss's last fifth (2 at least) is within ``min_drop`` of
+  the lower of its first point and the median of its first 3 and not that
+  far below its first point (levels, not extremes: one minibatch far below
+  is noise), or no point after the first is below it at all, no held-out
+  loss fell by that
   much, and the loss has no downward Kendall trend at ``alpha_strong`` (a
   nearly monotone fall is progress, however slow) (``kind: short_no_progress``): a model that learns
   falls fastest at the start. A log that begins mid-run may be a plateau,
@@ -136,6 +142,7 @@ from runlens.detectors.curve.short_level import (
     lr_vanished,
     no_progress,
     printed_step,
+    repeated,
     validation_chance,
 )
 from runlens.detectors.curve.validation import gap_verdict, perm_p, turned_few, undone_few, val_rises
@@ -151,7 +158,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     stuck = _stuck(cfg, steps, x, classes, index) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
         stuck = (frozen_validation(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
-                 or alike_tail(cfg.alpha, steps, x) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc))
+                 or alike_tail(cfg.alpha, steps, x) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc)
+                 or repeated(steps, x))
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,

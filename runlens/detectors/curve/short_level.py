@@ -145,9 +145,9 @@ def from_start(steps: np.ndarray, index: str) -> bool:
 def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any],
                 sets: dict[str, tuple[np.ndarray, np.ndarray]], index: str) -> CurveVerdict | None:
     """From the start of training (its first point within one logging interval of step or epoch 0),
-    over ``MIN_START_EPOCHS`` epochs or ``MIN_START_STEPS`` steps at least, the loss moved by less than
-    ``min_drop`` (start to end), no point of it fell that far below its first point or the start, no
-    held-out loss fell by that much, and no downward Kendall trend at ``alpha_strong`` (a nearly
+    over ``MIN_START_EPOCHS`` epochs or ``MIN_START_STEPS`` steps at least, the loss's end level (the
+    median of its last fifth) is within ``min_drop`` of the lower of its first point and the median of
+    its first three and not that far below its first point, or no point after the first is below it; no held-out loss fell by ``min_drop``, and no downward Kendall trend at ``alpha_strong`` (a nearly
     monotone fall is progress, however slow): a model that learns drops fastest at the start.
     A log that begins mid-run may be a plateau, and a log counted in rows says nothing of where it
     begins; neither is judged."""
@@ -156,14 +156,20 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
     span = float(steps[-1])
     if span < (MIN_START_EPOCHS if index == "epoch" else MIN_START_STEPS):
         return None
-    S = base["start_level"]
+    S, first = base["start_level"], float(x[0])
     end = float(np.median(x[-max(2, x.size // 5):]))
-    drop = (S - end) / abs(S) if S else 0.0
-    # The first point is where the model started: a fall from it that the median of the first three
-    # hides (20.8 -> 13.7 -> 12.1 -> 13.6 -> 11.6) is progress, and so is any point that far below.
-    top = max(float(x[0]), S)
-    best = (top - float(np.min(x))) / top if top > 0 else 0.0
-    if not (0 < S and abs(drop) < cfg.min_drop and best < cfg.min_drop):
+    # Levels, not extremes: one minibatch far below the start is noise, the level the run ends at is
+    # not. From the lower of the first point and the median of the first three (a loss that rose after
+    # its first print and came back made no progress: 2.15 -> 2.43 -> ... -> 2.12).
+    ref = min(first, S)
+    drop = (ref - end) / abs(ref) if ref else 0.0
+    # The first point is where the model started: an end far below it is progress that the median of
+    # the first three hides (20.8 -> 13.7 -> 12.1 -> 13.6 -> 11.6).
+    best = (first - end) / first if first > 0 else 0.0
+    # Or no loss printed after the first was below it: whatever its noise, the run never did better
+    # than the model it started from (a loss that rose from its start and jitters above it).
+    never_below = float(np.min(x[1:])) >= first > 0
+    if not (0 < ref and ((abs(drop) < cfg.min_drop and best < cfg.min_drop) or never_below)):
         return None
     if t.p_decreasing < cfg.alpha_strong:
         # A nearly monotone fall is progress, however small (Keras' 0.859, 0.817, 0.810, ... 0.787 over
@@ -175,12 +181,14 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
         if v.size >= 2 and v[0] > 0 and (v[0] - float(np.min(v[1:]))) / v[0] >= cfg.min_drop:
             return None  # the held-out loss learned: progress the training loss's average hides
     unit = "epochs" if index == "epoch" else "steps"
+    moved = (f"no loss after the first ({float(x[0]):.4g}) was below it" if never_below else
+             f"the loss moved {-drop:+.1%} ({ref:.4g} to {end:.4g}), less than {cfg.min_drop:.0%}")
     return CurveVerdict(
-        "underfitting", f"from the start of training to {unit[:-1]} {int(span)}, the loss moved {-drop:+.1%} "
-        f"({S:.4g} to {end:.4g}; Kendall tau={t.tau:.2f}, p={t.p_decreasing:.2g}), less than {cfg.min_drop:.0%}: "
-        f"a model that learns falls fastest in its first {unit}; it made no progress, in a short log",
+        "underfitting", f"from the start of training to {unit[:-1]} {int(span)}, {moved} (Kendall tau={t.tau:.2f}, "
+        f"p={t.p_decreasing:.2g}): a model that learns falls fastest in its first {unit}; it made no progress, "
+        "in a short log",
         {**base, "relative_drop": drop, "best_drop": best, "end_level": end, "span": span, "index_kind": index,
-         "kind": "short_no_progress", "step": int(steps[0])})
+         "never_below_start": never_below, "kind": "short_no_progress", "step": int(steps[0])})
 
 
 def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray) -> CurveVerdict | None:
@@ -247,3 +255,30 @@ def printed_step(x: np.ndarray) -> float:
         if np.all(np.abs(np.round(x, d) - x) <= 1e-9 * np.maximum(1.0, np.abs(x))):
             return 10.0 ** -d
     return 0.0
+
+
+#: The fewest values a repeat must hold, of which ``REPEAT_DISTINCT`` different: a sequence of the
+#: same few values is a loss printed coarsely, not a pass repeated.
+REPEAT_MIN = 4
+REPEAT_DISTINCT = 3
+
+
+def repeated(steps: np.ndarray, x: np.ndarray) -> CurveVerdict | None:
+    """The last ``m`` losses (``REPEAT_MIN`` at least, ``REPEAT_DISTINCT`` of them different) repeat,
+    value for value, the ``m`` printed ``lag`` points before them, at later steps: the same batches
+    gave the same losses, so the weights did not change between the two passes (a zero learning rate,
+    frozen parameters, an optimizer that never steps). Noise of any trained model does not repeat a
+    sequence to the printed digit."""
+    n = x.size
+    for lag in range(REPEAT_MIN, n - REPEAT_MIN + 1):
+        m = 0
+        while m < n - lag and x[n - 1 - m] == x[n - 1 - m - lag]:
+            m += 1
+        if m >= REPEAT_MIN and np.unique(x[n - m:]).size >= REPEAT_DISTINCT:
+            return CurveVerdict(
+                "underfitting", f"the last {m} losses repeat, value for value, the {m} printed {lag} points "
+                f"before them (from step {int(steps[n - m - lag])} and from step {int(steps[n - m])}): the same "
+                "batches gave the same losses, so the weights did not change between the passes",
+                {"points": int(n), "short_log": True, "repeat_length": int(m), "repeat_lag": int(lag),
+                 "kind": "short_repeated", "step": int(steps[n - m])})
+    return None
