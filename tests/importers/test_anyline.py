@@ -159,3 +159,17 @@ def test_an_evaluation_line_without_a_counter_takes_the_last_loss_lines(tmp_path
     run = _run(tmp_path, "\n".join(lines) + "\n")
     assert _col(run, "evals", "step") == [10, 30, 50]
     assert _col(run, "evals", "val_loss") == pytest.approx([FALLING[i] + 0.1 for i in (1, 3, 5)])
+
+
+def test_a_line_holding_only_a_counter_counts_the_lines_below_it(tmp_path):
+    text = "".join(f"INFO - epoch={e}\nINFO - train_loss={t}, val_loss={v}, test_loss={v + 0.01}\n"
+                   for e, t, v in ((1, 0.0481, 0.0378), (29, 0.0010, 0.0916)))
+    run = _run(tmp_path, text)
+    # Two epochs of both losses are read (a short log's readings take that few); the validation set, not
+    # the test set, is the validation loss.
+    assert _col(run, "scalars", "step") == [1, 29] and _col(run, "scalars", "loss") == [0.0481, 0.0010]
+    assert _col(run, "evals", "val_loss") == [0.0378, 0.0916]
+
+
+def test_silent_twin_two_training_losses_alone_are_too_few(tmp_path):
+    assert _refused(tmp_path, "epoch=1\ntrain_loss=0.0481\nepoch=29\ntrain_loss=0.0010\n")

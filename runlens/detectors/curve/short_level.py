@@ -171,10 +171,12 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
     never_below = float(np.min(x[1:])) >= first > 0
     if not (0 < ref and ((abs(drop) < cfg.min_drop and best < cfg.min_drop) or never_below)):
         return None
-    if t.p_decreasing < cfg.alpha_strong:
+    if t.p_decreasing < cfg.alpha_strong or bool(np.all(np.diff(x) < 0)):
         # A nearly monotone fall is progress, however small (Keras' 0.859, 0.817, 0.810, ... 0.787 over
         # 8 epochs, each below the one before): the claim is "no progress", not "slow". Only such a fall
-        # reaches alpha_strong at this size; a noisy creep (2.91 -> 2.85 over ten) does not.
+        # reaches alpha_strong at this size; a noisy creep (2.91 -> 2.85 over ten) does not. A fall at
+        # every point is, whatever its size: its exact p, 1/n!, is the least n points give (six cannot
+        # reach alpha_strong).
         return None
     for _, vl in sets.values():
         v = vl[np.isfinite(vl)]

@@ -11,7 +11,9 @@ line by one rule, without patterns per trainer:
 - its *name* is the text between it and the value before it, cut at the last
   separator (``:``, ``=``, ``,``, ``;``, ``|``, brackets): the words that touch it;
 - a line's first value is its *counter* when it is a whole number with no
-  name, or named by a counting word (``I``, ``iter``, ``Epoch``, ``step``);
+  name, or named by a counting word (``I``, ``iter``, ``Epoch``, ``step``); a
+  line that holds only a counter (``epoch=29``) is the counter of the lines
+  below it that have none;
 - the training loss is the name a loss or an error word makes a loss
   (:mod:`runlens.io.reader.names`'s vocabulary), on the training side, on the
   most lines (a loss word before an error word; two names on as many lines
@@ -20,7 +22,8 @@ line by one rule, without patterns per trainer:
   names a loss. ``total`` after a ``loss:`` on its line is the loss.
 
 Three lines with the loss at least, or one with a non-finite loss (a run that
-printed NaN once is a finding however short). Only the candidates' numbers are
+printed NaN once is a finding however short), or two beside two of the validation
+loss (a paste of a run's first and last epochs). Only the candidates' numbers are
 kept while the log streams by, never its text: a long log that names no loss
 costs a pass over its lines and no memory. The index is the counter when
 it rises on every loss line, else the lines in order; the import warnings say
@@ -169,9 +172,10 @@ def _pick(seen: _Seen) -> tuple[str | None, str | None]:
                 by[side].append(name)
 
     def best(names: list[str]) -> str | None:
-        # A loss word outranks an error word; of one rank, the name on the most lines. Two names on as
-        # many lines (``error`` and ``err``, a GAN's two losses) leave the choice to the user.
-        ranked = sorted(names, key=lambda n: (not LOSS & set(tokens(n)), -seen.names[n], seen.first[n]))
+        # A loss word outranks an error word, a validation set a test set; of one rank, the name on
+        # the most lines. Two names of one rank on as many lines (``error`` and ``err``, a GAN's two
+        # losses) leave the choice to the user.
+        ranked = sorted(names, key=lambda n: (*_rank(n, seen), seen.first[n]))
         if not ranked or (len(ranked) > 1 and _rank(ranked[0], seen) == _rank(ranked[1], seen)):
             return None
         return ranked[0]
@@ -179,30 +183,50 @@ def _pick(seen: _Seen) -> tuple[str | None, str | None]:
     return best(by["train"]), best(by["val"])
 
 
-def _rank(name: str, seen: _Seen) -> tuple[bool, int]:
-    return not LOSS & set(tokens(name)), seen.names[name]
+def _rank(name: str, seen: _Seen) -> tuple[bool, bool, int]:
+    toks = set(tokens(name))
+    return not LOSS & toks, "test" in toks and not (VAL - {"test"}) & toks, -seen.names[name]
 
 
 def scan(lines: Iterable[str]) -> _Seen:
     seen = _Seen()
+    header: int | None = None  # a line that holds only a counter (``epoch=29``) heads the lines below it
     for row, raw in enumerate(lines):
         if not any(c.isdigit() for c in raw) and "nan" not in raw.lower() and "inf" not in raw.lower():
             continue
         counter, fields = parse_line(raw)
         if fields:
-            seen.add(row, counter, fields)
+            seen.add(row, header if counter is None else counter, fields)
+        elif counter is not None:
+            header = counter
     return seen
 
 
-def _enough(values: array) -> bool:
-    return len(values) >= MIN_LINES or not all(map(math.isfinite, values))
+def _enough(values: array, beside: array | None = None) -> bool:
+    """``MIN_LINES`` values, or one that is not finite, or two beside two of the other side's (a
+    training and a held-out loss at two epochs: the few points a short log's readings take)."""
+    return (len(values) >= MIN_LINES or not all(map(math.isfinite, values))
+            or (len(values) >= 2 and beside is not None and len(beside) >= 2))
 
 
 def finds_loss(lines: list[str]) -> bool:
     """Whether this reading finds a training or validation loss in ``lines`` (a log's head: what the
     sniff asks)."""
     seen = scan(lines)
-    return any(name is not None and _enough(seen.values[name][1]) for name in _pick(seen))
+    train, val = _pick(seen)
+    return _kept(seen, train, val) != (None, None)
+
+
+def _kept(seen: _Seen, train: str | None, val: str | None) -> tuple[str | None, str | None]:
+    """The picked names with enough values to read (:func:`_enough`)."""
+    def values(name: str | None) -> array | None:
+        return None if name is None else seen.values[name][1]
+
+    if train is not None and not _enough(values(train), values(val)):
+        train = None
+    if val is not None and not _enough(values(val), values(train)) and train is None:
+        val = None
+    return train, val
 
 
 _SIGNALS = frozenset({"loss", "val_loss", "grad_norm", "loss_scale"})
@@ -242,11 +266,7 @@ def read(path: Path, encoding: str = "utf-8") -> Imported | None:
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:
         # In blocks, a line cut in pieces as the text reader cuts it: one huge "line" costs no more memory.
         seen = scan(line for lines in blocks(f, _MAX_LINE) for line in lines)
-    train, val = _pick(seen)
-    if train is not None and not _enough(seen.values[train][1]):
-        train = None
-    if val is not None and train is None and not _enough(seen.values[val][1]):
-        val = None
+    train, val = _kept(seen, *_pick(seen))
     key = train or val
     if key is None:
         return None

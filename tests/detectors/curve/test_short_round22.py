@@ -96,3 +96,10 @@ def test_silent_twins_of_a_noisy_band_from_the_start(tmp_path, why, values):
     else:
         diag = _per_step(tmp_path, values, 50)
     assert diag.curve.evidence.get("kind") != "short_no_progress", (why, diag.curve.reason)
+
+
+def test_silent_twin_a_fall_at_every_point_is_progress_however_few_the_points(tmp_path):
+    # Six points cannot reach alpha_strong (their least exact p is 1/6! = 0.0014); a fall at each is still
+    # progress, though its end's median (0.976) is within a tenth of its first point (1.084).
+    diag = _per_step(tmp_path, [1.0837, 1.0484, 1.0436, 1.0174, 0.9945, 0.9574], 240)
+    assert diag.curve.evidence.get("kind") != "short_no_progress", diag.curve.reason
