@@ -188,26 +188,27 @@ THREADS7_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts,
                  "progress bar; a stuck tail within a thousandth; a training and held-out loss both ten times "
                  "their lowest; a held-out loss that rose at each of 5 evaluations or more while training fell): "
                  + _dev_tail("them"))
+# How the eighth and later sets were kept blind, in the words of their role lines.
+_MERGED = ("their reports gave only counts, they were merged by a script, and nobody working on runlens opened "
+           "or listed a paste before its one grading. ")
 THREADS8, THREADS8_REPORT = _paths("pastes_threads8")
 THREADS8_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository docs",
                            "thread or page", "pastes_threads8", "ten workers in two waves (six, then four; six on "
                            "issue threads, four on Q&A pages, forum threads, blog posts and tutorials)", 21,
-                           "2026-12-05") +
-                 "their reports gave only counts, they were merged by a script, and nobody working on runlens "
-                 "opened or listed a paste before its one grading. **Graded once as held out at `48e9321`** "
-                 "(round 21's last engine commit; `benchmarks/results/pastes_threads8_heldout.md`): read 0.78 "
-                 "(36/46), agreed 0.50 (23/46). Its misses were then read and mended in round 22 (a last reading "
-                 "of a loop's own print by the names beside its numbers; key/value blocks whose keys hold their "
-                 "own counter read as lines; losses that repeat an earlier pass value for value; a loss never "
-                 "below its first value from the start of training): " + _dev_tail("them"))
+                           "2026-12-05") + _MERGED +
+                 "**Graded once as held out at `48e9321`** (round 21's last engine commit; "
+                 "`benchmarks/results/pastes_threads8_heldout.md`): read 0.78 (36/46), agreed 0.50 (23/46). Its "
+                 "misses were then read and mended in round 22 (a last reading of a loop's own print by the names "
+                 "beside its numbers; key/value blocks whose keys hold their own counter read as lines; losses that "
+                 "repeat an earlier pass value for value; no progress from the start judged on levels, not "
+                 "extremes, or when no loss after the first is below it): " + _dev_tail("them"))
 THREADS9, THREADS9_REPORT = _paths("pastes_threads9")
 THREADS9_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository files",
                            "thread or page", "pastes_threads9", "thirteen workers in two waves (nine, then four)",
-                           22, "2026-12-05") +
-                 "their reports gave only counts, they were merged by a script, and nobody working on runlens "
-                 "opened or listed a paste before its one grading. **Graded once as held out**, at the end of "
-                 "round 22, at the commit this page names: the pastes figure to quote. Its parts: trainers whose "
-                 "format is among the earlier sets' (format seen) and the others.")
+                           22, "2026-12-05") + _MERGED +
+                 "**Graded once as held out**, at the end of round 22, at the commit this page names: the pastes "
+                 "figure to quote. Its parts: trainers whose format is among the earlier sets' (format seen) and "
+                 "the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
            "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),
