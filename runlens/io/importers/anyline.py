@@ -222,9 +222,9 @@ def _kept(seen: _Seen, train: str | None, val: str | None) -> tuple[str | None, 
     def values(name: str | None) -> array | None:
         return None if name is None else seen.values[name][1]
 
-    if train is not None and not _enough(values(train), values(val)):
+    if train is not None and not _enough(seen.values[train][1], values(val)):
         train = None
-    if val is not None and not _enough(values(val), values(train)) and train is None:
+    if val is not None and train is None and not _enough(seen.values[val][1]):
         val = None
     return train, val
 
