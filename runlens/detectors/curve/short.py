@@ -111,12 +111,11 @@ readings, in the order they are tried (the first that holds is the verdict):
   median of the loss's last fifth (2 at least) is within ``min_drop`` of
   the lower of its first point and the median of its first 3 and not that
   far below its first point (levels, not extremes: one minibatch far below
-  is noise), or no point after the first is below it at all, no held-out
-  loss fell by that
-  much, and the loss has no downward Kendall trend at ``alpha_strong`` and
-  does not fall at every point (a nearly monotone fall is progress, however
-  slow) (``kind: short_no_progress``): a model that learns
-  falls fastest at the start. A log that begins mid-run may be a plateau,
+  is noise), or no point after the first is below it at all; no held-out
+  loss fell by that much; and the loss has no downward Kendall trend at
+  ``alpha_strong`` and does not fall at every point (a nearly monotone fall
+  is progress, however slow) (``kind: short_no_progress``): a model that
+  learns falls fastest at the start. A log that begins mid-run may be a plateau,
   and a log counted in rows does not say where it begins: neither is
   judged;
 - with 3 or 4 points: diverged when every point after the first is at

@@ -147,8 +147,10 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
     """From the start of training (its first point within one logging interval of step or epoch 0),
     over ``MIN_START_EPOCHS`` epochs or ``MIN_START_STEPS`` steps at least, the loss's end level (the
     median of its last fifth) is within ``min_drop`` of the lower of its first point and the median of
-    its first three and not that far below its first point, or no point after the first is below it; no held-out loss fell by ``min_drop``, and no downward Kendall trend at ``alpha_strong`` (a nearly
-    monotone fall is progress, however slow): a model that learns drops fastest at the start.
+    its first three and not that far below its first point, or no point after the first is below it;
+    no held-out loss fell by ``min_drop``; and neither a downward Kendall trend at ``alpha_strong`` nor
+    a fall at every point (a nearly monotone fall is progress, however slow): a model that learns
+    drops fastest at the start.
     A log that begins mid-run may be a plateau, and a log counted in rows says nothing of where it
     begins; neither is judged."""
     if x.size < 5 or not from_start(steps, index):
@@ -239,7 +241,7 @@ def frozen_validation(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
             continue
         q = printed_step(vl)
         drop = (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0
-        if q > 1e-3 * abs(float(vl[0])) or drop >= cfg.min_drop:
+        if q > ALIKE * abs(float(vl[0])) or drop >= cfg.min_drop:
             continue
         return CurveVerdict(
             "underfitting", f"the validation loss is {vl[0]:.6g} at each of its {vl.size} evaluations (steps "

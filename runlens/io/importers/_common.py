@@ -132,7 +132,7 @@ def parse_float(text: str | None) -> float | None:
         return None
 
 
-def _last_per_step(s: Series) -> tuple[Series, int]:
+def last_per_step(s: Series) -> tuple[Series, int]:
     """Keep the last value logged for each step (a resumed run logs steps again)."""
     if len(s.steps) == 0 or np.all(s.steps[1:] > s.steps[:-1]):
         return s, 0  # already one value a step, in order: a million steps need no sort
@@ -181,7 +181,7 @@ def _table(series: dict[str, Series], key: str, label: str, warnings: list[str],
     bases = []
     for k in keys:
         if k in series:
-            s, dup = _last_per_step(series[k])
+            s, dup = last_per_step(series[k])
             if dup:
                 warnings.append(f"{label}: {dup} repeated steps of {k!r} (a resumed run, or several logs "
                                 "per optimizer step); kept the last value of each")
@@ -202,7 +202,7 @@ def _table(series: dict[str, Series], key: str, label: str, warnings: list[str],
     columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     dropped: list[str] = []
     for name, s in series.items():
-        s, _ = _last_per_step(s)
+        s, _ = last_per_step(s)
         values, missed, present = _align(frame, s)
         if name == key:
             key_vals, key_present = values, present

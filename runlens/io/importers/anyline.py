@@ -46,7 +46,7 @@ import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.importers._clean import strip_prefixes
-from runlens.io.importers._common import Imported, Series, Take
+from runlens.io.importers._common import SIGNAL_COLUMNS, Imported, Series, Take, is_val_set, last_per_step
 from runlens.io.importers._textblock import blocks
 from runlens.io.reader.names import COUNT_WORDS, ERROR_WORDS, LOSS, METRIC, TOTAL, TRAIN, VAL, is_lr, tokens
 from runlens.io.reader.source import open_limited
@@ -192,7 +192,7 @@ def scan(lines: Iterable[str]) -> _Seen:
     seen = _Seen()
     header: int | None = None  # a line that holds only a counter (``epoch=29``) heads the lines below it
     for row, raw in enumerate(lines):
-        if not any(c.isdigit() for c in raw) and "nan" not in raw.lower() and "inf" not in raw.lower():
+        if not any(c.isdigit() for c in raw) and "nan" not in (low := raw.lower()) and "inf" not in low:
             continue
         counter, fields = parse_line(raw)
         if fields:
@@ -219,21 +219,15 @@ def finds_loss(lines: list[str]) -> bool:
 
 def _kept(seen: _Seen, train: str | None, val: str | None) -> tuple[str | None, str | None]:
     """The picked names with enough values to read (:func:`_enough`)."""
-    def values(name: str | None) -> array | None:
-        return None if name is None else seen.values[name][1]
-
-    if train is not None and not _enough(seen.values[train][1], values(val)):
+    if train is not None and not _enough(seen.values[train][1], None if val is None else seen.values[val][1]):
         train = None
     if val is not None and train is None and not _enough(seen.values[val][1]):
         val = None
     return train, val
 
 
-_SIGNALS = frozenset({"loss", "val_loss", "grad_norm", "loss_scale"})
-
-
 def _signal(columns: list[str] | tuple[str, ...]) -> bool:
-    return any(c in _SIGNALS or c.startswith("val_loss@") for c in columns)
+    return any(c == "loss" or c in SIGNAL_COLUMNS or is_val_set(c) for c in columns)
 
 
 def instead(path: Path, encoding: str, take: Take, columns: list[str], rows: bool) -> Take | None:
@@ -285,7 +279,8 @@ def read(path: Path, encoding: str = "utf-8") -> Imported | None:
         if name is not None:
             at_rows, values = (np.frombuffer(a, dtype=t) for a, t in zip(seen.values[name], (np.int64, np.float64),
                                                                            strict=True))
-            table[target] = _last_per_place(place[np.searchsorted(rows, at_rows)], values)
+            # One value per place, the last printed (two evaluations between two loss lines).
+            table[target] = last_per_step(Series(place[np.searchsorted(rows, at_rows)], values))[0]
     imp.config["index_kind"] = "step" if by_counter else "row"
     what = "loss" if train is not None else "validation loss"
     imp.index_why = (f"the number each {what} line starts with, rising on every one, is the index" if by_counter
@@ -297,11 +292,3 @@ def read(path: Path, encoding: str = "utf-8") -> Imported | None:
     imp.config["import_fields"] = {t: n for t, n in (("loss", train), ("val_loss", val)) if n is not None}
     imp.config["log_style"] = {"named values": int(keyed.sum())}
     return imp
-
-
-def _last_per_place(places: np.ndarray, values: np.ndarray) -> Series:
-    """One value per place, the last printed (two evaluations between two loss lines)."""
-    order = np.argsort(places, kind="stable")
-    places, values = places[order], values[order]
-    last = np.append(places[1:] != places[:-1], True)
-    return Series(places[last].astype(np.int64), values[last].astype(np.float64))
