@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads9] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads10] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -52,8 +52,10 @@ mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` grades the sev
 ``benchmarks/results/pastes_threads7.md``. ``--threads8`` grades the eighth (``benchmarks/pastes_threads8/``),
 gathered by ten workers during round 21, graded once at its end (``benchmarks/results/pastes_threads8_heldout.md``),
 then read and mended in round 22: ``benchmarks/results/pastes_threads8.md``. ``--threads9`` grades the ninth
-(``benchmarks/pastes_threads9/``), gathered by thirteen workers during round 22 and graded once at its end:
-``benchmarks/results/pastes_threads9.md``.
+(``benchmarks/pastes_threads9/``), gathered by thirteen workers during round 22 and graded once at its end,
+then read and mended in round 23: ``benchmarks/results/pastes_threads9.md``. ``--threads10`` grades the tenth
+(``benchmarks/pastes_threads10/``), gathered by seventeen workers during round 23 and graded once at its end:
+``benchmarks/results/pastes_threads10.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -206,14 +208,27 @@ THREADS9, THREADS9_REPORT = _paths("pastes_threads9")
 THREADS9_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository files",
                            "thread or page", "pastes_threads9", "thirteen workers in two waves (nine, then four)",
                            22, "2026-12-05") + _MERGED +
-                 "**Graded once as held out**, at the end of round 22, at the commit this page names: the pastes "
-                 "figure to quote. Its parts: trainers whose format is among the earlier sets' (format seen) and "
-                 "the others.")
+                 "**Graded once as held out at `50610bb`** (round 22's last engine commit; "
+                 "`benchmarks/results/pastes_threads9_heldout.md`): read 0.84 (46/55), agreed 0.62 (34/55). Its "
+                 "misses were then read and mended in round 23 (loss parts printed on lines of their own; a counter "
+                 "after a label and several unnamed values; the loss alone before its parts; a loss named at its "
+                 "grain; `It:` as a step; an epoch line after an evaluation is no summary; a loss that left its start "
+                 "tenfold at once, or ended a hundredfold above every earlier value): " + _dev_tail("them"))
+THREADS10, THREADS10_REPORT = _paths("pastes_threads10")
+THREADS10_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository files",
+                            "thread or page", "pastes_threads10", "seventeen workers in three waves (eight, five, "
+                            "then four)", 23, "2026-12-05") + _MERGED.replace(
+                                "opened or listed a paste", "opened a paste") +
+                  "A slip is declared in its README: 29 file names of six passes were listed while workers were "
+                  "checked on (no content, no label's reason). **Graded once as held out**, at the end of round 23, "
+                  "at the commit this page names: the pastes figure to quote. Its parts: trainers whose format is "
+                  "among the earlier sets' (format seen) and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
            "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),
            "threads7": (THREADS7, THREADS7_REPORT, THREADS7_ROLE), "threads8": (THREADS8, THREADS8_REPORT, THREADS8_ROLE),
-           "threads9": (THREADS9, THREADS9_REPORT, THREADS9_ROLE)}
+           "threads9": (THREADS9, THREADS9_REPORT, THREADS9_ROLE),
+           "threads10": (THREADS10, THREADS10_REPORT, THREADS10_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -311,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the eighth set of pastes from issue threads (benchmarks/pastes_threads8/)")
     which.add_argument("--threads9", action="store_const", const="threads9", dest="threads",
                        help="grade the ninth set of pastes from issue threads (benchmarks/pastes_threads9/)")
+    which.add_argument("--threads10", action="store_const", const="threads10", dest="threads",
+                       help="grade the tenth set of pastes from issue threads (benchmarks/pastes_threads10/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()

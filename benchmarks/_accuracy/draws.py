@@ -464,7 +464,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh22", 83000, ("2026-12-05 02:22", "2026-12-05 02:27"),
         role="the third generator with every seed shifted by 83000 and every run redrawn (`--seed-shift "
              "83000 --vary`), generated at {drawn} UTC from 72d5b50 by the recorder with "
-             "`logits_sum_to_one`, during round 22, graded once at the end of round 22; the set to quote",
+             "`logits_sum_to_one`, during round 22, graded once at the end of round 22 (50610bb): a development "
+             "set since",
         note="`third-fresh22` (round 22): the same generator and redraw with every seed shifted by 83000 (`python -m "
              "benchmarks.third --seed-shift 83000 --vary`), trained from a clean export of the committed tree at "
              "72d5b50 (`draw.json` has the times) into a folder outside the repository, by the recorder that "
@@ -473,12 +474,30 @@ DRAWS: tuple[Draw, ...] = (
              "ten and the last three lines of its generator log were printed while checking that it had ended: "
              "the names, confirmation and measured criteria of about eight runs, no runlens output; the rest of "
              "the log was not read.",
-        which="*third-fresh22* (round 22; seeds shifted by 83000) was trained from 72d5b50, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh22**.",
+        which="*third-fresh22* (round 22; seeds shifted by 83000) was trained from 72d5b50 and graded once at "
+              "50610bb (curve 0.95, recall 1.00, fault's code first 1.00, healthy runs with a warning 0/10): a "
+              "development set since.",
+    ),
+    # Drawn in round 23 from de341e3 (round 22's last commit; round 23's changes were not committed yet
+    # and the generator does not use the engine); nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh23", 89000, ("2026-12-05 05:32", "2026-12-05 05:37"),
+        role="the third generator with every seed shifted by 89000 and every run redrawn (`--seed-shift "
+             "89000 --vary`), generated at {drawn} UTC from de341e3 by the recorder with "
+             "`logits_sum_to_one`, during round 23, graded once at the end of round 23; the set to quote",
+        note="`third-fresh23` (round 23): the same generator and redraw with every seed shifted by 89000 (`python -m "
+             "benchmarks.third --seed-shift 89000 --vary`), trained from a clean export of the committed tree at "
+             "de341e3 (`draw.json` has the times) into a folder outside the repository, by the recorder that "
+             "writes `logits_sum_to_one`, at the start of round 23, before any of its engine changes was committed "
+             "(the generator does not use the engine). Nothing of it was diagnosed before its one grading, and none "
+             "of its generator log read; only its `draw.json`'s start and end times and its number of entries were "
+             "printed.",
+        which="*third-fresh23* (round 23; seeds shifted by 89000) was trained from de341e3, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh23**.",
     ),
 )
 
-QUOTE = "third-fresh22"
+QUOTE = "third-fresh23"
 
 
 def draw(name: str) -> Draw:
