@@ -69,20 +69,26 @@ def test_a_named_series_that_is_no_loss_is_refused_with_the_flag_that_names_it(t
     "".join(f"{123873 + i}: {v}\n" for i, v in enumerate([-5.48, -5.35, -5.30, -5.46, -5.55])),
     "".join(f"{i} {v}\n" for i, v in enumerate([2.3026, 2.2011, 2.1034, 1.9522, 1.8123])),
     "".join(f"{10 * i}, {v}\n" for i, v in enumerate([2.3026, 2.2011, 2.1034, 1.9522, 1.8123])),
+    # print(i, loss, acc): the first value after the counter; a label before the counter is no column.
+    "".join(f"{i} {v} {v / 3}\n" for i, v in enumerate([2.3026, 2.2011, 2.1034, 1.9522, 1.8123])),
+    "".join(f"batch: {i} {v} 0.7\n" for i, v in enumerate([2.3026, 2.2011, 2.1034, 1.9522, 1.8123])),
 ])
 def test_a_counter_and_a_value_per_line_are_the_step_and_the_loss(tmp_path, text):
     imp = read_paste(tmp_path, text)
     roles = imp.config["import_roles"]
     assert roles["index"]["how"] == "step" and "counts up" in roles["index"]["why"]
     assert _loss(imp).size == 5
+    if "2.3026" in text:  # the loss is the first value after the counter, whatever follows it
+        assert _loss(imp) == pytest.approx([2.3026, 2.2011, 2.1034, 1.9522, 1.8123])
 
 
 @pytest.mark.parametrize("text", [
     "".join(f"{c} {v}\n" for c, v in [(3, 2.3), (1, 2.2), (2, 2.1), (5, 1.9), (4, 1.8)]),  # no counter
     "".join(f"{i} {i * 2}\n" for i in range(5)),                                          # both integral
-    "".join(f"{i} {v} {v / 2}\n" for i, v in enumerate([2.3, 2.2, 2.1, 1.9, 1.8])),       # three columns
+    "".join(f"{i} {v} {v / 2} {v} {v}\n" for i, v in enumerate([2.3, 2.2, 2.1, 1.9, 1.8])),  # five columns
+    "".join(f"{i} x {v}\n" for i, v in enumerate([2.3, 2.2, 2.1, 1.9, 1.8])),         # a word between
 ])
-def test_silent_twin_no_counter_integral_values_or_three_columns_name_no_loss(tmp_path, text):
+def test_silent_twin_no_counter_integral_values_or_many_columns_name_no_loss(tmp_path, text):
     path = tmp_path / "t.txt"
     path.write_text(text, encoding="utf-8")
     kind = detect_kind(path)

@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, ClassVar
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
 from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS
 from runlens.detectors.curve import features as shape
-from runlens.detectors.curve.diverged import diverged, ended_exploding_verdict, masked_nan
+from runlens.detectors.curve.diverged import (
+    beyond_any_vocabulary,
+    diverged,
+    ended_exploding_verdict,
+    masked_nan,
+)
 from runlens.detectors.curve.memorized import accuracies
 from runlens.detectors.curve.short import short
 from runlens.detectors.curve.underfitting import progressed, underfitting
@@ -93,7 +98,10 @@ class CurveClassifier(Detector):
           before (the run stopped as it blew up); or, after its minimum, a
           significant upward Mann-Kendall trend (one-sided p < ``alpha_strong``)
           or a level shift (below) that gave back all its progress and more,
-          ``F - m >= max(S - m, growth * |S|)`` (for a shift, its new level).
+          ``F - m >= max(S - m, growth * |S|)`` (for a shift, its new level);
+          or a loss read from a perplexity (the log of ``ppl``) whose last
+          third, at any length, is above ln 10^7: worse than guessing
+          uniformly over any vocabulary (``kind: beyond_any_vocabulary``).
         - unstable: a level shift: after the minimum, the bucket medians jump
           up (Mann-Whitney p < ``alpha_strong``, at least 6 noise sd and a
           quarter of the progress before it, half of it within 3 buckets), the
@@ -320,6 +328,8 @@ class CurveClassifier(Detector):
             return CurveVerdict("diverged", f"the training loss became non-finite at step {bad_step}",
                                 {"first_nonfinite_step": bad_step, "finite_points_before": int(x.size),
                                  "step": bad_step})
+        if (beyond := beyond_any_vocabulary(run.config, steps, x)) is not None:
+            return beyond
         masked = masked_nan(sig.grad_norm, steps, x) if x.size else None
         if masked is not None:
             why = ("while the gradient norm became non-finite: a NaN masked as 0" if masked["nonfinite_grad_step"]

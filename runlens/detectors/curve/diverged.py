@@ -23,6 +23,35 @@ if TYPE_CHECKING:
     from runlens.signals import Series
 
 
+#: More tokens than any vocabulary holds (the largest are a few hundred thousand): a perplexity above it
+#: is worse than guessing uniformly over every token there is.
+MAX_VOCABULARY = 10**7
+
+
+def beyond_any_vocabulary(config: Any, steps: np.ndarray, x: np.ndarray) -> CurveVerdict | None:
+    """Diverged when the loss is read from a perplexity (``import_roles``: the log of ``ppl``) and each
+    of its last third of values (1 at least) is above ln ``MAX_VOCABULARY``: a model that predicts
+    worse than uniform over any vocabulary is confidently wrong, its loss blown up (OpenNMT's
+    ``ppl: 2.7e43``, exp(100), its cap). No trend or size is needed: the level alone says it."""
+    roles = config.get("import_roles") if isinstance(config, dict) else None
+    loss = roles.get("loss") if isinstance(roles, dict) else None
+    if not (isinstance(loss, dict) and loss.get("how") == "log") or not x.size:
+        return None
+    tail = x[-max(1, x.size // 3):]
+    cap = math.log(MAX_VOCABULARY)
+    if not np.all(tail > cap):
+        return None
+    above = x > cap
+    at = 0 if above.all() else int(x.size - np.argmin(above[::-1]))  # where the run of such values began
+    return CurveVerdict(
+        "diverged", f"the perplexity ends at {math.exp(min(float(x[-1]), 700.0)):.3g} (loss {float(x[-1]):.4g}), "
+        f"above {MAX_VOCABULARY:.0e} at " + (f"each of its {x.size} values" if at == 0 else
+                                              f"each of its last {x.size - at} of {x.size}") + ": worse than guessing uniformly over "
+        "any vocabulary, the model is confidently wrong",
+        {"perplexity_loss": float(x[-1]), "vocabulary_bound": MAX_VOCABULARY, "loss_bound": cap,
+         "points": int(x.size), "kind": "beyond_any_vocabulary", "step": int(steps[at])})
+
+
 def masked_nan(grad_norm: Series | None, steps: np.ndarray, x: np.ndarray) -> dict[str, Any] | None:
     """The loss collapsing to exactly 0 at the step where the gradients become non-finite, or become
     and stay exactly 0 with it (from a loss at least a tenth of its highest, for the rest of the log).

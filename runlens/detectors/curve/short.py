@@ -59,8 +59,8 @@ readings, in the order they are tried (the first that holds is the verdict):
   short_both_high``, from 2 points each: :mod:`.short_high`);
 - with 5 points or more: diverged when the last value is >= 10x the start
   (median of the first 3) with an upward Kendall trend at
-  ``alpha_strong``, or is 100x or more every value before it (``kind:
-  short_ended_high``, with 3 points or more), or when every point of the
+  ``alpha_strong``, or the last values are each 100x or more every value
+  before them (``kind: short_ended_high``, with 3 points or more), or when every point of the
   last third (2 at least), after the minimum, is above the start by
   ``growth`` of it (it gave back all its progress and stayed there);
 - unstable when the loss rises at least twice and falls at least twice by
@@ -100,7 +100,9 @@ readings, in the order they are tried (the first that holds is the verdict):
   few for a trend, when the validation loss rose from each evaluation to
   the next while the training loss (its median since the evaluation
   before) fell by ``min_drop`` from the first to the last, the
-  validation loss twice the training loss or more at each;
+  validation loss twice the training loss or more at each, or their
+  ratio grown twice or more with the validation loss up by
+  ``min_val_rise`` (from 2 training points);
 - healthy when the loss fell by ``min_drop`` or more with a downward
   Kendall trend at ``alpha_strong`` (only a nearly monotone fall reaches it
   at this size) and its last third moves at most ``settle_ratio`` as much
@@ -118,9 +120,11 @@ readings, in the order they are tried (the first that holds is the verdict):
   learns falls fastest at the start. A log that begins mid-run may be a plateau,
   and a log counted in rows does not say where it begins: neither is
   judged;
-- with 3 or 4 points: diverged when every point after the first is at
-  least 10x the first (``kind: short_leap``) or the last is 100x every
-  point before it.
+- with 3 points or more: diverged when every point after the first is at
+  least 10x the first (``kind: short_leap``: the loss left its start by an
+  order of magnitude at the first line logged after it and never came
+  back; tried after ``short_ended_high`` with 5 or more), or, with 3 or 4,
+  when the last is 100x every point before it.
 """
 
 from __future__ import annotations
@@ -170,7 +174,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     if x.size >= 5:
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
-        verdict = (_grown(cfg, steps, x, t, base) or _ended_high(steps, x, base) or _given_back(cfg, steps, x, base)
+        verdict = (_grown(cfg, steps, x, t, base) or _ended_high(steps, x, base) or _leapt(steps, x, base) or _given_back(cfg, steps, x, base)
                    or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base)
                    or undone_few(cfg, steps, x, sets, base) or turned_few(cfg, steps, x, sets, base) or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
                    or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base)
@@ -180,7 +184,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     elif x.size >= 3 and (verdict := _leapt(steps, x, base) or _ended_high(steps, x, base)) is not None:
         return verdict
     elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base) or undone_few(cfg, steps, x, sets, base)
-                          ) is not None:
+                          or gap_verdict(cfg, steps, x, sets, base, ", in a short log")) is not None:
         # A held-out rise needs the evaluations, not many training points: the training loss at
         # the validation minimum and at the end say whether it kept falling.
         return verdict
@@ -230,16 +234,22 @@ ENDED_HIGH = LEAP * LEAP
 
 
 def _ended_high(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
-    # The last line blew up (LadderNet's train loss 0.16 -> 1.6e18 at its fifth epoch): nothing
-    # after it can say it came back, and a loss a hundred times its own maximum so far is not noise.
-    top = float(np.max(x[:-1]))
-    if not (top > 0 and float(x[-1]) >= ENDED_HIGH * top):
+    # The last lines blew up (LadderNet's train loss 0.16 -> 1.6e18 at its fifth epoch; a YOLO's
+    # 11.7, 8.8, 8713, 15806): nothing after them says it came back, and losses a hundred times
+    # their own maximum so far are not noise. The first point from which every loss is that high.
+    tops = np.maximum.accumulate(x[:-1])
+    lows = np.minimum.accumulate(x[::-1])[::-1][1:]
+    hit = np.flatnonzero((tops > 0) & (lows >= ENDED_HIGH * tops))
+    if not hit.size:
         return None
+    j = int(hit[0]) + 1
+    top, low = float(tops[j - 1]), float(lows[j - 1])
+    tail = "the last" if j == x.size - 1 else f"each of the last {x.size - j}"
     return CurveVerdict(
-        "diverged", f"the last of {x.size} losses is {x[-1]:.4g}, {x[-1] / top:.3g}x the largest before it "
+        "diverged", f"{tail} of {x.size} losses is {low:.4g} or more, {low / top:.3g}x the largest before "
         f"({top:.4g}; >= {ENDED_HIGH:g}x): the run ended blown up",
-        {**base, "orders_of_magnitude": math.log10(float(x[-1]) / top), "kind": "short_ended_high",
-         "ended_high": ENDED_HIGH, "step": int(steps[-1])})
+        {**base, "orders_of_magnitude": math.log10(low / top), "kind": "short_ended_high",
+         "ended_high": ENDED_HIGH, "step": int(steps[j])})
 
 
 def _swings(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any]) -> CurveVerdict | None:

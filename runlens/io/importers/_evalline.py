@@ -74,6 +74,25 @@ def under_header(raw: str, epoch: int) -> tuple[Line | None, list[tuple[str, flo
     return Line(epoch, "", False, epoch, "epoch"), fields
 
 
+# A line that opens a held-out block and ends there: "Epoch [1/5] - Test Metrics:", "Validation results:".
+_SECTION = re.compile(r"\b(?:evaluation|validation|valid|eval|val|test|dev)(?:\s+[A-Za-z]+){0,2}\s*:\s*$", re.I)
+
+
+def opens_section(raw: str) -> bool:
+    """Whether ``raw`` heads a block of held-out results: the lines under it, up to a blank line or the
+    next training step, name their metrics without a side (``loss: 4.8458`` under ``Test Metrics:``)."""
+    return raw.rstrip().endswith(":") and _SECTION.search(raw.rstrip()) is not None
+
+
+def in_section(raw: str, step: int) -> tuple[Line | None, list[tuple[str, float]]]:
+    """A line in a held-out block (:func:`opens_section`): its fields, each named for the held-out side,
+    at the last training step seen."""
+    fields = read_fields(clean(squeeze(raw.strip())))
+    if not fields:
+        return None, []
+    return Line(step, "", True, None, "eval section"), [(k if is_val(tokens(k)) else f"val {k}", v) for k, v in fields]
+
+
 # A value alone on its line, with a fraction or an exponent (a whole number alone is a counter, a
 # count or a year), or a NaN/Inf: what ``print(loss)`` and ``print(loss.item())`` leave in a loop.
 _BARE = re.compile(rf"(?:{FRACTION}|[-+]?(?:nan|inf|infinity))", re.I)

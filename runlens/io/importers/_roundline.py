@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from runlens.io.importers._common import Series
-from runlens.io.reader.names import LOSS, METRIC, TRAIN, VAL, is_lr, is_step, tokens
+from runlens.io.reader.names import LOSS, METRIC, TRAIN, VAL, counter_core, is_lr, is_step, tokens
 
 Fields = list[tuple[str, float]]
 
@@ -47,7 +47,10 @@ def keyed_rest(text: str, m: re.Match, read: Callable[[str], Fields]) -> tuple[s
     """
     after = read(text[m.end():])
     step = int(m.group(1))
-    summary = any(is_step(tokens(k)) and v == step for k, v in after)
+    # The same counter again (``global step 1000`` ... ``global_step = 1000``); another counter that
+    # happens to equal it (``step 0: It: 0``, a line numbered before its own ``It``) says nothing.
+    marker = counter_core(tokens(text[m.start():m.start(1)]))
+    summary = any(is_step(tokens(k)) and v == step and counter_core(tokens(k)) == marker for k, v in after)
     if not after and _FIELD_SEP.search(text, m.start(), m.start(1)) and read(text[:m.start()]):
         return text[:m.start()], 0, summary
     return text[m.end():], m.end(), summary

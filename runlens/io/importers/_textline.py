@@ -100,6 +100,9 @@ _KEYED = [(name, re.compile(rf"(?:^[ \t]*{pat}s|\b{pat})(?:_(?=\d)|[ \t]*[:=#]?[
                             r"(?!\d|\.\d|[ \t]*batches)", re.I))
           for name, pat in (("global_step", r"global[_ ]step"), ("step", r"step"),
                             ("iteration", r"iteration"), ("iter", r"iter"), ("batch", r"batch"))]
+# ``It: 10, Loss: 2.9e+02`` (the physics-informed networks' print many repositories copy): ``it``
+# counts only as a line's first word before ``:`` or ``=``; elsewhere it is a speed (``it/s``) or prose.
+_KEYED.append(("it", re.compile(r"^[ \t]*it[ \t]*[:=][ \t]*(\d+)(?:[ \t]*/[ \t]*(\d+))?(?!\d|\.\d)", re.I)))
 _WORD = re.compile(r"\s*[A-Za-z_]+")
 _THOUSANDS = re.compile(r"(?:,\d{3})+(?![\d.])")
 _BATCHES = re.compile(r"\b(\d+)\s*/\s*(\d+)\s*batches\b", re.I)

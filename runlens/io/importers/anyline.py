@@ -48,7 +48,19 @@ from runlens.errors import ImportFailedError
 from runlens.io.importers._clean import strip_prefixes
 from runlens.io.importers._common import SIGNAL_COLUMNS, Imported, Series, Take, is_val_set, last_per_step
 from runlens.io.importers._textblock import blocks
-from runlens.io.reader.names import COUNT_WORDS, ERROR_WORDS, LOSS, METRIC, TOTAL, TRAIN, VAL, is_lr, tokens
+from runlens.io.reader.names import (
+    COUNT_WORDS,
+    ERROR_WORDS,
+    LOSS,
+    METRIC,
+    TOTAL,
+    TRAIN,
+    VAL,
+    is_lr,
+    qualifiers,
+    tokens,
+)
+from runlens.io.reader.roles import name_rank
 from runlens.io.reader.source import open_limited
 
 _VALUE = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?))(?![\w.])",
@@ -61,6 +73,7 @@ MIN_LINES = 3
 # Short counters loops print as the whole name (``I:10``, ``i = 3``, ``n 4``), beside the counting words.
 _COUNTERS = COUNT_WORDS | {"i", "it", "ep", "e", "n", "epoch", "batch", "episode", "round", "iter", "t"}
 _LOSSY = LOSS | ERROR_WORDS
+_GRAINS = frozenset({"epoch", "batch", "step", "iter", "iteration"})
 # Metric words that make a loss or error word name something else (an error *rate* is not minimized
 # as a loss of its own scale; a loss's *time* is not a loss).
 _NOT_LOSS = (METRIC - ERROR_WORDS) | {"rate", "lr", "scale", "scaler", "norm", "weight", "count", "num"}
@@ -105,6 +118,9 @@ def _name(label: str) -> tuple[str, bool, bool]:
     if _SOURCE_FILE.search(name):
         name = ""  # ``[loss_scaler.py:183:update_scale]``: a logger's file and line, not a metric
     before = words[:-1]
+    if before and set(tokens(name)) <= _GRAINS and _LOSSY & set(tokens(before[-1])):
+        # ``Train Loss: epoch NaN - batch NaN``: the loss at each grain is the loss's name with the grain.
+        name = f"{' '.join(before[-1].split()[-4:])} {name}"
     return (name, any(_LOSSY & set(tokens(w)) for w in before),
             any(set(t) <= VAL for w in before if (t := tokens(w))))
 
@@ -183,9 +199,13 @@ def _pick(seen: _Seen) -> tuple[str | None, str | None]:
     return best(by["train"]), best(by["val"])
 
 
-def _rank(name: str, seen: _Seen) -> tuple[bool, bool, int]:
-    toks = set(tokens(name))
-    return not LOSS & toks, "test" in toks and not (VAL - {"test"}) & toks, -seen.names[name]
+def _rank(name: str, seen: _Seen) -> tuple[bool, bool, int, bool, int]:
+    # Of one count, the loss alone before a qualified one (``loss`` before ``pde_losses``, its parts),
+    # and a per-batch one before a per-epoch one, as the table reader orders them.
+    t = tokens(name)
+    toks = set(t)
+    return (not LOSS & toks, "test" in toks and not (VAL - {"test"}) & toks, -seen.names[name],
+            bool(qualifiers(t) and not toks <= _GRAINS | LOSS | TRAIN | VAL), name_rank(name, 0)[0])
 
 
 def scan(lines: Iterable[str]) -> _Seen:
@@ -241,7 +261,7 @@ def instead(path: Path, encoding: str, take: Take, columns: list[str], rows: boo
         return None
     if rows:
         imp = reinfer(take(None))
-        if _signal((*imp.train, *imp.evals)):
+        if _signal([k for table in (imp.train, imp.evals) for k, s in table.items() if len(s.steps)]):
             return None
     found = read(path, encoding)
     return None if found is None else functools.partial(_only_run, found)

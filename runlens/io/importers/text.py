@@ -37,7 +37,15 @@ from runlens.io.bounded import in_int64
 from runlens.io.importers import anyline
 from runlens.io.importers._common import Imported, Series, Take, require_file
 from runlens.io.importers._epochlines import lines_in_epochs
-from runlens.io.importers._evalline import BARE_MIN, eval_at_last_step, lr_line, number_lines, under_header
+from runlens.io.importers._evalline import (
+    BARE_MIN,
+    eval_at_last_step,
+    in_section,
+    lr_line,
+    number_lines,
+    opens_section,
+    under_header,
+)
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._linetypes import Context, Line
 from runlens.io.importers._names import Mapper
@@ -98,6 +106,8 @@ class _Scanner:
         self.matcher = Matcher(self.parser, mapper)
         self.n = self.skipped = self.partial = 0
         self.early: list[tuple[Line, list[tuple[str, float]]]] = []  # evaluations before any training step
+        self.counted = False  # a training line counted steps (not epochs): an epoch line then summarizes
+        self.section = False  # under a held-out block's header (``Test Metrics:``), until a blank or step line
         self.markers: Counter = Counter()
         self.tail: tuple[Line, list[tuple[str, float]], int] | None = None  # a progress line no epoch end closed
 
@@ -179,6 +189,7 @@ class _Scanner:
         if not _DIGIT.search(raw):
             runs[-1].watch.see(raw, ctx.last_step, stepless=True)
             self.skipped += bool(raw.strip())
+            self.section = bool(raw.strip()) and (self.section or opens_section(raw))
             return
         prev, headed = ctx.last_step, ctx.headed
         ctx.headed = False
@@ -192,7 +203,10 @@ class _Scanner:
         # ("42/100 ... loss: nan") is about its own batch.
         interval = hit.step - prev if hit is not None and not hit.eval_line and prev is not None else None
         named = hit is not None
-        if not named:
+        section, self.section = self.section, opens_section(raw) or (self.section and not named)
+        if not named and section and ctx.last_step is not None:
+            hit, fields = in_section(raw, ctx.last_step)
+        if not named and hit is None:
             hit, fields = eval_at_last_step(raw, ctx.last_step)
             if hit is None and headed and ctx.epoch is not None:
                 hit, fields = under_header(raw, ctx.epoch)
@@ -235,7 +249,7 @@ class _Scanner:
             markers["_beyond"] += 1
             return
         cur = runs[-1]
-        if hit.source == "epoch" and ctx.last_step is not None and sum(markers.values()) > markers["epoch"]:
+        if hit.source == "epoch" and ctx.last_step is not None and self.counted:
             # An epoch summary ("Epoch 1: total training loss ...") in a log that counts steps: its
             # numbers belong to the last step, the epoch number is not a step (nor a restart).
             hit.step = ctx.last_step
@@ -251,6 +265,7 @@ class _Scanner:
         _put_line(cur, hit, fields, self.mapper)
         cur.last_line = n
         if not hit.eval_line:
+            self.counted = self.counted or hit.source != "epoch"
             if not math.isfinite(sum(v for _, v in fields)):
                 cur.watch.parts(hit.step, fields, self.mapper)
             cur.watch.trained()

@@ -21,7 +21,7 @@ import numpy as np
 from runlens.errors import ImportFailedError
 from runlens.io.importers._common import Imported, Series, Take, column_name, record_runs, val_set_column
 from runlens.io.reader.names import is_val, tokens
-from runlens.io.reader.roles import Pick, Roles
+from runlens.io.reader.picks import Pick, Roles
 from runlens.io.reader.table import Table
 
 _MAX_EXTRA = 64  # user columns kept beside the roles (a 100,000-column table keeps its roles only)

@@ -33,63 +33,29 @@ Every choice carries a sentence saying why; ``--loss``, ``--val-loss`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 from scipy.stats import spearmanr
 
 from runlens.io.reader import sequence
 from runlens.io.reader.names import (
-    METRIC,
-    NEUTRAL,
     PERPLEXITY,
     STEP_WORDS,
-    TOTAL,
     counter_core,
     is_epoch,
     is_grad_norm,
     is_loss_scale,
     is_lossish,
     is_lr,
-    is_step,
     is_val,
     qualifiers,
     set_metric_role,
     tokens,
     val_set,
 )
+from runlens.io.reader.parts import sum_of_parts, total_of_parts
+from runlens.io.reader.picks import Pick, Roles
 from runlens.io.reader.setnamed import lone_series, set_named
 from runlens.io.reader.table import Table
-
-
-@dataclass
-class Pick:
-    """One role: the column(s) it is made of, how (``column``, ``sum`` or ``log``), and why."""
-
-    role: str
-    columns: tuple[str, ...]
-    how: str
-    why: str
-
-
-@dataclass
-class Roles:
-    index: str | None
-    index_kind: str  # "step", "epoch" or "row"
-    index_why: str
-    picks: list[Pick] = field(default_factory=list)
-
-    def get(self, role: str) -> Pick | None:
-        return next((p for p in self.picks if p.role == role), None)
-
-    def used(self) -> set[str]:
-        return {c for p in self.picks for c in p.columns} | ({self.index} if self.index else set())
-
-    def lines(self) -> list[str]:
-        out = [f"index: {self.index_kind} ({self.index_why})"]
-        out += [f"{p.role} <- {' + '.join(p.columns) if p.how == 'sum' else p.columns[0]}"
-                f"{' (log of it)' if p.how == 'log' else ''}: {p.why}" for p in self.picks]
-        return out
 
 
 def _integral(v: np.ndarray) -> bool:
@@ -192,72 +158,14 @@ def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None,
     if len(lossy) == 1:
         return Pick(role, (lossy[0],), "column", f"{lossy[0]!r} is the only loss-named column"), []
     if len(lossy) > 1:
-        return Pick(role, tuple(lossy), "sum", "loss parts logged without a total: summed "
-                    f"({len(lossy)} parts)"), lossy
-    if side == "train" and (total := _total_of_parts(table, cols)) is not None:
+        return sum_of_parts(table, lossy, role)
+    if side == "train" and (total := total_of_parts(table, cols)) is not None:
         return total, []
     ppl = [c for c in cols if any(x in PERPLEXITY for x in tokens(c))]
     if ppl:
         return Pick(role, (ppl[0],), "log", f"only a perplexity was logged ({ppl[0]!r}): "
                     "the loss is its natural log"), []
     return None, []
-
-
-# A total's parts are printed beside it: of more candidate columns than this, the nearest are searched
-# (every subset of 16 is 65,536 sums on a few rows, then the matches on every row).
-_MAX_PARTS = 16
-_REL = 1e-3  # values printed to 4 significant digits sum to their printed total within a few 1e-4
-
-
-def _total_of_parts(table: Table, cols: list[str]) -> Pick | None:
-    """A column named by a total's neutral words alone (``total``, ``sum``) that is the sum of two or more
-    other columns at every row: the total of the parts, the training loss (YOLOv5's ``box obj cls total``).
-
-    Only the values prove it: a ``total`` that is not a sum of its neighbours (a count, a time) stays a
-    column of its own; counters, rates, norms, metrics and validation columns are never parts.
-    """
-    for total in cols:
-        t = tokens(total)
-        # The rows where the total is a number: a run that diverged (``nan`` in every column) is proven
-        # on the rows before, and its NaN total is then the finding.
-        rows = table.present[total] & np.isfinite(table.values[total])
-        if not t or not set(t) <= NEUTRAL or not TOTAL & set(t) or not rows.any():
-            continue
-        at = cols.index(total)
-        parts = sorted((c for c in cols if c != total and _may_be_part(table, c, rows)),
-                       key=lambda c: abs(cols.index(c) - at))[:_MAX_PARTS]
-        parts.sort(key=cols.index)
-        x = np.stack([table.values[c][rows] for c in parts], axis=1) if len(parts) >= 2 else None
-        found = _summands(table.values[total][rows], x) if x is not None else None
-        if found is not None:
-            names = "+".join(parts[j] for j in found)
-            return Pick("loss", (total,), "column", f"{total!r} is the sum of {names} at every row")
-    return None
-
-
-def _may_be_part(table: Table, c: str, rows: np.ndarray) -> bool:
-    t = tokens(c)
-    v = table.values[c][rows]
-    if not table.present[c][rows].all() or not np.all(np.isfinite(v)) or not np.any(v != 0):
-        return False  # a part missing, non-finite or always zero proves nothing
-    return not (is_epoch(t) or is_step(t) or is_lr(t) or is_grad_norm(t) or is_val(t) or METRIC & set(t))
-
-
-def _summands(y: np.ndarray, x: np.ndarray) -> list[int] | None:
-    """The columns of ``x`` (two or more) that sum to ``y`` on every row, the most of them; None if none do."""
-    k = x.shape[1]
-    masks = ((np.arange(1, 1 << k)[:, None] >> np.arange(k)) & 1).astype(bool)
-    masks = masks[masks.sum(axis=1) >= 2]
-    scale = np.maximum(np.abs(y), 1e-12)[:, None]
-    probe = np.unique(np.linspace(0, len(y) - 1, min(len(y), 8)).astype(int))
-    near = np.all(np.abs(x[probe] @ masks.T - y[probe, None]) <= _REL * scale[probe], axis=0)
-    masks = masks[near]
-    if len(masks):
-        masks = masks[np.all(np.abs(x @ masks.T - y[:, None]) <= _REL * scale, axis=0)]
-    if not len(masks):
-        return None
-    best = masks[int(np.argmax(masks.sum(axis=1)))]
-    return [int(j) for j in np.flatnonzero(best)]
 
 
 def _simple(table: Table, cols: list[str], picks: list[Pick], skip: set[str]) -> None:
@@ -331,16 +239,24 @@ def _unnamed(table: Table, roles: Roles) -> None:
                                 "with no name: read as the training loss (--val-loss values reads it as "
                                 "the validation loss)"))
         return
-    if table.shape != "delimited, no header" or len(table.names) != 2:
+    # A leading column of words (``batch: 383 0.64 0.63``) holds no number: the counter is the first
+    # column that does. A word between the numbers names them (``step 3 loss 0.5``): the text reader's.
+    if table.shape != "delimited, no header":
         return
-    counter, value = table.names
+    filled = [bool(table.present[n].any()) for n in table.names]
+    names = [n for n, f in zip(table.names, filled, strict=True) if f]
+    if not 2 <= len(names) <= 4 or not all(filled[filled.index(True):]):
+        return
+    counter, value = names[:2]
     c, v = table.values[counter][table.present[counter]], table.values[value][table.present[value]]
     if not (c.size >= 3 and _integral(c) and bool(np.all(np.diff(c) > 0)) and v.size and not _integral(v)):
         return
     roles.index, roles.index_kind = counter, "step"
-    roles.index_why = f"the first of two unnamed columns counts up (integral, rising): {counter!r} is the step"
+    roles.index_why = f"the first of the unnamed columns counts up (integral, rising): {counter!r} is the step"
+    # ``print(i, loss, acc)``: a loop prints the loss it minimizes first, what it watches after.
+    first = "" if len(names) == 2 else f" (the first of {len(names) - 1}; --loss names another)"
     roles.picks.append(Pick("loss", (value,), "column", f"the value printed after each step with no name, "
-                            f"{value!r}: read as the training loss (--val-loss {value} reads it as the "
+                            f"{value!r}{first}: read as the training loss (--val-loss {value} reads it as the "
                             "validation loss)"))
 
 

@@ -54,8 +54,18 @@ def test_silent_twin_four_evaluations_not_rising_at_each(val):
     assert verdict.label != "overfitting"
 
 
-def test_silent_twin_three_evaluations_say_nothing():
+def test_three_evaluations_overfit_when_the_gap_doubled():
+    # Since round 23: the held-out loss rose at each evaluation, 37% in all, while its ratio to the
+    # halved training loss tripled (``gap_widens`` from 2 to 4 evaluations, by effect size).
     train = 2.1 * np.exp(-np.linspace(0, 1, 12))
+    steps = np.arange(1, 13)
+    run = make_run(train, steps=steps, val_loss=np.array(RISING[:3]), val_steps=np.array([4, 8, 12]))
+    verdict = classify(run)
+    assert verdict.label == "overfitting" and verdict.evidence["kind"] == "gap_widens"
+
+
+def test_silent_twin_three_evaluations_say_nothing_while_the_gap_grew_less_than_twice():
+    train = 2.1 * np.exp(-0.3 * np.linspace(0, 1, 12))
     steps = np.arange(1, 13)
     run = make_run(train, steps=steps, val_loss=np.array(RISING[:3]), val_steps=np.array([4, 8, 12]))
     assert classify(run).label != "overfitting"
