@@ -124,7 +124,8 @@ readings, in the order they are tried (the first that holds is the verdict):
   least 10x the first (``kind: short_leap``: the loss left its start by an
   order of magnitude at the first line logged after it and never came
   back; tried after ``short_ended_high`` with 5 or more), or, with 3 or 4,
-  when the last is 100x every point before it.
+  when the last is 100x every point before it, or when the loss rose at
+  every point to 100x its first (``kind: short_climbed``).
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ import numpy as np
 
 from runlens.detectors.curve.memorized import Accuracies, frozen_accuracy, memorized
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.short_high import both_high
+from runlens.detectors.curve.short_high import LEAP, both_high, climbed, ended_high, grown, leapt
 from runlens.detectors.curve.short_level import (
     ALIKE,
     alike_tail,
@@ -174,14 +175,15 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     if x.size >= 5:
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
-        verdict = (_grown(cfg, steps, x, t, base) or _ended_high(steps, x, base) or _leapt(steps, x, base) or _given_back(cfg, steps, x, base)
+        verdict = (grown(cfg, steps, x, t, base) or ended_high(steps, x, base) or leapt(steps, x, base, cfg.alpha) or _given_back(cfg, steps, x, base)
                    or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base)
                    or undone_few(cfg, steps, x, sets, base) or turned_few(cfg, steps, x, sets, base) or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
                    or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base)
                    or no_progress(cfg, steps, x, t, base, sets, index))
         if verdict is not None:
             return verdict
-    elif x.size >= 3 and (verdict := _leapt(steps, x, base) or _ended_high(steps, x, base)) is not None:
+    elif x.size >= 3 and (verdict := leapt(steps, x, base) or ended_high(steps, x, base)
+                          or climbed(steps, x, base)) is not None:
         return verdict
     elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base) or undone_few(cfg, steps, x, sets, base)
                           or gap_verdict(cfg, steps, x, sets, base, ", in a short log")) is not None:
@@ -194,62 +196,6 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                         f"only {x.size} finite training losses (< {cfg.min_points}): too few for "
                         "the curve's shape; the point detectors still judge them",
                         {"finite_points": int(x.size), "min_points": cfg.min_points})
-
-
-def _grown(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any]) -> CurveVerdict | None:
-    # An order of magnitude up, steadily, before the run was stopped.
-    first, last = base["start_level"], base["final_level"]
-    if not (first > 0 and last >= 10 * first and t.p_increasing < cfg.alpha_strong):
-        return None
-    return CurveVerdict(
-        "diverged", f"the loss grew from {first:.4g} to {last:.4g} in {x.size} steps "
-        f"(Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
-        {**base, "orders_of_magnitude": math.log10(last / first), "kind": "short_growth",
-         "step": int(steps[0])})
-
-
-#: How far above its first value every later point of a 3- or 4-point log must stay: an order of
-#: magnitude, which the minibatch noise of a logged loss does not reach, and no line came back.
-LEAP = 10.0
-
-
-def _leapt(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
-    # Too few points for a trend test (``_grown``): every line after the first held ``LEAP`` times
-    # the first (GluonCV's CrossEntropy 19 -> 3e33 at each of the next three batches). A lone
-    # high point that comes back is a spike, ``loss_spikes``'.
-    first = float(x[0])
-    if not (first > 0 and np.all(x[1:] >= LEAP * first)):
-        return None
-    low = float(np.min(x[1:]))
-    return CurveVerdict(
-        "diverged", f"the loss jumped from {first:.4g} to at least {low:.4g} ({LEAP:g}x or more) at each of the "
-        f"{x.size - 1} lines after the first, in a log of {x.size} points: none came back",
-        {**base, "orders_of_magnitude": math.log10(low / first), "kind": "short_leap", "leap": LEAP,
-         "step": int(steps[1])})
-
-
-#: How far above every earlier point the last one must be to end a short log diverged: two orders
-#: of magnitude, beyond what a noisy minibatch or a hard batch reaches (those are ``LEAP`` at most).
-ENDED_HIGH = LEAP * LEAP
-
-
-def _ended_high(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
-    # The last lines blew up (LadderNet's train loss 0.16 -> 1.6e18 at its fifth epoch; a YOLO's
-    # 11.7, 8.8, 8713, 15806): nothing after them says it came back, and losses a hundred times
-    # their own maximum so far are not noise. The first point from which every loss is that high.
-    tops = np.maximum.accumulate(x[:-1])
-    lows = np.minimum.accumulate(x[::-1])[::-1][1:]
-    hit = np.flatnonzero((tops > 0) & (lows >= ENDED_HIGH * tops))
-    if not hit.size:
-        return None
-    j = int(hit[0]) + 1
-    top, low = float(tops[j - 1]), float(lows[j - 1])
-    tail = "the last" if j == x.size - 1 else f"each of the last {x.size - j}"
-    return CurveVerdict(
-        "diverged", f"{tail} of {x.size} losses is {low:.4g} or more, {low / top:.3g}x the largest before "
-        f"({top:.4g}; >= {ENDED_HIGH:g}x): the run ended blown up",
-        {**base, "orders_of_magnitude": math.log10(low / top), "kind": "short_ended_high",
-         "ended_high": ENDED_HIGH, "step": int(steps[j])})
 
 
 def _swings(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any]) -> CurveVerdict | None:

@@ -1,4 +1,6 @@
-"""A short log whose training and held-out loss both ended an order of magnitude up: the weights blew up.
+"""A short log that blew up: its loss grew tenfold along a trend, left its start tenfold at once, rose
+at every line a hundredfold, or ended a hundredfold above every earlier value; or its training and
+held-out loss both ended an order of magnitude up (the weights blew up).
 
 One training loss ten times its lowest may be one bad batch (a spike, ``loss_spikes``' call); a
 held-out loss is measured on fixed data, so it rises tenfold only when the weights changed that much.
@@ -13,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
+from runlens.stats.trend import Trend, trend
 
 #: How far above its own minimum each loss must end: an order of magnitude, beyond minibatch noise.
 BOTH_HIGH = 10.0
@@ -46,3 +50,78 @@ def both_high(steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray
                  "orders_of_magnitude": math.log10(float(x[-1]) / low),
                  "val_orders_of_magnitude": math.log10(float(vl[-1]) / vlow), "step": int(steps[-1])})
     return None
+
+
+def grown(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any]) -> CurveVerdict | None:
+    # An order of magnitude up, steadily, before the run was stopped.
+    first, last = base["start_level"], base["final_level"]
+    if not (first > 0 and last >= 10 * first and t.p_increasing < cfg.alpha_strong):
+        return None
+    return CurveVerdict(
+        "diverged", f"the loss grew from {first:.4g} to {last:.4g} in {x.size} steps "
+        f"(Kendall tau={t.tau:.2f}, p={t.p_increasing:.1e})",
+        {**base, "orders_of_magnitude": math.log10(last / first), "kind": "short_growth",
+         "step": int(steps[0])})
+
+
+#: How far above its first value every later point of a 3- or 4-point log must stay: an order of
+#: magnitude, which the minibatch noise of a logged loss does not reach, and no line came back.
+LEAP = 10.0
+
+
+def leapt(steps: np.ndarray, x: np.ndarray, base: dict[str, Any], alpha: float = 0.05) -> CurveVerdict | None:
+    # Too few points for a trend test (``_grown``): every line after the first held ``LEAP`` times
+    # the first (GluonCV's CrossEntropy 19 -> 3e33 at each of the next three batches). A lone
+    # high point that comes back is a spike, ``loss_spikes``'.
+    first = float(x[0])
+    if not (first > 0 and np.all(x[1:] >= LEAP * first)):
+        return None
+    # With 5 points or more, the lines after the jump must not fall along a trend: a first value
+    # printed small (a running sum divided by the interval before the interval filled) followed by a
+    # loss that falls is a healthy run, not a leap.
+    if x.size >= 5 and trend(x[1:], steps[1:].astype(float)).p_decreasing < alpha:
+        return None
+    low = float(np.min(x[1:]))
+    return CurveVerdict(
+        "diverged", f"the loss jumped from {first:.4g} to at least {low:.4g} ({LEAP:g}x or more) at each of the "
+        f"{x.size - 1} lines after the first, in a log of {x.size} points: none came back",
+        {**base, "orders_of_magnitude": math.log10(low / first), "kind": "short_leap", "leap": LEAP,
+         "step": int(steps[1])})
+
+
+def climbed(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
+    # Three or four points, too few for a trend test: each above the one before and the last
+    # ``ENDED_HIGH`` times the first (1.2, 3.5, 40, 700): a loss multiplying at every line. A rise at
+    # every point has p = 1/n! under noise; a hundredfold is beyond any minibatch's noise.
+    first = float(x[0])
+    if not (first > 0 and np.all(np.diff(x) > 0) and float(x[-1]) >= ENDED_HIGH * first):
+        return None
+    return CurveVerdict(
+        "diverged", f"the loss rose at each of its {x.size} lines, from {first:.4g} to {x[-1]:.4g} "
+        f"({x[-1] / first:.3g}x; >= {ENDED_HIGH:g}x): it grows without bound, in a short log",
+        {**base, "orders_of_magnitude": math.log10(float(x[-1]) / first), "kind": "short_climbed",
+         "ended_high": ENDED_HIGH, "step": int(steps[1])})
+
+
+#: How far above every earlier point the last one must be to end a short log diverged: two orders
+#: of magnitude, beyond what a noisy minibatch or a hard batch reaches (those are ``LEAP`` at most).
+ENDED_HIGH = LEAP * LEAP
+
+
+def ended_high(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
+    # The last lines blew up (LadderNet's train loss 0.16 -> 1.6e18 at its fifth epoch; a YOLO's
+    # 11.7, 8.8, 8713, 15806): nothing after them says it came back, and losses a hundred times
+    # their own maximum so far are not noise. The first point from which every loss is that high.
+    tops = np.maximum.accumulate(x[:-1])
+    lows = np.minimum.accumulate(x[::-1])[::-1][1:]
+    hit = np.flatnonzero((tops > 0) & (lows >= ENDED_HIGH * tops))
+    if not hit.size:
+        return None
+    j = int(hit[0]) + 1
+    top, low = float(tops[j - 1]), float(lows[j - 1])
+    tail = "the last" if j == x.size - 1 else f"each of the last {x.size - j}"
+    return CurveVerdict(
+        "diverged", f"{tail} of {x.size} losses is {low:.4g} or more, {low / top:.3g}x the largest before "
+        f"({top:.4g}; >= {ENDED_HIGH:g}x): the run ended blown up",
+        {**base, "orders_of_magnitude": math.log10(low / top), "kind": "short_ended_high",
+         "ended_high": ENDED_HIGH, "step": int(steps[j])})

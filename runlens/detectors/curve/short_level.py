@@ -170,7 +170,7 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
     best = (first - end) / first if first > 0 else 0.0
     # Or no loss printed after the first was below it: whatever its noise, the run never did better
     # than the model it started from (a loss that rose from its start and jitters above it).
-    never_below = float(np.min(x[1:])) >= first > 0
+    never_below = float(np.min(x[1:])) >= first > 0 and not _rest_fell(cfg, steps, x, end)
     if not (0 < ref and ((abs(drop) < cfg.min_drop and best < cfg.min_drop) or never_below)):
         return None
     if t.p_decreasing < cfg.alpha_strong or bool(np.all(np.diff(x) < 0)):
@@ -193,6 +193,18 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
         "in a short log",
         {**base, "relative_drop": drop, "best_drop": best, "end_level": end, "span": span, "index_kind": index,
          "never_below_start": never_below, "kind": "short_no_progress", "step": int(steps[0])})
+
+
+def _rest_fell(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, end: float) -> bool:
+    """Whether the losses after the first fell by ``min_drop`` from the median of their first three,
+    along a downward Kendall trend at ``alpha`` or at every point: a first print far below the rest (a
+    running sum divided by the interval before the interval filled: 0.01, then 0.5, 0.45, ... 0.35)
+    is no start the run failed to beat."""
+    rest = x[1:]
+    head = float(np.median(rest[:3]))
+    if not (head > 0 and (head - end) / head >= cfg.min_drop):
+        return False
+    return bool(np.all(np.diff(rest) < 0)) or trend(rest, steps[1:].astype(float)).p_decreasing < cfg.alpha
 
 
 def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray) -> CurveVerdict | None:

@@ -1,4 +1,4 @@
-"""Round 23: three readings of a short log, each found on a paste of the ninth thread set (a development
+"""Round 23: five readings of a short log, each found on a paste of the ninth thread set (a development
 set since its one grading), each with silent twins. The series are made up here.
 
 - ``short_leap`` from 5 points on: the loss left its first value tenfold at the next line and never
@@ -6,8 +6,11 @@ set since its one grading), each with silent twins. The series are made up here.
   the median of the first three, the start of ``short_grown``, took the jump in;
 - ``short_ended_high`` from the point where every later loss is a hundred times every earlier one (a
   detector's 11.7, 8.8, 8713, 15806), not only the last;
+- ``short_climbed``: 3 or 4 losses that rose at every line to a hundredfold their first (found by
+  probing made-up shapes beside the others, not on a paste);
 - ``gap_widens`` from 2 evaluations when the held-out loss rose by ``min_val_rise`` and its ratio to
-  the training loss grew twice or more (a retrieval model's train 5.10 -> 0.82 while test 4.85 -> 6.21).
+  the training loss grew twice or more (a retrieval model's train 5.10 -> 0.82 while test 4.85 -> 6.21);
+- ``beyond_any_vocabulary``: a perplexity above 10^7 (OpenNMT's exp(100), its cap).
 """
 
 from __future__ import annotations
@@ -40,10 +43,21 @@ def test_a_loss_that_left_its_start_tenfold_and_stayed_diverged(tmp_path):
     ("one high line that came back is a spike", [11.53, 377.55, 12.1, 11.0, 10.7, 10.2, 9.9, 9.6]),
     ("a rise of less than tenfold is no leap", [11.53, 90.0, 85.0, 88.0, 80.0, 84.0, 83.0, 82.0]),
     ("a first value of zero leaves nothing to multiply", [0.0, 3.1, 2.9, 2.8, 2.6, 2.5, 2.4, 2.3]),
+    ("a first print far below a rest that falls (a sum divided before its interval filled)",
+     [0.01, 0.5, 0.45, 0.4, 0.38, 0.35]),
 ])
 def test_silent_twins_of_a_leap(tmp_path, why, values):
     diag = _per_step(tmp_path, values)
     assert diag.curve.evidence.get("kind") != "short_leap", (why, diag.curve.reason)
+
+
+def test_a_first_print_far_below_a_falling_rest_is_no_lack_of_progress(tmp_path):
+    # Round 22's "no loss after the first was below it" asks the rest not to have fallen on its own.
+    diag = _per_step(tmp_path, [0.01, 0.5, 0.45, 0.4, 0.38, 0.35], every=100)
+    assert diag.curve.evidence.get("kind") != "short_no_progress", diag.curve.reason
+    # A rest that stays where it jumped to is no fall: the leap reads it (an order of magnitude up, kept).
+    diag = _per_step(tmp_path, [0.01, 0.5, 0.52, 0.49, 0.51, 0.5], every=100)
+    assert diag.curve.evidence.get("kind") == "short_leap", diag.curve.reason
 
 
 def test_the_last_losses_a_hundred_times_every_earlier_one_ended_high(tmp_path):
@@ -105,3 +119,18 @@ def test_a_perplexity_above_any_vocabulary_diverged(tmp_path):
 def test_silent_twins_of_a_perplexity_beyond_any_vocabulary(tmp_path, why, lines):
     diag = _analyzed(tmp_path, lines)
     assert diag.curve.evidence.get("kind") != "beyond_any_vocabulary", (why, diag.curve.reason)
+
+
+def test_three_or_four_losses_that_rose_at_each_line_a_hundredfold_diverged(tmp_path):
+    diag = _per_step(tmp_path, [1.2, 3.5, 40.0, 700.0])
+    assert diag.curve.label == "diverged", diag.curve.reason
+    assert diag.curve.evidence["kind"] == "short_climbed"
+
+
+@pytest.mark.parametrize("why, values", [
+    ("a rise that paused is no climb at every line", [1.2, 40.0, 35.0, 700.0]),
+    ("fiftyfold is not a hundredfold", [1.2, 3.5, 20.0, 60.0]),
+])
+def test_silent_twins_of_a_climb(tmp_path, why, values):
+    diag = _per_step(tmp_path, values)
+    assert diag.curve.evidence.get("kind") != "short_climbed", (why, diag.curve.reason)
