@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runlens.io.importers import anyline
+from runlens.io.importers import anyline, embedded
 from runlens.io.importers._clean import clean
 from runlens.io.importers._evalline import BARE_MIN, bare_value
 from runlens.io.importers._lineplan import Parser
@@ -220,6 +220,8 @@ def _text_kind(counts: dict[str, int], lines: list[str]) -> Sniff:
         return Sniff("text", found={"text": f"{counts['bare_lines']} values alone on their lines and no loss named"})
     if n1 == 0 and anyline.finds_loss(lines[:4000]):
         return Sniff("text", found={"text": "lines that name a loss beside a number, in no format runlens knows"})
+    if n1 == 0 and embedded.finds(lines[:4000]):
+        return Sniff("text", found={"text": "a table of numbers under a line of names, between other lines"})
     if n1 == 0:
         return Sniff(None, "no line carries a training step with a number (not a training log)")
     if n2 >= 3 and n2 * 2 >= n1:

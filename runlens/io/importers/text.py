@@ -34,7 +34,7 @@ import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
-from runlens.io.importers import anyline
+from runlens.io.importers import anyline, embedded
 from runlens.io.importers._common import Imported, Series, Take, require_file
 from runlens.io.importers._epochlines import lines_in_epochs
 from runlens.io.importers._evalline import (
@@ -339,6 +339,8 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
                                   any(r.rows for r in runs))
         if instead is not None:
             return instead
+        if not runs[0].rows and (table := embedded.read(path, encoding)) is not None:
+            return table
     if not runs[0].rows:
         hint = f"no line carries a {step!r} field" if step else (
             "no line carries a training step (step/iter/iteration N, Epoch e/N, [N/M], s:N) with a number")

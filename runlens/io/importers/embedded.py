@@ -1,0 +1,127 @@
+"""The last reading of a console log: a table of numbers under a line of column names, between other lines.
+
+A script that prints its own table (``Epoch  Train Loss  Val Loss``, then a row
+of numbers per epoch) between a banner and a closing message, or a CLI tool whose
+every line opens with a status tag (``[ ACTION ]``, ``[   20%   ]``), is neither
+a table (the other lines break its rows) nor lines the text reader knows (no
+step is named on them). When nothing else reads the log, this one looks for the
+table by structure alone:
+
+- a line's cells are its whitespace-separated words once a log prefix and a
+  leading bracketed tag are taken off;
+- a header is a line of 2 or more cells, at least one a name (holding a
+  letter) and fewer than half numbers;
+- its rows are the lines right under it, 3 at least, each of the same number
+  of cells, every one a number (or ``nan``/``inf``);
+- one name heads each column: the header's words when there are as many as
+  the columns, else the header cut at its runs of two or more spaces (a name
+  of two words, ``Train log_loss``, is one column's);
+- of several such blocks, the longest whose names give a training signal (a
+  loss, a validation loss) is read, as the table reader reads any table.
+
+The import warnings say which header was read and on which line, so a reader
+can check it; ``--loss NAME`` names another column.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import re
+from pathlib import Path
+
+from runlens.io.importers._clean import strip_prefixes
+from runlens.io.importers._common import Imported, Take
+from runlens.io.importers._textblock import blocks
+from runlens.io.reader.source import open_limited
+
+#: The fewest rows under a header read as a table: two rows and a header can be anything.
+MIN_ROWS = 3
+_MAX_LINE = 4096
+_MAX_LINES = 200_000  # a table a person prints sits in the first lines; a huge log is not scanned whole
+_TAG = re.compile(r"^\s*\[[^\]]{0,40}\]\s*")
+_WIDE = re.compile(r"\s{2,}|\t")
+_NUMBER = re.compile(r"^[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)$", re.IGNORECASE)
+
+
+def _cells(raw: str) -> list[str]:
+    text = _TAG.sub("", strip_prefixes(raw[:_MAX_LINE]), count=1)
+    return text.split()
+
+
+def _header(cells: list[str]) -> bool:
+    numbers = sum(bool(_NUMBER.match(c)) for c in cells)
+    return len(cells) >= 2 and 2 * numbers < len(cells) and any(ch.isalpha() for c in cells for ch in c)
+
+
+def _row(cells: list[str]) -> bool:
+    return len(cells) >= 2 and all(_NUMBER.match(c) for c in cells)
+
+
+def find(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """Each block of a header and its rows (``MIN_ROWS`` at least) in ``lines``, longest first: ``(line
+    number of the header, [header, row, ...])``, tab-separated, one name over each column."""
+    found: list[tuple[int, list[str]]] = []
+    cells = [_cells(raw) for raw in lines]
+    i = 0
+    while i < len(cells):
+        if not _header(cells[i]):
+            i += 1
+            continue
+        j = i + 1
+        width = len(cells[j]) if j < len(cells) and _row(cells[j]) else 0
+        while j < len(cells) and _row(cells[j]) and len(cells[j]) == width:
+            j += 1
+        names = _names(lines[i], cells[i], width)
+        if j - i - 1 >= MIN_ROWS and names is not None:
+            found.append((i, ["\t".join(c) for c in (names, *cells[i + 1:j])]))
+        i = max(j, i + 1)
+    return sorted(found, key=lambda b: -len(b[1]))
+
+
+def _names(raw: str, words: list[str], width: int) -> list[str] | None:
+    """One name per column: the header's words, or, when a name has several words (``Train log_loss``),
+    the header cut at its runs of two or more spaces; None when neither gives ``width`` names."""
+    if len(words) == width:
+        return words
+    cut = [c for c in _WIDE.split(_TAG.sub("", strip_prefixes(raw[:_MAX_LINE]), count=1).strip()) if c]
+    return cut if len(cut) == width else None
+
+
+def read(path: Path, encoding: str = "utf-8") -> Take | None:
+    """The log at ``path`` as the table it holds between other lines; None when it holds none with a
+    training signal."""
+    from runlens.io.importers.table import signal_roles, table_runs
+    from runlens.io.reader import delimited
+    from runlens.io.reader.roles import infer
+
+    with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:
+        lines = []
+        for chunk in blocks(f, _MAX_LINE):
+            lines.extend(chunk)
+            if len(lines) >= _MAX_LINES:
+                break
+    for at, block in find(lines):
+        shape = delimited.sniff(block)
+        if shape is None:
+            continue
+        table = delimited.read(block, *shape)
+        if table.n < MIN_ROWS or not signal_roles(infer(table)):
+            continue
+        take = table_runs(table, path, kind="text")
+        note = (f"no line is in a format runlens knows: read the table of {table.n} rows under the header on "
+                f"line {at + 1} ({', '.join(block[0].split(chr(9)))[:120]}); --loss NAME names another column")
+        return functools.partial(_noted, take, note)
+    return None
+
+
+def finds(lines: list[str]) -> bool:
+    """Whether ``lines`` (a log's head) hold a header and ``MIN_ROWS`` rows under it (what the sniff asks;
+    the read checks the names)."""
+    return bool(find(lines))
+
+
+def _noted(take: Take, note: str, run: int | None) -> Imported:
+    imp = take(run)
+    imp.warnings.insert(0, note)
+    return imp
