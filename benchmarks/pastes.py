@@ -190,39 +190,47 @@ THREADS7_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts,
                  "progress bar; a stuck tail within a thousandth; a training and held-out loss both ten times "
                  "their lowest; a held-out loss that rose at each of 5 evaluations or more while training fell): "
                  + _dev_tail("them"))
+def _graded_once(commit: str, which: str, page: str, read: str, agreed: str, round_: int, mends: str) -> str:
+    """A former held-out set's grading and the round that mended its misses, in its role line's words."""
+    return (f"**Graded once as held out at `{commit}`** ({which}; `benchmarks/results/{page}_heldout.md`): read "
+            f"{read}, agreed {agreed}. Its misses were then read and mended in round {round_} ({mends}): "
+            + _dev_tail("them"))
+
+
 # How the eighth and later sets were kept blind, in the words of their role lines.
 _MERGED = ("their reports gave only counts, they were merged by a script, and nobody working on runlens opened "
            "or listed a paste before its one grading. ")
+
+
+def _merged(what: str, folder: str, who: str, round_: int, rest: str, merged: str = _MERGED) -> str:
+    """The role line of a set gathered from threads and pages by workers merged by a script."""
+    return _held_out(f"issue threads, Q&A pages, forum threads, blog posts, tutorials and repository {what}",
+                     "thread or page", folder, who, round_, "2026-12-05") + merged + rest
+
+
 THREADS8, THREADS8_REPORT = _paths("pastes_threads8")
-THREADS8_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository docs",
-                           "thread or page", "pastes_threads8", "ten workers in two waves (six, then four; six on "
-                           "issue threads, four on Q&A pages, forum threads, blog posts and tutorials)", 21,
-                           "2026-12-05") + _MERGED +
-                 "**Graded once as held out at `48e9321`** (round 21's last engine commit; "
-                 "`benchmarks/results/pastes_threads8_heldout.md`): read 0.78 (36/46), agreed 0.50 (23/46). Its "
-                 "misses were then read and mended in round 22 (a last reading of a loop's own print by the names "
-                 "beside its numbers; key/value blocks whose keys hold their own counter read as lines; losses that "
-                 "repeat an earlier pass value for value; no progress from the start judged on levels, not "
-                 "extremes, or when no loss after the first is below it): " + _dev_tail("them"))
+THREADS8_ROLE = _merged("docs", "pastes_threads8", "ten workers in two waves (six, then four; six on issue threads, "
+                        "four on Q&A pages, forum threads, blog posts and tutorials)", 21,
+                        _graded_once("48e9321", "round 21's last engine commit", "pastes_threads8", "0.78 (36/46)",
+                                     "0.50 (23/46)", 22, "a last reading of a loop's own print by the names beside its "
+                                     "numbers; key/value blocks whose keys hold their own counter read as lines; losses that "
+                                     "repeat an earlier pass value for value; no progress from the start judged on levels, "
+                                     "not extremes, or when no loss after the first is below it"))
 THREADS9, THREADS9_REPORT = _paths("pastes_threads9")
-THREADS9_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository files",
-                           "thread or page", "pastes_threads9", "thirteen workers in two waves (nine, then four)",
-                           22, "2026-12-05") + _MERGED +
-                 "**Graded once as held out at `50610bb`** (round 22's last engine commit; "
-                 "`benchmarks/results/pastes_threads9_heldout.md`): read 0.84 (46/55), agreed 0.62 (34/55). Its "
-                 "misses were then read and mended in round 23 (loss parts printed on lines of their own; a counter "
-                 "after a label and several unnamed values; the loss alone before its parts; a loss named at its "
-                 "grain; `It:` as a step; an epoch line after an evaluation is no summary; a loss that left its start "
-                 "tenfold at once, or ended a hundredfold above every earlier value): " + _dev_tail("them"))
+THREADS9_ROLE = _merged("files", "pastes_threads9", "thirteen workers in two waves (nine, then four)", 22,
+                        _graded_once("50610bb", "round 22's last engine commit", "pastes_threads9", "0.84 (46/55)",
+                                     "0.62 (34/55)", 23, "loss parts printed on lines of their own; a counter after a label "
+                                     "and several unnamed values; the loss alone before its parts; a loss named at its grain; "
+                                     "`It:` as a step; an epoch line after an evaluation is no summary; a loss that left its "
+                                     "start tenfold at once, or ended a hundredfold above every earlier value"))
 THREADS10, THREADS10_REPORT = _paths("pastes_threads10")
-THREADS10_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository files",
-                            "thread or page", "pastes_threads10", "seventeen workers in three waves (eight, five, "
-                            "then four)", 23, "2026-12-05") + _MERGED.replace(
-                                "opened or listed a paste", "opened a paste") +
-                  "A slip is declared in its README: 29 file names of six passes were listed while workers were "
-                  "checked on (no content, no label's reason). **Graded once as held out**, at the end of round 23, "
-                  "at the commit this page names: the pastes figure to quote. Its parts: trainers whose format is "
-                  "among the earlier sets' (format seen) and the others.")
+THREADS10_ROLE = _merged("files", "pastes_threads10", "seventeen workers in three waves (eight, five, then four)",
+                         23, "A slip is declared in its README: 29 file names of six passes were listed while "
+                         "workers were checked on (no content, no label's reason). **Graded once as held out**, at "
+                         "the end of round 23, "
+                         "at the commit this page names: the pastes figure to quote. Its parts: trainers whose "
+                         "format is among the earlier sets' (format seen) and the others.",
+                         _MERGED.replace("opened or listed a paste", "opened a paste"))
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
            "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),

@@ -175,3 +175,13 @@ def write_run_dir(root, run: Run) -> Path:
     end = "2026-01-01T01:00:00+00:00"
     meta = run_meta(root.name, ended_at=end, heartbeat_at=end, host="elsewhere", config=dict(run.meta.get("config", {})), environment={"python": "3.12"})
     return runs.write_run(root, run, meta=meta)
+
+
+def analyze_lines(tmp_path: Path, lines: list[str]):
+    """``runlens.analyze`` of a console log of ``lines`` written under ``tmp_path`` (a paste, as a user
+    saves one)."""
+    from runlens import analyze
+
+    path = Path(tmp_path) / "log.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return analyze(path)

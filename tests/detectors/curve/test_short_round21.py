@@ -12,8 +12,7 @@ development set since its one grading), each with silent twins.
 from __future__ import annotations
 
 import pytest
-
-from runlens import analyze
+from loss_synth import analyze_lines
 
 FANN = [187.3569030762, 34.0731391907, 34.0791511536, 34.0858230591, 34.0767517090, 34.0764961243,
         34.0817642212, 34.0817031860, 34.0721969604, 34.0795860291, 34.0741653442, 34.0833320618,
@@ -21,9 +20,7 @@ FANN = [187.3569030762, 34.0731391907, 34.0791511536, 34.0858230591, 34.07675170
 
 
 def _analyzed(tmp_path, lines):
-    path = tmp_path / "log.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return analyze(path)
+    return analyze_lines(tmp_path, lines)
 
 
 def _errors(tmp_path, values):

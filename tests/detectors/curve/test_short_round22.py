@@ -13,16 +13,13 @@ set since its one grading), each with silent twins. The series are made up here.
 from __future__ import annotations
 
 import pytest
-
-from runlens import analyze
+from loss_synth import analyze_lines
 
 EPOCH = [0.9741, 1.3742, 1.2390, 0.9670, 1.0386, 1.1681, 1.2240, 0.9610]
 
 
 def _analyzed(tmp_path, lines):
-    path = tmp_path / "log.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return analyze(path)
+    return analyze_lines(tmp_path, lines)
 
 
 def _per_step(tmp_path, values, every=1):
