@@ -64,15 +64,15 @@ def grown(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: di
          "step": int(steps[0])})
 
 
-#: How far above its first value every later point of a 3- or 4-point log must stay: an order of
-#: magnitude, which the minibatch noise of a logged loss does not reach, and no line came back.
+#: How far above its first value every later point of a short log must stay to have leapt: an order
+#: of magnitude, which the minibatch noise of a logged loss does not reach, and no line came back.
 LEAP = 10.0
 
 
 def leapt(steps: np.ndarray, x: np.ndarray, base: dict[str, Any], alpha: float = 0.05) -> CurveVerdict | None:
-    # Too few points for a trend test (``_grown``): every line after the first held ``LEAP`` times
-    # the first (GluonCV's CrossEntropy 19 -> 3e33 at each of the next three batches). A lone
-    # high point that comes back is a spike, ``loss_spikes``'.
+    # Too few points for a trend test (:func:`grown`), or a jump that the start's median takes in:
+    # every line after the first held ``LEAP`` times the first (GluonCV's CrossEntropy 19 -> 3e33 at
+    # each of the next three batches). A lone high point that comes back is a spike, ``loss_spikes``'.
     first = float(x[0])
     if not (first > 0 and np.all(x[1:] >= LEAP * first)):
         return None
