@@ -37,11 +37,10 @@ def beyond_any_vocabulary(config: Any, steps: np.ndarray, x: np.ndarray) -> Curv
     loss = roles.get("loss") if isinstance(roles, dict) else None
     if not (isinstance(loss, dict) and loss.get("how") == "log") or not x.size:
         return None
-    tail = x[-max(1, x.size // 3):]
     cap = math.log(MAX_VOCABULARY)
-    if not np.all(tail > cap):
-        return None
     above = x > cap
+    if not above[-max(1, x.size // 3):].all():
+        return None
     at = 0 if above.all() else int(x.size - np.argmin(above[::-1]))  # where the run of such values began
     return CurveVerdict(
         "diverged", f"the perplexity ends at {math.exp(min(float(x[-1]), 700.0)):.3g} (loss {float(x[-1]):.4g}), "

@@ -81,7 +81,8 @@ _SECTION = re.compile(r"\b(?:evaluation|validation|valid|eval|val|test|dev)(?:\s
 def opens_section(raw: str) -> bool:
     """Whether ``raw`` heads a block of held-out results: the lines under it, up to a blank line or the
     next training step, name their metrics without a side (``loss: 4.8458`` under ``Test Metrics:``)."""
-    return raw.rstrip().endswith(":") and _SECTION.search(raw.rstrip()) is not None
+    line = raw.rstrip()
+    return line.endswith(":") and _SECTION.search(line) is not None
 
 
 def in_section(raw: str, step: int) -> tuple[Line | None, list[tuple[str, float]]]:

@@ -30,8 +30,9 @@ import io
 import re
 from pathlib import Path
 
+from runlens.errors import ImportFailedError
 from runlens.io.importers._clean import strip_prefixes
-from runlens.io.importers._common import Imported, Take
+from runlens.io.importers._common import Take
 from runlens.io.importers._textblock import blocks
 from runlens.io.reader.source import open_limited
 
@@ -44,9 +45,9 @@ _WIDE = re.compile(r"\s{2,}|\t")
 _NUMBER = re.compile(r"^[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)$", re.IGNORECASE)
 
 
-def _cells(raw: str) -> list[str]:
-    text = _TAG.sub("", strip_prefixes(raw[:_MAX_LINE]), count=1)
-    return text.split()
+def _text(raw: str) -> str:
+    """The line without its log prefix and a leading bracketed tag."""
+    return _TAG.sub("", strip_prefixes(raw[:_MAX_LINE]), count=1)
 
 
 def _header(cells: list[str]) -> bool:
@@ -62,7 +63,7 @@ def find(lines: list[str]) -> list[tuple[int, list[str]]]:
     """Each block of a header and its rows (``MIN_ROWS`` at least) in ``lines``, longest first: ``(line
     number of the header, [header, row, ...])``, tab-separated, one name over each column."""
     found: list[tuple[int, list[str]]] = []
-    cells = [_cells(raw) for raw in lines]
+    cells = [_text(raw).split() for raw in lines]
     i = 0
     while i < len(cells):
         if not _header(cells[i]):
@@ -84,16 +85,15 @@ def _names(raw: str, words: list[str], width: int) -> list[str] | None:
     the header cut at its runs of two or more spaces; None when neither gives ``width`` names."""
     if len(words) == width:
         return words
-    cut = [c for c in _WIDE.split(_TAG.sub("", strip_prefixes(raw[:_MAX_LINE]), count=1).strip()) if c]
+    cut = [c for c in _WIDE.split(_text(raw).strip()) if c]
     return cut if len(cut) == width else None
 
 
 def read(path: Path, encoding: str = "utf-8") -> Take | None:
     """The log at ``path`` as the table it holds between other lines; None when it holds none with a
     training signal."""
-    from runlens.io.importers.table import signal_roles, table_runs
+    from runlens.io.importers.table import noted, table_runs
     from runlens.io.reader import delimited
-    from runlens.io.reader.roles import infer
 
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:
         lines = []
@@ -106,12 +106,15 @@ def read(path: Path, encoding: str = "utf-8") -> Take | None:
         if shape is None:
             continue
         table = delimited.read(block, *shape)
-        if table.n < MIN_ROWS or not signal_roles(infer(table)):
+        if table.n < MIN_ROWS:
             continue
-        take = table_runs(table, path, kind="text")
+        try:
+            take = table_runs(table, path, kind="text")
+        except ImportFailedError:
+            continue  # no training signal among its names: another block may hold one
         note = (f"no line is in a format runlens knows: read the table of {table.n} rows under the header on "
                 f"line {at + 1} ({', '.join(block[0].split(chr(9)))[:120]}); --loss NAME names another column")
-        return functools.partial(_noted, take, note)
+        return functools.partial(noted, take, [note])
     return None
 
 
@@ -120,8 +123,3 @@ def finds(lines: list[str]) -> bool:
     the read checks the names)."""
     return bool(find(lines))
 
-
-def _noted(take: Take, note: str, run: int | None) -> Imported:
-    imp = take(run)
-    imp.warnings.insert(0, note)
-    return imp

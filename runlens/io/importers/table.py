@@ -163,11 +163,11 @@ def _parse_folder(folder: Path, options: dict) -> Take:
     table, path, notes = got
     take = table_runs(table, path, **options)
     beside = path if path.is_dir() else path.parent  # hyperparameters beside the log, then in the folder
-    return functools.partial(_beside, functools.partial(_noted, take, notes),
+    return functools.partial(_beside, functools.partial(noted, take, notes),
                              _hyperparameters([beside] if beside == folder else [beside, folder]), folder)
 
 
-def _noted(take: Take, notes: list[str], run: int | None) -> Imported:
+def noted(take: Take, notes: list[str], run: int | None) -> Imported:
     imp = take(run)
     imp.warnings[:0] = notes
     return imp
