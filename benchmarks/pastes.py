@@ -54,8 +54,10 @@ gathered by ten workers during round 21, graded once at its end (``benchmarks/re
 then read and mended in round 22: ``benchmarks/results/pastes_threads8.md``. ``--threads9`` grades the ninth
 (``benchmarks/pastes_threads9/``), gathered by thirteen workers during round 22 and graded once at its end,
 then read and mended in round 23: ``benchmarks/results/pastes_threads9.md``. ``--threads10`` grades the tenth
-(``benchmarks/pastes_threads10/``), gathered by seventeen workers during round 23 and graded once at its end:
-``benchmarks/results/pastes_threads10.md``.
+(``benchmarks/pastes_threads10/``), gathered by seventeen workers during round 23 and graded once at its end
+(``benchmarks/results/pastes_threads10_heldout.md``), then read and mended in round 24:
+``benchmarks/results/pastes_threads10.md``. ``--threads11`` grades the eleventh (``benchmarks/pastes_threads11/``),
+gathered by twenty-one workers during round 24 and graded once at its end: ``benchmarks/results/pastes_threads11.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -190,6 +192,13 @@ THREADS7_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts,
                  "progress bar; a stuck tail within a thousandth; a training and held-out loss both ten times "
                  "their lowest; a held-out loss that rose at each of 5 evaluations or more while training fell): "
                  + _dev_tail("them"))
+#: What round 24 mended on the tenth set's misses.
+THREADS10_MENDS = ("a loss word run into its part's number (`loss1u`); an inner counter that restarts after an epoch's "
+                   "summary line counted on, not a new run; a banner epoch header over a perplexity beside a side in "
+                   "parentheses; argparse's settings dump is no training step; a batch counter in parentheses after "
+                   "the epoch; a steady crawl from the start under a tenth of `min_drop` is no progress")
+
+
 def _graded_once(commit: str, which: str, page: str, read: str, agreed: str, round_: int, mends: str) -> str:
     """A former held-out set's grading and the round that mended its misses, in its role line's words."""
     return (f"**Graded once as held out at `{commit}`** ({which}; `benchmarks/results/{page}_heldout.md`): read "
@@ -224,19 +233,24 @@ THREADS9_ROLE = _merged("files", "pastes_threads9", "thirteen workers in two wav
                                      "`It:` as a step; an epoch line after an evaluation is no summary; a loss that left its "
                                      "start tenfold at once, or ended a hundredfold above every earlier value"))
 THREADS10, THREADS10_REPORT = _paths("pastes_threads10")
-THREADS10_ROLE = _merged("files", "pastes_threads10", "seventeen workers in three waves (eight, five, then four)",
-                         23, "A slip is declared in its README: 29 file names of six passes were listed while "
-                         "workers were checked on (no content, no label's reason). **Graded once as held out**, at "
-                         "the end of round 23, "
-                         "at the commit this page names: the pastes figure to quote. Its parts: trainers whose "
-                         "format is among the earlier sets' (format seen) and the others.",
+THREADS10_ROLE = _merged("files", "pastes_threads10", "seventeen workers in three waves (eight, five, then four)", 23,
+                         "A slip is declared in its README: 29 file names of six passes were listed while workers "
+                         "were checked on (no content, no label's reason). "
+                         + _graded_once("5766399", "round 23's last engine commit", "pastes_threads10", "0.86 (66/77)",
+                                        "0.69 (53/77)", 24, THREADS10_MENDS),
                          _MERGED.replace("opened or listed a paste", "opened a paste"))
+THREADS11, THREADS11_REPORT = _paths("pastes_threads11")
+THREADS11_ROLE = _merged("files", "pastes_threads11", "twenty-one workers in three waves (eight, nine, then four)", 24,
+                         "**Graded once as held out**, at the end of round 24, at the commit this page names: the "
+                         "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
+                         "(format seen) and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
            "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),
            "threads7": (THREADS7, THREADS7_REPORT, THREADS7_ROLE), "threads8": (THREADS8, THREADS8_REPORT, THREADS8_ROLE),
            "threads9": (THREADS9, THREADS9_REPORT, THREADS9_ROLE),
-           "threads10": (THREADS10, THREADS10_REPORT, THREADS10_ROLE)}
+           "threads10": (THREADS10, THREADS10_REPORT, THREADS10_ROLE),
+           "threads11": (THREADS11, THREADS11_REPORT, THREADS11_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -336,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the ninth set of pastes from issue threads (benchmarks/pastes_threads9/)")
     which.add_argument("--threads10", action="store_const", const="threads10", dest="threads",
                        help="grade the tenth set of pastes from issue threads (benchmarks/pastes_threads10/)")
+    which.add_argument("--threads11", action="store_const", const="threads11", dest="threads",
+                       help="grade the eleventh set of pastes from issue threads (benchmarks/pastes_threads11/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()
