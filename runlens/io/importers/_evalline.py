@@ -34,11 +34,22 @@ def eval_at_last_step(raw: str, step: int | None) -> tuple[Line | None, list[tup
             return Line(step, text, True, None, "eval after step"), fields
         return None, []
     # "result (greedy) loss: 3.72": the words before a metric's own name are prose, not part of it.
-    fields = [(tokens(k)[-1] if tokens(k) and tokens(k)[-1] in _LAST_WORD else k, v)
-              for k, v in read_fields(text[m.end():])]
+    fields = _trimmed(read_fields(text[m.end():]))
     if not fields or (step is None and not any(set(tokens(k)) & (LOSS | PERPLEXITY) for k, _ in fields)):
         return None, []
     return Line(0 if step is None else step, text[m.end():], True, None, "eval after step"), fields
+
+
+def _trimmed(fields: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Each name cut to its metric's own word, unless an earlier name on the line was cut to that word:
+    ``valid Loss: 0.0222 Dice Loss: 0.1044`` keeps ``Dice Loss`` apart from the loss it follows."""
+    out, taken = [], set()
+    for k, v in fields:
+        toks = tokens(k)
+        word = toks[-1] if toks and toks[-1] in _LAST_WORD and toks[-1] not in taken else k
+        taken.add(word)
+        out.append((word, v))
+    return out
 
 
 _DIGIT = re.compile(r"\d")
@@ -68,10 +79,15 @@ def lr_line(raw: str) -> float | None:
 def under_header(raw: str, epoch: int) -> tuple[Line | None, list[tuple[str, float]]]:
     """The line right under an ``Epoch 4/200`` header that names no step but a loss (Keras' ``verbose=2``
     prints `` - 2s - loss: 55.80 - val_loss: 26.45`` there): that epoch's summary, at the epoch."""
-    fields = read_fields(clean(squeeze(raw.strip())))
-    if not any(role_of(k)[1] in ("loss", "val_loss") for k, _ in fields):
+    fields = read_fields(clean(squeeze(_LABEL.sub(r"\1 ", raw.strip()))))
+    # A perplexity alone is exp(loss) (the importer takes its log when no loss is logged beside it).
+    if not any(role_of(k)[1] in ("loss", "val_loss") or not PERPLEXITY.isdisjoint(tokens(k)) for k, _ in fields):
         return None, []
     return Line(epoch, "", False, epoch, "epoch"), fields
+
+
+# A bullet and a side in parentheses opening a line: ``  - (Training)   ppl: 69.9, accuracy: 48.1 %``.
+_LABEL = re.compile(r"^[-*•>]*\s*\(([A-Za-z][\w ]{0,30})\)\s*")
 
 
 # A line that opens a held-out block and ends there: "Epoch [1/5] - Test Metrics:", "Validation results:".

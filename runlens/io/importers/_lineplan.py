@@ -50,6 +50,10 @@ _NO_DIGITS = str.maketrans("", "", "0123456789")
 _NUM_GROUP = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))"
 _RECENT = 3  # plans whose own full-match regex is tried before the shape lookup
 
+# argparse's dump of the run's settings, ``Namespace(batchSize=128, lr=0.1, ..., step=10)``: its
+# ``step`` is a setting (a decay interval), not a training step, and none of its numbers were measured.
+_SETTINGS = re.compile(r"^\s*(?:\w+\s*[:=]\s*)?Namespace\(\w+=")
+
 
 class _Mark(Enum):
     """What the shape cache holds for a shape that has no plan."""
@@ -137,7 +141,7 @@ class Parser:
         offset = len(raw) - len(text)
         # A line whose wrapped scalars were unwrapped is parsed in full each time: a plan indexes the raw line.
         cacheable = raw.endswith(stripped) and text == stripped
-        line = find_step(text, ctx, self.step_key)
+        line = None if _SETTINGS.match(text) else find_step(text, ctx, self.step_key)
         if line is None:
             if _NET_OUTPUT.search(text):
                 return None, [], _UNCACHEABLE

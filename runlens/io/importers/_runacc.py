@@ -12,6 +12,9 @@ from typing import Any
 from runlens.io.importers._common import record_runs
 from runlens.io.importers._linetypes import Line
 from runlens.io.importers._logsignals import Watch
+from runlens.io.reader.names import is_lossish, tokens
+
+_SIGNALS = frozenset({"grad_norm", "loss_scale"})
 
 
 class RunAcc:
@@ -70,6 +73,11 @@ class RunAcc:
         if steps is None:
             return "no training step"
         return f"{'epochs' if self.per_epoch() is not None else 'steps'} {steps[0]}..{steps[1]}"
+
+    def settings_only(self) -> bool:
+        """One line read, naming no loss, gradient norm or held-out value: the run's settings printed with a
+        ``step`` among them (``{'lr': 0.001, 'step': 10}``), not a training step, when steps follow from 0."""
+        return self.rows == 1 and not any(ev or is_lossish(tokens(col)) or col in _SIGNALS for ev, col in self.series)
 
     def put(self, is_eval: bool, column: str, name: str, step: int, value: float) -> None:
         pair = self.series.get((is_eval, column))

@@ -88,6 +88,7 @@ _PROSE = frozenset({"but", "the", "a", "an", "than", "after", "while", "and", "o
 _PROSE_OR_IGNORED = _PROSE | _IGNORED_KEYS
 
 # Step markers, most specific first. Each gives (step, total-or-None); eval says the line is a validation pass.
+_PAREN_COUNT = re.compile(r"\s*\]?\s*\(\s*(\d+)\s*/\s*(\d+)\s*\)")
 _MM_EPOCH = re.compile(r"\bEpoch\((train|val|test)\)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _MM_ITER = re.compile(r"\bIter\((train|val|test)\)\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _LLMC = re.compile(r"^s:(\d+)(?=\s)")
@@ -110,8 +111,10 @@ _BAR = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*(?=\[|\u2501|\|)")
 # timm writes the share done inside the counter's brackets: "[ 200/1251 ( 16%)]".
 _BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+(?:\.\d+)?%\s*\)\s*)?\]")
 _EPOCH = re.compile(r"(?:^\s*epochs|\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?", re.I)
-# "Epoch 3/10" (Keras), or "Epoch: 0" alone on its line (smp): the epoch of the lines below.
-_EPOCH_HEADER = re.compile(r"^\s*Epoch\s*(?:\s|:|#|=)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*$", re.I)
+# "Epoch 3/10" (Keras), or "Epoch: 0" alone on its line (smp): the epoch of the lines below; framed
+# as a banner too ("[ Epoch 0 ]", "===== Epoch 3 =====").
+_EPOCH_HEADER = re.compile(r"^\s*(?:[\[(=*#-]+\s*)?Epoch\s*(?:\s|:|#|=)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*"
+                           r"(?:[\])=*#-]+\s*)?$", re.I)
 _END_OF_EPOCH = re.compile(r"\bend of epoch\s+(\d+)", re.I)
 _NET_OUTPUT = re.compile(rf"\b(Test|Train) net output #\d+:\s*([\w/]+)\s*=\s*({_NUM})", re.I)
 _EVAL_LINE = re.compile(r"\b(?:validation|valid|eval|evaluation)\s+loss\s+at\b"
@@ -297,6 +300,8 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
     if m is not None and m.re is _BRACKET and espan is not None and m.start() <= espan[0] < m.end():
         # "Epoch [19/20], Loss: 2.30": the bracket is the epoch's own (19 of 20), not a batch counter.
         m = _BRACKET.search(text, m.end())
+    if m is None and espan is not None:  # VDSR's "Epoch[1](100/724)": the batch counter in parentheses
+        m = _PAREN_COUNT.match(text, espan[1])
     if m is not None and epoch is None and m.re is _BRACKET and (o := OUTER.search(text, 0, m.start())):
         epoch, espan = int(o.group(1)), o.span(1)
     e = epoch if epoch is not None else ctx.epoch

@@ -24,7 +24,7 @@ from runlens.errors import ImportFailedError
 from runlens.io.bounded import bounded_steps
 from runlens.io.importers._common import Imported, Series, require_file
 from runlens.io.importers._names import Mapper, is_step_key, map_name, normalise
-from runlens.io.importers.text import check_text_file
+from runlens.io.importers._textfile import check_text_file
 from runlens.io.reader.values import parse
 
 _ROW = re.compile(r"^\s*\|(.*)\|\s*$")

@@ -37,10 +37,10 @@ from runlens.io.importers._clean import clean
 from runlens.io.importers._evalline import BARE_MIN, bare_value
 from runlens.io.importers._lineplan import Parser
 from runlens.io.importers._logsignals import is_part
+from runlens.io.importers._textfile import text_encoding
 from runlens.io.importers._textline import Context, parse_mapping, read_fields
-from runlens.io.importers.text import text_encoding
 from runlens.io.reader import read_table, shape_of
-from runlens.io.reader.names import role_of
+from runlens.io.reader.names import PERPLEXITY, role_of, tokens
 from runlens.io.reader.source import head_bytes, open_binary
 
 HEAD = 262_144
@@ -171,7 +171,7 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
         else:  # no step: a line the text reader numbers when no line of the log has one
             text = clean(s)
             counts["loss_lines"] += any(role_of(k) == (False, "loss") or (not role_of(k)[0] and is_part(k))
-                                        for k, _ in read_fields(text))
+                                        or not PERPLEXITY.isdisjoint(tokens(k)) for k, _ in read_fields(text))
             counts["bare_lines"] += bare_value(s, text) is not None
     return counts
 

@@ -35,6 +35,7 @@ import numpy as np
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
 from runlens.io.importers import anyline, embedded
+from runlens.io.importers._carry import Carry, carried
 from runlens.io.importers._common import Imported, Series, Take, require_file
 from runlens.io.importers._epochlines import lines_in_epochs
 from runlens.io.importers._evalline import (
@@ -52,34 +53,12 @@ from runlens.io.importers._names import Mapper
 from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
 from runlens.io.importers._runacc import RunAcc, describe, reading_warnings
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
+from runlens.io.importers._textfile import check_text_file
 from runlens.io.reader.setnamed import rising_fractions
-from runlens.io.reader.source import open_binary, open_limited
+from runlens.io.reader.source import open_limited
 
 _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line cannot exhaust memory
 _DIGIT = re.compile(r"\d")
-_SNIFF = 8192
-
-
-def text_encoding(head: bytes) -> str:
-    """UTF-16 when the bytes start with its byte-order mark (PowerShell's ``>`` writes it), else UTF-8."""
-    return "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
-
-
-def check_text_file(path: Path) -> str:
-    """Refuse what is not a text log (a missing, empty or binary file); the encoding to read it with."""
-    try:
-        with open_binary(path) as f:
-            head = f.read(_SNIFF)
-    except (OSError, EOFError) as exc:
-        raise ImportFailedError(f"{path}: cannot read ({exc})") from exc
-    encoding = text_encoding(head)
-    if encoding == "utf-16":
-        head = head.decode("utf-16", "replace").encode("utf-8", "replace")
-    if not head.strip():
-        raise ImportFailedError(f"{path}: empty file")
-    if b"\x00" in head:
-        raise ImportFailedError(f"{path}: a binary file, not a text log")
-    return encoding
 
 
 def _scan(path: Path, mapper: Mapper, step_key: str | None,
@@ -108,6 +87,7 @@ class _Scanner:
         self.early: list[tuple[Line, list[tuple[str, float]]]] = []  # evaluations before any training step
         self.counted = False  # a training line counted steps (not epochs): an epoch line then summarizes
         self.section = False  # under a held-out block's header (``Test Metrics:``), until a blank or step line
+        self.carry = Carry()  # an inner counter counted on across epochs; the step a loss line under it is at
         self.markers: Counter = Counter()
         self.tail: tuple[Line, list[tuple[str, float]], int] | None = None  # a progress line no epoch end closed
 
@@ -136,8 +116,8 @@ class _Scanner:
     def _run(self, plan: Plan, i: int, k: int) -> int:
         """Lines ``i .. i+k`` of one plan, up to a restart of the step; how many were taken."""
         cur = self.runs[-1]
-        if not plan.eval_line and (not cur.rows or cur.first_step is None):
-            return 0  # the run's first training line sets its start: line by line
+        if not plan.eval_line and (not cur.rows or cur.first_step is None) or self.carry.offset:
+            return 0  # the run's first training line sets its start, an offset counter is counted on: line by line
         run = self.matcher.take(plan, i, k)
         if run is None:
             return 0
@@ -149,6 +129,7 @@ class _Scanner:
                 if k < MIN_RUN:
                     return 0
                 run.steps, run.fields = run.steps[:k], [(name, v[:k]) for name, v in run.fields]
+            self.carry.trained(int(run.steps[-1]), None, [name for name, _ in run.fields])
             self.ctx.last_step = cur.last_step = int(run.steps[-1])
             cur.other_train += k
             cur.by_epoch += k * (plan.source == "epoch")
@@ -186,6 +167,10 @@ class _Scanner:
         # search costs microseconds on a long line, on every line read by itself).
         if ("est" in raw or "EST" in raw) and raw.rstrip().endswith(":") and BEST_NEXT.search(raw):
             ctx.repeat_next = True
+        if (under := self.carry.under_step(raw)) is not None:
+            _put_line(runs[-1], *under, self.mapper)
+            self.markers["under step"] += 1
+            return
         if not _DIGIT.search(raw):
             runs[-1].watch.see(raw, ctx.last_step, stepless=True)
             self.skipped += bool(raw.strip())
@@ -204,14 +189,8 @@ class _Scanner:
         interval = hit.step - prev if hit is not None and not hit.eval_line and prev is not None else None
         named = hit is not None
         section, self.section = self.section, opens_section(raw) or (self.section and not named)
-        if not named and section and ctx.last_step is not None:
-            hit, fields = in_section(raw, ctx.last_step)
-        if not named and hit is None:
-            hit, fields = eval_at_last_step(raw, ctx.last_step)
-            if hit is None and headed and ctx.epoch is not None:
-                hit, fields = under_header(raw, ctx.epoch)
-                named = hit is not None
-                ctx.headed = ctx.headed or not named  # tfjs' "eta=0.0 ===>" leaves the header to the next line
+        if not named:
+            hit, fields, named = self._unstepped(raw, section, headed)
         said = runs[-1].watch.see(raw, hit.step if hit is not None and hit.partial else prev, interval,
                                   stepless=hit is None)
         if hit is None:
@@ -239,27 +218,46 @@ class _Scanner:
                 return
         self._data(hit, fields, n)
 
+    def _unstepped(self, raw: str, section: bool, headed: bool) -> tuple[Line | None, list[tuple[str, float]], bool]:
+        """A line that names no step: in a held-out block, a validation line at the last step, or the line
+        under an epoch header (``hit``, its fields, and whether it names its own step as a header's does)."""
+        ctx = self.ctx
+        if section and ctx.last_step is not None:
+            hit, fields = in_section(raw, ctx.last_step)
+            if hit is not None:
+                return hit, fields, False
+        hit, fields = eval_at_last_step(raw, ctx.last_step)
+        if hit is None and headed and ctx.epoch is not None:
+            hit, fields = under_header(raw, ctx.epoch)
+            ctx.headed = ctx.headed or hit is None  # tfjs' "eta=0.0 ===>" leaves the header to the next line
+            return hit, fields, hit is not None
+        return hit, fields, False
+
     def _data(self, hit: Line, fields: list[tuple[str, float]], n: int) -> None:
         """A line with a step and numbers: into the current run, or a new one when the step restarted."""
         ctx, markers, runs = self.ctx, self.markers, self.runs
         if not fields:
             self.skipped += 1
             return
+        cur = runs[-1]
+        if hit.source != "epoch":  # before the bound: the counted-on step is the one the arrays hold
+            self.carry.count_on(hit, cur.rows, cur.last_step, markers)
         if not in_int64(hit.step):  # the arrays hold int64: such a step is unknown, its line skipped
             markers["_beyond"] += 1
             return
-        cur = runs[-1]
         if hit.source == "epoch" and ctx.last_step is not None and self.counted:
             # An epoch summary ("Epoch 1: total training loss ...") in a log that counts steps: its
             # numbers belong to the last step, the epoch number is not a step (nor a restart).
+            if not hit.eval_line:
+                self.carry.summary(hit.step)
             hit.step = ctx.last_step
             _put_line(cur, hit, fields, self.mapper)
             markers["epoch summary"] += 1
             return
         if (not hit.eval_line and cur.rows and cur.last_step is not None and hit.step < cur.last_step
                 and cur.first_step is not None and hit.step <= cur.first_step):
-            cur = RunAcc(n)  # the step went back to the start: a restart
-            runs.append(cur)
+            cur = RunAcc(n)  # the step went back to the start: a restart, or a settings line before the run
+            runs[-1:] = [cur] if runs[-1].settings_only() else [runs[-1], cur]
         if self.early and not hit.eval_line:
             self._early(cur)
         _put_line(cur, hit, fields, self.mapper)
@@ -270,6 +268,7 @@ class _Scanner:
                 cur.watch.parts(hit.step, fields, self.mapper)
             cur.watch.trained()
             cur.tally(hit)
+            self.carry.trained(hit.step, ctx.last_step, [name for name, _ in fields])
             ctx.last_step = hit.step
             cur.first_step = hit.step if cur.first_step is None else cur.first_step
             cur.last_step = hit.step
@@ -392,6 +391,7 @@ def _take(path: Path, runs: list[RunAcc], n_lines: int, skipped: int, markers: C
     elif acc.by_epoch and acc.by_epoch == acc.other_train:  # one value per epoch, a mean over its batches
         imp.config["index_kind"] = "epoch"
         imp.index_why = "every training line's only counter is its epoch: the epochs as logged are the index"
+    warnings += carried(markers)
     imp.config["log_style"] = dict(markers.most_common())
     imp.config["import_fields"] = {col: acc.names[col] for (_, col) in acc.series if col in acc.names}
     imp.config["text_lines"] = {"read": n_lines, "skipped": skipped + partial, "runs": len(runs), "run": chosen}

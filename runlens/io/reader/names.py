@@ -56,6 +56,15 @@ ABBREVIATIONS = {"trl": ("train", "loss"), "tel": ("val", "loss"), "gnorm": ("gr
 
 
 _POSSESSIVE = re.compile(r"'s\b")
+#: A loss word run into the number of its part (``loss1``, ``loss2u``, ``cost0``): the part of a
+#: loss, as ``loss_1`` is. Only after a loss word: ``top1``, ``conv3``, ``l1`` keep their digits.
+_LOSS_WORDS = "|".join(sorted(LOSS, key=len, reverse=True))
+_NUMBERED_LOSS = re.compile(rf"^({_LOSS_WORDS})(\d+[a-z]*)$")
+
+
+def _numbered(word: str) -> tuple[str, ...]:
+    m = _NUMBERED_LOSS.match(word)
+    return (m.group(1), m.group(2)) if m else (word,)
 
 
 def tokens(name: str) -> tuple[str, ...]:
@@ -77,6 +86,7 @@ def tokens(name: str) -> tuple[str, ...]:
         prev = ch
     if word:
         out.append("".join(word).lower())
+    out = [part for w in out for part in _numbered(w)]
     # ``CrossEntropy``, ``cross_entropy``: the loss function's name, one word however it is split, and
     # however short the entropy's part (``CrossE``, ``cross_ent``: abbreviations people print).
     for i in range(len(out) - 1, 0, -1):

@@ -37,7 +37,8 @@ from runlens.io.reader.table import Table
 
 #: Words that make a set's series some other quantity than its error (beside METRIC and the counters).
 _OTHER = frozenset({"size", "samples", "sample", "count", "num", "n", "len", "length", "examples", "tokens",
-                    "speed", "throughput", "images", "imgs", "batches", "lr", "rate", "norm", "scale", "s"})
+                    "speed", "throughput", "images", "imgs", "image", "img", "batches", "lr", "rate", "norm", "scale",
+                    "s", "sec", "secs", "second", "seconds", "ms", "fps", "elapsed", "duration", "remaining"})
 #: The held-out set a validation loss is taken from first: a validation set, then dev, test, eval
 #: (``3d_eval`` beside ``3d_valid`` is the training set evaluated without dropout).
 _PREFERENCE = (("val", "valid", "validation", "vali", "va", "vl", "validate", "holdout"), ("dev",),
