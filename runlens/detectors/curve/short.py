@@ -116,7 +116,9 @@ readings, in the order they are tried (the first that holds is the verdict):
   is noise), or no point after the first is below it at all; no held-out
   loss fell by that much; and the loss has no downward Kendall trend at
   ``alpha_strong`` and does not fall at every point (a nearly monotone fall
-  is progress, however slow) (``kind: short_no_progress``): a model that
+  is progress, however slow, unless it crawls: under ``min_drop / 10`` over
+  the whole span, which ten times the span would not take down ``min_drop``;
+  ``crawl`` in the evidence) (``kind: short_no_progress``): a model that
   learns falls fastest at the start. A log that begins mid-run may be a plateau,
   and a log counted in rows does not say where it begins: neither is
   judged;

@@ -28,6 +28,9 @@ MIN_START_STEPS = 500
 #: How many epochs from the start an epoch-indexed short log must cover: after that many passes over
 #: the data, a model that learns has fallen by more than ``min_drop`` on data it has seen.
 MIN_START_EPOCHS = 4
+#: A fall from the start under ``min_drop / CRAWL`` is no progress even where it is steady: at its
+#: pace, ``CRAWL`` times the span logged would not reach ``min_drop``.
+CRAWL = 10.0
 
 
 #: A spread of a loss, relative to its level, that no training model holds over several points.
@@ -149,8 +152,8 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
     median of its last fifth) is within ``min_drop`` of the lower of its first point and the median of
     its first three and not that far below its first point, or no point after the first is below it;
     no held-out loss fell by ``min_drop``; and neither a downward Kendall trend at ``alpha_strong`` nor
-    a fall at every point (a nearly monotone fall is progress, however slow): a model that learns
-    drops fastest at the start.
+    a fall at every point (a nearly monotone fall is progress, however slow, unless it crawls: under
+    ``min_drop / CRAWL`` over the whole span): a model that learns drops fastest at the start.
     A log that begins mid-run may be a plateau, and a log counted in rows says nothing of where it
     begins; neither is judged."""
     if x.size < 5 or not from_start(steps, index):
@@ -173,7 +176,10 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
     never_below = float(np.min(x[1:])) >= first > 0 and not _rest_fell(cfg, steps, x, end)
     if not (0 < ref and ((abs(drop) < cfg.min_drop and best < cfg.min_drop) or never_below)):
         return None
-    if t.p_decreasing < cfg.alpha_strong or bool(np.all(np.diff(x) < 0)):
+    # So slow that ten times the span logged would not reach ``min_drop`` at its pace: a fall, but
+    # the loss barely moved from the start (a 9.158 -> 9.083 creep over ten epochs at ln of the vocabulary).
+    crawl = 0 <= drop < cfg.min_drop / CRAWL and best < cfg.min_drop / CRAWL
+    if not crawl and (t.p_decreasing < cfg.alpha_strong or bool(np.all(np.diff(x) < 0))):
         # A nearly monotone fall is progress, however small (Keras' 0.859, 0.817, 0.810, ... 0.787 over
         # 8 epochs, each below the one before): the claim is "no progress", not "slow". Only such a fall
         # reaches alpha_strong at this size; a noisy creep (2.91 -> 2.85 over ten) does not. A fall at
@@ -185,14 +191,16 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
         if v.size >= 2 and v[0] > 0 and (v[0] - float(np.min(v[1:]))) / v[0] >= cfg.min_drop:
             return None  # the held-out loss learned: progress the training loss's average hides
     unit = "epochs" if index == "epoch" else "steps"
-    moved = (f"no loss after the first ({float(x[0]):.4g}) was below it" if never_below else
+    moved = (f"the loss crept {-drop:+.2%} ({ref:.4g} to {end:.4g}): at that pace ten times the span logged would "
+             f"not take it down {cfg.min_drop:.0%}" if crawl and not never_below else
+             f"no loss after the first ({float(x[0]):.4g}) was below it" if never_below else
              f"the loss moved {-drop:+.1%} ({ref:.4g} to {end:.4g}), less than {cfg.min_drop:.0%}")
     return CurveVerdict(
         "underfitting", f"from the start of training to {unit[:-1]} {int(span)}, {moved} (Kendall tau={t.tau:.2f}, "
         f"p={t.p_decreasing:.2g}): a model that learns falls fastest in its first {unit}; it made no progress, "
         "in a short log",
         {**base, "relative_drop": drop, "best_drop": best, "end_level": end, "span": span, "index_kind": index,
-         "never_below_start": never_below, "kind": "short_no_progress", "step": int(steps[0])})
+         "never_below_start": never_below, "crawl": crawl, "kind": "short_no_progress", "step": int(steps[0])})
 
 
 def _rest_fell(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, end: float) -> bool:
