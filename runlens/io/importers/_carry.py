@@ -16,7 +16,9 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from runlens.io.importers._linetypes import Line
 from runlens.io.reader.names import is_lossish, is_val, tokens
@@ -27,11 +29,11 @@ _ONE_FIELD = re.compile(r"^\s*([A-Za-z_][\w/.\-]*)\s*[:=]?\s+([-+]?(?:\d+\.?\d*|
 
 @functools.lru_cache(maxsize=4096)
 def _named_loss(name: str) -> bool:
-    # Asked of every field of every training line read one by one: the names repeat, the answer is kept.
+    # Asked of a training line's fields whenever a line of one loss comes under it: the names repeat.
     return is_lossish(tokens(name))
 
 
-@dataclass
+@dataclass(slots=True)
 class Carry:
     """The state the reader carries from line to line (see the module's rules)."""
 
@@ -41,6 +43,7 @@ class Carry:
     summarized: bool = False  # a new epoch's summary came since the last training line
     summary_epoch: int | None = None
     trail: int | None = None  # the step of the last training line, while only loss lines follow it
+    _trail_fields: Sequence[tuple[str, Any]] = ()
 
     def summary(self, epoch: int) -> None:
         """An epoch's summary line, in a log that counts steps."""
@@ -49,21 +52,23 @@ class Carry:
 
     def count_on(self, hit: Line, rows: int, last_step: int | None, markers: Counter) -> None:
         """``hit``'s step on the run's count (the module's first rule)."""
-        raw = hit.step
-        if not hit.eval_line and rows and self.raw_last is not None and raw < self.raw_last:
+        raw, ev = hit.step, hit.eval_line
+        if not ev and self.raw_last is not None and raw < self.raw_last and rows:
             self.offset = last_step + self.gap - raw if self.summarized and last_step is not None else 0
             markers["inner counter"] += bool(self.offset)
-        hit.step = raw + self.offset
-        if not hit.eval_line:
+        if self.offset:
+            hit.step = raw + self.offset
+        if not ev:
             self.raw_last = raw
 
-    def trained(self, step: int, last_step: int | None, names: list[str]) -> None:
-        """A training line at ``step`` with fields ``names`` was read (``last_step``: the one before). Only
-        a line that names no loss opens a trail: its losses are on the lines under it."""
+    def trained(self, step: int, last_step: int | None, fields: Sequence[tuple[str, Any]]) -> None:
+        """A training line at ``step`` with ``fields`` was read (``last_step``: the one before). Only a line
+        that names no loss opens a trail (its losses are on the lines under it): asked when a line of one
+        loss comes, not on every training line."""
         if last_step is not None and step > last_step:
             self.gap = step - last_step
         self.summarized = False
-        self.trail = None if any(_named_loss(k) for k in names) else step
+        self.trail, self._trail_fields = step, fields
 
     def under_step(self, raw: str) -> tuple[Line, list[tuple[str, float]]] | None:
         """The loss on a line of its own under a training line, at that line's step (the module's
@@ -71,10 +76,12 @@ class Carry:
         if self.trail is None:
             return None
         m = _ONE_FIELD.match(raw)
-        if m is None or not is_lossish(toks := tokens(m.group(1))):
+        if (m is None or not is_lossish(toks := tokens(m.group(1)))
+                or any(_named_loss(k) for k, _ in self._trail_fields)):
             if raw.strip():
                 self.trail = None
             return None
+        self._trail_fields = ()  # asked once: the lines under it are losses of a line that names none
         return Line(self.trail, "", is_val(toks), None, "under step"), [(m.group(1), float(m.group(2)))]
 
 

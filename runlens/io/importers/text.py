@@ -129,7 +129,7 @@ class _Scanner:
                 if k < MIN_RUN:
                     return 0
                 run.steps, run.fields = run.steps[:k], [(name, v[:k]) for name, v in run.fields]
-            self.carry.trained(int(run.steps[-1]), None, [name for name, _ in run.fields])
+            self.carry.trained(int(run.steps[-1]), None, run.fields)
             self.ctx.last_step = cur.last_step = int(run.steps[-1])
             cur.other_train += k
             cur.by_epoch += k * (plan.source == "epoch")
@@ -167,7 +167,7 @@ class _Scanner:
         # search costs microseconds on a long line, on every line read by itself).
         if ("est" in raw or "EST" in raw) and raw.rstrip().endswith(":") and BEST_NEXT.search(raw):
             ctx.repeat_next = True
-        if (under := self.carry.under_step(raw)) is not None:
+        if self.carry.trail is not None and (under := self.carry.under_step(raw)) is not None:
             _put_line(runs[-1], *under, self.mapper)
             self.markers["under step"] += 1
             return
@@ -268,7 +268,7 @@ class _Scanner:
                 cur.watch.parts(hit.step, fields, self.mapper)
             cur.watch.trained()
             cur.tally(hit)
-            self.carry.trained(hit.step, ctx.last_step, [name for name, _ in fields])
+            self.carry.trained(hit.step, ctx.last_step, fields)
             ctx.last_step = hit.step
             cur.first_step = hit.step if cur.first_step is None else cur.first_step
             cur.last_step = hit.step
