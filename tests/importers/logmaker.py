@@ -202,3 +202,19 @@ def tfevents(folder: Path, *, corrupt: bool = False) -> Path:
         path.write_bytes(bytes(data))
         return path, pos
     return path
+
+
+def read_paste(folder: Path, text: str):
+    """The run ``load_run`` reads from ``text`` saved as a console log under ``folder`` (a paste)."""
+    from runlens.io.loader import load_run
+
+    path = Path(folder) / "log.txt"
+    path.write_text(text)
+    return load_run(path)
+
+
+def column(run, table: str, name: str) -> list[float]:
+    """``run``'s column ``name`` of ``table`` as floats (NaN for null)."""
+    import numpy as np
+
+    return np.asarray(run.column(table, name), dtype=float).tolist()

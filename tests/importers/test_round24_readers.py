@@ -16,19 +16,10 @@ import math
 
 import numpy as np
 import pytest
+from logmaker import column as _col
+from logmaker import read_paste as _run
 
-from runlens.io.loader import load_run
 from runlens.io.reader.names import tokens
-
-
-def _run(tmp_path, text):
-    path = tmp_path / "log.txt"
-    path.write_text(text)
-    return load_run(path)
-
-
-def _col(run, table, name):
-    return np.asarray(run.column(table, name), dtype=float).tolist()
 
 
 def test_a_loss_word_run_into_its_number_is_a_loss_part():
