@@ -57,7 +57,10 @@ then read and mended in round 23: ``benchmarks/results/pastes_threads9.md``. ``-
 (``benchmarks/pastes_threads10/``), gathered by seventeen workers during round 23 and graded once at its end
 (``benchmarks/results/pastes_threads10_heldout.md``), then read and mended in round 24:
 ``benchmarks/results/pastes_threads10.md``. ``--threads11`` grades the eleventh (``benchmarks/pastes_threads11/``),
-gathered by twenty-one workers during round 24 and graded once at its end: ``benchmarks/results/pastes_threads11.md``.
+gathered by twenty-one workers during round 24 and graded once at its end
+(``benchmarks/results/pastes_threads11_heldout.md``), then read and mended in round 25:
+``benchmarks/results/pastes_threads11.md``. ``--threads12`` grades the twelfth (``benchmarks/pastes_threads12/``),
+gathered by twelve workers during round 25 and graded once at its end: ``benchmarks/results/pastes_threads12.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -199,6 +202,12 @@ THREADS10_MENDS = ("a loss word run into its part's number (`loss1u`); an inner 
                    "the epoch; a steady crawl from the start under a tenth of `min_drop` is no progress")
 
 
+#: What round 25 mended on the eleventh set's misses.
+THREADS11_MENDS = ("a whole number in brackets after a name indexes the value after it (`train_batch_loss[ 6510 ]: "
+                   "1.57`); Python 2's tuple prints (`('training cost:', array(6.92, dtype=float32))`); a signed loss "
+                   "whose magnitude blew up by four orders; minibatch noise about ln K is stuck at chance")
+
+
 def _graded_once(commit: str, which: str, page: str, read: str, agreed: str, round_: int, mends: str) -> str:
     """A former held-out set's grading and the round that mended its misses, in its role line's words."""
     return (f"**Graded once as held out at `{commit}`** ({which}; `benchmarks/results/{page}_heldout.md`): read "
@@ -241,16 +250,22 @@ THREADS10_ROLE = _merged("files", "pastes_threads10", "seventeen workers in thre
                          _MERGED.replace("opened or listed a paste", "opened a paste"))
 THREADS11, THREADS11_REPORT = _paths("pastes_threads11")
 THREADS11_ROLE = _merged("files", "pastes_threads11", "twenty-one workers in three waves (eight, nine, then four)", 24,
-                         "**Graded once as held out**, at the end of round 24, at the commit this page names: the "
-                         "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
-                         "(format seen) and the others.")
+                         _graded_once("d96a976", "round 24's last engine commit", "pastes_threads11", "0.84 (57/68)",
+                                      "0.60 (41/68)", 25, THREADS11_MENDS))
+THREADS12, THREADS12_REPORT = _paths("pastes_threads12")
+THREADS12_ROLE = _merged("files", "pastes_threads12", "twelve workers in two waves (eight, then four, who found the "
+                         "search tools' budget spent and saved nothing)", 25,
+                         "**Graded once as held out**, at the end of round 25, at the commit this page names: the "
+                         "pastes figure to quote (a small set: thirty pastes). Its parts: trainers whose format is "
+                         "among the earlier sets' (format seen) and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
            "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),
            "threads7": (THREADS7, THREADS7_REPORT, THREADS7_ROLE), "threads8": (THREADS8, THREADS8_REPORT, THREADS8_ROLE),
            "threads9": (THREADS9, THREADS9_REPORT, THREADS9_ROLE),
            "threads10": (THREADS10, THREADS10_REPORT, THREADS10_ROLE),
-           "threads11": (THREADS11, THREADS11_REPORT, THREADS11_ROLE)}
+           "threads11": (THREADS11, THREADS11_REPORT, THREADS11_ROLE),
+           "threads12": (THREADS12, THREADS12_REPORT, THREADS12_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -352,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the tenth set of pastes from issue threads (benchmarks/pastes_threads10/)")
     which.add_argument("--threads11", action="store_const", const="threads11", dest="threads",
                        help="grade the eleventh set of pastes from issue threads (benchmarks/pastes_threads11/)")
+    which.add_argument("--threads12", action="store_const", const="threads12", dest="threads",
+                       help="grade the twelfth set of pastes from issue threads (benchmarks/pastes_threads12/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()

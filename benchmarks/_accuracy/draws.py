@@ -503,7 +503,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh24", 97000, ("2026-12-05 08:36", "2026-12-05 08:42"),
         role="the third generator with every seed shifted by 97000 and every run redrawn (`--seed-shift "
              "97000 --vary`), generated at {drawn} UTC from 2c40d57 by the recorder with "
-             "`logits_sum_to_one`, during round 24, graded once at the end of round 24; the set to quote",
+             "`logits_sum_to_one`, during round 24, graded once at the end of round 24 (d96a976): a development "
+             "set since",
         note="`third-fresh24` (round 24): the same generator and redraw with every seed shifted by 97000 (`python -m "
              "benchmarks.third --seed-shift 97000 --vary`), trained from a clean export of the committed tree at "
              "2c40d57 (`draw.json` has the times) into a folder outside the repository, by the recorder that "
@@ -512,12 +513,30 @@ DRAWS: tuple[Draw, ...] = (
              "slip, the last three lines of its generator log (two runs' names, confirmation and measured "
              "criteria) and three of its folder names were printed while checking that it had ended; no runlens "
              "output, and the rest of the log was not read.",
-        which="*third-fresh24* (round 24; seeds shifted by 97000) was trained from 2c40d57, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh24**.",
+        which="*third-fresh24* (round 24; seeds shifted by 97000) was trained from 2c40d57 and graded once at "
+              "d96a976 (curve 0.95, recall 1.00, fault's code first 1.00, healthy runs with a warning 0/8): a "
+              "development set since.",
+    ),
+    # Drawn in round 25 from 0a8d5c6 (round 24's last commit; round 25's changes were not committed yet
+    # and the generator does not use the engine); nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh25", 101000, ("2026-12-05 09:54", "2026-12-05 10:01"),
+        role="the third generator with every seed shifted by 101000 and every run redrawn (`--seed-shift "
+             "101000 --vary`), generated at {drawn} UTC from 0a8d5c6 by the recorder with "
+             "`logits_sum_to_one`, during round 25, graded once at the end of round 25; the set to quote",
+        note="`third-fresh25` (round 25): the same generator and redraw with every seed shifted by 101000 (`python -m "
+             "benchmarks.third --seed-shift 101000 --vary`), trained from a clean export of the committed tree at "
+             "0a8d5c6 (`draw.json` has the times) into a folder outside the repository, by the recorder that "
+             "writes `logits_sum_to_one`, at the start of round 25, before any of its engine changes was committed "
+             "(the generator does not use the engine). Nothing of it was diagnosed before its one grading, and none "
+             "of its generator log read; only its `draw.json`'s start and end times and its number of entries were "
+             "printed.",
+        which="*third-fresh25* (round 25; seeds shifted by 101000) was trained from 0a8d5c6, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh25**.",
     ),
 )
 
-QUOTE = "third-fresh24"
+QUOTE = "third-fresh25"
 
 
 def draw(name: str) -> Draw:
