@@ -208,3 +208,47 @@ def test_a_counter_counted_on_past_int64_skips_its_lines_not_the_log(tmp_path):
             + "".join(f"Iter: {50 * i:03d}, Train Loss: {0.9 - i / 10:.1f}\n" for i in range(3)))
     run = _run(tmp_path, text)
     assert any("beyond what a 64-bit integer holds" in w for w in run.warnings)
+
+
+def test_a_whole_number_in_brackets_after_a_name_indexes_the_value_after_it():
+    from runlens.io.importers.anyline import parse_line
+
+    assert parse_line("train_batch_loss[ 6510 ]:  1.5743603706359863") == (6510, [("train_batch_loss", 1.5743603706359863)])
+    assert parse_line("loss[7]= nan")[0] == 7 and math.isnan(parse_line("loss[7]= nan")[1][0][1])
+
+
+def test_silent_twin_a_bracketed_number_with_no_value_after_it_is_the_value():
+    from runlens.io.importers.anyline import parse_line
+
+    assert parse_line("loss: [ 12 ]") == (None, [("loss", 12.0)])
+    assert parse_line("loss[0.5]: 3") == (None, [("loss", 0.5)])
+
+
+def test_an_indexed_loss_that_turns_nan_is_read_at_its_steps(tmp_path):
+    run = _run(tmp_path, "".join(f"train_batch_loss[ {6510 + 10 * i} ]:  {v}\n"
+                                 for i, v in enumerate([1.57, 2.03, 2.11, 1.47, "nan", "nan"])))
+    assert _col(run, "scalars", "step") == [6510, 6520, 6530, 6540, 6550, 6560]
+    assert math.isnan(_col(run, "scalars", "loss")[-1])
+
+
+def _py2(costs):
+    out = []
+    for i, c in enumerate(costs):
+        out += [f"('training @ iter = ', {61040 + 5 * i})", f"('training cost:', array({c!r}, dtype=float32))",
+                "('training error rate:', array(1.0))"]
+    return "\n".join(out) + "\n"
+
+
+def test_python2_tuple_prints_are_a_message_and_its_value(tmp_path):
+    from runlens.io.importers._clean import clean
+
+    assert clean("('training cost:', array(6.920103549957275, dtype=float32))") == "training cost: 6.920103549957275"
+    run = _run(tmp_path, _py2([6.92, 6.906, 6.916, 6.915, 6.907]))
+    assert _col(run, "scalars", "loss") == pytest.approx([6.92, 6.906, 6.916, 6.915, 6.907])
+
+
+def test_silent_twin_a_tuple_of_two_strings_or_a_call_is_left_alone():
+    from runlens.io.importers._clean import clean
+
+    assert clean("('a', 'b')") == "('a', 'b')"
+    assert clean("(loss, 0.5)") == "(loss, 0.5)"

@@ -81,6 +81,11 @@ _ONE_LIST = re.compile(rf"([:=]\s?)\[\s*({_FRACTION})\s*\](?![\[\w])")
 _GLUED_LIST = re.compile(rf"(?<=[\w.])\[\s*({_FRACTION}|[-+]?(?:nan|inf))\s*\](?![\[\w])")
 
 
+# Python 2's ``print('training cost:', cost)`` prints a tuple: ``('training cost:', 6.92)`` (a NumPy
+# scalar inside it unwrapped above) is the message and its value.
+_PY2_PRINT = re.compile(rf"^\s*\(\s*(['\"])([^'\"]{{1,80}})\1\s*,\s*{_NUM}\s*\)\s*$")
+
+
 def _glued(line: str) -> str:
     """``line`` with each ``Name[value]`` written ``Name: value`` (the name starts with a letter or an
     underscore and follows no closing bracket)."""
@@ -110,4 +115,6 @@ def unwrap(line: str) -> str:
         line = _ONE_LIST.sub(r"\1\2", line)
     if "[" in line:
         line = _glued(line)
+    if line.lstrip().startswith("(") and (m := _PY2_PRINT.match(line)):
+        line = f"{m.group(2)} {m.group(3)}"
     return line

@@ -66,6 +66,7 @@ from runlens.io.reader.source import open_limited
 _VALUE = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?))(?![\w.])",
                     re.IGNORECASE)
 _CUT = re.compile(r"[:=,;|\[\](){}<>]")
+_SUBSCRIPT = re.compile(r"\s*\]\s*[:=]")
 _SOURCE_FILE = re.compile(r"\.(?:py|pyx|cc|cpp|cu|c|h|hpp|lua|jl|java|js|ts|go|rs|r|m|scala)$", re.IGNORECASE)
 _MAX_LINE = 4096  # a longer line is a dump, not a loop's print
 _MAX_NAMES = 256  # distinct names kept: a log of ever new names is not a series of one
@@ -130,13 +131,20 @@ def parse_line(raw: str) -> tuple[int | None, list[tuple[str, float]]]:
     text = strip_prefixes(raw[:_MAX_LINE])
     fields: list[tuple[str, float]] = []
     counter: int | None = None
-    pos, in_loss, in_val = 0, False, False
+    pos, in_loss, in_val, indexed = 0, False, False, ""
     for i, m in enumerate(_VALUE.finditer(text)):
         name, opened, held_out = _name(text[pos:m.start()])
+        if indexed and not name:
+            name, indexed = indexed, ""
         pos = m.end()
         try:
             value = float(m.group(1))
         except ValueError:
+            continue
+        if name and value.is_integer() and _SUBSCRIPT.match(text, m.end()) and text[:m.start()].rstrip().endswith("["):
+            # ``train_batch_loss[ 6510 ]:  1.57``: the whole number in brackets indexes the value after it.
+            counter = int(value) if counter is None and value >= 0 else counter
+            indexed = name
             continue
         toks = tokens(name)
         in_loss, in_val = in_loss or opened, in_val or held_out
