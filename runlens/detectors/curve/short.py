@@ -17,8 +17,10 @@ readings, in the order they are tried (the first that holds is the verdict):
   minibatch's loss is noisier than that unless the outputs no longer
   depend on the inputs; a band of epoch averages that begins mid-run is a
   plateau or a converged run, not judged); at ln K (K stated or guessed
-  from the level) the evidence says so and ``loss_at_chance`` fires too
-  (``kind: short_stuck``). Three values printed alike, to a thousandth of their
+  from the level: every point within its tolerance, or, from 4 points, the
+  median within it and every point within ``stuck_band`` of ln K, minibatch
+  noise about the prior, with or without a trend) the evidence says so and
+  ``loss_at_chance`` fires too (``kind: short_stuck``). Three values printed alike, to a thousandth of their
   (non-zero) level or finer, are stuck too: a loss that trains moves by
   more than its last digit in an epoch;
 - underfitting when the validation loss is printed alike (to a thousandth
@@ -60,7 +62,10 @@ readings, in the order they are tried (the first that holds is the verdict):
 - with 5 points or more: diverged when the last value is >= 10x the start
   (median of the first 3) with an upward Kendall trend at
   ``alpha_strong``, or the last values are each 100x or more every value
-  before them (``kind: short_ended_high``, with 3 points or more), or when every point of the
+  before them (``kind: short_ended_high``, with 3 points or more), or, for a loss that takes
+  negative values, when its magnitude grew at every line from some line to the last and ended 10^4
+  times the largest magnitude before (``kind: short_blew_up_signed``, with 3 points or more: a
+  signed loss has no ratio to its level), or when every point of the
   last third (2 at least), after the minimum, is above the start by
   ``growth`` of it (it gave back all its progress and stayed there);
 - unstable when the loss rises at least twice and falls at least twice by
@@ -139,7 +144,15 @@ import numpy as np
 
 from runlens.detectors.curve.memorized import Accuracies, frozen_accuracy, memorized
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.short_high import LEAP, both_high, climbed, ended_high, grown, leapt
+from runlens.detectors.curve.short_high import (
+    LEAP,
+    blew_up_signed,
+    both_high,
+    climbed,
+    ended_high,
+    grown,
+    leapt,
+)
 from runlens.detectors.curve.short_level import (
     ALIKE,
     alike_tail,
@@ -177,7 +190,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     if x.size >= 5:
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
-        verdict = (grown(cfg, steps, x, t, base) or ended_high(steps, x, base) or leapt(steps, x, base, cfg.alpha) or _given_back(cfg, steps, x, base)
+        verdict = (grown(cfg, steps, x, t, base) or ended_high(steps, x, base) or blew_up_signed(steps, x, base)
+                   or leapt(steps, x, base, cfg.alpha) or _given_back(cfg, steps, x, base)
                    or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base)
                    or undone_few(cfg, steps, x, sets, base) or turned_few(cfg, steps, x, sets, base) or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
                    or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base)
@@ -185,7 +199,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         if verdict is not None:
             return verdict
     elif x.size >= 3 and (verdict := leapt(steps, x, base) or ended_high(steps, x, base)
-                          or climbed(steps, x, base)) is not None:
+                          or climbed(steps, x, base) or blew_up_signed(steps, x, base)) is not None:
         return verdict
     elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base) or undone_few(cfg, steps, x, sets, base)
                           or gap_verdict(cfg, steps, x, sets, base, ", in a short log")) is not None:
@@ -299,7 +313,11 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
     hit = chance_level(level, classes=k)
     # Every point at ln K is stuck at chance even while it creeps: a trend of a few hundredths of a
     # percent is significant over a handful of monotone points and still changes nothing.
-    at_chance = hit is not None and bool(np.all(np.abs(x - hit["chance_loss"]) <= hit["chance_tolerance"]))
+    # Or minibatch noise about ln K: the level (the median) at ln K and every point within the stuck band
+    # of it (AlexNet's 6.898..6.920 about ln 1000 = 6.908 at error rate 1.0).
+    at_chance = hit is not None and (bool(np.all(np.abs(x - hit["chance_loss"]) <= hit["chance_tolerance"])) or (
+        x.size >= 4 and abs(level - hit["chance_loss"]) <= hit["chance_tolerance"]
+        and bool(np.all(np.abs(x - hit["chance_loss"]) <= cfg.stuck_band * hit["chance_loss"]))))
     # Within a band but not printed alike: an epoch's average that converged sits in a band too. Stuck
     # only where the band says more than convergence: at ln K, from the start of training on (a model
     # that learns falls fastest there), or across single steps (each a minibatch's loss, whose noise

@@ -125,3 +125,27 @@ def ended_high(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveV
         f"({top:.4g}; >= {ENDED_HIGH:g}x): the run ended blown up",
         {**base, "orders_of_magnitude": math.log10(low / top), "kind": "short_ended_high",
          "ended_high": ENDED_HIGH, "step": int(steps[j])})
+
+
+def blew_up_signed(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
+    # A loss that takes negative values has no ratio to its level, but its magnitude still says when it
+    # blew up: from some line on it grew at every line and ended ``ENDED_HIGH`` squared (10^4) times the
+    # largest magnitude before (a numpy regression's 3.49, -3.1e4, -3.3e12, -5.8e28). A signed loss
+    # that crosses zero is near 0 now and then, so growth from one small value is not enough: the
+    # growth must go on to the last line, and by four orders of magnitude.
+    if x.size < 3 or not np.any(x < 0):
+        return None
+    mag = np.abs(x)
+    rising = np.diff(mag) > 0
+    j = x.size - 1
+    while j > 1 and rising[j - 2]:
+        j -= 1  # the first line of the growth that lasts to the end
+    top = float(np.max(mag[:j]))
+    if not (rising[j - 1] and top > 0 and float(mag[-1]) >= ENDED_HIGH * ENDED_HIGH * top):
+        return None
+    return CurveVerdict(
+        "diverged", f"the loss's magnitude grew at each of its last {x.size - j} lines, to {x[-1]:.4g}, "
+        f"{mag[-1] / top:.3g}x the largest before ({top:.4g}; >= {ENDED_HIGH * ENDED_HIGH:g}x): a loss that "
+        "takes negative values has no ratio to its level, its size still blew up, in a short log",
+        {**base, "orders_of_magnitude": math.log10(float(mag[-1]) / top), "kind": "short_blew_up_signed",
+         "ended_high": ENDED_HIGH * ENDED_HIGH, "step": int(steps[j])})

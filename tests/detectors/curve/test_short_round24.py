@@ -1,10 +1,16 @@
-"""Round 24: a short log's crawl from the start of training, found on a paste of the tenth thread set (a
-development set since its one grading). The series are made up here.
+"""Round 24: three readings of a short log, each with silent twins. The series are made up here.
 
 - ``short_no_progress`` took any nearly monotone fall for progress, however small. A fall from the
   start so slow that ten times the span logged would not take the loss down ``min_drop`` (a language
   model's 9.158 -> 9.083 over ten epochs, at the log of its vocabulary) is no progress: the loss barely
-  moved from the start, which is the curve's ``underfitting``.
+  moved from the start, which is the curve's ``underfitting``. Found on the tenth thread set (a
+  development set since its one grading).
+- ``short_blew_up_signed``: a loss that takes negative values has no ratio to its level, but its
+  magnitude growing at every line to 10^4 times the largest before is a blow-up (a numpy regression's
+  3.49, -3.1e4, -3.3e12, -5.8e28). Found on the eleventh thread set after its one grading.
+- ``short_stuck`` at ln K with minibatch noise: the median at ln K and every point within the stuck
+  band of it (an AlexNet's cost 6.898..6.920 about ln 1000 at error rate 1.0), where every point
+  within ln K's own tolerance was needed. Found on the eleventh thread set after its one grading.
 """
 
 from __future__ import annotations
@@ -46,3 +52,40 @@ def test_silent_twins_of_a_crawl(tmp_path, why, values, first):
 def test_a_crawl_in_a_console_paste_reads_alike(tmp_path):
     diag = analyze_lines(tmp_path, [f"epoch {i}: loss {v:.4f}" for i, v in enumerate(CRAWL)])
     assert diag.curve.label == "underfitting", diag.curve.reason
+
+
+def _lines(tmp_path, values):
+    return analyze_lines(tmp_path, [f"loss {v!r}" for v in values])
+
+
+def test_a_signed_loss_whose_magnitude_blew_up_diverged(tmp_path):
+    diag = _lines(tmp_path, [3.485080512494127, -30525.316587393125, -3293457250652.145, -5.777133209515429e+28])
+    assert diag.curve.label == "diverged", diag.curve.reason
+    assert diag.curve.evidence["kind"] == "short_blew_up_signed" and diag.curve.evidence["orders_of_magnitude"] > 4
+
+
+@pytest.mark.parametrize("why, values", [
+    ("a signed loss that left zero is near 0 once, not blown up", [-0.002, 0.5, 0.6, 0.7, 0.65]),
+    ("a signed loss that swings and comes back", [-20.1, -38.9, -39.6, -12.3, 43.2, 739.2, -39.7, -35.6]),
+    ("growth by less than four orders of magnitude", [-1.0, -3.0, -9.0, -27.0]),
+])
+def test_silent_twins_of_a_signed_blow_up(tmp_path, why, values):
+    diag = _lines(tmp_path, values)
+    assert diag.curve.evidence.get("kind") != "short_blew_up_signed", (why, diag.curve.reason)
+
+
+def test_minibatch_noise_about_ln_k_is_stuck_at_chance(tmp_path):
+    # An ImageNet model's cost at ln 1000 = 6.908, each minibatch within a few hundredths of it.
+    values = [6.9201, 6.9059, 6.9157, 6.9151, 6.9073, 6.9100, 6.8984, 6.9006, 6.9025]
+    diag = _lines(tmp_path, values)
+    assert diag.curve.label == "underfitting", diag.curve.reason
+    assert diag.curve.evidence.get("chance_classes") == 1000
+
+
+@pytest.mark.parametrize("why, values", [
+    ("a level beside ln K is no chance level", [6.9501, 6.9359, 6.9457, 6.9451, 6.9373, 6.9400, 6.9284, 6.9306]),
+    ("noise beyond the stuck band about ln K", [6.99, 6.83, 6.95, 6.86, 6.91, 6.97, 6.84, 6.90]),
+])
+def test_silent_twins_of_noise_about_ln_k(tmp_path, why, values):
+    diag = _lines(tmp_path, values)
+    assert diag.curve.evidence.get("chance_classes") is None, (why, diag.curve.reason)
