@@ -21,15 +21,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from runlens.io.importers._linetypes import Line
+from runlens.io.importers._mapping import NUM, to_float
 from runlens.io.reader.names import is_lossish, is_val, tokens
 
-_ONE_FIELD = re.compile(r"^\s*([A-Za-z_][\w/.\-]*)\s*[:=]?\s+([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))\s*$",
-                        re.I)
+# One name and its value (in the text reader's spelling of a number, NaN and Inf included), alone on a line.
+_ONE_FIELD = re.compile(rf"^\s*([A-Za-z_][\w/.\-]*)\s*[:=]?\s+({NUM})\s*$")
 
 
 @functools.lru_cache(maxsize=4096)
 def _named_loss(name: str) -> bool:
-    # Asked of a training line's fields whenever a line of one loss comes under it: the names repeat.
+    # Asked of each line of one name under a training line, and of that line's fields: the names repeat.
     return is_lossish(tokens(name))
 
 
@@ -76,13 +77,13 @@ class Carry:
         if self.trail is None:
             return None
         m = _ONE_FIELD.match(raw)
-        if (m is None or not is_lossish(toks := tokens(m.group(1)))
-                or any(_named_loss(k) for k, _ in self._trail_fields)):
+        if m is None or not _named_loss(m.group(1)) or any(_named_loss(k) for k, _ in self._trail_fields):
             if raw.strip():
                 self.trail = None
             return None
         self._trail_fields = ()  # asked once: the lines under it are losses of a line that names none
-        return Line(self.trail, "", is_val(toks), None, "under step"), [(m.group(1), float(m.group(2)))]
+        name = m.group(1)
+        return Line(self.trail, "", is_val(tokens(name)), None, "under step"), [(name, to_float(m.group(2)))]
 
 
 def carried(markers: Counter) -> list[str]:

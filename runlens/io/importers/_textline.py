@@ -88,7 +88,6 @@ _PROSE = frozenset({"but", "the", "a", "an", "than", "after", "while", "and", "o
 _PROSE_OR_IGNORED = _PROSE | _IGNORED_KEYS
 
 # Step markers, most specific first. Each gives (step, total-or-None); eval says the line is a validation pass.
-_PAREN_COUNT = re.compile(r"\s*\]?\s*\(\s*(\d+)\s*/\s*(\d+)\s*\)")
 _MM_EPOCH = re.compile(r"\bEpoch\((train|val|test)\)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _MM_ITER = re.compile(r"\bIter\((train|val|test)\)\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
 _LLMC = re.compile(r"^s:(\d+)(?=\s)")
@@ -110,6 +109,8 @@ _BATCHES = re.compile(r"\b(\d+)\s*/\s*(\d+)\s*batches\b", re.I)
 _BAR = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*(?=\[|\u2501|\|)")
 # timm writes the share done inside the counter's brackets: "[ 200/1251 ( 16%)]".
 _BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+(?:\.\d+)?%\s*\)\s*)?\]")
+# VDSR's batch counter in parentheses right after the epoch's own: "Epoch[1](100/724)".
+_PAREN_COUNT = re.compile(r"\s*\]?\s*\(\s*(\d+)\s*/\s*(\d+)\s*\)")
 _EPOCH = re.compile(r"(?:^\s*epochs|\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?", re.I)
 # "Epoch 3/10" (Keras), or "Epoch: 0" alone on its line (smp): the epoch of the lines below; framed
 # as a banner too ("[ Epoch 0 ]", "===== Epoch 3 =====").

@@ -86,7 +86,8 @@ def tokens(name: str) -> tuple[str, ...]:
         prev = ch
     if word:
         out.append("".join(word).lower())
-    out = [part for w in out for part in _numbered(w)]
+    if any(c.isdigit() for c in name):  # most names hold no digit: no word of theirs is a numbered loss
+        out = [part for w in out for part in _numbered(w)]
     # ``CrossEntropy``, ``cross_entropy``: the loss function's name, one word however it is split, and
     # however short the entropy's part (``CrossE``, ``cross_ent``: abbreviations people print).
     for i in range(len(out) - 1, 0, -1):
