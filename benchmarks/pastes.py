@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads10] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads13] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -60,11 +60,17 @@ then read and mended in round 23: ``benchmarks/results/pastes_threads9.md``. ``-
 gathered by twenty-one workers during round 24 and graded once at its end
 (``benchmarks/results/pastes_threads11_heldout.md``), then read and mended in round 25:
 ``benchmarks/results/pastes_threads11.md``. ``--threads12`` grades the twelfth (``benchmarks/pastes_threads12/``),
-gathered by twelve workers during round 25 and graded once at its end: ``benchmarks/results/pastes_threads12.md``.
+gathered by twelve workers during round 25 and graded once at its end
+(``benchmarks/results/pastes_threads12_heldout.md``), then read and mended in round 26:
+``benchmarks/results/pastes_threads12.md``. ``--threads13`` grades the thirteenth (``benchmarks/pastes_threads13/``),
+gathered by twenty-one workers during round 26 and graded once at its end: ``benchmarks/results/pastes_threads13.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
 was graded; on the first it turns one paste, a YOLOv3 run whose validation loss is NaN, to agree).
+So does ``nonfinite_metric``, a metric printed beside a finite loss that is NaN to the end (decided in
+round 26, before the thirteenth set was graded; on the development sets it turns one paste, a PPO run
+whose KL divergence and entropy are NaN at every line, to agree, and no other).
 """
 
 from __future__ import annotations
@@ -208,6 +214,12 @@ THREADS11_MENDS = ("a whole number in brackets after a name indexes the value af
                    "whose magnitude blew up by four orders; minibatch noise about ln K is stuck at chance")
 
 
+#: What round 26 mended on the twelfth set's misses.
+THREADS12_MENDS = ("a metric printed beside a finite loss that is NaN to the end is a finding of its own "
+                   "(`nonfinite_metric`: a policy's KL divergence and entropy NaN at every line); a loss printed as "
+                   "a one-number list reads when it is NaN too (`loss: [nan]`)")
+
+
 def _graded_once(commit: str, which: str, page: str, read: str, agreed: str, round_: int, mends: str) -> str:
     """A former held-out set's grading and the round that mended its misses, in its role line's words."""
     return (f"**Graded once as held out at `{commit}`** ({which}; `benchmarks/results/{page}_heldout.md`): read "
@@ -255,9 +267,17 @@ THREADS11_ROLE = _merged("files", "pastes_threads11", "twenty-one workers in thr
 THREADS12, THREADS12_REPORT = _paths("pastes_threads12")
 THREADS12_ROLE = _merged("files", "pastes_threads12", "twelve workers in two waves (eight, then four, who found the "
                          "search tools' budget spent and saved nothing)", 25,
-                         "**Graded once as held out**, at the end of round 25, at the commit this page names: the "
-                         "pastes figure to quote (a small set: thirty pastes). Its parts: trainers whose format is "
-                         "among the earlier sets' (format seen) and the others.")
+                         _graded_once("61e359d", "round 25's last engine commit", "pastes_threads12", "0.60 (18/30)",
+                                      "0.60 (18/30)", 26, THREADS12_MENDS))
+THREADS13, THREADS13_REPORT = _paths("pastes_threads13")
+THREADS13_ROLE = _merged("files", "pastes_threads13", "twenty-one workers in three waves (ten, seven, then two; at most "
+                         "eight at once)", 26,
+                         "Two slips are declared in its README: one worker's report said a little more than counts "
+                         "(that two of its files hold reward lines only), and one wrote helper scripts beside the "
+                         "sibling folders, deleted before it finished. "
+                         "**Graded once as held out**, at the end of round 26, at the commit this page names: the "
+                         "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
+                         "(format seen) and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
            "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),
@@ -265,12 +285,14 @@ FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THRE
            "threads9": (THREADS9, THREADS9_REPORT, THREADS9_ROLE),
            "threads10": (THREADS10, THREADS10_REPORT, THREADS10_ROLE),
            "threads11": (THREADS11, THREADS11_REPORT, THREADS11_ROLE),
-           "threads12": (THREADS12, THREADS12_REPORT, THREADS12_ROLE)}
+           "threads12": (THREADS12, THREADS12_REPORT, THREADS12_ROLE),
+           "threads13": (THREADS13, THREADS13_REPORT, THREADS13_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
         "stuck": {"underfitting", "loss_at_chance"}, "unstable": {"unstable"},
-        "diverged": {"diverged", "nonfinite_loss", "nonfinite_gradient", "nonfinite_validation"}, "spike": {"loss_spikes"},
+        "diverged": {"diverged", "nonfinite_loss", "nonfinite_gradient", "nonfinite_validation", "nonfinite_metric"},
+        "spike": {"loss_spikes"},
         "grad_surge": {"exploding_gradients", "grad_norm_spike"}}
 CURVE_OF = {"stuck": "underfitting"}
 
@@ -369,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the eleventh set of pastes from issue threads (benchmarks/pastes_threads11/)")
     which.add_argument("--threads12", action="store_const", const="threads12", dest="threads",
                        help="grade the twelfth set of pastes from issue threads (benchmarks/pastes_threads12/)")
+    which.add_argument("--threads13", action="store_const", const="threads13", dest="threads",
+                       help="grade the thirteenth set of pastes from issue threads (benchmarks/pastes_threads13/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()

@@ -523,7 +523,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh25", 101000, ("2026-12-05 09:54", "2026-12-05 10:01"),
         role="the third generator with every seed shifted by 101000 and every run redrawn (`--seed-shift "
              "101000 --vary`), generated at {drawn} UTC from 0a8d5c6 by the recorder with "
-             "`logits_sum_to_one`, during round 25, graded once at the end of round 25; the set to quote",
+             "`logits_sum_to_one`, during round 25, graded once at the end of round 25 (61e359d): a development "
+             "set since",
         note="`third-fresh25` (round 25): the same generator and redraw with every seed shifted by 101000 (`python -m "
              "benchmarks.third --seed-shift 101000 --vary`), trained from a clean export of the committed tree at "
              "0a8d5c6 (`draw.json` has the times) into a folder outside the repository, by the recorder that "
@@ -531,12 +532,31 @@ DRAWS: tuple[Draw, ...] = (
              "(the generator does not use the engine). Nothing of it was diagnosed before its one grading, and none "
              "of its generator log read; only its `draw.json`'s start and end times and its number of entries were "
              "printed.",
-        which="*third-fresh25* (round 25; seeds shifted by 101000) was trained from 0a8d5c6, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh25**.",
+        which="*third-fresh25* (round 25; seeds shifted by 101000) was trained from 0a8d5c6 and graded once at "
+              "61e359d (curve 1.00, recall 0.95 with `inputs_not_normalized` 1/2, fault's code first 0.96, healthy "
+              "runs with a warning 0/11): a development set since (its miss was read in round 26).",
+    ),
+    # Drawn in round 26 from 10abc5e (round 25's last commit), before any round-26 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh26", 105000, ("2026-12-05 11:44", "2026-12-05 11:48"),
+        role="the third generator with every seed shifted by 105000 and every run redrawn (`--seed-shift "
+             "105000 --vary`), generated at {drawn} UTC from 10abc5e by the recorder with "
+             "`logits_sum_to_one`, during round 26, graded once at the end of round 26; the set to quote",
+        note="`third-fresh26` (round 26): the same generator and redraw with every seed shifted by 105000 (`python -m "
+             "benchmarks.third --seed-shift 105000 --vary`), trained from a clean export of the committed tree at "
+             "10abc5e (`draw.json` has the times) into a folder outside the repository, by the recorder that "
+             "writes `logits_sum_to_one`, at the start of round 26, before any of its engine changes was committed "
+             "(the generator does not use the engine). Nothing of it was diagnosed before its one grading. By a "
+             "slip, the last three lines of its generator log (two runs' names, confirmation and measured "
+             "criteria, both healthy runs) were printed while checking that it had ended; no runlens output, and "
+             "the rest of the log was not read.",
+        which="*third-fresh26* (round 26; seeds shifted by 105000) was trained from 10abc5e, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh26**.",
     ),
 )
 
-QUOTE = "third-fresh25"
+QUOTE = "third-fresh26"
 
 
 def draw(name: str) -> Draw:
