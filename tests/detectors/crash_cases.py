@@ -172,6 +172,22 @@ PYTORCH = [
     ("torch/csrc/autograd/saved_variable.cpp", "RuntimeError",
      "one of the variables needed for gradient computation has been modified by an inplace operation: "
      "[torch.FloatTensor [4, 3]] is at version 2; expected version 1 instead.", OTHER),
+    # -- a value went non-finite and a check stopped the run: crash_other, kind nonfinite
+    ("torch/csrc/autograd/engine.cpp (anomaly mode)", "RuntimeError",
+     "Function 'LogSoftmaxBackward0' returned nan values in its 0th output.", OTHER),
+    ("torch/nn/utils/clip_grad.py (error_if_nonfinite=True)", "RuntimeError",
+     "The total norm of order 2.0 for gradients from `parameters` is non-finite, so it cannot be clipped. To "
+     "disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`",
+     OTHER),
+    ("torch/distributions/distribution.py (validate_args)", "ValueError",
+     "Expected parameter loc (Tensor of shape (64, 2)) of distribution Normal(loc: torch.Size([64, 2]), scale: "
+     "torch.Size([64, 2])) to satisfy the constraint Real(), but found invalid values:\ntensor([[nan, nan]])",
+     OTHER),
+]
+
+#: Messages of a value gone non-finite, with the crash kind they decode to.
+NONFINITE = [(etype, message) for _, etype, message, _ in PYTORCH[-3:]] + [
+    ("FloatingPointError", "Loss became infinite or NaN at iteration=1587!"),
 ]
 
 # (exception type, message as PyTorch prints it, expected code, detail key or None)

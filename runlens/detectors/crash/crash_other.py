@@ -17,8 +17,11 @@ class CrashOther(CrashDetector):
         specific cause: CUDA ``device-side assert triggered`` and ``Target N
         is out of bounds`` (a label or token id out of range), autograd
         misuse (``does not have a grad_fn``, ``backward through the graph a
-        second time``, in-place modification), NCCL/process-group failures,
-        and ``KeyboardInterrupt``.
+        second time``, in-place modification), a check that stopped a value
+        gone NaN/Inf (anomaly mode's ``returned nan values``,
+        ``clip_grad_norm_``'s ``is non-finite, so it cannot be clipped``, a
+        distribution's ``found invalid values``, ``FloatingPointError``),
+        NCCL/process-group failures, and ``KeyboardInterrupt``.
 
     Why it matters:
         The training code raised and the run stopped; the traceback in

@@ -154,6 +154,16 @@ PATTERNS: tuple[Pattern, ...] = (
        "the autograd graph was used in a way it does not allow",
        "Check for detached tensors or torch.no_grad() around the loss, in-place ops on tensors "
        "needed for backward (x += ..., relu(inplace=True)), and graphs reused across steps."),
+    _p("crash_other", "nonfinite",
+       r"returned nan values in its \d+\w* output|is non-finite, so it cannot be clipped|"
+       r"to satisfy the constraint [^\n]*but found invalid values|Loss became infinite or NaN|"
+       r"\bloss (?:is|became|was) (?:nan|inf)\b",
+       "a value went NaN or Inf during training and a check stopped the run (anomaly detection, "
+       "clip_grad_norm_ with error_if_nonfinite, a distribution's argument check, a loop's own loss check)",
+       "Find the first non-finite value: lower the learning rate or add warmup, clip gradients, keep the "
+       "loss in float32 under autocast, guard log/sqrt/division with an epsilon, and check the batch at "
+       "that step for NaN inputs or labels; a policy's NaN parameters come from its network's outputs.",
+       ("FloatingPointError",)),
     _p("crash_other", "distributed", r"NCCL|ProcessGroup|Watchdog caught collective operation timeout",
        "a collective operation between ranks failed or timed out (one rank stalled or died)",
        "Look at the other ranks' logs for the first failure; make every rank run the same number "

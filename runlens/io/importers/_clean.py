@@ -70,9 +70,9 @@ _WRAPPED = re.compile(
     rf"|<tf\.Tensor:[^<>\n]*?numpy={_NUM}>"
     rf"|\bnp\.(?:float|int|uint)\d*\(\s*{_NUM}\s*\)"
     rf"|\bTensor (?:Float|Double|Half|Int\d*) \[\]\s+{_NUM}")
-# A one-number list right after a name's ``:`` or ``=`` (``loss: [2.30]``), of a value with a fraction or an
-# exponent: ``Epoch: [0]`` is a counter.
-_ONE_LIST = re.compile(rf"([:=]\s?)\[\s*({_FRACTION})\s*\](?![\[\w])")
+# A one-number list right after a name's ``:`` or ``=`` (``loss: [2.30]``, ``loss: [nan]``), of a value with a
+# fraction or an exponent, or nan/inf: ``Epoch: [0]`` is a counter.
+_ONE_LIST = re.compile(rf"([:=]\s?)\[\s*({_FRACTION}|[-+]?(?:nan|inf))\s*\](?![\[\w])", re.I)
 # TensorFlow's ``tf.Print(x, [x], "CrossE")`` writes the message glued to the bracketed values:
 # ``CrossE[472.02966]``, ``CrossE[nan]``; one number with a fraction (or nan/inf) is that name's value,
 # where ``layer[3]`` is an index.

@@ -45,6 +45,7 @@ from runlens.io.reader.names import ERROR_MEASURES, is_lossish, tokens
 Event = tuple[int, str, float, str]
 
 NONFINITE = frozenset({"nan", "inf", "nonfinite", "infinite", "infinity"})
+_GRAD_WORDS = frozenset({"grad", "grads", "gradient", "gradients"})
 # A cheap gate: the words every rule below needs one of; most data lines have none.
 GATE = re.compile(r"skip|overflow|error|exception|invalid", re.I)
 # ``Name: message`` with Name a Python exception class (dotted, CamelCase, ending in Error/Exception; a
@@ -140,10 +141,11 @@ class Watch:
         where = int(at.group(1)) if at else step
         self.error = {"type": etype, "message": message[:2000], "traceback": "", "step": where}
         words = set(tokens(message[:2000].lower()))
-        if words & NONFINITE:
-            # "Loss became NaN" is the loss; anomaly mode's "Function 'XBackward0' returned nan" a gradient.
+        if words & NONFINITE or {"non", "finite"} <= words:
+            # "Loss became NaN" is the loss; anomaly mode's "Function 'XBackward0' returned nan", clip_grad_norm_'s
+            # "norm ... for gradients ... is non-finite", DyNet's "Magnitude of gradient is bad: -nan" a gradient.
             kind = "nonfinite_loss" if "loss" in words else (
-                "nonfinite_grad" if "backward" in message.lower() or "grad" in words else None)
+                "nonfinite_grad" if "backward" in message.lower() or words & _GRAD_WORDS else None)
             if kind is not None:
                 self.events.append((where or 0, kind, math.nan, f"{etype}: {message}"[:300]))
 

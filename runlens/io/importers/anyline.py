@@ -46,7 +46,15 @@ import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.importers._clean import strip_prefixes
-from runlens.io.importers._common import SIGNAL_COLUMNS, Imported, Series, Take, is_val_set, last_per_step
+from runlens.io.importers._common import (
+    SIGNAL_COLUMNS,
+    Imported,
+    Series,
+    Take,
+    column_name,
+    is_val_set,
+    last_per_step,
+)
 from runlens.io.importers._textblock import blocks
 from runlens.io.reader.names import (
     COUNT_WORDS,
@@ -89,12 +97,17 @@ class _Seen:
         self.first: dict[str, int] = {}  # name -> order first seen
         self.values: dict[str, tuple[array, array]] = {}  # name -> (line numbers, values)
         self.lines, self.counters = array("q"), array("q")  # lines with a candidate, their counter (-1: none)
+        # Every other name's non-finite tail: (line, value) of its last finite value, then the lines of
+        # the NaN/Inf values after it. A metric that broke (a KL divergence, a reward gone NaN beside a
+        # finite loss) is a finding; its finite history is not, and is not kept.
+        self.tails: dict[str, tuple[list[tuple[int, float]], array, array]] = {}
 
     def add(self, row: int, counter: int | None, fields: list[tuple[str, float]]) -> None:
         kept = False
         for name, value in fields:
             if name not in self.names:
                 if len(self.names) >= _MAX_NAMES or not _candidate(name):
+                    self._other(row, name, value)
                     continue
                 self.names[name], self.first[name] = 0, len(self.first)
                 self.values[name] = (array("q"), array("d"))
@@ -106,6 +119,19 @@ class _Seen:
         if kept:
             self.lines.append(row)
             self.counters.append(-1 if counter is None else counter)
+
+    def _other(self, row: int, name: str, value: float) -> None:
+        tail = self.tails.get(name)
+        if tail is None:
+            if len(self.tails) >= _MAX_NAMES or not name:
+                return
+            tail = self.tails[name] = ([], array("q"), array("d"))
+        if math.isfinite(value):
+            tail[0][:] = [(row, value)]
+            del tail[1][:], tail[2][:]
+        else:
+            tail[1].append(row)
+            tail[2].append(value)
 
 
 def _name(label: str) -> tuple[str, bool, bool]:
@@ -309,6 +335,7 @@ def read(path: Path, encoding: str = "utf-8") -> Imported | None:
                                                                            strict=True))
             # One value per place, the last printed (two evaluations between two loss lines).
             table[target] = last_per_step(Series(place[np.searchsorted(rows, at_rows)], values))[0]
+    _broken_metrics(imp, seen, rows, place)
     imp.config["index_kind"] = "step" if by_counter else "row"
     what = "loss" if train is not None else "validation loss"
     imp.index_why = (f"the number each {what} line starts with, rising on every one, is the index" if by_counter
@@ -320,3 +347,20 @@ def read(path: Path, encoding: str = "utf-8") -> Imported | None:
     imp.config["import_fields"] = {t: n for t, n in (("loss", train), ("val_loss", val)) if n is not None}
     imp.config["log_style"] = {"named values": int(keyed.sum())}
     return imp
+
+
+def _broken_metrics(imp: Imported, seen: _Seen, rows: np.ndarray, place: np.ndarray) -> None:
+    """The other names whose values end non-finite, as user scalars holding that tail and the finite
+    value before it (what the ``nonfinite_metric`` finding reads); the import warning says so."""
+    kept = []
+    for name, (last, tail_rows, tail_values) in seen.tails.items():
+        if not tail_rows or column_name(name) in imp.train:
+            continue
+        at = np.asarray([r for r, _ in last] + list(tail_rows), dtype=np.int64)
+        values = np.asarray([v for _, v in last] + list(tail_values), dtype=np.float64)
+        # A line without a loss takes the place of the loss line before it, as the evaluations do.
+        where = place[np.clip(np.searchsorted(rows, at, side="right") - 1, 0, None)]
+        imp.train[column_name(name)] = last_per_step(Series(where, values))[0]
+        kept.append(f"{name!r} ({len(tail_rows)} lines)")
+    if kept:
+        imp.warnings.append("values that end NaN/Inf kept from their last finite one on: " + ", ".join(kept))
