@@ -76,6 +76,11 @@ class InputsNotNormalized(Detector):
           as ``2^-24``, half precision's smallest subnormal, a bound below
           any gradient it could have held: a swing to nothing is the
           largest swing, not a missing row.
+          Read over the start, then, when that does not hold and the run
+          recorded fewer than ``swing_rows`` rows there, over the first
+          ``swing_rows``: raw inputs saturate the units for as long as they
+          stay raw, and a signed-rank test over ten pairs, three of them two
+          zero gradients in a row, cannot reach ``alpha``.
           Not read when, over those rows, some module's median update was a
           tenth of its weights or more (``update_norm``): steps that large
           saturate the units by themselves (a loss summed over the batch).
@@ -102,6 +107,7 @@ class InputsNotNormalized(Detector):
         loss_factor: least first loss over ln K, no-normalization reading (10.0).
         min_swing_decades: least median swing of the first layer's gradient, saturated reading (1.0).
         min_pairs: least consecutive row pairs, saturated reading (8).
+        swing_rows: rows the saturated reading reads when the start holds fewer (21: twenty pairs).
     """
 
     code = "inputs_not_normalized"
@@ -114,11 +120,12 @@ class InputsNotNormalized(Detector):
                    "alpha": Interval(float, 0, 1, closed="neither"),
                    "min_relative_decades": Interval(float, None, None), "loss_factor": Interval(float, 1, None),
                    "min_swing_decades": Interval(float, 0, None, closed="neither"),
-                   "min_pairs": Interval(int, 3, None)}
+                   "min_pairs": Interval(int, 3, None), "swing_rows": Interval(int, 2, None)}
 
     def __init__(self, *, min_decades: float = 1.5, early_share: float = 0.1, alpha: float = 0.01,
                  min_relative_decades: float = 2.0, loss_factor: float = 10.0, min_swing_decades: float = 1.0,
-                 min_pairs: int = 8) -> None:
+                 min_pairs: int = 8, swing_rows: int = 21) -> None:
+        self.swing_rows = swing_rows
         self.min_swing_decades = min_swing_decades
         self.min_pairs = min_pairs
         self.min_relative_decades = min_relative_decades
@@ -149,8 +156,8 @@ class InputsNotNormalized(Detector):
             rows = np.isfinite(rel[:, 0]) & np.isfinite(rel[:, 1:]).sum(axis=1).astype(bool)
             if rows.sum() < 3:
                 raise Skip("needs at least 3 early rows with finite gradient and weight norms")
-            read = (self._stands_out(rel[rows]) or (None if _large_steps(ctx.signals_of(run), n) else
-                                                     self._swings(grads.values[:n], grads.modules)) or self._all_scaled(run, ctx, rel[rows]))
+            read = (self._stands_out(rel[rows]) or self._saturated(ctx.signals_of(run), grads.values, grads.modules, n)
+                    or self._all_scaled(run, ctx, rel[rows]))
         if read is None:
             return []
         how, ev = read
@@ -171,6 +178,15 @@ class InputsNotNormalized(Detector):
                  "rows_above_all_others": int(above.sum()), "sign_p": p,
                  "first_relative_grad": float(10 ** np.median(rel[:, 0])),
                  "others_relative_grad": float(10 ** np.median(np.nanmedian(rel[:, 1:], axis=1)))})
+
+    def _saturated(self, sig: Signals, norms: np.ndarray, modules: tuple[str, ...], n: int) -> tuple[str, dict] | None:
+        """The saturated reading over the first ``n`` rows, then over ``swing_rows`` when that is more."""
+        for rows in dict.fromkeys((n, max(n, min(self.swing_rows, len(norms))))):
+            if not _large_steps(sig, rows):
+                read = self._swings(norms[:rows], modules)
+                if read is not None:
+                    return read
+        return None
 
     def _swings(self, norms: np.ndarray, modules: tuple[str, ...]) -> tuple[str, dict] | None:
         """The gradient of the first module, or of the module right behind it, swings by decades from

@@ -120,6 +120,33 @@ def test_first_layer_gradient_exactly_zero_on_some_batches_fires(seed):
     assert f.evidence["reading"].startswith("saturated") and f.evidence["pairs"] == 9
 
 
+def _gate_saturated(seed: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # A gate right behind the first layer, saturated by raw inputs: on each batch it passes back exactly
+    # nothing (float32 underflow) or a gradient decades below its weights; two zeros in a row are no
+    # swing, and with ten early rows those ties leave the signed-rank test short of its level.
+    rng = np.random.default_rng(seed)
+    g, w, u = healthy_net(seed, n=n, m=5)
+    zero = np.zeros(n, bool)
+    zero[[0, 1, 3, 4, 5, 8, 10]] = True  # three zero-to-zero pairs in the first ten, as a recorded gated mixture on raw inputs had
+    zero[10:] = rng.random(n - 10) < 0.4
+    g[:, 1] = np.where(zero, 0.0, 10 ** rng.uniform(-28, -6, n))
+    return g, w, u
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_gate_that_passes_nothing_or_almost_nothing_back_fires_over_twenty_pairs(seed):
+    g, w, u = _gate_saturated(seed, 100)
+    [f] = check("inputs_not_normalized", make_run(g, w, u, loss=falling_loss(seed, 100)))
+    assert f.evidence["swinging_module"] == "l1" and f.evidence["pairs"] == 20 and f.evidence["wilcoxon_p"] < 0.01
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_silent_twin_the_same_gate_passing_a_steady_gradient(seed):
+    g, w, u = _gate_saturated(seed, 100)
+    g[:, 1] = g[:, 2]
+    assert check("inputs_not_normalized", make_run(g, w, u, loss=falling_loss(seed, 100))) == []
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_silent_twin_a_first_layer_that_never_gets_a_gradient(seed):
     # A detached or frozen first layer has a zero gradient on every row: zero to zero is no swing.
