@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
 from runlens.diagnosis import Finding
-from runlens.io.reader.names import ERROR_MEASURES, is_lossish, tokens
+from runlens.io.reader.names import CLOCK_WORDS, is_loss_term, tokens
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -20,11 +19,7 @@ if TYPE_CHECKING:
 _FORMAT = frozenset({"step", "time", "loss", "lr", "grad_norm", "epoch", "loss_scale", "step_skipped"})
 # A record of an extreme so far ("best: inf" until the first evaluation) starts at +/-inf by convention.
 _RECORD = frozenset({"best", "min", "max", "lowest", "highest", "minimum", "maximum"})
-# The words of a clock or a throughput: "eta: inf" at a run's first line, "tokens/s: inf" when a step took
-# no measurable time, say nothing about the model.
-_CLOCK = frozenset({"time", "eta", "sec", "secs", "second", "seconds", "s", "ms", "speed", "throughput", "fps",
-                    "elapsed", "duration", "it", "its", "per", "samples", "tokens", "memory", "mem", "date",
-                    "timestamp", "wall", "clock"})
+_NOT_READ = CLOCK_WORDS | _RECORD
 
 
 @register
@@ -88,24 +83,23 @@ class NonfiniteMetric(Detector):
         self.min_lines = min_lines
 
     def check(self, run: Run, ctx: Context) -> Iterable[Finding]:
-        table = run.scalars
-        if table is None or "loss" not in table.column_names:
+        table, loss = run.scalars, run.column("scalars", "loss")
+        if table is None or loss is None:
             raise Skip("needs the scalars table's loss")
-        loss = np.asarray(pc.cast(table.column("loss"), pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
         steps = run.steps("scalars")
         finite_loss = np.isfinite(loss)
         broken: dict[str, dict[str, Any]] = {}
         for name in table.column_names:
             if not _metric(name):
                 continue
-            col = table.column(name)
-            if not pa.types.is_floating(col.type):
+            col, full = table.column(name), run.column("scalars", name)
+            if full is None or not pa.types.is_floating(col.type):
                 continue  # an integer column cannot hold NaN
             logged = ~col.is_null().to_numpy(zero_copy_only=False) if col.null_count else np.ones(len(loss), bool)
             rows = np.flatnonzero(finite_loss & logged)
             if len(rows) < self.min_lines:
                 continue
-            values = np.asarray(col.to_numpy(zero_copy_only=False), dtype=float)[rows]
+            values = full[rows]
             ok = np.isfinite(values)
             tail = len(values) - (int(np.flatnonzero(ok)[-1]) + 1 if ok.any() else 0)
             if tail < self.min_lines:
@@ -138,5 +132,4 @@ def _metric(name: str) -> bool:
     if name in _FORMAT or name.startswith(("val_loss", "grad_norm", "loss_scale")):
         return False
     toks = tokens(name)
-    return (bool(toks) and not (_CLOCK | _RECORD).intersection(toks) and not is_lossish(toks)
-            and not ERROR_MEASURES.intersection(toks))
+    return bool(toks) and _NOT_READ.isdisjoint(toks) and not is_loss_term(toks)

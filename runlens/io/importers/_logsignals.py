@@ -40,7 +40,7 @@ from typing import Any
 from runlens.io.importers._clean import clean
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textline import Line, read_fields
-from runlens.io.reader.names import ERROR_MEASURES, is_lossish, tokens
+from runlens.io.reader.names import is_loss_term, tokens
 
 Event = tuple[int, str, float, str]
 
@@ -189,5 +189,4 @@ def _counted(text: str, step: int | None, interval: int | None) -> Event | None:
 
 def is_part(name: str) -> bool:
     """A loss term's name: a loss word or an error measure (``loss_cls``, ``SmoothL1``, ``giou_loss``)."""
-    t = tokens(name)
-    return is_lossish(t) or bool(ERROR_MEASURES.intersection(t))
+    return is_loss_term(tokens(name))

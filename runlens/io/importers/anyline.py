@@ -97,10 +97,10 @@ class _Seen:
         self.first: dict[str, int] = {}  # name -> order first seen
         self.values: dict[str, tuple[array, array]] = {}  # name -> (line numbers, values)
         self.lines, self.counters = array("q"), array("q")  # lines with a candidate, their counter (-1: none)
-        # Every other name's non-finite tail: (line, value) of its last finite value, then the lines of
-        # the NaN/Inf values after it. A metric that broke (a KL divergence, a reward gone NaN beside a
-        # finite loss) is a finding; its finite history is not, and is not kept.
-        self.tails: dict[str, tuple[list[tuple[int, float]], array, array]] = {}
+        # Every other name's non-finite tail: ``[line, value]`` of its last finite value (line -1: none
+        # yet), then the lines and values of the NaN/Inf after it. A metric that broke (a KL divergence, a
+        # reward gone NaN beside a finite loss) is a finding; its finite history is not, and is not kept.
+        self.tails: dict[str, tuple[list[float], array, array]] = {}
 
     def add(self, row: int, counter: int | None, fields: list[tuple[str, float]]) -> None:
         kept = False
@@ -121,14 +121,17 @@ class _Seen:
             self.counters.append(-1 if counter is None else counter)
 
     def _other(self, row: int, name: str, value: float) -> None:
+        # Called for every other field of every line: the finite case, nearly all of them, only stores.
         tail = self.tails.get(name)
         if tail is None:
             if len(self.tails) >= _MAX_NAMES or not name:
                 return
-            tail = self.tails[name] = ([], array("q"), array("d"))
+            tail = self.tails[name] = ([-1, 0.0], array("q"), array("d"))
         if math.isfinite(value):
-            tail[0][:] = [(row, value)]
-            del tail[1][:], tail[2][:]
+            last, rows, values = tail
+            last[0], last[1] = row, value
+            if rows:
+                del rows[:], values[:]
         else:
             tail[1].append(row)
             tail[2].append(value)
@@ -356,8 +359,9 @@ def _broken_metrics(imp: Imported, seen: _Seen, rows: np.ndarray, place: np.ndar
     for name, (last, tail_rows, tail_values) in seen.tails.items():
         if not tail_rows or column_name(name) in imp.train:
             continue
-        at = np.asarray([r for r, _ in last] + list(tail_rows), dtype=np.int64)
-        values = np.asarray([v for _, v in last] + list(tail_values), dtype=np.float64)
+        before = last[:] if last[0] >= 0 else []  # the last finite value, when there was one
+        at = np.asarray(before[:1] + list(tail_rows), dtype=np.int64)
+        values = np.asarray(before[1:] + list(tail_values), dtype=np.float64)
         # A line without a loss takes the place of the loss line before it, as the evaluations do.
         where = place[np.clip(np.searchsorted(rows, at, side="right") - 1, 0, None)]
         imp.train[column_name(name)] = last_per_step(Series(where, values))[0]

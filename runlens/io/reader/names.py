@@ -184,6 +184,17 @@ ERROR_MEASURES = frozenset({"rmse", "mse", "mae", "rmsle", "mape", "l1", "l2", "
 #: The words that name an error a trainer minimizes, as a whole name (FANN's ``Current error``, Torch7's
 #: ``Err``, an ``mse``): a log that names no loss prints its objective under one of these.
 ERROR_WORDS = frozenset({"error", "err"}) | ERROR_MEASURES
+#: The words of a clock or a throughput: "eta: inf" at a run's first line, "tokens/s: inf" when a step
+#: took no measurable time, say nothing about the model.
+CLOCK_WORDS = frozenset({"time", "eta", "sec", "secs", "second", "seconds", "s", "ms", "speed", "throughput",
+                         "fps", "elapsed", "duration", "it", "its", "per", "samples", "tokens", "memory", "mem",
+                         "date", "timestamp", "wall", "clock"})
+
+
+def is_loss_term(toks: tuple[str, ...]) -> bool:
+    """A loss term's words: a loss word (:func:`is_lossish`) or an error measure (``loss_cls``,
+    ``SmoothL1``, ``giou_loss``), the parts a total loss adds up."""
+    return is_lossish(toks) or not ERROR_MEASURES.isdisjoint(toks)
 
 
 def set_metric_role(name: str) -> tuple[bool, str] | None:
