@@ -542,7 +542,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh26", 105000, ("2026-12-05 11:44", "2026-12-05 11:48"),
         role="the third generator with every seed shifted by 105000 and every run redrawn (`--seed-shift "
              "105000 --vary`), generated at {drawn} UTC from 10abc5e by the recorder with "
-             "`logits_sum_to_one`, during round 26, graded once at the end of round 26; the set to quote",
+             "`logits_sum_to_one`, during round 26, graded once at the end of round 26 (00e011d): a development "
+             "set since",
         note="`third-fresh26` (round 26): the same generator and redraw with every seed shifted by 105000 (`python -m "
              "benchmarks.third --seed-shift 105000 --vary`), trained from a clean export of the committed tree at "
              "10abc5e (`draw.json` has the times) into a folder outside the repository, by the recorder that "
@@ -551,12 +552,31 @@ DRAWS: tuple[Draw, ...] = (
              "slip, the last three lines of its generator log (two runs' names, confirmation and measured "
              "criteria, both healthy runs) were printed while checking that it had ended; no runlens output, and "
              "the rest of the log was not read.",
-        which="*third-fresh26* (round 26; seeds shifted by 105000) was trained from 10abc5e, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh26**.",
+        which="*third-fresh26* (round 26; seeds shifted by 105000) was trained from 10abc5e and graded once at "
+              "00e011d (curve 1.00, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
+              "warning 0/11): a development set since.",
+    ),
+    # Drawn in round 27 from 9ae5df3 (round 26's last commit), before any round-27 change was made;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh27", 109000, ("2026-12-05 21:14", "2026-12-05 21:18"),
+        role="the third generator with every seed shifted by 109000 and every run redrawn (`--seed-shift "
+             "109000 --vary`), generated at {drawn} UTC from 9ae5df3 by the recorder with "
+             "`logits_sum_to_one`, during round 27, graded once at the end of round 27; the set to quote",
+        note="`third-fresh27` (round 27): the same generator and redraw with every seed shifted by 109000 (`python -m "
+             "benchmarks.third --seed-shift 109000 --vary`), trained from a clean export of the committed tree at "
+             "9ae5df3 (`draw.json` has the times) into a folder outside the repository, at the start of round 27, "
+             "before any of its engine changes was made (the generator does not use the engine). Nothing of it "
+             "was diagnosed before its one grading, and its generator log was not read. By a slip, the run plan "
+             "in its `draw.json` (each run's name, model, bug, optimizer, learning rate, batch, length and "
+             "schedule, drawn from the seeds before training) was printed while checking that it had ended; no "
+             "confirmation, measurement or runlens output was.",
+        which="*third-fresh27* (round 27; seeds shifted by 109000) was trained from 9ae5df3, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh27**.",
     ),
 )
 
-QUOTE = "third-fresh26"
+QUOTE = "third-fresh27"
 
 
 def draw(name: str) -> Draw:
