@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads13] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads14] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -63,7 +63,10 @@ gathered by twenty-one workers during round 24 and graded once at its end
 gathered by twelve workers during round 25 and graded once at its end
 (``benchmarks/results/pastes_threads12_heldout.md``), then read and mended in round 26:
 ``benchmarks/results/pastes_threads12.md``. ``--threads13`` grades the thirteenth (``benchmarks/pastes_threads13/``),
-gathered by twenty-one workers during round 26 and graded once at its end: ``benchmarks/results/pastes_threads13.md``.
+gathered by twenty-one workers during round 26 and graded once at its end
+(``benchmarks/results/pastes_threads13_heldout.md``), then read and mended in round 27:
+``benchmarks/results/pastes_threads13.md``. ``--threads14`` grades the fourteenth (``benchmarks/pastes_threads14/``),
+gathered by twenty workers during round 27 and graded once at its end: ``benchmarks/results/pastes_threads14.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -214,6 +217,15 @@ THREADS11_MENDS = ("a whole number in brackets after a name indexes the value af
                    "whose magnitude blew up by four orders; minibatch noise about ln K is stuck at chance")
 
 
+#: What round 27 mended on the thirteenth set's misses.
+THREADS13_MENDS = ("memorization read at the last evaluations and under any accuracy name with a held-out twin "
+                   "(`categorical_accuracy`), or when the held-out loss ends above its first evaluation; a loss "
+                   "about ln K by two one-sided t-tests; swings of a loss near zero on its own scale are rounding; "
+                   "`Epoch N;` over a block of `key: value` lines; one table that records a step; `genloss`, a "
+                   "loss written as one word with what it is of; a header commented out with `#`; a validation "
+                   "loss frozen at 3 evaluations while the training loss moved")
+
+
 #: What round 26 mended on the twelfth set's misses.
 THREADS12_MENDS = ("a metric printed beside a finite loss that is NaN to the end is a finding of its own "
                    "(`nonfinite_metric`: a policy's KL divergence and entropy NaN at every line); a loss printed as "
@@ -275,7 +287,15 @@ THREADS13_ROLE = _merged("files", "pastes_threads13", "twenty-one workers in thr
                          "Two slips are declared in its README: one worker's report said a little more than counts "
                          "(that two of its files hold reward lines only), and one wrote helper scripts beside the "
                          "sibling folders, deleted before it finished. "
-                         "**Graded once as held out**, at the end of round 26, at the commit this page names: the "
+                         + _graded_once("00e011d", "round 26's last engine commit", "pastes_threads13", "0.82 (63/77)",
+                                        "0.66 (51/77)", 27, THREADS13_MENDS))
+THREADS14, THREADS14_REPORT = _paths("pastes_threads14")
+THREADS14_ROLE = _merged("files", "pastes_threads14", "twenty workers (eight, then twelve more as places freed; at most "
+                         "eight at once)", 27,
+                         "Slips are declared in its README: one worker listed the folder of the sibling folders once "
+                         "(their file names, no content), and several reports said a little more than counts (how "
+                         "many labels carry doubts and in general why, which parts of a focus found no file). "
+                         "**Graded once as held out**, at the end of round 27, at the commit this page names: the "
                          "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
                          "(format seen) and the others.")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
@@ -286,7 +306,8 @@ FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THRE
            "threads10": (THREADS10, THREADS10_REPORT, THREADS10_ROLE),
            "threads11": (THREADS11, THREADS11_REPORT, THREADS11_ROLE),
            "threads12": (THREADS12, THREADS12_REPORT, THREADS12_ROLE),
-           "threads13": (THREADS13, THREADS13_REPORT, THREADS13_ROLE)}
+           "threads13": (THREADS13, THREADS13_REPORT, THREADS13_ROLE),
+           "threads14": (THREADS14, THREADS14_REPORT, THREADS14_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -393,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the twelfth set of pastes from issue threads (benchmarks/pastes_threads12/)")
     which.add_argument("--threads13", action="store_const", const="threads13", dest="threads",
                        help="grade the thirteenth set of pastes from issue threads (benchmarks/pastes_threads13/)")
+    which.add_argument("--threads14", action="store_const", const="threads14", dest="threads",
+                       help="grade the fourteenth set of pastes from issue threads (benchmarks/pastes_threads14/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()
