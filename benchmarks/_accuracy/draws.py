@@ -534,7 +534,9 @@ DRAWS: tuple[Draw, ...] = (
              "printed.",
         which="*third-fresh25* (round 25; seeds shifted by 101000) was trained from 0a8d5c6 and graded once at "
               "61e359d (curve 1.00, recall 0.95 with `inputs_not_normalized` 1/2, fault's code first 0.96, healthy "
-              "runs with a warning 0/11): a development set since (its miss was read in round 26).",
+              "runs with a warning 0/11): a development set since (its miss was read in round 26). The runs graded "
+              "here were retrained in round 27 from 9ae5df3 (the data folder, kept out of the repository, was lost "
+              "between sessions; generator and recorder unchanged since); their `draw.json` says when.",
     ),
     # Drawn in round 26 from 10abc5e (round 25's last commit), before any round-26 change was committed;
     # nothing of it diagnosed before its one grading.
@@ -554,7 +556,9 @@ DRAWS: tuple[Draw, ...] = (
              "the rest of the log was not read.",
         which="*third-fresh26* (round 26; seeds shifted by 105000) was trained from 10abc5e and graded once at "
               "00e011d (curve 1.00, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
-              "warning 0/11): a development set since.",
+              "warning 0/11): a development set since. The runs graded here were retrained in round 27 from 9ae5df3 "
+              "(the data folder was lost between sessions; generator and recorder unchanged since), and graded at "
+              "the round-26 engine they give the same figures.",
     ),
     # Drawn in round 27 from 9ae5df3 (round 26's last commit), before any round-27 change was made;
     # nothing of it diagnosed before its one grading.

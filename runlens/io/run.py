@@ -297,7 +297,10 @@ def _int_or(value: Any, default: int) -> int:
 def wanted_columns(want: list[str], names: list[str], keys: tuple[str, ...] = ()) -> list[str]:
     """The columns of ``names`` a projection asks for, in their order: ``keys`` always, each of
     ``want`` in any case (a console log keeps its names as printed, ``Train_acc``; a detector asks
-    in lower case), and a trailing ``*`` as a prefix (``val_loss@*``)."""
-    exact = {*keys, *(w.lower() for w in want if not w.endswith("*"))}
-    prefixes = tuple(w[:-1] for w in want if w.endswith("*"))
-    return [c for c in names if c in exact or c.lower() in exact or (prefixes and c.startswith(prefixes))]
+    in lower case), a trailing ``*`` as a prefix (``val_loss@*``) and ``*`` on both sides as a part of
+    the name in any case (``*acc*``: an accuracy under whatever name its library gives it)."""
+    exact = {*keys, *(w.lower() for w in want if "*" not in w)}
+    parts = tuple(w[1:-1].lower() for w in want if len(w) > 2 and w.startswith("*") and w.endswith("*"))
+    prefixes = tuple(w[:-1] for w in want if w.endswith("*") and w[1:-1].lower() not in parts)  # ``*``: all
+    return [c for c in names if c in exact or c.lower() in exact or (prefixes and c.startswith(prefixes))
+            or any(p in c.lower() for p in parts)]

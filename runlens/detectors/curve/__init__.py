@@ -41,8 +41,9 @@ if TYPE_CHECKING:
 # masked as 0) are read when a detector that needs them loaded them; a log
 # of scalars only has its global grad_norm.
 NEEDS = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", *shape.CLASS_COLUMNS, *shape.LABEL_COLUMNS,
-                       *ACCURACY_COLUMNS),
-              layers=("weight_norm", "update_norm"), evals=("val_loss", "val_loss@*", *VAL_ACCURACY_COLUMNS))
+                       *ACCURACY_COLUMNS, "*acc*"),
+              layers=("weight_norm", "update_norm"),
+              evals=("val_loss", "val_loss@*", *VAL_ACCURACY_COLUMNS, "*acc*"))
 
 # Kept importable from here: tests and tools read it as the curve's own.
 chance_level = chance.chance_level

@@ -19,6 +19,7 @@ import numpy as np
 from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, fractions, scalar_column
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
+from runlens.io.reader.names import TRAIN, VAL, is_val, tokens
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -43,10 +44,34 @@ def _column(run: Run, table: str, names: tuple[str, ...]) -> Column | None:
     return None if found is None else (found[0], found[1])
 
 
+#: The words of an accuracy's name (``categorical_accuracy``, ``top1_acc``, ``binary_accuracy``).
+_ACC_WORDS = frozenset({"acc", "accuracy"})
+
+
+def _paired(run: Run) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A training accuracy named otherwise than :data:`ACCURACY_COLUMNS` and its held-out twin: the
+    same words but for a validation word (Keras's ``categorical_accuracy`` and
+    ``val_categorical_accuracy``). Both or neither: an unpaired name may measure something else."""
+    t, e = getattr(run, "scalars", None), getattr(run, "evals", None)
+    if t is None or e is None:
+        return (), ()
+    held = {tuple(w for w in tokens(c) if w not in VAL): c for c in e.column_names if is_val(tokens(c))}
+    for c in t.column_names:
+        words = tokens(c)
+        if _ACC_WORDS & set(words) and not is_val(words):
+            twin = held.get(tuple(w for w in words if w not in TRAIN))
+            if twin is not None:
+                return (c,), (twin,)
+    return (), ()
+
+
 def accuracies(run: Run) -> Accuracies:
     """The training and validation accuracy as fractions, each None when missing; both None when
     they are not on one scale (a percentage is read as one when both columns are percentages)."""
     train, val = _column(run, "scalars", ACCURACY_COLUMNS), _column(run, "evals", VAL_ACCURACY_COLUMNS)
+    if train is None and val is None:
+        more_train, more_val = _paired(run)
+        train, val = _column(run, "scalars", more_train), _column(run, "evals", more_val)
     cols = [c for c in (train, val) if c is not None]
     scaled = list(fractions(*(v for _, v in cols)) or ()) if cols else []
     if not scaled:
@@ -65,9 +90,10 @@ def _at(steps: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 def memorized(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, Column],
               acc: Accuracies, base: dict[str, Any]) -> CurveVerdict | None:
-    """Overfitting when at each of 2 or more evaluations the training accuracy is ``FIT`` or more,
+    """Overfitting when at each of the last 2 or more evaluations the training accuracy is ``FIT`` or more,
     the validation accuracy ``ACC_GAP`` below it and the validation loss ``LOSS_RATIO`` times the
-    training loss or more, and the validation loss fell by less than ``min_drop`` across them."""
+    training loss or more, and the validation loss fell by less than ``min_drop`` across them or ended
+    above its first evaluation in the log."""
     train, val = acc
     if train is None or val is None or "val_loss" not in sets:
         return None
@@ -83,14 +109,25 @@ def memorized(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = val_loss / train_loss
     held = (train_acc >= FIT) & (train_acc - val_acc >= ACC_GAP) & (train_loss > 0) & (ratio >= LOSS_RATIO)
-    fall = (val_loss[0] - val_loss[-1]) / val_loss[0] if val_loss[0] > 0 else 0.0
-    if not bool(np.all(held)) or fall >= cfg.min_drop:
+    # The evaluations that end the log: a run memorizes by its end, and what came before (accuracy
+    # still climbing at epoch 1) says nothing against it.
+    k = int(np.argmin(held[::-1])) if not bool(np.all(held)) else held.size
+    if k < 2:
         return None
+    at, train_acc, val_acc, train_loss, val_loss, ratio = (a[-k:] for a in (at, train_acc, val_acc, train_loss,
+                                                                            val_loss, ratio))
+    fall = (val_loss[0] - val_loss[-1]) / val_loss[0] if val_loss[0] > 0 else 0.0
+    # Falling back across the memorized evaluations is no recovery while it ends above the log's
+    # first evaluation: the held-out loss is worse than before the model fit its data.
+    if fall >= cfg.min_drop and not val_loss[-1] > lv[0]:
+        return None
+    judged = (f"not improving ({fall:.0%} down, < {cfg.min_drop:.0%})" if fall < cfg.min_drop else
+              f"ending at {val_loss[-1]:.4g}, above its first evaluation {lv[0]:.4g}")
     return CurveVerdict(
         "overfitting", f"at each of {at.size} evaluations the training accuracy is at least {train_acc.min():.3g} "
         f"(>= {FIT:g}) while the validation accuracy trails it by {float(np.min(train_acc - val_acc)):.3g} or more "
         f"(>= {ACC_GAP:g}) and the validation loss is {float(np.min(ratio)):.3g}x the training loss or more "
-        f"(>= {LOSS_RATIO:g}x), not improving ({fall:.0%} down, < {cfg.min_drop:.0%}): the model memorized its "
+        f"(>= {LOSS_RATIO:g}x), {judged}: the model memorized its "
         f"training data, in a short log of {x.size} points",
         {**base, "kind": "short_memorized", "evaluations": int(at.size), "eval_set": "val_loss",
          "train_accuracy": train_acc.tolist(), "val_accuracy": val_acc.tolist(),

@@ -19,15 +19,19 @@ readings, in the order they are tried (the first that holds is the verdict):
   plateau or a converged run, not judged); at ln K (K stated or guessed
   from the level: every point within its tolerance, or, from 4 points, the
   median within it and every point within ``stuck_band`` of ln K, minibatch
-  noise about the prior, with or without a trend) the evidence says so and
+  noise about the prior, with or without a trend, or the mean within
+  ``stuck_band`` of ln K by two one-sided t-tests at ``alpha`` with no
+  downward Kendall trend at ``alpha``: one epoch's average off the band
+  moves the mean by its share only) the evidence says so and
   ``loss_at_chance`` fires too (``kind: short_stuck``). Three values printed alike, to a thousandth of their
   (non-zero) level or finer, are stuck too: a loss that trains moves by
   more than its last digit in an epoch;
 - underfitting when the validation loss is printed alike (to a thousandth
   of its level or finer) at every one of 2 or more evaluations at
-  different steps while the training loss fell less than ``min_drop``: a
-  fixed validation set gives the same loss only to the same weights
-  (``kind: short_frozen_validation``);
+  different steps while the training loss fell less than ``min_drop``, or
+  at 3 or more whatever the training loss did: a fixed validation set
+  gives the same loss only to the same weights, so what is evaluated did
+  not change (``kind: short_frozen_validation``);
 - underfitting when a held-out loss sits at ln K at each of 3 or more
   evaluations (all within the chance tolerance; with K guessed from the
   level, within ``GUESSED_SPREAD`` of ln K of each other and either 4
@@ -58,7 +62,9 @@ readings, in the order they are tried (the first that holds is the verdict):
   (``kind: short_repeated``);
 - diverged when the last training loss is 10x the lowest before it and a
   held-out loss's last evaluation 10x its own lowest (``kind:
-  short_both_high``, from 2 points each: :mod:`.short_high`);
+  short_both_high``, from 2 points each: :mod:`.short_high`), or when both
+  are in rising order over the last 3 evaluations or more, each up by
+  ``min_val_rise`` (exact p = (1/k!)^2: ``kind: short_both_rising``);
 - with 5 points or more: diverged when the last value is >= 10x the start
   (median of the first 3) with an upward Kendall trend at
   ``alpha_strong``, or the last values are each 100x or more every value
@@ -69,7 +75,8 @@ readings, in the order they are tried (the first that holds is the verdict):
   last third (2 at least), after the minimum, is above the start by
   ``growth`` of it (it gave back all its progress and stayed there);
 - unstable when the loss rises at least twice and falls at least twice by
-  10x or more from one point to the next with no downward Kendall trend
+  10x or more from one point to the next (each swing reaching ``VISIBLE``, a
+  thousandth, of the largest value) with no downward Kendall trend
   at ``alpha`` (``kind: short_swings``: an order of magnitude up and back,
   beyond minibatch noise, is neither a spike nor a divergence);
 - overfitting by the same validation test as a long curve (a rise at each
@@ -86,11 +93,11 @@ readings, in the order they are tried (the first that holds is the verdict):
   after its minimum (exact p = 1/k!) while the training loss fell by
   ``min_drop`` over the same steps (``kind: short_val_turned``);
 - overfitting when the model memorized its data (``kind: short_memorized``,
-  from 2 points): at each of 2 or more evaluations the training accuracy
+  from 2 points): at each of the last 2 or more evaluations the training accuracy
   is ``FIT`` (0.99) or more, the validation accuracy ``ACC_GAP`` (0.10)
   below it and the validation loss ``LOSS_RATIO`` (10x) the training loss
   or more, the validation loss not ``min_drop`` lower at the last of them
-  than at the first (a paste of the last epochs of a run that overfit
+  than at the first, or ending above the log's first evaluation (a paste of the last epochs of a run that overfit
   shows the gap, not the rise; a loss ratio alone can be two
   normalisations, so the accuracies must say it too);
 - unstable when the validation loss (6 evaluations or more) rises at least
@@ -141,6 +148,7 @@ import math
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from runlens.detectors.curve.memorized import Accuracies, frozen_accuracy, memorized
 from runlens.detectors.curve.params import CurveParams
@@ -148,6 +156,7 @@ from runlens.detectors.curve.short_high import (
     LEAP,
     blew_up_signed,
     both_high,
+    both_rising,
     climbed,
     ended_high,
     grown,
@@ -185,7 +194,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,
             "start_level": float(np.median(x[:3])) if x.size else math.nan,
             "final_level": float(x[-1]) if x.size else math.nan, "min_level": float(np.min(x)) if x.size else math.nan}
-    if (blown := both_high(steps, x, sets, base)) is not None:
+    if (blown := both_high(steps, x, sets, base) or both_rising(cfg, steps, x, sets, base)) is not None:
         return blown
     if x.size >= 5:
         t = trend(x, steps.astype(float))
@@ -214,12 +223,20 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                         {"finite_points": int(x.size), "min_points": cfg.min_points})
 
 
+#: The share of the curve's largest value a swing must reach to count: below it the loss is at zero
+#: on the curve's own scale, and its ratios are rounding.
+VISIBLE = 1e-3
+
+
 def _swings(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any]) -> CurveVerdict | None:
     # Up by an order of magnitude and back down, twice each, with no downward trend: not a spike
     # (one point) nor a divergence (it comes back), the loss of steps too large to settle (DeepGLR's
     # per-epoch 5.5e3, 1.1e8, 3.4e5, 4.5e4, 4.2e3, ... 4.9e6, 2.2e3). ``LEAP`` is beyond minibatch noise.
     r = np.diff(np.log(np.clip(x, np.finfo(float).tiny, None)))
-    ups, downs = int(np.sum(r >= math.log(LEAP))), int(np.sum(r <= -math.log(LEAP)))
+    # A swing between values that are all below a thousandth of the curve's largest is not seen on
+    # its own scale: a loss that reached 1e-7 and prints 1e-5, 1e-6 is converged, not swinging.
+    seen = np.maximum(x[1:], x[:-1]) >= VISIBLE * float(np.max(x))
+    ups, downs = int(np.sum((r >= math.log(LEAP)) & seen)), int(np.sum((r <= -math.log(LEAP)) & seen))
     if ups < 2 or downs < 2 or not np.all(x > 0) or t.p_decreasing < cfg.alpha:
         return None
     big = float(np.exp(np.max(np.abs(r))))
@@ -317,7 +334,9 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
     # of it (AlexNet's 6.898..6.920 about ln 1000 = 6.908 at error rate 1.0).
     at_chance = hit is not None and (bool(np.all(np.abs(x - hit["chance_loss"]) <= hit["chance_tolerance"])) or (
         x.size >= 4 and abs(level - hit["chance_loss"]) <= hit["chance_tolerance"]
-        and bool(np.all(np.abs(x - hit["chance_loss"]) <= cfg.stuck_band * hit["chance_loss"]))))
+        and (bool(np.all(np.abs(x - hit["chance_loss"]) <= cfg.stuck_band * hit["chance_loss"]))
+             or _equivalent(x, hit["chance_loss"], cfg.stuck_band * hit["chance_loss"], cfg.alpha)
+             and not t.p_decreasing < cfg.alpha)))
     # Within a band but not printed alike: an epoch's average that converged sits in a band too. Stuck
     # only where the band says more than convergence: at ln K, from the start of training on (a model
     # that learns falls fastest there), or across single steps (each a minibatch's loss, whose noise
@@ -326,7 +345,7 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
     # that still over several points.
     spread = float(np.ptp(x))
     still = not t.p < cfg.alpha or at_chance
-    within = spread == 0.0 or (level != 0 and spread <= ALIKE * abs(level) and still) or (
+    within = spread == 0.0 or at_chance or (level != 0 and spread <= ALIKE * abs(level) and still) or (
         level != 0 and spread <= cfg.stuck_band * abs(level) and still
         and (at_chance or index == "step" or from_start(steps, index)))
     if not within:
@@ -345,6 +364,18 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
         f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level)"
         f"{' with no trend' if not t.p < cfg.alpha else ''}, in a short log",
         ev)
+
+
+def _equivalent(x: np.ndarray, at: float, margin: float, alpha: float) -> bool:
+    """Two one-sided t-tests at ``alpha`` (TOST): the points' mean lies within ``margin`` of ``at``.
+    One epoch's average off the band (the first, which holds the initial transient) moves the mean
+    by its share only; a level passing through on its way down is the caller's trend test's to refuse."""
+    if x.size < 4 or not np.all(np.isfinite(x)):
+        return False
+    se = float(np.std(x, ddof=1)) / math.sqrt(x.size)
+    half = float(stats.t.ppf(1 - alpha, x.size - 1)) * se
+    mean = float(np.mean(x))
+    return at - margin <= mean - half and mean + half <= at + margin
 
 
 def _identical(x: np.ndarray) -> bool:

@@ -247,12 +247,17 @@ def _alike(x: np.ndarray) -> bool:
     return level != 0 and float(np.ptp(x)) <= ALIKE * abs(level)
 
 
+#: Evaluations a validation loss printed alike must span while the training loss fell by ``min_drop``.
+FROZEN_MOVED = 3
+
+
 def frozen_validation(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
                       sets: dict[str, tuple[np.ndarray, np.ndarray]]) -> CurveVerdict | None:
     """The validation loss printed alike at every evaluation (2 or more, at different steps, to a
-    thousandth of its level or finer), with the training loss not down by ``min_drop``: a fixed
-    validation set gives the same loss only to the same weights, so nothing was learnt between the
-    evaluations (OpenNMT's "Validation perplexity: 56.168" at steps 380,000 and 510,000, its lr
+    thousandth of its level or finer), with the training loss not down by ``min_drop`` (or at
+    ``FROZEN_MOVED`` evaluations or more whatever it did): a fixed validation set gives the same loss
+    only to the same weights, so nothing was learnt between the evaluations, or what is evaluated is
+    not what was trained (OpenNMT's "Validation perplexity: 56.168" at steps 380,000 and 510,000, its lr
     printed as 0)."""
     for name, (vs, vl) in sorted(sets.items(), key=lambda kv: kv[0] != "val_loss"):
         ok = np.isfinite(vl)
@@ -261,12 +266,18 @@ def frozen_validation(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
             continue
         q = printed_step(vl)
         drop = (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0
-        if q > ALIKE * abs(float(vl[0])) or drop >= cfg.min_drop:
+        # Training that moved the weights (its loss down by ``min_drop``) and a validation loss the same
+        # to its last digit at 3 evaluations or more: what is evaluated is not what was trained (an
+        # output saturated to a constant, a metric never recomputed). Two alike may be a coincidence.
+        moved = drop >= cfg.min_drop
+        if q > ALIKE * abs(float(vl[0])) or (moved and np.unique(vs).size < FROZEN_MOVED):
             continue
+        what = ("while the weights moved, so what is evaluated does not change with training (an output "
+                "saturated to a constant, a metric not recomputed)" if moved else "so nothing was learnt between them")
         return CurveVerdict(
             "underfitting", f"the validation loss is {vl[0]:.6g} at each of its {vl.size} evaluations (steps "
             f"{int(vs[0])} to {int(vs[-1])}): only the same weights give a fixed validation set the same loss, "
-            f"so nothing was learnt between them; the training loss moved {-drop:+.1%}, in a short log",
+            f"{what}; the training loss moved {-drop:+.1%}, in a short log",
             {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_frozen_validation",
              "eval_set": name, "evaluations": int(vl.size), "val_level": float(vl[0]), "printed_step": q,
              "relative_drop": drop, "step": int(vs[0])})

@@ -21,7 +21,9 @@ The rules, by structure alone:
 - it is a log only when at least two numeric keys are in two blocks and in half
   the blocks at least, and one of those changes between blocks: a box of settings, a config of
   ``key: value`` lines, or YAML sections of different keys are one record or
-  none, not a history;
+  none, not a history; or when one block, holding half the lines, records a
+  step: a loss and a step counter, each with a value (the last table a run
+  printed before it stopped);
 - blocks under different titles that are not counters (``Result for A``,
   ``Result for B``: Tune's trials) are different runs: the first title's
   blocks are read;
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from runlens.io.reader.names import names_count, tokens
+from runlens.io.reader.names import is_lossish, is_step, names_count, tokens
 from runlens.io.reader.table import Records, Table
 from runlens.io.reader.values import parse
 
@@ -115,8 +117,9 @@ def _split(lines: list[str]) -> tuple[list[_Block], int]:
             continue
         nonblank += 1
         got = _pair(line)
-        if got is None and _title_count(s.rstrip(":")):
-            got = (0, s.rstrip(":"), "")  # ``Epoch 3`` alone on its line heads its block as ``Epoch 3:`` does
+        if got is None and _title_count(s.rstrip(":;.")):
+            # ``Epoch 3`` alone on its line heads its block as ``Epoch 3:`` does (OpenNN ends it ``;``)
+            got = (0, s.rstrip(":;."), "")
         if got is None:
             close()
             continue
@@ -144,7 +147,11 @@ def _split(lines: list[str]) -> tuple[list[_Block], int]:
 def _history(blocks: list[_Block], nonblank: int) -> list[_Block] | None:
     """The blocks that make a history (see the module's rules), or None when they do not."""
     blocks = [b for b in blocks if len(b.numeric()) >= 2]
-    if len(blocks) < 2 or sum(b.lines for b in blocks) < 0.5 * nonblank:
+    if sum(b.lines for b in blocks) < 0.5 * nonblank:
+        return None
+    if len(blocks) == 1:
+        return blocks if _one_step(blocks[0]) else None
+    if len(blocks) < 2:
         return None
     seen: dict[str, set[str]] = {}
     for b in blocks:
@@ -156,6 +163,16 @@ def _history(blocks: list[_Block], nonblank: int) -> list[_Block] | None:
     if len(shared) < 2 or not any(len(seen[k]) > 1 for k in shared):
         return None
     return blocks
+
+
+def _one_step(block: _Block) -> bool:
+    """One block that records a training step: a loss and a counter of steps, both with values
+    (guided-diffusion's last table before the run stopped, its loss ``nan``). A box of settings names
+    a loss function, not a loss's value, and counts epochs to run, not one done: both at once with a
+    value each is what a step's record holds."""
+    numeric = block.numeric()
+    return (any(is_lossish(tokens(k)) for k in numeric)
+            and any(is_step(tokens(k.rsplit("/", 1)[-1])) for k in numeric))
 
 
 def looks(lines: list[str]) -> bool:

@@ -7,7 +7,9 @@ one nearest above the first rows (lines above it, a banner or the call that
 printed the table, are not the table: :mod:`.layout`); the same header
 repeated further down (appended runs, concatenated files, a header printed
 before every epoch) starts nothing new and is skipped, as is every row that
-carries no number. Rows under another header as wide (a validation block)
+carries no number. A ``#`` line is a comment, but one of names as many as the
+cells, right above the first row when no header is, is the header commented
+out (numpy.savetxt, DeePMD's ``lcurve.out``). Rows under another header as wide (a validation block)
 are another table: the one holding a training signal is read.
 A ``e/N`` cell (YOLO's ``0/299``) is its counter ``e``. Pipe tables are
 Markdown's, read by :mod:`runlens.io.importers.markdown` with the same cell
@@ -135,13 +137,24 @@ def read(text_lines: Iterable[str], delim: str, width: int, conflict: str | None
     """The table held by ``text_lines`` split on ``delim`` (``width`` cells a row)."""
     lines, note = resolve_conflict(list(text_lines), conflict)
     blocks = layout.Blocks(width)
+    remark: list[str] | None = None
     for line in lines:
-        if not line.strip() or _RULE.match(line) or line.lstrip().startswith("#"):
+        if not line.strip() or _RULE.match(line):
+            continue
+        if line.lstrip().startswith("#"):
+            remark = split(_row(line.lstrip()[1:], delim), delim)
             continue
         cells = split(_row(line, delim), delim)
         if _numeric_share(cells) < 0.5:
             blocks.name_row([c.strip().strip("\"'") for c in cells])
+            remark = None
             continue
+        if remark is not None and not blocks.rows and not blocks.names and len(remark) == width \
+                and layout.all_names(remark):
+            # A header commented out, right above the first row (numpy.savetxt's, DeePMD's lcurve.out,
+            # gnuplot data): the only names the table has.
+            blocks.name_row([c.strip().strip("\"'") for c in remark])
+        remark = None
         nums = [_cell(c) for c in cells]
         if any(v is not None for v in nums):
             blocks.data_row(cells, nums)

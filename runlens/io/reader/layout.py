@@ -72,7 +72,7 @@ class Blocks:
                 return  # numbers in the prose above a headerless table
             self.current = self._first_header()
         elif self.names and len(self.names[-1]) == self.width and self.current is not None \
-                and _all_names(self.names[-1]):
+                and all_names(self.names[-1]):
             self.current = tuple(self.names[-1])  # a header again (the same or another table's)
         self.names.clear()
         self.rows.setdefault(self._owner(nums), []).append(nums)
@@ -93,7 +93,7 @@ class Blocks:
         return next((h for h, rows in self.rows.items() if _kinds(rows[0]) == _kinds(nums)), self.current)
 
 
-def _all_names(cells: list[str]) -> bool:
+def all_names(cells: list[str]) -> bool:
     """Whether every cell is a name: a row of dashes or empty cells between rows is not a header."""
     return all(c and c not in ("-", "_") and _number(c) is None for c in cells)
 

@@ -88,6 +88,10 @@ def tokens(name: str) -> tuple[str, ...]:
         out.append("".join(word).lower())
     if any(c.isdigit() for c in name):  # most names hold no digit: no word of theirs is a numbered loss
         out = [part for w in out for part in _numbered(w)]
+    # ``genloss``, ``latloss``, ``klloss``, ``trainloss``: a loss and what it is of, written as one word. Two
+    # letters before it at least: one letter run into it is a word (``gloss``, ``floss``) as often as a loss.
+    if any(len(w) > 5 and w.endswith("loss") for w in out):
+        out = [part for w in out for part in ((w[:-4], "loss") if len(w) > 5 and w.endswith("loss") else (w,))]
     # ``CrossEntropy``, ``cross_entropy``: the loss function's name, one word however it is split, and
     # however short the entropy's part (``CrossE``, ``cross_ent``: abbreviations people print).
     for i in range(len(out) - 1, 0, -1):
