@@ -301,6 +301,6 @@ def wanted_columns(want: list[str], names: list[str], keys: tuple[str, ...] = ()
     the name in any case (``*acc*``: an accuracy under whatever name its library gives it)."""
     exact = {*keys, *(w.lower() for w in want if "*" not in w)}
     parts = tuple(w[1:-1].lower() for w in want if len(w) > 2 and w.startswith("*") and w.endswith("*"))
-    prefixes = tuple(w[:-1] for w in want if w.endswith("*") and w[1:-1].lower() not in parts)  # ``*``: all
+    prefixes = tuple(w[:-1] for w in want if w.endswith("*") and not w.startswith("*")) + (("",) if "*" in want else ())
     return [c for c in names if c in exact or c.lower() in exact or (prefixes and c.startswith(prefixes))
             or any(p in c.lower() for p in parts)]

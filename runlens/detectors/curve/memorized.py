@@ -55,7 +55,8 @@ def _paired(run: Run) -> tuple[tuple[str, ...], tuple[str, ...]]:
     t, e = getattr(run, "scalars", None), getattr(run, "evals", None)
     if t is None or e is None:
         return (), ()
-    held = {tuple(w for w in tokens(c) if w not in VAL): c for c in e.column_names if is_val(tokens(c))}
+    held = {tuple(w for w in words if w not in VAL): c
+            for c, words in ((c, tokens(c)) for c in e.column_names) if is_val(words)}
     for c in t.column_names:
         words = tokens(c)
         if _ACC_WORDS & set(words) and not is_val(words):

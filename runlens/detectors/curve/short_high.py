@@ -68,8 +68,9 @@ def both_rising(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
         vs, vl = vs[ok], vl[ok]
         at = np.searchsorted(steps, vs, side="right") - 1
         keep = (at >= 0) & (vs <= steps[-1])
-        vs, vl, tl = vs[keep], vl[keep], x[at[keep]]
-        if vl.size < 3 or np.unique(at[keep]).size < vl.size or np.any(vl <= 0) or np.any(tl <= 0):
+        at, vs, vl = at[keep], vs[keep], vl[keep]
+        tl = x[at]
+        if vl.size < 3 or np.unique(at).size < vl.size or np.any(vl <= 0) or np.any(tl <= 0):
             continue
         k = 1
         while k < vl.size and vl[-k - 1] < vl[-k] and tl[-k - 1] < tl[-k]:

@@ -117,9 +117,9 @@ def _split(lines: list[str]) -> tuple[list[_Block], int]:
             continue
         nonblank += 1
         got = _pair(line)
-        if got is None and _title_count(s.rstrip(":;.")):
+        if got is None and _title_count(title := s.rstrip(":;.")):
             # ``Epoch 3`` alone on its line heads its block as ``Epoch 3:`` does (OpenNN ends it ``;``)
-            got = (0, s.rstrip(":;."), "")
+            got = (0, title, "")
         if got is None:
             close()
             continue
@@ -149,10 +149,8 @@ def _history(blocks: list[_Block], nonblank: int) -> list[_Block] | None:
     blocks = [b for b in blocks if len(b.numeric()) >= 2]
     if sum(b.lines for b in blocks) < 0.5 * nonblank:
         return None
-    if len(blocks) == 1:
-        return blocks if _one_step(blocks[0]) else None
-    if len(blocks) < 2:
-        return None
+    if len(blocks) <= 1:
+        return blocks if blocks and _one_step(blocks[0]) else None
     seen: dict[str, set[str]] = {}
     for b in blocks:
         for k in b.numeric():

@@ -67,6 +67,10 @@ def _numbered(word: str) -> tuple[str, ...]:
     return (m.group(1), m.group(2)) if m else (word,)
 
 
+def _run_into_loss(word: str) -> bool:
+    return len(word) > 5 and word.endswith("loss")
+
+
 def tokens(name: str) -> tuple[str, ...]:
     """Lower-case words of ``name``: split at non-alphanumerics and at lower-to-upper case changes."""
     if "'" in name:  # a possessive says whose: ``training's loss`` is the training loss
@@ -90,8 +94,8 @@ def tokens(name: str) -> tuple[str, ...]:
         out = [part for w in out for part in _numbered(w)]
     # ``genloss``, ``latloss``, ``klloss``, ``trainloss``: a loss and what it is of, written as one word. Two
     # letters before it at least: one letter run into it is a word (``gloss``, ``floss``) as often as a loss.
-    if any(len(w) > 5 and w.endswith("loss") for w in out):
-        out = [part for w in out for part in ((w[:-4], "loss") if len(w) > 5 and w.endswith("loss") else (w,))]
+    if any(_run_into_loss(w) for w in out):  # most names hold none: the list is not rebuilt
+        out = [part for w in out for part in ((w[:-4], "loss") if _run_into_loss(w) else (w,))]
     # ``CrossEntropy``, ``cross_entropy``: the loss function's name, one word however it is split, and
     # however short the entropy's part (``CrossE``, ``cross_ent``: abbreviations people print).
     for i in range(len(out) - 1, 0, -1):
