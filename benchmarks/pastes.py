@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads14] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads15] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -66,7 +66,10 @@ gathered by twelve workers during round 25 and graded once at its end
 gathered by twenty-one workers during round 26 and graded once at its end
 (``benchmarks/results/pastes_threads13_heldout.md``), then read and mended in round 27:
 ``benchmarks/results/pastes_threads13.md``. ``--threads14`` grades the fourteenth (``benchmarks/pastes_threads14/``),
-gathered by twenty workers during round 27 and graded once at its end: ``benchmarks/results/pastes_threads14.md``.
+gathered by twenty workers during round 27 and graded once at its end
+(``benchmarks/results/pastes_threads14_heldout.md``), then read and mended in round 28:
+``benchmarks/results/pastes_threads14.md``. ``--threads15`` grades the fifteenth (``benchmarks/pastes_threads15/``),
+gathered by nineteen workers during round 28 and graded once at its end: ``benchmarks/results/pastes_threads15.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -232,6 +235,15 @@ THREADS12_MENDS = ("a metric printed beside a finite loss that is NaN to the end
                    "a one-number list reads when it is NaN too (`loss: [nan]`)")
 
 
+#: What round 28 mended on the fourteenth set's misses.
+THREADS14_MENDS = ("a log that prints no loss but one accuracy or one error rate is read through it (1 - accuracy, "
+                   "said in its roles); two bracketed counters side by side are the epoch and the batch; a bar's "
+                   "postfix that names the epoch; `Starting Epoch N:` headers; a loss that rose at every line of a short "
+                   "log, one at 1e30 or beyond, and a run its own code stopped saying the loss exploded are diverged; a "
+                   "loss that collapsed a thousandfold in one interval is no learning; a band while the learning rate "
+                   "anneals to its end is not stuck")
+
+
 def _graded_once(commit: str, which: str, page: str, read: str, agreed: str, round_: int, mends: str) -> str:
     """A former held-out set's grading and the round that mended its misses, in its role line's words."""
     return (f"**Graded once as held out at `{commit}`** ({which}; `benchmarks/results/{page}_heldout.md`): read "
@@ -244,10 +256,11 @@ _MERGED = ("their reports gave only counts, they were merged by a script, and no
            "or listed a paste before its one grading. ")
 
 
-def _merged(what: str, folder: str, who: str, round_: int, rest: str, merged: str = _MERGED) -> str:
+def _merged(what: str, folder: str, who: str, round_: int, rest: str, merged: str = _MERGED,
+            day: str = "2026-12-05") -> str:
     """The role line of a set gathered from threads and pages by workers merged by a script."""
     return _held_out(f"issue threads, Q&A pages, forum threads, blog posts, tutorials and repository {what}",
-                     "thread or page", folder, who, round_, "2026-12-05") + merged + rest
+                     "thread or page", folder, who, round_, day) + merged + rest
 
 
 THREADS8, THREADS8_REPORT = _paths("pastes_threads8")
@@ -295,9 +308,17 @@ THREADS14_ROLE = _merged("files", "pastes_threads14", "twenty workers (eight, th
                          "Slips are declared in its README: one worker listed the folder of the sibling folders once "
                          "(their file names, no content), and several reports said a little more than counts (how "
                          "many labels carry doubts and in general why, which parts of a focus found no file). "
-                         "**Graded once as held out**, at the end of round 27, at the commit this page names: the "
-                         "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
-                         "(format seen) and the others.")
+                         + _graded_once("d9996a1", "round 27's last engine commit", "pastes_threads14", "0.77 (86/112)",
+                                        "0.54 (61/112)", 28, THREADS14_MENDS))
+THREADS15, THREADS15_REPORT = _paths("pastes_threads15")
+THREADS15_ROLE = _merged("files", "pastes_threads15", "nineteen workers (eight, then eight more as places freed, then "
+                         "three; at most eight at once)", 28,
+                         "Slips are declared in its README: several reports said a little more than counts (how many "
+                         "labels carry doubts and in general why, which files keep only the complete lines of a cut "
+                         "copy, which outcomes or parts of a focus found no file). **Graded once as held out**, at "
+                         "the end of round 28, at the commit this page names: the pastes figure to quote. Its parts: "
+                         "trainers whose format is among the earlier sets' (format seen) and the others.",
+                         day="2026-12-06")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
            "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),
@@ -307,7 +328,8 @@ FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THRE
            "threads11": (THREADS11, THREADS11_REPORT, THREADS11_ROLE),
            "threads12": (THREADS12, THREADS12_REPORT, THREADS12_ROLE),
            "threads13": (THREADS13, THREADS13_REPORT, THREADS13_ROLE),
-           "threads14": (THREADS14, THREADS14_REPORT, THREADS14_ROLE)}
+           "threads14": (THREADS14, THREADS14_REPORT, THREADS14_ROLE),
+           "threads15": (THREADS15, THREADS15_REPORT, THREADS15_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -416,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the thirteenth set of pastes from issue threads (benchmarks/pastes_threads13/)")
     which.add_argument("--threads14", action="store_const", const="threads14", dest="threads",
                        help="grade the fourteenth set of pastes from issue threads (benchmarks/pastes_threads14/)")
+    which.add_argument("--threads15", action="store_const", const="threads15", dest="threads",
+                       help="grade the fifteenth set of pastes from issue threads (benchmarks/pastes_threads15/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()
