@@ -23,6 +23,7 @@ from runlens.detectors.curve.diverged import (
     diverged,
     ended_exploding_verdict,
     masked_nan,
+    stated_by_the_loop,
 )
 from runlens.detectors.curve.memorized import accuracies
 from runlens.detectors.curve.short import short
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 NEEDS = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", *shape.CLASS_COLUMNS, *shape.LABEL_COLUMNS,
                        *ACCURACY_COLUMNS, "*acc*"),
               layers=("weight_norm", "update_norm"),
-              evals=("val_loss", "val_loss@*", *VAL_ACCURACY_COLUMNS, "*acc*"))
+              evals=("val_loss", "val_loss@*", *VAL_ACCURACY_COLUMNS, "*acc*"), events=("step", "kind", "message"))
 
 # Kept importable from here: tests and tools read it as the curve's own.
 chance_level = chance.chance_level
@@ -102,7 +103,10 @@ class CurveClassifier(Detector):
           ``F - m >= max(S - m, growth * |S|)`` (for a shift, its new level);
           or a loss read from a perplexity (the log of ``ppl``) whose last
           third, at any length, is above ln 10^7: worse than guessing
-          uniformly over any vocabulary (``kind: beyond_any_vocabulary``).
+          uniformly over any vocabulary (``kind: beyond_any_vocabulary``);
+          or a crashed run whose error, or an exception its log printed,
+          says in the training code's words that the loss blew up ("Loss
+          exploded", "Model diverged": ``kind: stated_by_the_loop``).
         - unstable: a level shift: after the minimum, the bucket medians jump
           up (Mann-Whitney p < ``alpha_strong``, at least 6 noise sd and a
           quarter of the progress before it, half of it within 3 buckets), the
@@ -329,7 +333,7 @@ class CurveClassifier(Detector):
             return CurveVerdict("diverged", f"the training loss became non-finite at step {bad_step}",
                                 {"first_nonfinite_step": bad_step, "finite_points_before": int(x.size),
                                  "step": bad_step})
-        if (beyond := beyond_any_vocabulary(run.config, steps, x)) is not None:
+        if (beyond := beyond_any_vocabulary(run.config, steps, x) or stated_by_the_loop(run)) is not None:
             return beyond
         masked = masked_nan(sig.grad_norm, steps, x) if x.size else None
         if masked is not None:

@@ -17,9 +17,11 @@ from runlens.detectors.curve.features import curve_evidence as _ev
 from runlens.detectors.curve.features import memo
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
+from runlens.io.importers._logsignals import STATED_DIVERGED
 from runlens.stats.shift import level_shift
 
 if TYPE_CHECKING:
+    from runlens.io.run import Run
     from runlens.signals import Series
 
 
@@ -162,3 +164,28 @@ def ended_exploding_verdict(grad: Series | None, steps: np.ndarray, x: np.ndarra
         f"minimum ({float(x[-1]):.4g}, start {f['start_level']:.4g}) and the gradient norm "
         f"{e['grad_norm_ratio']:.3g}x its median: the run stopped as it blew up",
         _ev(f, **e, kind="ended_exploding"))
+
+
+def stated_by_the_loop(run: Run) -> CurveVerdict | None:
+    """Diverged when the run crashed and its error, or an exception its log printed, says the loss blew
+    up in the training code's own words ("Exception: Loss exploded", Tacotron's guard on a loss 100x its
+    mean; "Model diverged"): the loop judged it and stopped the run, with a finite loss the last line
+    may not show."""
+    if run.status != "crashed":
+        return None
+    said = [str(run.error.get("message", ""))] if isinstance(run.error, dict) else []
+    ev = run.events
+    if ev is not None and {"kind", "message"} <= set(ev.column_names):
+        steps = ev.column("step").to_pylist() if "step" in ev.column_names else [None] * ev.num_rows
+        for step, kind, message in zip(steps, ev.column("kind").to_pylist(), ev.column("message").to_pylist(),
+                                       strict=True):
+            if kind in ("loss_spike", "exception") and message and STATED_DIVERGED.search(str(message)):
+                return _stated(str(message), step)
+    hit = next((m for m in said if STATED_DIVERGED.search(m)), None)
+    return None if hit is None else _stated(hit, run.error.get("step") if isinstance(run.error, dict) else None)
+
+
+def _stated(message: str, step: Any) -> CurveVerdict:
+    return CurveVerdict("diverged", f"the training code stopped the run saying the loss blew up: {message[:200]!r}",
+                        {"kind": "stated_by_the_loop", "message": message[:300],
+                         **({"step": int(step)} if isinstance(step, int) else {})})

@@ -20,6 +20,7 @@ from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, frac
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 from runlens.io.reader.names import TRAIN, VAL, is_val, tokens
+from runlens.stats.trend import trend
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
@@ -166,3 +167,39 @@ def frozen_accuracy(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: Acc
         f"in a short log", {"points": int(x.size), "n_points": int(x.size), "short_log": True,
                             "kind": "short_frozen_accuracy", "accuracy": float(ta[-1]), "frozen_points": run,
                             "loss_moved": moved, "min_fit": FIT, "step": int(ts[-run])})
+
+
+#: An accuracy at or under this at every point is a model that gets next to nothing right: chance for
+#: twenty classes or more, and far under what any classifier that learned something reaches.
+NEAR_ZERO = 0.05
+#: The fewest accuracies that say so: the first four logs of a face-recognition run read 0.000 as they
+#: should ("wait for more iterations"); six lines and more are a stretch of the run, not its first steps.
+NEAR_ZERO_POINTS = 6
+
+
+def accuracy_near_zero(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: Accuracies) -> CurveVerdict | None:
+    """Underfitting when the training accuracy is at most ``NEAR_ZERO`` at each of its
+    ``NEAR_ZERO_POINTS`` points or more, with no upward Kendall trend at ``alpha``, while the training loss over the same steps fell
+    by less than ``min_drop`` (the median of its last 3 against its first 3): nothing is learned, and
+    the loss says no more (InsightFace's ``acc=0.006 lossvalue=6.24`` for 15 lines). A rising accuracy
+    (the first iterations of a thousand-class run) or a loss that falls is progress, however low."""
+    train = acc[0]
+    if train is None or train[1].size < NEAR_ZERO_POINTS:
+        return None
+    ts, ta = train
+    if float(np.max(ta)) > NEAR_ZERO or trend(ta, ts.astype(float)).p_increasing < cfg.alpha:
+        return None
+    loss = x[(steps >= ts.min()) & (steps <= ts.max())]
+    if loss.size < FROZEN:
+        return None
+    first, last = float(np.median(loss[:3])), float(np.median(loss[-3:]))
+    fall = (first - last) / abs(first) if first else 0.0
+    if fall >= cfg.min_drop:
+        return None
+    return CurveVerdict(
+        "underfitting", f"the training accuracy is at most {float(np.max(ta)):.3g} at each of its {ta.size} "
+        f"points, with no upward trend, while the loss fell {fall:.1%} ({first:.4g} -> {last:.4g}): the model "
+        "gets next to nothing right and is not learning, in a short log",
+        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_accuracy_near_zero",
+         "max_accuracy": float(np.max(ta)), "accuracy_points": int(ta.size), "near_zero": NEAR_ZERO,
+         "loss_fall": fall, "step": int(ts.min())})

@@ -16,7 +16,9 @@ readings, in the order they are tried (the first that holds is the verdict):
   at ln K, from the start of training, or across single steps (a
   minibatch's loss is noisier than that unless the outputs no longer
   depend on the inputs; a band of epoch averages that begins mid-run is a
-  plateau or a converged run, not judged); at ln K (K stated or guessed
+  plateau or a converged run, not judged; nor is a band over which the
+  logged learning rate fell at every value by ``ANNEAL``, 10x, or more:
+  a schedule decaying to its end flattens the loss); at ln K (K stated or guessed
   from the level: every point within its tolerance, or, from 4 points, the
   median within it and every point within ``stuck_band`` of ln K, minibatch
   noise about the prior, with or without a trend, or the mean within
@@ -56,10 +58,18 @@ readings, in the order they are tried (the first that holds is the verdict):
   ``min_drop`` of its level or more: the predictions do not change though
   the loss does, the model predicts one class whatever it is shown
   (``kind: short_frozen_accuracy``);
+- underfitting when the training accuracy is at most ``NEAR_ZERO`` (5%)
+  at each of its 6 points or more, with no upward Kendall trend at
+  ``alpha``, while the loss over the same steps fell by less than
+  ``min_drop`` (``kind: short_accuracy_near_zero``);
 - underfitting when the last losses (4 at least, 3 of them different)
   repeat value for value those printed some points before them: the
   same batches gave the same losses, the weights did not change
   (``kind: short_repeated``);
+- underfitting when the loss fell ``COLLAPSE`` (1000x) or more in one
+  interval, from a positive level, and every later point (2 at least)
+  stayed that low: no training signal is left, not learning (``kind:
+  short_collapsed``);
 - diverged when the last training loss is 10x the lowest before it and a
   held-out loss's last evaluation 10x its own lowest (``kind:
   short_both_high``, from 2 points each: :mod:`.short_high`), or when both
@@ -71,7 +81,9 @@ readings, in the order they are tried (the first that holds is the verdict):
   before them (``kind: short_ended_high``, with 3 points or more), or, for a loss that takes
   negative values, when its magnitude grew at every line from some line to the last and ended 10^4
   times the largest magnitude before (``kind: short_blew_up_signed``, with 3 points or more: a
-  signed loss has no ratio to its level), or when every point of the
+  signed loss has no ratio to its level), or when the loss rose at every
+  line over the whole log, by ``min_val_rise`` of its largest magnitude
+  (exact p = 1/n! <= ``alpha_val``: ``kind: short_rose_throughout``), or when every point of the
   last third (2 at least), after the minimum, is above the start by
   ``growth`` of it (it gave back all its progress and stayed there);
 - unstable when the loss rises at least twice and falls at least twice by
@@ -139,7 +151,10 @@ readings, in the order they are tried (the first that holds is the verdict):
   order of magnitude at the first line logged after it and never came
   back; tried after ``short_ended_high`` with 5 or more), or, with 3 or 4,
   when the last is 100x every point before it, or when the loss rose at
-  every point to 100x its first (``kind: short_climbed``).
+  every point to 100x its first (``kind: short_climbed``);
+- when none of the above holds, diverged, from 1 point, when the last loss
+  is 1e30 or more in magnitude (``kind: short_near_overflow``: float32 ends
+  at 3.4e38, and no objective holds such a value unless it blew up).
 """
 
 from __future__ import annotations
@@ -148,9 +163,8 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from runlens.detectors.curve.memorized import Accuracies, frozen_accuracy, memorized
+from runlens.detectors.curve.memorized import Accuracies, accuracy_near_zero, frozen_accuracy, memorized
 from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.short_high import (
     LEAP,
@@ -161,11 +175,15 @@ from runlens.detectors.curve.short_high import (
     ended_high,
     grown,
     leapt,
+    near_overflow,
+    rose_throughout,
 )
 from runlens.detectors.curve.short_level import (
     ALIKE,
     alike_tail,
+    annealed,
     chance_tail,
+    collapsed,
     from_start,
     frozen_validation,
     lr_vanished,
@@ -173,6 +191,12 @@ from runlens.detectors.curve.short_level import (
     printed_step,
     repeated,
     validation_chance,
+)
+from runlens.detectors.curve.short_level import (
+    equivalent as _equivalent,
+)
+from runlens.detectors.curve.short_level import (
+    identical as _identical,
 )
 from runlens.detectors.curve.validation import gap_verdict, perm_p, turned_few, undone_few, val_rises
 from runlens.diagnosis import CurveVerdict
@@ -184,11 +208,12 @@ from runlens.stats.trend import Trend, trend
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
            classes: tuple[int | None, str | None] = (None, None), index: str = "step",
            lr: Series | None = None, acc: Accuracies = (None, None)) -> CurveVerdict:
-    stuck = _stuck(cfg, steps, x, classes, index) if x.size >= 4 or _identical(x) else None
+    stuck = _stuck(cfg, steps, x, classes, index, annealed(steps, lr)) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
         stuck = (frozen_validation(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
                  or alike_tail(cfg.alpha, steps, x) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc)
-                 or repeated(steps, x))
+                 or accuracy_near_zero(cfg, steps, x, acc)
+                 or repeated(steps, x) or collapsed(cfg, steps, x, sets))
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,
@@ -200,7 +225,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
         verdict = (grown(cfg, steps, x, t, base) or ended_high(steps, x, base) or blew_up_signed(steps, x, base)
-                   or leapt(steps, x, base, cfg.alpha) or _given_back(cfg, steps, x, base)
+                   or leapt(steps, x, base, cfg.alpha) or rose_throughout(cfg, steps, x, base)
+                   or _given_back(cfg, steps, x, base)
                    or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base)
                    or undone_few(cfg, steps, x, sets, base) or turned_few(cfg, steps, x, sets, base) or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
                    or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base)
@@ -217,6 +243,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         return verdict
     elif x.size >= 2 and (verdict := memorized(cfg, steps, x, sets, acc, base)) is not None:
         return verdict
+    if (overflowing := near_overflow(steps, x, base)) is not None:
+        return overflowing  # the other readings say more (a leap, a growth) when they hold
     return CurveVerdict("insufficient_data",
                         f"only {x.size} finite training losses (< {cfg.min_points}): too few for "
                         "the curve's shape; the point detectors still judge them",
@@ -320,7 +348,7 @@ def _settled(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base:
 
 
 def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[int | None, str | None],
-           index: str = "step") -> CurveVerdict | None:
+           index: str = "step", annealing: bool = False) -> CurveVerdict | None:
     # Stuck: every printed value the same, or all within ``stuck_band`` of the
     # level with no Kendall trend at ``alpha``: a model that does not learn (at ln K: the prior).
     level = float(np.median(x))
@@ -340,13 +368,14 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
     # Within a band but not printed alike: an epoch's average that converged sits in a band too. Stuck
     # only where the band says more than convergence: at ln K, from the start of training on (a model
     # that learns falls fastest there), or across single steps (each a minibatch's loss, whose noise
-    # alone leaves a band of a percent unless the outputs no longer depend on the inputs).
+    # alone leaves a band of a percent unless the outputs no longer depend on the inputs), unless the
+    # learning rate is annealing over those points: a decay to its end flattens a loss into a band.
     # Alike to a thousandth of the level is stuck wherever it starts: no training model's loss holds
     # that still over several points.
     spread = float(np.ptp(x))
     still = not t.p < cfg.alpha or at_chance
     within = spread == 0.0 or at_chance or (level != 0 and spread <= ALIKE * abs(level) and still) or (
-        level != 0 and spread <= cfg.stuck_band * abs(level) and still
+        level != 0 and spread <= cfg.stuck_band * abs(level) and still and not annealing
         and (at_chance or index == "step" or from_start(steps, index)))
     if not within:
         return None
@@ -366,20 +395,4 @@ def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[in
         ev)
 
 
-def _equivalent(x: np.ndarray, at: float, margin: float, alpha: float) -> bool:
-    """Two one-sided t-tests at ``alpha`` (TOST): the points' mean lies within ``margin`` of ``at``.
-    One epoch's average off the band (the first, which holds the initial transient) moves the mean
-    by its share only; a level passing through on its way down is the caller's trend test's to refuse."""
-    if x.size < 4 or not np.all(np.isfinite(x)):
-        return False
-    se = float(np.std(x, ddof=1)) / math.sqrt(x.size)
-    half = float(stats.t.ppf(1 - alpha, x.size - 1)) * se
-    mean = float(np.mean(x))
-    return at - margin <= mean - half and mean + half <= at + margin
 
-
-def _identical(x: np.ndarray) -> bool:
-    """Three values printed alike to a thousandth of their level or finer (Keras' ``loss: 14.5063``
-    three epochs running): a loss that trains moves by more than its last digit in an epoch."""
-    level = float(np.median(x)) if x.size else 0.0
-    return x.size == 3 and float(np.ptp(x)) == 0.0 and level != 0 and 0 < printed_step(x) <= ALIKE * abs(level)

@@ -186,3 +186,46 @@ def blew_up_signed(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> Cu
         "takes negative values has no ratio to its level, its size still blew up, in a short log",
         {**base, "orders_of_magnitude": math.log10(float(mag[-1]) / top), "kind": "short_blew_up_signed",
          "ended_high": ENDED_HIGH * ENDED_HIGH, "step": int(steps[j])})
+
+
+def rose_throughout(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
+    """The training loss higher at every line than at the one before, over the whole log (5 lines or
+    more: exact p = 1/n! <= ``alpha_val`` under noise, whatever the distribution), and up by
+    ``min_val_rise`` of its largest magnitude (a signed loss has no ratio to its level, its range
+    still has a size): a minimized loss that rises at every line is being pushed away from its
+    minimum (a learning rate too high, a sign error), not noisy (PU-Net's 13.41, 13.84, 14.25, 14.69,
+    15.07)."""
+    n = x.size
+    if n < 5 or not np.all(np.diff(x) > 0):
+        return None
+    p = 1 / math.factorial(n)
+    top = float(np.max(np.abs(x)))
+    rise = float(x[-1] - x[0]) / top if top > 0 else 0.0
+    if p > cfg.alpha_val or rise < cfg.min_val_rise:
+        return None
+    return CurveVerdict(
+        "diverged", f"the loss rose at each of its {n - 1} lines after the first, {x[0]:.4g} -> {x[-1]:.4g} "
+        f"({rise:.0%} of its largest magnitude; exact p={p:.2g} for that order by chance): a minimized loss "
+        "moving away from its minimum at every line, in a short log",
+        {**base, "kind": "short_rose_throughout", "p_value": p, "rise": rise, "step": int(steps[0])})
+
+
+#: A loss this large is an overflow on its way: float32 ends at 3.4e38, and the gradient of a loss of
+#: 1e30 (its square roots, its products with inputs) leaves no finite update a step or two on.
+OVERFLOW = 1e30
+
+
+def near_overflow(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
+    """The last line's loss at ``OVERFLOW`` in magnitude or beyond, from 1 line: no objective a model
+    is trained on has such a value unless it blew up (a regression's ``cost 5.4e74`` by gradient
+    descent with unscaled inputs); no trend or start is needed, the level says it."""
+    if not x.size or not abs(float(x[-1])) >= OVERFLOW:
+        return None
+    at = x.size - 1
+    while at > 0 and abs(float(x[at - 1])) >= OVERFLOW:
+        at -= 1
+    return CurveVerdict(
+        "diverged", f"the loss ends at {x[-1]:.4g}, beyond {OVERFLOW:.0e} in magnitude"
+        + ("" if at == x.size - 1 else f" at each of its last {x.size - at} lines")
+        + f" (float32 overflows at 3.4e38): the run blew up, in a log of {x.size} points",
+        {**base, "kind": "short_near_overflow", "overflow": OVERFLOW, "step": int(steps[at])})

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
@@ -317,3 +318,81 @@ def repeated(steps: np.ndarray, x: np.ndarray) -> CurveVerdict | None:
                 {"points": int(n), "short_log": True, "repeat_length": int(m), "repeat_lag": int(lag),
                  "kind": "short_repeated", "step": int(steps[n - m])})
     return None
+
+
+#: How far a learning rate must fall over the points judged to call the schedule annealing: an order of
+#: magnitude, the last stretch of a cosine or linear decay to 0 (step decays of 10x count too).
+ANNEAL = 10.0
+
+
+def annealed(steps: np.ndarray, lr: Series | None) -> bool:
+    """Whether the logged learning rate fell at every value (never rose) over the span of ``steps`` and
+    ended ``ANNEAL`` times lower or more: a schedule decaying to its end, where a loss that flattens into
+    a band is converging as annealing makes it, not stuck (LLaMA-Factory's last 4 logs of a cosine to
+    0, the rate 1.4e-8 -> 2.9e-10, the loss 4.467 -> 4.460)."""
+    if lr is None or steps.size < 2:
+        return False
+    inside = (lr.steps >= steps[0]) & (lr.steps <= steps[-1]) & np.isfinite(lr.values) & (lr.values > 0)
+    v = lr.values[inside]
+    return v.size >= 2 and bool(np.all(np.diff(v) <= 0)) and float(v[0]) >= ANNEAL * float(v[-1])
+
+
+#: How far a loss must fall in one logging interval to have collapsed rather than trained: three
+#: orders of magnitude. Optimization moves a loss down a fraction of its level per step; a thousandfold
+#: at once is the objective losing its content (every label masked, an empty batch, a NaN set to 0).
+COLLAPSE = 1e3
+
+
+def collapsed(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
+              sets: dict[str, tuple[np.ndarray, np.ndarray]]) -> CurveVerdict | None:
+    """Underfitting when the loss fell ``COLLAPSE`` times or more below every point before, in one
+    interval, to a level every later point stays at or under (2 points at least, the last printed 0 or within ``COLLAPSE`` of
+    it), from a positive level: no training signal is left (Paddle's cluster run, cost 0.0064 then
+    0.000000 at each pass; OLMo's cross entropy 12.18, 1.8e-6, 0.0 at its third step). Not when a
+    held-out loss moved by ``min_drop`` of its level over those steps: the model's outputs changed, it
+    memorized its training data (a classifier at 100% training accuracy whose validation loss rose)."""
+    if x.size < 3 or not np.all(np.isfinite(x)) or np.any(x < 0):
+        return None
+    # A printed 0 is any value under half the last digit printed ("0.00" may be 0.004): the bound after.
+    half_digit = printed_step(x) / 2
+    for j in range(1, x.size - 1):
+        # From every point before, not from one: a spike that came back down is the spike's finding.
+        before, after = float(np.min(x[:j])), x[j:]
+        bound = max(float(np.max(after)), half_digit)
+        if before > 0 and bound * COLLAPSE <= before and not _held_out_moved(cfg, steps[j], sets):
+            return CurveVerdict(
+                "underfitting", f"the loss fell from {before:.4g} to {float(x[j]):.3g} in one interval "
+                f"({COLLAPSE:g}x or more) and stayed at or under {bound:.3g} for its last "
+                f"{after.size} points: no training signal is left (every label masked or ignored, an empty "
+                "batch, a NaN replaced by 0), not learning, in a short log",
+                {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_collapsed",
+                 "level_before": before, "level_after": bound, "collapse": COLLAPSE,
+                 "step": int(steps[j])})
+    return None
+
+
+def _held_out_moved(cfg: CurveParams, since: int, sets: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
+    for vs, vl in sets.values():
+        v = vl[(vs >= since) & np.isfinite(vl)]
+        if v.size >= 2 and np.median(np.abs(v)) > 0 and float(np.ptp(v)) >= cfg.min_drop * float(np.median(np.abs(v))):
+            return True
+    return False
+
+
+def equivalent(x: np.ndarray, at: float, margin: float, alpha: float) -> bool:
+    """Two one-sided t-tests at ``alpha`` (TOST): the points' mean lies within ``margin`` of ``at``.
+    One epoch's average off the band (the first, which holds the initial transient) moves the mean
+    by its share only; a level passing through on its way down is the caller's trend test's to refuse."""
+    if x.size < 4 or not np.all(np.isfinite(x)):
+        return False
+    se = float(np.std(x, ddof=1)) / math.sqrt(x.size)
+    half = float(stats.t.ppf(1 - alpha, x.size - 1)) * se
+    mean = float(np.mean(x))
+    return at - margin <= mean - half and mean + half <= at + margin
+
+
+def identical(x: np.ndarray) -> bool:
+    """Three values printed alike to a thousandth of their level or finer (Keras' ``loss: 14.5063``
+    three epochs running): a loss that trains moves by more than its last digit in an epoch."""
+    level = float(np.median(x)) if x.size else 0.0
+    return x.size == 3 and float(np.ptp(x)) == 0.0 and level != 0 and 0 < printed_step(x) <= ALIKE * abs(level)

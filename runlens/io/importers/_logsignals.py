@@ -59,6 +59,11 @@ _REDUCED_TO = re.compile(r"\b(?:reduc\w*\s+(?:(?:the\s+)?(?:loss\s+)?scale\s+)?"
                          r"|(?:set(?:ting)?|decreas\w*|lower\w*)\s+(?:the\s+)?(?:loss\s+)?scale\s+)to\s*:?\s*"
                          r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", re.I)
 _CONSEQUENCE = ("skip", "terminat", "stop", "abort")
+# A loop's own guard that stopped the run for a loss it judged blown up ("Exception: Loss exploded",
+# "RuntimeError: Loss diverged"): finite, so no non-finite event, but a divergence the code declared.
+STATED_DIVERGED = re.compile(r"\bloss(?:es)?\s+(?:has\s+|have\s+)?(?:exploded|explodes|diverged|blew\s+up)\b"
+                             r"|\b(?:model|training)\s+(?:has\s+)?diverged\b|\bdivergence\s+detected\b", re.I)
+_EXPLODED_TO = re.compile(r"\bto\s+([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 # "Model diverged with loss = NaN.", "loss is inf": the loss said to be non-finite.
 _STATED_NONFINITE = re.compile(r"\bloss(?:es)?\s*(?:[:=]|\bis\b|\bwas\b|\bbec[oa]me[s]?\b)?\s*"
                                r"(?:nan|[-+]?inf(?:inity)?)\b", re.I)
@@ -140,6 +145,11 @@ class Watch:
         at = _MESSAGE_STEP.search(message)
         where = int(at.group(1)) if at else step
         self.error = {"type": etype, "message": message[:2000], "traceback": "", "step": where}
+        if STATED_DIVERGED.search(message[:2000]):
+            to = _EXPLODED_TO.search(message[:2000])
+            self.events.append((where or 0, "loss_spike", float(to.group(1)) if to else math.nan,
+                                f"{etype}: {message}"[:300]))
+            return
         words = set(tokens(message[:2000].lower()))
         if words & NONFINITE or {"non", "finite"} <= words:
             # "Loss became NaN" is the loss; anomaly mode's "Function 'XBackward0' returned nan", clip_grad_norm_'s

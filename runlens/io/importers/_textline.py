@@ -113,8 +113,8 @@ _BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+(?:\.\d+)?%\s*\)\s*)
 _PAREN_COUNT = re.compile(r"\s*\]?\s*\(\s*(\d+)\s*/\s*(\d+)\s*\)")
 _EPOCH = re.compile(r"(?:^\s*epochs|\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?", re.I)
 # "Epoch 3/10" (Keras), or "Epoch: 0" alone on its line (smp): the epoch of the lines below; framed
-# as a banner too ("[ Epoch 0 ]", "===== Epoch 3 =====").
-_EPOCH_HEADER = re.compile(r"^\s*(?:[\[(=*#-]+\s*)?Epoch\s*(?:\s|:|#|=)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*"
+# as a banner too ("[ Epoch 0 ]", "===== Epoch 3 =====") or announced ("Starting Epoch 7:", SINGA's).
+_EPOCH_HEADER = re.compile(r"^\s*(?:[\[(=*#-]+\s*)?(?:(?:Starting|Start|Beginning|Begin|Begins)\s+)?Epoch\s*(?:\s|:|#|=)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*"
                            r"(?:[\])=*#-]+\s*)?$", re.I)
 _END_OF_EPOCH = re.compile(r"\bend of epoch\s+(\d+)", re.I)
 _NET_OUTPUT = re.compile(rf"\b(Test|Train) net output #\d+:\s*([\w/]+)\s*=\s*({_NUM})", re.I)
@@ -305,6 +305,10 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
         m = _PAREN_COUNT.match(text, espan[1])
     if m is not None and epoch is None and m.re is _BRACKET and (o := OUTER.search(text, 0, m.start())):
         epoch, espan = int(o.group(1)), o.span(1)
+    elif m is not None and epoch is None and m.re is _BRACKET and (inner := _BRACKET.match(text, m.end())):
+        # "[0/25][5/782] Loss_D: ...": two counters side by side (the DCGAN example's print) are the
+        # epoch of its total and the batch within it, as "Epoch [0/25] Step [5/782]" says in words.
+        epoch, espan, m = int(m.group(1)), m.span(1), inner
     e = epoch if epoch is not None else ctx.epoch
     if m:
         i, n = int(m.group(1)), int(m.group(2))

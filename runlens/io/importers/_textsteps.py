@@ -138,6 +138,9 @@ def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
     e = epoch if epoch is not None else ctx.epoch
     if e is None and (lead := _LEAD_COUNT.match(desc)):
         e = int(lead.group(1))  # torchtune's "2|26|Loss: 1.43": the bar under it restarts every epoch
+    if e is None:
+        # A postfix that names the epoch (PU-Net's ``800/800 [..., Ep=20, Loss=13.41]``): the bar restarts under it.
+        e = next((int(v) for k, v in fields if is_epoch(tokens(k)) and v == int(v) and v >= 0), None)
     if ev and ctx.last_step is not None:
         return ctx.last_step, e, fields
     return running(e, int(m.group(2)), ctx), e, fields

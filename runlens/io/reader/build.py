@@ -21,10 +21,15 @@ import numpy as np
 from runlens.errors import ImportFailedError
 from runlens.io.importers._common import Imported, Series, Take, column_name, record_runs, val_set_column
 from runlens.io.reader.names import is_val, tokens
+from runlens.io.reader.objective import COMPLEMENT, complement
 from runlens.io.reader.picks import Pick, Roles
 from runlens.io.reader.table import Table
 
 _MAX_EXTRA = 64  # user columns kept beside the roles (a 100,000-column table keeps its roles only)
+
+
+#: The ways a role is derived from its columns rather than read as one (``import_derived`` lists them).
+DERIVED = ("log", "sum", COMPLEMENT)
 
 
 def segments(steps: np.ndarray) -> list[tuple[int, int]]:
@@ -52,6 +57,8 @@ def _combined(table: Table, pick: Pick) -> tuple[np.ndarray, np.ndarray]:
     if pick.how == "log":
         with np.errstate(divide="ignore", invalid="ignore"):
             values = np.log(values)
+    elif pick.how == COMPLEMENT:
+        values = complement(values)
     return values, present
 
 
@@ -149,8 +156,8 @@ def _take(table: Table, roles: Roles, source: Path, kind: str, index: tuple[np.n
     imp.config["import_roles"]["index"] = {"columns": [roles.index] if roles.index else [],
                                            "how": roles.index_kind, "why": roles.index_why}
     imp.warnings[:0] = ["roles: " + line for line in roles.lines()]
-    if any(p.how == "log" or p.how == "sum" for p in roles.picks):
-        imp.config["import_derived"] = [p.role for p in roles.picks if p.how in ("log", "sum")]
+    if any(p.how in DERIVED for p in roles.picks):
+        imp.config["import_derived"] = [p.role for p in roles.picks if p.how in DERIVED]
     return imp
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+_HOW = {"log": " (log of it)", "complement": " (1 - it)"}
+
 
 @dataclass
 class Pick:
-    """One role: the column(s) it is made of, how (``column``, ``sum`` or ``log``), and why."""
+    """One role: the column(s) it is made of, how (``column``, ``sum``, ``log`` or
+    ``complement``: 1 - an accuracy), and why."""
 
     role: str
     columns: tuple[str, ...]
@@ -31,5 +34,5 @@ class Roles:
     def lines(self) -> list[str]:
         out = [f"index: {self.index_kind} ({self.index_why})"]
         out += [f"{p.role} <- {' + '.join(p.columns) if p.how == 'sum' else p.columns[0]}"
-                f"{' (log of it)' if p.how == 'log' else ''}: {p.why}" for p in self.picks]
+                f"{_HOW.get(p.how, '')}: {p.why}" for p in self.picks]
         return out

@@ -52,6 +52,7 @@ from runlens.io.reader.names import (
     tokens,
     val_set,
 )
+from runlens.io.reader.objective import proxy_picks
 from runlens.io.reader.parts import sum_of_parts, total_of_parts
 from runlens.io.reader.picks import Pick, Roles
 from runlens.io.reader.setnamed import lone_series, set_named
@@ -228,6 +229,8 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
     if not any(p.role == "loss" or p.role.startswith("val_loss") for p in roles.picks) and (
             lone := lone_series(table, roles.index)) is not None:
         roles.picks.append(Pick("loss", (lone[0],), "column", lone[1]))
+    if not any(p.role == "loss" or p.role.startswith("val_loss") for p in roles.picks):
+        roles.picks += proxy_picks(table, roles.index)
     if not roles.picks and step is None:
         _unnamed(table, roles)
     return roles

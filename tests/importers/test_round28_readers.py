@@ -1,0 +1,145 @@
+"""Round 28's readers, from the fourteenth thread set's refusals and misread steps: each shape on a
+synthetic log of its own, with a silent twin.
+
+- a log that prints no loss but an accuracy or an error rate: its objective is the error rate (as
+  printed) or the accuracy's complement (1 - accuracy, a percentage over 100), each said in the roles;
+  a running best is no curve; a log with a loss keeps its loss;
+- two bracketed counters side by side (``[0/25][5/782]``, the DCGAN example's print): the epoch and the
+  batch within it, not one step repeated;
+- a progress bar whose postfix names the epoch (``800/800 [..., Ep=20, Loss=13.41]``): the bar restarts
+  every epoch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from runlens import analyze
+from runlens.errors import RunlensError
+from runlens.io.importers import detect_kind, read
+from runlens.io.reader.objective import complement, percent_scale
+
+
+def _imported(path):
+    return read(detect_kind(path), path)
+
+
+def _roles(path):
+    return _imported(path).config["import_roles"]
+
+
+def _speedometer(tmp_path, accuracies, val=None):
+    lines = []
+    for e, a in enumerate(accuracies):
+        for b in (100, 200, 300):
+            lines.append(f"INFO:root:Epoch[{e}] Batch [{b}]\tSpeed: 40000.00 samples/sec\taccuracy={a:.6f}")
+        lines.append(f"INFO:root:Epoch[{e}] Train-accuracy={a:.6f}")
+        if val is not None:
+            lines.append(f"INFO:root:Epoch[{e}] Validation-accuracy={val[e]:.6f}")
+    path = tmp_path / "mxnet.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_an_accuracy_only_log_is_read_through_its_complement(tmp_path):
+    acc = [0.84, 0.92, 0.94, 0.95, 0.96, 0.965, 0.97]
+    path = _speedometer(tmp_path, acc, val=[a + 0.005 for a in acc])
+    roles = _roles(path)
+    assert roles["loss"]["how"] == "complement" and "accuracy" in roles["loss"]["why"]
+    assert roles["loss"]["columns"] == ["accuracy"]  # the per-batch print, the finer grain
+    assert roles["val_loss"]["how"] == "complement"
+    imp = _imported(path)
+    assert imp.train["loss"].values[-1] == pytest.approx(1 - acc[-1])
+    assert imp.evals["val_loss"].values[-1] == pytest.approx(1 - acc[-1] - 0.005)
+    assert analyze(path).curve.label in ("healthy", "insufficient_data")
+
+
+def test_a_percentage_accuracy_is_divided_by_100(tmp_path):
+    path = tmp_path / "mnist.log"
+    path.write_text("".join(f"Epoch {e}: Train accuracy = {a:.2f}%\n"
+                            for e, a in enumerate([84.6, 92.9, 94.4, 95.3, 95.7, 96.3], start=1)))
+    assert _roles(path)["loss"]["how"] == "complement"
+    assert _imported(path).train["loss"].values[-1] == pytest.approx(1 - 0.963)
+
+
+def test_an_error_rate_is_read_as_printed(tmp_path):
+    path = tmp_path / "ocr.log"
+    path.write_text("".join(f"At iteration {i}, word error rate={w}%, skip ratio=0%\n"
+                            for i, w in zip(range(100, 900, 100), [96, 80, 61, 45, 33, 25, 20, 18], strict=True)))
+    loss = _roles(path)["loss"]
+    assert loss["how"] == "column" and "error rate" in loss["why"]
+    assert _imported(path).train["loss"].values[-1] == pytest.approx(18)
+
+
+def test_silent_twin_a_log_with_a_loss_keeps_its_loss(tmp_path):
+    path = tmp_path / "mnist.log"
+    path.write_text("".join(f"Epoch {e}: loss {1 / e:.4f} Train accuracy = {a:.2f}%\n"
+                            for e, a in enumerate([84.6, 92.9, 94.4, 95.3, 95.7, 96.3], start=1)))
+    loss = _roles(path)["loss"]
+    assert loss["how"] == "column" and loss["columns"] == ["loss"]
+
+
+def test_silent_twin_a_running_best_alone_is_no_curve(tmp_path):
+    path = tmp_path / "best.log"
+    path.write_text("".join(f"Epoch {e}: best_acc {a}\n" for e, a in enumerate([0.5, 0.6, 0.6, 0.7], start=1)))
+    with pytest.raises(RunlensError):
+        analyze(path)
+
+
+@pytest.mark.parametrize("values, scale", [([0.1, 0.9], 1.0), ([12.0, 96.3], 100.0), ([-0.1, 0.5], None),
+                                           ([3.0, 250.0], None)])
+def test_the_scale_of_an_accuracy(values, scale):
+    assert percent_scale(np.array(values)) == scale
+
+
+def test_the_complement_of_a_percentage():
+    assert complement(np.array([25.0, 90.0])) == pytest.approx([0.75, 0.10])
+
+
+def test_two_bracketed_counters_are_the_epoch_and_the_batch(tmp_path):
+    path = tmp_path / "dcgan.log"
+    lines = [f"[{e}/5][{i}/782] Loss_D: {1.2 - 0.01 * (e * 4 + i // 200):.4f} Loss_G: {2.0 + 0.01 * e:.4f}"
+             for e in range(5) for i in (0, 200, 400, 600)]
+    path.write_text("\n".join(lines) + "\n")
+    imp = _imported(path)
+    assert not any("repeated steps" in w for w in imp.warnings), imp.warnings
+    assert len(imp.train["loss"].steps) == 20 and imp.train["loss"].steps[-1] == 4 * 782 + 600 - 1
+
+
+def test_silent_twin_one_bracketed_counter_is_the_step(tmp_path):
+    path = tmp_path / "plain.log"
+    path.write_text("".join(f"[{i}/782] loss: {2.0 - 0.001 * i:.4f}\n" for i in range(0, 782, 50)))
+    steps = _imported(path).train["loss"].steps
+    assert list(steps) == list(range(0, 782, 50))
+
+
+def test_a_bar_whose_postfix_names_the_epoch(tmp_path):
+    path = tmp_path / "punet.log"
+    bar = "100%|██████████| 800/800 [02:10<00:00,  6.12it/s, Ep={e}, Loss={v:.2f}, i=799]"
+    path.write_text("".join(bar.format(e=e, v=13.4 - 0.3 * (e - 20)) + "\n" for e in range(20, 26)))
+    steps = _imported(path).train["loss"].steps
+    assert len(steps) == 6 and steps[-1] == 6 * 800, steps
+
+
+SINGA = """Starting Epoch {e}:
+Training loss = {v:.6f}, training accuracy = 0.97
+Evaluation accuracy = 0.98, Elapsed Time = 2.6s
+"""
+
+
+def test_an_announced_epoch_header_splits_two_runs(tmp_path):
+    path = tmp_path / "singa.log"
+    path.write_text("".join(SINGA.format(e=e, v=v) for e, v in [(7, 89.07), (8, 82.31), (9, 78.41)])
+                    + "".join(SINGA.format(e=e, v=v) for e, v in enumerate([625.1, 235.6, 171.6, 139.3, 120.0])))
+    diag = analyze(path)
+    assert any("holds 2 runs" in w for w in diag.warnings), diag.warnings
+    assert "loss_spikes" not in {f.code for f in diag.findings}
+
+
+def test_silent_twin_a_sentence_about_an_epoch_is_no_header(tmp_path):
+    path = tmp_path / "note.log"
+    path.write_text("Starting Epoch 7: resumed from checkpoint\n"
+                    + "".join(f"step {i} loss {2.0 - 0.01 * i:.3f}\n" for i in range(10)))
+    imp = _imported(path)
+    assert list(imp.train["loss"].steps) == list(range(10))
