@@ -74,3 +74,10 @@ def test_a_projection_asks_for_a_part_of_a_name_in_any_case():
     assert wanted_columns(["val_loss@*"], names) == ["val_loss@wiki"]
     assert wanted_columns(["*"], names) == names  # a lone star: every column
     assert wanted_columns(["LOSS"], names, keys=("step",)) == ["step", "loss"]
+
+
+@pytest.mark.parametrize("name, words", [("lossvalue", ("loss", "value")), ("lossavg", ("loss", "avg")),
+                                         ("lossless", ("lossless",)), ("losses", ("losses",))])
+def test_a_loss_run_on_into_a_neutral_word(name, words):
+    # Round 28: InsightFace's ``lossvalue=6.24`` is the loss; ``lossless`` stays a word.
+    assert tokens(name) == words

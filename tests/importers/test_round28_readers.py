@@ -68,7 +68,7 @@ def test_an_error_rate_is_read_as_printed(tmp_path):
     path.write_text("".join(f"At iteration {i}, word error rate={w}%, skip ratio=0%\n"
                             for i, w in zip(range(100, 900, 100), [96, 80, 61, 45, 33, 25, 20, 18], strict=True)))
     loss = _roles(path)["loss"]
-    assert loss["how"] == "column" and "error rate" in loss["why"]
+    assert loss["how"] == "rate" and "error rate" in loss["why"]
     assert _imported(path).train["loss"].values[-1] == pytest.approx(18)
 
 
@@ -143,3 +143,29 @@ def test_silent_twin_a_sentence_about_an_epoch_is_no_header(tmp_path):
                     + "".join(f"step {i} loss {2.0 - 0.01 * i:.3f}\n" for i in range(10)))
     imp = _imported(path)
     assert list(imp.train["loss"].steps) == list(range(10))
+
+
+def test_a_reward_only_log_is_read_through_its_negative(tmp_path):
+    path = tmp_path / "reinforce.log"
+    rewards = ["nan", 42.10, 105.40, 132.43, 148.75, 160.2, 171.9]
+    path.write_text("".join(f"Episode {10 * i}\tAverage reward: {r}\n" for i, r in enumerate(rewards)))
+    imp = _imported(path)
+    loss = imp.config["import_roles"]["loss"]
+    assert loss["how"] == "negated" and "reward" in loss["why"]
+    # The running mean's first print, an average of nothing yet, is left out: no NaN loss.
+    assert list(imp.train["loss"].steps) == [10 * i for i in range(1, 7)]
+    assert imp.train["loss"].values[-1] == pytest.approx(-171.9)
+    assert analyze(path).curve.label != "diverged"
+
+
+def test_silent_twin_a_reward_beside_a_named_loss_is_a_metric(tmp_path):
+    path = tmp_path / "ppo.log"
+    path.write_text("".join(f"Episode {i} total reward: {i * 3.0} policy loss: {1 / (i + 1):.4f}\n" for i in range(8)))
+    assert _roles(path)["loss"]["how"] == "column"
+
+
+def test_silent_twin_an_episode_inside_a_line_is_no_step(tmp_path):
+    path = tmp_path / "worker.log"
+    path.write_text("".join(f"Worker: 0 Episode: {100 + i} steps: 5 training iteration: {7 + i // 2} loss: {2 - i / 10}\n"
+                            for i in range(8)))
+    assert sorted(set(_imported(path).train["loss"].steps.tolist())) == [7, 8, 9, 10]

@@ -68,8 +68,7 @@ _WORD_ONLY = re.compile(_WORDNUM)
 _KEY_WORD = (r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|\d+[A-Za-z]+_[A-Za-z][\w/()%#@-]*|[A-Za-z_](?:(?!_[-+]?\d+\.\d)[\w/()%#@-])*"
              r"(?:\.[A-Za-z_0-9][\w/()%#@-]*)*(?:'s(?= ))?)")
 _KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
-# A word-number (nan, inf) followed by a single space and a word is part of a name
-# ("number of nan iterations: 0"), not a value.
+# A word-number (nan, inf) then a space and a word is part of a name ("number of nan iterations: 0").
 # A quoted name and value (PaddleDetection's ``'loss': '24.061707'``, a dict's repr printed as text)
 # read as the bare ones: the quotes close the name and enclose the number.
 _FIELD = re.compile(
@@ -100,9 +99,10 @@ _KEYED = [(name, re.compile(rf"(?:^[ \t]*{pat}s|\b{pat})(?:_(?=\d)|[ \t]*[:=#]?[
                             r"(?!\d|\.\d|[ \t]*batches)", re.I))
           for name, pat in (("global_step", r"global[_ ]step"), ("step", r"step"),
                             ("iteration", r"iteration"), ("iter", r"iter"), ("batch", r"batch"))]
-# ``It: 10, Loss: 2.9e+02`` (the physics-informed networks' print many repositories copy): ``it``
-# counts only as a line's first word before ``:`` or ``=``; elsewhere it is a speed (``it/s``) or prose.
+# ``It: 10, Loss: 2.9e+02`` (the PINNs' print): ``it`` counts only first on its line before ``:``/``=``.
 _KEYED.append(("it", re.compile(r"^[ \t]*it[ \t]*[:=][ \t]*(\d+)(?:[ \t]*/[ \t]*(\d+))?(?!\d|\.\d)", re.I)))
+# An RL loop's episode opening its line ("Episode 10  Average reward: 42.1"); inside a line it is a field.
+_KEYED.append(("episode", re.compile(r"^[ \t\-*>#]*episode[ \t]*[:=#]?[ \t]*(\d+)(?!\d|\.\d)", re.I)))
 _WORD = re.compile(r"\s*[A-Za-z_]+")
 _THOUSANDS = re.compile(r"(?:,\d{3})+(?![\d.])")
 _BATCHES = re.compile(r"\b(\d+)\s*/\s*(\d+)\s*batches\b", re.I)
@@ -306,8 +306,7 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
     if m is not None and epoch is None and m.re is _BRACKET and (o := OUTER.search(text, 0, m.start())):
         epoch, espan = int(o.group(1)), o.span(1)
     elif m is not None and epoch is None and m.re is _BRACKET and (inner := _BRACKET.match(text, m.end())):
-        # "[0/25][5/782] Loss_D: ...": two counters side by side (the DCGAN example's print) are the
-        # epoch of its total and the batch within it, as "Epoch [0/25] Step [5/782]" says in words.
+        # "[0/25][5/782] Loss_D": side by side (DCGAN's print), the epoch of its total and the batch in it.
         epoch, espan, m = int(m.group(1)), m.span(1), inner
     e = epoch if epoch is not None else ctx.epoch
     if m:

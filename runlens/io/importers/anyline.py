@@ -293,12 +293,17 @@ def instead(path: Path, encoding: str, take: Take, columns: list[str], rows: boo
     (loss parts summed, a lone part or error taken as the loss, as the import that follows does);
     None when the text reader's stands, or this one finds nothing either."""
     from runlens.io.importers.table import reinfer
+    from runlens.io.reader.objective import PROXIES
 
     if _signal(columns):
         return None
     if rows:
         imp = reinfer(take(None))
-        if _signal([k for table in (imp.train, imp.evals) for k, s in table.items() if len(s.steps)]):
+        # A loss read through an accuracy, an error rate or a reward is what is left when no name says
+        # loss: this reading's named loss comes first, and the proxy stands when it finds none.
+        roles = imp.config.get("import_roles") or {}
+        if _signal([k for table in (imp.train, imp.evals) for k, s in table.items()
+                    if len(s.steps) and (roles.get(k) or {}).get("how") not in PROXIES]):
             return None
     found = read(path, encoding)
     return None if found is None else functools.partial(_only_run, found)

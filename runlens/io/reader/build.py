@@ -21,7 +21,7 @@ import numpy as np
 from runlens.errors import ImportFailedError
 from runlens.io.importers._common import Imported, Series, Take, column_name, record_runs, val_set_column
 from runlens.io.reader.names import is_val, tokens
-from runlens.io.reader.objective import COMPLEMENT, complement
+from runlens.io.reader.objective import COMPLEMENT, NEGATED, complement
 from runlens.io.reader.picks import Pick, Roles
 from runlens.io.reader.table import Table
 
@@ -29,7 +29,7 @@ _MAX_EXTRA = 64  # user columns kept beside the roles (a 100,000-column table ke
 
 
 #: The ways a role is derived from its columns rather than read as one (``import_derived`` lists them).
-DERIVED = ("log", "sum", COMPLEMENT)
+DERIVED = ("log", "sum", COMPLEMENT, NEGATED)
 
 
 def segments(steps: np.ndarray) -> list[tuple[int, int]]:
@@ -59,6 +59,12 @@ def _combined(table: Table, pick: Pick) -> tuple[np.ndarray, np.ndarray]:
             values = np.log(values)
     elif pick.how == COMPLEMENT:
         values = complement(values)
+    elif pick.how == NEGATED:
+        values = -values
+    if pick.how in (COMPLEMENT, NEGATED):
+        # An average of nothing yet (a running mean's first print, "Average reward: nan"): not a value.
+        leading = np.cumprod(~np.isfinite(values) | ~present).astype(bool)
+        present = present & ~leading
     return values, present
 
 

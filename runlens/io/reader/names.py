@@ -71,6 +71,11 @@ def _run_into_loss(word: str) -> bool:
     return len(word) > 5 and word.endswith("loss")
 
 
+def _loss_run_on(word: str) -> bool:
+    # ``lossvalue``, ``lossavg`` (InsightFace's ``lossvalue=6.24``): the loss and a neutral word, one word.
+    return len(word) > 4 and word.startswith("loss") and word[4:] in NEUTRAL
+
+
 def tokens(name: str) -> tuple[str, ...]:
     """Lower-case words of ``name``: split at non-alphanumerics and at lower-to-upper case changes."""
     if "'" in name:  # a possessive says whose: ``training's loss`` is the training loss
@@ -92,10 +97,11 @@ def tokens(name: str) -> tuple[str, ...]:
         out.append("".join(word).lower())
     if any(c.isdigit() for c in name):  # most names hold no digit: no word of theirs is a numbered loss
         out = [part for w in out for part in _numbered(w)]
-    # ``genloss``, ``latloss``, ``klloss``, ``trainloss``: a loss and what it is of, written as one word. Two
-    # letters before it at least: one letter run into it is a word (``gloss``, ``floss``) as often as a loss.
-    if any(_run_into_loss(w) for w in out):  # most names hold none: the list is not rebuilt
-        out = [part for w in out for part in ((w[:-4], "loss") if _run_into_loss(w) else (w,))]
+    # ``genloss``, ``latloss``, ``klloss``, ``trainloss``: a loss and what it is of, written as one word (and
+    # ``lossvalue``: the loss and a neutral word after it). Two letters before it at least: one letter run into it is a word (``gloss``, ``floss``) as often as a loss.
+    if any(_run_into_loss(w) or _loss_run_on(w) for w in out):  # most names hold none: the list is not rebuilt
+        out = [part for w in out for part in ((w[:-4], "loss") if _run_into_loss(w) else
+                                              ("loss", w[4:]) if _loss_run_on(w) else (w,))]
     # ``CrossEntropy``, ``cross_entropy``: the loss function's name, one word however it is split, and
     # however short the entropy's part (``CrossE``, ``cross_ent``: abbreviations people print).
     for i in range(len(out) - 1, 0, -1):

@@ -1,10 +1,12 @@
-"""The objective of a log that prints no loss at all: its error rate, or its accuracy's complement.
+"""The objective of a log that prints no loss at all: its error rate, its accuracy's complement, or its
+reward's negative.
 
 Some trainers print only what a person watches (MXNet's Speedometer ``Train-accuracy=0.95``, a
 tutorial's ``Test accuracy 0.96``, an OCR trainer's ``word error rate``). Such a log is still a
 curve: an error rate falls as the model learns, an accuracy rises, and ``1 - accuracy`` is the
 error rate it implies. Read so only when nothing in the log is named a loss (or made one by the
-rules before): the pick says which series it is and how it was turned, and the detectors that need
+rules before; a reinforcement-learning loop's reward rises as it learns, its negative falls): the pick
+says which series it is and how it was turned, and the detectors that need
 a real loss's level (ln K at chance) see ``how`` in ``import_roles``.
 
 A series is an accuracy when its name has an accuracy word and its values lie in [0, 1] (or in
@@ -25,9 +27,15 @@ from runlens.io.reader.picks import Pick
 from runlens.io.reader.table import Table
 
 ACCURACY_WORDS = frozenset({"acc", "accuracy", "top1", "correct"})
-#: Words that make a series something else than the run's curve: a running best or worst, a count.
-_NOT_A_CURVE = frozenset({"best", "worst", "max", "min", "num", "count", "top5", "new"})
+#: What a reinforcement-learning loop maximizes and prints (``Average reward``, ``Mean Reward``).
+REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns"})
+#: Words that make a series something else than the run's curve: a running best or worst, a count, a spread.
+_NOT_A_CURVE = frozenset({"best", "worst", "max", "min", "num", "count", "top5", "new", "std", "var", "stddev"})
+RATE = "rate"
 COMPLEMENT = "complement"
+NEGATED = "negated"
+#: The ``how`` of a role read through a proxy: a reader that finds a loss by its name comes first.
+PROXIES = (RATE, COMPLEMENT, NEGATED)
 
 
 def percent_scale(values: np.ndarray) -> float | None:
@@ -52,23 +60,28 @@ def _kind(table: Table, column: str) -> str | None:
     if not np.isfinite(v).any():
         return None
     if set(toks) & ERROR_WORDS and float(np.nanmin(v)) >= 0:
-        return "column"
+        return RATE
     if set(toks) & ACCURACY_WORDS and percent_scale(v) is not None:
         return COMPLEMENT
+    if set(toks) & REWARD_WORDS:
+        return NEGATED
     return None
 
 
 def _rank(table: Table, column: str, how: str) -> tuple[int, int, int, int]:
     toks = tokens(column)
     grain = 0 if ("step" in toks or "batch" in toks) else (2 if "epoch" in toks else 1)
-    return (0 if how == "column" else 1, grain, -int(table.present[column].sum()), len(column))
+    return (PROXIES.index(how), grain, -int(table.present[column].sum()), len(column))
 
 
 def _why(column: str, how: str, role: str) -> str:
     what = "the training loss" if role == "loss" else "the validation loss"
-    if how == "column":
+    if how == RATE:
         return (f"no loss is named in the log: {column!r} is an error rate, what the run is judged by, read as "
                 f"{what} (lower is better; --loss names another)")
+    if how == NEGATED:
+        return (f"no loss is named in the log: {column!r} is a reward, what the run maximizes, read as {what} "
+                "through its negative (lower is better; --loss names another)")
     return (f"no loss is named in the log: {column!r} is an accuracy, read as {what} through its complement, "
             "1 - accuracy (the error rate it implies; lower is better; --loss names another)")
 
@@ -82,7 +95,7 @@ def _quantity(column: str) -> frozenset[str]:
 def _one(table: Table, found: list[tuple[str, str]]) -> tuple[str, str] | None:
     """The candidate to read, the error rates first: None when the first kind present names more than
     one quantity (``top1 err`` beside ``error rate``, ``mse`` beside ``rmse``): ``--loss`` chooses."""
-    for how in ("column", COMPLEMENT):
+    for how in PROXIES:
         kind = [f for f in found if f[1] == how]
         if kind:
             return min(kind, key=lambda f: _rank(table, *f)) if len({_quantity(c) for c, _ in kind}) == 1 else None

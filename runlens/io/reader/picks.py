@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-_HOW = {"log": " (log of it)", "complement": " (1 - it)"}
+_HOW = {"log": " (log of it)", "complement": " (1 - it)", "negated": " (minus it)"}
 
 
 @dataclass
 class Pick:
-    """One role: the column(s) it is made of, how (``column``, ``sum``, ``log`` or
-    ``complement``: 1 - an accuracy), and why."""
+    """One role: the column(s) it is made of, how (``column``, ``sum``, ``log``, or a
+    proxy of :mod:`.objective`: ``rate``, ``complement``, ``negated``), and why."""
 
     role: str
     columns: tuple[str, ...]

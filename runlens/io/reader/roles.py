@@ -226,11 +226,12 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
                                 "(--val-loss value reads it as the validation loss)"))
     if not any(p.role == "loss" or p.role.startswith("val_loss") for p in roles.picks):
         roles.picks += [Pick(role, (c,), "column", why) for role, c, why in set_named(table, roles.index)]
+    if not any(p.role == "loss" or p.role.startswith("val_loss") for p in roles.picks):
+        # An accuracy, error rate or reward named as such says more than a series that names nothing.
+        roles.picks += proxy_picks(table, roles.index)
     if not any(p.role == "loss" or p.role.startswith("val_loss") for p in roles.picks) and (
             lone := lone_series(table, roles.index)) is not None:
         roles.picks.append(Pick("loss", (lone[0],), "column", lone[1]))
-    if not any(p.role == "loss" or p.role.startswith("val_loss") for p in roles.picks):
-        roles.picks += proxy_picks(table, roles.index)
     if not roles.picks and step is None:
         _unnamed(table, roles)
     return roles
