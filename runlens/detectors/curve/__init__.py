@@ -104,9 +104,10 @@ class CurveClassifier(Detector):
           or a loss read from a perplexity (the log of ``ppl``) whose last
           third, at any length, is above ln 10^7: worse than guessing
           uniformly over any vocabulary (``kind: beyond_any_vocabulary``);
-          or a crashed run whose error, or an exception its log printed,
-          says in the training code's words that the loss blew up ("Loss
-          exploded", "Model diverged": ``kind: stated_by_the_loop``).
+          or a run whose training code says in its own words that the
+          loss blew up ("Loss exploded", "cost seems to be exploding",
+          "Model diverged") and went no further: it crashed, or nothing
+          trained after the words (``kind: stated_by_the_loop``).
         - unstable: a level shift: after the minimum, the bucket medians jump
           up (Mann-Whitney p < ``alpha_strong``, at least 6 noise sd and a
           quarter of the progress before it, half of it within 3 buckets), the

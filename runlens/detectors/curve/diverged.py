@@ -9,6 +9,7 @@ into a verdict; :class:`~runlens.detectors.curve.CurveClassifier` documents the 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -167,13 +168,12 @@ def ended_exploding_verdict(grad: Series | None, steps: np.ndarray, x: np.ndarra
 
 
 def stated_by_the_loop(run: Run) -> CurveVerdict | None:
-    """Diverged when the run crashed and its error, or an exception its log printed, says the loss blew
-    up in the training code's own words ("Exception: Loss exploded", Tacotron's guard on a loss 100x its
-    mean; "Model diverged"): the loop judged it and stopped the run, with a finite loss the last line
-    may not show."""
-    if run.status != "crashed":
-        return None
-    said = [str(run.error.get("message", ""))] if isinstance(run.error, dict) else []
+    """Diverged when the training code says in its own words that the loss blew up ("Exception: Loss
+    exploded", Tacotron's guard on a loss 100x its mean; "Aborting, cost seems to be exploding",
+    NeuralTalk's; "Model diverged") and the run went no further: its error says so, or its events hold
+    the words (a log reader keeps them only when no training line came after them). The loop judged
+    it and stopped, with a finite loss the last line may not show."""
+    crashed = run.status == "crashed"
     ev = run.events
     if ev is not None and {"kind", "message"} <= set(ev.column_names):
         steps = ev.column("step").to_pylist() if "step" in ev.column_names else [None] * ev.num_rows
@@ -181,8 +181,9 @@ def stated_by_the_loop(run: Run) -> CurveVerdict | None:
                                        strict=True):
             if kind in ("loss_spike", "exception") and message and STATED_DIVERGED.search(str(message)):
                 return _stated(str(message), step)
-    hit = next((m for m in said if STATED_DIVERGED.search(m)), None)
-    return None if hit is None else _stated(hit, run.error.get("step") if isinstance(run.error, dict) else None)
+    error = run.error if crashed and isinstance(run.error, Mapping) else {}
+    said = str(error.get("message", ""))
+    return _stated(said, error.get("step")) if said and STATED_DIVERGED.search(said) else None
 
 
 def _stated(message: str, step: Any) -> CurveVerdict:

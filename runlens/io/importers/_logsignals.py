@@ -61,7 +61,8 @@ _REDUCED_TO = re.compile(r"\b(?:reduc\w*\s+(?:(?:the\s+)?(?:loss\s+)?scale\s+)?"
 _CONSEQUENCE = ("skip", "terminat", "stop", "abort")
 # A loop's own guard that stopped the run for a loss it judged blown up ("Exception: Loss exploded",
 # "RuntimeError: Loss diverged"): finite, so no non-finite event, but a divergence the code declared.
-STATED_DIVERGED = re.compile(r"\bloss(?:es)?\s+(?:has\s+|have\s+)?(?:exploded|explodes|diverged|blew\s+up)\b"
+STATED_DIVERGED = re.compile(r"\b(?:loss(?:es)?|cost)\s+(?:has\s+|have\s+|is\s+|seems\s+to\s+be\s+)?"
+                             r"(?:exploded|explodes|exploding|diverged|diverging|blew\s+up)\b"
                              r"|\b(?:model|training)\s+(?:has\s+)?diverged\b|\bdivergence\s+detected\b", re.I)
 _EXPLODED_TO = re.compile(r"\bto\s+([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 # "Model diverged with loss = NaN.", "loss is inf": the loss said to be non-finite.
@@ -93,10 +94,18 @@ class Watch:
     def __init__(self) -> None:
         self.events: list[Event] = []
         self.error: dict[str, Any] | None = None  # the last exception, while no training line followed it
+        # The loop's own words that the loss blew up, while no training line followed them: the run
+        # stopped there. Words that training went on past were a warning the run outlived.
+        self.stated: list[Event] = []
 
     def trained(self) -> None:
         """A training line came: an exception printed before it did not end the run."""
         self.error = None
+        self.stated = []
+
+    def all_events(self) -> list[Event]:
+        """The events of the log, with the loop's stated blow-up when the run went no further."""
+        return self.events + self.stated
 
     def partial(self, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
         """A progress line inside an epoch is dropped (a running mean of the epoch so far), but a running
@@ -137,6 +146,13 @@ class Watch:
             event = (step or 0, "nonfinite_loss", math.nan, clean(head.strip())[:300])
         if event is None and stepless and "nan" in head[:200].lower() and _NAN_DETECTED.match(said := clean(head)):
             event = (step or 0, "nonfinite_loss", math.nan, said.strip()[:300])
+        if event is None and stepless and ("xplod" in head or "iverg" in head) and STATED_DIVERGED.search(head):
+            # The loop's own words that its loss blew up, on a line of their own ("Aborting, cost seems to
+            # be exploding."): a spike event when nothing trained after it.
+            to = _EXPLODED_TO.search(head)
+            self.stated.append((step or 0, "loss_spike", float(to.group(1)) if to else math.nan,
+                                clean(head.strip())[:300]))
+            return True
         if event is not None:
             self.events.append(event)
         return event is not None
@@ -147,7 +163,7 @@ class Watch:
         self.error = {"type": etype, "message": message[:2000], "traceback": "", "step": where}
         if STATED_DIVERGED.search(message[:2000]):
             to = _EXPLODED_TO.search(message[:2000])
-            self.events.append((where or 0, "loss_spike", float(to.group(1)) if to else math.nan,
+            self.stated.append((where or 0, "loss_spike", float(to.group(1)) if to else math.nan,
                                 f"{etype}: {message}"[:300]))
             return
         words = set(tokens(message[:2000].lower()))

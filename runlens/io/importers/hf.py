@@ -266,7 +266,7 @@ def _take_console(path: Path, runs: list[_ConsoleRun], bad: int, beyond: int, lo
     if logging_steps:
         config["logging_steps"] = logging_steps
     imp = _finish(cur.log, path, "hf", warnings, config)
-    imp.events, imp.error = list(cur.watch.events), cur.watch.error
+    imp.events, imp.error = cur.watch.all_events(), cur.watch.error
     return imp
 
 

@@ -366,11 +366,11 @@ def _take(path: Path, runs: list[RunAcc], n_lines: int, skipped: int, markers: C
             at = within.place(at, is_eval)
         s = Series(at if total is None else at // total + 1, np.frombuffer(values, dtype=np.float64))
         (imp.evals if is_eval else imp.train)[col] = first_of_runs(s, col, warnings) if is_eval else s
-    imp.events, imp.error = list(acc.watch.events), acc.watch.error
+    imp.events, imp.error = acc.watch.all_events(), acc.watch.error
     if within is not None:
         imp.events, imp.error = within.events(imp.events, imp.error)
     if total is not None:
-        imp.events = [(step // total + 1, kind, value, text) for step, kind, value, text in acc.watch.events]
+        imp.events = [(step // total + 1, kind, value, text) for step, kind, value, text in acc.watch.all_events()]
         if imp.error is not None and isinstance(imp.error["step"], int):
             imp.error = {**imp.error, "step": imp.error["step"] // total + 1}
         first, last = (acc.first_step or 0) // total + 1, (acc.last_step or 0) // total + 1

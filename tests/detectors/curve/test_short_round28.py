@@ -176,3 +176,40 @@ def test_silent_twin_the_first_four_logs_of_a_run_at_accuracy_zero(tmp_path):
     # A face-recognition run's first steps read 0.000 as they should ("wait for more iterations").
     diag = analyze(_speedometer(tmp_path, list(zip([0.0] * 4, FLAT[:4], strict=True))))
     assert diag.curve.evidence.get("kind") != "short_accuracy_near_zero", diag.curve
+
+
+NEURALTALK = """253/15000 batch done in 5.037s. at epoch 0.84. loss cost = 37.447347, reg cost = 0.000001
+254/15000 batch done in 5.082s. at epoch 0.85. loss cost = 39.408169, reg cost = 0.000001
+255/15000 batch done in 4.914s. at epoch 0.85. loss cost = 40.730310, reg cost = 0.000001
+Aborting, cost seems to be exploding. Run gradcheck? Lower the learning rate?
+"""
+
+
+def test_the_loops_own_words_on_the_last_line_say_diverged(tmp_path):
+    path = tmp_path / "neuraltalk.log"
+    path.write_text(NEURALTALK)
+    diag = analyze(path)
+    assert diag.curve.label == "diverged" and diag.curve.evidence["kind"] == "stated_by_the_loop", diag.curve
+
+
+def test_silent_twin_the_words_then_training_goes_on(tmp_path):
+    path = tmp_path / "neuraltalk.log"
+    more = "".join(f"{s}/15000 batch done in 5.0s. at epoch 0.86. loss cost = {40.0 - (s - 255) * 0.5:.4f}, "
+                   "reg cost = 0.000001\n" for s in range(256, 262))
+    path.write_text(NEURALTALK.replace("Aborting, ", "Warning: ") + more)
+    diag = analyze(path)
+    assert diag.curve.evidence.get("kind") != "stated_by_the_loop", diag.curve
+
+
+
+def test_a_recorded_run_that_crashed_on_its_own_loss_guard_diverged():
+    from crash_cases import crashed
+
+    diag = analyze(crashed("Loss exploded to 3.1e6 at step 120"))
+    assert diag.curve.label == "diverged" and diag.curve.evidence["kind"] == "stated_by_the_loop", diag.curve
+
+
+def test_silent_twin_a_recorded_run_that_crashed_of_something_else():
+    from crash_cases import crashed
+
+    assert analyze(crashed("CUDA error: an illegal memory access was encountered")).curve.label != "diverged"
