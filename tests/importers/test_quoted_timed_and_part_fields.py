@@ -110,8 +110,10 @@ def test_silent_twin_a_log_with_steps_keeps_them_and_one_without_a_loss_is_refus
     imp = read("text", _write(tmp_path, "".join(f"step {10 * i} loss: {2 - 0.1 * i:.2f}\n" for i in range(5))))
     assert list(imp.train["loss"].steps) == [0, 10, 20, 30, 40] and imp.config.get("index_kind") != "row"
     from runlens.errors import ImportFailedError
+    # Round 28: an accuracy alone on step-less lines is read through its complement
+    # (test_round28_readers.py); a speed alone is still no training log.
     with pytest.raises(ImportFailedError, match="no line carries a training step"):
-        read("text", _write(tmp_path, "".join(f"acc: {0.1 * i:.2f}\n" for i in range(5)), "acc.log"))
+        read("text", _write(tmp_path, "".join(f"speed: {0.1 * i:.2f}\n" for i in range(5)), "speed.log"))
 
 
 def test_step_less_lines_of_loss_parts_are_numbered_and_summed(tmp_path):

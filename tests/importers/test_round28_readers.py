@@ -169,3 +169,22 @@ def test_silent_twin_an_episode_inside_a_line_is_no_step(tmp_path):
     path.write_text("".join(f"Worker: 0 Episode: {100 + i} steps: 5 training iteration: {7 + i // 2} loss: {2 - i / 10}\n"
                             for i in range(8)))
     assert sorted(set(_imported(path).train["loss"].steps.tolist())) == [7, 8, 9, 10]
+
+
+@pytest.mark.parametrize("text, role", [
+    ("".join(f"Mean Reward: {r}\n" for r in [2.33, 4.13, 5.37, 6.02, 7.9]), "loss"),
+    ("".join(f'        "val_perplexity": {p}\n' for p in [41.2, 36.7, 34.6]), "val_loss"),
+])
+def test_lines_with_no_step_that_carry_what_the_loop_watches_are_its_points(tmp_path, text, role):
+    path = tmp_path / "watch.log"
+    path.write_text(text)
+    imp = _imported(path)
+    series = imp.train.get("loss") if role == "loss" else imp.evals.get("val_loss")
+    assert series is not None and len(series.steps) == text.count("\n")
+
+
+def test_silent_twin_accuracy_lines_beside_loss_lines_are_not_steps_of_their_own(tmp_path):
+    path = tmp_path / "mixed.log"
+    path.write_text("".join(f"loss: {2.0 - 0.1 * i:.2f}\naccuracy: {0.5 + 0.04 * i:.2f}\n" for i in range(6)))
+    imp = _imported(path)
+    assert len(imp.train["loss"].steps) == 6 and imp.config["import_roles"]["loss"]["how"] == "column"

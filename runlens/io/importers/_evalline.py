@@ -12,6 +12,7 @@ from runlens.io.importers._logsignals import is_part
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textline import Line, read_fields
 from runlens.io.reader.names import LOSS, PERPLEXITY, is_val, role_of, tokens
+from runlens.io.reader.objective import names_objective
 
 _EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|val|test|dev)\b", re.I)
 _LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
@@ -129,12 +130,16 @@ def bare_value(raw: str, cleaned: str | None = None) -> float | None:
     return float(text)
 
 
-def number_lines(lines: list[str], mapper: Mapper, markers: Counter, bare: bool = False) -> list[str]:
+def number_lines(lines: list[str], mapper: Mapper, markers: Counter, bare: bool = False,
+                 proxy: bool = False) -> list[str]:
     """``lines`` with ``step N:`` put before each (cleaned) line that carries a training loss or a loss
     part (faceswap's ``loss_A: 0.19, loss_B: 0.15``, summed as the table reader sums parts), ``N``
     counting those lines through the log (``markers["numbered"]``); the others as they are, so an
     evaluation line still goes to the last step before it. ``bare``: in a log where no line names a
-    loss, each value alone on its line (:func:`bare_value`) is that loss (``markers["bare"]``)."""
+    loss, each value alone on its line (:func:`bare_value`) is that loss (``markers["bare"]``).
+    ``proxy``: in a log where no line carries a training loss, the lines that carry a validation loss,
+    a perplexity, an accuracy, an error rate or a reward are numbered instead (``markers["proxied"]``):
+    a loop that prints only what it watches (``Mean Reward: 2.33``, ``"val_perplexity": 41.2``)."""
     out = []
     for raw in lines:
         if bare:
@@ -147,6 +152,15 @@ def number_lines(lines: list[str], mapper: Mapper, markers: Counter, bare: bool 
                 out.append(raw)
             continue
         text = clean(raw.strip()) if _DIGIT.search(raw) else ""
+        if text and proxy:
+            if any(mapper(k, False) == (True, "loss") or not PERPLEXITY.isdisjoint(tokens(k)) or names_objective(k)
+                   for k, _ in read_fields(text)):
+                out.append(f"step {markers['numbered']}: {text}")
+                markers["numbered"] += 1
+                markers["proxied"] += 1
+            else:
+                out.append(raw)
+            continue
         if text and any(mapper(k, False) == (False, "loss") or (not is_val(tokens(k)) and is_part(k))
                         for k, _ in read_fields(text)):
             out.append(f"step {markers['numbered']}: {text}")

@@ -41,6 +41,7 @@ from runlens.io.importers._textfile import text_encoding
 from runlens.io.importers._textline import Context, parse_mapping, read_fields
 from runlens.io.reader import read_table, shape_of
 from runlens.io.reader.names import PERPLEXITY, role_of, tokens
+from runlens.io.reader.objective import names_objective
 from runlens.io.reader.source import head_bytes, open_binary
 
 HEAD = 262_144
@@ -147,7 +148,7 @@ def _markdown_rows(lines: list[str]) -> int:
 def _line_counts(lines: list[str]) -> dict[str, int]:
     """How many lines each text reader would take (of the head)."""
     ctx, parser = Context(), Parser()  # the text reader's shape cache: a few shapes, parsed once each
-    counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0, "loss_lines": 0, "bare_lines": 0}
+    counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0, "loss_lines": 0, "bare_lines": 0, "proxy_lines": 0}
     for raw in lines[:4000]:
         s = raw.strip()
         if not s:
@@ -173,6 +174,7 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
             counts["loss_lines"] += any(role_of(k) == (False, "loss") or (not role_of(k)[0] and is_part(k))
                                         or not PERPLEXITY.isdisjoint(tokens(k)) for k, _ in read_fields(text))
             counts["bare_lines"] += bare_value(s, text) is not None
+            counts["proxy_lines"] += any(role_of(k) == (True, "loss") or names_objective(k) for k, _ in read_fields(text))
     return counts
 
 
@@ -216,6 +218,9 @@ def _text_kind(counts: dict[str, int], lines: list[str]) -> Sniff:
     (n1, k1), (n2, k2) = ranked[0], ranked[1]
     if n1 == 0 and counts["loss_lines"] >= 3:
         return Sniff("text", found={"text": f"{counts['loss_lines']} lines with a training loss and no step"})
+    if n1 == 0 and counts["loss_lines"] == 0 and counts["proxy_lines"] >= 3:
+        return Sniff("text", found={"text": f"{counts['proxy_lines']} lines with a validation loss, an accuracy, an "
+                                            "error rate or a reward and no step"})
     if n1 == 0 and counts["loss_lines"] == 0 and counts["bare_lines"] >= BARE_MIN:
         return Sniff("text", found={"text": f"{counts['bare_lines']} values alone on their lines and no loss named"})
     if n1 == 0 and anyline.finds_loss(lines[:4000]):

@@ -61,16 +61,15 @@ _MAX_LINE = 1 << 20  # a longer "line" is read in pieces, so one huge line canno
 _DIGIT = re.compile(r"\d")
 
 
-def _scan(path: Path, mapper: Mapper, step_key: str | None,
-          encoding: str = "utf-8", numbered: bool = False, bare: bool = False
-          ) -> tuple[list[RunAcc], int, int, Counter]:
+def _scan(path: Path, mapper: Mapper, step_key: str | None, encoding: str = "utf-8", numbered: bool = False,
+          bare: bool = False, proxy: bool = False) -> tuple[list[RunAcc], int, int, Counter]:
     """Every run of the log, how many lines were read and skipped, and which step markers were seen;
     ``numbered``: the lines that carry a training loss are counted as the steps (a log without any);
-    ``bare``: so are the values alone on their lines, as that loss (a log that names none)."""
+    ``bare``: so are the values alone on their lines, as that loss; ``proxy``: or what a loop watches."""
     sc = _Scanner(mapper, step_key)
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:  # .gz read as is
         for lines in blocks(f, _MAX_LINE):
-            sc.block(number_lines(lines, mapper, sc.markers, bare) if numbered else lines)
+            sc.block(number_lines(lines, mapper, sc.markers, bare, proxy) if numbered else lines)
     sc.close_tail()
     sc.markers["_partial"] = sc.partial
     return [r for r in sc.runs if r.rows] or sc.runs[:1], sc.n, sc.skipped, sc.markers
@@ -325,10 +324,13 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
         if numbered[3].get("numbered", 0) >= 3:
             runs, n_lines, skipped, markers = numbered
         elif loss is None and not numbered[3].get("numbered", 0):
-            # No line names a loss either: a loop that prints ``loss`` (or ``loss.item()``) and nothing
-            # else leaves its values alone on their lines. Four at least: three numbers can be anything.
+            # No line names a loss: what the loop watches (an accuracy, a reward, a validation loss), 3 lines
+            # at least; else values alone on their lines (``print(loss)``), 4 at least: 3 numbers can be anything.
+            proxied = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, proxy=True)
             bare = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, bare=True)
-            if bare[3].get("bare", 0) >= BARE_MIN and not _accuracy_like(bare[0]):
+            if proxied[3].get("proxied", 0) >= 3:
+                runs, n_lines, skipped, markers = proxied
+            elif bare[3].get("bare", 0) >= BARE_MIN and not _accuracy_like(bare[0]):
                 runs, n_lines, skipped, markers = bare
     take = functools.partial(_take, path, runs, n_lines, skipped, markers)
     if step is None and loss is None and val_loss is None:

@@ -38,6 +38,13 @@ NEGATED = "negated"
 PROXIES = (RATE, COMPLEMENT, NEGATED)
 
 
+def names_objective(name: str) -> bool:
+    """Whether ``name`` is an accuracy, an error rate or a reward this module can read as the objective
+    (a running best, a spread or a count is not)."""
+    toks = set(tokens(name))
+    return bool(toks & (ACCURACY_WORDS | ERROR_WORDS | REWARD_WORDS)) and not toks & _NOT_A_CURVE
+
+
 def percent_scale(values: np.ndarray) -> float | None:
     """1 for fractions, 100 for percentages, None for values no accuracy takes (negative, above 100)."""
     v = values[np.isfinite(values)]
