@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
-from runlens.detectors.curve.features import stated_classes
+from runlens.detectors.curve.features import chance_classes
 from runlens.diagnosis import Finding
 from runlens.stats.chance import validation_at_chance
 
@@ -103,10 +103,10 @@ class LossAtChance(Detector):
             step=ev.get("step"), evidence={key: ev[key] for key in keys if key in ev})]
 
     def _validation_at_chance(self, run: Run, ctx: Context) -> list[Finding]:
-        k, source = stated_classes(run)
+        k, source = chance_classes(run)
         sig = ctx.signals_of(run)
         val = sig.validation.get("val_loss")
-        if k is None or val is None:
+        if k is None or k < 2 or val is None:
             return []
         val = val.finite()
         hit = validation_at_chance(sig.loss.steps, sig.loss.values, val.steps, val.values, k,

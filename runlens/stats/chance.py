@@ -27,6 +27,10 @@ ROUND_CLASSES = tuple(sorted({2 ** n for n in range(5, 21)} | {10 ** n for n in 
 ROUND_DENSITY = 1 / math.log(2) + 1 / math.log(10)
 
 
+#: ``classes`` for a loss that has no chance level: one read through an accuracy, an error rate or a reward.
+NO_CHANCE = 0
+
+
 def chance_level(value: float, *, classes: int | None = None,
                  rel_tol: float = 0.02) -> dict[str, Any] | None:
     """The K whose ln K is ``value`` (within ``rel_tol``), if it is unambiguous.
@@ -39,8 +43,8 @@ def chance_level(value: float, *, classes: int | None = None,
     within a quarter of the gap to ln(K +- 1): the larger K are too close
     together to tell from a level alone.
     """
-    if not math.isfinite(value) or value <= 0:
-        return None
+    if not math.isfinite(value) or value <= 0 or (classes is not None and classes < 2):
+        return None  # fewer than 2 classes (NO_CHANCE: a loss read through an accuracy or a reward): no prior
     if classes is not None:
         best, tol = classes, rel_tol * math.log(classes)
         above = max(tol, 0.5 * (math.log(classes + 1) - math.log(classes)))

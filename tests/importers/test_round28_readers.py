@@ -188,3 +188,20 @@ def test_silent_twin_accuracy_lines_beside_loss_lines_are_not_steps_of_their_own
     path.write_text("".join(f"loss: {2.0 - 0.1 * i:.2f}\naccuracy: {0.5 + 0.04 * i:.2f}\n" for i in range(6)))
     imp = _imported(path)
     assert len(imp.train["loss"].steps) == 6 and imp.config["import_roles"]["loss"]["how"] == "column"
+
+
+def test_a_proxy_loss_has_no_chance_level(tmp_path):
+    # 1 - accuracy flat at 0.693 is a classifier at 30.7% accuracy, not a loss at ln 2.
+    path = tmp_path / "flat_acc.log"
+    path.write_text("".join(f"Epoch {e}: train accuracy {0.307 + (0.0004 if e % 2 else -0.0004):.4f}\n"
+                            for e in range(1, 13)))
+    diag = analyze(path)
+    assert "loss_at_chance" not in {f.code for f in diag.findings}
+    assert "chance_classes" not in diag.curve.evidence
+
+
+def test_silent_twin_a_named_loss_at_ln2_is_at_chance(tmp_path):
+    path = tmp_path / "flat_loss.log"
+    path.write_text("".join(f"Epoch {e}: train loss {0.6931 + (0.0004 if e % 2 else -0.0004):.4f}\n"
+                            for e in range(1, 13)))
+    assert "chance_classes" in analyze(path).curve.evidence

@@ -347,7 +347,7 @@ class CurveClassifier(Detector):
         if x.size < self.min_points:
             last = int(steps[-1]) if steps.size else None
             index = run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
-            return short(self, steps, x, shape.validation_sets(sig.validation, last), shape.stated_classes(run), index,
+            return short(self, steps, x, shape.validation_sets(sig.validation, last), shape.chance_classes(run), index,
                          sig.lr, accuracies(run))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets

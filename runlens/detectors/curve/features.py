@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from runlens.io.reader.objective import PROXIES
+from runlens.stats.chance import NO_CHANCE
 from runlens.stats.progress import progress_test
 from runlens.stats.robust import bucket_medians, mad_sd
 from runlens.stats.trend import trend
@@ -29,6 +31,19 @@ LABEL_COLUMNS = ("label", "labels", "target")
 
 
 # -- the number of classes ---------------------------------------------------------
+
+def proxied(run: Run) -> bool:
+    """Whether the run's loss was read through a proxy (an accuracy's complement, an error rate, a
+    reward's negative: :mod:`runlens.io.reader.objective`): it has no ln K."""
+    roles = run.config.get("import_roles") if isinstance(run.config, dict) else None
+    loss = roles.get("loss") if isinstance(roles, dict) else None
+    return isinstance(loss, dict) and loss.get("how") in PROXIES
+
+
+def chance_classes(run: Run) -> tuple[int | None, str | None]:
+    """:func:`stated_classes`, or ``NO_CHANCE`` for a loss read through a proxy."""
+    return (NO_CHANCE, "a loss read through a proxy has no chance level") if proxied(run) else stated_classes(run)
+
 
 def stated_classes(run: Run) -> tuple[int | None, str | None]:
     """``(K, source)``: the number of classes the run states, and where it says so."""

@@ -113,11 +113,11 @@ def calm(cfg: CurveParams, f: dict[str, Any], sig: Signals | None) -> bool:
 
 def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
                   sig: Signals, sets: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> CurveVerdict | None:
-    classes, source = shape.stated_classes(run)
+    classes, source = shape.chance_classes(run)
     chance = chance_test(steps, x, classes, source)
     stalled = validation_stalled(cfg, sets, f) if sets else None
     held_out = (validation_at_chance(steps, x, *sets["val_loss"], classes)
-                if sets and "val_loss" in sets and classes is not None else None)
+                if sets and "val_loss" in sets and classes is not None and classes >= 2 else None)
     if chance is not None:
         k = chance["chance_classes"]
         reason = (f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} classes (K from "

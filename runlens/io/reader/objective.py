@@ -6,8 +6,8 @@ tutorial's ``Test accuracy 0.96``, an OCR trainer's ``word error rate``). Such a
 curve: an error rate falls as the model learns, an accuracy rises, and ``1 - accuracy`` is the
 error rate it implies. Read so only when nothing in the log is named a loss (or made one by the
 rules before; a reinforcement-learning loop's reward rises as it learns, its negative falls): the pick
-says which series it is and how it was turned, and the detectors that need
-a real loss's level (ln K at chance) see ``how`` in ``import_roles``.
+says which series it is and how it was turned (``how`` in ``import_roles``), and the curve and
+``loss_at_chance`` read no ln K in it: 1 - accuracy at 0.693 is no binary classifier at chance.
 
 A series is an accuracy when its name has an accuracy word and its values lie in [0, 1] (or in
 [0, 100], a percentage: then ``1 - value / 100``); an error rate when its name has an error word
