@@ -566,7 +566,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh27", 109000, ("2026-12-05 21:14", "2026-12-05 21:18"),
         role="the third generator with every seed shifted by 109000 and every run redrawn (`--seed-shift "
              "109000 --vary`), generated at {drawn} UTC from 9ae5df3 by the recorder with "
-             "`logits_sum_to_one`, during round 27, graded once at the end of round 27; the set to quote",
+             "`logits_sum_to_one`, during round 27, graded once at the end of round 27 (d9996a1): a development "
+             "set since",
         note="`third-fresh27` (round 27): the same generator and redraw with every seed shifted by 109000 (`python -m "
              "benchmarks.third --seed-shift 109000 --vary`), trained from a clean export of the committed tree at "
              "9ae5df3 (`draw.json` has the times) into a folder outside the repository, at the start of round 27, "
@@ -575,12 +576,29 @@ DRAWS: tuple[Draw, ...] = (
              "in its `draw.json` (each run's name, model, bug, optimizer, learning rate, batch, length and "
              "schedule, drawn from the seeds before training) was printed while checking that it had ended; no "
              "confirmation, measurement or runlens output was.",
-        which="*third-fresh27* (round 27; seeds shifted by 109000) was trained from 9ae5df3, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh27**.",
+        which="*third-fresh27* (round 27; seeds shifted by 109000) was trained from 9ae5df3 and graded once at "
+              "d9996a1 (curve 0.95, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
+              "warning 0/9): a development set since.",
+    ),
+    # Drawn in round 28 from 19401c2 (round 28's last engine commit; the generator and the recorder
+    # unchanged since round 25); nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh28", 113000, ("2026-12-06 01:15", "2026-12-06 01:19"),
+        role="the third generator with every seed shifted by 113000 and every run redrawn (`--seed-shift "
+             "113000 --vary`), generated at {drawn} UTC from 19401c2 by the recorder with "
+             "`logits_sum_to_one`, during round 28, graded once at the end of round 28; the set to quote",
+        note="`third-fresh28` (round 28): the same generator and redraw with every seed shifted by 113000 (`python -m "
+             "benchmarks.third --seed-shift 113000 --vary`), trained from a clean export of the committed tree at "
+             "19401c2 (`draw.json` has the times) into a folder outside the repository, after round 28's engine "
+             "changes (none of them looked at a recorder run; the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading; its generator log was not read, and "
+             "of its `draw.json` only the start and end times were.",
+        which="*third-fresh28* (round 28; seeds shifted by 113000) was trained from 19401c2, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh28**.",
     ),
 )
 
-QUOTE = "third-fresh27"
+QUOTE = "third-fresh28"
 
 
 def draw(name: str) -> Draw:
