@@ -236,12 +236,13 @@ THREADS12_MENDS = ("a metric printed beside a finite loss that is NaN to the end
 
 
 #: What round 28 mended on the fourteenth set's misses.
-THREADS14_MENDS = ("a log that prints no loss but one accuracy or one error rate is read through it (1 - accuracy, "
-                   "said in its roles); two bracketed counters side by side are the epoch and the batch; a bar's "
-                   "postfix that names the epoch; `Starting Epoch N:` headers; a loss that rose at every line of a short "
-                   "log, one at 1e30 or beyond, and a run its own code stopped saying the loss exploded are diverged; a "
-                   "loss that collapsed a thousandfold in one interval is no learning; a band while the learning rate "
-                   "anneals to its end is not stuck")
+THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or reward is read through it (1 - accuracy, "
+                   "minus the reward, said in its roles; no ln K in it), on step-less lines too; two bracketed counters "
+                   "side by side are the epoch and the batch; a bar's postfix that names the epoch; `Starting Epoch N:` "
+                   "headers; `Episode N` opening a line; `lossvalue`; a loss that rose at every line of a short log, one "
+                   "at 1e30 or beyond, and a run its own code stopped saying the loss exploded are diverged; a loss that "
+                   "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
+                   "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
 
 def _graded_once(commit: str, which: str, page: str, read: str, agreed: str, round_: int, mends: str) -> str:
