@@ -348,7 +348,7 @@ class CurveClassifier(Detector):
             last = int(steps[-1]) if steps.size else None
             index = run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
             return short(self, steps, x, shape.validation_sets(sig.validation, last), shape.chance_classes(run), index,
-                         sig.lr, accuracies(run))
+                         sig.lr, accuracies(run), shape.grad_norm_nonfinite(run))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from runlens.io.reader.objective import PROXIES
 from runlens.stats.chance import NO_CHANCE
@@ -31,6 +33,18 @@ LABEL_COLUMNS = ("label", "labels", "target")
 
 
 # -- the number of classes ---------------------------------------------------------
+
+def grad_norm_nonfinite(run: Run) -> bool:
+    """Whether the logged global gradient norm holds a NaN or Inf (a null is no value): the signals drop
+    a norm with no finite value at all, which a short log's collapse to 0 still needs to see."""
+    t = run.scalars
+    if t is None or "grad_norm" not in t.column_names:
+        return False
+    col = t.column("grad_norm")
+    if not pa.types.is_floating(col.type):
+        return False
+    return bool(pc.any(pc.invert(pc.is_finite(col))).as_py())
+
 
 def proxied(run: Run) -> bool:
     """Whether the run's loss was read through a proxy (an accuracy's complement, an error rate, a

@@ -207,13 +207,13 @@ from runlens.stats.trend import Trend, trend
 
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
            classes: tuple[int | None, str | None] = (None, None), index: str = "step",
-           lr: Series | None = None, acc: Accuracies = (None, None)) -> CurveVerdict:
+           lr: Series | None = None, acc: Accuracies = (None, None), grads_broke: bool = False) -> CurveVerdict:
     stuck = _stuck(cfg, steps, x, classes, index, annealed(steps, lr)) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
         stuck = (frozen_validation(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
                  or alike_tail(cfg.alpha, steps, x) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc)
                  or accuracy_near_zero(cfg, steps, x, acc)
-                 or repeated(steps, x) or collapsed(cfg, steps, x, sets))
+                 or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke))
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,

@@ -343,14 +343,15 @@ def annealed(steps: np.ndarray, lr: Series | None) -> bool:
 COLLAPSE = 1e3
 
 
-def collapsed(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
-              sets: dict[str, tuple[np.ndarray, np.ndarray]]) -> CurveVerdict | None:
+def collapsed(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
+              grads_broke: bool = False) -> CurveVerdict | None:
     """Underfitting when the loss fell ``COLLAPSE`` times or more below every point before, in one
     interval, to a level every later point stays at or under (2 points at least, the last printed 0 or within ``COLLAPSE`` of
     it), from a positive level: no training signal is left (Paddle's cluster run, cost 0.0064 then
     0.000000 at each pass; OLMo's cross entropy 12.18, 1.8e-6, 0.0 at its third step). Not when a
     held-out loss moved by ``min_drop`` of its level over those steps: the model's outputs changed, it
-    memorized its training data (a classifier at 100% training accuracy whose validation loss rose)."""
+    memorized its training data (a classifier at 100% training accuracy whose validation loss rose).
+    With a non-finite gradient norm logged (``grads_broke``) it is diverged: a NaN masked as 0."""
     if x.size < 3 or not np.all(np.isfinite(x)) or np.any(x < 0):
         return None
     # A printed 0 is any value under half the last digit printed ("0.00" may be 0.004): the bound after.
@@ -361,10 +362,11 @@ def collapsed(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
         bound = max(float(np.max(after)), half_digit)
         if before > 0 and bound * COLLAPSE <= before and not _held_out_moved(cfg, steps[j], sets):
             return CurveVerdict(
-                "underfitting", f"the loss fell from {before:.4g} to {float(x[j]):.3g} in one interval "
+                "diverged" if grads_broke else "underfitting", f"the loss fell from {before:.4g} to {float(x[j]):.3g} in one interval "
                 f"({COLLAPSE:g}x or more) and stayed at or under {bound:.3g} for its last "
-                f"{after.size} points: no training signal is left (every label masked or ignored, an empty "
-                "batch, a NaN replaced by 0), not learning, in a short log",
+                f"{after.size} points: " + ("while the gradient norm is non-finite: a NaN masked as 0, in a short log"
+                                            if grads_broke else "no training signal is left (every label masked or "
+                                            "ignored, an empty batch, a NaN replaced by 0), not learning, in a short log"),
                 {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_collapsed",
                  "level_before": before, "level_after": bound, "collapse": COLLAPSE,
                  "step": int(steps[j])})

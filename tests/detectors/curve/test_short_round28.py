@@ -213,3 +213,20 @@ def test_silent_twin_a_recorded_run_that_crashed_of_something_else():
     from crash_cases import crashed
 
     assert analyze(crashed("CUDA error: an illegal memory access was encountered")).curve.label != "diverged"
+
+
+def _hf_lines(tmp_path, grad):
+    path = tmp_path / "trainer.log"
+    path.write_text("".join(f"{{'loss': {v}, 'grad_norm': {grad}, 'learning_rate': 9.77e-06, 'epoch': 0.53}}\n"
+                            for v in (0.2051, 0.0, 0.0)))
+    return path
+
+
+def test_a_collapse_to_zero_with_a_nonfinite_gradient_norm_is_a_masked_nan(tmp_path):
+    diag = analyze(_hf_lines(tmp_path, "nan"))
+    assert diag.curve.label == "diverged" and diag.curve.evidence["kind"] == "short_collapsed", diag.curve
+
+
+def test_silent_twin_the_same_collapse_with_finite_gradients_is_no_learning(tmp_path):
+    diag = analyze(_hf_lines(tmp_path, "0.5"))
+    assert diag.curve.label == "underfitting" and diag.curve.evidence["kind"] == "short_collapsed", diag.curve
