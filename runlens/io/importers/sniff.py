@@ -171,10 +171,14 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
                 break
         else:  # no step: a line the text reader numbers when no line of the log has one
             text = clean(s)
-            counts["loss_lines"] += any(role_of(k) == (False, "loss") or (not role_of(k)[0] and is_part(k))
-                                        or not PERPLEXITY.isdisjoint(tokens(k)) for k, _ in read_fields(text))
+            names = [k for k, _ in read_fields(text)]  # parsed once: a line may hold 100,000 fields
+            loss = any(role_of(k) == (False, "loss") or (not role_of(k)[0] and is_part(k))
+                       or not PERPLEXITY.isdisjoint(tokens(k)) for k in names)
+            counts["loss_lines"] += loss
             counts["bare_lines"] += bare_value(s, text) is not None
-            counts["proxy_lines"] += any(role_of(k) == (True, "loss") or names_objective(k) for k, _ in read_fields(text))
+            # What a loop watches matters only in a log where no line names a loss: counted while none has.
+            counts["proxy_lines"] += not loss and not counts["loss_lines"] and any(
+                role_of(k) == (True, "loss") or names_objective(k) for k in names)
     return counts
 
 
