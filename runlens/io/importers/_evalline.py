@@ -142,29 +142,30 @@ def number_lines(lines: list[str], mapper: Mapper, markers: Counter, bare: bool 
     a loop that prints only what it watches (``Mean Reward: 2.33``, ``"val_perplexity": 41.2``)."""
     out = []
     for raw in lines:
-        if bare:
-            value = bare_value(raw)
-            if value is not None:
-                out.append(f"step {markers['numbered']}: loss: {value!r}")
-                markers["numbered"] += 1
-                markers["bare"] += 1
-            else:
-                out.append(raw)
-            continue
-        text = clean(raw.strip()) if _DIGIT.search(raw) else ""
-        if text and proxy:
-            if any(mapper(k, False) == (True, "loss") or not PERPLEXITY.isdisjoint(tokens(k)) or names_objective(k)
-                   for k, _ in read_fields(text)):
-                out.append(f"step {markers['numbered']}: {text}")
-                markers["numbered"] += 1
-                markers["proxied"] += 1
-            else:
-                out.append(raw)
-            continue
-        if text and any(mapper(k, False) == (False, "loss") or (not is_val(tokens(k)) and is_part(k))
-                        for k, _ in read_fields(text)):
-            out.append(f"step {markers['numbered']}: {text}")
-            markers["numbered"] += 1
-        else:
+        line, kind = _to_number(raw, mapper, bare, proxy)
+        if line is None:
             out.append(raw)
+            continue
+        out.append(f"step {markers['numbered']}: {line}")
+        markers["numbered"] += 1
+        if kind:
+            markers[kind] += 1
     return out
+
+
+def _to_number(raw: str, mapper: Mapper, bare: bool, proxy: bool) -> tuple[str | None, str]:
+    """What :func:`number_lines` numbers of ``raw`` and the marker it counts under; ``(None, "")`` for a
+    line it leaves as it is."""
+    if bare:
+        value = bare_value(raw)
+        return (None, "") if value is None else (f"loss: {value!r}", "bare")
+    text = clean(raw.strip()) if _DIGIT.search(raw) else ""
+    if not text:
+        return None, ""
+    names = (k for k, _ in read_fields(text))
+    if proxy:
+        hit = any(mapper(k, False) == (True, "loss") or not PERPLEXITY.isdisjoint(tokens(k)) or names_objective(k)
+                  for k in names)
+        return (text, "proxied") if hit else (None, "")
+    hit = any(mapper(k, False) == (False, "loss") or (not is_val(tokens(k)) and is_part(k)) for k in names)
+    return (text, "") if hit else (None, "")
