@@ -327,10 +327,10 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
             # No line names a loss: what the loop watches (an accuracy, a reward, a validation loss), 3 lines
             # at least; else values alone on their lines (``print(loss)``), 4 at least: 3 numbers can be anything.
             proxied = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, proxy=True)
-            bare = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, bare=True)
             if proxied[3].get("proxied", 0) >= 3:
                 runs, n_lines, skipped, markers = proxied
-            elif bare[3].get("bare", 0) >= BARE_MIN and not _accuracy_like(bare[0]):
+            elif (bare := _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, bare=True))[3].get(
+                    "bare", 0) >= BARE_MIN and not _accuracy_like(bare[0]):
                 runs, n_lines, skipped, markers = bare
     take = functools.partial(_take, path, runs, n_lines, skipped, markers)
     if step is None and loss is None and val_loss is None:
