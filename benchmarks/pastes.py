@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads15] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads16] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -69,7 +69,10 @@ gathered by twenty-one workers during round 26 and graded once at its end
 gathered by twenty workers during round 27 and graded once at its end
 (``benchmarks/results/pastes_threads14_heldout.md``), then read and mended in round 28:
 ``benchmarks/results/pastes_threads14.md``. ``--threads15`` grades the fifteenth (``benchmarks/pastes_threads15/``),
-gathered by nineteen workers during round 28 and graded once at its end: ``benchmarks/results/pastes_threads15.md``.
+gathered by nineteen workers during round 28 and graded once at its end
+(``benchmarks/results/pastes_threads15_heldout.md``), then read and mended in round 29:
+``benchmarks/results/pastes_threads15.md``. ``--threads16`` grades the sixteenth (``benchmarks/pastes_threads16/``),
+gathered by eight workers during round 29 and graded once at its end: ``benchmarks/results/pastes_threads16.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -244,6 +247,12 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
+THREADS15_MENDS = ("a log that prints only held-out values, the same at five evaluations or more, learnt nothing; a loss "
+                   "exactly 0 from the start of training never carried a signal; a loss near ln K beside an accuracy "
+                   "near 1/K, or a held-out loss alike to a thousandth from the start, is no learning; a tail held to "
+                   "the print's finest digit anywhere in the log is stuck; a validation rise that levelled off is "
+                   "measured to where it settled; `N: [D] ...` opens a line as its step")
+
 
 def _graded_once(commit: str, which: str, page: str, read: str, agreed: str, round_: int, mends: str) -> str:
     """A former held-out set's grading and the round that mended its misses, in its role line's words."""
@@ -316,9 +325,16 @@ THREADS15_ROLE = _merged("files", "pastes_threads15", "nineteen workers (eight, 
                          "three; at most eight at once)", 28,
                          "Slips are declared in its README: several reports said a little more than counts (how many "
                          "labels carry doubts and in general why, which files keep only the complete lines of a cut "
-                         "copy, which outcomes or parts of a focus found no file). **Graded once as held out**, at "
-                         "the end of round 28, at the commit this page names: the pastes figure to quote. Its parts: "
-                         "trainers whose format is among the earlier sets' (format seen) and the others.",
+                         "copy, which outcomes or parts of a focus found no file). "
+                         + _graded_once("8c4c59f", "round 28's last engine commit", "pastes_threads15", "0.78 (83/106)",
+                                        "0.62 (66/106)", 29, THREADS15_MENDS), day="2026-12-06")
+THREADS16, THREADS16_REPORT = _paths("pastes_threads16")
+THREADS16_ROLE = _merged("files", "pastes_threads16", "eight workers (at most eight at once)", 29,
+                         "Slips are declared in its README: several reports said a little more than counts (how many "
+                         "labels carry doubts, which outcomes or parts of a focus found no file, which balance targets "
+                         "were met only just). **Graded once as held out**, at the end of round 29, at the commit this "
+                         "page names: the pastes figure to quote. Its parts: trainers whose format is among the earlier "
+                         "sets' (format seen) and the others.",
                          day="2026-12-06")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
@@ -330,7 +346,8 @@ FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THRE
            "threads12": (THREADS12, THREADS12_REPORT, THREADS12_ROLE),
            "threads13": (THREADS13, THREADS13_REPORT, THREADS13_ROLE),
            "threads14": (THREADS14, THREADS14_REPORT, THREADS14_ROLE),
-           "threads15": (THREADS15, THREADS15_REPORT, THREADS15_ROLE)}
+           "threads15": (THREADS15, THREADS15_REPORT, THREADS15_ROLE),
+           "threads16": (THREADS16, THREADS16_REPORT, THREADS16_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -441,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the fourteenth set of pastes from issue threads (benchmarks/pastes_threads14/)")
     which.add_argument("--threads15", action="store_const", const="threads15", dest="threads",
                        help="grade the fifteenth set of pastes from issue threads (benchmarks/pastes_threads15/)")
+    which.add_argument("--threads16", action="store_const", const="threads16", dest="threads",
+                       help="grade the sixteenth set of pastes from issue threads (benchmarks/pastes_threads16/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()

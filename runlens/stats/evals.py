@@ -38,8 +38,9 @@ def overfit_test(vs: np.ndarray, vl: np.ndarray, *, min_evals_after: int = 4) ->
     The minimum is taken on the rolling median of 3 (a single lucky
     evaluation does not move it) and quoted as the value logged there; the evaluations after it (the minimum
     left out) get a Mann-Kendall test and a Theil-Sen line, whose climb over
-    that stretch is the effect size: jumps between evaluations move
-    neither. Choosing the minimum first makes any stretch after it look
+    that stretch is the effect size, or the median of its last third above the
+    smoothed minimum when that is larger (a rise that levelled off, which a line
+    underestimates): jumps between evaluations move neither. Choosing the minimum first makes any stretch after it look
     like a rise, so the p-value that decides (``val_perm_p``) is a
     permutation test of the same statistic (Mann-Kendall's standardized S
     after the smoothed minimum) over shuffled evaluation orders: the selection is
@@ -58,6 +59,9 @@ def overfit_test(vs: np.ndarray, vl: np.ndarray, *, min_evals_after: int = 4) ->
     seg_s, seg = vs[i + 1:].astype(float), vl[i + 1:]
     t = trend(seg, seg_s)
     rise = float(t.slope * (seg_s[-1] - vs[i])) if math.isfinite(t.slope) else 0.0
+    # A line underestimates a rise that levelled off (a rate annealed to nothing after the turn): the
+    # level of the last third of the stretch above the smoothed minimum is the climb too, robust alike.
+    rise = max(rise, float(np.median(seg[-max(3, seg.size // 3):])) - float(smooth[i]))
     # The minimum quoted is the logged value at that evaluation (one the user finds in the log);
     # the smoothed level it was chosen by is kept beside it.
     return {"val_min": float(vl[i]), "val_min_smoothed": float(smooth[i]), "val_min_step": int(vs[i]),

@@ -27,6 +27,7 @@ from runlens.detectors.curve.diverged import (
 )
 from runlens.detectors.curve.memorized import accuracies
 from runlens.detectors.curve.short import short
+from runlens.detectors.curve.short_stuck import evaluations_frozen
 from runlens.detectors.curve.underfitting import progressed, underfitting
 from runlens.detectors.curve.unstable import late_noise, level_shift_verdict, unstable
 from runlens.detectors.curve.validation import overfitting, val_unstable
@@ -180,7 +181,8 @@ class CurveClassifier(Detector):
           Mann-Kendall trend rises (one-sided p < ``alpha``, and a permutation
           test of the same trend over shuffled evaluations, which counts the
           choice of the minimum into its null, p < ``alpha_val``) and whose
-          Theil-Sen line climbs over them by at least ``min_val_rise`` of the
+          Theil-Sen line climbs over them (or whose last third's median sits
+          above the smoothed minimum: a rise that levelled off) by at least ``min_val_rise`` of the
           minimum, ``val_give_back`` of the validation loss's fall from its
           first evaluation to that minimum (an effect size against the run's
           own progress: a loss that fell tenfold and gives back a few percent of
@@ -314,20 +316,8 @@ class CurveClassifier(Detector):
         return [self.classify(run, ctx)]
 
     def classify(self, run: Run, ctx: Context | None = None) -> CurveVerdict:
-        if run.scalars is None or run.scalars.num_rows == 0:
-            lost = [p for p in skipped_parts(run.warnings) if p["table"] == "scalars"]
-            if lost:
-                # Not "nothing was logged": something was, and could not be read.
-                return CurveVerdict(
-                    "insufficient_data", f"the training steps could not be read: {len(lost)} scalars part(s) "
-                    f"unreadable ({lost[0]['path']}: {lost[0]['why']}); the curve has no readable loss",
-                    {"finite_points": 0, "training_loss_logged": True, "unreadable_parts": lost})
-            return CurveVerdict("insufficient_data", "no training step was logged",
-                                {"finite_points": 0, "training_loss_logged": False})
-        if not run.has("scalars", "loss"):
-            return CurveVerdict("insufficient_data", "the log has no training loss: the curve has no shape "
-                                "to judge (the other signals are still analysed)",
-                                {"finite_points": 0, "training_loss_logged": False})
+        if (lacking := _no_training_loss(run, ctx)) is not None:
+            return lacking
         sig = ctx.signals_of(run) if ctx is not None else signals_of(run)
         steps, x, bad_step = sig.loss.steps, sig.loss.values, sig.first_nonfinite_step
         if bad_step is not None:
@@ -347,7 +337,10 @@ class CurveClassifier(Detector):
         if x.size < self.min_points:
             last = int(steps[-1]) if steps.size else None
             index = run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
-            return short(self, steps, x, shape.validation_sets(sig.validation, last), shape.chance_classes(run), index,
+            sets = shape.validation_sets(sig.validation, last)
+            if x.size == 0 and (frozen := evaluations_frozen(sets)) is not None:
+                return frozen
+            return short(self, steps, x, sets, shape.chance_classes(run), index,
                          sig.lr, accuracies(run), shape.grad_norm_nonfinite(run))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
@@ -373,6 +366,26 @@ class CurveClassifier(Detector):
         return underfitting(self, steps, x, f, run, sig, sets) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and "
             f"{'was still falling at the end' if falling else 'settled'}", _ev(f))
+
+
+def _no_training_loss(run: Run, ctx: Context | None) -> CurveVerdict | None:
+    """The verdict of a run with no training step or no training loss column; None when it has both."""
+    if run.scalars is None or run.scalars.num_rows == 0:
+        lost = [p for p in skipped_parts(run.warnings) if p["table"] == "scalars"]
+        if lost:
+            # Not "nothing was logged": something was, and could not be read.
+            return CurveVerdict(
+                "insufficient_data", f"the training steps could not be read: {len(lost)} scalars part(s) "
+                f"unreadable ({lost[0]['path']}: {lost[0]['why']}); the curve has no readable loss",
+                {"finite_points": 0, "training_loss_logged": True, "unreadable_parts": lost})
+        return CurveVerdict("insufficient_data", "no training step was logged",
+                            {"finite_points": 0, "training_loss_logged": False})
+    if run.has("scalars", "loss"):
+        return None
+    sig = ctx.signals_of(run) if ctx is not None else signals_of(run)
+    return evaluations_frozen(shape.validation_sets(sig.validation, None)) or CurveVerdict(
+        "insufficient_data", "the log has no training loss: the curve has no shape to judge (the other "
+        "signals are still analysed)", {"finite_points": 0, "training_loss_logged": False})
 
 
 def classify(run: Run, ctx: Context | None = None) -> CurveVerdict:

@@ -12,8 +12,7 @@ readings, in the order they are tried (the first that holds is the verdict):
   printed the same, or within ``ALIKE`` (a thousandth) of its level with
   no Kendall trend (p >= ``alpha``), wherever the log starts; or all
   within ``stuck_band`` of its level with no such trend when that says
-  more than convergence:
-  at ln K, from the start of training, or across single steps (a
+  more than convergence: at ln K, from the start of training, or across single steps (a
   minibatch's loss is noisier than that unless the outputs no longer
   depend on the inputs; a band of epoch averages that begins mid-run is a
   plateau or a converged run, not judged; nor is a band over which the
@@ -42,15 +41,15 @@ readings, in the order they are tried (the first that holds is the verdict):
   data (``kind: short_validation_at_chance``);
 - underfitting when the last half of the losses (3 at least) sit at ln K
   by the same test, whatever came before: the model ended predicting the
-  prior (``kind: short_chance_tail``; ``loss_at_chance`` fires too);
+  prior (``kind: short_chance_tail``; ``loss_at_chance`` fires too); then
+  a held-out loss alike from the start (:mod:`.short_stuck`, as its other two);
 - underfitting when the last two thirds of the points (6 at least) stay
   within ``ALIKE`` (a thousandth) of their level with no Kendall trend at
   ``alpha``, whatever fall came before: the loss stopped there (``kind:
   short_stuck_tail``);
 - underfitting when the logged learning rate is above 0 and at most
   ``VANISHED_LR`` (1e-12) at each of its last half of values (2 at least;
-  a printed 0 may be a rate rounded away): no float32
-  weight moves at that rate, whatever the loss's noise shows (``kind:
+  a printed 0 may be a rate rounded away): no float32 weight moves at that rate, whatever the loss's noise shows (``kind:
   short_lr_vanished``);
 - underfitting when the training accuracy is printed alike (to a
   thousandth or finer) at its last ``FROZEN`` (4) points or more, below
@@ -179,29 +178,28 @@ from runlens.detectors.curve.short_high import (
     rose_throughout,
 )
 from runlens.detectors.curve.short_level import (
-    ALIKE,
     alike_tail,
     annealed,
     chance_tail,
     collapsed,
-    from_start,
     frozen_validation,
     lr_vanished,
     no_progress,
-    printed_step,
     repeated,
     validation_chance,
 )
 from runlens.detectors.curve.short_level import (
-    equivalent as _equivalent,
-)
-from runlens.detectors.curve.short_level import (
     identical as _identical,
 )
+from runlens.detectors.curve.short_stuck import (
+    chance_by_accuracy,
+    validation_alike_from_start,
+    zero_from_start,
+)
+from runlens.detectors.curve.short_stuck import stuck as _stuck
 from runlens.detectors.curve.validation import gap_verdict, perm_p, turned_few, undone_few, val_rises
 from runlens.diagnosis import CurveVerdict
 from runlens.signals.series import Series
-from runlens.stats.chance import chance_level
 from runlens.stats.trend import Trend, trend
 
 
@@ -211,8 +209,10 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     stuck = _stuck(cfg, steps, x, classes, index, annealed(steps, lr)) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
         stuck = (frozen_validation(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
+                 or validation_alike_from_start(cfg, steps, x, sets, index)
                  or alike_tail(cfg.alpha, steps, x) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc)
-                 or accuracy_near_zero(cfg, steps, x, acc)
+                 or accuracy_near_zero(cfg, steps, x, acc) or zero_from_start(steps, x, index)
+                 or chance_by_accuracy(steps, x, acc)
                  or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke))
     if stuck is not None:
         return stuck
@@ -345,54 +345,3 @@ def _settled(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base:
         "healthy", f"the loss fell by {drop:.0%} in {x.size} points (Kendall tau={t.tau:.2f}, "
         f"p={t.p_decreasing:.1e}) and slowed: its last steps move {last / first:.0%} as much as its first",
         {**base, "relative_drop": drop, "kind": "short_settled", "step": int(steps[0])})
-
-
-def _stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[int | None, str | None],
-           index: str = "step", annealing: bool = False) -> CurveVerdict | None:
-    # Stuck: every printed value the same, or all within ``stuck_band`` of the
-    # level with no Kendall trend at ``alpha``: a model that does not learn (at ln K: the prior).
-    level = float(np.median(x))
-    q = printed_step(x)
-    t = trend(x, steps.astype(float))
-    k, source = classes
-    hit = chance_level(level, classes=k)
-    # Every point at ln K is stuck at chance even while it creeps: a trend of a few hundredths of a
-    # percent is significant over a handful of monotone points and still changes nothing.
-    # Or minibatch noise about ln K: the level (the median) at ln K and every point within the stuck band
-    # of it (AlexNet's 6.898..6.920 about ln 1000 = 6.908 at error rate 1.0).
-    at_chance = hit is not None and (bool(np.all(np.abs(x - hit["chance_loss"]) <= hit["chance_tolerance"])) or (
-        x.size >= 4 and abs(level - hit["chance_loss"]) <= hit["chance_tolerance"]
-        and (bool(np.all(np.abs(x - hit["chance_loss"]) <= cfg.stuck_band * hit["chance_loss"]))
-             or _equivalent(x, hit["chance_loss"], cfg.stuck_band * hit["chance_loss"], cfg.alpha)
-             and not t.p_decreasing < cfg.alpha)))
-    # Within a band but not printed alike: an epoch's average that converged sits in a band too. Stuck
-    # only where the band says more than convergence: at ln K, from the start of training on (a model
-    # that learns falls fastest there), or across single steps (each a minibatch's loss, whose noise
-    # alone leaves a band of a percent unless the outputs no longer depend on the inputs), unless the
-    # learning rate is annealing over those points: a decay to its end flattens a loss into a band.
-    # Alike to a thousandth of the level is stuck wherever it starts: no training model's loss holds
-    # that still over several points.
-    spread = float(np.ptp(x))
-    still = not t.p < cfg.alpha or at_chance
-    within = spread == 0.0 or at_chance or (level != 0 and spread <= ALIKE * abs(level) and still) or (
-        level != 0 and spread <= cfg.stuck_band * abs(level) and still and not annealing
-        and (at_chance or index == "step" or from_start(steps, index)))
-    if not within:
-        return None
-    ev: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck",
-                          "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
-                          "late_drift": float(np.ptp(x)), "printed_step": q, "relative_band": float(np.ptp(x)) /
-                          abs(level) if level else 0.0, "relative_drop": (float(x[0]) - float(x[-1])) / abs(x[0])
-                          if x[0] else 0.0, "trend": t.to_dict(), "step": int(steps[0])}
-    where = ""
-    if hit is not None:
-        ev.update(hit, chance_source=source or "the loss level (no class count in the log)")
-        where = f" at ln({hit['chance_classes']})={hit['chance_loss']:.3f}, chance level (K from {ev['chance_source']})"
-    return CurveVerdict(
-        "underfitting", f"the loss is stuck at {level:.6g}{where}: its {x.size} points stay within "
-        f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level)"
-        f"{' with no trend' if not t.p < cfg.alpha else ''}, in a short log",
-        ev)
-
-
-

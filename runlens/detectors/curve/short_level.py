@@ -231,8 +231,8 @@ def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray) -> CurveVerdict |
     if not _alike(tail) or trend(tail, steps[-k:].astype(float)).p < alpha:
         return None
     level = float(np.median(tail))
-    if printed_step(tail) > ALIKE * abs(level):
-        return None  # printed too coarsely to tell a thousandth: a converged "loss: 0.05" repeats too
+    if min(printed_step(tail), printed_step(x)) > ALIKE * abs(level):
+        return None  # too coarse for a thousandth anywhere in the log ("0.5" after "0.321375" is zeros trimmed)
     return CurveVerdict(
         "underfitting", f"the loss is stuck at {level:.6g}: its last {k} of {x.size} points stay within "
         f"{float(np.ptp(tail)):.3g} ({float(np.ptp(tail)) / abs(level):.3%} of the level) with no trend, in a short log",

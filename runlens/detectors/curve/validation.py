@@ -75,7 +75,7 @@ def overfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSe
             continue
         return CurveVerdict(
             "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
-            f"by {o['val_rise']:.3g} along its trend ({perm_p(o)}) while the training "
+            f"by {o['val_rise']:.3g} (along its trend, or to where it levelled off) ({perm_p(o)}) while the training "
             "loss kept falling", _ev(f, **o, eval_set=name, train_at_val_min=at_min, step=o["val_min_step"]))
     return None
 

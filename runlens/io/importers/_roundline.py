@@ -22,7 +22,7 @@ from runlens.io.reader.names import LOSS, METRIC, TRAIN, VAL, counter_core, is_l
 Fields = list[tuple[str, float]]
 
 # A bare round counter opening the line, before a name: ``[0] 0.5 0.4`` (an R vector) or ``12:34`` is none.
-LEADING = re.compile(r"^(?:\[(\d+)\]|(\d+):)[ \t]+(?=[A-Za-z_])")
+LEADING = re.compile(r"^(?:\[(\d+)\]|(\d+):)[ \t]+(?=[A-Za-z_]|\[[A-Za-z]\w*\] )")
 # The epoch glued to its word; ``3/25epoch`` (a progress count) is none.
 GLUED_EPOCH = re.compile(r"(?<![\w./])(\d+)epoch\b")
 # The step marker written as a field (``step = 100``, ``step=100``), not as a header (``step 100``).

@@ -22,7 +22,7 @@ import pytest
 
 from runlens import analyze, load_run
 from runlens.detectors.curve.memorized import accuracies
-from runlens.detectors.curve.short import _equivalent
+from runlens.detectors.curve.short_level import equivalent as _equivalent
 
 
 def _keras(tmp_path, rows, acc="categorical_accuracy"):

@@ -1,0 +1,225 @@
+"""A short log stuck where no learning model stays: readings that need a second signal or none at all.
+
+The whole log stuck (:func:`stuck`: printed alike, in a band, or at ln K), and
+four readings that need a second signal or none at all, each underfitting
+(``stuck``), each independent of the names a trainer prints:
+
+- the held-out loss of a log with no training loss printed the same at
+  every one of ``FROZEN_EVALS`` evaluations or more (:func:`evaluations_frozen`);
+- a held-out loss within a thousandth of its level at ``FROZEN_EVALS``
+  evaluations or more from the start of training, while the training loss
+  did not fall either (:func:`validation_alike_from_start`);
+- a training loss exactly 0 at every point from the start of training
+  (:func:`zero_from_start`): there was never a signal to learn from;
+- a loss near ln K while an accuracy sits near 1/K, the same K
+  (:func:`chance_by_accuracy`): two independent signals of a model that
+  predicts the prior, where the loss level alone could be a coincidence.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from runlens.detectors.curve.memorized import Accuracies
+from runlens.detectors.curve.params import CurveParams
+from runlens.detectors.curve.short_level import ALIKE, equivalent, from_start, printed_step
+from runlens.diagnosis import CurveVerdict
+from runlens.stats.chance import MAX_LEVEL_CLASSES, ROUND_CLASSES, chance_level
+from runlens.stats.trend import trend
+
+#: The fewest evaluations printed alike that say a log with no training loss learnt nothing: one
+#: epoch's model evaluated twice gives one value; five passes that change nothing are not a coincidence.
+FROZEN_EVALS = 5
+#: The coarsest print, relative to the level, at which values printed alike are evidence: three
+#: significant digits or more (0.887 to 0.1%), at which an evaluation of a model still learning moves.
+FROZEN_RESOLUTION = 5e-3
+
+
+def evaluations_frozen(sets: dict[str, tuple[np.ndarray, np.ndarray]]) -> CurveVerdict | None:
+    """A log that holds no training loss, whose held-out loss (or the quantity read as one) is printed
+    the same at each of ``FROZEN_EVALS`` evaluations or more, at different steps, by a print that
+    resolves ``FROZEN_RESOLUTION`` of it: the same weights give a fixed set the same value, so nothing
+    changed between the evaluations (MLX's "Test accuracy 0.113" at each of ten epochs)."""
+    for name, (vs, vl) in sorted(sets.items(), key=lambda kv: kv[0] != "val_loss"):
+        ok = np.isfinite(vl)
+        vs, vl = vs[ok], vl[ok]
+        if np.unique(vs).size < FROZEN_EVALS or float(np.ptp(vl)) != 0.0 or vl[0] == 0:
+            continue
+        q = printed_step(vl)
+        if not 0 < q <= FROZEN_RESOLUTION * abs(float(vl[0])):
+            continue
+        return CurveVerdict(
+            "underfitting", f"the log holds no training loss, and the validation loss{_named(name)} is "
+            f"{vl[0]:.6g} at each of its {vl.size} evaluations (steps {int(vs[0])} to {int(vs[-1])}, printed to "
+            f"{q:g}): only the same weights give a fixed set the same value, so nothing was learnt between "
+            "them, in a short log",
+            {"points": 0, "n_points": 0, "short_log": True, "kind": "short_frozen_evaluations", "eval_set": name,
+             "evaluations": int(vl.size), "val_level": float(vl[0]), "printed_step": q,
+             "min_evaluations": FROZEN_EVALS, "max_resolution": FROZEN_RESOLUTION, "training_loss_logged": False,
+             "step": int(vs[0])})
+    return None
+
+
+def validation_alike_from_start(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
+                                sets: dict[str, tuple[np.ndarray, np.ndarray]], index: str) -> CurveVerdict | None:
+    """A held-out loss evaluated from the start of training (its first evaluation within one interval
+    of step 0) that stays within ``ALIKE`` of its level at each of ``FROZEN_EVALS`` evaluations or more,
+    with no Kendall trend at ``alpha``, while the training loss over them fell by less than
+    ``min_drop``: a model that learns moves its held-out loss by more than a thousandth in its first
+    evaluations; this one never did (KalmanNet's validation MSE 8.7014 to 8.7022 dB over its first
+    thirteen epochs). A converged run's held-out loss holds still too, but not from the start."""
+    for name, (vs, vl) in sorted(sets.items(), key=lambda kv: kv[0] != "val_loss"):
+        ok = np.isfinite(vl)
+        vs, vl = vs[ok], vl[ok]
+        if np.unique(vs).size < FROZEN_EVALS or not from_start(vs, index):
+            continue
+        level = float(np.median(vl))
+        if level == 0 or float(np.ptp(vl)) > ALIKE * abs(level) or printed_step(vl) > ALIKE * abs(level):
+            continue
+        if trend(vl, vs.astype(float)).p < cfg.alpha:
+            continue
+        span = x[(steps >= vs[0]) & (steps <= vs[-1])]
+        first, last = (float(np.median(span[:3])), float(np.median(span[-3:]))) if span.size >= 3 else (0.0, 0.0)
+        if span.size >= 3 and first != 0 and (first - last) / abs(first) >= cfg.min_drop:
+            continue
+        return CurveVerdict(
+            "underfitting", f"the validation loss{_named(name)} stays within {float(np.ptp(vl)):.3g} of "
+            f"{level:.6g} ({float(np.ptp(vl)) / abs(level):.3%} of it, no trend) at each of its {vl.size} evaluations "
+            f"from the start of training (steps {int(vs[0])} to {int(vs[-1])}), and the training loss did not fall "
+            "either: a model that learns moves its held-out loss from its first evaluations on, in a short log",
+            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_validation_alike",
+             "eval_set": name, "evaluations": int(vl.size), "val_level": level, "val_spread": float(np.ptp(vl)),
+             "alike": ALIKE, "train_first": first, "train_last": last, "step": int(vs[0])})
+    return None
+
+
+def _named(name: str) -> str:
+    return "" if name == "val_loss" else f" ({name})"
+
+
+#: The fewest points, all exactly 0 from the start, that say the loss never carried a signal.
+ZERO_POINTS = 3
+
+
+def zero_from_start(steps: np.ndarray, x: np.ndarray, index: str) -> CurveVerdict | None:
+    """A training loss exactly 0 at each of ``ZERO_POINTS`` points or more, from the start of training:
+    no model starts at a perfect fit, so the loss never measured anything (a constant target, every
+    example masked, a loss on the wrong tensor). A loss that fell to 0 had a signal first: that is the
+    collapse the diverged reading judges."""
+    if x.size < ZERO_POINTS or not bool(np.all(x == 0)) or not (from_start(steps, index) or steps[0] == 0):
+        return None
+    return CurveVerdict(
+        "underfitting", f"the training loss is exactly 0 at each of its {x.size} points from step {int(steps[0])} "
+        "on: no model fits its data before it trains, so the loss never carried a signal to learn from (a "
+        "constant target, every example masked, the loss of the wrong tensor), in a short log",
+        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_zero_from_start",
+         "start_level": 0.0, "end_level": 0.0, "min_points": ZERO_POINTS, "step": int(steps[0])})
+
+
+#: How far from 1/K an accuracy may sit and still be the prior's, above ``MAX_LEVEL_CLASSES``: a factor
+#: of two either way (a hundred-class head scores 0.01 to 0.02 on a small held-out set by sampling
+#: alone; the round counts whose ln K the loss can sit near are a factor of two apart or more).
+ACC_FACTOR = 2.0
+#: Up to ``MAX_LEVEL_CLASSES``, where ln K and ln(K +- 1) are close, the accuracy must point to K itself:
+#: within a quarter of 1/K (0.075 to 0.125 for ten classes; 1/7 and 1/13 fall outside).
+ACC_REL_TOL = 0.25
+#: How far the loss may sit from ln K, relative to it, when an accuracy at 1/K corroborates K.
+LOSS_REL_TOL = 0.02
+
+
+def chance_by_accuracy(steps: np.ndarray, x: np.ndarray, acc: Accuracies) -> CurveVerdict | None:
+    """The last half of the losses (3 at least) within ``LOSS_REL_TOL`` of ln K and an accuracy's last
+    half (3 points at least) near 1/K (within ``ACC_REL_TOL`` of it for K = 2..16, within a factor
+    ``ACC_FACTOR`` for a round count above): the loss and the accuracy are each what predicting the
+    prior gives, for the same K. Either alone can be a coincidence (a loss passes near some ln K); both
+    is a model that learnt nothing (MMAction's loss 4.60 = ln 100 with a top-1 accuracy of 0.01 to
+    0.02). The held-out accuracy is read when there is one, the training accuracy only without it: two
+    accuracies would give two chances to match some K by coincidence."""
+    picked = next(((w, c) for w, c in (("validation", acc[1]), ("training", acc[0]))
+                   if c is not None and c[1].size >= 3), None)
+    if x.size < 3 or picked is None:
+        return None
+    which, (a_steps, a) = picked
+    a = a[np.argsort(a_steps, kind="stable")]
+    a_level = float(np.median(a[-max(3, math.ceil(a.size / 2)):]))
+    k = max(3, math.ceil(x.size / 2))
+    level = float(np.median(x[-k:]))
+    for kk in (kk for kk in _candidates(level) if a_level > 0 and _near_prior(a_level, kk)):
+        hit = chance_level(level, classes=kk, rel_tol=LOSS_REL_TOL)
+        if hit is None or not bool(np.all(np.abs(x[-k:] - hit["chance_loss"]) <= LOSS_REL_TOL * hit["chance_loss"])):
+            continue
+        return CurveVerdict(
+            "underfitting", f"the last {k} of {x.size} losses sit at ln({kk})={hit['chance_loss']:.4f} (level "
+            f"{level:.4g}, within {LOSS_REL_TOL:.0%}) while the {which} accuracy sits at {a_level:.3g}, near "
+            f"1/{kk}={1 / kk:.3g}: loss and accuracy are both what predicting the prior of {kk} classes gives, "
+            "in a short log",
+            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_chance_by_accuracy",
+             "tail_points": k, "late_level": level, "accuracy_level": a_level, "accuracy_set": which, **hit,
+             "chance_source": f"the {which} accuracy at 1/K", "accuracy_factor": ACC_FACTOR,
+             "accuracy_rel_tol": ACC_REL_TOL, "loss_rel_tol": LOSS_REL_TOL, "step": int(steps[-k])})
+    return None
+
+
+def _near_prior(accuracy: float, k: int) -> bool:
+    if k <= MAX_LEVEL_CLASSES:
+        return abs(accuracy - 1 / k) <= ACC_REL_TOL / k
+    return 1 / (ACC_FACTOR * k) <= accuracy <= ACC_FACTOR / k
+
+
+def _candidates(level: float) -> list[int]:
+    """The K whose ln K is within ``LOSS_REL_TOL`` of ``level``: 2..16, or a round count above."""
+    out: list[int] = [kk for kk in range(2, MAX_LEVEL_CLASSES + 1) if abs(level - math.log(kk)) <= LOSS_REL_TOL * math.log(kk)]
+    out += [kk for kk in ROUND_CLASSES if abs(level - math.log(kk)) <= LOSS_REL_TOL * math.log(kk)]
+    return out
+
+
+def stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[int | None, str | None],
+          index: str = "step", annealing: bool = False) -> CurveVerdict | None:
+    """The whole short log stuck (``kind: short_stuck``), the first reading :mod:`.short` tries."""
+    # Stuck: every printed value the same, or all within ``stuck_band`` of the
+    # level with no Kendall trend at ``alpha``: a model that does not learn (at ln K: the prior).
+    level = float(np.median(x))
+    q = printed_step(x)
+    t = trend(x, steps.astype(float))
+    k, source = classes
+    hit = chance_level(level, classes=k)
+    # Every point at ln K is stuck at chance even while it creeps: a trend of a few hundredths of a
+    # percent is significant over a handful of monotone points and still changes nothing.
+    # Or minibatch noise about ln K: the level (the median) at ln K and every point within the stuck band
+    # of it (AlexNet's 6.898..6.920 about ln 1000 = 6.908 at error rate 1.0).
+    at_chance = hit is not None and (bool(np.all(np.abs(x - hit["chance_loss"]) <= hit["chance_tolerance"])) or (
+        x.size >= 4 and abs(level - hit["chance_loss"]) <= hit["chance_tolerance"]
+        and (bool(np.all(np.abs(x - hit["chance_loss"]) <= cfg.stuck_band * hit["chance_loss"]))
+             or equivalent(x, hit["chance_loss"], cfg.stuck_band * hit["chance_loss"], cfg.alpha)
+             and not t.p_decreasing < cfg.alpha)))
+    # Within a band but not printed alike: an epoch's average that converged sits in a band too. Stuck
+    # only where the band says more than convergence: at ln K, from the start of training on (a model
+    # that learns falls fastest there), or across single steps (each a minibatch's loss, whose noise
+    # alone leaves a band of a percent unless the outputs no longer depend on the inputs), unless the
+    # learning rate is annealing over those points: a decay to its end flattens a loss into a band.
+    # Alike to a thousandth of the level is stuck wherever it starts: no training model's loss holds
+    # that still over several points.
+    spread = float(np.ptp(x))
+    still = not t.p < cfg.alpha or at_chance
+    within = spread == 0.0 or at_chance or (level != 0 and spread <= ALIKE * abs(level) and still) or (
+        level != 0 and spread <= cfg.stuck_band * abs(level) and still and not annealing
+        and (at_chance or index == "step" or from_start(steps, index)))
+    if not within:
+        return None
+    ev: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck",
+                          "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
+                          "late_drift": float(np.ptp(x)), "printed_step": q, "relative_band": float(np.ptp(x)) /
+                          abs(level) if level else 0.0, "relative_drop": (float(x[0]) - float(x[-1])) / abs(x[0])
+                          if x[0] else 0.0, "trend": t.to_dict(), "step": int(steps[0])}
+    where = ""
+    if hit is not None:
+        ev.update(hit, chance_source=source or "the loss level (no class count in the log)")
+        where = f" at ln({hit['chance_classes']})={hit['chance_loss']:.3f}, chance level (K from {ev['chance_source']})"
+    return CurveVerdict(
+        "underfitting", f"the loss is stuck at {level:.6g}{where}: its {x.size} points stay within "
+        f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level)"
+        f"{' with no trend' if not t.p < cfg.alpha else ''}, in a short log",
+        ev)
