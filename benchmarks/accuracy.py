@@ -1,7 +1,7 @@
 """How often runlens is right: recall, precision and false alarms on labeled sets.
 
     python benchmarks/accuracy.py --set final      # generate what is missing, grade every set, write the page
-    python benchmarks/accuracy.py --set third-fresh28  # the set to quote (round 28), graded once
+    python benchmarks/accuracy.py --set third-fresh29  # the set to quote (round 29), graded once
     python benchmarks/accuracy.py --evaluate-only  # re-grade the runs already in benchmarks/_data/
     python benchmarks/accuracy.py --set heldout    # one set only (or a list: --set heldout-varied,third)
     python benchmarks/accuracy.py --set heldout-varied --generate-only   # train a new set, grade nothing

@@ -586,19 +586,38 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh28", 113000, ("2026-12-06 01:15", "2026-12-06 01:19"),
         role="the third generator with every seed shifted by 113000 and every run redrawn (`--seed-shift "
              "113000 --vary`), generated at {drawn} UTC from 19401c2 by the recorder with "
-             "`logits_sum_to_one`, during round 28, graded once at the end of round 28; the set to quote",
+             "`logits_sum_to_one`, during round 28, graded once at the end of round 28 (8c4c59f): a development "
+             "set since",
         note="`third-fresh28` (round 28): the same generator and redraw with every seed shifted by 113000 (`python -m "
              "benchmarks.third --seed-shift 113000 --vary`), trained from a clean export of the committed tree at "
              "19401c2 (`draw.json` has the times) into a folder outside the repository, after round 28's engine "
              "changes (none of them looked at a recorder run; the generator and the recorder do not use the "
              "engine). Nothing of it was diagnosed before its one grading; its generator log was not read, and "
              "of its `draw.json` only the start and end times were.",
-        which="*third-fresh28* (round 28; seeds shifted by 113000) was trained from 19401c2, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh28**.",
+        which="*third-fresh28* (round 28; seeds shifted by 113000) was trained from 19401c2 and graded once at "
+              "8c4c59f (curve 0.93, recall 0.95 pooled with `overfitting` 0/1, fault's code first 0.96, healthy runs "
+              "with a warning 0/7): a development set since (its miss, a validation rise that levelled off, was "
+              "read in round 29).",
+    ),
+    # Drawn in round 29 from 3f55c03 (round 28's last commit), before any round-29 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh29", 117000, ("2026-12-06 03:05", "2026-12-06 03:08"),
+        role="the third generator with every seed shifted by 117000 and every run redrawn (`--seed-shift "
+             "117000 --vary`), generated at {drawn} UTC from 3f55c03 by the recorder with "
+             "`logits_sum_to_one`, during round 29, graded once at the end of round 29; the set to quote",
+        note="`third-fresh29` (round 29): the same generator and redraw with every seed shifted by 117000 (`python -m "
+             "benchmarks.third --seed-shift 117000 --vary`), trained from a clean export of the committed tree at "
+             "3f55c03 (`draw.json` has the times) into a folder outside the repository, at the start of round 29, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading; its generator log was not read, and of "
+             "its `draw.json` only the start and end times (and its top-level key names) were.",
+        which="*third-fresh29* (round 29; seeds shifted by 117000) was trained from 3f55c03, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh29**.",
     ),
 )
 
-QUOTE = "third-fresh28"
+QUOTE = "third-fresh29"
 
 
 def draw(name: str) -> Draw:
