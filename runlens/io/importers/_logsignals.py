@@ -66,7 +66,7 @@ STATED_DIVERGED = re.compile(r"\b(?:loss(?:es)?|cost)\s+(?:has\s+|have\s+|is\s+|
                              r"|\b(?:model|training)\s+(?:has\s+)?diverged\b|\bdivergence\s+detected\b", re.I)
 _EXPLODED_TO = re.compile(r"\bto\s+([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 # "Model diverged with loss = NaN.", "loss is inf": the loss said to be non-finite.
-_STATED_NONFINITE = re.compile(r"\bloss(?:es)?\s*(?:[:=]|\bis\b|\bwas\b|\bbec[oa]me[s]?\b)?\s*"
+_STATED_NONFINITE = re.compile(r"(?<![A-Za-z])loss(?:es)?\s*(?:[:=]|\bis\b|\bwas\b|\bbec[oa]me[s]?\b)?\s*"
                                r"(?:nan|[-+]?inf(?:inity)?)\b", re.I)
 
 

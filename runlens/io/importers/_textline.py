@@ -46,6 +46,7 @@ from runlens.io.importers._textsteps import (
     label_is_eval,
     other_total,
     running,
+    time_unit,
 )
 from runlens.io.reader.names import (
     ERROR_WORDS,
@@ -117,6 +118,8 @@ _EPOCH = re.compile(r"(?:^\s*epochs|\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d
 _EPOCH_HEADER = re.compile(r"^\s*(?:[\[(=*#-]+\s*)?(?:(?:Starting|Start|Beginning|Begin|Begins)\s+)?Epoch\s*(?:\s|:|#|=)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*"
                            r"(?:[\])=*#-]+\s*)?$", re.I)
 _END_OF_EPOCH = re.compile(r"\bend of epoch\s+(\d+)", re.I)
+# VoxelMorph's "After 3 epochs, the Average training loss is ...": the count of epochs done is the epoch.
+_AFTER_EPOCHS = re.compile(r"\bafter\s+(\d+)\s+epochs?\b", re.I)
 _NET_OUTPUT = re.compile(rf"\b(Test|Train) net output #\d+:\s*([\w/]+)\s*=\s*({_NUM})", re.I)
 _EVAL_LINE = re.compile(r"\b(?:validation|valid|eval|evaluation)\s+loss\s+at\b"
                         r"|^\s*(?:validation|validating|evaluation|evaluating)\b"
@@ -143,27 +146,13 @@ def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple
             prev = at + len(word)
         which = "val" if m.group("val") is not None else "word"
         a, b = m.span(which)
-        unit, used = _time_unit(m.group("unit"), text, m.end())
+        unit, used = time_unit(m.group("unit"), text, m.end())
         # A number in seconds is a duration whatever its name says (PaddleDetection's
         # ``batch_cost: 0.00039 sec``: "cost" is a loss word): the unit joins the name.
         name = key[prev:].strip()
         _keep(out, f"{name} ({unit})" if unit and name.lower() not in _IGNORED_KEYS else name,
               to_float(m.group(which)), (a + offset, b + offset))
     return qualified(text, out, offset)
-
-
-_TIME_UNITS = frozenset({"s", "sec", "secs", "second", "seconds", "ms", "msec", "us", "µs", "min", "mins", "h",
-                         "hr", "hrs", "s/it", "sec/it", "ms/it", "s/step", "ms/step", "s/iter", "sec/iter"})
-_NEXT_WORD = re.compile(r" ([A-Za-zµ]+(?:/[A-Za-z]+)?)\b")
-
-
-def _time_unit(unit: str | None, text: str, end: int) -> tuple[str | None, int]:
-    """The time unit a value carries, glued (``4.2s``) or as the next word (``0.00039 sec``), or None;
-    and where the unit ends."""
-    if unit:
-        return (unit if unit.lower() in _TIME_UNITS else None), end
-    m = _NEXT_WORD.match(text, end)
-    return (m.group(1), m.end()) if m and m.group(1).lower() in _TIME_UNITS else (None, end)
 
 
 def _bare_words(key: str) -> list[tuple[str, int]]:
@@ -183,7 +172,14 @@ def _bare_words(key: str) -> list[tuple[str, int]]:
     return out
 
 
+#: Words that open a clause before a name (VoxelMorph's "the Average training loss is ..., and average
+#: DICE score is ..."): left off the name, which is then judged as any other.
+_LEADING = ("the ", "and ", "an ", "a ")
+
+
 def _keep(out: list, key: str, value: float, span: tuple[int, int]) -> None:
+    while " " in key and key.lower().startswith(_LEADING):
+        key = key.split(" ", 1)[1].lstrip()
     low = key.lower()
     if not key or low in _IGNORED_KEYS or len(key) > 48 or key.count("/") > 1 or "://" in key:
         return
@@ -330,6 +326,10 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
         step = e * ctx.per_epoch - 1 if ctx.per_epoch else e
         return Line(step, text[m.end():], True, e, "end of epoch", formula="end_epoch", spans=(m.span(1),),
                     rest_at=m.end())
+    if epoch is None and (m := _AFTER_EPOCHS.search(text)):
+        e = int(m.group(1))
+        return Line(e, text[m.end():], ev, e, "after epochs", formula="int", spans=(m.span(1),),
+                    epoch_span=m.span(1), rest_at=m.end())
     if epoch is not None and (m := _EPOCH.search(text)):
         return Line(epoch, text[m.end():], ev, epoch, "epoch", formula="int", spans=(m.span(1),),
                     epoch_span=espan, rest_at=m.end())

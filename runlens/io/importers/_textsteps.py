@@ -27,7 +27,10 @@ from runlens.io.importers._linetypes import Context
 from runlens.io.reader.names import is_epoch, is_step, is_val, role_of, tokens
 
 # tqdm: "12%|███▏ | 41/410 [00:10<01:30, 1.22s/it, avr_loss=0.118]"; "?" totals are not counters.
-TQDM = re.compile(r"(\d{1,3})%\s*\|[^|\n]*\|\s*(\d+)\s*/\s*(\d+)\s*(?:\[([^\]\n]*)\]?)?")
+# The bar itself may be absent (``ncols=0``, a notebook's plain-text copy: ``0% 49/90000 [02:46<81:43:57,
+# 3.27s/it]``): then the ``[elapsed<remaining`` bracket says it is tqdm's counter, not a fraction in prose.
+TQDM = re.compile(r"(\d{1,3})%\s*(?:\|[^|\n]*\||(?=\s*\d+\s*/\s*\d+\s*\[[\d:?]+<))\s*(\d+)\s*/\s*(\d+)\s*"
+                  r"(?:\[([^\]\n]*)\]?)?")
 # "[1,  2000] loss: 2.173": epoch and batch, no total.
 PAIR = re.compile(r"^\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]")
 # MONAI's "1/4, train_loss: 0.65": one optimizer step's counter opening the line.
@@ -144,3 +147,18 @@ def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
     if ev and ctx.last_step is not None:
         return ctx.last_step, e, fields
     return running(e, int(m.group(2)), ctx), e, fields
+
+
+#: Units that make a value a duration, whatever its name says.
+TIME_UNITS = frozenset({"s", "sec", "secs", "second", "seconds", "ms", "msec", "us", "µs", "min", "mins", "h",
+                        "hr", "hrs", "s/it", "sec/it", "ms/it", "s/step", "ms/step", "s/iter", "sec/iter"})
+NEXT_WORD = re.compile(r" ([A-Za-zµ]+(?:/[A-Za-z]+)?)\b")
+
+
+def time_unit(unit: str | None, text: str, end: int) -> tuple[str | None, int]:
+    """The time unit a value carries, glued (``4.2s``) or as the next word (``0.00039 sec``), or None;
+    and where the unit ends."""
+    if unit:
+        return (unit if unit.lower() in TIME_UNITS else None), end
+    m = NEXT_WORD.match(text, end)
+    return (m.group(1), m.end()) if m and m.group(1).lower() in TIME_UNITS else (None, end)
