@@ -33,7 +33,9 @@ class Overfitting(CurveFinding):
         p, the evaluation noise and the eval set. In a short log (fewer than
         ``min_points`` losses) also when the gap widens (``kind:
         gap_widens``): a validation loss with no progress over 5 evaluations
-        or more, at twice the training loss or more, while the training
+        or more, at twice the training loss or more (or down by under a
+        quarter of the training loss's relative fall, with no downward
+        trend), while the training
         loss fell by ``min_drop`` along a significant trend; or, over 2 to
         4 evaluations, one that rose at each, at twice the training loss or
         more, while the training loss fell by ``min_drop``. Severity

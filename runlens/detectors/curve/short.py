@@ -119,7 +119,8 @@ readings, in the order they are tried (the first that holds is the verdict):
   (no downward Kendall trend at ``alpha``, and less than ``min_drop`` down
   from the median of its first 3 to that of its last 3) while the training loss over the same steps fell by
   ``min_drop`` along a downward trend at ``alpha``, the validation loss
-  staying twice the training loss or more; from 2 to 4 evaluations, too
+  staying twice the training loss or more (or down by under a quarter of
+  the training loss's relative fall, ``CARRY``); from 2 to 4 evaluations, too
   few for a trend, when the validation loss rose from each evaluation to
   the next while the training loss (its median since the evaluation
   before) fell by ``min_drop`` from the first to the last, the

@@ -144,6 +144,10 @@ def _first_jump(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSe
 #: overfitting: a model that fits its training data twice as well as data it has not seen has
 #: learnt something that does not carry over; the factor is scale-free, whatever the loss.
 GAP = 2.0
+#: How many times the held-out loss's relative fall the training loss's must be, below ``GAP``: the gains of
+#: training carry over to unseen data by less than a quarter (a held-out loss 2% down while the training
+#: loss fell 13%, a dropout model's held-out loss below its training loss and flat).
+CARRY = 4.0
 #: The fewest evaluations a widening gap is read from: four give Kendall's tau only 24 orders, and
 #: half of them show no fall by chance.
 GAP_EVALS = 5
@@ -154,7 +158,9 @@ def gap_widens(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
     at all over ``GAP_EVALS`` evaluations or more (no downward Kendall trend at ``alpha``, and less than
     ``min_drop`` down from the median of its first 3 to that of its last 3) while the training loss over the same
     steps fell by ``min_drop`` along a downward trend (p < ``alpha``), the held-out loss staying
-    ``GAP`` times the training loss or more: the gap between them widens. A validation loss
+    ``GAP`` times the training loss or more (then under ``min_drop`` down is no progress, however
+    significant its trend), or falling by under 1/``CARRY`` of the training loss's relative fall: the gap
+    between them widens. A validation loss
     that is flat and noisy, not rising, passes no rise test, and still every step of training
     went to data the model had seen (a chunk of epochs 530 to 640: training 0.98 -> 0.84,
     validation about 2.9 throughout)."""
@@ -173,10 +179,12 @@ def gap_widens(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
         fall = (start - end) / start if start > 0 else 0.0
         v_start, v_end = float(np.median(vl[:3])), float(np.median(vl[-3:]))
         v_fall = (v_start - v_end) / v_start if v_start > 0 else 0.0
-        # No progress: no downward trend against its own noise (p >= alpha) and less than min_drop down
-        # from its first evaluations to its last, not a tau that only the noise's sign decides.
-        if not (train > 0 and t.p_decreasing < cfg.alpha and fall >= cfg.min_drop and v.p_decreasing >= cfg.alpha
-                and v_fall < cfg.min_drop and level >= GAP * train):
+        # Training gains that do not carry over: the held-out loss under ``min_drop`` down while the training
+        # loss fell along its trend, and either twice the training loss or more (then however significant its
+        # small fall), or down by under a quarter of the training loss's fall with no downward trend of its own.
+        ok = (train > 0 and t.p_decreasing < cfg.alpha and fall >= cfg.min_drop and v_fall < cfg.min_drop
+              and (level >= GAP * train or (v.p_decreasing >= cfg.alpha and v_fall <= fall / CARRY)))
+        if not ok:
             continue
         return name, {"train_fall": fall, "train_p": t.p_decreasing, "train_trend": t.to_dict(),
                       "val_trend": v.to_dict(), "val_level": level, "val_fall": v_fall, "val_p": v.p_decreasing,
@@ -232,8 +240,9 @@ def gap_verdict(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSe
         "overfitting", f"the training loss fell by {g['train_fall']:.0%} (Kendall p={g['train_p']:.1e}) "
         f"while the validation loss{label} made no progress over {g['evaluations']} evaluations "
         f"(Kendall p={g['val_p']:.2g} for a fall; {g['val_fall']:.0%} down) at {g['gap_ratio']:.3g}x the "
-        f"training loss (>= {GAP:g}x): "
-        f"the gap widens{where}", {**base, **g, "kind": "gap_widens"})
+        + (f"training loss (>= {GAP:g}x): " if g["gap_ratio"] >= GAP else
+           f"training loss, its fall under 1/{CARRY:g} of the training loss's: ")
+        + f"the gap widens{where}", {**base, **g, "kind": "gap_widens", "carry": CARRY})
 
 
 #: The fewest evaluations an undone fall is read from: a gap widening at each of them is then 1 order

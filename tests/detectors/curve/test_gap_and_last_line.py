@@ -34,7 +34,9 @@ def test_a_flat_validation_loss_three_times_a_falling_training_loss_is_overfitti
 
 @pytest.mark.parametrize("val", [
     [2.94 - 0.08 * i for i in range(12)],          # the validation loss falls too: learning
-    [1.2 + 0.05 * (i % 3) for i in range(12)],     # flat, but within 2x of the training loss
+    # within 2x of the training loss and down by a third of its fall: the gains carry over (in round 29 a
+    # flat one within 2x became overfitting: its fall under a quarter of the training loss's, CARRY)
+    [1.2 - 0.004 * i + 0.02 * (i % 3) for i in range(12)],
 ])
 def test_silent_twin_validation_that_falls_or_stays_near_the_training_loss(val):
     assert classify(_short(TRAIN12, val)).evidence.get("kind") != "gap_widens"

@@ -183,3 +183,34 @@ def test_a_counter_before_a_bracketed_section_label_is_the_step(tmp_path):
 def test_a_counter_before_a_bracketed_list_is_no_section_label():
     from runlens.io.importers._roundline import LEADING
     assert LEADING.match("12: [G] loss 1.0") and not LEADING.match("12: [0.5, 0.3]")
+
+
+# -- training gains that do not carry over -----------------------------------------------------------
+
+def _fit_log(tmp_path, train, val):
+    return _write(tmp_path, [f"Epoch {e}/40\n250/250 - 3s - loss: {t:.4f} - val_loss: {v:.4f}"
+                             for e, (t, v) in enumerate(zip(train, val, strict=True), start=1)], "fit.log")
+
+
+def test_a_held_out_loss_at_twice_the_training_loss_falling_a_little_is_overfitting(tmp_path):
+    train = [1.2076, 1.1592, 1.1143, 1.0686, 1.0251, 0.9824, 0.9417, 0.9000, 0.8584]
+    val = [3.0905, 3.0318, 3.0511, 3.0169, 3.0173, 3.0013, 2.9909, 3.0269, 3.0011]  # 3% down on a trend
+    diag = analyze(_fit_log(tmp_path, train, val))
+    assert diag.curve.label == "overfitting" and diag.curve.evidence["kind"] == "gap_widens", diag.curve
+
+
+def test_a_flat_held_out_loss_below_the_training_loss_while_it_falls_is_overfitting(tmp_path):
+    train = [55.80, 53.37, 51.05, 48.83, 46.71, 44.67, 42.73]  # dropout: the held-out loss is the lower
+    val = [26.45, 26.30, 26.21, 26.17, 26.18, 26.23, 26.32]
+    diag = analyze(_fit_log(tmp_path, train, val))
+    assert diag.curve.label == "overfitting" and diag.curve.evidence["kind"] == "gap_widens", diag.curve
+
+
+@pytest.mark.parametrize("why, train, val", [
+    ("the held-out loss falls a third as fast as the training loss",
+     [55.80, 53.37, 51.05, 48.83, 46.71, 44.67, 42.73], [26.45, 26.10, 25.71, 25.38, 25.02, 24.70, 24.31]),
+    ("at twice the training loss, but down by a tenth", [1.2, 1.15, 1.1, 1.05, 1.0, 0.95, 0.9],
+     [3.10, 2.98, 2.86, 2.75, 2.65, 2.55, 2.46]),
+])
+def test_silent_twins_of_gains_that_do_not_carry_over(tmp_path, why, train, val):
+    assert analyze(_fit_log(tmp_path, train, val)).curve.label != "overfitting", why
