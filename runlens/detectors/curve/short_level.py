@@ -345,10 +345,8 @@ COLLAPSE = 1e3
 
 def collapsed(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
               grads_broke: bool = False) -> CurveVerdict | None:
-    """Underfitting when the loss fell ``COLLAPSE`` times or more below every point before, in one
-    interval, to a level every later point stays at or under (2 points at least, the last printed 0 or within ``COLLAPSE`` of
-    it), from a positive level: no training signal is left (Paddle's cluster run, cost 0.0064 then
-    0.000000 at each pass; OLMo's cross entropy 12.18, 1.8e-6, 0.0 at its third step). Not when a
+    """Underfitting when the loss fell ``COLLAPSE`` times or more below every point before, in one interval, to
+    a level every later point stays at or under (2 points at least, not still halving), from a positive level: no training signal is left (Paddle's cost 0.0064 then 0.000000 at each pass). Not when a
     held-out loss moved by ``min_drop`` of its level over those steps: the model's outputs changed, it
     memorized its training data (a classifier at 100% training accuracy whose validation loss rose).
     With a non-finite gradient norm logged (``grads_broke``) it is diverged: a NaN masked as 0."""
@@ -360,7 +358,9 @@ def collapsed(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str
         # From every point before, not from one: a spike that came back down is the spike's finding.
         before, after = float(np.min(x[:j])), x[j:]
         bound = max(float(np.max(after)), half_digit)
-        if before > 0 and bound * COLLAPSE <= before and not _held_out_moved(cfg, steps[j], sets):
+        # Not while it still halves above the print's zero: learning on after a first spike (25545, 16, 11, 6.7).
+        if before > 0 and bound * COLLAPSE <= before and not (half_digit < float(np.min(after)) <= bound / 2) \
+                and not _held_out_moved(cfg, steps[j], sets):
             return CurveVerdict(
                 "diverged" if grads_broke else "underfitting", f"the loss fell from {before:.4g} to {float(x[j]):.3g} in one interval "
                 f"({COLLAPSE:g}x or more) and stayed at or under {bound:.3g} for its last "

@@ -172,8 +172,9 @@ def _bare_words(key: str) -> list[tuple[str, int]]:
     return out
 
 
-#: Words that open a clause before a name (VoxelMorph's "the Average training loss is ..., and average
-#: DICE score is ..."): left off the name, which is then judged as any other.
+#: A logger's file and line ("ctc-loss.cc:182") is no field, whatever its name holds.
+_SOURCE_FILE = re.compile(r"\.(?:cc|cpp|cxx|c|h|hpp|py|go|rs|java|js|ts|lua|jl|cu|scala)$")
+#: Words opening a clause before a name (VoxelMorph's "the Average training loss is ..."): left off it.
 _LEADING = ("the ", "and ", "an ", "a ")
 
 
@@ -181,7 +182,7 @@ def _keep(out: list, key: str, value: float, span: tuple[int, int]) -> None:
     while " " in key and key.lower().startswith(_LEADING):
         key = key.split(" ", 1)[1].lstrip()
     low = key.lower()
-    if not key or low in _IGNORED_KEYS or len(key) > 48 or key.count("/") > 1 or "://" in key:
+    if not key or low in _IGNORED_KEYS or len(key) > 48 or key.count("/") > 1 or "://" in key or _SOURCE_FILE.search(low):
         return
     if " " in low and any(w in _PROSE for w in low.split()):
         return

@@ -214,3 +214,27 @@ def test_a_flat_held_out_loss_below_the_training_loss_while_it_falls_is_overfitt
 ])
 def test_silent_twins_of_gains_that_do_not_carry_over(tmp_path, why, train, val):
     assert analyze(_fit_log(tmp_path, train, val)).curve.label != "overfitting", why
+
+
+# -- a first spike is no collapse; a logger's file and line is no field -------------------------------
+
+def _steps_log(tmp_path, losses):
+    return _write(tmp_path, [f"Epoch: 2, Step: {s}, accuracy: 0.97, all_loss: {v}, lr:0.01"
+                             for s, v in zip(range(2200, 2200 + 200 * len(losses), 200), losses, strict=True)])
+
+
+def test_a_loss_that_still_halves_after_a_thousandfold_fall_is_no_collapse(tmp_path):
+    diag = analyze(_steps_log(tmp_path, [25545.7, 16.06, 10.78, 6.70, 5.02, 5.57, 5.13]))
+    assert diag.curve.evidence.get("kind") != "short_collapsed", diag.curve
+
+
+def test_a_loss_that_fell_a_thousandfold_and_stayed_is_a_collapse(tmp_path):
+    diag = analyze(_steps_log(tmp_path, [2.5457, 0.0016, 0.0011, 0.0013, 0.0012, 0.0014, 0.0012]))
+    assert diag.curve.evidence.get("kind") == "short_collapsed", diag.curve
+
+
+def test_a_logger_s_file_and_line_is_no_field():
+    from runlens.io.importers._textline import read_fields
+    line = "VLOG[1](train-ctc-parallel:ctc-loss.cc:182) After 201933 sequences: Obj(log[Pzx]) = -41.6014"
+    assert all(not k.endswith(".cc") for k, _ in read_fields(line))
+    assert ("loss", 0.5) in read_fields("loss: 0.5 file: 3")
