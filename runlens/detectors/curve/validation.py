@@ -182,9 +182,8 @@ def gap_widens(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
         # Training gains that do not carry over: the held-out loss under ``min_drop`` down while the training
         # loss fell along its trend, and either twice the training loss or more (then however significant its
         # small fall), or down by under a quarter of the training loss's fall with no downward trend of its own.
-        ok = (train > 0 and t.p_decreasing < cfg.alpha and fall >= cfg.min_drop and v_fall < cfg.min_drop
-              and (level >= GAP * train or (v.p_decreasing >= cfg.alpha and v_fall <= fall / CARRY)))
-        if not ok:
+        if not (train > 0 and t.p_decreasing < cfg.alpha and fall >= cfg.min_drop and v_fall < cfg.min_drop
+                and (level >= GAP * train or (v.p_decreasing >= cfg.alpha and v_fall <= fall / CARRY))):
             continue
         return name, {"train_fall": fall, "train_p": t.p_decreasing, "train_trend": t.to_dict(),
                       "val_trend": v.to_dict(), "val_level": level, "val_fall": v_fall, "val_p": v.p_decreasing,
