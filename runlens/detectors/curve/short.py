@@ -179,7 +179,6 @@ from runlens.detectors.curve.short_high import (
     rose_throughout,
 )
 from runlens.detectors.curve.short_level import (
-    alike_tail,
     annealed,
     chance_tail,
     collapsed,
@@ -193,6 +192,7 @@ from runlens.detectors.curve.short_level import (
     identical as _identical,
 )
 from runlens.detectors.curve.short_stuck import (
+    alike_tail,
     chance_by_accuracy,
     validation_alike_from_start,
     zero_from_start,
@@ -211,7 +211,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     if stuck is None and x.size >= 2:
         stuck = (frozen_validation(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
                  or validation_alike_from_start(cfg, steps, x, sets, index)
-                 or alike_tail(cfg.alpha, steps, x) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc)
+                 or alike_tail(cfg.alpha, steps, x, annealed(steps, lr)) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc)
                  or accuracy_near_zero(cfg, steps, x, acc) or zero_from_start(steps, x, index)
                  or chance_by_accuracy(steps, x, acc)
                  or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke))

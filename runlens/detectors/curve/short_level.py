@@ -216,38 +216,6 @@ def _rest_fell(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, end: float) -
     return bool(np.all(np.diff(rest) < 0)) or trend(rest, steps[1:].astype(float)).p_decreasing < cfg.alpha
 
 
-def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray) -> CurveVerdict | None:
-    """The last two thirds of the points (``ALIKE_TAIL`` at least) within ``ALIKE`` (a thousandth) of
-    their level with no Kendall trend at ``alpha``, after whatever fall came first: the loss stopped
-    there (FANN's "Current error: 187.36" at epoch 1, then 34.07 to 34.09 from epoch 1000 to 14000).
-    A model that still learns moves by more than a thousandth of its loss between prints; the prints
-    must resolve a thousandth of the level (a converged loss printed as ``0.05`` repeats too)."""
-    k = max(ALIKE_TAIL, math.ceil(2 * x.size / 3))
-    if x.size < k:
-        return None
-    while k < x.size and _alike(x[-(k + 1):]):
-        k += 1
-    tail = x[-k:]
-    if not _alike(tail) or trend(tail, steps[-k:].astype(float)).p < alpha:
-        return None
-    level = float(np.median(tail))
-    if min(printed_step(tail), printed_step(x)) > ALIKE * abs(level):
-        return None  # too coarse for a thousandth anywhere in the log ("0.5" after "0.321375" is zeros trimmed)
-    return CurveVerdict(
-        "underfitting", f"the loss is stuck at {level:.6g}: its last {k} of {x.size} points stay within "
-        f"{float(np.ptp(tail)):.3g} ({float(np.ptp(tail)) / abs(level):.3%} of the level) with no trend, in a short log",
-        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck_tail",
-         "tail_points": k, "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
-         "late_drift": float(np.ptp(tail)), "relative_band": float(np.ptp(tail)) / abs(level), "alike": ALIKE,
-         "relative_drop": (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0,
-         "step": int(steps[-k])})
-
-
-def _alike(x: np.ndarray) -> bool:
-    level = float(np.median(x))
-    return level != 0 and float(np.ptp(x)) <= ALIKE * abs(level)
-
-
 #: Evaluations a validation loss printed alike must span while the training loss fell by ``min_drop``.
 FROZEN_MOVED = 3
 

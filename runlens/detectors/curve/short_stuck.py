@@ -1,7 +1,7 @@
 """A short log stuck where no learning model stays: readings that need a second signal or none at all.
 
-The whole log stuck (:func:`stuck`: printed alike, in a band, or at ln K), and
-four readings that need a second signal or none at all, each underfitting
+The whole log stuck (:func:`stuck`: printed alike, in a band, or at ln K), its tail
+held within a thousandth (:func:`alike_tail`), and four readings that need a second signal or none at all, each underfitting
 (``stuck``), each independent of the names a trainer prints:
 
 - the held-out loss of a log with no training loss printed the same at
@@ -25,7 +25,7 @@ import numpy as np
 
 from runlens.detectors.curve.memorized import Accuracies
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.short_level import ALIKE, equivalent, from_start, printed_step
+from runlens.detectors.curve.short_level import ALIKE, ALIKE_TAIL, equivalent, from_start, printed_step
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.chance import MAX_LEVEL_CLASSES, ROUND_CLASSES, chance_level
 from runlens.stats.trend import trend
@@ -223,3 +223,42 @@ def stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[int
         f"{float(np.ptp(x)):.3g} ({ev['relative_band']:.2%} of the level)"
         f"{' with no trend' if not t.p < cfg.alpha else ''}, in a short log",
         ev)
+
+
+def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray, annealing: bool = False) -> CurveVerdict | None:
+    """The last two thirds of the points (``ALIKE_TAIL`` at least) within ``ALIKE`` (a thousandth) of
+    their level, after whatever fall came first: the loss stopped there (FANN's "Current error: 187.36"
+    at epoch 1, then 34.07 to 34.09 from epoch 1000 to 14000). A model that still learns moves by more
+    than a thousandth of its loss between prints, so a creep inside that band with ties and turns is no
+    learning; one lower at every print is a descent, and while the logged rate anneals (``annealing``)
+    the band must show no Kendall trend at ``alpha`` at all: a schedule's end flattens a converged loss too. The prints must resolve a thousandth of
+    the level (a converged loss printed as ``0.05`` repeats too)."""
+    k = max(ALIKE_TAIL, math.ceil(2 * x.size / 3))
+    if x.size < k:
+        return None
+    while k < x.size and _alike(x[-(k + 1):]):
+        k += 1
+    tail = x[-k:]
+    moving = trend(tail, steps[-k:].astype(float)).p < alpha
+    # Lower at every print, however little, is a descent (1 order of k!): still learning. A creep with
+    # ties and turns inside the band is noise about a level, unless the rate anneals.
+    if not _alike(tail) or (moving and (annealing or bool(np.all(np.diff(tail) < 0)))):
+        return None
+    level = float(np.median(tail))
+    if min(printed_step(tail), printed_step(x)) > ALIKE * abs(level):
+        return None  # too coarse for a thousandth anywhere in the log ("0.5" after "0.321375" is zeros trimmed)
+    return CurveVerdict(
+        "underfitting", f"the loss is stuck at {level:.6g}: its last {k} of {x.size} points stay within "
+        f"{float(np.ptp(tail)):.3g} ({float(np.ptp(tail)) / abs(level):.3%} of the level)"
+        f"{', a creep under a thousandth' if moving else ' with no trend'}, in a short log",
+        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck_tail",
+         "tail_points": k, "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
+         "late_drift": float(np.ptp(tail)), "relative_band": float(np.ptp(tail)) / abs(level), "alike": ALIKE,
+         "trend_significant": bool(moving),
+         "relative_drop": (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0,
+         "step": int(steps[-k])})
+
+
+def _alike(x: np.ndarray) -> bool:
+    level = float(np.median(x))
+    return level != 0 and float(np.ptp(x)) <= ALIKE * abs(level)

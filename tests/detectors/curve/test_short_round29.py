@@ -238,3 +238,23 @@ def test_a_logger_s_file_and_line_is_no_field():
     line = "VLOG[1](train-ctc-parallel:ctc-loss.cc:182) After 201933 sequences: Obj(log[Pzx]) = -41.6014"
     assert all(not k.endswith(".cc") for k, _ in read_fields(line))
     assert ("loss", 0.5) in read_fields("loss: 0.5 file: 3")
+
+
+# -- a creep inside a thousandth ------------------------------------------------------------------------
+
+CREEP = [2.977, 2.977, 2.976, 2.976, 2.975, 2.975, 2.976, 2.976, 2.975, 2.975, 2.975, 2.975, 2.975, 2.975, 2.974]
+
+
+def test_a_creep_inside_a_thousandth_of_the_level_is_stuck(tmp_path):
+    lines = [f"Epoch: [3][{i}/2512]   Time 0.556 (946.500)    Loss {v:.3f}" for i, v in
+             zip(range(1700, 1700 + 50 * len(CREEP), 50), CREEP, strict=True)]
+    diag = analyze(_write(tmp_path, lines))
+    assert diag.curve.label == "underfitting" and diag.curve.evidence["kind"] in ("short_stuck", "short_stuck_tail")
+
+
+def test_the_same_creep_while_the_rate_anneals_is_not_read_as_stuck_tail():
+    from runlens.detectors.curve.short_stuck import alike_tail
+    x = np.array([3.9, 3.5, 3.2] + CREEP)
+    steps = np.arange(x.size) * 50
+    assert alike_tail(0.05, steps, x, annealing=False) is not None
+    assert alike_tail(0.05, steps, x, annealing=True) is None  # the creep is a trend: a schedule's end
