@@ -52,7 +52,8 @@ def evaluations_frozen(sets: dict[str, tuple[np.ndarray, np.ndarray]]) -> CurveV
         if not 0 < q <= FROZEN_RESOLUTION * abs(float(vl[0])):
             continue
         return CurveVerdict(
-            "underfitting", f"the log holds no training loss, and the validation loss{_named(name)} is "
+            "underfitting", f"the log holds no training loss, and the held-out series read as the validation "
+            f"loss{_named(name)} (its roles say from what) is "
             f"{vl[0]:.6g} at each of its {vl.size} evaluations (steps {int(vs[0])} to {int(vs[-1])}, printed to "
             f"{q:g}): only the same weights give a fixed set the same value, so nothing was learnt between "
             "them, in a short log",
