@@ -91,10 +91,15 @@ def validation_alike_from_start(cfg: CurveParams, steps: np.ndarray, x: np.ndarr
             f"{level:.6g} ({float(np.ptp(vl)) / abs(level):.3%} of it, no trend) at each of its {vl.size} evaluations "
             f"from the start of training (steps {int(vs[0])} to {int(vs[-1])}), and the training loss did not fall "
             "either: a model that learns moves its held-out loss from its first evaluations on, in a short log",
-            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_validation_alike",
+            {**_short(x, "short_validation_alike"),
              "eval_set": name, "evaluations": int(vl.size), "val_level": level, "val_spread": float(np.ptp(vl)),
              "alike": ALIKE, "train_first": first, "train_last": last, "step": int(vs[0])})
     return None
+
+
+def _short(x: np.ndarray, kind: str) -> dict[str, Any]:
+    """The evidence every short-log reading here starts from: how many points, and which reading."""
+    return {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": kind}
 
 
 def _named(name: str) -> str:
@@ -116,7 +121,7 @@ def zero_from_start(steps: np.ndarray, x: np.ndarray, index: str) -> CurveVerdic
         "underfitting", f"the training loss is exactly 0 at each of its {x.size} points from step {int(steps[0])} "
         "on: no model fits its data before it trains, so the loss never carried a signal to learn from (a "
         "constant target, every example masked, the loss of the wrong tensor), in a short log",
-        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_zero_from_start",
+        {**_short(x, "short_zero_from_start"),
          "start_level": 0.0, "end_level": 0.0, "min_points": ZERO_POINTS, "step": int(steps[0])})
 
 
@@ -157,7 +162,7 @@ def chance_by_accuracy(steps: np.ndarray, x: np.ndarray, acc: Accuracies) -> Cur
             f"{level:.4g}, within {LOSS_REL_TOL:.0%}) while the {which} accuracy sits at {a_level:.3g}, near "
             f"1/{kk}={1 / kk:.3g}: loss and accuracy are both what predicting the prior of {kk} classes gives, "
             "in a short log",
-            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_chance_by_accuracy",
+            {**_short(x, "short_chance_by_accuracy"),
              "tail_points": k, "late_level": level, "accuracy_level": a_level, "accuracy_set": which, **hit,
              "chance_source": f"the {which} accuracy at 1/K", "accuracy_factor": ACC_FACTOR,
              "accuracy_rel_tol": ACC_REL_TOL, "loss_rel_tol": LOSS_REL_TOL, "step": int(steps[-k])})
@@ -210,7 +215,7 @@ def stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[int
         and (at_chance or index == "step" or from_start(steps, index)))
     if not within:
         return None
-    ev: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck",
+    ev: dict[str, Any] = {**_short(x, "short_stuck"),
                           "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
                           "late_drift": float(np.ptp(x)), "printed_step": q, "relative_band": float(np.ptp(x)) /
                           abs(level) if level else 0.0, "relative_drop": (float(x[0]) - float(x[-1])) / abs(x[0])
@@ -252,7 +257,7 @@ def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray, annealing: bool =
         "underfitting", f"the loss is stuck at {level:.6g}: its last {k} of {x.size} points stay within "
         f"{float(np.ptp(tail)):.3g} ({float(np.ptp(tail)) / abs(level):.3%} of the level)"
         f"{', a creep under a thousandth' if moving else ' with no trend'}, in a short log",
-        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_stuck_tail",
+        {**_short(x, "short_stuck_tail"),
          "tail_points": k, "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
          "late_drift": float(np.ptp(tail)), "relative_band": float(np.ptp(tail)) / abs(level), "alike": ALIKE,
          "trend_significant": bool(moving),
