@@ -4,7 +4,8 @@ grading in round 28): each shape on a synthetic log of its own, with a silent tw
 - a tqdm counter printed without its bar (``ncols=0``, a notebook's plain-text copy):
   ``0% 49/90000 [02:46<81:43:57, 3.27s/it]loss: 2.06``;
 - ``After N epochs, the Average training loss is tensor(...)``: the epochs done are the step, and a
-  name opened by an article or a conjunction ("the", "and") is the name without it;
+  name opened by an article or a conjunction ("the", "and") and joined to its value by ``:``, ``=`` or
+  ``is`` is the name without it;
 - ``validations`` is a validation word;
 - a loss printed NaN on a line with no step of its own (``mean_loss: nan`` under a timestamp): the run's
   loss went non-finite even where the lines with a step stayed finite.
@@ -63,6 +64,7 @@ def test_an_article_alone_is_no_name_and_prose_stays_prose():
     assert read_fields("the Average training loss is 0.5 and average DICE score is 0.3") == [
         ("Average training loss", 0.5), ("average DICE score", 0.3)]
     assert read_fields("the model that we trained reached 0.95") == []
+    assert read_fields("the loss reached 0.5") == []  # no ':', '=' or 'is': a sentence, not a field
 
 
 def test_a_stepless_nan_loss_line_is_the_run_s_loss_gone_non_finite(tmp_path):

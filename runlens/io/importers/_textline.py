@@ -149,7 +149,7 @@ def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple
         unit, used = time_unit(m.group("unit"), text, m.end())
         # A number in seconds is a duration whatever its name says (PaddleDetection's
         # ``batch_cost: 0.00039 sec``: "cost" is a loss word): the unit joins the name.
-        name = key[prev:].strip()
+        name = _LEADING.sub("", key[prev:].strip()) if m.group("sep") else key[prev:].strip()
         _keep(out, f"{name} ({unit})" if unit and name.lower() not in _IGNORED_KEYS else name,
               to_float(m.group(which)), (a + offset, b + offset))
     return qualified(text, out, offset)
@@ -174,13 +174,12 @@ def _bare_words(key: str) -> list[tuple[str, int]]:
 
 #: A logger's file and line ("ctc-loss.cc:182") is no field, whatever its name holds.
 _SOURCE_FILE = re.compile(r"\.(?:cc|cpp|cxx|c|h|hpp|py|go|rs|java|js|ts|lua|jl|cu|scala)$")
-#: Words opening a clause before a name (VoxelMorph's "the Average training loss is ..."): left off it.
-_LEADING = ("the ", "and ", "an ", "a ")
+#: Words opening a clause before a name joined to its value by ``:``, ``=`` or ``is`` ("the Average training
+#: loss is ..."): left off it. Without the join the phrase stays prose ("the loss reached 0.5").
+_LEADING = re.compile(r"^(?:(?:the|and|an|a)\s+)+(?=\S)", re.I)
 
 
 def _keep(out: list, key: str, value: float, span: tuple[int, int]) -> None:
-    while " " in key and key.lower().startswith(_LEADING):
-        key = key.split(" ", 1)[1].lstrip()
     low = key.lower()
     if not key or low in _IGNORED_KEYS or len(key) > 48 or key.count("/") > 1 or "://" in key or _SOURCE_FILE.search(low):
         return
