@@ -207,13 +207,14 @@ from runlens.stats.trend import Trend, trend
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
            classes: tuple[int | None, str | None] = (None, None), index: str = "step",
            lr: Series | None = None, acc: Accuracies = (None, None), grads_broke: bool = False) -> CurveVerdict:
-    stuck = _stuck(cfg, steps, x, classes, index, annealed(steps, lr)) if x.size >= 4 or _identical(x) else None
+    annealing = annealed(steps, lr)  # both stuck readings ask; the rate is scanned once
+    stuck = _stuck(cfg, steps, x, classes, index, annealing) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
         stuck = (frozen_validation(cfg, steps, x, sets) or validation_chance(x, sets, classes) or chance_tail(steps, x, classes)
                  or validation_alike_from_start(cfg, steps, x, sets, index)
-                 or alike_tail(cfg.alpha, steps, x, annealed(steps, lr)) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc)
+                 or alike_tail(cfg.alpha, steps, x, annealing) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc)
                  or accuracy_near_zero(cfg, steps, x, acc) or zero_from_start(steps, x, index)
-                 or chance_by_accuracy(steps, x, acc)
+                 or chance_by_accuracy(steps, x, acc, classes[0])
                  or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke))
     if stuck is not None:
         return stuck

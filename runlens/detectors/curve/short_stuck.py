@@ -115,7 +115,7 @@ def zero_from_start(steps: np.ndarray, x: np.ndarray, index: str) -> CurveVerdic
     no model starts at a perfect fit, so the loss never measured anything (a constant target, every
     example masked, a loss on the wrong tensor). A loss that fell to 0 had a signal first: the collapse
     readings judge that."""
-    if x.size < ZERO_POINTS or not bool(np.all(x == 0)) or not (from_start(steps, index) or steps[0] == 0):
+    if x.size < ZERO_POINTS or not bool(np.all(x == 0)) or not from_start(steps, index):
         return None
     return CurveVerdict(
         "underfitting", f"the training loss is exactly 0 at each of its {x.size} points from step {int(steps[0])} "
@@ -136,14 +136,16 @@ ACC_REL_TOL = 0.25
 LOSS_REL_TOL = 0.02
 
 
-def chance_by_accuracy(steps: np.ndarray, x: np.ndarray, acc: Accuracies) -> CurveVerdict | None:
+def chance_by_accuracy(steps: np.ndarray, x: np.ndarray, acc: Accuracies, stated: int | None = None
+                       ) -> CurveVerdict | None:
     """The last half of the losses (3 at least) within ``LOSS_REL_TOL`` of ln K and an accuracy's last
     half (3 points at least) near 1/K (within ``ACC_REL_TOL`` of it for K = 2..16, within a factor
     ``ACC_FACTOR`` for a round count above): the loss and the accuracy are each what predicting the
     prior gives, for the same K. Either alone can be a coincidence (a loss passes near some ln K); both
     is a model that learnt nothing (MMAction's loss 4.60 = ln 100 with a top-1 accuracy of 0.01 to
     0.02). The held-out accuracy is read when there is one, the training accuracy only without it: two
-    accuracies would give two chances to match some K by coincidence."""
+    accuracies would give two chances to match some K by coincidence. A class count the run states
+    (``stated``) is the only K tried, and a loss read through a proxy (``NO_CHANCE``) has none."""
     picked = next(((w, c) for w, c in (("validation", acc[1]), ("training", acc[0]))
                    if c is not None and c[1].size >= 3), None)
     if x.size < 3 or picked is None:
@@ -153,7 +155,8 @@ def chance_by_accuracy(steps: np.ndarray, x: np.ndarray, acc: Accuracies) -> Cur
     a_level = float(np.median(a[-max(3, math.ceil(a.size / 2)):]))
     k = max(3, math.ceil(x.size / 2))
     level = float(np.median(x[-k:]))
-    for kk in (kk for kk in _candidates(level) if a_level > 0 and _near_prior(a_level, kk)):
+    ks = _candidates(level) if stated is None else [stated] if stated >= 2 else []
+    for kk in (kk for kk in ks if a_level > 0 and _near_prior(a_level, kk)):
         hit = chance_level(level, classes=kk, rel_tol=LOSS_REL_TOL)
         if hit is None or not bool(np.all(np.abs(x[-k:] - hit["chance_loss"]) <= LOSS_REL_TOL * hit["chance_loss"])):
             continue

@@ -258,3 +258,20 @@ def test_the_same_creep_while_the_rate_anneals_is_not_read_as_stuck_tail():
     steps = np.arange(x.size) * 50
     assert alike_tail(0.05, steps, x, annealing=False) is not None
     assert alike_tail(0.05, steps, x, annealing=True) is None  # the creep is a trend: a schedule's end
+
+
+def test_chance_by_accuracy_takes_a_stated_class_count_and_none_for_a_proxy():
+    from runlens.detectors.curve.short_stuck import chance_by_accuracy
+    from runlens.stats.chance import NO_CHANCE
+    steps, x = np.arange(6), np.array(LOSSES)
+    acc = (None, (np.arange(6), np.array([0.10, 0.11, 0.09, 0.10, 0.10, 0.11])))
+    assert chance_by_accuracy(steps, x, acc).evidence["chance_classes"] == 10
+    assert chance_by_accuracy(steps, x, acc, 10).evidence["chance_classes"] == 10
+    assert chance_by_accuracy(steps, x, acc, 7) is None  # the run says 7 classes: 0.10 is no 1/7
+    assert chance_by_accuracy(steps, x, acc, NO_CHANCE) is None  # a loss read through a proxy has no ln K
+
+
+def test_a_row_numbered_log_does_not_say_it_starts_at_the_start():
+    from runlens.detectors.curve.short_stuck import zero_from_start
+    assert zero_from_start(np.arange(3), np.zeros(3), "step") is not None
+    assert zero_from_start(np.arange(3), np.zeros(3), "row") is None
