@@ -605,19 +605,39 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh29", 117000, ("2026-12-06 03:05", "2026-12-06 03:08"),
         role="the third generator with every seed shifted by 117000 and every run redrawn (`--seed-shift "
              "117000 --vary`), generated at {drawn} UTC from 3f55c03 by the recorder with "
-             "`logits_sum_to_one`, during round 29, graded once at the end of round 29; the set to quote",
+             "`logits_sum_to_one`, during round 29, graded once at the end of round 29 (6c91c63): a development "
+             "set since",
         note="`third-fresh29` (round 29): the same generator and redraw with every seed shifted by 117000 (`python -m "
              "benchmarks.third --seed-shift 117000 --vary`), trained from a clean export of the committed tree at "
              "3f55c03 (`draw.json` has the times) into a folder outside the repository, at the start of round 29, "
              "before any of its engine changes was committed (the generator and the recorder do not use the "
              "engine). Nothing of it was diagnosed before its one grading; its generator log was not read, and of "
              "its `draw.json` only the start and end times (and its top-level key names) were.",
-        which="*third-fresh29* (round 29; seeds shifted by 117000) was trained from 3f55c03, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh29**.",
+        which="*third-fresh29* (round 29; seeds shifted by 117000) was trained from 3f55c03 and graded once at "
+              "6c91c63 (curve 0.95, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
+              "warning 0/9): a development set since.",
+    ),
+    # Drawn in round 30 from 8e35114 (round 29's last commit), before any round-30 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh30", 121000, ("2026-12-06 05:47", "2026-12-06 05:51"),
+        role="the third generator with every seed shifted by 121000 and every run redrawn (`--seed-shift "
+             "121000 --vary`), generated at {drawn} UTC from 8e35114 by the recorder with "
+             "`logits_sum_to_one`, during round 30, graded once at the end of round 30; the set to quote",
+        note="`third-fresh30` (round 30): the same generator and redraw with every seed shifted by 121000 (`python -m "
+             "benchmarks.third --seed-shift 121000 --vary`), trained from a clean export of the committed tree at "
+             "8e35114 (`draw.json` has the times) into a folder outside the repository, at the start of round 30, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading. By a slip, the last three lines of its "
+             "generator log (two runs' confirmations against their fixed twins, and where one run was written) and "
+             "the first of its run folders' names were printed while checking that it had ended; no runlens output "
+             "was.",
+        which="*third-fresh30* (round 30; seeds shifted by 121000) was trained from 8e35114, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh30**.",
     ),
 )
 
-QUOTE = "third-fresh29"
+QUOTE = "third-fresh30"
 
 
 def draw(name: str) -> Draw:
