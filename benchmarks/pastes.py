@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads16] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads17] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -72,7 +72,10 @@ gathered by twenty workers during round 27 and graded once at its end
 gathered by nineteen workers during round 28 and graded once at its end
 (``benchmarks/results/pastes_threads15_heldout.md``), then read and mended in round 29:
 ``benchmarks/results/pastes_threads15.md``. ``--threads16`` grades the sixteenth (``benchmarks/pastes_threads16/``),
-gathered by eight workers during round 29 and graded once at its end: ``benchmarks/results/pastes_threads16.md``.
+gathered by eight workers during round 29 and graded once at its end
+(``benchmarks/results/pastes_threads16_heldout.md``), then read and mended in round 30:
+``benchmarks/results/pastes_threads16.md``. ``--threads17`` grades the seventeenth (``benchmarks/pastes_threads17/``),
+gathered by eight workers during round 30 and graded once at its end: ``benchmarks/results/pastes_threads17.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -247,6 +250,9 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
+THREADS16_MENDS = ("a line that prints each value before its name; a gradient logged under its bare name is its norm; "
+                   "a GAN's two players named without a loss word are its loss; a short log back at a level it swung "
+                   "to before its minimum did not diverge")
 THREADS15_MENDS = ("a log that prints only held-out values, the same at five evaluations or more, learnt nothing; a loss "
                    "exactly 0 from the start of training never carried a signal; a loss near ln K beside an accuracy "
                    "near 1/K, or a held-out loss alike to a thousandth from the start, is no learning; a tail held to "
@@ -332,9 +338,17 @@ THREADS16, THREADS16_REPORT = _paths("pastes_threads16")
 THREADS16_ROLE = _merged("files", "pastes_threads16", "eight workers (at most eight at once)", 29,
                          "Slips are declared in its README: several reports said a little more than counts (how many "
                          "labels carry doubts, which outcomes or parts of a focus found no file, which balance targets "
-                         "were met only just). **Graded once as held out**, at the end of round 29, at the commit this "
-                         "page names: the pastes figure to quote. Its parts: trainers whose format is among the earlier "
-                         "sets' (format seen) and the others.",
+                         "were met only just). "
+                         + _graded_once("6c91c63", "round 29's graded engine", "pastes_threads16", "0.86 (43/50)",
+                                        "0.60 (30/50)", 30, THREADS16_MENDS), day="2026-12-06")
+THREADS17, THREADS17_REPORT = _paths("pastes_threads17")
+THREADS17_ROLE = _merged("files", "pastes_threads17", "eight workers (at most eight at once)", 30,
+                         "Slips are declared in its README: several reports said a little more than counts (how many "
+                         "labels carry doubts, which outcomes found no file, which balance targets were met only just "
+                         "or missed), and one listing during the merge showed one file name (no content). **Graded "
+                         "once as held out**, at the end of round 30, at the commit this page names: the pastes "
+                         "figure to quote. Its parts: trainers whose format is among the earlier sets' (format seen) "
+                         "and the others.",
                          day="2026-12-06")
 FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
            "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
@@ -347,7 +361,8 @@ FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THRE
            "threads13": (THREADS13, THREADS13_REPORT, THREADS13_ROLE),
            "threads14": (THREADS14, THREADS14_REPORT, THREADS14_ROLE),
            "threads15": (THREADS15, THREADS15_REPORT, THREADS15_ROLE),
-           "threads16": (THREADS16, THREADS16_REPORT, THREADS16_ROLE)}
+           "threads16": (THREADS16, THREADS16_REPORT, THREADS16_ROLE),
+           "threads17": (THREADS17, THREADS17_REPORT, THREADS17_ROLE)}
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -460,6 +475,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="grade the fifteenth set of pastes from issue threads (benchmarks/pastes_threads15/)")
     which.add_argument("--threads16", action="store_const", const="threads16", dest="threads",
                        help="grade the sixteenth set of pastes from issue threads (benchmarks/pastes_threads16/)")
+    which.add_argument("--threads17", action="store_const", const="threads17", dest="threads",
+                       help="grade the seventeenth set of pastes from issue threads (benchmarks/pastes_threads17/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()

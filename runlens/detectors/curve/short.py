@@ -283,7 +283,11 @@ def _given_back(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: dict[s
     S, m = base["start_level"], base["min_level"]
     k = max(2, math.ceil(x.size / 3))
     bound = S + cfg.growth * abs(S)
-    if not (int(np.argmin(x)) < x.size - k and np.all(x[-k:] >= bound) and S > m):
+    # A level the loss had already reached before its minimum is a swing it came back to, not one it
+    # moved away to (a GAN's sum of players swinging 4, 18, 3, 5, 14, 14).
+    low = int(np.argmin(x))
+    if not (low < x.size - k and np.all(x[-k:] >= bound) and S > m
+            and float(np.max(x[:low + 1])) < float(np.min(x[-k:]))):
         return None
     return CurveVerdict(
         "diverged", f"the loss ended at {x[-1]:.4g}, above its start {S:.4g} by more than {cfg.growth:.0%}, "

@@ -11,14 +11,13 @@ Fields are read only *after* the step marker (``iter 2920:``,
 prefix is left cannot become a metric. A field is a name (up to seven
 words: ``elapsed time per iteration (ms)``) and a number, joined by ``:``,
 ``=``, ``is`` or a space; separators between fields are ``|``, ``,``,
-`` - ``, ``;``, brackets or whitespace. A number may carry a unit
-(``1099.34ms``, ``15.34%``, ``4.2s``); ``2:46:39`` (a duration) and
-``100/735`` (a counter) are not numbers. ``nan``, ``-nan``, ``inf``, ``-inf``,
-``Infinity``, ``NaN``, PaddleOCR's ``nanxxx``, MSVC's ``1.#QNAN`` / ``-1.#IND`` /
-``1.#INF`` and torch's ``tensor(nan, device='cuda:0')`` are numbers: they are
-data. A bare word-number followed by another name (``loss nan lr 0.001``) is the
-value of the name before it, unless that name ends in prose (``number of nan
-iterations: 0`` is one name).
+`` - ``, ``;``, brackets or whitespace. A number may carry a unit (``1099.34ms``, ``15.34%``,
+``4.2s``); ``2:46:39`` (a duration) and ``100/735`` (a counter) are not numbers. ``nan``, ``-nan``,
+``inf``, ``-inf``, ``Infinity``, ``NaN``, PaddleOCR's ``nanxxx``, MSVC's ``1.#QNAN`` / ``-1.#IND`` /
+``1.#INF`` and torch's ``tensor(nan, device='cuda:0')`` are numbers: they are data. A bare word-number
+followed by another name (``loss nan lr 0.001``) is the value of the name before it, unless that name
+ends in prose (``number of nan iterations: 0`` is one name). A line of ``value name`` parts
+(``10.5 loss, 3e-4 LR``) is read by :mod:`._postfix`.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from runlens.io.importers._mapping import MSVC as _MSVC
 from runlens.io.importers._mapping import NUM as _NUM
 from runlens.io.importers._mapping import WORDNUM as _WORDNUM
 from runlens.io.importers._mapping import braced, mapping_fields, parse_mapping, to_float
+from runlens.io.importers._postfix import postfix_fields
 from runlens.io.importers._roundline import GLUED_EPOCH, LEADING, keyed_rest, qualified, set_named
 from runlens.io.importers._shapedlines import shaped_line
 from runlens.io.importers._textsteps import (
@@ -78,8 +78,8 @@ _FIELD = re.compile(
     rf"(?:(?P<word>{_MSVC}|(?:{_WORDNUM})(?(sep)|(?(tensor)|(?! [A-Za-z_]))))"
     rf"|(?P<val>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?P<unit>[A-Za-z%µ]*(?:/[A-Za-z]+)?))"
     rf"(?(tensor)(?:\s*,[^()\n]*)?\))(?(q)['\"])(?![\w/:]|\.\d)")
-_IGNORED_KEYS = frozenset({"eta", "in", "of", "at", "to", "for", "the", "with", "on", "and", "by", "from",
-                           "is", "was", "took", "#", "time left", "remaining"})
+_IGNORED_KEYS = frozenset({"eta", "in", "of", "at", "to", "for", "the", "with", "on", "and", "by", "from", "is", "was",
+                           "took", "#", "time left", "remaining"})
 # Words of prose, never of a metric name: a "key" holding one is a sentence ("but training continued for").
 _PROSE = frozenset({"but", "the", "a", "an", "than", "after", "while", "and", "or", "which", "that", "was",
                     "were", "has", "had", "with", "to", "for", "from", "on", "at", "this", "it", "we", "when",
@@ -133,6 +133,8 @@ def read_fields(text: str) -> list[tuple[str, float]]:
 
 def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple[int, int]]]:
     """``(name, value, span of the number)`` of every numeric field in ``text``."""
+    if (post := postfix_fields(text, offset)) is not None:
+        return post
     out: list[tuple[str, float, tuple[int, int]]] = []
     used = 0  # the end of a unit word read as the value before's: no name starts with it
     for m in _FIELD.finditer(text):
@@ -156,9 +158,8 @@ def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple
 
 
 def _bare_words(key: str) -> list[tuple[str, int]]:
-    """The word-numbers inside a multi-word name that are values of their own, with their offsets in it.
-
-    The field pattern reads a bare ``nan`` followed by a word as part of a name ("number of nan
+    """The word-numbers inside a multi-word name that are values of their own, with their offsets in it:
+    the field pattern reads a bare ``nan`` followed by a word as part of a name ("number of nan
     iterations: 0"); it is a value when the word before it is a name, not prose ("loss nan lr 0.001").
     """
     if " " not in key:

@@ -55,6 +55,7 @@ from runlens.io.importers._common import (
     is_val_set,
     last_per_step,
 )
+from runlens.io.importers._postfix import postfix_fields
 from runlens.io.importers._textblock import blocks
 from runlens.io.reader.names import (
     COUNT_WORDS,
@@ -158,6 +159,8 @@ def _name(label: str) -> tuple[str, bool, bool]:
 def parse_line(raw: str) -> tuple[int | None, list[tuple[str, float]]]:
     """``(counter, [(name, value), ...])`` of one line by the module's rule."""
     text = strip_prefixes(raw[:_MAX_LINE])
+    if (post := postfix_fields(text)) is not None:  # ``10.5 loss, 3e-4 LR``: each name follows its value
+        return None, [(name, value) for name, value, _ in post]
     fields: list[tuple[str, float]] = []
     counter: int | None = None
     pos, in_loss, in_val, indexed = 0, False, False, ""

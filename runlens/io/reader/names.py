@@ -156,7 +156,14 @@ def is_lr(toks: tuple[str, ...]) -> bool:
     return "lr" in toks or ("learning" in toks and "rate" in toks)
 
 
+#: A gradient logged under its bare name, once per line (SCNet's ``Grad=9164.28``): a whole gradient is one
+#: number only as its norm.
+_BARE_GRAD = frozenset({("grad",), ("grads",), ("gradient",), ("gradients",)})
+
+
 def is_grad_norm(toks: tuple[str, ...]) -> bool:
+    if tuple(t for t in toks if t not in TRAIN) in _BARE_GRAD:
+        return True
     return ("norm" in toks and (bool(GRAD_WORDS & set(toks)) or toks == ("norm",))) or "gnorm" in toks
 
 
@@ -198,6 +205,15 @@ ERROR_MEASURES = frozenset({"rmse", "mse", "mae", "rmsle", "mape", "l1", "l2", "
 #: The words that name an error a trainer minimizes, as a whole name (FANN's ``Current error``, Torch7's
 #: ``Err``, an ``mse``): a log that names no loss prints its objective under one of these.
 ERROR_WORDS = frozenset({"error", "err"}) | ERROR_MEASURES
+#: The two players of a GAN as their logs name them, alone or beside an error or loss word (``G``, ``D``,
+#: ``errG``, ``Err_D``, ``netG``, ``gen``, ``disc``): a generator's and a discriminator's loss.
+_GAN_SIDES = {"g": "g", "gen": "g", "generator": "g", "d": "d", "dis": "d", "disc": "d", "discriminator": "d"}
+
+
+def adversarial_side(toks: tuple[str, ...]) -> str | None:
+    """``"g"`` or ``"d"`` for a name that is one GAN player's loss and says nothing else, else None."""
+    rest = [t for t in toks if t not in NEUTRAL and t not in TRAIN and t not in ERROR_WORDS and t not in LOSS]
+    return _GAN_SIDES.get(rest[0]) if len(rest) == 1 else None
 #: The words of a clock or a throughput: "eta: inf" at a run's first line, "tokens/s: inf" when a step
 #: took no measurable time, say nothing about the model.
 CLOCK_WORDS = frozenset({"time", "eta", "sec", "secs", "second", "seconds", "s", "ms", "speed", "throughput",

@@ -33,6 +33,8 @@ Every choice carries a sentence saying why; ``--loss``, ``--val-loss`` and
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from scipy.stats import spearmanr
 
@@ -40,6 +42,7 @@ from runlens.io.reader import sequence
 from runlens.io.reader.names import (
     PERPLEXITY,
     STEP_WORDS,
+    adversarial_side,
     counter_core,
     is_epoch,
     is_grad_norm,
@@ -162,6 +165,9 @@ def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None,
         return Pick(role, (lossy[0],), "column", f"{lossy[0]!r} is the only loss-named column"), []
     if len(lossy) > 1:
         return sum_of_parts(table, lossy, role)
+    if side == "train" and (players := _adversarial(cols)):
+        pick, parts = sum_of_parts(table, players, role)
+        return dataclasses.replace(pick, why=f"a GAN's two players, named without a loss word: {pick.why}"), parts
     if side == "train" and (total := total_of_parts(table, cols)) is not None:
         return total, []
     ppl = [c for c in cols if any(x in PERPLEXITY for x in tokens(c))]
@@ -169,6 +175,14 @@ def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None,
         return Pick(role, (ppl[0],), "log", f"only a perplexity was logged ({ppl[0]!r}): "
                     "the loss is its natural log"), []
     return None, []
+
+
+def _adversarial(cols: list[str]) -> list[str]:
+    """The columns of a GAN's generator and discriminator losses when both are logged (``Err_G`` beside
+    ``Err_D``, ``G`` beside ``D``): one side alone is a letter, not a player."""
+    sides = {c: adversarial_side(tokens(c)) for c in cols}
+    found = [c for c, side in sides.items() if side is not None]
+    return found if {sides[c] for c in found} == {"g", "d"} else []
 
 
 def _simple(table: Table, cols: list[str], picks: list[Pick], skip: set[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING
 
 from runlens.render.compare.table import config_rows, rows, verdict
@@ -17,7 +18,7 @@ _MAX_CONFIG = 6
 
 def _first_sentence(text: str) -> str:
     # Not report.text.first_sentence: a comparison's advice keeps its ';' clauses (what else to check).
-    head, dot, _ = text.partition(". ")
+    head, dot, _ = re.sub(r"^\(?\d{1,2}[.)]\s+", "", text).partition(". ")  # numbered advice: its first item
     return head + "." if dot else text
 
 

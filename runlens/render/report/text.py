@@ -161,7 +161,8 @@ def _evidence(items: tuple) -> list[str]:
 
 def first_sentence(text: str) -> str:
     """The advice's most likely fix: its first sentence (or clause list up to the first ';')."""
-    text = " ".join(text.split())
+    # Numbered advice ("1. If the loss ... 2. Inspect ...") leads with its first item, not the "1.".
+    text = re.sub(r"^\(?\d{1,2}[.)]\s+", "", " ".join(text.split()))
     m = re.match(r"(.+?[.;])(\s|$)", text)
     return (m.group(1) if m else text).rstrip(";.") + "."
 

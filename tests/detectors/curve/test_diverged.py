@@ -130,6 +130,13 @@ def test_a_short_log_that_gave_back_all_its_progress_and_stayed_there_diverged()
     assert d.curve.label == "diverged" and d.curve.evidence["kind"] == "short_given_back", d.curve
 
 
+def test_a_short_log_back_at_a_level_it_swung_to_before_its_minimum_is_no_divergence():
+    # A GAN's two players summed: 4.3, 17.7, 3.5, 5.5, 13.8, 14.4. The last points are high, but the loss
+    # had been higher before its minimum: it swings, it did not move away.
+    x = np.array([4.3012, 17.6706, 3.4870, 5.4896, 13.7534, 14.4293])
+    assert analyze(make_run(x, steps=np.arange(6))).curve.label != "diverged"
+
+
 def test_one_high_last_point_is_not_a_short_divergence():
     x = np.array([1.593, 1.406, 1.35, 1.33, 1.31, 1.30, 1.29, 4.6])
     assert analyze(make_run(x, steps=np.arange(1, 9) * 25)).curve.label != "diverged"
