@@ -236,8 +236,9 @@ def _symptom(label: str, curve: Any, numbers: Mapping[str, Any]) -> str:
     if label == "underfitting" and _finite(ev.get("chance_loss")):
         return (f"the loss sits at ln({ev['chance_classes']})={ev['chance_loss']:.4g}, chance level "
                 f"(median {ev.get('late_level', final):.4g} late)")
-    if label == "underfitting" and ev.get("kind") == "short_frozen_accuracy":
-        return (f"the training accuracy is {ev['accuracy']:.4g} at each of its last {ev['frozen_points']} points "
+    if label == "underfitting" and ev.get("kind") in ("short_frozen_accuracy", "frozen_accuracy"):
+        return (f"the {ev.get('accuracy_of', 'training')} accuracy is {ev['accuracy']:.4g} at each of its last "
+                f"{ev['frozen_points']} points "
                 f"while the loss moved by {ev['loss_moved']:.0%}: the model predicts the same whatever it is shown")
     if label == "underfitting" and ev.get("kind") == "short_stuck" and _finite(ev.get("late_level")):
         how = ("are all the same" if not ev.get("relative_band")

@@ -71,7 +71,7 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
     if options:
         refuse_import_options(options, paths)
     use_system_allocator()
-    judged = [j for path in paths if (j := _judge(path, options, detectors, path in loose)) is not None]
+    judged, unread = _judge_all(paths, options, detectors, loose)
     if not judged:
         raise UsageError(f"{', '.join(runs)}: no run could be read (the logs found are named above)")
     diagnoses = [d for d, _ in judged]
@@ -88,8 +88,32 @@ def analyze(runs: tuple[str, ...], fmt: str, fail_on: str, settings: tuple[str, 
         click.echo(text.replace("\n\n", "\n") if quiet else text, nl=False, color=painted)
     if several and not quiet:
         click.echo(f"runlens: {run_counts(d.worst_severity for d in diagnoses)}", err=True)
+    if unread:
+        sys.exit(2)  # a named input that could not be read is bad input, whatever the others show
     if any(d.reaches(fail_on) for d in diagnoses):
         sys.exit(1)
+
+
+def _judge_all(paths: list[str], options: dict, detectors: list | None, loose: set[str],
+               ) -> tuple[list[tuple[Diagnosis, list[dict] | None]], list[str]]:
+    """Each path judged; of several named, one that cannot be read is named on stderr and the others are
+    still judged (their diagnoses are not lost to it), the caller exiting 2 at the end. One path alone
+    fails as it is (its one-line error)."""
+    from runlens.errors import RunlensError
+
+    judged, unread = [], []
+    for path in paths:
+        try:
+            j = _judge(path, options, detectors, path in loose)
+        except RunlensError as exc:
+            if len(paths) == 1 or isinstance(exc, UsageError):
+                raise
+            skip_loose(path, exc, "could not read")
+            unread.append(path)
+            continue
+        if j is not None:
+            judged.append(j)
+    return judged, unread
 
 
 def _judge(path: str, options: dict, detectors: list | None, loose: bool = False,

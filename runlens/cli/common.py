@@ -137,13 +137,13 @@ def expand_runs(paths: Iterable[str], loose: set[str] | None = None) -> tuple[li
     return list(dict.fromkeys(runs)), several
 
 
-def skip_loose(path: str, exc: Exception) -> None:
+def skip_loose(path: str, exc: Exception, what: str = "skipped") -> None:
     """Name a loose log found in a folder that could not be read, as discovery names what it skips."""
     from runlens.io.runmeta import one_line
     from runlens.render.escape import term_inline
 
     why = one_line(exc).removeprefix(f"{path}: ")
-    click.echo(f"runlens: skipped {term_inline(path)}: {term_inline(why)}", err=True)
+    click.echo(f"runlens: {what} {term_inline(path)}: {term_inline(why)}", err=True)
 
 
 # -- several runs in one log --------------------------------------------------

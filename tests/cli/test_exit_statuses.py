@@ -60,6 +60,25 @@ def test_analyze_of_several_runs_says_what_it_found(runs):
     assert "runlens: 3 runs: 1 with errors, 1 with warnings, 1 clean" in result.stderr
 
 
+def test_an_unreadable_path_among_several_loses_no_other_diagnosis(runs, tmp_path):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("nothing here is a training log\n")
+    result = invoke("analyze", runs / "healthy", bad, runs / "plateau", "-q")
+    assert result.exit_code == 2  # bad input, whatever the readable runs show
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["healthy", "plateau"]
+    assert f"could not read {bad}" in result.stderr
+    as_json = invoke("analyze", runs / "healthy", bad, "--format", "json")
+    assert as_json.exit_code == 2 and len(__import__("json").loads(as_json.stdout)) == 1
+
+
+def test_one_unreadable_path_alone_is_its_one_line_error(tmp_path):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("nothing here is a training log\n")
+    result = invoke("analyze", bad)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("flag", [["--run", "2"], ["--loss", "train_loss"], ["--step", "it"],
                                   ["--val-loss", "v"]])
 def test_log_flags_on_a_run_directory_are_refused(runs, flag):

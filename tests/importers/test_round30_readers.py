@@ -103,3 +103,69 @@ def test_one_letter_alone_is_no_gan_player(tmp_path):
     # ``G`` beside an ``Acc`` is a letter, not a player: the GAN reading needs both sides.
     imp = read(detect_kind(path := _gan(tmp_path, [1.5] * 6, [0.2] * 6, names=("G", "Acc"))), path)
     assert not any("GAN" in w for w in imp.warnings)
+
+
+def _held_out_accuracy_log(tmp_path, losses, accs):
+    lines = [f"DEBUG:root:Epoch: {e}\tTrain Loss: {v}\tTest Accuracy: {a}\t"
+             for e, (v, a) in enumerate(zip(losses, accs, strict=True))]
+    return _write(tmp_path, lines)
+
+
+def test_a_held_out_accuracy_without_a_held_out_loss_is_kept(tmp_path):
+    path = _held_out_accuracy_log(tmp_path, [0.9, 0.5, 0.3, 0.2], [43.87, 49.57, 52.6, 54.5])
+    run = analyze(str(path))
+    assert any("val_loss column is all null" in w for w in run.reading_warnings)
+    from runlens.detectors.curve.memorized import accuracies
+    from runlens.io.loader import load_run
+    val = accuracies(load_run(str(path)))[1]
+    assert val is not None and np.allclose(val[1], [0.4387, 0.4957, 0.526, 0.545])
+
+
+def test_a_held_out_accuracy_frozen_to_the_last_digit_while_the_loss_moves_is_no_learning(tmp_path):
+    losses = [0.87, 0.62, 0.45, 0.33, 0.24, 0.17, 0.12, 0.09]
+    accs = [43.874363, 49.572593, 50.210792, 50.210792, 50.210792, 50.210792, 50.210792, 50.210792]
+    d = analyze(str(_held_out_accuracy_log(tmp_path, losses, accs)))
+    assert d.curve.label == "underfitting" and d.curve.evidence["kind"] == "short_frozen_accuracy"
+    assert d.curve.evidence["accuracy_of"] == "held-out"
+
+
+def test_a_held_out_accuracy_that_moves_is_no_frozen_prediction(tmp_path):
+    losses = [0.87, 0.62, 0.45, 0.33, 0.24, 0.17, 0.12, 0.09]
+    accs = [43.874363, 49.572593, 55.210792, 60.113, 64.55, 67.01, 69.8, 71.2]
+    d = analyze(str(_held_out_accuracy_log(tmp_path, losses, accs)))
+    assert d.curve.evidence.get("kind") != "short_frozen_accuracy"
+
+
+def _bare_table(tmp_path, val_acc):
+    rng = np.random.default_rng(3)
+    rows = ["epoch | train loss | train acc | val loss | val acc", "-- | -- | -- | -- | --"]
+    for i in range(24):
+        loss = 0.67 - 0.004 * i + rng.normal(0, 0.005)
+        rows.append(f"{5 * (i + 1)} | {loss:.8f} | {0.51 + rng.normal(0, 0.002):.8f} | {loss + 0.01:.8f} | "
+                    f"{val_acc(i):.8f}")
+    return _write(tmp_path, rows, "results.md")
+
+
+def test_a_pipe_table_without_outer_pipes_is_githubs_table(tmp_path):
+    path = _bare_table(tmp_path, lambda i: 0.55 + 0.005 * i)
+    imp = read(detect_kind(path), path)
+    assert imp.kind == "markdown"
+    assert len(imp.train["loss"].steps) == 24 and len(imp.evals["val_loss"].steps) == 24
+
+
+def test_a_line_with_pipes_and_no_delimiter_row_is_no_table():
+    from runlens.io.importers.markdown import tables
+    assert tables(["epoch | loss", "1 | 0.5", "2 | 0.4"]) == []
+    assert len(tables(["epoch | loss", "--|--", "1 | 0.5", "2 | 0.4"])[0].rows) == 2
+
+
+def test_a_held_out_accuracy_frozen_over_a_long_run_while_the_loss_moves_is_no_learning(tmp_path):
+    d = analyze(str(_bare_table(tmp_path, lambda i: 0.57318449)))
+    assert d.curve.label == "underfitting" and d.curve.evidence["kind"] == "frozen_accuracy"
+
+
+def test_a_held_out_accuracy_that_settles_late_in_a_long_run_is_no_frozen_prediction(tmp_path):
+    # Converged: the last half of the evaluations agree to the digit (a tagger's 0.9626 at 12 of its 21),
+    # the first half do not; the noisy training loss still moves.
+    d = analyze(str(_bare_table(tmp_path, lambda i: min(0.55 + 0.01 * i, 0.6625))))
+    assert d.curve.evidence.get("kind") != "frozen_accuracy"

@@ -25,7 +25,7 @@ from runlens.detectors.curve.diverged import (
     masked_nan,
     stated_by_the_loop,
 )
-from runlens.detectors.curve.memorized import accuracies
+from runlens.detectors.curve.memorized import accuracies, frozen_accuracy
 from runlens.detectors.curve.short import short
 from runlens.detectors.curve.short_stuck import evaluations_frozen
 from runlens.detectors.curve.underfitting import progressed, underfitting
@@ -363,7 +363,8 @@ class CurveClassifier(Detector):
         if verdict is not None:
             return verdict
         falling = shape.memo(f, "late_noise", lambda: late_noise(self, steps, x))[1]
-        return underfitting(self, steps, x, f, run, sig, sets) or CurveVerdict(
+        return underfitting(self, steps, x, f, run, sig, sets) or frozen_accuracy(
+            self, steps, x, accuracies(run), share=1.0) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and "
             f"{'was still falling at the end' if falling else 'settled'}", _ev(f))
 

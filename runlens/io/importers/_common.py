@@ -268,8 +268,12 @@ def plan(imp: Imported) -> tuple[dict[str, Any], Rows, Rows | None]:
         val_keys = ("val_loss",)
         warnings.append(f"evals: only a validation perplexity was logged ({ppl!r}): val_loss is its natural log")
     evals = _table(eval_src, "val_loss", "evals", warnings, keys=val_keys) if val_keys else None
-    for name in sorted(set(imp.evals) - set(val_keys)) if evals is None else ():
-        warnings.append(f"evals: {name!r} logged without a validation loss: not imported")
+    if evals is None and (held := tuple(k for k in imp.evals if len(imp.evals[k].steps))):
+        # A held-out accuracy or metric logged without a loss is data too: kept beside an all-null
+        # val_loss (the format requires the column), as a training log without a loss is.
+        evals = _table(imp.evals, "val_loss", "evals", warnings, keys=held)
+        warnings.append(f"evals: no validation loss was logged (the source holds {', '.join(held)}): the "
+                        "val_loss column is all null")
     if train[0].times is None:
         warnings.append("the source has no timestamps: the time columns hold NaN")
     config["import_warnings"] = warnings

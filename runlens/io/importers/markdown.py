@@ -33,8 +33,13 @@ _BORDER_CHARS = re.compile(r"^[\s|+:=-]+$")  # one class, no nesting: linear on 
 _HEAD_ROWS = 3
 
 
+# GitHub's delimiter row in its shortest forms: ``-- | --``, ``:-|-:`` (outer pipes optional, one dash a cell).
+_DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
+
+
 def _is_rule(line: str) -> bool:
-    return ("---" in line or "===" in line) and _BORDER_CHARS.match(line) is not None
+    return (("---" in line or "===" in line) and _BORDER_CHARS.match(line) is not None) or bool(
+        "|" in line and _DELIMITER_ROW.match(line))
 _MARKUP = re.compile(r"[*`~]+|^_+|_+$")  # emphasis; an underscore inside a name (val_loss) stays
 _MISSING = frozenset({"", "-", "--", "—", "–", "n/a", "na", "none", "null", "nan?"})
 
@@ -50,9 +55,13 @@ class Table:
         return self.first_line + 1 + len(self.rows)
 
 
-def _cells(line: str) -> list[str]:
+def _cells(line: str, bare: bool = False) -> list[str]:
+    """A row's cells; ``bare``: also a row without its outer pipes (``epoch | loss``), which GitHub
+    reads as a table row under a header that has a delimiter row."""
     m = _ROW.match(line)
-    return [c.strip() for c in m.group(1).split("|")] if m else []  # a rule's one cell is checked apart
+    if m:
+        return [c.strip() for c in m.group(1).split("|")]  # a rule's one cell is checked apart
+    return [c.strip() for c in line.strip().strip("|").split("|")] if bare and "|" in line else []
 
 
 def tables(lines: list[str]) -> list[Table]:
@@ -68,13 +77,18 @@ def tables(lines: list[str]) -> list[Table]:
         while j < len(lines) and len(head) < _HEAD_ROWS and not _is_rule(lines[j]) and (cells := _cells(lines[j])):
             head.append(cells)
             j += 1
+        # GitHub's table without outer pipes: one header row right above a delimiter row, cell for cell.
+        bare = not head and i + 1 < len(lines) and _DELIMITER_ROW.match(lines[i + 1]) is not None and len(
+            cells := _cells(lines[i], bare=True)) == len(_cells(lines[i + 1], bare=True)) >= 2
+        if bare:
+            head, j = [cells], i + 1
         # More than one header row only under a top rule: a Markdown header is one row.
         topped = i > 0 and _is_rule(lines[i - 1])
         if head and j < len(lines) and _is_rule(lines[j]) and len({len(r) for r in head}) == 1 \
                 and (len(head) == 1 or topped):
             t = Table(i + 1, [" ".join(p for p in parts if p) for parts in zip(*head, strict=True)])
             i = j + 1
-            while i < len(lines) and (cells := _cells(lines[i])) and not _is_rule(lines[i]):
+            while i < len(lines) and (cells := _cells(lines[i], bare)) and not _is_rule(lines[i]):
                 t.rows.append((cells + [""] * len(t.header))[:len(t.header)])
                 i += 1
             out.append(t)

@@ -66,6 +66,8 @@ def sniff(lines: list[str]) -> tuple[str, int] | None:
     if len(rows) < 2:
         return None
     for delim in _DELIMS:
+        if delim == " " and sum("|" in r for r in rows) >= 0.8 * len(rows):
+            return None  # cells between pipes, outer pipes or not: a Markdown table, not a spaced one
         if delim != " ":
             at = next((i for i, r in enumerate(rows) if delim in r), len(rows))
             if sum(delim in r for r in rows[at:]) < 0.8 * len(rows[at:]):

@@ -122,8 +122,15 @@ def test_a_loss_swinging_tenfold_up_and_down_again_and_again_is_unstable():
     assert v.evidence["swings_up"] >= 2 and v.evidence["swings_down"] >= 2
 
 
+def test_three_tenfold_moves_both_ways_in_five_points_are_unstable():
+    # BiSeNet on one class, iterations 100-500: never NaN, never settling, orders of magnitude apart.
+    v = classify(_run([132873553.87, 46347.60, 307194.54, 20168.81, 148601438.12], first=1))
+    assert v.label == "unstable" and v.evidence["kind"] == "short_swings"
+
+
 @pytest.mark.parametrize("x", [
     [5.0, 4.8, 4.7, 470.0, 4.5, 4.4, 4.3, 4.2, 4.1],                 # one spike: up once, down once
+    [0.5, 6.0, 60.0, 700.0, 800.0],                                  # up three times, never back: no swing
     [5.0, 12.0, 4.0, 11.0, 3.5, 9.0, 3.0, 8.0, 2.5, 7.0],            # swings under tenfold
 ])
 def test_silent_twin_one_spike_or_smaller_swings_are_not_short_swings(x):
