@@ -25,7 +25,12 @@ from runlens.detectors.curve.diverged import (
     masked_nan,
     stated_by_the_loop,
 )
-from runlens.detectors.curve.memorized import accuracies, frozen_accuracy
+from runlens.detectors.curve.memorized import (
+    accuracies,
+    accuracy_collapsed,
+    frozen_accuracy,
+    held_out_accuracy,
+)
 from runlens.detectors.curve.short import short
 from runlens.detectors.curve.short_stuck import evaluations_frozen
 from runlens.detectors.curve.underfitting import progressed, underfitting
@@ -338,8 +343,8 @@ class CurveClassifier(Detector):
             last = int(steps[-1]) if steps.size else None
             index = run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
             sets = shape.validation_sets(sig.validation, last)
-            if x.size == 0 and (frozen := evaluations_frozen(sets)) is not None:
-                return frozen
+            if x.size == 0 and (held := evaluations_frozen(sets) or accuracy_collapsed(held_out_accuracy(run))):
+                return held
             return short(self, steps, x, sets, shape.chance_classes(run), index,
                          sig.lr, accuracies(run), shape.grad_norm_nonfinite(run))
         f = shape.curve_features(steps, x)
@@ -384,7 +389,8 @@ def _no_training_loss(run: Run, ctx: Context | None) -> CurveVerdict | None:
     if run.has("scalars", "loss"):
         return None
     sig = ctx.signals_of(run) if ctx is not None else signals_of(run)
-    return evaluations_frozen(shape.validation_sets(sig.validation, None)) or CurveVerdict(
+    return evaluations_frozen(shape.validation_sets(sig.validation, None)) or accuracy_collapsed(
+        held_out_accuracy(run)) or CurveVerdict(
         "insufficient_data", "the log has no training loss: the curve has no shape to judge (the other "
         "signals are still analysed)", {"finite_points": 0, "training_loss_logged": False})
 

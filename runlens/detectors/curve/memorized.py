@@ -12,6 +12,7 @@ evaluation, with the validation loss not improving across them.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -230,3 +231,53 @@ def accuracy_near_zero(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: 
         {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_accuracy_near_zero",
          "max_accuracy": float(np.max(ta)), "accuracy_points": int(ta.size), "near_zero": NEAR_ZERO,
          "loss_fall": fall, "step": int(ts.min())})
+
+
+#: How far under its best a held-out accuracy must fall, and stay, to say the model broke: overfitting
+#: costs a held-out accuracy points, not half of it.
+COLLAPSE_SHARE = 0.5
+#: The least best accuracy that says the model had learnt something to lose.
+LEARNT = 0.2
+
+
+def held_out_accuracy(run: Run) -> Column | None:
+    """The held-out accuracy as fractions: its own column, or the one a validation loss was read from
+    (``1 - accuracy``, the complement the reader took when no loss was named)."""
+    val = accuracies(run)[1]
+    if val is not None:
+        return val
+    roles = run.config.get("import_roles") if isinstance(run.config, dict) else None
+    how = roles.get("val_loss", {}).get("how") if isinstance(roles, dict) else None
+    e = getattr(run, "evals", None)
+    if how != "complement" or e is None or "val_loss" not in e.column_names:
+        return None
+    steps = e.column("step").to_numpy(zero_copy_only=False)
+    v = e.column("val_loss").to_numpy(zero_copy_only=False).astype(float)
+    ok = np.isfinite(v)
+    return (steps[ok], 1.0 - v[ok]) if ok.sum() >= 2 else None
+
+
+def accuracy_collapsed(column: Column | None) -> CurveVerdict | None:
+    """Diverged when a log with no training loss shows a held-out accuracy (5 evaluations or more) that
+    reached ``LEARNT`` or more and then fell to ``COLLAPSE_SHARE`` of its best or under at each of its
+    last third of evaluations (2 at least): the model lost what it had learnt and did not get it back
+    (tch-rs's CIFAR-10 test accuracy 72.32% at epoch 4, then 10.00%, chance, at every epoch after). A
+    held-out loss alone cannot tell overfitting from a blow-up; an accuracy halved can."""
+    if column is None or column[1].size < 5:
+        return None
+    ts, ta = column
+    order = np.argsort(ts, kind="stable")
+    ts, ta = ts[order], ta[order]
+    k = max(2, math.ceil(ta.size / 3))
+    best = int(np.argmax(ta))
+    top = float(ta[best])
+    if not (top >= LEARNT and best < ta.size - k and float(np.max(ta[-k:])) <= COLLAPSE_SHARE * top):
+        return None
+    return CurveVerdict(
+        "diverged", f"the log holds no training loss, and its held-out accuracy fell from {top:.4g} (step "
+        f"{int(ts[best])}) to {float(ta[-1]):.4g}, at most {COLLAPSE_SHARE:.0%} of its best at each of its last "
+        f"{k} evaluations: the model lost what it had learnt and did not get it back (overfitting costs a "
+        "held-out accuracy points, not half of it)",
+        {"points": 0, "n_points": 0, "short_log": True, "kind": "held_out_accuracy_collapsed",
+         "best_accuracy": top, "final_accuracy": float(ta[-1]), "evaluations": int(ta.size), "last_evaluations": k,
+         "collapse_share": COLLAPSE_SHARE, "training_loss_logged": False, "step": int(ts[best + 1])})
