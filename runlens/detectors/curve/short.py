@@ -339,6 +339,11 @@ def _val_swings(sets: dict[str, tuple[np.ndarray, np.ndarray]], base: dict[str, 
     return None
 
 
+def _share(r: float) -> str:
+    """A ratio as a percentage a reader can compare: ``0.3%``, not a rounded ``0%``."""
+    return f"{r:.0%}" if r >= 0.01 else f"{r:.1%}" if r >= 0.001 else "under 0.1%"
+
+
 def _settled(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any]) -> CurveVerdict | None:
     # Fell, near-monotonically (p < alpha_strong is only reachable at this size when
     # nearly every step goes down: minibatch noise cannot), and slowed down.
@@ -350,5 +355,5 @@ def _settled(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base:
         return None
     return CurveVerdict(
         "healthy", f"the loss fell by {drop:.0%} in {x.size} points (Kendall tau={t.tau:.2f}, "
-        f"p={t.p_decreasing:.1e}) and slowed: its last steps move {last / first:.0%} as much as its first",
+        f"p={t.p_decreasing:.1e}) and slowed: its last steps move {_share(last / first)} as much as its first",
         {**base, "relative_drop": drop, "kind": "short_settled", "step": int(steps[0])})

@@ -31,3 +31,12 @@ def test_one_bad_evaluation_that_recovers_is_no_collapse(tmp_path):
 def test_an_accuracy_that_never_learnt_is_no_collapse(tmp_path):
     d = analyze(_log(tmp_path, [12.0, 15.0, 11.0, 10.0, 5.0, 5.0, 5.0, 5.0]))
     assert d.curve.evidence.get("kind") != "held_out_accuracy_collapsed"
+
+
+def test_a_settled_short_log_says_how_little_it_moves_without_rounding_to_0(tmp_path):
+    path = tmp_path / "train.log"
+    losses = [0.8705, 0.3242, 0.0946, 0.0753, 0.0502, 0.0344, 0.03436, 0.03386, 0.03292, 0.03154, 0.03256]
+    path.write_text("".join(f"Epoch: {e}\tTrain Loss: {v}\n" for e, v in enumerate(losses)))
+    d = analyze(str(path))
+    assert d.curve.label == "healthy" and d.curve.evidence["kind"] == "short_settled"
+    assert " 0% as much" not in d.curve.reason
