@@ -214,6 +214,8 @@ def adversarial_side(toks: tuple[str, ...]) -> str | None:
     """``"g"`` or ``"d"`` for a name that is one GAN player's loss and says nothing else, else None."""
     rest = [t for t in toks if t not in NEUTRAL and t not in TRAIN and t not in ERROR_WORDS and t not in LOSS]
     return _GAN_SIDES.get(rest[0]) if len(rest) == 1 else None
+
+
 #: The words of a clock or a throughput: "eta: inf" at a run's first line, "tokens/s: inf" when a step
 #: took no measurable time, say nothing about the model.
 CLOCK_WORDS = frozenset({"time", "eta", "sec", "secs", "second", "seconds", "s", "ms", "speed", "throughput",
