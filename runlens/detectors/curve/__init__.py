@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 from runlens.detectors._base import Context, Detector, Interval, Needs, register
 from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS
 from runlens.detectors.curve import features as shape
+from runlens.detectors.curve import memorized
 from runlens.detectors.curve.diverged import (
     beyond_any_vocabulary,
     diverged,
@@ -25,12 +26,7 @@ from runlens.detectors.curve.diverged import (
     masked_nan,
     stated_by_the_loop,
 )
-from runlens.detectors.curve.memorized import (
-    accuracies,
-    accuracy_collapsed,
-    frozen_accuracy,
-    held_out_accuracy,
-)
+from runlens.detectors.curve.memorized import accuracies
 from runlens.detectors.curve.short import short
 from runlens.detectors.curve.short_stuck import evaluations_frozen
 from runlens.detectors.curve.underfitting import progressed, underfitting
@@ -343,10 +339,11 @@ class CurveClassifier(Detector):
             last = int(steps[-1]) if steps.size else None
             index = run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
             sets = shape.validation_sets(sig.validation, last)
-            if x.size == 0 and (held := evaluations_frozen(sets) or accuracy_collapsed(held_out_accuracy(run))):
+            acc = accuracies(run)
+            if x.size == 0 and (held := evaluations_frozen(sets) or memorized.accuracy_collapsed(memorized.held_out_accuracy(run, acc))):
                 return held
             return short(self, steps, x, sets, shape.chance_classes(run), index,
-                         sig.lr, accuracies(run), shape.grad_norm_nonfinite(run))
+                         sig.lr, acc, shape.grad_norm_nonfinite(run))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.
@@ -368,7 +365,7 @@ class CurveClassifier(Detector):
         if verdict is not None:
             return verdict
         falling = shape.memo(f, "late_noise", lambda: late_noise(self, steps, x))[1]
-        return underfitting(self, steps, x, f, run, sig, sets) or frozen_accuracy(
+        return underfitting(self, steps, x, f, run, sig, sets) or memorized.frozen_accuracy(
             self, steps, x, accuracies(run), share=1.0) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and "
             f"{'was still falling at the end' if falling else 'settled'}", _ev(f))
@@ -389,8 +386,8 @@ def _no_training_loss(run: Run, ctx: Context | None) -> CurveVerdict | None:
     if run.has("scalars", "loss"):
         return None
     sig = ctx.signals_of(run) if ctx is not None else signals_of(run)
-    return evaluations_frozen(shape.validation_sets(sig.validation, None)) or accuracy_collapsed(
-        held_out_accuracy(run)) or CurveVerdict(
+    return evaluations_frozen(shape.validation_sets(sig.validation, None)) or memorized.accuracy_collapsed(
+        memorized.held_out_accuracy(run, accuracies(run))) or CurveVerdict(
         "insufficient_data", "the log has no training loss: the curve has no shape to judge (the other "
         "signals are still analysed)", {"finite_points": 0, "training_loss_logged": False})
 

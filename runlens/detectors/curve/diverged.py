@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.detectors.curve.features import curve_evidence as _ev
-from runlens.detectors.curve.features import memo
+from runlens.detectors.curve.features import memo, role_how
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 from runlens.io.importers._logsignals import STATED_DIVERGED
@@ -36,9 +36,7 @@ def beyond_any_vocabulary(config: Any, steps: np.ndarray, x: np.ndarray) -> Curv
     of its last third of values (1 at least) is above ln ``MAX_VOCABULARY``: a model that predicts
     worse than uniform over any vocabulary is confidently wrong, its loss blown up (OpenNMT's
     ``ppl: 2.7e43``, exp(100), its cap). No trend or size is needed: the level alone says it."""
-    roles = config.get("import_roles") if isinstance(config, dict) else None
-    loss = roles.get("loss") if isinstance(roles, dict) else None
-    if not (isinstance(loss, dict) and loss.get("how") == "log") or not x.size:
+    if role_how(config, "loss") != "log" or not x.size:
         return None
     cap = math.log(MAX_VOCABULARY)
     above = x > cap

@@ -46,12 +46,18 @@ def grad_norm_nonfinite(run: Run) -> bool:
     return bool(pc.any(pc.invert(pc.is_finite(col))).as_py())
 
 
+def role_how(config: Any, role: str) -> str | None:
+    """How an imported log's reader made ``role`` (``import_roles``: ``column``, ``sum``, ``log``, or a
+    proxy of :mod:`runlens.io.reader.objective`); None for a run that says nothing of it."""
+    roles = config.get("import_roles") if isinstance(config, dict) else None
+    pick = roles.get(role) if isinstance(roles, dict) else None
+    return pick.get("how") if isinstance(pick, dict) else None
+
+
 def proxied(run: Run) -> bool:
     """Whether the run's loss was read through a proxy (an accuracy's complement, an error rate, a
     reward's negative: :mod:`runlens.io.reader.objective`): it has no ln K."""
-    roles = run.config.get("import_roles") if isinstance(run.config, dict) else None
-    loss = roles.get("loss") if isinstance(roles, dict) else None
-    return isinstance(loss, dict) and loss.get("how") in PROXIES
+    return role_how(run.config, "loss") in PROXIES
 
 
 def chance_classes(run: Run) -> tuple[int | None, str | None]:

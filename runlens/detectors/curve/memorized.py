@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, fractions, scalar_column
+from runlens.detectors.curve.features import role_how
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 from runlens.io.reader.names import TRAIN, VAL, is_val, tokens
+from runlens.io.reader.objective import COMPLEMENT
 from runlens.stats.trend import trend
 
 if TYPE_CHECKING:
@@ -50,7 +52,7 @@ def _column(run: Run, table: str, names: tuple[str, ...]) -> Column | None:
 _ACC_WORDS = frozenset({"acc", "accuracy"})
 
 
-def _held_out_accuracy(run: Run) -> tuple[str, ...]:
+def _held_out_accuracy_column(run: Run) -> tuple[str, ...]:
     """The one held-out column named a validation word and an accuracy word and nothing else
     (``Test Accuracy``, ``valid_acc``): what a log that evaluates no loss prints of its held-out set."""
     e = getattr(run, "evals", None)
@@ -85,7 +87,7 @@ def accuracies(run: Run) -> Accuracies:
         more_train, more_val = _paired(run)
         train, val = _column(run, "scalars", more_train), _column(run, "evals", more_val)
     if val is None:
-        val = _column(run, "evals", _held_out_accuracy(run))
+        val = _column(run, "evals", _held_out_accuracy_column(run))
     cols = [c for c in (train, val) if c is not None]
     scaled = list(fractions(*(v for _, v in cols)) or ()) if cols else []
     if not scaled:
@@ -240,21 +242,15 @@ COLLAPSE_SHARE = 0.5
 LEARNT = 0.2
 
 
-def held_out_accuracy(run: Run) -> Column | None:
-    """The held-out accuracy as fractions: its own column, or the one a validation loss was read from
-    (``1 - accuracy``, the complement the reader took when no loss was named)."""
-    val = accuracies(run)[1]
-    if val is not None:
-        return val
-    roles = run.config.get("import_roles") if isinstance(run.config, dict) else None
-    how = roles.get("val_loss", {}).get("how") if isinstance(roles, dict) else None
-    e = getattr(run, "evals", None)
-    if how != "complement" or e is None or "val_loss" not in e.column_names:
+def held_out_accuracy(run: Run, acc: Accuracies) -> Column | None:
+    """The held-out accuracy as fractions: its own column (``acc``, :func:`accuracies` of the run), or the
+    one a validation loss was read from (``1 - accuracy``, the complement the reader took when no loss
+    was named)."""
+    if acc[1] is not None:
+        return acc[1]
+    if role_how(run.config, "val_loss") != COMPLEMENT or (val := _column(run, "evals", ("val_loss",))) is None:
         return None
-    steps = e.column("step").to_numpy(zero_copy_only=False)
-    v = e.column("val_loss").to_numpy(zero_copy_only=False).astype(float)
-    ok = np.isfinite(v)
-    return (steps[ok], 1.0 - v[ok]) if ok.sum() >= 2 else None
+    return val[0], 1.0 - val[1]
 
 
 def accuracy_collapsed(column: Column | None) -> CurveVerdict | None:

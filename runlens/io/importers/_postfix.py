@@ -14,6 +14,9 @@ import re
 from runlens.io.importers._mapping import NUM as _NUM
 from runlens.io.importers._mapping import to_float
 
+# What a postfix line opens with: a number (or nan/inf). Most lines open with a word, and are refused here
+# before any split: the field reader calls this on every line.
+_OPENS = re.compile(r"\s*[-+.\dnNiI]")
 _PART = re.compile(rf"^\s*(?P<v>{_NUM})\s+(?P<name>[A-Za-z][A-Za-z_/()-]*(?: [A-Za-z][A-Za-z_/()-]*){{0,3}})\s*$")
 # Separators between the parts: a comma or a semicolon, or a bar, each with the spaces around it.
 _SEP = re.compile(r"\s*[,;|]\s*")
@@ -24,7 +27,7 @@ _TIME_UNITS = {"s": "time (s)", "sec": "time (s)", "secs": "time (s)", "seconds"
 
 def postfix_fields(text: str, offset: int = 0) -> list[tuple[str, float, tuple[int, int]]] | None:
     """``(name, value, span of the number)`` of a line whose every part is ``number name``, or None."""
-    if "," not in text and ";" not in text and "|" not in text:
+    if not _OPENS.match(text) or ("," not in text and ";" not in text and "|" not in text):
         return None
     out = []
     at = 0
