@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads17] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads18] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -75,7 +75,10 @@ gathered by nineteen workers during round 28 and graded once at its end
 gathered by eight workers during round 29 and graded once at its end
 (``benchmarks/results/pastes_threads16_heldout.md``), then read and mended in round 30:
 ``benchmarks/results/pastes_threads16.md``. ``--threads17`` grades the seventeenth (``benchmarks/pastes_threads17/``),
-gathered by eight workers during round 30 and graded once at its end: ``benchmarks/results/pastes_threads17.md``.
+gathered by eight workers during round 30 and graded once at its end
+(``benchmarks/results/pastes_threads17_heldout.md``), then read and mended in round 31:
+``benchmarks/results/pastes_threads17.md``. ``--threads18`` grades the eighteenth (``benchmarks/pastes_threads18/``),
+gathered by eight workers during round 31 and graded once at its end: ``benchmarks/results/pastes_threads18.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -250,6 +253,11 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
+THREADS17_MENDS = ("a record printed over two lines (a label over its value, a row of names over a row of values) is "
+                   "read joined; two lines that print the loss as a field are a log; a progress bar's description "
+                   "that prints the loss after a space is read; a batch count of its total is a step; a loss exactly 0 "
+                   "at two points from the start, or on a last line after a fall, carried no signal; a loss at ln 2 "
+                   "beside a ROC AUC at one half is stuck at chance")
 THREADS16_MENDS = ("a line that prints each value before its name; a gradient logged under its bare name is its norm; "
                    "a GAN's two players named without a loss word are its loss; a short log back at a level it swung "
                    "to before its minimum did not diverge")
@@ -345,24 +353,30 @@ THREADS17, THREADS17_REPORT = _paths("pastes_threads17")
 THREADS17_ROLE = _merged("files", "pastes_threads17", "eight workers (at most eight at once)", 30,
                          "Slips are declared in its README: several reports said a little more than counts (how many "
                          "labels carry doubts, which outcomes found no file, which balance targets were met only just "
-                         "or missed), and one listing during the merge showed one file name (no content). **Graded "
-                         "once as held out**, at the end of round 30, at the commit this page names: the pastes "
-                         "figure to quote. Its parts: trainers whose format is among the earlier sets' (format seen) "
-                         "and the others.",
+                         "or missed), and one listing during the merge showed one file name (no content). "
+                         + _graded_once("3bb318a", "round 30's graded engine", "pastes_threads17", "0.67 (32/48)",
+                                        "0.71 (34/48)", 31, THREADS17_MENDS), day="2026-12-06")
+THREADS18, THREADS18_REPORT = _paths("pastes_threads18")
+THREADS18_ROLE = _merged("files", "pastes_threads18", "eight workers (at most eight at once)", 31,
+                         "Slips are declared in its README: several reports said a little more than counts (how many "
+                         "labels carry doubts, which outcomes found no file, which balance targets were missed). "
+                         "**Graded once as held out**, at the end of round 31, at the commit this page names: the "
+                         "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' (format "
+                         "seen) and the others.",
                          day="2026-12-06")
-FOLDERS = {"threads": (THREADS, THREADS_REPORT, THREADS_ROLE), "threads2": (THREADS2, THREADS2_REPORT, THREADS2_ROLE),
-           "threads3": (THREADS3, THREADS3_REPORT, THREADS3_ROLE), "threads4": (THREADS4, THREADS4_REPORT, THREADS4_ROLE),
-           "threads5": (THREADS5, THREADS5_REPORT, THREADS5_ROLE), "threads6": (THREADS6, THREADS6_REPORT, THREADS6_ROLE),
-           "threads7": (THREADS7, THREADS7_REPORT, THREADS7_ROLE), "threads8": (THREADS8, THREADS8_REPORT, THREADS8_ROLE),
-           "threads9": (THREADS9, THREADS9_REPORT, THREADS9_ROLE),
-           "threads10": (THREADS10, THREADS10_REPORT, THREADS10_ROLE),
-           "threads11": (THREADS11, THREADS11_REPORT, THREADS11_ROLE),
-           "threads12": (THREADS12, THREADS12_REPORT, THREADS12_ROLE),
-           "threads13": (THREADS13, THREADS13_REPORT, THREADS13_ROLE),
-           "threads14": (THREADS14, THREADS14_REPORT, THREADS14_ROLE),
-           "threads15": (THREADS15, THREADS15_REPORT, THREADS15_ROLE),
-           "threads16": (THREADS16, THREADS16_REPORT, THREADS16_ROLE),
-           "threads17": (THREADS17, THREADS17_REPORT, THREADS17_ROLE)}
+_SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
+         THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18)
+_REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
+            THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
+            THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
+            THREADS18_REPORT)
+_ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
+          THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
+          THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE)
+#: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
+FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
+_NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
+        "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},
@@ -445,38 +459,9 @@ def main(argv: list[str] | None = None) -> int:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--threads", action="store_const", const="threads", dest="threads", default="",
                        help="grade the pastes from issue threads (benchmarks/pastes_threads/)")
-    which.add_argument("--threads2", action="store_const", const="threads2", dest="threads",
-                       help="grade the second set of pastes from issue threads (benchmarks/pastes_threads2/)")
-    which.add_argument("--threads3", action="store_const", const="threads3", dest="threads",
-                       help="grade the third set of pastes from issue threads (benchmarks/pastes_threads3/)")
-    which.add_argument("--threads4", action="store_const", const="threads4", dest="threads",
-                       help="grade the fourth set of pastes from issue threads (benchmarks/pastes_threads4/)")
-    which.add_argument("--threads5", action="store_const", const="threads5", dest="threads",
-                       help="grade the fifth set of pastes from issue threads (benchmarks/pastes_threads5/)")
-    which.add_argument("--threads6", action="store_const", const="threads6", dest="threads",
-                       help="grade the sixth set of pastes from issue threads (benchmarks/pastes_threads6/)")
-    which.add_argument("--threads7", action="store_const", const="threads7", dest="threads",
-                       help="grade the seventh set of pastes from issue threads (benchmarks/pastes_threads7/)")
-    which.add_argument("--threads8", action="store_const", const="threads8", dest="threads",
-                       help="grade the eighth set of pastes from issue threads (benchmarks/pastes_threads8/)")
-    which.add_argument("--threads9", action="store_const", const="threads9", dest="threads",
-                       help="grade the ninth set of pastes from issue threads (benchmarks/pastes_threads9/)")
-    which.add_argument("--threads10", action="store_const", const="threads10", dest="threads",
-                       help="grade the tenth set of pastes from issue threads (benchmarks/pastes_threads10/)")
-    which.add_argument("--threads11", action="store_const", const="threads11", dest="threads",
-                       help="grade the eleventh set of pastes from issue threads (benchmarks/pastes_threads11/)")
-    which.add_argument("--threads12", action="store_const", const="threads12", dest="threads",
-                       help="grade the twelfth set of pastes from issue threads (benchmarks/pastes_threads12/)")
-    which.add_argument("--threads13", action="store_const", const="threads13", dest="threads",
-                       help="grade the thirteenth set of pastes from issue threads (benchmarks/pastes_threads13/)")
-    which.add_argument("--threads14", action="store_const", const="threads14", dest="threads",
-                       help="grade the fourteenth set of pastes from issue threads (benchmarks/pastes_threads14/)")
-    which.add_argument("--threads15", action="store_const", const="threads15", dest="threads",
-                       help="grade the fifteenth set of pastes from issue threads (benchmarks/pastes_threads15/)")
-    which.add_argument("--threads16", action="store_const", const="threads16", dest="threads",
-                       help="grade the sixteenth set of pastes from issue threads (benchmarks/pastes_threads16/)")
-    which.add_argument("--threads17", action="store_const", const="threads17", dest="threads",
-                       help="grade the seventeenth set of pastes from issue threads (benchmarks/pastes_threads17/)")
+    for n, nth in enumerate(_NTH, start=2):
+        which.add_argument(f"--threads{n}", action="store_const", const=f"threads{n}", dest="threads",
+                           help=f"grade the {nth} set of pastes from issue threads (benchmarks/pastes_threads{n}/)")
     parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
     t0 = time.monotonic()

@@ -623,7 +623,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh30", 121000, ("2026-12-06 05:47", "2026-12-06 05:51"),
         role="the third generator with every seed shifted by 121000 and every run redrawn (`--seed-shift "
              "121000 --vary`), generated at {drawn} UTC from 8e35114 by the recorder with "
-             "`logits_sum_to_one`, during round 30, graded once at the end of round 30; the set to quote",
+             "`logits_sum_to_one`, during round 30, graded once at the end of round 30 (3bb318a): a development "
+             "set since",
         note="`third-fresh30` (round 30): the same generator and redraw with every seed shifted by 121000 (`python -m "
              "benchmarks.third --seed-shift 121000 --vary`), trained from a clean export of the committed tree at "
              "8e35114 (`draw.json` has the times) into a folder outside the repository, at the start of round 30, "
@@ -632,12 +633,31 @@ DRAWS: tuple[Draw, ...] = (
              "generator log (two runs' confirmations against their fixed twins, and where one run was written) and "
              "the first of its run folders' names were printed while checking that it had ended; no runlens output "
              "was.",
-        which="*third-fresh30* (round 30; seeds shifted by 121000) was trained from 8e35114, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh30**.",
+        which="*third-fresh30* (round 30; seeds shifted by 121000) was trained from 8e35114 and graded once at "
+              "3bb318a (curve 0.90, recall 0.95 pooled, overfitting 0/1, fault's code first 0.96, healthy runs "
+              "with a warning 0/12): a development set since.",
+    ),
+    # Drawn in round 31 from 590d69c (round 30's last commit), before any round-31 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh31", 125000, ("2026-12-06 08:20", "2026-12-06 08:25"),
+        role="the third generator with every seed shifted by 125000 and every run redrawn (`--seed-shift "
+             "125000 --vary`), generated at {drawn} UTC from 590d69c by the recorder with "
+             "`logits_sum_to_one`, during round 31, graded once at the end of round 31; the set to quote",
+        note="`third-fresh31` (round 31): the same generator and redraw with every seed shifted by 125000 (`python -m "
+             "benchmarks.third --seed-shift 125000 --vary`), trained from a clean export of the committed tree at "
+             "590d69c (`draw.json` has the times) into a folder outside the repository, at the start of round 31, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading. By a slip, the last lines of its "
+             "generator log (three runs' confirmations against their healthy or fixed twins, with their measured "
+             "numbers, and where one run was written) were printed twice while checking its progress; no runlens "
+             "output was.",
+        which="*third-fresh31* (round 31; seeds shifted by 125000) was trained from 590d69c, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh31**.",
     ),
 )
 
-QUOTE = "third-fresh30"
+QUOTE = "third-fresh31"
 
 
 def draw(name: str) -> Draw:
