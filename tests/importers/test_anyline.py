@@ -179,5 +179,12 @@ def test_a_line_holding_only_a_counter_counts_the_lines_below_it(tmp_path):
     assert _col(run, "evals", "val_loss") == [0.0378, 0.0916]
 
 
-def test_silent_twin_two_training_losses_alone_are_too_few(tmp_path):
-    assert _refused(tmp_path, "epoch=1\ntrain_loss=0.0481\nepoch=29\ntrain_loss=0.0010\n")
+def test_two_training_losses_are_read_and_too_few_for_a_shape(tmp_path):
+    # Two epochs' losses are a log too short for a shape, not nothing: read, and the curve says so.
+    run = _run(tmp_path, "epoch=1\ntrain_loss=0.0481\nepoch=29\ntrain_loss=0.0010\n")
+    assert _col(run, "scalars", "loss") == [0.0481, 0.0010]
+    assert analyze(run).curve.label == "insufficient_data"
+
+
+def test_silent_twin_one_training_loss_alone_is_no_series(tmp_path):
+    assert _refused(tmp_path, "epoch=29\ntrain_loss=0.0010\n")

@@ -160,8 +160,15 @@ def test_pytorch_tutorial_epoch_batch_pairs_are_one_rising_step(tmp_path):
 
 
 def test_a_pair_of_fractions_is_no_counter(tmp_path):
+    # Not steps 2000 and 4000 of an epoch 1.5: two lines that print the loss as a field, numbered in order.
+    imp = _read(tmp_path, "[1.5,  2000] loss: 2.190\n[1.5,  4000] loss: 1.853\n")
+    assert _points(imp.train["loss"]) == [(0, 2.19), (1, 1.853)]
+    assert imp.config.get("index_kind") == "row"
+
+
+def test_silent_twin_two_losses_in_prose_are_no_series(tmp_path):
     with pytest.raises(ImportFailedError):
-        _read(tmp_path, "[1.5,  2000] loss: 2.190\n[1.5,  4000] loss: 1.853\n")
+        _read(tmp_path, "[1.5,  2000] the loss 2.190 then\n[1.5,  4000] the loss 1.853 now\n")
 
 
 TIMM = """

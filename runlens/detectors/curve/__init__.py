@@ -44,9 +44,10 @@ if TYPE_CHECKING:
 # masked as 0) are read when a detector that needs them loaded them; a log
 # of scalars only has its global grad_norm.
 NEEDS = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", *shape.CLASS_COLUMNS, *shape.LABEL_COLUMNS,
-                       *ACCURACY_COLUMNS, "*acc*"),
+                       *ACCURACY_COLUMNS, "*acc*", "*auc*", "*auroc*"),
               layers=("weight_norm", "update_norm"),
-              evals=("val_loss", "val_loss@*", *VAL_ACCURACY_COLUMNS, "*acc*"), events=("step", "kind", "message"))
+              evals=("val_loss", "val_loss@*", *VAL_ACCURACY_COLUMNS, "*acc*", "*auc*", "*auroc*"),
+              events=("step", "kind", "message"))
 
 # Kept importable from here: tests and tools read it as the curve's own.
 chance_level = chance.chance_level
@@ -184,7 +185,8 @@ class CurveClassifier(Detector):
           choice of the minimum into its null, p < ``alpha_val``) and whose
           Theil-Sen line climbs over them (or whose last third's median sits
           above the smoothed minimum: a rise that levelled off) by at least ``min_val_rise`` of the
-          minimum, ``val_give_back`` of the validation loss's fall from its
+          minimum (or a third of a fall of ``min_drop`` or more from its first evaluation: a loss whose
+          plateau sits high above its fall overfits by less of its level), ``val_give_back`` of the validation loss's fall from its
           first evaluation to that minimum (an effect size against the run's
           own progress: a loss that fell tenfold and gives back a few percent of
           that gain is not overfitting) and 2 evaluation-noise sd (robust sd
@@ -343,7 +345,7 @@ class CurveClassifier(Detector):
             if x.size == 0 and (held := evaluations_frozen(sets) or memorized.accuracy_collapsed(memorized.held_out_accuracy(run, acc))):
                 return held
             return short(self, steps, x, sets, shape.chance_classes(run), index,
-                         sig.lr, acc, shape.grad_norm_nonfinite(run))
+                         sig.lr, acc, shape.grad_norm_nonfinite(run), memorized.auc(run))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.

@@ -66,9 +66,12 @@ readings, in the order they are tried (the first that holds is the verdict):
   same batches gave the same losses, the weights did not change
   (``kind: short_repeated``);
 - underfitting when the loss fell ``COLLAPSE`` (1000x) or more in one
-  interval, from a positive level, and every later point (2 at least)
-  stayed that low: no training signal is left, not learning (``kind:
-  short_collapsed``);
+  interval, from a positive level, and every later point (2 at least,
+  or a last one of exactly 0) stayed that low: no training signal is
+  left, not learning (``kind: short_collapsed``);
+- underfitting when the last half of the losses (1 at least) sit at ln 2
+  while a ROC AUC sits within ``AUC_CHANCE`` of 0.5: a binary model that
+  ranks like a coin (``kind: short_chance_by_auc``);
 - diverged when the last training loss is 10x the lowest before it and a
   held-out loss's last evaluation 10x its own lowest (``kind:
   short_both_high``, from 2 points each: :mod:`.short_high`), or when both
@@ -164,7 +167,13 @@ from typing import Any
 
 import numpy as np
 
-from runlens.detectors.curve.memorized import Accuracies, accuracy_near_zero, frozen_accuracy, memorized
+from runlens.detectors.curve.memorized import (
+    Accuracies,
+    Column,
+    accuracy_near_zero,
+    frozen_accuracy,
+    memorized,
+)
 from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.short_high import (
     LEAP,
@@ -194,6 +203,7 @@ from runlens.detectors.curve.short_level import (
 from runlens.detectors.curve.short_stuck import (
     alike_tail,
     chance_by_accuracy,
+    chance_by_auc,
     validation_alike_from_start,
     zero_from_start,
 )
@@ -206,7 +216,8 @@ from runlens.stats.trend import Trend, trend
 
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
            classes: tuple[int | None, str | None] = (None, None), index: str = "step",
-           lr: Series | None = None, acc: Accuracies = (None, None), grads_broke: bool = False) -> CurveVerdict:
+           lr: Series | None = None, acc: Accuracies = (None, None), grads_broke: bool = False,
+           auc: Column | None = None) -> CurveVerdict:
     annealing = annealed(steps, lr)  # both stuck readings ask; the rate is scanned once
     stuck = _stuck(cfg, steps, x, classes, index, annealing) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
@@ -216,6 +227,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                  or accuracy_near_zero(cfg, steps, x, acc) or zero_from_start(steps, x, index)
                  or chance_by_accuracy(steps, x, acc, classes[0])
                  or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke))
+    stuck = stuck or chance_by_auc(steps, x, auc)  # from one point: a coin's ranking beside ln 2
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,

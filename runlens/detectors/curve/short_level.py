@@ -314,25 +314,28 @@ COLLAPSE = 1e3
 def collapsed(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
               grads_broke: bool = False) -> CurveVerdict | None:
     """Underfitting when the loss fell ``COLLAPSE`` times or more below every point before, in one interval, to
-    a level every later point stays at or under (2 points at least, not still halving), from a positive level: no training signal is left (Paddle's cost 0.0064 then 0.000000 at each pass). Not when a
+    a level every later point stays at or under (2 points at least, or a last point of exactly 0: no
+    average of losses is 0 while any of them carries a signal; not still halving), from a positive level: no training signal is left (Paddle's cost 0.0064 then 0.000000 at each pass). Not when a
     held-out loss moved by ``min_drop`` of its level over those steps: the model's outputs changed, it
     memorized its training data (a classifier at 100% training accuracy whose validation loss rose).
     With a non-finite gradient norm logged (``grads_broke``) it is diverged: a NaN masked as 0."""
-    if x.size < 3 or not np.all(np.isfinite(x)) or np.any(x < 0):
+    if x.size < 2 or not np.all(np.isfinite(x)) or np.any(x < 0):
         return None
     # A printed 0 is any value under half the last digit printed ("0.00" may be 0.004): the bound after.
     half_digit = printed_step(x) / 2
-    for j in range(1, x.size - 1):
+    for j in range(1, x.size):
         # From every point before, not from one: a spike that came back down is the spike's finding.
         before, after = float(np.min(x[:j])), x[j:]
+        if after.size < 2 and float(after[0]) != 0.0:
+            continue  # one low last point may be one easy batch; a loss averaged to exactly 0 is none
         bound = max(float(np.max(after)), half_digit)
         # Not while it still halves above the print's zero: learning on after a first spike (25545, 16, 11, 6.7).
         if before > 0 and bound * COLLAPSE <= before and not (half_digit < float(np.min(after)) <= bound / 2) \
                 and not _held_out_moved(cfg, steps[j], sets):
             return CurveVerdict(
                 "diverged" if grads_broke else "underfitting", f"the loss fell from {before:.4g} to {float(x[j]):.3g} in one interval "
-                f"({COLLAPSE:g}x or more) and stayed at or under {bound:.3g} for its last "
-                f"{after.size} points: " + ("while the gradient norm is non-finite: a NaN masked as 0, in a short log"
+                f"({COLLAPSE:g}x or more) and stayed at or under {bound:.3g} for "
+                + (f"its last {after.size} points: " if after.size > 1 else "its last point, exactly 0: ") + ("while the gradient norm is non-finite: a NaN masked as 0, in a short log"
                                             if grads_broke else "no training signal is left (every label masked or "
                                             "ignored, an empty batch, a NaN replaced by 0), not learning, in a short log"),
                 {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_collapsed",

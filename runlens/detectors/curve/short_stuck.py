@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from runlens.detectors.curve.memorized import Accuracies
+from runlens.detectors.curve.memorized import Accuracies, Column
 from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.short_level import ALIKE, ALIKE_TAIL, equivalent, from_start, printed_step
 from runlens.diagnosis import CurveVerdict
@@ -107,7 +107,7 @@ def _named(name: str) -> str:
 
 
 #: The fewest points, all exactly 0 from the start, that say the loss never carried a signal.
-ZERO_POINTS = 3
+ZERO_POINTS = 2
 
 
 def zero_from_start(steps: np.ndarray, x: np.ndarray, index: str) -> CurveVerdict | None:
@@ -170,6 +170,38 @@ def chance_by_accuracy(steps: np.ndarray, x: np.ndarray, acc: Accuracies, stated
              "chance_source": f"the {which} accuracy at 1/K", "accuracy_factor": ACC_FACTOR,
              "accuracy_rel_tol": ACC_REL_TOL, "loss_rel_tol": LOSS_REL_TOL, "step": int(steps[-k])})
     return None
+
+
+#: How far from 0.5 a ROC AUC may sit and still rank nothing: two and a half points, what a few hundred
+#: held-out examples leave a model without skill by sampling alone.
+AUC_CHANCE = 0.025
+
+
+def chance_by_auc(steps: np.ndarray, x: np.ndarray, auc: Column | None) -> CurveVerdict | None:
+    """The last half of the losses (1 at least) within ``LOSS_REL_TOL`` of ln 2 while the ROC AUC's
+    last half sits within ``AUC_CHANCE`` of 0.5: a binary model's cross-entropy at ln 2 is what
+    predicting one half for every example gives, and an AUC of one half is a ranking no better than a
+    coin's. Either alone can be a coincidence (a loss near 0.69 at a class share near one half); both,
+    measured apart, is a model that learnt nothing (HugeCTR's loss 0.6899 with AUC 0.488 after 100,000
+    iterations)."""
+    if x.size < 1 or auc is None:
+        return None
+    a_steps, a = auc
+    a = a[np.argsort(a_steps, kind="stable")]
+    a_level = float(np.median(a[-max(1, math.ceil(a.size / 2)):]))
+    k = max(1, math.ceil(x.size / 2))
+    ln2 = math.log(2)
+    if abs(a_level - 0.5) > AUC_CHANCE or not bool(np.all(np.abs(x[-k:] - ln2) <= LOSS_REL_TOL * ln2)):
+        return None
+    level = float(np.median(x[-k:]))
+    return CurveVerdict(
+        "underfitting", f"the last {k} of {x.size} losses sit at ln(2)={ln2:.4f} (level {level:.4g}, within "
+        f"{LOSS_REL_TOL:.0%}) while the ROC AUC sits at {a_level:.3g}, within {AUC_CHANCE:g} of 0.5: the loss is "
+        "what predicting one half for every example gives and the ranking is a coin's, stuck at chance, in a "
+        "short log",
+        {**_short(x, "short_chance_by_auc"), "tail_points": k, "late_level": level, "auc_level": a_level,
+         "auc_chance": AUC_CHANCE, "chance_classes": 2, "chance_loss": ln2, "loss_rel_tol": LOSS_REL_TOL,
+         "chance_source": "the ROC AUC at 0.5", "step": int(steps[-k])})
 
 
 def _near_prior(accuracy: float, k: int) -> bool:

@@ -116,6 +116,12 @@ def in_section(raw: str, step: int) -> tuple[Line | None, list[tuple[str, float]
 _BARE = re.compile(rf"(?:{FRACTION}|[-+]?(?:nan|inf|infinity))", re.I)
 #: The fewest such values read as a loss: three numbers alone on their lines can be anything.
 BARE_MIN = 4
+#: Lines naming a training loss, with no step on any line, that make a series: three, or two that
+#: print it as a field (``Train loss: 0.4594``, ``loss=0.52``): two epochs' averages are a log too
+#: short for a shape but not nothing, where two lines of prose that name a loss beside a number are
+#: notes (a run summary prints its loss once).
+NUMBERED_MIN = 3
+KEYED_MIN = 2
 
 
 def bare_value(raw: str, cleaned: str | None = None) -> float | None:
@@ -167,5 +173,10 @@ def _to_number(raw: str, mapper: Mapper, bare: bool, proxy: bool) -> tuple[str |
         hit = any(mapper(k, False) == (True, "loss") or not PERPLEXITY.isdisjoint(tokens(k)) or names_objective(k)
                   for k in names)
         return (text, "proxied") if hit else (None, "")
-    hit = any(mapper(k, False) == (False, "loss") or (not is_val(tokens(k)) and is_part(k)) for k in names)
-    return (text, "") if hit else (None, "")
+    losses = [k for k in names if mapper(k, False) == (False, "loss") or (not is_val(tokens(k)) and is_part(k))]
+    return (text, "keyed" if keyed(text, losses) else "") if losses else (None, "")
+
+
+def keyed(text: str, names: list[str]) -> bool:
+    """Whether one of ``names`` is printed as a field on ``text``: a colon or an equals sign after it."""
+    return any(re.search(re.escape(k) + r"\s*[:=]", text) for k in names)

@@ -5,6 +5,7 @@ runs of a log, which of them was imported and what the reading left out."""
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import Counter
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from runlens.io.importers._common import record_runs
 from runlens.io.importers._linetypes import Line
 from runlens.io.importers._logsignals import Watch
+from runlens.io.importers._names import Mapper
 from runlens.io.reader.names import is_lossish, tokens
 
 _SIGNALS = frozenset({"grad_norm", "loss_scale"})
@@ -113,3 +115,25 @@ def reading_warnings(runs: list[RunAcc], run: int | None, chosen: int, markers: 
 def describe(runs: list[RunAcc]) -> str:
     return "; ".join(f"run {i} (lines {r.first_line}-{r.last_line}, {r.rows} lines, {r.span()})"
                      for i, r in enumerate(runs, 1))
+
+
+def put_line(cur: RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
+    """Put one read line's ``fields`` into ``cur`` at ``hit``'s step, the epoch beside them."""
+    # The hot loop of the reader: the memo and the arrays are looked up inline, not through calls.
+    epoch_done = False
+    step, ev, memo, series = hit.step, hit.eval_line, mapper._memo, cur.series
+    for name, value in fields:
+        target = memo.get((name, ev)) or mapper(name, ev)
+        if target[1] == "epoch":
+            if target[0] or epoch_done or not math.isfinite(value):
+                continue
+            value, epoch_done = float(math.floor(value)), True
+        pair = series.get(target)
+        if pair is None:
+            cur.put(target[0], target[1], name, step, value)
+            continue
+        pair[0].append(step)
+        pair[1].append(value)
+    if hit.epoch is not None and not epoch_done and not ev:
+        cur.put(False, "epoch", "epoch", step, float(hit.epoch))
+    cur.rows += 1

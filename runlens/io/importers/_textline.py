@@ -41,6 +41,7 @@ from runlens.io.importers._textsteps import (
     TQDM,
     bar_pass,
     bar_step,
+    batch_count,
     counted,
     enter_epoch,
     label_is_eval,
@@ -265,7 +266,7 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
         return Line(int(m.group(1)), text[m.end():], ev, epoch, "s:", formula="int", spans=(m.span(1),),
                     epoch_span=espan, rest_at=m.end())
     for name, pat in _KEYED:
-        if (m := pat.search(text)) and (name != "batch" or (espan is not None and espan[1] <= m.start(1))) and (
+        if (m := pat.search(text)) and (name != "batch" or batch_count(m, espan)) and (
                 not _plural(text, m.start()) or (epoch is None and _reports_loss(text[m.end():]))):
             rest, at, summary = keyed_rest(text, m, read_fields)  # the step may follow its fields
             if len(m.group(1)) <= 3 and (g := _THOUSANDS.match(text, m.end(1))):  # BasicSR's ``iter:  70,400``: one count, not replayable
@@ -339,9 +340,8 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
 
 def _plural(text: str, at: int) -> bool:
     """Whether the counter's word at ``at`` is a plural (``iters``, ``steps``). Beside an epoch a plural
-    counts inside it, restarting each epoch (Informer's ``iters: 100, epoch: 916 | loss: ...``): there
-    the epoch stays the line's step, as it was before plurals were read (:func:`_reports_loss` says
-    where else a plural is no step)."""
+    counts inside it, restarting each epoch (Informer's ``iters: 100, epoch: 916 | loss: ...``): there the
+    epoch stays the line's step (:func:`_reports_loss` says where else a plural is no step)."""
     word = _WORD.match(text, at)
     return word is not None and word.group().endswith(("s", "S"))
 

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
@@ -124,7 +125,10 @@ def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
     # A description is a title: a number after a bare word there is an index ("Epoch 0",
     # "Validation DataLoader 0"); a metric in it is joined by ":" or "=" ("1|25|Loss: 1.90").
     # A setting in parentheses is part of the title too ("Running tokenizer (num_proc=16)").
-    fields = [(k, v) for k, v in read(desc) if "(" not in k and re.search(re.escape(k) + r"\s*[:=]", desc)]
+    # A loss with a fraction is a metric however it is joined (minGPT's "epoch 8 iter 0: train loss
+    # 0.07305.", or nan): no title numbers itself with a fraction or a NaN.
+    fields = [(k, v) for k, v in read(desc) if "(" not in k and (
+        re.search(re.escape(k) + r"\s*[:=]", desc) or (role_of(k)[1] == "loss" and (not math.isfinite(v) or v != int(v))))]
     fields += read(post)
     if m.group(4) is not None and text[m.end() - 1:m.end()] == "]":
         # A print right after the bar, with no newline between (anoGAN's ``16.42s/it]dloss: 0.0001``):
@@ -162,3 +166,9 @@ def time_unit(unit: str | None, text: str, end: int) -> tuple[str | None, int]:
         return (unit if unit.lower() in TIME_UNITS else None), end
     m = NEXT_WORD.match(text, end)
     return (m.group(1), m.end()) if m and m.group(1).lower() in TIME_UNITS else (None, end)
+
+
+def batch_count(m: re.Match, espan: tuple[int, int] | None) -> bool:
+    """Whether ``batch N`` counts batches: after its epoch, or of its total (GluonNLP's ``Batch:
+    4512/7387``); ``batch 32`` alone is as likely the batch's size."""
+    return (espan is not None and espan[1] <= m.start(1)) or m.group(2) is not None

@@ -34,9 +34,10 @@ from pathlib import Path
 
 from runlens.io.importers import anyline, embedded
 from runlens.io.importers._clean import clean
-from runlens.io.importers._evalline import BARE_MIN, bare_value
+from runlens.io.importers._evalline import BARE_MIN, KEYED_MIN, NUMBERED_MIN, bare_value, keyed
 from runlens.io.importers._lineplan import Parser
 from runlens.io.importers._logsignals import is_part
+from runlens.io.importers._splitrecords import join_split
 from runlens.io.importers._textfile import text_encoding
 from runlens.io.importers._textline import Context, parse_mapping, read_fields
 from runlens.io.reader import read_table, shape_of
@@ -148,8 +149,9 @@ def _markdown_rows(lines: list[str]) -> int:
 def _line_counts(lines: list[str]) -> dict[str, int]:
     """How many lines each text reader would take (of the head)."""
     ctx, parser = Context(), Parser()  # the text reader's shape cache: a few shapes, parsed once each
-    counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0, "loss_lines": 0, "bare_lines": 0, "proxy_lines": 0}
-    for raw in lines[:4000]:
+    counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0, "loss_lines": 0, "keyed_lines": 0, "bare_lines": 0,
+              "proxy_lines": 0}
+    for raw in join_split(lines[:4000]):  # as the text reader reads a log it finds nothing in otherwise
         s = raw.strip()
         if not s:
             continue
@@ -172,9 +174,11 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
         else:  # no step: a line the text reader numbers when no line of the log has one
             text = clean(s)
             names = [k for k, _ in read_fields(text)]  # parsed once: a line may hold 100,000 fields
-            loss = any(role_of(k) == (False, "loss") or (not role_of(k)[0] and is_part(k))
-                       or not PERPLEXITY.isdisjoint(tokens(k)) for k in names)
+            lossy = [k for k in names if role_of(k) == (False, "loss") or (not role_of(k)[0] and is_part(k))
+                     or not PERPLEXITY.isdisjoint(tokens(k))]
+            loss = bool(lossy)
             counts["loss_lines"] += loss
+            counts["keyed_lines"] += loss and keyed(text, lossy)
             counts["bare_lines"] += bare_value(s, text) is not None
             # What a loop watches matters only in a log where no line names a loss: counted while none has.
             counts["proxy_lines"] += not loss and not counts["loss_lines"] and any(
@@ -220,7 +224,7 @@ def _text_kind(counts: dict[str, int], lines: list[str]) -> Sniff:
     found = {k: f"{counts[k]} lines" for k in ("hf", "text", "jsonl") if counts[k]}
     ranked = sorted(((counts[k], k) for k in ("hf", "text", "jsonl")), reverse=True)
     (n1, k1), (n2, k2) = ranked[0], ranked[1]
-    if n1 == 0 and counts["loss_lines"] >= 3:
+    if n1 == 0 and (counts["loss_lines"] >= NUMBERED_MIN or counts["keyed_lines"] >= KEYED_MIN):
         return Sniff("text", found={"text": f"{counts['loss_lines']} lines with a training loss and no step"})
     if n1 == 0 and counts["loss_lines"] == 0 and counts["proxy_lines"] >= 3:
         return Sniff("text", found={"text": f"{counts['proxy_lines']} lines with a validation loss, an accuracy, an "

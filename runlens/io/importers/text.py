@@ -40,6 +40,8 @@ from runlens.io.importers._common import Imported, Series, Take, require_file
 from runlens.io.importers._epochlines import lines_in_epochs
 from runlens.io.importers._evalline import (
     BARE_MIN,
+    KEYED_MIN,
+    NUMBERED_MIN,
     eval_at_last_step,
     in_section,
     lr_line,
@@ -51,7 +53,8 @@ from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._linetypes import Context, Line
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
-from runlens.io.importers._runacc import RunAcc, describe, reading_warnings
+from runlens.io.importers._runacc import RunAcc, describe, put_line, reading_warnings
+from runlens.io.importers._splitrecords import join_split
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
 from runlens.io.importers._textfile import check_text_file
 from runlens.io.reader.setnamed import rising_fractions
@@ -62,13 +65,15 @@ _DIGIT = re.compile(r"\d")
 
 
 def _scan(path: Path, mapper: Mapper, step_key: str | None, encoding: str = "utf-8", numbered: bool = False,
-          bare: bool = False, proxy: bool = False) -> tuple[list[RunAcc], int, int, Counter]:
+          bare: bool = False, proxy: bool = False, joined: bool = False) -> tuple[list[RunAcc], int, int, Counter]:
     """Every run of the log, how many lines were read and skipped, and which step markers were seen;
     ``numbered``: the lines that carry a training loss are counted as the steps (a log without any);
-    ``bare``: so are the values alone on their lines, as that loss; ``proxy``: or what a loop watches."""
+    ``bare``: so are the values alone on their lines, as that loss; ``proxy``: or what a loop watches;
+    ``joined``: a record printed over two lines is read as one (:mod:`._splitrecords`)."""
     sc = _Scanner(mapper, step_key)
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:  # .gz read as is
         for lines in blocks(f, _MAX_LINE):
+            lines = join_split(lines) if joined else lines
             sc.block(number_lines(lines, mapper, sc.markers, bare, proxy) if numbered else lines)
     sc.close_tail()
     sc.markers["_partial"] = sc.partial
@@ -95,7 +100,7 @@ class _Scanner:
         mean so far, is the only record of the run and is kept (after closed epochs it is not needed)."""
         (hit, fields, n), cur = self.tail or (None, [], 0), self.runs[-1]
         if hit is not None and not cur.rows:
-            _put_line(cur, hit, fields, self.mapper)
+            put_line(cur, hit, fields, self.mapper)
             cur.last_line, cur.last_step, cur.first_step = n, hit.step, cur.first_step or hit.step
             self.partial -= 1
 
@@ -154,7 +159,7 @@ class _Scanner:
     def _early(self, cur: RunAcc) -> None:
         """The evaluations logged before the first training step (llm.c's of the initial model)."""
         for hit, fields in self.early:
-            _put_line(cur, hit, fields, self.mapper)
+            put_line(cur, hit, fields, self.mapper)
             self.markers[hit.source] += 1
         self.early.clear()
 
@@ -167,7 +172,7 @@ class _Scanner:
         if ("est" in raw or "EST" in raw) and raw.rstrip().endswith(":") and BEST_NEXT.search(raw):
             ctx.repeat_next = True
         if self.carry.trail is not None and (under := self.carry.under_step(raw)) is not None:
-            _put_line(runs[-1], *under, self.mapper)
+            put_line(runs[-1], *under, self.mapper)
             self.markers["under step"] += 1
             return
         if not _DIGIT.search(raw):
@@ -250,7 +255,7 @@ class _Scanner:
             if not hit.eval_line:
                 self.carry.summary(hit.step)
             hit.step = ctx.last_step
-            _put_line(cur, hit, fields, self.mapper)
+            put_line(cur, hit, fields, self.mapper)
             markers["epoch summary"] += 1
             return
         if (not hit.eval_line and cur.rows and cur.last_step is not None and hit.step < cur.last_step
@@ -259,7 +264,7 @@ class _Scanner:
             runs[-1:] = [cur] if runs[-1].settings_only() else [runs[-1], cur]
         if self.early and not hit.eval_line:
             self._early(cur)
-        _put_line(cur, hit, fields, self.mapper)
+        put_line(cur, hit, fields, self.mapper)
         cur.last_line = n
         if not hit.eval_line:
             self.counted = self.counted or hit.source != "epoch"
@@ -272,27 +277,6 @@ class _Scanner:
             cur.first_step = hit.step if cur.first_step is None else cur.first_step
             cur.last_step = hit.step
         markers[hit.source] += 1
-
-
-def _put_line(cur: RunAcc, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
-    # The hot loop of the reader: the memo and the arrays are looked up inline, not through calls.
-    epoch_done = False
-    step, ev, memo, series = hit.step, hit.eval_line, mapper._memo, cur.series
-    for name, value in fields:
-        target = memo.get((name, ev)) or mapper(name, ev)
-        if target[1] == "epoch":
-            if target[0] or epoch_done or not math.isfinite(value):
-                continue
-            value, epoch_done = float(math.floor(value)), True
-        pair = series.get(target)
-        if pair is None:
-            cur.put(target[0], target[1], name, step, value)
-            continue
-        pair[0].append(step)
-        pair[1].append(value)
-    if hit.epoch is not None and not epoch_done and not ev:
-        cur.put(False, "epoch", "epoch", step, float(hit.epoch))
-    cur.rows += 1
 
 
 def _accuracy_like(runs: list[RunAcc]) -> bool:
@@ -316,20 +300,25 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
     require_file(path, "text")
     encoding = check_text_file(path)
     runs, n_lines, skipped, markers = _scan(path, Mapper(loss, val_loss), step, encoding)
+    # No line read: its records may be printed over two lines (a label, its value under it).
+    joined = not runs[0].rows and step is None
+    if joined and (two := _scan(path, Mapper(loss, val_loss), step, encoding, joined=True))[0][0].rows:
+        runs, n_lines, skipped, markers = two
     if not runs[0].rows and step is None:
         # No line names a step ("loss: 2.30" printed each epoch, faceswap's "loss_A: 0.19, loss_B:
         # 0.15"): the lines that carry a training loss, in order, are the run's points.
-        # Three lines at least, as the sniff asks: a run summary's one "train/loss 0.1" is no series.
-        numbered = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True)
-        if numbered[3].get("numbered", 0) >= 3:
+        # Three lines at least, or two printed as fields, as the sniff asks: a run summary's one
+        # "train/loss 0.1" is no series.
+        numbered = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, joined=joined)
+        if numbered[3].get("numbered", 0) >= NUMBERED_MIN or numbered[3].get("keyed", 0) >= KEYED_MIN:
             runs, n_lines, skipped, markers = numbered
         elif loss is None and not numbered[3].get("numbered", 0):
             # No line names a loss: what the loop watches (an accuracy, a reward, a validation loss), 3 lines
             # at least; else values alone on their lines (``print(loss)``), 4 at least: 3 numbers can be anything.
-            proxied = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, proxy=True)
+            proxied = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, proxy=True, joined=joined)
             if proxied[3].get("proxied", 0) >= 3:
                 runs, n_lines, skipped, markers = proxied
-            elif (bare := _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, bare=True))[3].get(
+            elif (bare := _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, bare=True, joined=joined))[3].get(
                     "bare", 0) >= BARE_MIN and not _accuracy_like(bare[0]):
                 runs, n_lines, skipped, markers = bare
     take = functools.partial(_take, path, runs, n_lines, skipped, markers)

@@ -57,8 +57,10 @@ def test_frozen_evaluations_read_each_set_at_distinct_steps():
 
 # -- a loss exactly 0 from the start ---------------------------------------------------------------
 
-def test_a_loss_exactly_zero_from_the_start_never_carried_a_signal(tmp_path):
-    lines = [f"Step [{s}]  train Loss : 0.000000, training accuracy :  1" for s in (0, 10, 20)]
+@pytest.mark.parametrize("steps", [(0, 10, 20), (0, 10)])
+def test_a_loss_exactly_zero_from_the_start_never_carried_a_signal(tmp_path, steps):
+    # Two epochs' averages of exactly 0 from epoch 0 are as telling as three: no model starts at a perfect fit.
+    lines = [f"Step [{s}]  train Loss : 0.000000, training accuracy :  1" for s in steps]
     diag = analyze(_write(tmp_path, lines))
     assert diag.curve.label == "underfitting" and diag.curve.evidence["kind"] == "short_zero_from_start", diag.curve
 
@@ -66,7 +68,8 @@ def test_a_loss_exactly_zero_from_the_start_never_carried_a_signal(tmp_path):
 @pytest.mark.parametrize("why, steps, losses", [
     ("a loss that fell to 0 had a signal first", (0, 10, 20), (0.693, 0.0, 0.0)),
     ("a log that begins mid-run does not show the start", (5000, 5010, 5020), (0.0, 0.0, 0.0)),
-    ("two lines are too few", (0, 10), (0.0, 0.0)),
+    ("one line is too few", (0,), (0.0,)),
+    ("two lines, the second a fall to 0", (0, 10), (0.693, 0.0)),
 ])
 def test_silent_twins_of_a_zero_loss_from_the_start(tmp_path, why, steps, losses):
     lines = [f"Step [{s}]  train Loss : {v:.6f}, training accuracy :  1" for s, v in zip(steps, losses, strict=True)]
