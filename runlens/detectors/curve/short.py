@@ -154,7 +154,7 @@ readings, in the order they are tried (the first that holds is the verdict):
   order of magnitude at the first line logged after it and never came
   back; tried after ``short_ended_high`` with 5 or more), or, with 3 or 4,
   when the last is 100x every point before it, or when the loss rose at
-  every point to 100x its first (``kind: short_climbed``);
+  every point to 10x its first (``kind: short_climbed``);
 - when none of the above holds, diverged, from 1 point, when the last loss
   is 1e30 or more in magnitude (``kind: short_near_overflow``: float32 ends
   at 3.4e38, and no objective holds such a value unless it blew up).

@@ -118,15 +118,16 @@ def test_silent_twins_of_a_perplexity_beyond_any_vocabulary(tmp_path, why, lines
     assert diag.curve.evidence.get("kind") != "beyond_any_vocabulary", (why, diag.curve.reason)
 
 
-def test_three_or_four_losses_that_rose_at_each_line_a_hundredfold_diverged(tmp_path):
-    diag = _per_step(tmp_path, [1.2, 3.5, 40.0, 700.0])
+@pytest.mark.parametrize("values", [[1.2, 3.5, 40.0, 700.0], [1.2, 3.5, 20.0, 60.0], [161.7, 1412.5, 3225.5]])
+def test_three_or_four_losses_that_rose_at_each_line_tenfold_or_more_diverged(tmp_path, values):
+    diag = _per_step(tmp_path, values)
     assert diag.curve.label == "diverged", diag.curve.reason
     assert diag.curve.evidence["kind"] == "short_climbed"
 
 
 @pytest.mark.parametrize("why, values", [
     ("a rise that paused is no climb at every line", [1.2, 40.0, 35.0, 700.0]),
-    ("fiftyfold is not a hundredfold", [1.2, 3.5, 20.0, 60.0]),
+    ("ninefold is not tenfold", [1.2, 3.5, 6.0, 10.8]),
 ])
 def test_silent_twins_of_a_climb(tmp_path, why, values):
     diag = _per_step(tmp_path, values)
