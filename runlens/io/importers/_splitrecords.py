@@ -45,11 +45,11 @@ def join_split(lines: Iterable[str]) -> list[str]:
             out.append(line)
             i += 1
             continue
-        if (m := _LABEL.match(line)) and _ALONE.match(below):
+        if _ALONE.match(below) and (m := _LABEL.match(line)):
             out.append(f"{m.group(1)}: {below.strip()}")
             i += 2
             continue
-        if (m := _NAMES.match(line)) and _VALUES.match(below):
+        if _VALUES.match(below) and (m := _NAMES.match(line)):
             names = [n.strip() for n in m.group(2).split(",")]
             values = _ONE.findall(below)
             if len(names) == len(values):
