@@ -113,3 +113,37 @@ def test_two_lines_of_a_loss_field_are_a_log(tmp_path):
 def test_silent_twin_two_lines_of_prose_that_name_a_loss_are_no_log(tmp_path):
     with pytest.raises(RunlensError):
         load_run(_write(tmp_path, ["loss was 2.3 on monday", "and the loss 1.9 on tuesday"]))
+
+
+# -- a call shown as its value's name (Julia's @show, Python's f"{f(x)=}") --------------------------------
+
+@pytest.mark.parametrize("line, fields", [
+    ("loss(x, y) = param(0.0913291)", [("loss", 0.0913291)]),  # Flux: a tracked scalar
+    ("loss(dataset[1]...) = 0.2001447729236289 (tracked)", [("loss", 0.2001447729236289)]),
+    ("(i, loss(dataset[1]...)) = (1, 0.29602579662457984 (tracked))", [("i", 1.0), ("loss", 0.29602579662457984)]),
+    ("accuracy(m, x, label, 0.0:9) = 0.10525", [("accuracy", 0.10525)]),
+    ("loss_fn(out, y)=0.53", [("loss_fn", 0.53)]),
+])
+def test_a_call_shown_beside_its_value_is_named_by_its_function(line, fields):
+    from runlens.io.importers._clean import clean
+    from runlens.io.importers._textline import read_fields
+
+    assert read_fields(clean(line)) == fields
+
+
+@pytest.mark.parametrize("line", [
+    "Namespace(lr=0.1, bs=3)",  # settings of a printed object, not a call's arguments
+    "(a, b) = (1, x)",  # a value that is no number
+    "(a, b, c) = (1, 2)",  # names and values that do not pair up
+    "if (a) == b: pass",  # a comparison, not an assignment
+])
+def test_silent_twin_no_call_or_tuple_shown(line):
+    from runlens.io.importers._clean import clean
+
+    assert clean(line) == line
+
+
+def test_a_julia_show_log_is_read(tmp_path):
+    lines = ["INFO: Training"] + [f"loss(x, y) = param({v})" for v in (0.0913, 0.0768, 0.0303, 0.0237)]
+    run = load_run(_write(tmp_path, lines))
+    assert _losses(run) == [0.0913, 0.0768, 0.0303, 0.0237]

@@ -117,4 +117,34 @@ def unwrap(line: str) -> str:
         line = _glued(line)
     if line.lstrip().startswith("(") and (m := _PY2_PRINT.match(line)):
         line = f"{m.group(2)} {m.group(3)}"
+    if "(tracked)" in line or "param(" in line:
+        line = _TRACKED.sub(_number, line)
+    if ")=" in line or ") =" in line:
+        line = _CALL_NAME.sub(r"\1 =", _shown_tuple(line) if line.lstrip().startswith("(") else line)
     return line
+
+
+# A call shown as its value's name (Julia's ``@show loss(x, y)``: ``loss(x, y) = 0.0913``; Python's
+# ``f"{loss_fn(out, y)=}"``): the function's name names it. Arguments holding a ``=`` are settings of a
+# printed object (``Namespace(lr=0.1)``), not a call's; one level of brackets or parentheses inside.
+_CALL_NAME = re.compile(r"\b([A-Za-z_][\w.]*)\((?:[^()=\n]|\([^()=\n]*\)){0,200}\)\s*=(?!=)")
+# A tuple shown beside its values (Julia's ``@show (i, loss(d))``: ``(i, loss(d)) = (1, 0.296)``).
+_TUPLE = re.compile(r"^\s*\((.{1,400})\)\s*=\s*\(([^()]{1,400})\)\s*$")
+_ARGS = re.compile(r"\([^()]*\)")
+
+
+def _shown_tuple(line: str) -> str:
+    """``(a, f(x)) = (1, 0.5)`` as ``a = 1, f = 0.5``: each name beside its value, a call by its function's
+    name; a line whose names and values do not pair up, or whose values are not all numbers, as it is."""
+    m = _TUPLE.match(line)
+    if m is None:
+        return line
+    names = [n.strip() for n in _ARGS.sub("", m.group(1)).split(",")]
+    values = [v.strip() for v in m.group(2).split(",")]
+    if len(names) != len(values) or not all(re.fullmatch(_NUM, v, re.I) for v in values):
+        return line
+    return ", ".join(f"{n} = {v}" for n, v in zip(names, values, strict=True))
+
+
+# Flux's tracked scalars: ``param(0.0913)`` and ``0.2001 (tracked)`` are the numbers they hold.
+_TRACKED = re.compile(rf"\bparam\(\s*{_NUM}\s*\)|{_NUM} \(tracked\)")
