@@ -147,3 +147,20 @@ def test_a_julia_show_log_is_read(tmp_path):
     lines = ["INFO: Training"] + [f"loss(x, y) = param({v})" for v in (0.0913, 0.0768, 0.0303, 0.0237)]
     run = load_run(_write(tmp_path, lines))
     assert _losses(run) == [0.0913, 0.0768, 0.0303, 0.0237]
+
+
+# -- an aligned table whose names hold spaces ------------------------------------------------------------
+
+def test_an_aligned_table_with_names_of_two_words_is_read_by_them(tmp_path):
+    rows = [(1, 0.5432, 0.6012, 0.81), (2, 0.4432, 0.5012, 0.83), (3, 0.3432, 0.4512, 0.85), (4, 0.3032, 0.4612, 0.85)]
+    lines = ["Epoch    Train Loss    Valid Loss    Accuracy"] + [f"{e:<9d}{a:<14.4f}{b:<14.4f}{c:.2f}" for e, a, b, c in rows]
+    run = load_run(_write(tmp_path, lines, "metrics.txt"))
+    assert _losses(run) == [0.5432, 0.4432, 0.3432, 0.3032]
+    assert _losses(run, "evals", "val_loss") == [0.6012, 0.5012, 0.4512, 0.4612]
+
+
+def test_silent_twin_names_spaced_by_one_space_are_still_one_column_each(tmp_path):
+    lines = ["epoch train_loss valid_loss accuracy"] + [f"{e} {a} {b} 0.8" for e, a, b in
+                                                         ((1, 0.54, 0.60), (2, 0.44, 0.50), (3, 0.34, 0.45))]
+    run = load_run(_write(tmp_path, lines, "metrics.txt"))
+    assert _losses(run) == [0.54, 0.44, 0.34]

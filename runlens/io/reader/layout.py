@@ -103,6 +103,7 @@ def _kinds(nums: list[float | None]) -> tuple[bool, ...]:
 
 
 _RUN = re.compile(r"\S+")
+_NAME_RUN = re.compile(r"\S+(?: \S+)*")
 _DASH_RULE = re.compile(r"^[\s=-]+$")
 _DASH_RUN = re.compile(r"[-=]+")
 
@@ -113,6 +114,13 @@ def aligned(header: str, below: list[str], width: int) -> list[str] | None:
     spans = _spans(below, width)
     if spans is None:
         return None
+    # Names of several words are spaced by one space, columns by two or more (``Epoch    Train Loss
+    # Valid Loss``): as many such groups as columns, each over its own column in order, are the names,
+    # whichever way the words hang over the numbers.
+    groups = [(m.start(), m.end(), m.group()) for m in _NAME_RUN.finditer(header)]
+    if len(groups) == width and all(_overlap((a, b), spans[j]) > 0 or _between(a, b, spans, j)
+                                    for j, (a, b, _) in enumerate(groups)):
+        return [g for _, _, g in groups]
     words = [(m.start(), m.end(), m.group()) for m in _RUN.finditer(header)]
     owner: list[int] = []  # the column each word stands over; -1: none
     for a, b, _ in words:
@@ -130,6 +138,15 @@ def aligned(header: str, below: list[str], width: int) -> list[str] | None:
     for o, (_, _, word) in zip(owner, words, strict=True):
         names[o].append(word)
     return [" ".join(n) for n in names]
+
+
+def _overlap(word: tuple[int, int], span: tuple[int, int]) -> int:
+    return min(word[1], span[1]) - max(word[0], span[0])
+
+
+def _between(a: int, b: int, spans: list[tuple[int, int]], j: int) -> bool:
+    """Whether the name at ``a..b`` lies between column ``j - 1``'s end and column ``j + 1``'s start."""
+    return (j == 0 or spans[j - 1][1] <= a) and (j == len(spans) - 1 or b <= spans[j + 1][0])
 
 
 def _spans(below: list[str], width: int) -> list[tuple[int, int]] | None:
