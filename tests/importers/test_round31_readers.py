@@ -164,3 +164,17 @@ def test_silent_twin_names_spaced_by_one_space_are_still_one_column_each(tmp_pat
                                                          ((1, 0.54, 0.60), (2, 0.44, 0.50), (3, 0.34, 0.45))]
     run = load_run(_write(tmp_path, lines, "metrics.txt"))
     assert _losses(run) == [0.54, 0.44, 0.34]
+
+
+def test_finished_bars_printed_again_count_on(tmp_path):
+    lines = [f"accuracy: {0.4 + 0.05 * e:.4f}, loss: {v:.4f} ||: 100%|##########| 10/10 [00:01<00:00, 8.12it/s]"
+             for e, v in enumerate((1.0986, 0.93, 0.80, 0.71))]
+    run = load_run(_write(tmp_path, lines))
+    assert run.steps("scalars").tolist() == [10, 20, 30, 40]
+
+
+def test_silent_twin_one_bar_in_progress_keeps_its_counts(tmp_path):
+    lines = [f"loss: {v:.4f} ||:  {i * 10}%|###       | {i}/10 [00:01<00:01, 8.12it/s]"
+             for i, v in ((3, 1.09), (6, 0.93), (9, 0.80))]
+    run = load_run(_write(tmp_path, lines))
+    assert run.steps("scalars").tolist() == [3, 6, 9]

@@ -150,6 +150,11 @@ def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
         e = next((int(v) for k, v in fields if is_epoch(tokens(k)) and v == int(v) and v >= 0), None)
     if ev and ctx.last_step is not None:
         return ctx.last_step, e, fields
+    if e is None:
+        # No epoch: a bar that ran to its end and is printed again at the same length is a pass of its
+        # own (AllenNLP's ``loss: 1.0986 ||: 100%|###| 10/10`` once per epoch), counted on, not one step.
+        ctx.outer = None  # as a count with no outer count leaves it (:func:`running`)
+        return bar_pass(int(m.group(2)), int(m.group(3)), ctx), e, fields
     return running(e, int(m.group(2)), ctx), e, fields
 
 
