@@ -345,7 +345,7 @@ class CurveClassifier(Detector):
             if x.size == 0 and (held := evaluations_frozen(sets) or memorized.accuracy_collapsed(memorized.held_out_accuracy(run, acc))):
                 return held
             return short(self, steps, x, sets, shape.chance_classes(run), index,
-                         sig.lr, acc, shape.grad_norm_nonfinite(run), memorized.auc(run))
+                         sig.lr, acc, shape.grad_norm_nonfinite(run), shape.auc(run))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.

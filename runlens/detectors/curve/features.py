@@ -1,4 +1,4 @@
-"""What the curve's stages read: the curve features, the validation sets, the class count.
+"""What the curve's stages read: the curve features, the validation sets, the class count, the ROC AUC.
 
 The pure tests they combine (chance level, validation trend and jumps, level
 shift) are in :mod:`runlens.stats`; these are the curve-specific readings of
@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from runlens.detectors._bugs import scalar_column
+from runlens.io.reader.names import tokens
 from runlens.io.reader.objective import PROXIES
 from runlens.stats.chance import NO_CHANCE
 from runlens.stats.progress import progress_test
@@ -175,3 +177,23 @@ def curve_evidence(f: dict[str, Any], **extra: Any) -> dict[str, Any]:
               wander_monotone_p=f["wander"]["monotone_p"])
     ev.update(extra)
     return ev
+
+
+#: The words that name an area under the ROC curve (``AUC``, ``val_auc``, ``roc_auc``, ``AUROC``).
+_AUC_WORDS = frozenset({"auc", "auroc", "rocauc"})
+
+
+def auc(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ROC AUC a log prints, the held-out one first, as fractions: a ranking's score, 0.5 for any
+    model that ranks no positive above a negative, whatever the classes' shares (an accuracy's chance
+    level depends on them). One printed value is enough: ``None`` when no column is named so, or its
+    values leave [0, 1]. A PR-AUC (``pr_auc``, ``aupr``) has no such level and is not read."""
+    for table in ("evals", "scalars"):
+        t = getattr(run, table, None)
+        for c in t.column_names if t is not None else ():
+            words = set(tokens(c))
+            if _AUC_WORDS & words and not {"pr", "aupr", "prc"} & words:
+                found = scalar_column(run, (c,), table, min_points=1)
+                if found is not None and 0 <= float(found[1].min()) and float(found[1].max()) <= 1:
+                    return found[0], found[1]
+    return None

@@ -277,24 +277,3 @@ def accuracy_collapsed(column: Column | None) -> CurveVerdict | None:
         {"points": 0, "n_points": 0, "short_log": True, "kind": "held_out_accuracy_collapsed",
          "best_accuracy": top, "final_accuracy": float(ta[-1]), "evaluations": int(ta.size), "last_evaluations": k,
          "collapse_share": COLLAPSE_SHARE, "training_loss_logged": False, "step": int(ts[best + 1])})
-
-
-#: The words that name an area under the ROC curve (``AUC``, ``val_auc``, ``roc_auc``, ``AUROC``).
-_AUC_WORDS = frozenset({"auc", "auroc", "rocauc"})
-
-
-def auc(run: Run) -> Column | None:
-    """The ROC AUC a log prints, the held-out one first, as fractions: a ranking's score, 0.5 for any
-    model that ranks no positive above a negative, whatever the classes' shares (an accuracy's chance
-    level depends on them). One printed value is enough: ``None`` when no column is named so, or its
-    values leave [0, 1]. A PR-AUC (``pr_auc``, ``aupr``) has no such level and is not read."""
-    for table in ("evals", "scalars"):
-        t = getattr(run, table, None)
-        for c in t.column_names if t is not None else ():
-            words = set(tokens(c))
-            if _AUC_WORDS & words and not {"pr", "aupr", "prc"} & words:
-                found = scalar_column(run, (c,), table, min_points=1)
-                if found is not None and 0 <= float(found[1].min()) and float(found[1].max()) <= 1:
-                    return found[0], found[1]
-    return None
-

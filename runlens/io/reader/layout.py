@@ -124,7 +124,7 @@ def aligned(header: str, below: list[str], width: int) -> list[str] | None:
     words = [(m.start(), m.end(), m.group()) for m in _RUN.finditer(header)]
     owner: list[int] = []  # the column each word stands over; -1: none
     for a, b, _ in words:
-        overlap = [min(b, e) - max(a, s) for s, e in spans]
+        overlap = [_overlap((a, b), span) for span in spans]
         best = max(range(width), key=overlap.__getitem__)
         owner.append(best if overlap[best] > 0 else -1)
     # A word over no column is the first word of a name whose last word stands over one
