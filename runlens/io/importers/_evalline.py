@@ -11,6 +11,7 @@ from runlens.io.importers._clean import FRACTION, clean, squeeze
 from runlens.io.importers._logsignals import is_part
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._textline import Line, read_fields
+from runlens.io.importers._textsteps import as_field
 from runlens.io.reader.names import LOSS, PERPLEXITY, is_val, role_of, tokens
 from runlens.io.reader.objective import names_objective
 
@@ -180,4 +181,4 @@ def _to_number(raw: str, mapper: Mapper, bare: bool, proxy: bool) -> tuple[str |
 def keyed(text: str, names: list[str]) -> bool:
     """Whether one of ``names`` is printed as a field on ``text``: a colon or an equals sign after it.
     The first few names say it: a line of 100,000 loss parts is not searched 100,000 times."""
-    return any(re.search(re.escape(k) + r"\s*[:=]", text) for k in names[:8])
+    return any(as_field(k, text) for k in names[:8])

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from runlens.io.importers._mapping import NUM
+from runlens.io.importers._mapping import NUM, NUM_ONLY
 
 # "current training loss is :", "Validation loss =": words, then a colon or an equals sign, nothing after.
 _LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z _\-/()]*?)(?:\s+(?:is|was|are))?\s*[:=]\s*$")
@@ -29,7 +29,6 @@ _ALONE = re.compile(rf"^\s*({NUM})\s*$")
 _WORDS = r"[A-Za-z][\w\-]*(?: [A-Za-z][\w\-]*)*"
 _NAMES = re.compile(rf"^\s*(?:([A-Za-z][\w\-]*)\s*:\s*)?({_WORDS}(?:\s*,\s*{_WORDS})+)\s*$")
 _VALUES = re.compile(rf"^\s*(?:{NUM})(?:(?:\s*,\s*|\s+)(?:{NUM}))+\s*,?\s*$")
-_ONE = re.compile(NUM)
 
 
 def join_split(lines: Iterable[str]) -> list[str]:
@@ -51,7 +50,7 @@ def join_split(lines: Iterable[str]) -> list[str]:
             continue
         if _VALUES.match(below) and (m := _NAMES.match(line)):
             names = [n.strip() for n in m.group(2).split(",")]
-            values = _ONE.findall(below)
+            values = NUM_ONLY.findall(below)
             if len(names) == len(values):
                 prefix = f"{m.group(1)} " if m.group(1) else ""
                 out.append(", ".join(f"{prefix}{n}: {v}" for n, v in zip(names, values, strict=True)))

@@ -128,7 +128,7 @@ def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
     # A loss with a fraction is a metric however it is joined (minGPT's "epoch 8 iter 0: train loss
     # 0.07305.", or nan): no title numbers itself with a fraction or a NaN.
     fields = [(k, v) for k, v in read(desc) if "(" not in k and (
-        re.search(re.escape(k) + r"\s*[:=]", desc) or (role_of(k)[1] == "loss" and (not math.isfinite(v) or v != int(v))))]
+        as_field(k, desc) or (role_of(k)[1] == "loss" and (not math.isfinite(v) or v != int(v))))]
     fields += read(post)
     if m.group(4) is not None and text[m.end() - 1:m.end()] == "]":
         # A print right after the bar, with no newline between (anoGAN's ``16.42s/it]dloss: 0.0001``):
@@ -139,7 +139,7 @@ def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
         after = text[m.end():]
         glued = read(after)
         alone = len(glued) == 1 and _NAME_VALUE.fullmatch(after.strip()) and role_of(glued[0][0])[1] == "loss"
-        fields += [(k, v) for k, v in glued if alone or re.search(re.escape(k) + r"\s*[:=]", after)]
+        fields += [(k, v) for k, v in glued if alone or as_field(k, after)]
     if not fields:
         return None
     e = epoch if epoch is not None else ctx.epoch
@@ -177,3 +177,8 @@ def batch_count(m: re.Match, espan: tuple[int, int] | None) -> bool:
     """Whether ``batch N`` counts batches: after its epoch, or of its total (GluonNLP's ``Batch:
     4512/7387``); ``batch 32`` alone is as likely the batch's size."""
     return (espan is not None and espan[1] <= m.start(1)) or m.group(2) is not None
+
+
+def as_field(name: str, text: str) -> bool:
+    """Whether ``name`` is printed as a field on ``text``: a colon or an equals sign after it."""
+    return re.search(re.escape(name) + r"\s*[:=]", text) is not None

@@ -105,6 +105,10 @@ def sniff_file(path: Path) -> Sniff:
         return Sniff("markdown", found={"markdown": f"a table of {table} rows", **(
             {"text": f"{counts['text']} lines"} if counts["text"] else {})})
     found = _text_kind(counts, lines)
+    if found.kind is None and (joined := _line_counts(join_split(lines[:4000]))) != counts:
+        # As the text reader reads a log it finds nothing in otherwise: its two-line records joined.
+        if (again := _text_kind(joined, lines)).kind is not None:
+            found = again
     if found.kind is None and table_note:
         return Sniff(None, table_note, {"table": table_note})  # a table: --loss COLUMN reads it
     return found
@@ -151,7 +155,7 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
     ctx, parser = Context(), Parser()  # the text reader's shape cache: a few shapes, parsed once each
     counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0, "loss_lines": 0, "keyed_lines": 0, "bare_lines": 0,
               "proxy_lines": 0}
-    for raw in join_split(lines[:4000]):  # as the text reader reads a log it finds nothing in otherwise
+    for raw in lines[:4000]:
         s = raw.strip()
         if not s:
             continue
