@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads18] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads19] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -78,7 +78,10 @@ gathered by eight workers during round 29 and graded once at its end
 gathered by eight workers during round 30 and graded once at its end
 (``benchmarks/results/pastes_threads17_heldout.md``), then read and mended in round 31:
 ``benchmarks/results/pastes_threads17.md``. ``--threads18`` grades the eighteenth (``benchmarks/pastes_threads18/``),
-gathered by eight workers during round 31 and graded once at its end: ``benchmarks/results/pastes_threads18.md``.
+gathered by eight workers during round 31 and graded once at its end
+(``benchmarks/results/pastes_threads18_heldout.md``), then read and mended in round 32:
+``benchmarks/results/pastes_threads18.md``. ``--threads19`` grades the nineteenth (``benchmarks/pastes_threads19/``),
+gathered by eight workers during round 32 and graded once at its end: ``benchmarks/results/pastes_threads19.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -253,6 +256,11 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
+THREADS18_MENDS = ("a line's words read beside its numbers by the last reading too (TF's 'Model diverged with loss = "
+                   "NaN.' after finite losses); a loss printed before the step marker, other fields after it; a "
+                   "throughput's unit left off the next name; a loss that blew up three orders of magnitude and never "
+                   "came back to its range diverged; a flat loss cut from the middle of a run is not judged; a "
+                   "'perplexity' below 1 is none; a held-out column of the lone series' quantity is its validation loss")
 THREADS17_MENDS = ("a record printed over two lines (a label over its value, a row of names over a row of values) is "
                    "read joined; two lines that print the loss as a field are a log; a progress bar's description "
                    "that prints the loss after a space is read; a batch count of its total is a step; a loss exactly 0 "
@@ -360,23 +368,30 @@ THREADS18, THREADS18_REPORT = _paths("pastes_threads18")
 THREADS18_ROLE = _merged("files", "pastes_threads18", "eight workers (at most eight at once)", 31,
                          "Slips are declared in its README: several reports said a little more than counts (how many "
                          "labels carry doubts, which outcomes found no file, which balance targets were missed). "
-                         "**Graded once as held out**, at the end of round 31, at the commit this page names: the "
+                         + _graded_once("ea36466", "round 31's graded engine", "pastes_threads18", "0.87 (39/45)",
+                                        "0.62 (28/45)", 32, THREADS18_MENDS), day="2026-12-06")
+THREADS19, THREADS19_REPORT = _paths("pastes_threads19")
+THREADS19_ROLE = _merged("files", "pastes_threads19", "eight workers (at most eight at once)", 32,
+                         "Slips are declared in its README: several reports said a little more than counts (which "
+                         "balance targets were missed, that all of one pass's labels carry doubts, where one pass's "
+                         "file came from, that candidates were dropped as already used). "
+                         "**Graded once as held out**, at the end of round 32, at the commit this page names: the "
                          "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' (format "
                          "seen) and the others.",
                          day="2026-12-06")
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
-         THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18)
+         THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19)
 _REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
             THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
             THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
-            THREADS18_REPORT)
+            THREADS18_REPORT, THREADS19_REPORT)
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
-          THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE)
+          THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
 FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
-        "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth")
+        "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

@@ -643,7 +643,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh31", 125000, ("2026-12-06 08:20", "2026-12-06 08:25"),
         role="the third generator with every seed shifted by 125000 and every run redrawn (`--seed-shift "
              "125000 --vary`), generated at {drawn} UTC from 590d69c by the recorder with "
-             "`logits_sum_to_one`, during round 31, graded once at the end of round 31; the set to quote",
+             "`logits_sum_to_one`, during round 31, graded once at the end of round 31 (ea36466): a development "
+             "set since",
         note="`third-fresh31` (round 31): the same generator and redraw with every seed shifted by 125000 (`python -m "
              "benchmarks.third --seed-shift 125000 --vary`), trained from a clean export of the committed tree at "
              "590d69c (`draw.json` has the times) into a folder outside the repository, at the start of round 31, "
@@ -652,12 +653,30 @@ DRAWS: tuple[Draw, ...] = (
              "generator log (three runs' confirmations against their healthy or fixed twins, with their measured "
              "numbers, and where one run was written) were printed twice while checking its progress; no runlens "
              "output was.",
-        which="*third-fresh31* (round 31; seeds shifted by 125000) was trained from 590d69c, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh31**.",
+        which="*third-fresh31* (round 31; seeds shifted by 125000) was trained from 590d69c and graded once at "
+              "ea36466 (curve 1.00, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
+              "warning 0/9): a development set since.",
+    ),
+    # Drawn in round 32 from e5f0e17 (round 31's last commit), before any round-32 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh32", 129000, ("2026-12-06 11:14", "2026-12-06 11:18"),
+        role="the third generator with every seed shifted by 129000 and every run redrawn (`--seed-shift "
+             "129000 --vary`), generated at {drawn} UTC from e5f0e17 by the recorder with "
+             "`logits_sum_to_one`, during round 32, graded once at the end of round 32; the set to quote",
+        note="`third-fresh32` (round 32): the same generator and redraw with every seed shifted by 129000 (`python -m "
+             "benchmarks.third --seed-shift 129000 --vary`), trained from a clean export of the committed tree at "
+             "e5f0e17 (`draw.json` has the times) into a folder outside the repository, at the start of round 32, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading. By a slip, the end of the last line of "
+             "its generator log (where one run was written, its name, length and size) was printed while checking "
+             "that it had ended; no runlens output was.",
+        which="*third-fresh32* (round 32; seeds shifted by 129000) was trained from e5f0e17, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh32**.",
     ),
 )
 
-QUOTE = "third-fresh31"
+QUOTE = "third-fresh32"
 
 
 def draw(name: str) -> Draw:
