@@ -26,13 +26,13 @@ from runlens.detectors.curve.diverged import (
     masked_nan,
     stated_by_the_loop,
 )
+from runlens.detectors.curve.lacking import no_training_loss
 from runlens.detectors.curve.memorized import accuracies
 from runlens.detectors.curve.short import short
 from runlens.detectors.curve.short_stuck import evaluations_frozen
 from runlens.detectors.curve.underfitting import progressed, underfitting
 from runlens.detectors.curve.unstable import late_noise, level_shift_verdict, unstable
 from runlens.detectors.curve.validation import overfitting, val_unstable
-from runlens.detectors.unreadable_data import skipped_parts
 from runlens.diagnosis import CurveVerdict
 from runlens.signals import signals_of
 from runlens.stats import chance
@@ -109,8 +109,16 @@ class CurveClassifier(Detector):
           uniformly over any vocabulary (``kind: beyond_any_vocabulary``);
           or a run whose training code says in its own words that the
           loss blew up ("Loss exploded", "cost seems to be exploding",
-          "Model diverged") and went no further: it crashed, or nothing
-          trained after the words (``kind: stated_by_the_loop``).
+          "Model diverged", TF's "Model diverged with loss = NaN." read as a
+          non-finite loss) and went no further: it crashed, or nothing
+          trained after the words (``kind: stated_by_the_loop``); or, in a
+          log of any length, two points in a row each ``BLOWUP`` (1000)
+          times the largest value before them and no point from there on
+          back at that value: the loss blew up three orders of magnitude
+          and never returned to the range it trained in, whatever it did
+          next (a reset to ln K, a slow fall from 1e11; ``kind:
+          blew_up_for_good``). A spike, or a blow-up the run recovered from,
+          comes back.
         - unstable: a level shift: after the minimum, the bucket medians jump
           up (Mann-Whitney p < ``alpha_strong``, at least 6 noise sd and a
           quarter of the progress before it, half of it within 3 buckets), the
@@ -211,7 +219,11 @@ class CurveClassifier(Detector):
           coincidence with probability 0.01), and barely varies (robust sd within 0.5% of ln K)
           (``chance_source`` says which); or the loss made no progress
           (above; ``kind: no_progress``), e.g. a relative drop ``(S - E) /
-          |S|`` below ``min_drop``; or the held-out loss made none while the
+          |S|`` below ``min_drop`` (not judged, ``insufficient_data`` with
+          ``kind: began_mid_run``, in a log counted in steps or epochs that
+          begins more than one logging interval after 0 and further into the
+          run than it lasts: a plateau reached after learning looks the same,
+          and the start that tells them apart is not in the log); or the held-out loss made none while the
           training loss fell by less than half (``kind:
           no_validation_progress``: ``min_evals_after + 1`` evaluations or
           more, the best not ``min_drop / 2`` below the first evaluation (a
@@ -319,7 +331,7 @@ class CurveClassifier(Detector):
         return [self.classify(run, ctx)]
 
     def classify(self, run: Run, ctx: Context | None = None) -> CurveVerdict:
-        if (lacking := _no_training_loss(run, ctx)) is not None:
+        if (lacking := no_training_loss(run, ctx)) is not None:
             return lacking
         sig = ctx.signals_of(run) if ctx is not None else signals_of(run)
         steps, x, bad_step = sig.loss.steps, sig.loss.values, sig.first_nonfinite_step
@@ -371,27 +383,6 @@ class CurveClassifier(Detector):
             self, steps, x, accuracies(run), share=1.0) or CurveVerdict(
             "healthy", f"the loss fell by {f['relative_drop']:.0%} and "
             f"{'was still falling at the end' if falling else 'settled'}", _ev(f))
-
-
-def _no_training_loss(run: Run, ctx: Context | None) -> CurveVerdict | None:
-    """The verdict of a run with no training step or no training loss column; None when it has both."""
-    if run.scalars is None or run.scalars.num_rows == 0:
-        lost = [p for p in skipped_parts(run.warnings) if p["table"] == "scalars"]
-        if lost:
-            # Not "nothing was logged": something was, and could not be read.
-            return CurveVerdict(
-                "insufficient_data", f"the training steps could not be read: {len(lost)} scalars part(s) "
-                f"unreadable ({lost[0]['path']}: {lost[0]['why']}); the curve has no readable loss",
-                {"finite_points": 0, "training_loss_logged": True, "unreadable_parts": lost})
-        return CurveVerdict("insufficient_data", "no training step was logged",
-                            {"finite_points": 0, "training_loss_logged": False})
-    if run.has("scalars", "loss"):
-        return None
-    sig = ctx.signals_of(run) if ctx is not None else signals_of(run)
-    return evaluations_frozen(shape.validation_sets(sig.validation, None)) or memorized.accuracy_collapsed(
-        memorized.held_out_accuracy(run, accuracies(run))) or CurveVerdict(
-        "insufficient_data", "the log has no training loss: the curve has no shape to judge (the other "
-        "signals are still analysed)", {"finite_points": 0, "training_loss_logged": False})
 
 
 def classify(run: Run, ctx: Context | None = None) -> CurveVerdict:

@@ -114,6 +114,43 @@ def ended_exploding(grad: Any, steps: np.ndarray, x: np.ndarray, start: float,
             "exploding_points": n_tail, "step": int(at[0])}
 
 
+#: How far above every value before it a loss must blow up, at two points in a row, to have blown up:
+#: three orders of magnitude, which no minibatch's noise nor a hard batch reaches twice running.
+BLOWUP = 1e3
+
+
+def blew_up_for_good(x: np.ndarray) -> dict[str, Any] | None:
+    """The first place where two points in a row are each ``BLOWUP`` times the largest value before
+    them (positive) and no point from there on comes back to that value: the loss blew up and, whatever
+    it did next (a reset to chance, a slow fall from 1e11), never returned to the range it trained in.
+    A spike comes back; a run that blew up and recovered does too. None when the loss never did."""
+    if x.size < 3:
+        return None
+    top = np.maximum.accumulate(x)
+    up = (x[1:-1] >= BLOWUP * top[:-2]) & (x[2:] >= BLOWUP * top[:-2]) & (top[:-2] > 0)
+    if not up.any():
+        return None
+    i = int(np.argmax(up)) + 1
+    ref = float(top[i - 1])
+    if not np.all(x[i:] > ref):
+        return None
+    return {"blowup_index": i, "level_before": ref, "blowup_orders": math.log10(float(x[i]) / ref),
+            "points_after": int(x.size - i)}
+
+
+def blown_verdict(steps: np.ndarray, x: np.ndarray, evidence: dict[str, Any]) -> CurveVerdict | None:
+    """Diverged by :func:`blew_up_for_good`, with ``evidence`` (the curve's) beside its numbers."""
+    b = blew_up_for_good(x)
+    if b is None:
+        return None
+    i = b.pop("blowup_index")
+    return CurveVerdict(
+        "diverged", f"the loss blew up {b['blowup_orders']:.1f} orders of magnitude at step {int(steps[i])} "
+        f"(to {float(x[i]):.4g}, from at most {b['level_before']:.4g} before) and never came back to that "
+        f"range: each of its {b['points_after']} points from there on is above it, the last {float(x[-1]):.4g}",
+        {**evidence, **b, "blowup": BLOWUP, "kind": "blew_up_for_good", "step": int(steps[i])})
+
+
 def diverged(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, Any]) -> CurveVerdict | None:
     S, F, m = f["start_level"], f["final_level"], f["min_level"]
     tail = x[-3:]
@@ -133,6 +170,8 @@ def diverged(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, An
             "diverged", f"the loss grew by {orders:.1f} orders of magnitude after step {f['min_step']}: "
             f"from {m:.4g} to {float(x[-1]):.4g} (start {S:.4g})",
             _ev(f, orders_of_magnitude=orders, step=f["min_step"]))
+    if (blown := blown_verdict(steps, x, _ev(f))) is not None:
+        return blown
     if not F - m >= max(S - m, cfg.growth * f["scale"]):
         return None
     t = f["after_min_trend"]
@@ -177,7 +216,7 @@ def stated_by_the_loop(run: Run) -> CurveVerdict | None:
         steps = ev.column("step").to_pylist() if "step" in ev.column_names else [None] * ev.num_rows
         for step, kind, message in zip(steps, ev.column("kind").to_pylist(), ev.column("message").to_pylist(),
                                        strict=True):
-            if kind in ("loss_spike", "exception") and message and STATED_DIVERGED.search(str(message)):
+            if kind in ("loss_spike", "exception", "nonfinite_loss") and message and STATED_DIVERGED.search(str(message)):
                 return _stated(str(message), step)
     error = run.error if crashed and isinstance(run.error, Mapping) else {}
     said = str(error.get("message", ""))

@@ -167,6 +167,7 @@ from typing import Any
 
 import numpy as np
 
+from runlens.detectors.curve.diverged import blown_verdict
 from runlens.detectors.curve.memorized import (
     Accuracies,
     Column,
@@ -239,6 +240,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
         verdict = (grown(cfg, steps, x, t, base) or ended_high(steps, x, base) or blew_up_signed(steps, x, base)
+                   or blown_verdict(steps, x, base)
                    or leapt(steps, x, base, cfg.alpha) or rose_throughout(cfg, steps, x, base)
                    or _given_back(cfg, steps, x, base)
                    or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base)
@@ -248,7 +250,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         if verdict is not None:
             return verdict
     elif x.size >= 3 and (verdict := leapt(steps, x, base) or ended_high(steps, x, base)
-                          or climbed(steps, x, base) or blew_up_signed(steps, x, base)) is not None:
+                          or climbed(steps, x, base) or blew_up_signed(steps, x, base)
+                          or blown_verdict(steps, x, base)) is not None:
         return verdict
     elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base) or undone_few(cfg, steps, x, sets, base)
                           or gap_verdict(cfg, steps, x, sets, base, ", in a short log")) is not None:

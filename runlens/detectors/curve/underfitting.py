@@ -14,6 +14,7 @@ import numpy as np
 from runlens.detectors._updates import StepRatioSummary, step_ratio_summary, weight_collapse
 from runlens.detectors.curve import features as shape
 from runlens.detectors.curve.params import CurveParams
+from runlens.detectors.curve.short_level import from_start
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.chance import chance_test, validation_at_chance
 
@@ -111,6 +112,23 @@ def calm(cfg: CurveParams, f: dict[str, Any], sig: Signals | None) -> bool:
             and ratio.largest <= cfg.step_ratio)
 
 
+def began_mid_run(steps: np.ndarray, x: np.ndarray, run: Run) -> CurveVerdict | None:
+    """Not judged: a log counted in steps or epochs whose loss made no progress and that begins further
+    into the run than it lasts (its first point more than one logging interval after 0, the short log's
+    :func:`~runlens.detectors.curve.short_level.from_start`, and beyond its own span). A flat stretch
+    cut from the middle of a run is as much the plateau a run reaches after its progress (a VAE's
+    epochs 7-8 at 107) as a run that never learned; the start, which tells them apart, is not in the
+    log. A log that begins a few steps in (batch steps 5-26 at 0.70) shows most of its run."""
+    index = run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
+    if index not in ("step", "epoch") or from_start(steps, index) or not steps[0] > steps[-1] - steps[0]:
+        return None
+    return CurveVerdict(
+        "insufficient_data", f"the log begins mid-run, at {index} {int(steps[0]):,} ({x.size} points), and its "
+        "loss made no progress there: a plateau reached after learning looks the same as a run that never "
+        "learned, and the start that tells them apart is not in the log",
+        {"finite_points": int(x.size), "first_step": int(steps[0]), "index_kind": index, "kind": "began_mid_run"})
+
+
 def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
                   sig: Signals, sets: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> CurveVerdict | None:
     classes, source = shape.chance_classes(run)
@@ -124,6 +142,8 @@ def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str
                   f"{chance['chance_source']}): the model predicts the prior")
         ev = _ev(f, **chance, step=int(steps[-max(5, x.size // 3)]))
     elif not progressed(cfg, f):
+        if (mid := began_mid_run(steps, x, run)) is not None:
+            return mid
         p = f["progress"].p_decreasing
         drop = f["relative_drop"]
         reason = (f"the loss rose {-drop:.1%} above its start {f['start_level']:.4g}" if drop < 0 else

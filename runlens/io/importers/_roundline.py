@@ -53,7 +53,17 @@ def keyed_rest(text: str, m: re.Match, read: Callable[[str], Fields]) -> tuple[s
     summary = any(is_step(tokens(k)) and v == step and counter_core(tokens(k)) == marker for k, v in after)
     if not after and _FIELD_SEP.search(text, m.start(), m.start(1)) and read(text[:m.start()]):
         return text[:m.start()], 0, summary
+    if after and not _names_loss(after) and _names_loss(read(text[:m.start()])):
+        # The loss before the marker, other fields after it (arcface_torch's "Speed 463.03 samples/sec
+        # Loss 44.1258 LearningRate 0.0781 Epoch: 0 Global Step: 2750 Fp16 Grad Scale: 12800"): the
+        # fields after it alone would drop the loss. The whole line's are the line's fields.
+        return text, 0, summary
     return text[m.end():], m.end(), summary
+
+
+def _names_loss(fields: Fields) -> bool:
+    """Whether a field is named a loss (a loss scale is not one)."""
+    return any(not LOSS.isdisjoint(t) and "scale" not in t for k, _ in fields if (t := tokens(k)))
 
 
 def set_named(fields: Fields) -> Fields | None:

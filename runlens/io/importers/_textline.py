@@ -6,15 +6,14 @@ Markdown quoting (``> ``), a leading timestamp (ISO, ``MM/DD HH:MM:SS``,
 and logger prefixes (``INFO:root:``, ``- mmengine - INFO -``,
 ``INFO  DistriOptimizer$:295 -``).
 
-Fields are read only *after* the step marker (``iter 2920:``,
-``Epoch(train) [1][200/735]``, ``iteration 5426/ 250000 |``), so whatever
-prefix is left cannot become a metric. A field is a name (up to seven
+Fields are read *after* the step marker (``iter 2920:``, ``Epoch(train) [1][200/735]``), so no prefix
+becomes a metric, unless only the text before it names a loss (the whole line's are then read, see
+:func:`._roundline.keyed_rest`). A field is a name (up to seven
 words: ``elapsed time per iteration (ms)``) and a number, joined by ``:``,
 ``=``, ``is`` or a space; separators between fields are ``|``, ``,``,
 `` - ``, ``;``, brackets or whitespace. A number may carry a unit (``1099.34ms``, ``15.34%``,
-``4.2s``); ``2:46:39`` (a duration) and ``100/735`` (a counter) are not numbers. ``nan``, ``-nan``,
-``inf``, ``-inf``, ``Infinity``, ``NaN``, PaddleOCR's ``nanxxx``, MSVC's ``1.#QNAN`` / ``-1.#IND`` /
-``1.#INF`` and torch's ``tensor(nan, device='cuda:0')`` are numbers: they are data. A bare word-number
+``4.2s``); ``2:46:39`` (a duration) and ``100/735`` (a counter) are not numbers. ``nan``, ``-nan``, ``inf``,
+``Infinity``, PaddleOCR's ``nanxxx``, MSVC's ``1.#QNAN`` and torch's ``tensor(nan)`` are numbers: data. A bare word-number
 followed by another name (``loss nan lr 0.001``) is the value of the name before it, unless that name
 ends in prose (``number of nan iterations: 0`` is one name). A line of ``value name`` parts
 (``10.5 loss, 3e-4 LR``) is read by :mod:`._postfix`.
@@ -46,6 +45,7 @@ from runlens.io.importers._textsteps import (
     enter_epoch,
     label_is_eval,
     other_total,
+    rate_left_off,
     running,
     time_unit,
 )
@@ -182,6 +182,7 @@ _LEADING = re.compile(r"^(?:(?:the|and|an|a)\s+)+(?=\S)", re.I)
 
 
 def _keep(out: list, key: str, value: float, span: tuple[int, int]) -> None:
+    key = rate_left_off(key)
     low = key.lower()
     if not key or low in _IGNORED_KEYS or len(key) > 48 or key.count("/") > 1 or "://" in key or _SOURCE_FILE.search(low):
         return
@@ -375,7 +376,6 @@ def _given_step(text: str, ctx: Context, key: str) -> Line | None:
     epoch, espan = _epoch_on_line(text)
     return Line(int(m.group(1)), text[m.end():], bool(_EVAL_LINE.search(text)), epoch, key, formula="int",
                 spans=(m.span(1),), epoch_span=espan, rest_at=m.end())
-
 
 
 def _leading_counter(text: str, ev: bool) -> Line | None:

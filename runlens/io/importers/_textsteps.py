@@ -170,7 +170,22 @@ def time_unit(unit: str | None, text: str, end: int) -> tuple[str | None, int]:
     if unit:
         return (unit if unit.lower() in TIME_UNITS else None), end
     m = NEXT_WORD.match(text, end)
-    return (m.group(1), m.end()) if m and m.group(1).lower() in TIME_UNITS else (None, end)
+    if m is None:
+        return None, end
+    word = m.group(1).lower()
+    # A rate's unit ("463.03 samples/sec", "12 img/s") is the value's too: the next name does not start with it.
+    return (m.group(1), m.end()) if word in TIME_UNITS or word.partition("/")[2] in PER_TIME else (None, end)
+
+
+#: The denominators of a throughput's unit (``samples/sec``, ``tokens/s``, ``img/step``).
+PER_TIME = frozenset({"s", "sec", "second", "it", "iter", "step", "batch"})
+_RATE_LEAD = re.compile(r"^[A-Za-z]+/(?:s|sec|second|it|iter|step|batch) (?=\S)", re.I)
+
+
+def rate_left_off(name: str) -> str:
+    """``name`` without a throughput's unit before it, left over from a value not read as a field
+    ("872-Speed 463.03 samples/sec Loss 44.1" names "Loss"): no name starts with one."""
+    return _RATE_LEAD.sub("", name)
 
 
 def batch_count(m: re.Match, espan: tuple[int, int] | None) -> bool:

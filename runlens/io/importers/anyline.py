@@ -45,16 +45,17 @@ from pathlib import Path
 import numpy as np
 
 from runlens.errors import ImportFailedError
+from runlens.io.importers._anysaid import accuracies, broken_metrics, keep_accuracy, said
 from runlens.io.importers._clean import strip_prefixes
 from runlens.io.importers._common import (
     SIGNAL_COLUMNS,
     Imported,
     Series,
     Take,
-    column_name,
     is_val_set,
     last_per_step,
 )
+from runlens.io.importers._logsignals import Watch
 from runlens.io.importers._postfix import postfix_fields
 from runlens.io.importers._textblock import blocks
 from runlens.io.reader.names import (
@@ -102,13 +103,18 @@ class _Seen:
         # yet), then the lines and values of the NaN/Inf after it. A metric that broke (a KL divergence, a
         # reward gone NaN beside a finite loss) is a finding; its finite history is not, and is not kept.
         self.tails: dict[str, tuple[list[float], array, array]] = {}
+        # What the other lines say in words, each event with the row it was read at.
+        self.watch, self.said, self.stated_at, self.error_row = Watch(), array("q"), array("q"), -1
+        self.accs: dict[str, tuple[array, array]] = {}  # the names of an accuracy: their lines and values
 
-    def add(self, row: int, counter: int | None, fields: list[tuple[str, float]]) -> None:
+    def add(self, row: int, counter: int | None, fields: list[tuple[str, float]]) -> bool:
+        """Keep a line's candidates' values; whether it had any."""
         kept = False
         for name, value in fields:
             if name not in self.names:
                 if len(self.names) >= _MAX_NAMES or not _candidate(name):
                     self._other(row, name, value)
+                    keep_accuracy(self.accs, row, name, value)
                     continue
                 self.names[name], self.first[name] = 0, len(self.first)
                 self.values[name] = (array("q"), array("d"))
@@ -120,6 +126,17 @@ class _Seen:
         if kept:
             self.lines.append(row)
             self.counters.append(-1 if counter is None else counter)
+        return kept
+
+    def words(self, row: int, raw: str) -> None:
+        """A line with no candidate's value: what it says in words (TF's "Model diverged with loss = NaN.",
+        an exception the run died of), with the row it was said at (its step is known at the end)."""
+        before = len(self.watch.events), len(self.watch.stated), self.watch.error
+        if self.watch.see(raw, None, stepless=True):
+            self.said.extend([row] * (len(self.watch.events) - before[0]))
+            self.stated_at.extend([row] * (len(self.watch.stated) - before[1]))
+        if self.watch.error is not before[2] and self.watch.error is not None:
+            self.error_row = row
 
     def _other(self, row: int, name: str, value: float) -> None:
         # Called for every other field of every line: the finite case, nearly all of them, only stores.
@@ -253,12 +270,18 @@ def scan(lines: Iterable[str]) -> _Seen:
     header: int | None = None  # a line that holds only a counter (``epoch=29``) heads the lines below it
     for row, raw in enumerate(lines):
         if not any(c.isdigit() for c in raw) and "nan" not in (low := raw.lower()) and "inf" not in low:
+            seen.words(row, raw)
             continue
         counter, fields = parse_line(raw)
         if fields:
-            seen.add(row, header if counter is None else counter, fields)
-        elif counter is not None:
-            header = counter
+            if seen.add(row, header if counter is None else counter, fields):
+                seen.watch.trained()
+            else:
+                seen.words(row, raw)
+        else:
+            if counter is not None:
+                header = counter
+            seen.words(row, raw)
     return seen
 
 
@@ -346,7 +369,9 @@ def read(path: Path, encoding: str = "utf-8") -> Imported | None:
                                                                            strict=True))
             # One value per place, the last printed (two evaluations between two loss lines).
             table[target] = last_per_step(Series(place[np.searchsorted(rows, at_rows)], values))[0]
-    _broken_metrics(imp, seen, rows, place)
+    broken_metrics(imp, seen, rows, place)
+    said(imp, seen.watch, (seen.said, seen.stated_at, seen.error_row), rows, place)
+    accuracies(imp, seen.accs, rows, place)
     imp.config["index_kind"] = "step" if by_counter else "row"
     what = "loss" if train is not None else "validation loss"
     imp.index_why = (f"the number each {what} line starts with, rising on every one, is the index" if by_counter
@@ -358,21 +383,3 @@ def read(path: Path, encoding: str = "utf-8") -> Imported | None:
     imp.config["import_fields"] = {t: n for t, n in (("loss", train), ("val_loss", val)) if n is not None}
     imp.config["log_style"] = {"named values": int(keyed.sum())}
     return imp
-
-
-def _broken_metrics(imp: Imported, seen: _Seen, rows: np.ndarray, place: np.ndarray) -> None:
-    """The other names whose values end non-finite, as user scalars holding that tail and the finite
-    value before it (what the ``nonfinite_metric`` finding reads); the import warning says so."""
-    kept = []
-    for name, (last, tail_rows, tail_values) in seen.tails.items():
-        if not tail_rows or column_name(name) in imp.train:
-            continue
-        before = last[:] if last[0] >= 0 else []  # the last finite value, when there was one
-        at = np.asarray(before[:1] + list(tail_rows), dtype=np.int64)
-        values = np.asarray(before[1:] + list(tail_values), dtype=np.float64)
-        # A line without a loss takes the place of the loss line before it, as the evaluations do.
-        where = place[np.clip(np.searchsorted(rows, at, side="right") - 1, 0, None)]
-        imp.train[column_name(name)] = last_per_step(Series(where, values))[0]
-        kept.append(f"{name!r} ({len(tail_rows)} lines)")
-    if kept:
-        imp.warnings.append("values that end NaN/Inf kept from their last finite one on: " + ", ".join(kept))

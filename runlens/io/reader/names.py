@@ -22,6 +22,8 @@ VAL = frozenset({"val", "valid", "validation", "validations", "eval", "evaluatio
 TRAIN = frozenset({"train", "training", "tr", "main", "trn", "learn"})
 LOSS = frozenset({"loss", "losses", "xent", "nll", "ce", "objective", "cost", "crossentropy"})
 PERPLEXITY = frozenset({"ppl", "perplexity"})
+#: The least a perplexity can be, as printed: exp of a cross-entropy is 1 or more (0.995 rounds to 1.00).
+PERPLEXITY_MIN = 0.995
 # Words that qualify a name without making it another quantity: ``avg loss`` is the loss.
 NEUTRAL = frozenset({"total", "avg", "avr", "average", "mean", "overall", "running", "lm", "value", "all", "sum",
                      "batch", "mini", "minibatch", "step", "epoch", "per", "on", "of", "the", "after", "smoothed", "ema",

@@ -40,8 +40,12 @@ from scipy.stats import spearmanr
 
 from runlens.io.reader import sequence
 from runlens.io.reader.names import (
+    NEUTRAL,
     PERPLEXITY,
+    PERPLEXITY_MIN,
     STEP_WORDS,
+    TRAIN,
+    VAL,
     adversarial_side,
     counter_core,
     is_epoch,
@@ -170,7 +174,7 @@ def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None,
         return dataclasses.replace(pick, why=f"a GAN's two players, named without a loss word: {pick.why}"), parts
     if side == "train" and (total := total_of_parts(table, cols)) is not None:
         return total, []
-    ppl = [c for c in cols if any(x in PERPLEXITY for x in tokens(c))]
+    ppl = [c for c in cols if any(x in PERPLEXITY for x in tokens(c)) and is_perplexity(table, c)]
     if ppl:
         return Pick(role, (ppl[0],), "log", f"only a perplexity was logged ({ppl[0]!r}): "
                     "the loss is its natural log"), []
@@ -246,6 +250,9 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
     if not any(p.role == "loss" or p.role.startswith("val_loss") for p in roles.picks) and (
             lone := lone_series(table, roles.index)) is not None:
         roles.picks.append(Pick("loss", (lone[0],), "column", lone[1]))
+        if (twin := _held_out_twin(lone[0], val)) is not None:
+            roles.picks.append(Pick("val_loss", (twin,), "column", f"{twin!r} is the held-out column of the quantity "
+                                    f"read as the training loss ({lone[0]!r})"))
     if not roles.picks and step is None:
         _unnamed(table, roles)
     return roles
@@ -330,7 +337,28 @@ def _val_fallback(table: Table, val: list[str], roles: Roles) -> None:
                                     f"{c!r} is a validation column of the training loss's quantity "
                                     f"({', '.join(sorted(shared))})"))
             return
-    ppl = [c for c in val if any(x in PERPLEXITY for x in tokens(c))]
+    ppl = [c for c in val if any(x in PERPLEXITY for x in tokens(c)) and is_perplexity(table, c)]
     if ppl:
         roles.picks.append(Pick("val_loss", (ppl[0],), "log", f"only a validation perplexity was logged "
                                 f"({ppl[0]!r}): the validation loss is its natural log"))
+
+
+def is_perplexity(table: Table, column: str) -> bool:
+    """Whether a column named a perplexity holds one: exp of a cross-entropy is 1 or more (printed to
+    two places, 0.995 or more). A negative "perplexity" (im2latex's ``perplexity -1.60``, a log
+    probability) or one below 1 is some other quantity, and its log no loss."""
+    values, present = table.column(column)
+    finite = values[present & np.isfinite(values)]
+    return bool(np.all(finite >= PERPLEXITY_MIN))
+
+
+def _held_out_twin(column: str, val: list[str]) -> str | None:
+    """The one held-out column that names the same quantity as ``column`` once the sides' words are left
+    out (``test bits_per_dim`` beside ``train bits_per_dim``): what the run printed for both sets."""
+    def quantity(name: str) -> tuple[str, ...]:
+        return tuple(t for t in tokens(name) if t not in VAL and t not in TRAIN and t not in NEUTRAL)
+
+    want = quantity(column)
+    found = [c for c in val if want and quantity(c) == want]
+    return found[0] if len(found) == 1 else None
+
