@@ -350,35 +350,39 @@ THREADS15_ROLE = _merged("files", "pastes_threads15", "nineteen workers (eight, 
                          "copy, which outcomes or parts of a focus found no file). "
                          + _graded_once("8c4c59f", "round 28's last engine commit", "pastes_threads15", "0.78 (83/106)",
                                         "0.62 (66/106)", 29, THREADS15_MENDS), day="2026-12-06")
+
+
+def _eight_workers(folder: str, round_: int, said: str, rest: str) -> str:
+    """The role line of a set gathered by eight workers at once on 2026-12-06 (the sixteenth on), whose
+    reports ``said`` a little more than counts (the slips its README declares)."""
+    return _merged("files", folder, "eight workers (at most eight at once)", round_,
+                   f"Slips are declared in its README: several reports said a little more than counts ({said}). " + rest,
+                   day="2026-12-06")
+
+
 THREADS16, THREADS16_REPORT = _paths("pastes_threads16")
-THREADS16_ROLE = _merged("files", "pastes_threads16", "eight workers (at most eight at once)", 29,
-                         "Slips are declared in its README: several reports said a little more than counts (how many "
-                         "labels carry doubts, which outcomes or parts of a focus found no file, which balance targets "
-                         "were met only just). "
-                         + _graded_once("6c91c63", "round 29's graded engine", "pastes_threads16", "0.86 (43/50)",
-                                        "0.60 (30/50)", 30, THREADS16_MENDS), day="2026-12-06")
+THREADS16_ROLE = _eight_workers("pastes_threads16", 29, "how many labels carry doubts, which outcomes or parts of a "
+                                "focus found no file, which balance targets were met only just",
+                                _graded_once("6c91c63", "round 29's graded engine", "pastes_threads16", "0.86 (43/50)",
+                                             "0.60 (30/50)", 30, THREADS16_MENDS))
 THREADS17, THREADS17_REPORT = _paths("pastes_threads17")
-THREADS17_ROLE = _merged("files", "pastes_threads17", "eight workers (at most eight at once)", 30,
-                         "Slips are declared in its README: several reports said a little more than counts (how many "
-                         "labels carry doubts, which outcomes found no file, which balance targets were met only just "
-                         "or missed), and one listing during the merge showed one file name (no content). "
-                         + _graded_once("3bb318a", "round 30's graded engine", "pastes_threads17", "0.67 (32/48)",
-                                        "0.71 (34/48)", 31, THREADS17_MENDS), day="2026-12-06")
+THREADS17_ROLE = _eight_workers("pastes_threads17", 30, "how many labels carry doubts, which outcomes found no file, "
+                                "which balance targets were met only just or missed), and one listing during the merge "
+                                "showed one file name (no content",
+                                _graded_once("3bb318a", "round 30's graded engine", "pastes_threads17", "0.67 (32/48)",
+                                             "0.71 (34/48)", 31, THREADS17_MENDS))
 THREADS18, THREADS18_REPORT = _paths("pastes_threads18")
-THREADS18_ROLE = _merged("files", "pastes_threads18", "eight workers (at most eight at once)", 31,
-                         "Slips are declared in its README: several reports said a little more than counts (how many "
-                         "labels carry doubts, which outcomes found no file, which balance targets were missed). "
-                         + _graded_once("ea36466", "round 31's graded engine", "pastes_threads18", "0.87 (39/45)",
-                                        "0.62 (28/45)", 32, THREADS18_MENDS), day="2026-12-06")
+THREADS18_ROLE = _eight_workers("pastes_threads18", 31, "how many labels carry doubts, which outcomes found no file, "
+                                "which balance targets were missed",
+                                _graded_once("ea36466", "round 31's graded engine", "pastes_threads18", "0.87 (39/45)",
+                                             "0.62 (28/45)", 32, THREADS18_MENDS))
 THREADS19, THREADS19_REPORT = _paths("pastes_threads19")
-THREADS19_ROLE = _merged("files", "pastes_threads19", "eight workers (at most eight at once)", 32,
-                         "Slips are declared in its README: several reports said a little more than counts (which "
-                         "balance targets were missed, that all of one pass's labels carry doubts, where one pass's "
-                         "file came from, that candidates were dropped as already used). "
-                         "**Graded once as held out**, at the end of round 32, at the commit this page names: the "
-                         "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' (format "
-                         "seen) and the others.",
-                         day="2026-12-06")
+THREADS19_ROLE = _eight_workers("pastes_threads19", 32, "which balance targets were missed, that all of one pass's "
+                                "labels carry doubts, where one pass's file came from, that candidates were dropped as "
+                                "already used",
+                                "**Graded once as held out**, at the end of round 32, at the commit this page names: the "
+                                "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
+                                "(format seen) and the others.")
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
          THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19)
 _REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,

@@ -351,7 +351,7 @@ class CurveClassifier(Detector):
                                 + why, {**masked, "step": masked["zero_loss_step"]})
         if x.size < self.min_points:
             last = int(steps[-1]) if steps.size else None
-            index = run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
+            index = shape.index_kind(run)
             sets = shape.validation_sets(sig.validation, last)
             acc = accuracies(run)
             if x.size == 0 and (held := evaluations_frozen(sets) or memorized.accuracy_collapsed(memorized.held_out_accuracy(run, acc))):

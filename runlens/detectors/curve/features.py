@@ -48,6 +48,12 @@ def grad_norm_nonfinite(run: Run) -> bool:
     return bool(pc.any(pc.invert(pc.is_finite(col))).as_py())
 
 
+def index_kind(run: Run) -> str:
+    """How the run's index counts (config ``index_kind``): ``step`` (a recorder's, the default), ``epoch``
+    or ``row`` (an imported log with no counter)."""
+    return run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
+
+
 def role_how(config: Any, role: str) -> str | None:
     """How an imported log's reader made ``role`` (``import_roles``: ``column``, ``sum``, ``log``, or a
     proxy of :mod:`runlens.io.reader.objective`); None for a run that says nothing of it."""

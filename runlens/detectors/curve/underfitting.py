@@ -119,7 +119,7 @@ def began_mid_run(steps: np.ndarray, x: np.ndarray, run: Run) -> CurveVerdict | 
     cut from the middle of a run is as much the plateau a run reaches after its progress (a VAE's
     epochs 7-8 at 107) as a run that never learned; the start, which tells them apart, is not in the
     log. A log that begins a few steps in (batch steps 5-26 at 0.70) shows most of its run."""
-    index = run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
+    index = shape.index_kind(run)
     if index not in ("step", "epoch") or from_start(steps, index) or not steps[0] > steps[-1] - steps[0]:
         return None
     return CurveVerdict(

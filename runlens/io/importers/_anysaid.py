@@ -20,21 +20,26 @@ _ACCURACY = frozenset({"acc", "accuracy"})
 _MAX_ACCURACIES = 8
 
 
+def placed(rows: np.ndarray, place: np.ndarray, at: Sequence[int] | np.ndarray, before: int | None = None) -> np.ndarray:
+    """The place of each row of ``at``: that of the last line with values at or before it (``rows``, their
+    ``place``); a row before the first such line takes the first's, or ``before`` when given."""
+    i = np.searchsorted(rows, np.asarray(at, dtype=np.int64), side="right") - 1
+    out = place[np.clip(i, 0, None)]
+    return out if before is None else np.where(i >= 0, out, before)
+
+
 def said(imp: Imported, watch: Watch, where: tuple[Sequence[int], Sequence[int], int], rows: np.ndarray,
          place: np.ndarray) -> None:
     """The events ``watch`` read in the lines' words (``where``: the row of each event, of each stated
     blow-up, of the exception), each at the place of the last line with values before it (the step it
     was said after); an exception with no training line after it is how the run ended."""
-    def at(row: int) -> int:
-        i = int(np.searchsorted(rows, row, side="right")) - 1
-        return int(place[i]) if i >= 0 else 0
-
     event_rows, stated_rows, error_row = where
-    events = [(at(r), *e[1:]) for r, e in zip(event_rows, watch.events, strict=True)]
-    stated = [(at(r), *e[1:]) for r, e in zip(stated_rows, watch.stated, strict=True)]
+    events = [(int(at), *e[1:]) for at, e in zip(placed(rows, place, event_rows, before=0), watch.events, strict=True)]
+    stated = [(int(at), *e[1:]) for at, e in zip(placed(rows, place, stated_rows, before=0), watch.stated, strict=True)]
     imp.events = events + stated
     if watch.error is not None:
-        imp.error = {**watch.error, "step": watch.error["step"] if watch.error["step"] is not None else at(error_row)}
+        step = watch.error["step"]
+        imp.error = {**watch.error, "step": step if step is not None else int(placed(rows, place, [error_row], before=0)[0])}
 
 
 def broken_metrics(imp: Imported, seen: Any, rows: np.ndarray, place: np.ndarray) -> None:
@@ -48,12 +53,10 @@ def broken_metrics(imp: Imported, seen: Any, rows: np.ndarray, place: np.ndarray
         at = np.asarray(before[:1] + list(tail_rows), dtype=np.int64)
         values = np.asarray(before[1:] + list(tail_values), dtype=np.float64)
         # A line without a loss takes the place of the loss line before it, as the evaluations do.
-        where = place[np.clip(np.searchsorted(rows, at, side="right") - 1, 0, None)]
-        imp.train[column_name(name)] = last_per_step(Series(where, values))[0]
+        imp.train[column_name(name)] = last_per_step(Series(placed(rows, place, at), values))[0]
         kept.append(f"{name!r} ({len(tail_rows)} lines)")
     if kept:
         imp.warnings.append("values that end NaN/Inf kept from their last finite one on: " + ", ".join(kept))
-
 
 
 def keep_accuracy(accs: dict[str, tuple[array, array]], row: int, name: str, value: float) -> None:
@@ -78,6 +81,5 @@ def accuracies(imp: Imported, accs: dict[str, tuple[array, array]], rows: np.nda
             continue
         at = np.frombuffer(accs[names[0]][0], dtype=np.int64)
         values = np.frombuffer(accs[names[0]][1], dtype=np.float64)
-        where = place[np.clip(np.searchsorted(rows, at, side="right") - 1, 0, None)]
-        table[column] = last_per_step(Series(where, values))[0]
+        table[column] = last_per_step(Series(placed(rows, place, at), values))[0]
 

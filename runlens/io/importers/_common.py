@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.reader.names import PERPLEXITY, PERPLEXITY_MIN, tokens
+from runlens.io.reader.names import PERPLEXITY, tokens
+from runlens.io.reader.roles import holds_perplexity
 
 if TYPE_CHECKING:
     from recorders.writer import RunWriter
@@ -284,7 +285,7 @@ def _perplexity(evals: dict[str, Series]) -> str | None:
     """The first validation column named a perplexity (``val_perplexity``, ``val_ppl``) that holds one
     (no finite value below 1: a negative "perplexity" is a log probability, its log no loss)."""
     return next((k for k in evals if PERPLEXITY & set(tokens(k)) and len(evals[k].steps)
-                 and not np.any(evals[k].values[np.isfinite(evals[k].values)] < PERPLEXITY_MIN)), None)
+                 and holds_perplexity(evals[k].values)), None)
 
 
 def write_imported(imp: Imported, out_dir: str | Path) -> Path:

@@ -17,7 +17,17 @@ from collections.abc import Callable
 import numpy as np
 
 from runlens.io.importers._common import Series
-from runlens.io.reader.names import LOSS, METRIC, TRAIN, VAL, counter_core, is_lr, is_step, tokens
+from runlens.io.reader.names import (
+    LOSS,
+    METRIC,
+    TRAIN,
+    VAL,
+    counter_core,
+    is_loss_scale,
+    is_lr,
+    is_step,
+    tokens,
+)
 
 Fields = list[tuple[str, float]]
 
@@ -63,7 +73,7 @@ def keyed_rest(text: str, m: re.Match, read: Callable[[str], Fields]) -> tuple[s
 
 def _names_loss(fields: Fields) -> bool:
     """Whether a field is named a loss (a loss scale is not one)."""
-    return any(not LOSS.isdisjoint(t) and "scale" not in t for k, _ in fields if (t := tokens(k)))
+    return any(not LOSS.isdisjoint(t) and not is_loss_scale(t) for k, _ in fields if (t := tokens(k)))
 
 
 def set_named(fields: Fields) -> Fields | None:

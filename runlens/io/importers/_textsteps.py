@@ -179,7 +179,7 @@ def time_unit(unit: str | None, text: str, end: int) -> tuple[str | None, int]:
 
 #: The denominators of a throughput's unit (``samples/sec``, ``tokens/s``, ``img/step``).
 PER_TIME = frozenset({"s", "sec", "second", "it", "iter", "step", "batch"})
-_RATE_LEAD = re.compile(r"^[A-Za-z]+/(?:s|sec|second|it|iter|step|batch) (?=\S)", re.I)
+_RATE_LEAD = re.compile(rf"^[A-Za-z]+/(?:{'|'.join(sorted(PER_TIME))}) (?=\S)", re.I)
 
 
 def rate_left_off(name: str) -> str:

@@ -348,8 +348,12 @@ def is_perplexity(table: Table, column: str) -> bool:
     two places, 0.995 or more). A negative "perplexity" (im2latex's ``perplexity -1.60``, a log
     probability) or one below 1 is some other quantity, and its log no loss."""
     values, present = table.column(column)
-    finite = values[present & np.isfinite(values)]
-    return bool(np.all(finite >= PERPLEXITY_MIN))
+    return holds_perplexity(values[present])
+
+
+def holds_perplexity(values: np.ndarray) -> bool:
+    """Whether no finite value is below ``PERPLEXITY_MIN``: what a perplexity's values can be."""
+    return bool(np.all(values[np.isfinite(values)] >= PERPLEXITY_MIN))
 
 
 def _held_out_twin(column: str, val: list[str]) -> str | None:
