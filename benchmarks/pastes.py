@@ -81,7 +81,10 @@ gathered by eight workers during round 30 and graded once at its end
 gathered by eight workers during round 31 and graded once at its end
 (``benchmarks/results/pastes_threads18_heldout.md``), then read and mended in round 32:
 ``benchmarks/results/pastes_threads18.md``. ``--threads19`` grades the nineteenth (``benchmarks/pastes_threads19/``),
-gathered by eight workers during round 32 and graded once at its end: ``benchmarks/results/pastes_threads19.md``.
+gathered by eight workers during round 32 and graded once at its end
+(``benchmarks/results/pastes_threads19_heldout.md``), then read and mended in round 33:
+``benchmarks/results/pastes_threads19.md``. ``--threads20`` grades the twentieth (``benchmarks/pastes_threads20/``),
+gathered by eight workers during round 33 and graded once at its end: ``benchmarks/results/pastes_threads20.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -256,6 +259,10 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
+THREADS19_MENDS = ("an evaluation printed on every training line is one per line, not one per epoch; a log several "
+                   "processes wrote, each line tagged with its rank, is read as one rank's; no progress is not judged "
+                   "while the logged learning rate is still warming up; a loss printed alike too coarsely to resolve a "
+                   "learning model's change is a band, stuck only where a band is")
 THREADS18_MENDS = ("a line's words read beside its numbers by the last reading too (TF's 'Model diverged with loss = "
                    "NaN.' after finite losses); a loss printed before the step marker, other fields after it; a "
                    "throughput's unit left off the next name; a loss that blew up three orders of magnitude and never "
@@ -380,22 +387,31 @@ THREADS19, THREADS19_REPORT = _paths("pastes_threads19")
 THREADS19_ROLE = _eight_workers("pastes_threads19", 32, "which balance targets were missed, that all of one pass's "
                                 "labels carry doubts, where one pass's file came from, that candidates were dropped as "
                                 "already used",
-                                "**Graded once as held out**, at the end of round 32, at the commit this page names: the "
+                                _graded_once("c885d2a", "round 32's graded engine", "pastes_threads19", "0.82 (33/40)",
+                                             "0.68 (27/40)", 33, THREADS19_MENDS))
+THREADS20, THREADS20_REPORT = _paths("pastes_threads20")
+THREADS20_ROLE = _eight_workers("pastes_threads20", 33, "which balance targets were missed and why, how many labels "
+                                "carry doubts, how many pastes are cut copies, that candidates were dropped as already "
+                                "used or taken by a sibling pass, that no thread was found for some outcomes",
+                                "**Graded once as held out**, at the end of round 33, at the commit this page names: the "
                                 "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
                                 "(format seen) and the others.")
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
-         THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19)
+         THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
+         THREADS20)
 _REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
             THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
             THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
-            THREADS18_REPORT, THREADS19_REPORT)
+            THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT)
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
-          THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE)
+          THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
+          THREADS20_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
 FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
-        "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth")
+        "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
+        "twentieth")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

@@ -663,7 +663,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh32", 129000, ("2026-12-06 11:14", "2026-12-06 11:18"),
         role="the third generator with every seed shifted by 129000 and every run redrawn (`--seed-shift "
              "129000 --vary`), generated at {drawn} UTC from e5f0e17 by the recorder with "
-             "`logits_sum_to_one`, during round 32, graded once at the end of round 32; the set to quote",
+             "`logits_sum_to_one`, during round 32, graded once at the end of round 32 (c885d2a): a development "
+             "set since",
         note="`third-fresh32` (round 32): the same generator and redraw with every seed shifted by 129000 (`python -m "
              "benchmarks.third --seed-shift 129000 --vary`), trained from a clean export of the committed tree at "
              "e5f0e17 (`draw.json` has the times) into a folder outside the repository, at the start of round 32, "
@@ -671,12 +672,29 @@ DRAWS: tuple[Draw, ...] = (
              "engine). Nothing of it was diagnosed before its one grading. By a slip, the end of the last line of "
              "its generator log (where one run was written, its name, length and size) was printed while checking "
              "that it had ended; no runlens output was.",
-        which="*third-fresh32* (round 32; seeds shifted by 129000) was trained from e5f0e17, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh32**.",
+        which="*third-fresh32* (round 32; seeds shifted by 129000) was trained from e5f0e17 and graded once at "
+              "c885d2a (curve 0.95, recall 1.00 pooled and per code, fault's code first 0.96, healthy runs with a "
+              "warning 0/11): a development set since.",
+    ),
+    # Drawn in round 33 from c5b9ea4 (round 32's last commit), before any round-33 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh33", 133000, ("2026-12-06 13:32", "2026-12-06 13:35"),
+        role="the third generator with every seed shifted by 133000 and every run redrawn (`--seed-shift "
+             "133000 --vary`), generated at {drawn} UTC from c5b9ea4 by the recorder with "
+             "`logits_sum_to_one`, during round 33, graded once at the end of round 33; the set to quote",
+        note="`third-fresh33` (round 33): the same generator and redraw with every seed shifted by 133000 (`python -m "
+             "benchmarks.third --seed-shift 133000 --vary`), trained from a clean export of the committed tree at "
+             "c5b9ea4 (`draw.json` has the times) into a folder outside the repository, at the start of round 33, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and nothing of its generator log or "
+             "its runs was printed: only that the log holds no traceback and how many entries the folder holds.",
+        which="*third-fresh33* (round 33; seeds shifted by 133000) was trained from c5b9ea4, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh33**.",
     ),
 )
 
-QUOTE = "third-fresh32"
+QUOTE = "third-fresh33"
 
 
 def draw(name: str) -> Draw:
