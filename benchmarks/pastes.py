@@ -262,7 +262,9 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
 THREADS19_MENDS = ("an evaluation printed on every training line is one per line, not one per epoch; a log several "
                    "processes wrote, each line tagged with its rank, is read as one rank's; no progress is not judged "
                    "while the logged learning rate is still warming up; a loss printed alike too coarsely to resolve a "
-                   "learning model's change is a band, stuck only where a band is")
+                   "learning model's change is a band, stuck only where a band is; and, from the earlier sets' misses, "
+                   "a held-out loss at twice its minimum at each evaluation after it overfit, a held-out accuracy "
+                   "named with its pooling is read, and a run that ends inside a new gradient-norm surge explodes")
 THREADS18_MENDS = ("a line's words read beside its numbers by the last reading too (TF's 'Model diverged with loss = "
                    "NaN.' after finite losses); a loss printed before the step marker, other fields after it; a "
                    "throughput's unit left off the next name; a loss that blew up three orders of magnitude and never "

@@ -11,12 +11,17 @@ from runlens.detectors._base import Detector, Interval, Needs, Skip, register
 from runlens.detectors._layerstats import fmt_p
 from runlens.stats.growth import bucket_medians, geometric, growth, level_change, rolling_median
 from runlens.stats.progress import progress_test
+from runlens.stats.robust import mad_sd
 
 if TYPE_CHECKING:
     from runlens.detectors._base import Context
     from runlens.diagnosis import Finding
     from runlens.io.run import Run
     from runlens.signals import Signals
+
+
+#: Robust sd of the norms before it that a held surge must clear, as ``grad_norm_spike``'s ``min_z``.
+SURGE_Z = 6.0
 
 
 @register
@@ -68,6 +73,10 @@ class ExplodingGradients(Detector):
         norms (a few pasted lines) has no history before a tail: its last norm
         is measured against the median of the ones before, and only the
         second reading (the loss jumping on that same last line) counts.
+        Held surge: the last 2 to ``tail`` norms (a third of the log at most) each at least
+        ``min_blowup_decades`` above the median of the 4 or more before them and 6 robust sd (the
+        normal-scaled MAD of those) above it, the norm just before them within ``min_blowup_decades`` of that
+        median: a run that ends inside a new surge its own noise cannot make.
         Steady: (8 norms or more) log10 of the norm climbs on the steps in a
         straight line (OLS slope > 0, one-sided p < ``alpha``, R^2 >=
         ``min_steady_r2`` and above the R^2 of the norm itself on the steps:
@@ -143,7 +152,7 @@ class ExplodingGradients(Detector):
             raise Skip(f"needs at least 2 finite, positive gradient norms (has {len(logn)})")
         evidence = {"source": gn.source.split(" ")[0], "steps": len(logn),
                     "step_range": [int(steps[0]), int(steps[-1])]}
-        for test in (self._blowup, self._surge, self._growth, self._steady, self._jump):
+        for test in (self._blowup, self._surge, self._held_surge, self._growth, self._steady, self._jump):
             found = test(sig, steps, logn, blowup, evidence)
             if found is not None:
                 return [found]
@@ -202,6 +211,31 @@ class ExplodingGradients(Detector):
             + (f"last {len(logn) - start} recorded steps" if len(logn) - start > 1 else "last recorded step")
             + ", where the run ends", step=int(steps[start]),
             evidence=evidence)
+
+    def _held_surge(self, sig: Signals, steps: np.ndarray, logn: np.ndarray, blowup: int | None,
+                    evidence: dict[str, Any]) -> Finding | None:
+        """The run ends inside a surge its own noise cannot make: each of its last 2 to ``tail`` norms (a
+        third of the log at most) ``min_blowup_decades`` above the median of the 4 or more before them and
+        ``SURGE_Z`` robust sd of those above it, the one just before them at the usual level: new at the end
+        (fairseq's grad_norm 0.788 six times, then 11.5, 13.5)."""
+        if blowup is not None:
+            return None
+        for k in range(min(self.tail, len(logn) // 3), 1, -1):
+            before, last = logn[:-k], logn[-k:]
+            base, sd = float(np.median(before)), float(mad_sd(before))
+            rise = last - base
+            # New at the end: the norm just before it is at its usual level (a level held since earlier in
+            # the run is the jump's or the growth's to judge, as after a spike that threw the weights out).
+            if (before.size >= 4 and before[-1] - base < self.min_blowup_decades
+                    and bool(np.all(rise >= self.min_blowup_decades)) and bool(np.all(rise >= SURGE_Z * sd))):
+                evidence |= {"surge_decades": float(np.min(rise)), "usual_log10": base, "usual_sd_log10": sd,
+                             "last_log10": float(logn[-1]), "surge_from_step": int(steps[-k]), "points_in_surge": k,
+                             "surge_z": SURGE_Z, "kind": "held_surge"}
+                return self.finding(
+                    f"gradient norm stood {float(np.min(rise)):.1f} decades or more above its usual level (>= "
+                    f"{self.min_blowup_decades:g}, and {SURGE_Z:g} robust sd of its own noise) at each of the last {k} "
+                    "recorded steps, where the run ends", step=int(steps[-k]), evidence=evidence)
+        return None
 
     def _loss_blew_up_last(self, sig: Signals, step: int, least: int | None = None) -> bool:
         """The log ends at ``step`` with the loss there ``min_blowup_decades`` above its

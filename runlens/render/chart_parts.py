@@ -25,6 +25,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogFormatter
 from matplotlib.transforms import blended_transform_factory
 
+from runlens.render.format import DRAWABLE
+
 if TYPE_CHECKING:
     from matplotlib.axis import Axis
     from matplotlib.typing import RcKeyType
@@ -149,9 +151,16 @@ def shared_x(ax: Axes, x_range: tuple[int, int] | None) -> None:
     ax.set_xlim(lo - pad, hi + pad)
 
 
+def drawable(y: np.ndarray) -> np.ndarray:
+    """``y`` with every value a chart cannot draw (NaN, Inf, beyond ``DRAWABLE``) as NaN: a gap in the line
+    (matplotlib cannot invert the transform of an axis whose span overflows)."""
+    y = np.asarray(y, dtype=float)
+    return np.where(np.isfinite(y) & (np.abs(y) <= DRAWABLE), y, np.nan)
+
+
 def nonfinite_ticks(ax: Axes, x: np.ndarray, y: np.ndarray) -> None:
-    """Red crosses along the top of the axes where a value was NaN/Inf."""
-    bad = ~np.isfinite(y)
+    """Red crosses along the top of the axes where a value was NaN/Inf (or beyond ``DRAWABLE``)."""
+    bad = np.isnan(drawable(y))
     if bad.any():
         trans = blended_transform_factory(ax.transData, ax.transAxes)
         ax.plot(x[bad], np.full(int(bad.sum()), 0.97), "x", color=BAD_C, markersize=4,

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import math
 
+#: The largest magnitude a chart or a sparkline draws: an axis spanning values near float64's limit
+#: (1.8e308) overflows when its ends are subtracted. A loss that large has overflowed in any dtype a
+#: model trains in, so it is marked as a NaN/Inf is.
+DRAWABLE = 1e300
+
 #: A severity's ANSI colour (``--color``); severity is data, its colour the renderer's business.
 SEVERITY_ANSI = {"error": "\033[1;31m", "warning": "\033[33m", "info": "\033[36m"}
 RESET = "\033[0m"

@@ -124,3 +124,22 @@ def test_index_links_every_run(demo_report, hostile_report):
     page = render_index([(build_view(demo_report), "demo-run.html"), (build_view(hostile_report), None)])
     assert_self_contained(page, scripts=1)
     assert 'href="demo-run.html"' in page and HOSTILE not in page
+
+
+def test_values_near_the_float_limit_render_marked_as_overflow():
+    # Hypothesis found it: a loss of 1.8e308 beside -1e292 gives an axis whose span overflows, and
+    # matplotlib cannot invert its transform; such a value is marked as a NaN/Inf is, not drawn.
+    import numpy as np
+
+    import runlens
+    from runlens.render.report.markdown import render_markdown
+    from runlens.report_data import build_report_data
+    from runlens.signals import signals_of
+    from runlens.testing import build_run
+
+    run = build_run(loss=np.array([0.0, 1.7976931348623157e308, -9.9792015476736e291]), steps=np.array([0, 1, 2]))
+    data = build_report_data(runlens.analyze(run), signals_of(run))
+    page = render_html(data)
+    assert_self_contained(page)
+    assert "<svg" in page and "NaN/Inf" in page
+    assert "×" in render_markdown(data)

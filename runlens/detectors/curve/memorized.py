@@ -50,14 +50,18 @@ def _column(run: Run, table: str, names: tuple[str, ...]) -> Column | None:
 
 #: The words of an accuracy's name (``categorical_accuracy``, ``top1_acc``, ``binary_accuracy``).
 _ACC_WORDS = frozenset({"acc", "accuracy"})
+#: Words that say how an accuracy was pooled, not what it measures: ``Eval Acc (total)`` is the held-out
+#: accuracy over every class and example.
+_POOLED = frozenset({"total", "overall", "mean", "avg", "average"})
 
 
 def _held_out_accuracy_column(run: Run) -> tuple[str, ...]:
-    """The one held-out column named a validation word and an accuracy word and nothing else
-    (``Test Accuracy``, ``valid_acc``): what a log that evaluates no loss prints of its held-out set."""
+    """The one held-out column named a validation word and an accuracy word and nothing else but how it
+    was pooled (``Test Accuracy``, ``valid_acc``, ``Eval Acc (total)``): what a log that evaluates no loss
+    prints of its held-out set."""
     e = getattr(run, "evals", None)
     found = [c for c, words in ((c, tokens(c)) for c in (e.column_names if e is not None else ()))
-             if is_val(words) and len(_ACC_WORDS & set(words)) == 1 and set(words) <= VAL | _ACC_WORDS]
+             if is_val(words) and len(_ACC_WORDS & set(words)) == 1 and set(words) <= VAL | _ACC_WORDS | _POOLED]
     return tuple(found) if len(found) == 1 else ()
 
 

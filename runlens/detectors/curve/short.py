@@ -26,7 +26,8 @@ readings, in the order they are tried (the first that holds is the verdict):
   moves the mean by its share only) the evidence says so and
   ``loss_at_chance`` fires too (``kind: short_stuck``). Three values printed alike, to a thousandth of their
   (non-zero) level or finer, are stuck too: a loss that trains moves by
-  more than its last digit in an epoch;
+  more than its last digit in an epoch; printed alike more coarsely than ``FROZEN_RESOLUTION`` of
+  the level, they are a band (stuck only where a band is);
 - underfitting when the validation loss is printed alike (to a thousandth
   of its level or finer) at every one of 2 or more evaluations at
   different steps while the training loss fell less than ``min_drop``, or
@@ -117,6 +118,10 @@ readings, in the order they are tried (the first that holds is the verdict):
 - unstable when the validation loss (6 evaluations or more) rises at least
   twice and falls at least twice by 3x or more from one evaluation to the
   next (``kind: short_val_swings``);
+- overfitting when a held-out loss stands at ``MANYFOLD`` (2x) its minimum or more at each of the 2
+  evaluations or more after it, with no such jump before it nor fall after it, and the training loss
+  at its end no higher than at that minimum: a rise by effect size where a rank test has no power
+  (``kind: short_overfitting_manyfold``);
 - overfitting when the gap widens (``kind: gap_widens``): over 5
   evaluations or more the validation loss made no progress at all
   (no downward Kendall trend at ``alpha``, and less than ``min_drop`` down
@@ -147,8 +152,8 @@ readings, in the order they are tried (the first that holds is the verdict):
   the whole span, which ten times the span would not take down ``min_drop``;
   ``crawl`` in the evidence) (``kind: short_no_progress``): a model that
   learns falls fastest at the start. A log that begins mid-run may be a plateau,
-  and a log counted in rows does not say where it begins: neither is
-  judged;
+  a log counted in rows does not say where it begins, and a logged rate that
+  rose over the log and never fell is a warmup not yet over: none is judged;
 - with 3 points or more: diverged when every point after the first is at
   least 10x the first (``kind: short_leap``: the loss left its start by an
   order of magnitude at the first line logged after it and never came
@@ -201,6 +206,7 @@ from runlens.detectors.curve.short_level import (
 from runlens.detectors.curve.short_level import (
     identical as _identical,
 )
+from runlens.detectors.curve.short_overfit import manyfold, overfit_few
 from runlens.detectors.curve.short_stuck import (
     alike_tail,
     chance_by_accuracy,
@@ -209,7 +215,11 @@ from runlens.detectors.curve.short_stuck import (
     zero_from_start,
 )
 from runlens.detectors.curve.short_stuck import stuck as _stuck
-from runlens.detectors.curve.validation import gap_verdict, perm_p, turned_few, undone_few, val_rises
+from runlens.detectors.curve.validation import (
+    gap_verdict,
+    turned_few,
+    undone_few,
+)
 from runlens.diagnosis import CurveVerdict
 from runlens.signals.series import Series
 from runlens.stats.trend import Trend, trend
@@ -243,22 +253,23 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                    or blown_verdict(steps, x, base)
                    or leapt(steps, x, base, cfg.alpha) or rose_throughout(cfg, steps, x, base)
                    or _given_back(cfg, steps, x, base)
-                   or _swings(cfg, steps, x, t, base) or _overfit(cfg, steps, x, sets, base)
+                   or _swings(cfg, steps, x, t, base) or overfit_few(cfg, steps, x, sets, base)
                    or undone_few(cfg, steps, x, sets, base) or turned_few(cfg, steps, x, sets, base) or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
+                   or manyfold(steps, x, sets, base)
                    or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base)
-                   or no_progress(cfg, steps, x, t, base, sets, index))
+                   or no_progress(cfg, steps, x, t, base, sets, index, lr))
         if verdict is not None:
             return verdict
     elif x.size >= 3 and (verdict := leapt(steps, x, base) or ended_high(steps, x, base)
                           or climbed(steps, x, base) or blew_up_signed(steps, x, base)
                           or blown_verdict(steps, x, base)) is not None:
         return verdict
-    elif x.size >= 2 and (verdict := _overfit(cfg, steps, x, sets, base) or undone_few(cfg, steps, x, sets, base)
+    elif x.size >= 2 and (verdict := overfit_few(cfg, steps, x, sets, base) or undone_few(cfg, steps, x, sets, base)
                           or gap_verdict(cfg, steps, x, sets, base, ", in a short log")) is not None:
         # A held-out rise needs the evaluations, not many training points: the training loss at
         # the validation minimum and at the end say whether it kept falling.
         return verdict
-    elif x.size >= 2 and (verdict := memorized(cfg, steps, x, sets, acc, base)) is not None:
+    elif x.size >= 2 and (verdict := memorized(cfg, steps, x, sets, acc, base) or manyfold(steps, x, sets, base)) is not None:
         return verdict
     if (overflowing := near_overflow(steps, x, base)) is not None:
         return overflowing  # the other readings say more (a leap, a growth) when they hold
@@ -310,22 +321,6 @@ def _given_back(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: dict[s
         f"after its minimum {m:.4g}: each of the last {k} of {x.size} points gave back all the progress and "
         "more", {**base, "last_points_above": k, "bound": bound, "kind": "short_given_back",
                  "step": int(steps[int(np.argmin(x))])})
-
-
-def _overfit(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-             base: dict[str, Any]) -> CurveVerdict | None:
-    # The long curve's validation test; a few evaluations give no noise estimate.
-    for name, o, where in val_rises(cfg, sets, noise=False):
-        at_min = float(x[int(np.argmin(np.abs(steps - o["val_min_step"])))])
-        if not x[-1] <= at_min:
-            continue
-        return CurveVerdict(
-            "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
-            f"by {o['val_rise']:.3g} over {o['evals_after_min']} evaluations ({perm_p(o)}) "
-            f"while the training loss kept falling, in a short log of {x.size} points",
-            {**base, **o, "eval_set": name, "train_at_val_min": at_min, "kind": "short_overfitting",
-             "step": o["val_min_step"]})
-    return None
 
 
 #: The factor a validation loss must move by, up and down, twice each, to swing: the noise of

@@ -147,7 +147,8 @@ def from_start(steps: np.ndarray, index: str) -> bool:
 
 
 def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any],
-                sets: dict[str, tuple[np.ndarray, np.ndarray]], index: str) -> CurveVerdict | None:
+                sets: dict[str, tuple[np.ndarray, np.ndarray]], index: str,
+                lr: Series | None = None) -> CurveVerdict | None:
     """From the start of training (its first point within one logging interval of step or epoch 0),
     over ``MIN_START_EPOCHS`` epochs or ``MIN_START_STEPS`` steps at least, the loss's end level (the
     median of its last fifth) is within ``min_drop`` of the lower of its first point and the median of
@@ -156,8 +157,9 @@ def no_progress(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, ba
     a fall at every point (a nearly monotone fall is progress, however slow, unless it crawls: under
     ``min_drop / CRAWL`` over the whole span): a model that learns drops fastest at the start.
     A log that begins mid-run may be a plateau, and a log counted in rows says nothing of where it
-    begins; neither is judged."""
-    if x.size < 5 or not from_start(steps, index):
+    begins; neither is judged. Nor is a log whose logged learning rate rose over it and never fell
+    (:func:`warming_up`): the warmup has not ended, and a loss need not fall before it does."""
+    if x.size < 5 or not from_start(steps, index) or warming_up(steps, lr):
         return None
     span = float(steps[-1])
     if span < (MIN_START_EPOCHS if index == "epoch" else MIN_START_STEPS):
@@ -291,6 +293,17 @@ def repeated(steps: np.ndarray, x: np.ndarray) -> CurveVerdict | None:
 #: How far a learning rate must fall over the points judged to call the schedule annealing: an order of
 #: magnitude, the last stretch of a cosine or linear decay to 0 (step decays of 10x count too).
 ANNEAL = 10.0
+
+
+def warming_up(steps: np.ndarray, lr: Series | None) -> bool:
+    """Whether the logged learning rate never fell over the span of ``steps`` and ended higher than it
+    began: a warmup still under way at the log's end (SPML's 4.0e-6 rising to 4.6e-6 over 800 of its
+    first epoch's iterations), during which "no progress yet" is the schedule's, not the model's."""
+    if lr is None or steps.size < 2:
+        return False
+    inside = (lr.steps >= steps[0]) & (lr.steps <= steps[-1]) & np.isfinite(lr.values) & (lr.values > 0)
+    v = lr.values[inside]
+    return v.size >= 3 and bool(np.all(np.diff(v) >= 0)) and float(v[-1]) > float(v[0])
 
 
 def annealed(steps: np.ndarray, lr: Series | None) -> bool:

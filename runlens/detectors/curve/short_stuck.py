@@ -245,9 +245,15 @@ def stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[int
     # that still over several points.
     spread = float(np.ptp(x))
     still = not t.p < cfg.alpha or at_chance
-    within = spread == 0.0 or at_chance or (level != 0 and spread <= ALIKE * abs(level) and still) or (
-        level != 0 and spread <= cfg.stuck_band * abs(level) and still and not annealing
-        and (at_chance or index == "step" or from_start(steps, index)))
+    # Printed alike where the print cannot resolve a change a learning model makes (coarser than
+    # ``FROZEN_RESOLUTION`` of the level, as read back: trailing zeros are lost) is a band like any other:
+    # stuck where a band is. Epoch means of a converged model counted in rows (0.0030 at each of eight
+    # epochs, mid-run) repeat by rounding; a minibatch's loss printed alike step after step does not.
+    coarse = level != 0 and not 0 < q <= FROZEN_RESOLUTION * abs(level)
+    banded = at_chance or index == "step" or from_start(steps, index)
+    within = (spread == 0.0 and (not coarse or banded)) or at_chance or (
+        level != 0 and 0 < spread <= ALIKE * abs(level) and still) or (
+        level != 0 and spread <= cfg.stuck_band * abs(level) and still and not annealing and banded)
     if not within:
         return None
     ev: dict[str, Any] = {**_short(x, "short_stuck"),

@@ -66,6 +66,38 @@ def val_rises(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]], 
         yield name, o, "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
 
 
+#: How many times its minimum a held-out loss must stand at every evaluation after it, two at least,
+#: to have risen by effect size alone: evaluating one fixed set does not double its loss twice running
+#: (the same reasoning as the short log's swing, at a lower bar since the rise must also hold).
+MANYFOLD = 2.0
+
+
+def rose_manyfold(sets: EvalSets) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """``(name, evidence, where)`` for each eval set (``val_loss`` first) whose loss stands at
+    ``MANYFOLD`` times its minimum or more at each of the 2 evaluations or more after it, with no jump
+    of that factor before the minimum nor a fall of it after (a swing is no rise): a rise too
+    few evaluations hold for a rank test to reach alpha (four give 1/24 at best), told by its size
+    (investibot's 0.031 -> 0.021 -> 0.059 -> 0.065)."""
+    for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
+        ok = np.isfinite(vl)
+        vs, vl = vs[ok], vl[ok]
+        if vl.size < 3 or not float(np.min(vl)) > 0:
+            continue
+        i = int(np.argmin(vl))
+        after = vl[i + 1:]
+        if after.size < 2 or not bool(np.all(after >= MANYFOLD * vl[i])):
+            continue
+        # A rise that holds, from a descent: a loss that also jumped MANYFOLD before its minimum, or
+        # fell back that far after it, swings (the instability readings judge it), as RealNVP's
+        # test loss of 3.3e4, 2.3e5, 1.0e4, 4.6e5, 1.3e8, 1.0e7 does.
+        r = np.diff(np.log(vl))
+        if bool(np.any(r[:i] >= math.log(MANYFOLD))) or bool(np.any(r[i + 1:] <= -math.log(MANYFOLD))):
+            continue
+        yield name, {"val_min": float(vl[i]), "val_min_step": int(vs[i]), "val_last": float(vl[-1]),
+                     "evals_after_min": int(after.size), "least_ratio_after_min": float(np.min(after) / vl[i]),
+                     "manyfold": MANYFOLD}, "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+
+
 #: The share of its own fall a held-out loss must give back, along its significant rise, to have
 #: overfit by less than ``min_val_rise`` of its level: a third of what it had gained is lost, at a
 #: level whose plateau sits high above the fall (a mixer's 0.350 -> 0.297 -> 0.325 over 21 evaluations

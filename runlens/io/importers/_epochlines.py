@@ -33,9 +33,11 @@ class EpochLines:
     counter: str | None
 
     def place(self, at: np.ndarray, is_eval: bool) -> np.ndarray:
-        """The steps of a series logged at epochs ``at``: the loss's lines' own for a training series
-        on the same lines, else its epoch's last loss line's."""
-        if not is_eval and at.size == self.epochs.size and np.array_equal(at, self.epochs):
+        """The steps of a series logged at epochs ``at``: the loss's lines' own for a series on the
+        same lines, else its epoch's last loss line's. An evaluation printed on every training line
+        (Flair's ``end of split`` lines, each with its ``valid loss``) is one per line, not one per
+        epoch: keeping only each epoch's last would drop all but one of them."""
+        if at.size == self.epochs.size and np.array_equal(at, self.epochs):
             return self.steps
         return self.steps[np.maximum(np.searchsorted(self.epochs, at, side="right") - 1, 0)]
 

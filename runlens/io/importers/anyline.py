@@ -57,6 +57,7 @@ from runlens.io.importers._common import (
 )
 from runlens.io.importers._logsignals import Watch
 from runlens.io.importers._postfix import postfix_fields
+from runlens.io.importers._ranks import one_rank
 from runlens.io.importers._textblock import blocks
 from runlens.io.reader.names import (
     COUNT_WORDS,
@@ -347,7 +348,7 @@ def read(path: Path, encoding: str = "utf-8") -> Imported | None:
     is read, as another tool's evaluations-only log is: the curve then says what it lacks)."""
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:
         # In blocks, a line cut in pieces as the text reader cuts it: one huge "line" costs no more memory.
-        seen = scan(line for lines in blocks(f, _MAX_LINE) for line in lines)
+        seen = scan(line for lines in one_rank(blocks(f, _MAX_LINE)) for line in lines)
     train, val = _kept(seen, *_pick(seen))
     key = train or val
     if key is None:

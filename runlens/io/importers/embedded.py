@@ -33,6 +33,7 @@ from pathlib import Path
 from runlens.errors import ImportFailedError
 from runlens.io.importers._clean import strip_prefixes
 from runlens.io.importers._common import Take
+from runlens.io.importers._ranks import one_rank
 from runlens.io.importers._textblock import blocks
 from runlens.io.reader.source import open_limited
 
@@ -97,7 +98,7 @@ def read(path: Path, encoding: str = "utf-8") -> Take | None:
 
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:
         lines = []
-        for chunk in blocks(f, _MAX_LINE):
+        for chunk in one_rank(blocks(f, _MAX_LINE)):
             lines.extend(chunk)
             if len(lines) >= _MAX_LINES:
                 break

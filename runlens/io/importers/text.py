@@ -52,6 +52,7 @@ from runlens.io.importers._evalline import (
 from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._linetypes import Context, Line
 from runlens.io.importers._names import Mapper
+from runlens.io.importers._ranks import one_rank
 from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
 from runlens.io.importers._runacc import RunAcc, describe, put_line, reading_warnings
 from runlens.io.importers._splitrecords import join_split
@@ -72,7 +73,7 @@ def _scan(path: Path, mapper: Mapper, step_key: str | None, encoding: str = "utf
     ``joined``: a record printed over two lines is read as one (:mod:`._splitrecords`)."""
     sc = _Scanner(mapper, step_key)
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:  # .gz read as is
-        for lines in blocks(f, _MAX_LINE):
+        for lines in one_rank(blocks(f, _MAX_LINE)):
             lines = join_split(lines) if joined else lines
             sc.block(number_lines(lines, mapper, sc.markers, bare, proxy) if numbered else lines)
     sc.close_tail()

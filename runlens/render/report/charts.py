@@ -37,6 +37,7 @@ from runlens.render.chart_parts import (
     WIDE,
     Layout,
     draw_marks,
+    drawable,
     figure,
     figure_grid,
     finish,
@@ -131,7 +132,7 @@ def _plans(data: ReportDataLike) -> list[tuple[str, str, str, Draw]]:
 def _plot(ax: Axes, s: SeriesLike, color: str, *, label: str, linewidth: float, marker: str | None = None,
           markersize: float | None = None, linestyle: str | None = None) -> None:
     # None is matplotlib's own default for each of these (the rc parameters).
-    ax.plot(s.steps, np.where(np.isfinite(s.values), s.values, np.nan), color=color, label=label,
+    ax.plot(s.steps, drawable(s.values), color=color, label=label,
             linewidth=linewidth, marker=marker, markersize=markersize, linestyle=linestyle)
 
 
@@ -141,7 +142,7 @@ def _loss_chart(data: ReportDataLike, layout: Layout, gid: str, axis: str, *, lo
     _plot(ax, loss, TRAIN, linewidth=0.9, label=loss.label)
     nonfinite_ticks(ax, loss.steps, loss.values)
     if marks.spikes:
-        ax.plot([s for s, _ in marks.spikes], [v for _, v in marks.spikes], "v", color=MARK_C,
+        ax.plot([s for s, _ in marks.spikes], drawable(np.array([v for _, v in marks.spikes])), "v", color=MARK_C,
                 markersize=5, label="spike")
     _val_lines(ax, data, marks)
     if log:
@@ -250,7 +251,7 @@ def _weight_norms(data: ReportDataLike, layout: Layout, gid: str, axis: str) -> 
     fig, ax = figure(layout, 2.6)
     values = []
     for s in data.weight_lines:
-        ax.plot(s.steps, np.where(np.isfinite(s.values), s.values, np.nan), linewidth=0.9, label=_short(s.label))
+        ax.plot(s.steps, drawable(s.values), linewidth=0.9, label=_short(s.label))
         values.append(s.values)
     magnitude_scale(ax, np.concatenate(values))
     shared_x(ax, data.x_range)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
+from runlens.render.format import DRAWABLE
 from runlens.render.report.view import FindingView, ReportView, build_view, fmt
 from runlens.render.templates import get_template
 
@@ -177,11 +178,11 @@ def _closers(lines: list[str]) -> str:
 # -- sparklines ---------------------------------------------------------------
 def sparkline(spark: SparkLike) -> str:
     """A :class:`runlens.report_data.Spark` as a row of block glyphs, one per bucket (its
-    maximum, so a spike shows); ``×`` where a bucket held NaN/Inf."""
+    maximum, so a spike shows); ``×`` where a bucket held NaN/Inf (or beyond ``DRAWABLE``)."""
     peaks = np.asarray(spark.peaks, dtype=np.float64)
     if not len(peaks):
         return ""
-    finite = np.isfinite(peaks)
+    finite = np.isfinite(peaks) & (np.abs(peaks) <= DRAWABLE)
     if not finite.any():
         return NONFINITE_GLYPH * len(peaks)
     scaled = np.where(finite, peaks, 0.0)
