@@ -57,8 +57,7 @@ _HOOK = "INFO:tensorflow:cross_entropy = {v}, learning_rate = 0.0138, train_mean
 
 def test_interleaved_ranks_are_read_as_one_rank(tmp_path):
     lines = []
-    for i, (a, b) in enumerate(zip((2.31, 2.05, 1.83, 1.62, 1.44, 1.30), (81.0, 8687.0, 90.2, 69774.0, 75.1, 9000.0),
-                                   strict=True)):
+    for a, b in zip((2.31, 2.05, 1.83, 1.62, 1.44, 1.30), (81.0, 8687.0, 90.2, 69774.0, 75.1, 9000.0), strict=True):
         lines += [f"[1,0]<stderr>:{_HOOK.format(v=a)}", f"[1,1]<stderr>:{_HOOK.format(v=b)}"]
     kept = [ln for chunk in one_rank([lines]) for ln in chunk]
     assert len(kept) == 6 and all(ln.startswith("INFO:tensorflow:cross_entropy = ") for ln in kept)
@@ -80,7 +79,7 @@ def test_a_crash_another_rank_printed_is_kept_and_the_logging_rank_read(tmp_path
 
 
 def test_silent_twin_an_untagged_log_and_a_bare_index_pass_unchanged():
-    lines = ["[3]: loss 0.5", "epoch 1 loss 0.4", "[rank]: loss 0.3"]
+    lines = ["[3]: loss 0.5", "epoch 1 loss 0.4", "[rank]: loss 0.3", "[1,2000]: loss 0.2", "[1,4000]: loss 0.1"]
     assert [ln for chunk in one_rank([lines]) for ln in chunk] == lines
 
 

@@ -22,9 +22,11 @@ _NUMBER = re.compile(r"[-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECAS
 
 
 def _rank(line: str) -> tuple[int, int] | None:
-    """``(rank, end of the tag)`` of a tagged line; a bare ``[3]:`` is no tag (a list index printed)."""
+    """``(rank, end of the tag)`` of a tagged line. A bracketed number or pair is a tag only with its
+    stream after it, as OpenMPI and horovodrun print it: ``[3]:`` or ``[1,2000]:`` may be a list index
+    or an epoch and batch a loop printed."""
     m = _TAG.match(line)
-    if m is None or (m.group(2) is not None and m.group(5) is None):
+    if m is None or (m.group(3) is None and m.group(4) is None and m.group(5) is None):
         return None
     return int(next(g for g in m.groups()[:4] if g is not None)), m.end()
 
