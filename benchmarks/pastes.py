@@ -369,28 +369,31 @@ def _eight_workers(folder: str, round_: int, said: str, rest: str) -> str:
                    day="2026-12-06")
 
 
+def _eight_graded(n: int, round_: int, said: str, commit: str, read: str, agreed: str, mends: str) -> str:
+    """:func:`_eight_workers`'s line for the ``n``-th set, gathered in round ``round_``, graded once at its
+    end (at ``commit``, that round's graded engine) and mended in the round after."""
+    folder = f"pastes_threads{n}"
+    return _eight_workers(folder, round_, said, _graded_once(commit, f"round {round_}'s graded engine", folder, read,
+                                                             agreed, round_ + 1, mends))
+
+
 THREADS16, THREADS16_REPORT = _paths("pastes_threads16")
-THREADS16_ROLE = _eight_workers("pastes_threads16", 29, "how many labels carry doubts, which outcomes or parts of a "
-                                "focus found no file, which balance targets were met only just",
-                                _graded_once("6c91c63", "round 29's graded engine", "pastes_threads16", "0.86 (43/50)",
-                                             "0.60 (30/50)", 30, THREADS16_MENDS))
+THREADS16_ROLE = _eight_graded(16, 29, "how many labels carry doubts, which outcomes or parts of a focus found no "
+                               "file, which balance targets were met only just",
+                               "6c91c63", "0.86 (43/50)", "0.60 (30/50)", THREADS16_MENDS)
 THREADS17, THREADS17_REPORT = _paths("pastes_threads17")
-THREADS17_ROLE = _eight_workers("pastes_threads17", 30, "how many labels carry doubts, which outcomes found no file, "
-                                "which balance targets were met only just or missed), and one listing during the merge "
-                                "showed one file name (no content",
-                                _graded_once("3bb318a", "round 30's graded engine", "pastes_threads17", "0.67 (32/48)",
-                                             "0.71 (34/48)", 31, THREADS17_MENDS))
+THREADS17_ROLE = _eight_graded(17, 30, "how many labels carry doubts, which outcomes found no file, which balance "
+                               "targets were met only just or missed), and one listing during the merge showed one "
+                               "file name (no content",
+                               "3bb318a", "0.67 (32/48)", "0.71 (34/48)", THREADS17_MENDS)
 THREADS18, THREADS18_REPORT = _paths("pastes_threads18")
-THREADS18_ROLE = _eight_workers("pastes_threads18", 31, "how many labels carry doubts, which outcomes found no file, "
-                                "which balance targets were missed",
-                                _graded_once("ea36466", "round 31's graded engine", "pastes_threads18", "0.87 (39/45)",
-                                             "0.62 (28/45)", 32, THREADS18_MENDS))
+THREADS18_ROLE = _eight_graded(18, 31, "how many labels carry doubts, which outcomes found no file, which balance "
+                               "targets were missed",
+                               "ea36466", "0.87 (39/45)", "0.62 (28/45)", THREADS18_MENDS)
 THREADS19, THREADS19_REPORT = _paths("pastes_threads19")
-THREADS19_ROLE = _eight_workers("pastes_threads19", 32, "which balance targets were missed, that all of one pass's "
-                                "labels carry doubts, where one pass's file came from, that candidates were dropped as "
-                                "already used",
-                                _graded_once("c885d2a", "round 32's graded engine", "pastes_threads19", "0.82 (33/40)",
-                                             "0.68 (27/40)", 33, THREADS19_MENDS))
+THREADS19_ROLE = _eight_graded(19, 32, "which balance targets were missed, that all of one pass's labels carry "
+                               "doubts, where one pass's file came from, that candidates were dropped as already used",
+                               "c885d2a", "0.82 (33/40)", "0.68 (27/40)", THREADS19_MENDS)
 THREADS20, THREADS20_REPORT = _paths("pastes_threads20")
 THREADS20_ROLE = _eight_workers("pastes_threads20", 33, "which balance targets were missed and why, how many labels "
                                 "carry doubts, how many pastes are cut copies, that candidates were dropped as already "

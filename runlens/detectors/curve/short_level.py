@@ -295,14 +295,19 @@ def repeated(steps: np.ndarray, x: np.ndarray) -> CurveVerdict | None:
 ANNEAL = 10.0
 
 
+def _rate_over(steps: np.ndarray, lr: Series | None) -> np.ndarray:
+    """The logged learning rate's finite, positive values over the span of ``steps`` (none without a rate)."""
+    if lr is None or steps.size < 2:
+        return np.empty(0)
+    inside = (lr.steps >= steps[0]) & (lr.steps <= steps[-1]) & np.isfinite(lr.values) & (lr.values > 0)
+    return lr.values[inside]
+
+
 def warming_up(steps: np.ndarray, lr: Series | None) -> bool:
     """Whether the logged learning rate never fell over the span of ``steps`` and ended higher than it
     began: a warmup still under way at the log's end (SPML's 4.0e-6 rising to 4.6e-6 over 800 of its
     first epoch's iterations), during which "no progress yet" is the schedule's, not the model's."""
-    if lr is None or steps.size < 2:
-        return False
-    inside = (lr.steps >= steps[0]) & (lr.steps <= steps[-1]) & np.isfinite(lr.values) & (lr.values > 0)
-    v = lr.values[inside]
+    v = _rate_over(steps, lr)
     return v.size >= 3 and bool(np.all(np.diff(v) >= 0)) and float(v[-1]) > float(v[0])
 
 
@@ -311,10 +316,7 @@ def annealed(steps: np.ndarray, lr: Series | None) -> bool:
     ended ``ANNEAL`` times lower or more: a schedule decaying to its end, where a loss that flattens into
     a band is converging as annealing makes it, not stuck (LLaMA-Factory's last 4 logs of a cosine to
     0, the rate 1.4e-8 -> 2.9e-10, the loss 4.467 -> 4.460)."""
-    if lr is None or steps.size < 2:
-        return False
-    inside = (lr.steps >= steps[0]) & (lr.steps <= steps[-1]) & np.isfinite(lr.values) & (lr.values > 0)
-    v = lr.values[inside]
+    v = _rate_over(steps, lr)
     return v.size >= 2 and bool(np.all(np.diff(v) <= 0)) and float(v[0]) >= ANNEAL * float(v[-1])
 
 

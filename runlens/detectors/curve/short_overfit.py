@@ -20,7 +20,7 @@ def overfit_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[s
     """The long curve's validation test (:func:`.validation.val_rises`); a few evaluations give no noise
     estimate (``kind: short_overfitting``)."""
     for name, o, where in val_rises(cfg, sets, noise=False):
-        at_min = float(x[int(np.argmin(np.abs(steps - o["val_min_step"])))])
+        at_min = _train_at(steps, x, o["val_min_step"])
         if not x[-1] <= at_min:
             continue
         return CurveVerdict(
@@ -38,7 +38,7 @@ def manyfold(steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray,
     short_overfitting_manyfold``), tried after the rank test and the memorization reading, which say
     more where they hold."""
     for name, o, where in rose_manyfold(sets):
-        at_min = float(x[int(np.argmin(np.abs(steps - o["val_min_step"])))])
+        at_min = _train_at(steps, x, o["val_min_step"])
         if x[-1] <= at_min:
             return CurveVerdict(
                 "overfitting", f"validation loss{where} stood at {o['least_ratio_after_min']:.3g}x its minimum "
@@ -48,3 +48,8 @@ def manyfold(steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray,
                 {**base, **o, "eval_set": name, "train_at_val_min": at_min, "kind": "short_overfitting_manyfold",
                  "step": o["val_min_step"]})
     return None
+
+
+def _train_at(steps: np.ndarray, x: np.ndarray, step: int) -> float:
+    """The training loss logged nearest ``step`` (the held-out minimum's)."""
+    return float(x[int(np.argmin(np.abs(steps - step)))])

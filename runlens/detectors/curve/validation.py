@@ -37,6 +37,11 @@ def perm_p(o: dict[str, Any]) -> str:
     return f"permutation p={o['val_perm_p']:.2g}"
 
 
+def _where(name: str) -> str:
+    """Where a held-out rise is, as a finding says it: nothing for ``val_loss``, else its eval set."""
+    return "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+
+
 def val_rises(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]], *, noise: bool = True
                ) -> Iterator[tuple[str, dict[str, Any], str]]:
     """``(name, overfit_test result, " on eval set 'x'")`` for each eval set (``val_loss``
@@ -63,7 +68,7 @@ def val_rises(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]], 
                              and ((strict and not noise)
                                   or o["val_rise"] >= cfg.val_give_back * max(float(vl[0]) - o["val_min"], 0.0))):
             continue
-        yield name, o, "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+        yield name, o, _where(name)
 
 
 #: How many times its minimum a held-out loss must stand at every evaluation after it, two at least,
@@ -95,7 +100,7 @@ def rose_manyfold(sets: EvalSets) -> Iterator[tuple[str, dict[str, Any], str]]:
             continue
         yield name, {"val_min": float(vl[i]), "val_min_step": int(vs[i]), "val_last": float(vl[-1]),
                      "evals_after_min": int(after.size), "least_ratio_after_min": float(np.min(after) / vl[i]),
-                     "manyfold": MANYFOLD}, "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+                     "manyfold": MANYFOLD}, _where(name)
 
 
 #: The share of its own fall a held-out loss must give back, along its significant rise, to have
@@ -321,7 +326,7 @@ def undone_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
         p = 1 / math.factorial(t.size)
         if p >= cfg.alpha:
             continue
-        where = "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+        where = _where(name)
         return CurveVerdict(
             "overfitting", f"validation loss{where} rose from {vl[i_min]:.4g} at step {int(vs[i_min])} to "
             f"{vl[-1]:.4g} at each of its {after.size - 1} evaluations since, above its first {vl[0]:.4g}, "
@@ -357,7 +362,7 @@ def turned_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
         t = _train_at(steps, x, vs)
         if t is None or not (t[i_min] > 0 and t[-1] <= (1 - cfg.min_drop) * t[i_min]):
             continue
-        where = "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
+        where = _where(name)
         p = 1 / math.factorial(k)
         return CurveVerdict(
             "overfitting", f"validation loss{where} rose from {vl[i_min]:.4g} at step {int(vs[i_min])} to "
