@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads20] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads21] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -84,7 +84,10 @@ gathered by eight workers during round 31 and graded once at its end
 gathered by eight workers during round 32 and graded once at its end
 (``benchmarks/results/pastes_threads19_heldout.md``), then read and mended in round 33:
 ``benchmarks/results/pastes_threads19.md``. ``--threads20`` grades the twentieth (``benchmarks/pastes_threads20/``),
-gathered by eight workers during round 33 and graded once at its end: ``benchmarks/results/pastes_threads20.md``.
+gathered by eight workers during round 33 and graded once at its end
+(``benchmarks/results/pastes_threads20_heldout.md``), then read in round 34:
+``benchmarks/results/pastes_threads20.md``. ``--threads21`` grades the twenty-first (``benchmarks/pastes_threads21/``),
+gathered by eight workers during round 34 and graded once at its end: ``benchmarks/results/pastes_threads21.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -259,6 +262,8 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
+THREADS20_MENDS = ("none of its misses was mended: round 34's changes came from third-fresh33's misses, and its 25 "
+                   "agreements held, item for item")
 THREADS19_MENDS = ("an evaluation printed on every training line is one per line, not one per epoch; a log several "
                    "processes wrote, each line tagged with its rank, is read as one rank's; no progress is not judged "
                    "while the logged learning rate is still warming up; a loss printed alike too coarsely to resolve a "
@@ -361,12 +366,12 @@ THREADS15_ROLE = _merged("files", "pastes_threads15", "nineteen workers (eight, 
                                         "0.62 (66/106)", 29, THREADS15_MENDS), day="2026-12-06")
 
 
-def _eight_workers(folder: str, round_: int, said: str, rest: str) -> str:
+def _eight_workers(folder: str, round_: int, said: str, rest: str, merged: str = _MERGED) -> str:
     """The role line of a set gathered by eight workers at once on 2026-12-06 (the sixteenth on), whose
     reports ``said`` a little more than counts (the slips its README declares)."""
     return _merged("files", folder, "eight workers (at most eight at once)", round_,
                    f"Slips are declared in its README: several reports said a little more than counts ({said}). " + rest,
-                   day="2026-12-06")
+                   merged, day="2026-12-06")
 
 
 def _eight_graded(n: int, round_: int, said: str, commit: str, read: str, agreed: str, mends: str) -> str:
@@ -395,28 +400,34 @@ THREADS19_ROLE = _eight_graded(19, 32, "which balance targets were missed, that 
                                "doubts, where one pass's file came from, that candidates were dropped as already used",
                                "c885d2a", "0.82 (33/40)", "0.68 (27/40)", THREADS19_MENDS)
 THREADS20, THREADS20_REPORT = _paths("pastes_threads20")
-THREADS20_ROLE = _eight_workers("pastes_threads20", 33, "which balance targets were missed and why, how many labels "
-                                "carry doubts, how many pastes are cut copies, that candidates were dropped as already "
-                                "used or taken by a sibling pass, that no thread was found for some outcomes",
-                                "**Graded once as held out**, at the end of round 33, at the commit this page names: the "
+THREADS20_ROLE = _eight_graded(20, 33, "which balance targets were missed and why, how many labels carry doubts, how "
+                               "many pastes are cut copies, that candidates were dropped as already used or taken by a "
+                               "sibling pass, that no thread was found for some outcomes",
+                               "3a28bcd", "0.84 (41/49)", "0.51 (25/49)", THREADS20_MENDS)
+THREADS21, THREADS21_REPORT = _paths("pastes_threads21")
+THREADS21_ROLE = _eight_workers("pastes_threads21", 34, "which balance targets were missed and why, how many labels "
+                                "carry doubts, that candidates were dropped as already used, which outcomes found no "
+                                "file; the merge dropped one file whose thread a sibling pass had used), and a listing while the set was "
+                                "staged showed eleven of its file names (no content",
+                                "**Graded once as held out**, at the end of round 34, at the commit this page names: the "
                                 "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
-                                "(format seen) and the others.")
+                                "(format seen) and the others.", _MERGED.replace("opened or listed a paste", "opened a paste"))
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
          THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
-         THREADS20)
+         THREADS20, THREADS21)
 _REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
             THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
             THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
-            THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT)
+            THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT, THREADS21_REPORT)
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
-          THREADS20_ROLE)
+          THREADS20_ROLE, THREADS21_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
 FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
-        "twentieth")
+        "twentieth", "twenty-first")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

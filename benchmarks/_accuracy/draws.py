@@ -682,19 +682,38 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh33", 133000, ("2026-12-06 13:32", "2026-12-06 13:35"),
         role="the third generator with every seed shifted by 133000 and every run redrawn (`--seed-shift "
              "133000 --vary`), generated at {drawn} UTC from c5b9ea4 by the recorder with "
-             "`logits_sum_to_one`, during round 33, graded once at the end of round 33; the set to quote",
+             "`logits_sum_to_one`, during round 33, graded once at the end of round 33 (3a28bcd): a development "
+             "set since",
         note="`third-fresh33` (round 33): the same generator and redraw with every seed shifted by 133000 (`python -m "
              "benchmarks.third --seed-shift 133000 --vary`), trained from a clean export of the committed tree at "
              "c5b9ea4 (`draw.json` has the times) into a folder outside the repository, at the start of round 33, "
              "before any of its engine changes was committed (the generator and the recorder do not use the "
              "engine). Nothing of it was diagnosed before its one grading, and nothing of its generator log or "
              "its runs was printed: only that the log holds no traceback and how many entries the folder holds.",
-        which="*third-fresh33* (round 33; seeds shifted by 133000) was trained from c5b9ea4, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh33**.",
+        which="*third-fresh33* (round 33; seeds shifted by 133000) was trained from c5b9ea4 and graded once at "
+              "3a28bcd (curve 0.90, recall 1.00 pooled and per code, fault's code first 0.95, healthy runs with a "
+              "warning 0/11): a development set since.",
+    ),
+    # Drawn in round 34 from 596cd4a (round 33's last commit), before any round-34 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh34", 137000, ("2026-12-06 16:03", "2026-12-06 16:07"),
+        role="the third generator with every seed shifted by 137000 and every run redrawn (`--seed-shift "
+             "137000 --vary`), generated at {drawn} UTC from 596cd4a by the recorder with "
+             "`logits_sum_to_one`, during round 34, graded once at the end of round 34; the set to quote",
+        note="`third-fresh34` (round 34): the same generator and redraw with every seed shifted by 137000 (`python -m "
+             "benchmarks.third --seed-shift 137000 --vary`), trained from a clean export of the committed tree at "
+             "596cd4a (`draw.json` has the times) into a folder outside the repository, at the start of round 34, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and nothing of its generator log or "
+             "its runs was printed: only that the log holds no traceback, how many entries the folder holds and "
+             "its draw record's times.",
+        which="*third-fresh34* (round 34; seeds shifted by 137000) was trained from 596cd4a, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh34**.",
     ),
 )
 
-QUOTE = "third-fresh33"
+QUOTE = "third-fresh34"
 
 
 def draw(name: str) -> Draw:
