@@ -262,8 +262,9 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
-THREADS20_MENDS = ("none of its misses was mended: round 34's changes came from third-fresh33's misses, and its 25 "
-                   "agreements held, item for item")
+THREADS20_MENDS = ("an integer counter between a loss's name and its value is the step (Tacotron 2's `Train loss "
+                   "130950 nan`, whose NaN was lost to the counter); a word or character error rate of exactly 100% "
+                   "at 3 points or more while the loss fell by less than half is an empty output, no learning")
 THREADS19_MENDS = ("an evaluation printed on every training line is one per line, not one per epoch; a log several "
                    "processes wrote, each line tagged with its rank, is read as one rank's; no progress is not judged "
                    "while the logged learning rate is still warming up; a loss printed alike too coarsely to resolve a "

@@ -95,7 +95,9 @@ _NO_TRAINING = ("parameters_without_gradient", "parameters_not_in_optimizer", "l
 _TOO_LARGE = ("inputs_not_normalized", "accumulation_unscaled", "gradients_accumulate")
 BUG_LINKS: dict[str, tuple[str, ...]] = {
     "learning_rate_too_low": ("lr_schedule_collapse", "clipping_removes_updates"),
-    "underfitting": (*_NO_TRAINING, "softmax_before_cross_entropy"),
+    # Gradients that pile up undo the progress a loss made (``progress_lost``); raw inputs leave a loss
+    # that trains slowly on an ill-conditioned problem.
+    "underfitting": (*_NO_TRAINING, "softmax_before_cross_entropy", "gradients_accumulate", "inputs_not_normalized"),
     "plateau": ("lr_schedule_collapse", "clipping_removes_updates", "softmax_before_cross_entropy"),
     "loss_at_chance": _NO_TRAINING,
     "unstable": ("weight_decay_collapse", "clipping_removes_updates", *_TOO_LARGE, "data_not_shuffled"),

@@ -28,7 +28,10 @@ class Overfitting(CurveFinding):
         Mann-Kendall trend on the evaluations from the minimum on (one-sided
         p < ``alpha``) and a Theil-Sen rise of at least ``min_val_rise`` of
         the minimum and 2 evaluation-noise sd, decided from the trend, not
-        from jumps between evaluations (see the ``curve`` entry). The
+        from jumps between evaluations (see the ``curve`` entry); or, from 8
+        evaluations, a rise that passes those tests but not the effect
+        sizes and ends above the first evaluation while the training loss
+        fell on (every gain given back: ``kind: val_gave_back_all``). The
         evidence gives the minimum, its step, the rise, the trend's tau and
         p, the evaluation noise and the eval set. In a short log (fewer than
         ``min_points`` losses) also when the gap widens (``kind:

@@ -26,11 +26,13 @@ class Underfitting(CurveFinding):
 
     How it decides:
         Fires when the curve classifier's label is ``underfitting`` (see the
-        ``curve`` entry): relative drop ``(S - E) / |S|`` below ``min_drop``,
+        ``curve`` entry): relative drop ``(S - E) / |S|`` below ``min_drop``
+        (also after a fall the loss came back from: ``kind: progress_lost``),
         or the chance-level test. The evidence gives the start and end
         levels, the drop and, at chance, K and its source. The findings
         that explain it (``learning_rate_too_low``, ``vanishing_gradients``,
-        ``dead_layers``) are named in its ``caused_by``, unless the weights
+        ``dead_layers``, and the loop's bugs: gradients that accumulate
+        undo a fall, raw inputs slow one) are named in its ``caused_by``, unless the weights
         collapsed: when the median module's weight norm ended at a tenth of
         its first or less (``weight_norm_ratio``), the pull toward zero
         (weight decay) starves the gradients and holds the loss at chance,

@@ -30,8 +30,9 @@ from runlens.detectors.curve.lacking import no_training_loss
 from runlens.detectors.curve.memorized import accuracies
 from runlens.detectors.curve.short import short
 from runlens.detectors.curve.short_stuck import evaluations_frozen
-from runlens.detectors.curve.underfitting import progressed, underfitting
+from runlens.detectors.curve.underfitting import progress_lost, progressed, underfitting
 from runlens.detectors.curve.unstable import late_noise, level_shift_verdict, unstable
+from runlens.detectors.curve.val_undone import gave_back_all
 from runlens.detectors.curve.validation import overfitting, val_unstable
 from runlens.diagnosis import CurveVerdict
 from runlens.signals import signals_of
@@ -44,9 +45,9 @@ if TYPE_CHECKING:
 # masked as 0) are read when a detector that needs them loaded them; a log
 # of scalars only has its global grad_norm.
 NEEDS = Needs(scalars=("loss", "lr", "step_skipped", "grad_norm", *shape.CLASS_COLUMNS, *shape.LABEL_COLUMNS,
-                       *ACCURACY_COLUMNS, "*acc*", "*auc*", "*auroc*"),
+                       *ACCURACY_COLUMNS, "*acc*", "*auc*", "*auroc*", "*wer*", "*cer*"),
               layers=("weight_norm", "update_norm"),
-              evals=("val_loss", "val_loss@*", *VAL_ACCURACY_COLUMNS, "*acc*", "*auc*", "*auroc*"),
+              evals=("val_loss", "val_loss@*", *VAL_ACCURACY_COLUMNS, "*acc*", "*auc*", "*auroc*", "*wer*", "*cer*"),
               events=("step", "kind", "message"))
 
 # Kept importable from here: tests and tools read it as the curve's own.
@@ -181,7 +182,10 @@ class CurveClassifier(Detector):
           whole curve (on at most 200 bucket medians, p < ``alpha``), or
           reached a best level ``m`` that far below ``S`` along a downward
           trend at ``alpha_strong`` (it fell, then jumped back or became
-          noisy). The validation checks come before the training loss's
+          noisy); past the instability readings, ``m`` must stand 2 sd of its own noise below the end
+          level (not a noisy bucket's dip). One that came back to within ``min_drop`` of ``S`` along a
+          rising trend (after the level-shift reading; late steps not large) made no net progress:
+          underfitting (``kind: progress_lost``). The validation checks come before the training loss's
           noise: validation jumps with large steps (below) first, then
           overfitting (on a loss that made progress), then the training
           loss's instability, then validation jumps with a rough loss.
@@ -208,7 +212,9 @@ class CurveClassifier(Detector):
           sizes; so is a rise at each of 4 evaluations after the minimum
           (given where the minimum is, exact p = 1/4!; evidence
           ``strict_rise_after_min``); a short log judges it from as few as 2
-          training losses.
+          training losses. Also overfitting (``kind: val_gave_back_all``, 8 evaluations or more) when the
+          rise passes those tests but not the effect sizes and ends (median of the last 3) above the first
+          evaluation while the training loss fell on after the minimum (:mod:`.val_undone`).
         - underfitting: the loss sits at chance level, ln K for K classes:
           the median of the last third within 2% of ln K and its Theil-Sen line
           not leaving that band; K from the config (``num_classes``,
@@ -357,7 +363,7 @@ class CurveClassifier(Detector):
             if x.size == 0 and (held := evaluations_frozen(sets) or memorized.accuracy_collapsed(memorized.held_out_accuracy(run, acc))):
                 return held
             return short(self, steps, x, sets, shape.chance_classes(run), index,
-                         sig.lr, acc, shape.grad_norm_nonfinite(run), shape.auc(run))
+                         sig.lr, acc, shape.grad_norm_nonfinite(run), shape.auc(run), shape.error_rate(run))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.
@@ -366,15 +372,19 @@ class CurveClassifier(Detector):
         ended = ended_exploding_verdict(sig.grad_norm, steps, x, f)
         if ended is not None:
             return ended
-        for check in (diverged, level_shift_verdict):
-            verdict = check(self, steps, x, f)
-            if verdict is not None:
-                return verdict
+        # A jump without recovery is a level shift (unstable); a loss that drifted back to where it began,
+        # through whatever noise, made no net progress: that is decided before the noise is read.
+        verdict = diverged(self, steps, x, f) or level_shift_verdict(self, steps, x, f) or progress_lost(
+            self, steps, f, sig)
+        if verdict is not None:
+            return verdict
         sets = shape.validation_sets(sig.validation, int(steps[-1]))
         # Validation jumps that large steps explain, then the validation trend, before the training
         # loss's own noise: a noisy training loss neither hides overfitting nor makes it instability.
         verdict = (val_unstable(self, steps, x, sets, f, sig, steps_only=True)
-                   or (overfitting(self, steps, x, sets, f) if progressed(self, f) else None)
+                   or ((overfitting(self, steps, x, sets, f)
+                        or gave_back_all(self, steps, x, sets, f, shape.chance_classes(run)[0]))
+                       if progressed(self, f) else None)
                    or unstable(self, steps, x, f, sig) or val_unstable(self, steps, x, sets, f, sig))
         if verdict is not None:
             return verdict

@@ -136,6 +136,8 @@ def curve_features(steps: np.ndarray, x: np.ndarray) -> dict[str, Any]:
         "final_level": float(np.median(x[-max(5, n // 50):])),
         "min_step": int(steps[i_min]), "relative_drop": (S - E) / scale if S != 0 else 0.0,
         "late_spread": mad_sd(late), "scale": abs(S) if S != 0 else scale,
+        # The noise around the best level: what the lowest bucket median's selection sits under its level by.
+        "min_noise": mad_sd(x[max(0, i_min - max(5, n // 40)): i_min + max(5, n // 40) + 1]),
         "after_min_trend": trend(tail, steps[i_min:].astype(float)) if tail.size >= 10 else None,
         # Differences remove the trend; what is left is the step-to-step noise.
         # The middle third is the reference: the first holds the initial
@@ -202,4 +204,20 @@ def auc(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
                 found = scalar_column(run, (c,), table, min_points=1)
                 if found is not None and 0 <= float(found[1].min()) and float(found[1].max()) <= 1:
                     return found[0], found[1]
+    return None
+
+
+#: The words that name a word or character error rate (``WER``, ``valid_CER``): edit distances over the
+#: reference's length, exactly 100% for an empty output.
+_RATE_WORDS = frozenset({"wer", "cer"})
+
+
+def error_rate(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+    """A word or character error rate the log prints (``WER``, ``valid CER``), the held-out one first,
+    as printed (a fraction or a percentage); ``None`` when no column is named so."""
+    for table in ("evals", "scalars"):
+        t = getattr(run, table, None)
+        for c in t.column_names if t is not None else ():
+            if _RATE_WORDS & set(tokens(c)) and (found := scalar_column(run, (c,), table, min_points=1)) is not None:
+                return found[0], found[1]
     return None

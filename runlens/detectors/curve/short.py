@@ -72,7 +72,9 @@ readings, in the order they are tried (the first that holds is the verdict):
   left, not learning (``kind: short_collapsed``);
 - underfitting when the last half of the losses (1 at least) sit at ln 2
   while a ROC AUC sits within ``AUC_CHANCE`` of 0.5: a binary model that
-  ranks like a coin (``kind: short_chance_by_auc``);
+  ranks like a coin (``kind: short_chance_by_auc``); or when a word or
+  character error rate is exactly 100% at each of 3 points or more while the
+  loss fell by less than half: an empty output (``kind: short_empty_output``);
 - diverged when the last training loss is 10x the lowest before it and a
   held-out loss's last evaluation 10x its own lowest (``kind:
   short_both_high``, from 2 points each: :mod:`.short_high`), or when both
@@ -211,6 +213,7 @@ from runlens.detectors.curve.short_stuck import (
     alike_tail,
     chance_by_accuracy,
     chance_by_auc,
+    empty_output,
     validation_alike_from_start,
     zero_from_start,
 )
@@ -228,7 +231,7 @@ from runlens.stats.trend import Trend, trend
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
            classes: tuple[int | None, str | None] = (None, None), index: str = "step",
            lr: Series | None = None, acc: Accuracies = (None, None), grads_broke: bool = False,
-           auc: Column | None = None) -> CurveVerdict:
+           auc: Column | None = None, rate: Column | None = None) -> CurveVerdict:
     annealing = annealed(steps, lr)  # both stuck readings ask; the rate is scanned once
     stuck = _stuck(cfg, steps, x, classes, index, annealing) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
@@ -238,7 +241,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                  or accuracy_near_zero(cfg, steps, x, acc) or zero_from_start(steps, x, index)
                  or chance_by_accuracy(steps, x, acc, classes[0])
                  or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke))
-    stuck = stuck or chance_by_auc(steps, x, auc)  # from one point: a coin's ranking beside ln 2
+    stuck = stuck or chance_by_auc(steps, x, auc) or empty_output(steps, x, rate)  # from one or two points
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,

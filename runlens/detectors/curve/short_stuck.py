@@ -309,3 +309,36 @@ def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray, annealing: bool =
 def _alike(x: np.ndarray) -> bool:
     level = float(np.median(x))
     return level != 0 and float(np.ptp(x)) <= ALIKE * abs(level)
+
+
+#: The fewest points of an error rate at 100% that say the model outputs nothing: one or two evaluations
+#: at the start of a speech model's training are the blank stage every CTC model passes through.
+EMPTY_POINTS = 3
+#: How far the training loss may fall over those points and still not be leaving that stage: by half.
+EMPTY_FALL = 0.5
+
+
+def empty_output(steps: np.ndarray, x: np.ndarray, rate: Column | None) -> CurveVerdict | None:
+    """Underfitting (``kind: short_empty_output``) when a word or character error rate is exactly 100%
+    (1 as a fraction) at each of its ``EMPTY_POINTS`` points or more, at different steps, while the
+    training loss fell by less than ``EMPTY_FALL`` from its first point to its last: an error rate of
+    exactly 100% is an edit distance equal to the reference's length, every word missing (the all-blank
+    transcript of a CTC model that learnt nothing; a wrong transcript inserts or substitutes and scores
+    otherwise, evaluation after evaluation). SpeechBrain's ``valid WER: 1.00e+02`` at four epochs while
+    its training loss moved 3.11 -> 2.89."""
+    if rate is None or x.size < 2:
+        return None
+    rs, rv = rate
+    if np.unique(rs).size < EMPTY_POINTS or not (bool(np.all(rv == 1.0)) or bool(np.all(rv == 100.0))):
+        return None
+    first, last = float(x[0]), float(x[-1])
+    if not first > 0 or (first - last) / first >= EMPTY_FALL:
+        return None
+    return CurveVerdict(
+        "underfitting", f"the error rate is exactly {rv[0]:g} (100%) at each of its {rv.size} points (steps "
+        f"{int(rs[0])} to {int(rs[-1])}) while the training loss went {first:.4g} -> {last:.4g}: every reference "
+        "word is missing from the output (an empty transcript scores exactly 100%, a wrong one otherwise), the "
+        "model has learnt nothing yet, in a short log",
+        {**_short(x, "short_empty_output"), "error_rate": float(rv[0]), "rate_points": int(rv.size),
+         "min_points": EMPTY_POINTS, "train_first": first, "train_last": last, "max_fall": EMPTY_FALL,
+         "step": int(rs[0])})

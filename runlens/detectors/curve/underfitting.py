@@ -40,6 +40,19 @@ def progressed(cfg: CurveParams, f: dict[str, Any]) -> bool:
     return bool(f["fall_to_min_p"] < cfg.alpha_strong)
 
 
+#: How many sd of the loss around its best level (``min_noise``) that level must stand below the end
+#: level to be a level of its own: the lowest of a hundred bucket medians of 5 noisy points sits about
+#: 1.4 sd of the points under their common level by selection alone.
+APART_SD = 2.0
+
+
+def apart_from_end(f: dict[str, Any]) -> bool:
+    """Whether the curve's best level stands apart from its end level (by ``APART_SD`` sd of the noise
+    around it): a best level within that is a noisy bucket's dip about the level the loss ended at, and
+    the end level says what was gained."""
+    return bool(f["end_level"] - f["min_level"] > APART_SD * f["min_noise"])
+
+
 def late_steps(f: dict[str, Any], sig: Signals | None) -> StepRatioSummary | None:
     """The second half's step sizes (:func:`step_ratio_summary`), read once per classification whichever stage
     asks first."""
@@ -129,6 +142,29 @@ def began_mid_run(steps: np.ndarray, x: np.ndarray, run: Run) -> CurveVerdict | 
         {"finite_points": int(x.size), "first_step": int(steps[0]), "index_kind": index, "kind": "began_mid_run"})
 
 
+def progress_lost(cfg: CurveParams, steps: np.ndarray, f: dict[str, Any], sig: Signals | None) -> CurveVerdict | None:
+    """Underfitting (``kind: progress_lost``) when the loss fell ``min_drop`` of its start or more to
+    its minimum and then came back: its end level is within ``min_drop`` of its start (or above it,
+    short of the divergence reading, which runs first), climbing from the minimum along a Mann-Kendall
+    trend (p < ``alpha_strong``), and its late steps are not large
+    (:func:`chaotic`). Progress is judged before noise: whatever the curve did on the way, the run
+    ended no better than it began, and the spread it came back through is not what undid it unless
+    the steps were large enough to (a missing ``zero_grad`` piles gradients up until the loss climbs
+    back to where it started, with ordinary update sizes)."""
+    S, E, scale = f["start_level"], f["end_level"], f["scale"]
+    if not (S > 0 and scale > 0) or (S - E) / scale >= cfg.min_drop or (S - f["min_level"]) / scale < cfg.min_drop:
+        return None
+    # A return, not an oscillation: from its minimum the loss climbs along a significant trend. A loss
+    # that swings about its level (a rate too high) has none, and the instability readings judge it.
+    rise = f["after_min_trend"]
+    if rise is None or not rise.p_increasing < cfg.alpha_strong or chaotic(cfg, f, sig):
+        return None
+    return CurveVerdict(
+        "underfitting", f"the loss fell to {f['min_level']:.4g} (step {f['min_step']}) and came back: it ended at "
+        f"{E:.4g}, {(S - E) / scale:.1%} below its start {S:.4g} (under {cfg.min_drop:.0%}): no net progress",
+        _ev(f, kind="progress_lost", min_drop=cfg.min_drop, step=int(f["min_step"])))
+
+
 def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str, Any], run: Run,
                   sig: Signals, sets: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> CurveVerdict | None:
     classes, source = shape.chance_classes(run)
@@ -141,7 +177,10 @@ def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str
         reason = (f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} classes (K from "
                   f"{chance['chance_source']}): the model predicts the prior")
         ev = _ev(f, **chance, step=int(steps[-max(5, x.size // 3)]))
-    elif not progressed(cfg, f):
+    elif not progressed(cfg, f) or (max(f["relative_drop"], f["progress"].relative_drop) < cfg.min_drop
+                                    and not apart_from_end(f)):
+        # Past the instability readings, a best level within the noise of the end level is that noise's
+        # dip: the end level, under ``min_drop`` below the start, says what was gained.
         if (mid := began_mid_run(steps, x, run)) is not None:
             return mid
         p = f["progress"].p_decreasing

@@ -31,7 +31,7 @@ from runlens.io.importers._mapping import WORDNUM as _WORDNUM
 from runlens.io.importers._mapping import braced, mapping_fields, parse_mapping, to_float
 from runlens.io.importers._postfix import postfix_fields
 from runlens.io.importers._roundline import GLUED_EPOCH, LEADING, keyed_rest, qualified, set_named
-from runlens.io.importers._shapedlines import shaped_line
+from runlens.io.importers._shapedlines import NAMED_STEP, shaped_line
 from runlens.io.importers._textsteps import (
     CALLBACK,
     LEAD,
@@ -240,8 +240,8 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
         return None
     ev = bool(_EVAL_LINE.search(text)) or label_is_eval(text)
     epoch, espan = _epoch_on_line(text)
-    if shaped := shaped_line(text):
-        return Line(shaped[0], "", ev and shaped[1] == "at counter", epoch, shaped[1], fields=shaped[2])
+    if shaped := shaped_line(text, read_fields):
+        return Line(shaped[0], "", ev and shaped[1] in NAMED_STEP, epoch, shaped[1], fields=shaped[2])
     if (m := TQDM.search(text)) and "{" not in text[m.end():]:
         if (bar := bar_step(text, m, ctx, ev, epoch, read_fields)) is None:
             return None
