@@ -159,9 +159,11 @@ def progress_lost(cfg: CurveParams, steps: np.ndarray, f: dict[str, Any], sig: S
     rise = f["after_min_trend"]
     if rise is None or not rise.p_increasing < cfg.alpha_strong or chaotic(cfg, f, sig):
         return None
+    net = (S - E) / scale
+    where = f"{net:.1%} below its start {S:.4g} (under {cfg.min_drop:.0%})" if net >= 0 else f"{-net:.1%} above its start {S:.4g}"
     return CurveVerdict(
         "underfitting", f"the loss fell to {f['min_level']:.4g} (step {f['min_step']}) and came back: it ended at "
-        f"{E:.4g}, {(S - E) / scale:.1%} below its start {S:.4g} (under {cfg.min_drop:.0%}): no net progress",
+        f"{E:.4g}, {where}: no net progress",
         _ev(f, kind="progress_lost", min_drop=cfg.min_drop, step=int(f["min_step"])))
 
 
@@ -191,6 +193,8 @@ def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str
                   f"the loss made no significant progress: its {f['relative_drop']:.1%} fall is within its "
                   f"noise (Kendall p={p:.2g})")
         ev = _ev(f, kind="no_progress", step=int(steps[0]))
+        if progressed(cfg, f):  # decided by the best level's dip: the numbers that decided it
+            ev.update(min_noise=f["min_noise"], apart_sd=APART_SD)
     elif stalled is not None:
         reason = (f"the validation loss never improved: its best {stalled['val_min']:.4g} is "
                   f"{stalled['val_drop_from_first']:.1%} below its first evaluation and "

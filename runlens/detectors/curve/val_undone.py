@@ -19,7 +19,7 @@ import numpy as np
 
 from runlens.detectors.curve import features as shape
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.validation import _where, perm_p
+from runlens.detectors.curve.validation import eval_set_said, perm_p
 from runlens.diagnosis import CurveVerdict
 from runlens.stats import evals
 from runlens.stats.chance import validation_at_chance
@@ -66,7 +66,7 @@ def gave_back_all(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
         t = trend(x[after], steps[after].astype(float))
         if not (t.p_decreasing < cfg.alpha_strong and f["end_level"] < at_min - f["late_spread"]):
             continue
-        where = _where(name)
+        where = eval_set_said(name)
         return CurveVerdict(
             "overfitting", f"validation loss{where} rose from {o['val_min']:.4g} at step {o['val_min_step']} "
             f"({perm_p(o)}) and ended at {end:.4g}, above its first evaluation ({first:.4g}): every gain on "

@@ -37,7 +37,7 @@ def perm_p(o: dict[str, Any]) -> str:
     return f"permutation p={o['val_perm_p']:.2g}"
 
 
-def _where(name: str) -> str:
+def eval_set_said(name: str) -> str:
     """Where a held-out rise is, as a finding says it: nothing for ``val_loss``, else its eval set."""
     return "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
 
@@ -68,7 +68,7 @@ def val_rises(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]], 
                              and ((strict and not noise)
                                   or o["val_rise"] >= cfg.val_give_back * max(float(vl[0]) - o["val_min"], 0.0))):
             continue
-        yield name, o, _where(name)
+        yield name, o, eval_set_said(name)
 
 
 #: How many times its minimum a held-out loss must stand at every evaluation after it, two at least,
@@ -100,7 +100,7 @@ def rose_manyfold(sets: EvalSets) -> Iterator[tuple[str, dict[str, Any], str]]:
             continue
         yield name, {"val_min": float(vl[i]), "val_min_step": int(vs[i]), "val_last": float(vl[-1]),
                      "evals_after_min": int(after.size), "least_ratio_after_min": float(np.min(after) / vl[i]),
-                     "manyfold": MANYFOLD}, _where(name)
+                     "manyfold": MANYFOLD}, eval_set_said(name)
 
 
 #: The share of its own fall a held-out loss must give back, along its significant rise, to have
@@ -326,7 +326,7 @@ def undone_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
         p = 1 / math.factorial(t.size)
         if p >= cfg.alpha:
             continue
-        where = _where(name)
+        where = eval_set_said(name)
         return CurveVerdict(
             "overfitting", f"validation loss{where} rose from {vl[i_min]:.4g} at step {int(vs[i_min])} to "
             f"{vl[-1]:.4g} at each of its {after.size - 1} evaluations since, above its first {vl[0]:.4g}, "
@@ -362,7 +362,7 @@ def turned_few(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSet
         t = _train_at(steps, x, vs)
         if t is None or not (t[i_min] > 0 and t[-1] <= (1 - cfg.min_drop) * t[i_min]):
             continue
-        where = _where(name)
+        where = eval_set_said(name)
         p = 1 / math.factorial(k)
         return CurveVerdict(
             "overfitting", f"validation loss{where} rose from {vl[i_min]:.4g} at step {int(vs[i_min])} to "

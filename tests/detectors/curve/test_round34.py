@@ -97,6 +97,8 @@ def test_silent_twin_a_loss_that_kept_a_third_of_its_fall_is_not_this_reading():
 def test_recorded_raw_inputs_made_no_progress_beyond_their_noise():
     d = _recorded("raw_inputs-moe_slow", "fault")
     assert d.curve.label == "underfitting", d.curve
+    ev = d.curve.evidence  # the numbers that decided it: the best level within 2 sd of its noise of the end
+    assert ev["end_level"] - ev["min_level"] <= ev["apart_sd"] * ev["min_noise"]
     assert d.findings[0].code == "inputs_not_normalized"
 
 
