@@ -196,14 +196,20 @@ def auc(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
     model that ranks no positive above a negative, whatever the classes' shares (an accuracy's chance
     level depends on them). One printed value is enough: ``None`` when no column is named so, or its
     values leave [0, 1]. A PR-AUC (``pr_auc``, ``aupr``) has no such level and is not read."""
+    return _first_named(run, lambda words: bool(_AUC_WORDS & words) and not {"pr", "aupr", "prc"} & words,
+                        lambda v: 0 <= float(v.min()) and float(v.max()) <= 1)
+
+
+def _first_named(run: Run, named: Callable[[set[str]], bool], fits: Callable[[np.ndarray], bool] = lambda v: True
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(steps, values)`` of the first column, held-out ones first, whose name's words are ``named`` and
+    whose values (1 point at least) ``fits``."""
     for table in ("evals", "scalars"):
         t = getattr(run, table, None)
         for c in t.column_names if t is not None else ():
-            words = set(tokens(c))
-            if _AUC_WORDS & words and not {"pr", "aupr", "prc"} & words:
-                found = scalar_column(run, (c,), table, min_points=1)
-                if found is not None and 0 <= float(found[1].min()) and float(found[1].max()) <= 1:
-                    return found[0], found[1]
+            if named(set(tokens(c))) and (found := scalar_column(run, (c,), table, min_points=1)) is not None \
+                    and fits(found[1]):
+                return found[0], found[1]
     return None
 
 
@@ -215,9 +221,4 @@ _RATE_WORDS = frozenset({"wer", "cer"})
 def error_rate(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
     """A word or character error rate the log prints (``WER``, ``valid CER``), the held-out one first,
     as printed (a fraction or a percentage); ``None`` when no column is named so."""
-    for table in ("evals", "scalars"):
-        t = getattr(run, table, None)
-        for c in t.column_names if t is not None else ():
-            if _RATE_WORDS & set(tokens(c)) and (found := scalar_column(run, (c,), table, min_points=1)) is not None:
-                return found[0], found[1]
-    return None
+    return _first_named(run, lambda words: bool(_RATE_WORDS & words))

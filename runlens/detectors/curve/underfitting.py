@@ -152,14 +152,14 @@ def progress_lost(cfg: CurveParams, steps: np.ndarray, f: dict[str, Any], sig: S
     the steps were large enough to (a missing ``zero_grad`` piles gradients up until the loss climbs
     back to where it started, with ordinary update sizes)."""
     S, E, scale = f["start_level"], f["end_level"], f["scale"]
-    if not (S > 0 and scale > 0) or (S - E) / scale >= cfg.min_drop or (S - f["min_level"]) / scale < cfg.min_drop:
+    if not (S > 0 and scale > 0) or f["relative_drop"] >= cfg.min_drop or (S - f["min_level"]) / scale < cfg.min_drop:
         return None
     # A return, not an oscillation: from its minimum the loss climbs along a significant trend. A loss
     # that swings about its level (a rate too high) has none, and the instability readings judge it.
     rise = f["after_min_trend"]
     if rise is None or not rise.p_increasing < cfg.alpha_strong or chaotic(cfg, f, sig):
         return None
-    net = (S - E) / scale
+    net = f["relative_drop"]  # (S - E) / scale, S > 0 here
     where = f"{net:.1%} below its start {S:.4g} (under {cfg.min_drop:.0%})" if net >= 0 else f"{-net:.1%} above its start {S:.4g}"
     return CurveVerdict(
         "underfitting", f"the loss fell to {f['min_level']:.4g} (step {f['min_step']}) and came back: it ended at "

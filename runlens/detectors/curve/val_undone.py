@@ -19,9 +19,8 @@ import numpy as np
 
 from runlens.detectors.curve import features as shape
 from runlens.detectors.curve.params import CurveParams
-from runlens.detectors.curve.validation import eval_set_said, perm_p
+from runlens.detectors.curve.validation import eval_set_said, overfit_result, perm_p, train_near
 from runlens.diagnosis import CurveVerdict
-from runlens.stats import evals
 from runlens.stats.chance import validation_at_chance
 from runlens.stats.trend import trend
 
@@ -49,7 +48,7 @@ def gave_back_all(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
         vs, vl = vs[ok], vl[ok]
         if vl.size < UNDONE_EVALS:
             continue
-        o = evals.overfit_test(vs, vl, min_evals_after=cfg.min_evals_after)
+        o = overfit_result(cfg, name, vs, vl, f)  # the one the overfitting reading computed
         if o is None or o.get("few_evals") or not (
                 o["val_perm_p"] < cfg.alpha_val and o["val_trend_p"] < cfg.alpha
                 and o["val_rise"] >= 2 * o["val_noise_sd"] and o["val_rise"] > 0):
@@ -61,8 +60,7 @@ def gave_back_all(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
         after = steps >= o["val_min_step"]
         if int(after.sum()) < UNDONE_EVALS:
             continue
-        near = np.abs(steps - o["val_min_step"]) <= max(1, (steps[-1] - steps[0]) // 40)
-        at_min = float(np.median(x[near])) if near.any() else float(x[after][0])
+        at_min = train_near(steps, x, o["val_min_step"])
         t = trend(x[after], steps[after].astype(float))
         if not (t.p_decreasing < cfg.alpha_strong and f["end_level"] < at_min - f["late_spread"]):
             continue

@@ -42,8 +42,23 @@ def eval_set_said(name: str) -> str:
     return "" if name == "val_loss" else f" on eval set {name.split('@', 1)[1]!r}"
 
 
-def val_rises(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]], *, noise: bool = True
-               ) -> Iterator[tuple[str, dict[str, Any], str]]:
+def overfit_result(cfg: CurveParams, name: str, vs: np.ndarray, vl: np.ndarray,
+                   f: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """One eval set's ``overfit_test``, kept in the curve's features ``f`` when given (both readings ask it)."""
+    def compute() -> dict[str, Any] | None:
+        return evals.overfit_test(vs, vl, min_evals_after=cfg.min_evals_after)
+    return compute() if f is None else shape.memo(f, f"overfit_test@{name}", compute)
+
+
+def train_near(steps: np.ndarray, x: np.ndarray, step: int) -> float:
+    """The training loss's level at ``step`` (a held-out minimum's): the median within a fortieth of the
+    run around it, or the point nearest it."""
+    near = np.abs(steps - step) <= max(1, (steps[-1] - steps[0]) // 40)
+    return float(np.median(x[near]) if near.any() else x[np.argmin(np.abs(steps - step))])
+
+
+def val_rises(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]], *, noise: bool = True,
+              f: dict[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any], str]]:
     """``(name, overfit_test result, " on eval set 'x'")`` for each eval set (``val_loss``
     first) whose loss rises after its minimum: trend and permutation tests, at least
     ``min_val_rise`` of the minimum and ``val_give_back`` of the fall before it (a loss that fell
@@ -51,9 +66,9 @@ def val_rises(cfg: CurveParams, sets: dict[str, tuple[np.ndarray, np.ndarray]], 
     (``noise``) 2 evaluation-noise sd. A short log (``noise`` False: too few evaluations for a noise
     estimate) whose loss rose at each of 4 evaluations or more after its minimum is past it however
     far it fell before: the most its few evaluations can say (fastai's 0.227 -> 0.237 -> 0.240 ->
-    0.255 -> 0.263 after a fall from 1.04)."""
+    0.255 -> 0.263 after a fall from 1.04). ``f``: the curve's features, where each set's test is kept."""
     for name, (vs, vl) in sorted(sets.items(), key=lambda kv: (kv[0] != "val_loss", kv[0])):
-        o = evals.overfit_test(vs, vl, min_evals_after=cfg.min_evals_after)
+        o = overfit_result(cfg, name, vs, vl, f)
         # Four evaluations cannot reach alpha_val (1/24 at best): a rise at each is taken at alpha.
         # So can four after the minimum, rising at each (fastai's valid_loss 0.227 -> 0.237 -> 0.240
         # -> 0.255 -> 0.263): given where the minimum is, 1 order of the 4! after it (exact).
@@ -119,10 +134,8 @@ def _gave_back(cfg: CurveParams, first: float, o: dict[str, Any]) -> bool:
 
 def overfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalSets,
                 f: dict[str, Any]) -> CurveVerdict | None:
-    for name, o, where in val_rises(cfg, sets):
-        near = np.abs(steps - o["val_min_step"]) <= max(1, (steps[-1] - steps[0]) // 40)
-        at_min = float(np.median(x[near]) if near.any()
-                       else x[np.argmin(np.abs(steps - o["val_min_step"]))])
+    for name, o, where in val_rises(cfg, sets, f=f):
+        at_min = train_near(steps, x, o["val_min_step"])
         if not f["end_level"] <= at_min + f["late_spread"]:
             continue
         return CurveVerdict(
