@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads21] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads22] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -87,7 +87,10 @@ gathered by eight workers during round 32 and graded once at its end
 gathered by eight workers during round 33 and graded once at its end
 (``benchmarks/results/pastes_threads20_heldout.md``), then read in round 34:
 ``benchmarks/results/pastes_threads20.md``. ``--threads21`` grades the twenty-first (``benchmarks/pastes_threads21/``),
-gathered by eight workers during round 34 and graded once at its end: ``benchmarks/results/pastes_threads21.md``.
+gathered by eight workers during round 34 and graded once at its end
+(``benchmarks/results/pastes_threads21_heldout.md``), then read and mended in round 35:
+``benchmarks/results/pastes_threads21.md``. ``--threads22`` grades the twenty-second (``benchmarks/pastes_threads22/``),
+gathered by eight workers during round 35 and graded once at its end: ``benchmarks/results/pastes_threads22.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -262,6 +265,10 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
+THREADS21_MENDS = ("a log that names no loss is read through what it watches in more of its spellings: a top-k "
+                   "accuracy beside the top-1 is its looser grain, not a second choice (MXNet's Speedometer); an "
+                   "F-score or an exact match is a score like an accuracy; RAE, RSE and the other relative errors "
+                   "are error measures, and several of them NaN on every line say the run diverged")
 THREADS20_MENDS = ("an integer counter between a loss's name and its value is the step (Tacotron 2's `Train loss "
                    "130950 nan`, whose NaN was lost to the counter); a word or character error rate of exactly 100% "
                    "at 3 points or more while the loss fell by less than half is an empty output, no learning")
@@ -375,12 +382,13 @@ def _eight_workers(folder: str, round_: int, said: str, rest: str, merged: str =
                    merged, day="2026-12-06")
 
 
-def _eight_graded(n: int, round_: int, said: str, commit: str, read: str, agreed: str, mends: str) -> str:
+def _eight_graded(n: int, round_: int, said: str, commit: str, read: str, agreed: str, mends: str,
+                  merged: str = _MERGED) -> str:
     """:func:`_eight_workers`'s line for the ``n``-th set, gathered in round ``round_``, graded once at its
     end (at ``commit``, that round's graded engine) and mended in the round after."""
     folder = f"pastes_threads{n}"
     return _eight_workers(folder, round_, said, _graded_once(commit, f"round {round_}'s graded engine", folder, read,
-                                                             agreed, round_ + 1, mends))
+                                                             agreed, round_ + 1, mends), merged)
 
 
 THREADS16, THREADS16_REPORT = _paths("pastes_threads16")
@@ -406,29 +414,36 @@ THREADS20_ROLE = _eight_graded(20, 33, "which balance targets were missed and wh
                                "sibling pass, that no thread was found for some outcomes",
                                "3a28bcd", "0.84 (41/49)", "0.51 (25/49)", THREADS20_MENDS)
 THREADS21, THREADS21_REPORT = _paths("pastes_threads21")
-THREADS21_ROLE = _eight_workers("pastes_threads21", 34, "which balance targets were missed and why, how many labels "
-                                "carry doubts, that candidates were dropped as already used, which outcomes found no "
-                                "file; the merge dropped one file whose thread a sibling pass had used), and a listing while the set was "
-                                "staged showed eleven of its file names (no content",
-                                "**Graded once as held out**, at the end of round 34, at the commit this page names: the "
+THREADS21_ROLE = _eight_graded(21, 34, "which balance targets were missed and why, how many labels carry doubts, "
+                               "that candidates were dropped as already used, which outcomes found no file; the merge "
+                               "dropped one file whose thread a sibling pass had used), and a listing while the set was "
+                               "staged showed eleven of its file names (no content",
+                               "6939047", "0.67 (31/46)", "0.54 (25/46)", THREADS21_MENDS,
+                               _MERGED.replace("opened or listed a paste", "opened a paste"))
+THREADS22, THREADS22_REPORT = _paths("pastes_threads22")
+THREADS22_ROLE = _eight_workers("pastes_threads22", 35, "which balance targets were missed and why, how many labels "
+                                "carry doubts, that most threads of an area were already used; one pass's check also "
+                                "searched its siblings' READMEs for thread numbers, another's first avoid check missed "
+                                "a reference's other form, both declared in their READMEs",
+                                "**Graded once as held out**, at the end of round 35, at the commit this page names: the "
                                 "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
                                 "(format seen) and the others.", _MERGED.replace("opened or listed a paste", "opened a paste"))
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
          THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
-         THREADS20, THREADS21)
+         THREADS20, THREADS21, THREADS22)
 _REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
             THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
             THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
-            THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT, THREADS21_REPORT)
+            THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT, THREADS21_REPORT, THREADS22_REPORT)
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
-          THREADS20_ROLE, THREADS21_ROLE)
+          THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
 FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
-        "twentieth", "twenty-first")
+        "twentieth", "twenty-first", "twenty-second")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

@@ -700,7 +700,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh34", 137000, ("2026-12-06 16:03", "2026-12-06 16:07"),
         role="the third generator with every seed shifted by 137000 and every run redrawn (`--seed-shift "
              "137000 --vary`), generated at {drawn} UTC from 596cd4a by the recorder with "
-             "`logits_sum_to_one`, during round 34, graded once at the end of round 34; the set to quote",
+             "`logits_sum_to_one`, during round 34, graded once at the end of round 34 (6939047): a development "
+             "set since",
         note="`third-fresh34` (round 34): the same generator and redraw with every seed shifted by 137000 (`python -m "
              "benchmarks.third --seed-shift 137000 --vary`), trained from a clean export of the committed tree at "
              "596cd4a (`draw.json` has the times) into a folder outside the repository, at the start of round 34, "
@@ -708,12 +709,31 @@ DRAWS: tuple[Draw, ...] = (
              "engine). Nothing of it was diagnosed before its one grading, and nothing of its generator log or "
              "its runs was printed: only that the log holds no traceback, how many entries the folder holds and "
              "its draw record's times.",
-        which="*third-fresh34* (round 34; seeds shifted by 137000) was trained from 596cd4a, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh34**.",
+        which="*third-fresh34* (round 34; seeds shifted by 137000) was trained from 596cd4a and graded once at "
+              "6939047 (curve 0.96, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
+              "warning 0/11): a development set since.",
+    ),
+    # Drawn in round 35 from de5d474 (round 34's last commit), before any round-35 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh35", 141000, ("2026-12-06 18:37", "2026-12-06 18:41"),
+        role="the third generator with every seed shifted by 141000 and every run redrawn (`--seed-shift "
+             "141000 --vary`), generated at {drawn} UTC from de5d474 by the recorder with "
+             "`logits_sum_to_one`, during round 35, graded once at the end of round 35; the set to quote",
+        note="`third-fresh35` (round 35): the same generator and redraw with every seed shifted by 141000 (`python -m "
+             "benchmarks.third --seed-shift 141000 --vary`), trained from a clean export of the committed tree at "
+             "de5d474 (`draw.json` has the times) into a folder outside the repository, at the start of round 35, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading. By a slip, the last lines of its "
+             "generator log were printed a few times while checking its progress (the names of six runs, the "
+             "generator's own check of whether each run's fault showed, and its measurements); no runlens output "
+             "was.",
+        which="*third-fresh35* (round 35; seeds shifted by 141000) was trained from de5d474, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh35**.",
     ),
 )
 
-QUOTE = "third-fresh34"
+QUOTE = "third-fresh35"
 
 
 def draw(name: str) -> Draw:
