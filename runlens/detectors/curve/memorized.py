@@ -1,4 +1,4 @@
-"""A short log that shows memorization: every training example right, one held-out in ten wrong.
+"""A short log that shows memorization: (almost) every training example right, one held-out in ten wrong.
 
 A paste of the last epochs of a run that overfit (Keras's ``loss: 0.0019 -
 accuracy: 1.0000 - val_loss: 1.1507 - val_accuracy: 0.6797``) shows no rise
@@ -6,8 +6,9 @@ of the validation loss: the rise came before the paste. What it shows is
 the gap, and a loss gap alone is not enough (a training loss averaged per
 token against a validation loss summed per sentence differ tenfold in a run
 that generalizes). Accuracies are fractions of the same kind on both sets,
-so the reading needs both: the accuracy gap and the loss gap, at every
-evaluation, with the validation loss not improving across them.
+so the reading needs both: the accuracy gap (an error rate ten times the
+training one) and the loss gap, at every evaluation, with the validation
+loss not improving across them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ FROZEN = 4
 #: How many times the training loss the validation loss must be at each evaluation: an order of
 #: magnitude, the loss's own statement of the gap the accuracies show.
 LOSS_RATIO = 10.0
+#: How many times the training error rate (1 - accuracy) the held-out one must be: the same order of
+#: magnitude, in the accuracies' own terms. A model right on 98.8% of its training set and 70% of the
+#: held-out one (1.2% wrong against 30%) memorized as surely as one at 100% and 89%; a fixed least
+#: training accuracy (``FIT``) told them apart by a few tenths of a point.
+ERROR_RATIO = 10.0
 
 Column = tuple[np.ndarray, np.ndarray]
 Accuracies = tuple[Column | None, Column | None]
@@ -110,8 +116,9 @@ def _at(steps: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 def memorized(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, Column],
               acc: Accuracies, base: dict[str, Any]) -> CurveVerdict | None:
-    """Overfitting when at each of the last 2 or more evaluations the training accuracy is ``FIT`` or more,
-    the validation accuracy ``ACC_GAP`` below it and the validation loss ``LOSS_RATIO`` times the
+    """Overfitting when at each of the last 2 or more evaluations the held-out error rate (1 - accuracy) is
+    ``ERROR_RATIO`` times the training one or more, the validation accuracy ``ACC_GAP`` below the
+    training accuracy and the validation loss ``LOSS_RATIO`` times the
     training loss or more, and the validation loss fell by less than ``min_drop`` across them or ended
     above its first evaluation in the log."""
     train, val = acc
@@ -128,7 +135,8 @@ def memorized(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str
     train_loss, val_loss = _at(steps, x, at), _at(ls, lv, at)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = val_loss / train_loss
-    held = (train_acc >= FIT) & (train_acc - val_acc >= ACC_GAP) & (train_loss > 0) & (ratio >= LOSS_RATIO)
+    held = ((1 - val_acc >= ERROR_RATIO * (1 - train_acc)) & (train_acc - val_acc >= ACC_GAP) & (train_loss > 0)
+            & (ratio >= LOSS_RATIO))
     # The evaluations that end the log: a run memorizes by its end, and what came before (accuracy
     # still climbing at epoch 1) says nothing against it.
     k = int(np.argmin(held[::-1])) if not bool(np.all(held)) else held.size
@@ -144,14 +152,16 @@ def memorized(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str
     judged = (f"not improving ({fall:.0%} down, < {cfg.min_drop:.0%})" if fall < cfg.min_drop else
               f"ending at {val_loss[-1]:.4g}, above its first evaluation {lv[0]:.4g}")
     return CurveVerdict(
-        "overfitting", f"at each of {at.size} evaluations the training accuracy is at least {train_acc.min():.3g} "
-        f"(>= {FIT:g}) while the validation accuracy trails it by {float(np.min(train_acc - val_acc)):.3g} or more "
+        "overfitting", f"at each of {at.size} evaluations the held-out error rate is "
+        f"{float(np.min((1 - val_acc) / np.maximum(1 - train_acc, 1e-12))):.3g}x the training one or more (>= "
+        f"{ERROR_RATIO:g}x; training accuracy {train_acc.min():.3g} or more) while the validation accuracy trails it "
+        f"by {float(np.min(train_acc - val_acc)):.3g} or more "
         f"(>= {ACC_GAP:g}) and the validation loss is {float(np.min(ratio)):.3g}x the training loss or more "
         f"(>= {LOSS_RATIO:g}x), {judged}: the model memorized its "
         f"training data, in a short log of {x.size} points",
         {**base, "kind": "short_memorized", "evaluations": int(at.size), "eval_set": "val_loss",
          "train_accuracy": train_acc.tolist(), "val_accuracy": val_acc.tolist(),
-         "gap_ratios": ratio.tolist(), "val_fall": float(fall), "min_fit": FIT, "min_accuracy_gap": ACC_GAP,
+         "gap_ratios": ratio.tolist(), "val_fall": float(fall), "min_error_ratio": ERROR_RATIO, "min_accuracy_gap": ACC_GAP,
          "min_loss_ratio": LOSS_RATIO, "step": int(at[0])})
 
 

@@ -110,9 +110,10 @@ readings, in the order they are tried (the first that holds is the verdict):
   after its minimum (exact p = 1/k!) while the training loss fell by
   ``min_drop`` over the same steps (``kind: short_val_turned``);
 - overfitting when the model memorized its data (``kind: short_memorized``,
-  from 2 points): at each of the last 2 or more evaluations the training accuracy
-  is ``FIT`` (0.99) or more, the validation accuracy ``ACC_GAP`` (0.10)
-  below it and the validation loss ``LOSS_RATIO`` (10x) the training loss
+  from 2 points): at each of the last 2 or more evaluations the held-out
+  error rate (1 - accuracy) is ``ERROR_RATIO`` (10x) the training one or
+  more, the validation accuracy ``ACC_GAP`` (0.10) below the training
+  accuracy and the validation loss ``LOSS_RATIO`` (10x) the training loss
   or more, the validation loss not ``min_drop`` lower at the last of them
   than at the first, or ending above the log's first evaluation (a paste of the last epochs of a run that overfit
   shows the gap, not the rise; a loss ratio alone can be two

@@ -203,7 +203,10 @@ _SET_UNDERSCORE = re.compile(r"^([A-Za-z]+)_([A-Za-z]+\d?)$")
 # The boosting libraries' evaluation metrics that fall as the model fits (XGBoost, LightGBM, CatBoost):
 # their documented names, read as a set's loss when a data set names them.
 ERROR_MEASURES = frozenset({"rmse", "mse", "mae", "rmsle", "mape", "l1", "l2", "huber", "logloss", "mlogloss",
-                            "rmspe", "smape", "msle", "mphe", "nloglik", "deviance", "fair", "quantile"})
+                            "rmspe", "smape", "msle", "mphe", "nloglik", "deviance", "fair", "quantile",
+                            # the forecasting literature's relative and normalized errors (LSTNet's RAE and
+                            # RSE, Weka's RRSE, darts' MASE, WAPE, NRMSE)
+                            "rae", "rse", "rrse", "nrmse", "nmae", "nmse", "mase", "wape"})
 #: The words that name an error a trainer minimizes, as a whole name (FANN's ``Current error``, Torch7's
 #: ``Err``, an ``mse``): a log that names no loss prints its objective under one of these.
 ERROR_WORDS = frozenset({"error", "err"}) | ERROR_MEASURES

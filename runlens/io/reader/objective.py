@@ -9,16 +9,20 @@ rules before; a reinforcement-learning loop's reward rises as it learns, its neg
 says which series it is and how it was turned (``how`` in ``import_roles``), and the curve and
 ``loss_at_chance`` read no ln K in it: 1 - accuracy at 0.693 is no binary classifier at chance.
 
-A series is an accuracy when its name has an accuracy word and its values lie in [0, 1] (or in
-[0, 100], a percentage: then ``1 - value / 100``); an error rate when its name has an error word
-and its values are not negative. A running best (``best_acc``) is no curve of the run and is left
+A series is an accuracy when its name has an accuracy word (an F-score's ``F1`` and an exact match's
+``EM`` are read alike, after an accuracy) and its values lie in [0, 1] (or in [0, 100], a percentage:
+then ``1 - value / 100``); an error rate when its name has an error word and its values are not
+negative. A top-k accuracy (``top_k_accuracy_5``) is read only where no top-1 is printed. A running best (``best_acc``) is no curve of the run and is left
 out. The training side is read as the loss, the held-out side (``val``, ``test``) as the validation
 loss; an error rate is preferred to an accuracy on the same side, then the finer grain. Two
 quantities of the kind read (``mse`` and ``rmse``, ``top1 err`` and ``error rate``) leave the choice
-to ``--loss``: the log is refused as before, naming what it holds.
+to ``--loss``: the log is refused as before, naming what it holds, unless every one of them is NaN or
+Inf on every line (LSTNet's ``{'RAE': nan, 'RSE': nan}``): whichever is read, the run diverged.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -26,11 +30,17 @@ from runlens.io.reader.names import ERROR_WORDS, NEUTRAL, TRAIN, VAL, is_val, to
 from runlens.io.reader.picks import Pick
 from runlens.io.reader.table import Table
 
-ACCURACY_WORDS = frozenset({"acc", "accuracy", "top1", "correct"})
+#: The scores read through their complement, in the order one is preferred to another printed beside it: an
+#: accuracy, then an F-score, then an exact match (a reading-comprehension trainer's ``EM``); a top-k
+#: accuracy comes last (:func:`_top_k`).
+_SCORE_TIERS = (frozenset({"acc", "accuracy", "top1", "correct"}), frozenset({"f1", "fscore", "f1score"}),
+                frozenset({"em"}))
+ACCURACY_WORDS = frozenset().union(*_SCORE_TIERS)
 #: What a reinforcement-learning loop maximizes and prints (``Average reward``, ``Mean Reward``).
 REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns"})
 #: Words that make a series something else than the run's curve: a running best or worst, a count, a spread.
 _NOT_A_CURVE = frozenset({"best", "worst", "max", "min", "num", "count", "top5", "new", "std", "var", "stddev"})
+_TOP_N = re.compile(r"top(\d+)")
 RATE = "rate"
 COMPLEMENT = "complement"
 NEGATED = "negated"
@@ -43,6 +53,17 @@ def names_objective(name: str) -> bool:
     (a running best, a spread or a count is not)."""
     toks = set(tokens(name))
     return bool(toks & (ACCURACY_WORDS | ERROR_WORDS | REWARD_WORDS)) and not toks & _NOT_A_CURVE
+
+
+def _top_k(toks: tuple[str, ...]) -> bool:
+    """Whether an accuracy so named is a top-k one with k above 1 (``top_k_accuracy_5``, ``Top-5 Accuracy``,
+    ``acc@5``): a trainer prints it beside its top-1 accuracy, one quantity's looser grain, not a choice."""
+    if any((m := _TOP_N.fullmatch(t)) and int(m.group(1)) > 1 for t in toks):
+        return True
+    if "top" in toks and ("k" in toks or any(t.isdigit() and int(t) > 1 for t in toks)):
+        return True
+    return any(t in ACCURACY_WORDS and i + 1 < len(toks) and toks[i + 1].isdigit() and int(toks[i + 1]) > 1
+               for i, t in enumerate(toks))
 
 
 def percent_scale(values: np.ndarray) -> float | None:
@@ -64,8 +85,12 @@ def _kind(table: Table, column: str) -> str | None:
     if set(toks) & _NOT_A_CURVE:
         return None
     v = table.values[column][table.present[column]]
-    if not np.isfinite(v).any():
+    if not v.size:
         return None
+    if not np.isfinite(v).any():
+        # Never finite: no scale to check, and what it is named says which kind it would have been.
+        return next((how for how, words in ((RATE, ERROR_WORDS), (COMPLEMENT, ACCURACY_WORDS),
+                                            (NEGATED, REWARD_WORDS)) if set(toks) & words), None)
     if set(toks) & ERROR_WORDS and float(np.nanmin(v)) >= 0:
         return RATE
     if set(toks) & ACCURACY_WORDS and percent_scale(v) is not None:
@@ -104,9 +129,25 @@ def _one(table: Table, found: list[tuple[str, str]]) -> tuple[str, str] | None:
     one quantity (``top1 err`` beside ``error rate``, ``mse`` beside ``rmse``): ``--loss`` chooses."""
     for how in PROXIES:
         kind = [f for f in found if f[1] == how]
+        if kind and how == COMPLEMENT:
+            tier = min(_tier(c) for c, _ in kind)
+            kind = [f for f in kind if _tier(f[0]) == tier]
         if kind:
-            return min(kind, key=lambda f: _rank(table, *f)) if len({_quantity(c) for c, _ in kind}) == 1 else None
+            # Several quantities, each NaN or Inf on every line, say one thing whichever is read.
+            one = len({_quantity(c) for c, _ in kind}) == 1 or not any(_finite(table, c) for c, _ in kind)
+            return min(kind, key=lambda f: _rank(table, *f)) if one else None
     return None
+
+
+def _tier(column: str) -> int:
+    toks = tokens(column)
+    if _top_k(toks):
+        return len(_SCORE_TIERS)
+    return next(i for i, words in enumerate(_SCORE_TIERS) if set(toks) & words)
+
+
+def _finite(table: Table, column: str) -> bool:
+    return bool(np.isfinite(table.values[column][table.present[column]]).any())
 
 
 def proxy_picks(table: Table, index: str | None) -> list[Pick]:

@@ -43,7 +43,9 @@ MEMORIZED_LATE = [(1, 1.20, 0.90, 6.10, 0.07), (2, 0.51, 0.97, 5.20, 0.10),
 def test_memorization_at_the_last_evaluations_under_any_accuracy_name(tmp_path):
     diag = analyze(_keras(tmp_path, MEMORIZED_LATE))
     assert diag.curve.label == "overfitting" and diag.curve.evidence["kind"] == "short_memorized", diag.curve
-    assert diag.curve.evidence["evaluations"] == 2 and diag.curve.evidence["step"] == 49
+    # From epoch 2 on: 97% right on the training set against 10% held out (round 35: the held-out error rate
+    # thirty times the training one, where a training accuracy of 0.99 was asked before) with a loss ratio of 10.
+    assert diag.curve.evidence["evaluations"] == 3 and diag.curve.evidence["step"] == 2
 
 
 def test_the_accuracy_pair_is_found_by_its_words(tmp_path):
@@ -53,7 +55,7 @@ def test_the_accuracy_pair_is_found_by_its_words(tmp_path):
 
 @pytest.mark.parametrize("why, rows, acc", [
     ("only the last evaluation memorized", [(1, 1.2, 0.90, 6.1, 0.07), (2, 0.5, 0.97, 5.2, 0.10),
-                                            (49, 0.05, 0.98, 5.0, 0.40), (50, 0.009, 1.0, 11.0, 0.09)],
+                                            (49, 0.05, 0.90, 5.0, 0.40), (50, 0.009, 1.0, 11.0, 0.09)],
      "categorical_accuracy"),
     ("a training accuracy with no held-out twin", MEMORIZED_LATE, "top5_accuracy_train_only"),
     ("the held-out accuracy close to the training accuracy",
