@@ -12,8 +12,8 @@ says which series it is and how it was turned (``how`` in ``import_roles``), and
 A series is an accuracy when its name has an accuracy word (an F-score's ``F1`` and an exact match's
 ``EM`` are read alike, after an accuracy) and its values lie in [0, 1] (or in [0, 100], a percentage:
 then ``1 - value / 100``); an error rate when its name has an error word and its values are not
-negative. A top-k accuracy (``top_k_accuracy_5``) is read only where no top-1 is printed. A running best (``best_acc``) is no curve of the run and is left
-out. The training side is read as the loss, the held-out side (``val``, ``test``) as the validation
+negative. A top-k accuracy (``top_k_accuracy_5``) is read only where no top-1 is printed. A running
+best (``best_acc``) is no curve of the run and is left out. The training side is read as the loss, the held-out side (``val``, ``test``) as the validation
 loss; an error rate is preferred to an accuracy on the same side, then the finer grain. Two
 quantities of the kind read (``mse`` and ``rmse``, ``top1 err`` and ``error rate``) leave the choice
 to ``--loss``: the log is refused as before, naming what it holds, unless every one of them is NaN or
@@ -125,8 +125,9 @@ def _quantity(column: str) -> frozenset[str]:
 
 
 def _one(table: Table, found: list[tuple[str, str]]) -> tuple[str, str] | None:
-    """The candidate to read, the error rates first: None when the first kind present names more than
-    one quantity (``top1 err`` beside ``error rate``, ``mse`` beside ``rmse``): ``--loss`` chooses."""
+    """The candidate to read, the error rates first, and among accuracies the first tier printed
+    (:data:`_SCORE_TIERS`): None when the first kind present names more than one quantity (``top1 err``
+    beside ``error rate``, ``mse`` beside ``rmse``) and one of them is finite somewhere: ``--loss`` chooses."""
     for how in PROXIES:
         kind = [f for f in found if f[1] == how]
         if kind and how == COMPLEMENT:
