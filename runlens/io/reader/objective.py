@@ -131,8 +131,8 @@ def _one(table: Table, found: list[tuple[str, str]]) -> tuple[str, str] | None:
     for how in PROXIES:
         kind = [f for f in found if f[1] == how]
         if kind and how == COMPLEMENT:
-            tier = min(_tier(c) for c, _ in kind)
-            kind = [f for f in kind if _tier(f[0]) == tier]
+            tiers = [_tier(c) for c, _ in kind]
+            kind = [f for f, t in zip(kind, tiers, strict=True) if t == min(tiers)]
         if kind:
             # Several quantities, each NaN or Inf on every line, say one thing whichever is read.
             one = len({_quantity(c) for c, _ in kind}) == 1 or not any(_finite(table, c) for c, _ in kind)
