@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads22] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads23] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -90,7 +90,10 @@ gathered by eight workers during round 33 and graded once at its end
 gathered by eight workers during round 34 and graded once at its end
 (``benchmarks/results/pastes_threads21_heldout.md``), then read and mended in round 35:
 ``benchmarks/results/pastes_threads21.md``. ``--threads22`` grades the twenty-second (``benchmarks/pastes_threads22/``),
-gathered by eight workers during round 35 and graded once at its end: ``benchmarks/results/pastes_threads22.md``.
+gathered by eight workers during round 35 and graded once at its end
+(``benchmarks/results/pastes_threads22_heldout.md``), then read and mended in round 36:
+``benchmarks/results/pastes_threads22.md``. ``--threads23`` grades the twenty-third (``benchmarks/pastes_threads23/``),
+gathered by eight workers during round 36 and graded once at its end: ``benchmarks/results/pastes_threads23.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -265,6 +268,10 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
+THREADS22_MENDS = ("a percent sign before an accuracy's number is read (`accuracy_val: %50.0`), and a held-out "
+                   "accuracy of exactly 1/K at each of its last evaluations while the loss moved is a model that "
+                   "predicts one class, however coarse its print; a score below zero is a reward, read through its "
+                   "negative (an agent's `episode N score -73.42`)")
 THREADS21_MENDS = ("a log that names no loss is read through what it watches in more of its spellings: a top-k "
                    "accuracy beside the top-1 is its looser grain, not a second choice (MXNet's Speedometer); an "
                    "F-score or an exact match is a score like an accuracy; RAE, RSE and the other relative errors "
@@ -421,29 +428,36 @@ THREADS21_ROLE = _eight_graded(21, 34, "which balance targets were missed and wh
                                "6939047", "0.67 (31/46)", "0.54 (25/46)", THREADS21_MENDS,
                                _MERGED.replace("opened or listed a paste", "opened a paste"))
 THREADS22, THREADS22_REPORT = _paths("pastes_threads22")
-THREADS22_ROLE = _eight_workers("pastes_threads22", 35, "which balance targets were missed and why, how many labels "
-                                "carry doubts, that most threads of an area were already used; one pass's check also "
-                                "searched its siblings' READMEs for thread numbers, another's first avoid check missed "
-                                "a reference's other form, both declared in their READMEs",
-                                "**Graded once as held out**, at the end of round 35, at the commit this page names: the "
+THREADS22_ROLE = _eight_graded(22, 35, "which balance targets were missed and why, how many labels carry doubts, that "
+                               "most threads of an area were already used; one pass's check also searched its siblings' "
+                               "READMEs for thread numbers, another's first avoid check missed a reference's other form, "
+                               "both declared in their READMEs",
+                               "857ec1c", "0.80 (39/49)", "0.55 (27/49)", THREADS22_MENDS,
+                               _MERGED.replace("opened or listed a paste", "opened a paste"))
+THREADS23, THREADS23_REPORT = _paths("pastes_threads23")
+THREADS23_ROLE = _eight_workers("pastes_threads23", 36, "which balance targets were missed and why, how many labels "
+                                "carry doubts, that one pass found a single file and several stopped early as the "
+                                "threads of their areas had been used, which outcomes found no file, which "
+                                "`dev_format` calls were judgements",
+                                "**Graded once as held out**, at the end of round 36, at the commit this page names: the "
                                 "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
                                 "(format seen) and the others.", _MERGED.replace("opened or listed a paste", "opened a paste"))
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
          THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
-         THREADS20, THREADS21, THREADS22)
+         THREADS20, THREADS21, THREADS22, THREADS23)
 _REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
             THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
             THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
-            THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT, THREADS21_REPORT, THREADS22_REPORT)
+            THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT, THREADS21_REPORT, THREADS22_REPORT, THREADS23_REPORT)
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
-          THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE)
+          THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
 FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
-        "twentieth", "twenty-first", "twenty-second")
+        "twentieth", "twenty-first", "twenty-second", "twenty-third")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

@@ -719,7 +719,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh35", 141000, ("2026-12-06 18:37", "2026-12-06 18:41"),
         role="the third generator with every seed shifted by 141000 and every run redrawn (`--seed-shift "
              "141000 --vary`), generated at {drawn} UTC from de5d474 by the recorder with "
-             "`logits_sum_to_one`, during round 35, graded once at the end of round 35; the set to quote",
+             "`logits_sum_to_one`, during round 35, graded once at the end of round 35 (857ec1c): a development "
+             "set since",
         note="`third-fresh35` (round 35): the same generator and redraw with every seed shifted by 141000 (`python -m "
              "benchmarks.third --seed-shift 141000 --vary`), trained from a clean export of the committed tree at "
              "de5d474 (`draw.json` has the times) into a folder outside the repository, at the start of round 35, "
@@ -728,12 +729,30 @@ DRAWS: tuple[Draw, ...] = (
              "generator log were printed a few times while checking its progress (the names of six runs, the "
              "generator's own check of whether each run's fault showed, and its measurements); no runlens output "
              "was.",
-        which="*third-fresh35* (round 35; seeds shifted by 141000) was trained from de5d474, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh35**.",
+        which="*third-fresh35* (round 35; seeds shifted by 141000) was trained from de5d474 and graded once at "
+              "857ec1c (curve 1.00, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
+              "warning 0/11): a development set since.",
+    ),
+    # Drawn in round 36 from 647479f (round 35's last commit), before any round-36 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh36", 145000, ("2026-12-06 21:34", "2026-12-06 21:40"),
+        role="the third generator with every seed shifted by 145000 and every run redrawn (`--seed-shift "
+             "145000 --vary`), generated at {drawn} UTC from 647479f by the recorder with "
+             "`logits_sum_to_one`, during round 36, graded once at the end of round 36; the set to quote",
+        note="`third-fresh36` (round 36): the same generator and redraw with every seed shifted by 145000 (`python -m "
+             "benchmarks.third --seed-shift 145000 --vary`), trained from a clean export of the committed tree at "
+             "647479f (`draw.json` has the times) into a folder outside the repository, at the start of round 36, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and nothing of its generator log or "
+             "its runs was printed: only that the log holds no traceback, how many entries the folder holds and "
+             "its draw record's times.",
+        which="*third-fresh36* (round 36; seeds shifted by 145000) was trained from 647479f, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh36**.",
     ),
 )
 
-QUOTE = "third-fresh35"
+QUOTE = "third-fresh36"
 
 
 def draw(name: str) -> Draw:
