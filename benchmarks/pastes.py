@@ -268,10 +268,12 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
-THREADS22_MENDS = ("a percent sign before an accuracy's number is read (`accuracy_val: %50.0`), and a held-out "
-                   "accuracy of exactly 1/K at each of its last evaluations while the loss moved is a model that "
-                   "predicts one class, however coarse its print; a score below zero is a reward, read through its "
-                   "negative (an agent's `episode N score -73.42`)")
+THREADS22_MENDS = ("a training loss that is a framework's clip cost (16.118 in Keras, 100 in PyTorch's BCELoss) "
+                   "times the error rate at every point is a model whose outputs are all saturated; a log that "
+                   "names no loss but prints NaN where a number goes is read for it, not refused; a value after the "
+                   "loop's own counter, a percent sign before a number, a score below zero (a reward), a last and a "
+                   "mean of one quantity, an F-score beside its macro average and a GAN player's named parts are "
+                   "read")
 THREADS21_MENDS = ("a log that names no loss is read through what it watches in more of its spellings: a top-k "
                    "accuracy beside the top-1 is its looser grain, not a second choice (MXNet's Speedometer); an "
                    "F-score or an exact match is a score like an accuracy; RAE, RSE and the other relative errors "

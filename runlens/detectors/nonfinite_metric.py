@@ -57,7 +57,11 @@ class NonfiniteMetric(Detector):
         lines recover from (an undefined metric on one evaluation, a
         skipped batch) is not read. A loss term (a name the reader takes as
         a loss, or an error measure: ``SmoothL1``, ``mse``) is left to
-        ``nonfinite_loss``, which reads the sum of the parts.
+        ``nonfinite_loss``, which reads the sum of the parts. A log that
+        prints no loss at all (its importer found none, but a quantity it
+        prints went NaN or Inf) is read on every line, and one non-finite
+        value to the last fires: any quantity printed may be the loss, and a
+        loss is judged at its first NaN.
 
     What to try:
         Find where the metric is computed and check its inputs with
@@ -87,7 +91,11 @@ class NonfiniteMetric(Detector):
         if table is None or loss is None:
             raise Skip("needs the scalars table's loss")
         steps = run.steps("scalars")
-        finite_loss = np.isfinite(loss)
+        # A log that prints no loss at all (a null column) is read on every line that logged the metric.
+        no_loss = table.column("loss").null_count == len(loss)
+        finite_loss = np.ones(len(loss), bool) if no_loss else np.isfinite(loss)
+        # Without a loss, any quantity printed may be it, and a loss is judged at its first NaN.
+        least = 1 if no_loss else self.min_lines
         broken: dict[str, dict[str, Any]] = {}
         for name in table.column_names:
             if not _metric(name):
@@ -97,12 +105,12 @@ class NonfiniteMetric(Detector):
                 continue  # an integer column cannot hold NaN
             logged = ~col.is_null().to_numpy(zero_copy_only=False) if col.null_count else np.ones(len(loss), bool)
             rows = np.flatnonzero(finite_loss & logged)
-            if len(rows) < self.min_lines:
+            if len(rows) < least:
                 continue
             values = full[rows]
             ok = np.isfinite(values)
             tail = len(values) - (int(np.flatnonzero(ok)[-1]) + 1 if ok.any() else 0)
-            if tail < self.min_lines:
+            if tail < least:
                 continue
             start = rows[len(values) - tail]
             broken[name] = {"metric": name, "first_step": int(steps[start]), "nonfinite_lines": tail,
@@ -115,15 +123,21 @@ class NonfiniteMetric(Detector):
         broke = worst["finite_before"] > 0
         others = sorted(set(broken) - {worst["metric"]})
         also = f" (also {', '.join(repr(o) for o in others)})" if others else ""
+        beside = ("where the log prints no training loss" if no_loss else
+                  "while the training loss beside it is finite")
         if broke:
             title = (f"{worst['metric']!r} became {worst['value']} at step {worst['first_step']:,} and stayed "
-                     f"non-finite for its last {worst['nonfinite_lines']} lines{also}, while the training loss "
-                     "beside it is finite")
+                     f"non-finite for its last {_lines(worst['nonfinite_lines'])}{also}, {beside}")
         else:
             title = (f"{worst['metric']!r} is {worst['value']} on every one of its {worst['lines']} lines{also}, "
-                     "while the training loss beside it is finite: broken from the start, or never filled")
+                     f"{beside}: broken from the start, or never filled")
         return [self.finding(title, severity="error" if broke else "warning", step=worst["first_step"],
-                             evidence={**worst, "metrics": broken, "min_lines": self.min_lines})]
+                             evidence={**worst, "metrics": broken, "min_lines": least,
+                                       "training_loss_logged": not no_loss})]
+
+
+def _lines(n: int) -> str:
+    return "line" if n == 1 else f"{n} lines"
 
 
 def _metric(name: str) -> bool:

@@ -50,7 +50,7 @@ Accuracies = tuple[Column | None, Column | None]
 
 
 def _column(run: Run, table: str, names: tuple[str, ...]) -> Column | None:
-    found = scalar_column(run, names, table, min_points=2, any_case=True)
+    found = scalar_column(run, names, table, min_points=1, any_case=True)
     return None if found is None else (found[0], found[1])
 
 
@@ -152,9 +152,8 @@ def memorized(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str
     judged = (f"not improving ({fall:.0%} down, < {cfg.min_drop:.0%})" if fall < cfg.min_drop else
               f"ending at {val_loss[-1]:.4g}, above its first evaluation {lv[0]:.4g}")
     return CurveVerdict(
-        "overfitting", f"at each of {at.size} evaluations the held-out error rate is "
-        f"{float(np.min((1 - val_acc) / np.maximum(1 - train_acc, 1e-12))):.3g}x the training one or more (>= "
-        f"{ERROR_RATIO:g}x; training accuracy {train_acc.min():.3g} or more) while the validation accuracy trails it "
+        "overfitting", f"at each of {at.size} evaluations the held-out error rate is {_error_ratio(train_acc, val_acc)} "
+        f"(>= {ERROR_RATIO:g}x; training accuracy {train_acc.min():.3g} or more) while the validation accuracy trails it "
         f"by {float(np.min(train_acc - val_acc)):.3g} or more "
         f"(>= {ACC_GAP:g}) and the validation loss is {float(np.min(ratio)):.3g}x the training loss or more "
         f"(>= {LOSS_RATIO:g}x), {judged}: the model memorized its "
@@ -163,6 +162,16 @@ def memorized(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str
          "train_accuracy": train_acc.tolist(), "val_accuracy": val_acc.tolist(),
          "gap_ratios": ratio.tolist(), "val_fall": float(fall), "min_error_ratio": ERROR_RATIO, "min_accuracy_gap": ACC_GAP,
          "min_loss_ratio": LOSS_RATIO, "step": int(at[0])})
+
+
+def _error_ratio(train_acc: np.ndarray, val_acc: np.ndarray) -> str:
+    """How far the held-out error rate is above the training one, in words: a ratio, or, when no
+    training example is wrong at an evaluation, that (a ratio over zero is no number to print)."""
+    train_err, val_err = 1 - train_acc, 1 - val_acc
+    if bool(np.any(train_err <= 0)):
+        return (f"{float(np.min(val_err)):.3g} or more while the training one is {float(np.min(train_err)):.3g} at "
+                "some of them (no training example wrong)")
+    return f"{float(np.min(val_err / train_err)):.3g}x the training one or more"
 
 
 def frozen_accuracy(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: Accuracies,

@@ -75,6 +75,10 @@ readings, in the order they are tried (the first that holds is the verdict):
   ranks like a coin (``kind: short_chance_by_auc``); or when a word or
   character error rate is exactly 100% at each of 3 points or more while the
   loss fell by less than half: an empty output (``kind: short_empty_output``);
+  or when the training loss is a framework's clip cost (-ln 1e-7 = 16.118 in
+  Keras, 100 in PyTorch's ``BCELoss``) times the error rate, within 3%, at
+  every point with an accuracy (1 at least): every output saturated at 0 or 1
+  (:mod:`.saturated`, ``kind: short_saturated``);
 - diverged when the last training loss is 10x the lowest before it and a
   held-out loss's last evaluation 10x its own lowest (``kind:
   short_both_high``, from 2 points each: :mod:`.short_high`), or when both
@@ -184,6 +188,7 @@ from runlens.detectors.curve.memorized import (
     memorized,
 )
 from runlens.detectors.curve.params import CurveParams
+from runlens.detectors.curve.saturated import saturated
 from runlens.detectors.curve.short_high import (
     LEAP,
     blew_up_signed,
@@ -242,7 +247,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                  or accuracy_near_zero(cfg, steps, x, acc) or zero_from_start(steps, x, index)
                  or chance_by_accuracy(steps, x, acc, classes[0])
                  or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke))
-    stuck = stuck or chance_by_auc(steps, x, auc) or empty_output(steps, x, rate)  # from one or two points
+    # from one or two points
+    stuck = stuck or chance_by_auc(steps, x, auc) or empty_output(steps, x, rate) or saturated(steps, x, acc)
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,
@@ -317,6 +323,9 @@ def _given_back(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: dict[s
     # A level the loss had already reached before its minimum is a swing it came back to, not one it
     # moved away to (a GAN's sum of players swinging 4, 18, 3, 5, 14, 14).
     low = int(np.argmin(x))
+    # A series that crosses zero (a reward read through its negative) has no start to measure a share of.
+    if bool(np.any(x < 0)) and bool(np.any(x > 0)):
+        return None
     if not (low < x.size - k and np.all(x[-k:] >= bound) and S > m
             and float(np.max(x[:low + 1])) < float(np.min(x[-k:]))):
         return None

@@ -224,6 +224,13 @@ def _no_loss_note(imp: Imported, warnings: list[str]) -> tuple[tuple[str, ...], 
     logged no training loss; refuses a source without any training signal."""
     signals = [c for c in SIGNAL_COLUMNS if c in imp.train and len(imp.train[c].steps)]
     vals = [c for c in imp.evals if is_val_set(c) and len(imp.evals[c].steps)]
+    broken = [c for c, s in imp.train.items() if len(s.values) and not np.isfinite(s.values).all()]
+    if not signals and not vals and broken:
+        # Nothing names a loss, but a quantity the loop prints went NaN or Inf: a NaN makes every other
+        # signal meaningless, so the log is read for it (nonfinite_metric), not refused for its names.
+        warnings.append(f"the source logged no training loss, but {', '.join(repr(c) for c in broken[:3])} "
+                        "print NaN or Inf: read for the non-finite values alone, the loss curve cannot be judged")
+        return tuple(c for c in imp.train if len(imp.train[c].steps)), None
     if not signals and not vals:
         found = ", ".join(sorted(imp.train) + sorted(imp.evals)) or "nothing"
         raise ImportFailedError(f"{imp.source}: no training loss, gradient norm, loss scale or validation "

@@ -117,6 +117,10 @@ def in_section(raw: str, step: int) -> tuple[Line | None, list[tuple[str, float]
 _BARE = re.compile(rf"(?:{FRACTION}|[-+]?(?:nan|inf|infinity))", re.I)
 #: The fewest such values read as a loss: three numbers alone on their lines can be anything.
 BARE_MIN = 4
+# A loop's own counter before the value, by a colon or a tab (``print(f"{i}:\t{loss}")``, ``Step: 100 :
+# 0.626``): the line still holds one value. A space alone does not set them apart: ``2020 0.5`` may be a
+# date and a rate.
+_COUNTER = re.compile(r"^(?:(?:step|iter|iteration|epoch|batch)\s*[:=#]?\s*)?\d{1,9}\s*(?::|\t)\s*", re.I)
 #: Lines naming a training loss, with no step on any line, that make a series: three, or two that
 #: print it as a field (``Train loss: 0.4594``, ``loss=0.52``): two epochs' averages are a log too
 #: short for a shape but not nothing, where two lines of prose that name a loss beside a number are
@@ -132,6 +136,7 @@ def bare_value(raw: str, cleaned: str | None = None) -> float | None:
     if not raw or len(raw) >= 200:
         return None
     text = clean(raw.strip()) if cleaned is None else cleaned.strip()
+    text = _COUNTER.sub("", text, count=1) if _BARE.fullmatch(text) is None else text
     if not text or _BARE.fullmatch(text) is None:
         return None
     return float(text)

@@ -12,6 +12,7 @@ finder (:mod:`._textline`) and the scanner (:mod:`.text`) call them.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -121,7 +122,7 @@ def repeats_by_set(out: list[tuple[str, float, tuple[int, int]]]) -> list[tuple[
     names = [k.lower() for k, _, _ in out]
     if len(set(names)) == len(names):
         return out
-    repeated = {n for n in names if names.count(n) > 1}
+    repeated = {n for n, count in Counter(names).items() if count > 1}  # one pass: a line may hold 10^5 fields
     current: str | None = None
     named = []
     for key, value, span in out:

@@ -77,7 +77,7 @@ _FIELD = re.compile(
     rf"(?<![\w.\-])(?P<key>{_KEY_WORD}(?: {_KEY_MORE}){{0,6}}?)['\"]?"
     rf"(?:\s*(?P<sep>[:=]|\bis\b)|(?P<glued>_)(?=[-+]?\d+\.\d))?\s*(?P<q>['\"](?=[-+.\w]+['\"]))?(?P<tensor>tensor\(\s*)?"
     rf"(?:(?P<word>{_MSVC}|(?:{_WORDNUM})(?(sep)|(?(tensor)|(?! [A-Za-z_]))))"
-    rf"|(?P<val>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?P<unit>[A-Za-z%µ]*(?:/[A-Za-z]+)?))"
+    rf"|%?(?P<val>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?P<unit>[A-Za-z%µ]*(?:/[A-Za-z]+)?))"
     rf"(?(tensor)(?:\s*,[^()\n]*)?\))(?(q)['\"])(?![\w/:]|\.\d)")
 _IGNORED_KEYS = frozenset({"eta", "in", "of", "at", "to", "for", "the", "with", "on", "and", "by", "from", "is", "was",
                            "took", "#", "time left", "remaining"})

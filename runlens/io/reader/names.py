@@ -215,10 +215,17 @@ ERROR_WORDS = frozenset({"error", "err"}) | ERROR_MEASURES
 _GAN_SIDES = {"g": "g", "gen": "g", "generator": "g", "d": "d", "dis": "d", "disc": "d", "discriminator": "d"}
 
 
+#: The words that name a part of one GAN player's loss (``d_fake``, ``d_real``, ``g_adv``, ``g_l1``: SEGAN's
+#: print): the player is still the name's first word.
+_GAN_PARTS = frozenset({"real", "fake", "adv", "adversarial", "gan", "gp", "penalty", "fm", "feat", "feature",
+                        "rec", "recon", "cycle", "idt", "identity", "perceptual", "vgg", "pix", "style", "content"})
+
+
 def adversarial_side(toks: tuple[str, ...]) -> str | None:
-    """``"g"`` or ``"d"`` for a name that is one GAN player's loss and says nothing else, else None."""
+    """``"g"`` or ``"d"`` for a name that is one GAN player's loss, or a named part of it, and says nothing
+    else, else None."""
     rest = [t for t in toks if t not in NEUTRAL and t not in TRAIN and t not in ERROR_WORDS and t not in LOSS]
-    return _GAN_SIDES.get(rest[0]) if len(rest) == 1 else None
+    return _GAN_SIDES.get(rest[0]) if rest and set(rest[1:]) <= _GAN_PARTS else None
 
 
 #: The words of a clock or a throughput: "eta: inf" at a run's first line, "tokens/s: inf" when a step

@@ -41,6 +41,9 @@ REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns"})
 #: Words that make a series something else than the run's curve: a running best or worst, a count, a spread.
 _NOT_A_CURVE = frozenset({"best", "worst", "max", "min", "num", "count", "top5", "new", "std", "var", "stddev"})
 _TOP_N = re.compile(r"top(\d+)")
+#: How one quantity is pooled or which of its values is printed: the quantity stays the same.
+_SMOOTHED = frozenset({"mean", "avg", "average", "running", "smoothed", "ema"})
+_POOLED = _SMOOTHED | {"last", "latest", "macro", "micro", "weighted"}
 RATE = "rate"
 COMPLEMENT = "complement"
 NEGATED = "negated"
@@ -97,13 +100,19 @@ def _kind(table: Table, column: str) -> str | None:
         return COMPLEMENT
     if set(toks) & REWARD_WORDS:
         return NEGATED
+    # A score below zero is no accuracy, F-score or rate: what an agent's loop prints as its episode's
+    # "score" (a return, ``episode 6264 score -73.42 average score -178.85``).
+    if "score" in toks and float(np.nanmin(v)) < 0:
+        return NEGATED
     return None
 
 
-def _rank(table: Table, column: str, how: str) -> tuple[int, int, int, int]:
+def _rank(table: Table, column: str, how: str) -> tuple[int, int, int, int, int]:
     toks = tokens(column)
     grain = 0 if ("step" in toks or "batch" in toks) else (2 if "epoch" in toks else 1)
-    return (PROXIES.index(how), grain, -int(table.present[column].sum()), len(column))
+    # Of one quantity printed as its last value and its mean, the mean: an episode's reward is noise.
+    pooled = 0 if set(toks) & _SMOOTHED else 1
+    return (PROXIES.index(how), grain, pooled, -int(table.present[column].sum()), len(column))
 
 
 def _why(column: str, how: str, role: str) -> str:
@@ -119,9 +128,11 @@ def _why(column: str, how: str, role: str) -> str:
 
 
 def _quantity(column: str) -> frozenset[str]:
-    """What a series measures, without its set, its grain or neutral words: ``Train-accuracy`` and a
-    per-batch ``accuracy`` are one quantity, ``mse`` and ``rmse`` two."""
-    return frozenset(t for t in tokens(column) if t not in VAL and t not in TRAIN and t not in NEUTRAL)
+    """What a series measures, without its set, its grain, how it is pooled or neutral words:
+    ``Train-accuracy`` and a per-batch ``accuracy`` are one quantity, ``Last_Episode_reward`` and
+    ``Mean_Episode_reward`` one, ``fscore`` and ``macro_fscore`` one; ``mse`` and ``rmse`` two."""
+    return frozenset(t for t in tokens(column) if t not in VAL and t not in TRAIN and t not in NEUTRAL
+                     and t not in _POOLED)
 
 
 def _one(table: Table, found: list[tuple[str, str]]) -> tuple[str, str] | None:
