@@ -10,16 +10,14 @@ import pyarrow as pa
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
 from runlens.diagnosis import Finding
-from runlens.io.reader.names import CLOCK_WORDS, is_loss_term, tokens
+from runlens.io.reader.names import CLOCK_WORDS, RECORD_WORDS, is_loss_term, tokens
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
 
 # Columns the format names: their own detectors read them.
 _FORMAT = frozenset({"step", "time", "loss", "lr", "grad_norm", "epoch", "loss_scale", "step_skipped"})
-# A record of an extreme so far ("best: inf" until the first evaluation) starts at +/-inf by convention.
-_RECORD = frozenset({"best", "min", "max", "lowest", "highest", "minimum", "maximum"})
-_NOT_READ = CLOCK_WORDS | _RECORD
+_NOT_READ = CLOCK_WORDS | RECORD_WORDS
 
 
 @register

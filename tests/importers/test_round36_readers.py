@@ -161,3 +161,10 @@ def test_silent_twin_a_players_accuracy_is_no_part_of_its_loss():
 
     assert adversarial_side(tokens("d_fake")) == "d" and adversarial_side(tokens("g_adv")) == "g"
     assert adversarial_side(tokens("d_acc")) is None and adversarial_side(tokens("g_lr")) is None
+
+
+def test_silent_twin_a_clock_at_inf_is_no_nan_signal(tmp_path):
+    # "eta: inf" on a loop's first line is a convention, not a broken quantity: still refused
+    lines = [f"{1293 + i}: [D] real 0.{10 + i}0000 fake 0.{20 + i}0000 eta: inf" for i in range(5)]
+    with pytest.raises(ImportFailedError, match="no training loss"):
+        load_run(_write(tmp_path, lines))

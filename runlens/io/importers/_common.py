@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.reader.names import PERPLEXITY, tokens
+from runlens.io.reader.names import CLOCK_WORDS, PERPLEXITY, RECORD_WORDS, tokens
 from runlens.io.reader.roles import holds_perplexity
 
 if TYPE_CHECKING:
@@ -224,7 +224,9 @@ def _no_loss_note(imp: Imported, warnings: list[str]) -> tuple[tuple[str, ...], 
     logged no training loss; refuses a source without any training signal."""
     signals = [c for c in SIGNAL_COLUMNS if c in imp.train and len(imp.train[c].steps)]
     vals = [c for c in imp.evals if is_val_set(c) and len(imp.evals[c].steps)]
-    broken = [c for c, s in imp.train.items() if len(s.values) and not np.isfinite(s.values).all()]
+    # A clock or a record of an extreme starts at inf by convention ("eta: inf", "best: inf"): no signal.
+    broken = [c for c, s in imp.train.items() if len(s.values) and not np.isfinite(s.values).all()
+              and (CLOCK_WORDS | RECORD_WORDS).isdisjoint(tokens(c))]
     if not signals and not vals and broken:
         # Nothing names a loss, but a quantity the loop prints went NaN or Inf: a NaN makes every other
         # signal meaningless, so the log is read for it (nonfinite_metric), not refused for its names.

@@ -233,6 +233,8 @@ def adversarial_side(toks: tuple[str, ...]) -> str | None:
 CLOCK_WORDS = frozenset({"time", "eta", "sec", "secs", "second", "seconds", "s", "ms", "speed", "throughput",
                          "fps", "elapsed", "duration", "it", "its", "per", "samples", "tokens", "memory", "mem",
                          "date", "timestamp", "wall", "clock"})
+#: A record of an extreme so far ("best: inf" until the first evaluation) starts at +/-inf by convention.
+RECORD_WORDS = frozenset({"best", "min", "max", "lowest", "highest", "minimum", "maximum"})
 
 
 def is_loss_term(toks: tuple[str, ...]) -> bool:
