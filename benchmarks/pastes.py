@@ -317,6 +317,8 @@ def _graded_once(commit: str, which: str, page: str, read: str, agreed: str, rou
 # How the eighth and later sets were kept blind, in the words of their role lines.
 _MERGED = ("their reports gave only counts, they were merged by a script, and nobody working on runlens opened "
            "or listed a paste before its one grading. ")
+#: The same, for the sets where a listing while staging showed file names (no content): none was opened.
+_MERGED_OPENED = _MERGED.replace("opened or listed a paste", "opened a paste")
 
 
 def _merged(what: str, folder: str, who: str, round_: int, rest: str, merged: str = _MERGED,
@@ -347,7 +349,7 @@ THREADS10_ROLE = _merged("files", "pastes_threads10", "seventeen workers in thre
                          "were checked on (no content, no label's reason). "
                          + _graded_once("5766399", "round 23's last engine commit", "pastes_threads10", "0.86 (66/77)",
                                         "0.69 (53/77)", 24, THREADS10_MENDS),
-                         _MERGED.replace("opened or listed a paste", "opened a paste"))
+                         _MERGED_OPENED)
 THREADS11, THREADS11_REPORT = _paths("pastes_threads11")
 THREADS11_ROLE = _merged("files", "pastes_threads11", "twenty-one workers in three waves (eight, nine, then four)", 24,
                          _graded_once("d96a976", "round 24's last engine commit", "pastes_threads11", "0.84 (57/68)",
@@ -391,6 +393,12 @@ def _eight_workers(folder: str, round_: int, said: str, rest: str, merged: str =
                    merged, day="2026-12-06")
 
 
+def _quoted(round_: int) -> str:
+    """The role's last words for the set graded once at the end of round ``round_``: the one to quote."""
+    return (f"**Graded once as held out**, at the end of round {round_}, at the commit this page names: the pastes "
+            "figure to quote. Its parts: trainers whose format is among the earlier sets' (format seen) and the others.")
+
+
 def _eight_graded(n: int, round_: int, said: str, commit: str, read: str, agreed: str, mends: str,
                   merged: str = _MERGED) -> str:
     """:func:`_eight_workers`'s line for the ``n``-th set, gathered in round ``round_``, graded once at its
@@ -428,22 +436,19 @@ THREADS21_ROLE = _eight_graded(21, 34, "which balance targets were missed and wh
                                "dropped one file whose thread a sibling pass had used), and a listing while the set was "
                                "staged showed eleven of its file names (no content",
                                "6939047", "0.67 (31/46)", "0.54 (25/46)", THREADS21_MENDS,
-                               _MERGED.replace("opened or listed a paste", "opened a paste"))
+                               _MERGED_OPENED)
 THREADS22, THREADS22_REPORT = _paths("pastes_threads22")
 THREADS22_ROLE = _eight_graded(22, 35, "which balance targets were missed and why, how many labels carry doubts, that "
                                "most threads of an area were already used; one pass's check also searched its siblings' "
                                "READMEs for thread numbers, another's first avoid check missed a reference's other form, "
                                "both declared in their READMEs",
                                "857ec1c", "0.80 (39/49)", "0.55 (27/49)", THREADS22_MENDS,
-                               _MERGED.replace("opened or listed a paste", "opened a paste"))
+                               _MERGED_OPENED)
 THREADS23, THREADS23_REPORT = _paths("pastes_threads23")
 THREADS23_ROLE = _eight_workers("pastes_threads23", 36, "which balance targets were missed and why, how many labels "
                                 "carry doubts, that one pass found a single file and several stopped early as the "
                                 "threads of their areas had been used, which outcomes found no file, which "
-                                "`dev_format` calls were judgements",
-                                "**Graded once as held out**, at the end of round 36, at the commit this page names: the "
-                                "pastes figure to quote. Its parts: trainers whose format is among the earlier sets' "
-                                "(format seen) and the others.", _MERGED.replace("opened or listed a paste", "opened a paste"))
+                                "`dev_format` calls were judgements", _quoted(36), _MERGED_OPENED)
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
          THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
          THREADS20, THREADS21, THREADS22, THREADS23)

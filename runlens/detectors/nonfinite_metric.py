@@ -10,14 +10,13 @@ import pyarrow as pa
 
 from runlens.detectors._base import Context, Detector, Interval, Needs, Skip, register
 from runlens.diagnosis import Finding
-from runlens.io.reader.names import CLOCK_WORDS, RECORD_WORDS, is_loss_term, tokens
+from runlens.io.reader.names import NOT_A_SIGNAL, is_loss_term, tokens
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
 
 # Columns the format names: their own detectors read them.
 _FORMAT = frozenset({"step", "time", "loss", "lr", "grad_norm", "epoch", "loss_scale", "step_skipped"})
-_NOT_READ = CLOCK_WORDS | RECORD_WORDS
 
 
 @register
@@ -144,4 +143,4 @@ def _metric(name: str) -> bool:
     if name in _FORMAT or name.startswith(("val_loss", "grad_norm", "loss_scale")):
         return False
     toks = tokens(name)
-    return bool(toks) and _NOT_READ.isdisjoint(toks) and not is_loss_term(toks)
+    return bool(toks) and NOT_A_SIGNAL.isdisjoint(toks) and not is_loss_term(toks)

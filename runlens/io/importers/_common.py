@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.errors import ImportFailedError
-from runlens.io.reader.names import CLOCK_WORDS, PERPLEXITY, RECORD_WORDS, tokens
+from runlens.io.reader.names import NOT_A_SIGNAL, PERPLEXITY, tokens
 from runlens.io.reader.roles import holds_perplexity
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ def _no_loss_note(imp: Imported, warnings: list[str]) -> tuple[tuple[str, ...], 
     vals = [c for c in imp.evals if is_val_set(c) and len(imp.evals[c].steps)]
     # A clock or a record of an extreme starts at inf by convention ("eta: inf", "best: inf"): no signal.
     broken = [c for c, s in imp.train.items() if len(s.values) and not np.isfinite(s.values).all()
-              and (CLOCK_WORDS | RECORD_WORDS).isdisjoint(tokens(c))]
+              and NOT_A_SIGNAL.isdisjoint(tokens(c))]
     if not signals and not vals and broken:
         # Nothing names a loss, but a quantity the loop prints went NaN or Inf: a NaN makes every other
         # signal meaningless, so the log is read for it (nonfinite_metric), not refused for its names.

@@ -136,10 +136,10 @@ def bare_value(raw: str, cleaned: str | None = None) -> float | None:
     if not raw or len(raw) >= 200:
         return None
     text = clean(raw.strip()) if cleaned is None else cleaned.strip()
-    text = _COUNTER.sub("", text, count=1) if _BARE.fullmatch(text) is None else text
-    if not text or _BARE.fullmatch(text) is None:
+    if not text:
         return None
-    return float(text)
+    m = _BARE.fullmatch(text) or _BARE.fullmatch(_COUNTER.sub("", text, count=1))
+    return float(m.group(0)) if m else None
 
 
 def number_lines(lines: list[str], mapper: Mapper, markers: Counter, bare: bool = False,

@@ -235,6 +235,8 @@ CLOCK_WORDS = frozenset({"time", "eta", "sec", "secs", "second", "seconds", "s",
                          "date", "timestamp", "wall", "clock"})
 #: A record of an extreme so far ("best: inf" until the first evaluation) starts at +/-inf by convention.
 RECORD_WORDS = frozenset({"best", "min", "max", "lowest", "highest", "minimum", "maximum"})
+#: The words of a quantity whose inf says nothing of the model: a clock, a throughput, a record so far.
+NOT_A_SIGNAL = CLOCK_WORDS | RECORD_WORDS
 
 
 def is_loss_term(toks: tuple[str, ...]) -> bool:

@@ -41,9 +41,11 @@ REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns"})
 #: Words that make a series something else than the run's curve: a running best or worst, a count, a spread.
 _NOT_A_CURVE = frozenset({"best", "worst", "max", "min", "num", "count", "top5", "new", "std", "var", "stddev"})
 _TOP_N = re.compile(r"top(\d+)")
-#: How one quantity is pooled or which of its values is printed: the quantity stays the same.
+#: Which of one quantity's values is printed, or how it is averaged over classes: the quantity stays the
+#: same (a mean or a running average is one already, as :data:`NEUTRAL` says).
+_POOLED = frozenset({"last", "latest", "macro", "micro", "weighted"})
+#: The smoothed prints of a quantity, preferred to its last value.
 _SMOOTHED = frozenset({"mean", "avg", "average", "running", "smoothed", "ema"})
-_POOLED = _SMOOTHED | {"last", "latest", "macro", "micro", "weighted"}
 RATE = "rate"
 COMPLEMENT = "complement"
 NEGATED = "negated"

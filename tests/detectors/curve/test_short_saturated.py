@@ -13,6 +13,7 @@ import pytest
 
 from runlens import analyze
 from runlens.detectors.curve.saturated import CLIP_COSTS, TOLERANCE
+from tests.detectors.curve.test_short_memorized import _keras
 from tests.runs import write_run
 
 KERAS_COST = -math.log(1e-7)
@@ -24,16 +25,6 @@ def _keras_progress(tmp_path, accs, cost=KERAS_COST):
         lines.append(f" {200 * (i + 1):4d}/10000 [=>...........................] - ETA: 4s - loss: "
                      f"{cost * (1 - a):.4f} - acc: {a:.4f}")
     path = tmp_path / "fit.log"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def _keras_epochs(tmp_path, rows, name="fit.log"):
-    lines = []
-    for e, (loss, acc, vl, va) in enumerate(rows, 1):
-        lines += [f"Epoch {e}/20", f"32/32 [==============================] - 3s 91ms/step - loss: {loss:.4f} - "
-                  f"accuracy: {acc:.4f} - val_loss: {vl:.4f} - val_accuracy: {va:.4f}"]
-    path = tmp_path / name
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -52,7 +43,7 @@ def test_one_epoch_of_keras_progress_at_the_clip(tmp_path):
 def test_epochs_at_the_clip_with_the_majority_class(tmp_path):
     a = 0.6450
     rows = [(KERAS_COST * (1 - a) * (1 + 0.004 * (e % 2)), a, KERAS_COST * (1 - a), a) for e in range(5)]
-    diag = analyze(_keras_epochs(tmp_path, rows))
+    diag = analyze(_keras(tmp_path, rows))
     assert diag.curve.label == "underfitting", diag.curve
 
 
@@ -79,7 +70,7 @@ def test_silent_twin_a_memorizing_models_held_out_loss(tmp_path):
     # 16x the held-out error rate on the held-out side only: confident held-out mistakes, not saturation
     rows = [(0.004, 0.999, KERAS_COST * (1 - 0.68), 0.68), (0.003, 1.0, KERAS_COST * (1 - 0.67), 0.67),
             (0.003, 1.0, KERAS_COST * (1 - 0.68), 0.68)]
-    assert not _saturated(analyze(_keras_epochs(tmp_path, rows)))
+    assert not _saturated(analyze(_keras(tmp_path, rows)))
 
 
 def test_silent_twin_off_the_clip_by_more_than_the_tolerance(tmp_path):
