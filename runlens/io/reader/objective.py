@@ -13,11 +13,13 @@ A series is an accuracy when its name has an accuracy word (an F-score's ``F1`` 
 ``EM`` are read alike, after an accuracy) and its values lie in [0, 1] (or in [0, 100], a percentage:
 then ``1 - value / 100``); an error rate when its name has an error word and its values are not
 negative. A top-k accuracy (``top_k_accuracy_5``) is read only where no top-1 is printed. A running
-best (``best_acc``) is no curve of the run and is left out. The training side is read as the loss, the held-out side (``val``, ``test``) as the validation
-loss; an error rate is preferred to an accuracy on the same side, then the finer grain. Two
-quantities of the kind read (``mse`` and ``rmse``, ``top1 err`` and ``error rate``) leave the choice
-to ``--loss``: the log is refused as before, naming what it holds, unless every one of them is NaN or
-Inf on every line (LSTNet's ``{'RAE': nan, 'RSE': nan}``): whichever is read, the run diverged.
+best (``best_acc``) is no curve of the run and is left out. The training side is read as the loss,
+the held-out side (``val``, ``test``) as the validation loss; an error rate is preferred to an
+accuracy on the same side, then the finer grain. A score below zero is a reward. Two quantities of
+the kind read (``mse`` and ``rmse``, ``top1 err`` and ``error rate``) leave the choice to ``--loss``:
+the log is refused as before, naming what it holds, unless every one of them is NaN or Inf on every
+line (LSTNet's ``{'RAE': nan, 'RSE': nan}``): whichever is read, the run diverged. One quantity
+printed as its last value and its mean, or beside its macro average, is one quantity.
 """
 
 from __future__ import annotations
