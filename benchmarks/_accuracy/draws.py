@@ -739,7 +739,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh36", 145000, ("2026-12-06 21:34", "2026-12-06 21:40"),
         role="the third generator with every seed shifted by 145000 and every run redrawn (`--seed-shift "
              "145000 --vary`), generated at {drawn} UTC from 647479f by the recorder with "
-             "`logits_sum_to_one`, during round 36, graded once at the end of round 36; the set to quote",
+             "`logits_sum_to_one`, during round 36, graded once at the end of round 36 (81e7e38): a development "
+             "set since",
         note="`third-fresh36` (round 36): the same generator and redraw with every seed shifted by 145000 (`python -m "
              "benchmarks.third --seed-shift 145000 --vary`), trained from a clean export of the committed tree at "
              "647479f (`draw.json` has the times) into a folder outside the repository, at the start of round 36, "
@@ -747,12 +748,30 @@ DRAWS: tuple[Draw, ...] = (
              "engine). Nothing of it was diagnosed before its one grading, and nothing of its generator log or "
              "its runs was printed: only that the log holds no traceback, how many entries the folder holds and "
              "its draw record's times.",
-        which="*third-fresh36* (round 36; seeds shifted by 145000) was trained from 647479f, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh36**.",
+        which="*third-fresh36* (round 36; seeds shifted by 145000) was trained from 647479f and graded once at "
+              "81e7e38 (curve 1.00, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
+              "warning 0/10): a development set since.",
+    ),
+    # Drawn in round 37 from bfae94c (round 36's last commit), before any round-37 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh37", 149000, ("2026-12-07 00:45", "2026-12-07 00:49"),
+        role="the third generator with every seed shifted by 149000 and every run redrawn (`--seed-shift "
+             "149000 --vary`), generated at {drawn} UTC from bfae94c by the recorder with "
+             "`logits_sum_to_one`, during round 37, graded once at the end of round 37; the set to quote",
+        note="`third-fresh37` (round 37): the same generator and redraw with every seed shifted by 149000 (`python -m "
+             "benchmarks.third --seed-shift 149000 --vary`), trained from a clean export of the committed tree at "
+             "bfae94c (`draw.json` has the times) into a folder outside the repository, at the start of round 37, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading. By a slip, the last two lines of its "
+             "generator log were printed once while checking its progress (one run's name and the generator's own "
+             "check that its fault showed, with its measurements); no runlens output was.",
+        which="*third-fresh37* (round 37; seeds shifted by 149000) was trained from bfae94c, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh37**.",
     ),
 )
 
-QUOTE = "third-fresh36"
+QUOTE = "third-fresh37"
 
 
 def draw(name: str) -> Draw:
