@@ -26,6 +26,7 @@ from runlens.detectors.curve.diverged import (
     masked_nan,
     stated_by_the_loop,
 )
+from runlens.detectors.curve.frozen_part import loss_parts
 from runlens.detectors.curve.lacking import no_training_loss
 from runlens.detectors.curve.memorized import accuracies
 from runlens.detectors.curve.short import short
@@ -356,14 +357,13 @@ class CurveClassifier(Detector):
             return CurveVerdict("diverged", f"the loss collapsed to exactly 0 at step {masked['zero_loss_step']} "
                                 + why, {**masked, "step": masked["zero_loss_step"]})
         if x.size < self.min_points:
-            last = int(steps[-1]) if steps.size else None
             index = shape.index_kind(run)
-            sets = shape.validation_sets(sig.validation, last)
+            sets = shape.validation_sets(sig.validation, int(steps[-1]) if steps.size else None)
             acc = accuracies(run)
             if x.size == 0 and (held := evaluations_frozen(sets) or memorized.accuracy_collapsed(memorized.held_out_accuracy(run, acc))):
                 return held
-            return short(self, steps, x, sets, shape.chance_classes(run), index,
-                         sig.lr, acc, shape.grad_norm_nonfinite(run), shape.auc(run), shape.error_rate(run))
+            return short(self, steps, x, sets, shape.chance_classes(run), index, sig.lr, acc,
+                         shape.grad_norm_nonfinite(run), shape.auc(run), shape.error_rate(run), loss_parts(run))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.

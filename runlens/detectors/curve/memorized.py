@@ -89,6 +89,16 @@ def _paired(run: Run) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return (), ()
 
 
+def _lone_training_accuracy(run: Run) -> tuple[str, ...]:
+    """The one training column named an accuracy word, no validation word and no number
+    (``ctype_acc``, ``running train acc``; not ``top5_acc``, whose chance is 5/K), in a log that holds
+    no other accuracy: what a loop that evaluates nothing prints of how often it is right."""
+    t = getattr(run, "scalars", None)
+    found = [c for c, words in ((c, tokens(c)) for c in (t.column_names if t is not None else ()))
+             if len(_ACC_WORDS & set(words)) == 1 and not is_val(words) and not any(ch.isdigit() for ch in c)]
+    return tuple(found) if len(found) == 1 else ()
+
+
 def accuracies(run: Run) -> Accuracies:
     """The training and validation accuracy as fractions, each None when missing; both None when
     they are not on one scale (a percentage is read as one when both columns are percentages)."""
@@ -96,6 +106,8 @@ def accuracies(run: Run) -> Accuracies:
     if train is None and val is None:
         more_train, more_val = _paired(run)
         train, val = _column(run, "scalars", more_train), _column(run, "evals", more_val)
+    if train is None and val is None:
+        train = _column(run, "scalars", _lone_training_accuracy(run))
     if val is None:
         val = _column(run, "evals", _held_out_accuracy_column(run))
     cols = [c for c in (train, val) if c is not None]

@@ -78,7 +78,11 @@ readings, in the order they are tried (the first that holds is the verdict):
   or when the training loss is a framework's clip cost (-ln 1e-7 = 16.118 in
   Keras, 100 in PyTorch's ``BCELoss``) times the error rate, within 3%, at
   every point with an accuracy (1 at least): every output saturated at 0 or 1
-  (:mod:`.saturated`, ``kind: short_saturated``);
+  (:mod:`.saturated`, ``kind: short_saturated``); or when a part of the loss the
+  trainer prints beside it (``hm_loss``) is printed alike, finer than a hundredth,
+  at each of its last 3 points or more and is half the training loss or more
+  there: a head whose outputs no longer depend on the batch (:mod:`.frozen_part`,
+  ``kind: short_frozen_part``);
 - diverged when the last training loss is 10x the lowest before it and a
   held-out loss's last evaluation 10x its own lowest (``kind:
   short_both_high``, from 2 points each: :mod:`.short_high`), or when both
@@ -180,6 +184,7 @@ from typing import Any
 import numpy as np
 
 from runlens.detectors.curve.diverged import blown_verdict
+from runlens.detectors.curve.frozen_part import frozen_part
 from runlens.detectors.curve.memorized import (
     Accuracies,
     Column,
@@ -237,7 +242,8 @@ from runlens.stats.trend import Trend, trend
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
            classes: tuple[int | None, str | None] = (None, None), index: str = "step",
            lr: Series | None = None, acc: Accuracies = (None, None), grads_broke: bool = False,
-           auc: Column | None = None, rate: Column | None = None) -> CurveVerdict:
+           auc: Column | None = None, rate: Column | None = None, parts: dict[str, Column] | None = None
+           ) -> CurveVerdict:
     annealing = annealed(steps, lr)  # both stuck readings ask; the rate is scanned once
     stuck = _stuck(cfg, steps, x, classes, index, annealing) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
@@ -246,7 +252,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                  or alike_tail(cfg.alpha, steps, x, annealing) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc)
                  or accuracy_near_zero(cfg, steps, x, acc) or zero_from_start(steps, x, index)
                  or chance_by_accuracy(steps, x, acc, classes[0])
-                 or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke))
+                 or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke) or frozen_part(steps, x, parts))
     # from one or two points
     stuck = stuck or chance_by_auc(steps, x, auc) or empty_output(steps, x, rate) or saturated(steps, x, acc)
     if stuck is not None:

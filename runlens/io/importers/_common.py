@@ -259,14 +259,14 @@ def plan(imp: Imported) -> tuple[dict[str, Any], Rows, Rows | None]:
     config = dict(imp.config)
     config["imported_from"] = {"kind": imp.kind, "path": str(imp.source)}
     train = _table(imp.train, "loss", "scalars", warnings, keys=train_keys, extra_steps=eval_steps)
-    val_keys = tuple(k for k in imp.evals if is_val_set(k))
-    eval_src = imp.evals
+    eval_src = _unmeasured(imp, warnings)
+    val_keys = tuple(k for k in eval_src if is_val_set(k))
     if val_keys and "val_loss" not in imp.evals:
         # Only named sets: the first logged is the primary val_loss too, so a reader that knows only
         # val_loss still sees a validation curve; every set stays in its own val_loss@<set> column.
-        first = min(val_keys, key=lambda k: (int(imp.evals[k].steps.min()) if len(imp.evals[k].steps) else 0,
+        first = min(val_keys, key=lambda k: (int(eval_src[k].steps.min()) if len(eval_src[k].steps) else 0,
                                              val_keys.index(k)))
-        eval_src = {**imp.evals, "val_loss": imp.evals[first]}
+        eval_src = {**eval_src, "val_loss": eval_src[first]}
         val_keys = ("val_loss", *val_keys)
         warnings.append(f"evals: {len(val_keys) - 1} named validation sets and no unnamed one; "
                         f"val_loss is the first, {first!r}; each set is in its val_loss@<set> column")
@@ -278,16 +278,31 @@ def plan(imp: Imported) -> tuple[dict[str, Any], Rows, Rows | None]:
         val_keys = ("val_loss",)
         warnings.append(f"evals: only a validation perplexity was logged ({ppl!r}): val_loss is its natural log")
     evals = _table(eval_src, "val_loss", "evals", warnings, keys=val_keys) if val_keys else None
-    if evals is None and (held := tuple(k for k in imp.evals if len(imp.evals[k].steps))):
+    if evals is None and (held := tuple(k for k in eval_src if len(eval_src[k].steps))):
         # A held-out accuracy or metric logged without a loss is data too: kept beside an all-null
         # val_loss (the format requires the column), as a training log without a loss is.
-        evals = _table(imp.evals, "val_loss", "evals", warnings, keys=held)
+        evals = _table(eval_src, "val_loss", "evals", warnings, keys=held)
         warnings.append(f"evals: no validation loss was logged (the source holds {', '.join(held)}): the "
                         "val_loss column is all null")
     if train[0].times is None:
         warnings.append("the source has no timestamps: the time columns hold NaN")
     config["import_warnings"] = warnings
     return config, train, evals
+
+
+def _unmeasured(imp: Imported, warnings: list[str]) -> dict[str, Series]:
+    """``imp.evals`` without a validation loss printed as exactly 0 at every evaluation (2 or more) of
+    a run whose training loss is above 0: no held-out loss is exactly 0 while the model is wrong on its
+    training data, so the evaluation never ran and its zeroed accumulator was printed (a demo that
+    skips validation). Read as such, it would be a leak or a validation loss that never falls."""
+    train = imp.train.get("loss")
+    if train is None or not (np.isfinite(train.values) & (train.values > 0)).any():
+        return imp.evals
+    zero = [k for k, s in imp.evals.items() if is_val_set(k) and len(s.values) >= 2 and (s.values == 0).all()]
+    for k in zero:
+        warnings.append(f"evals: {k} is 0 at each of its {len(imp.evals[k].values)} evaluations while the "
+                        "training loss is not: read as an evaluation that never ran, not imported")
+    return {k: s for k, s in imp.evals.items() if k not in zero}
 
 
 def _perplexity(evals: dict[str, Series]) -> str | None:

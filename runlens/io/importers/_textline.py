@@ -63,13 +63,13 @@ from runlens.io.reader.names import (
 _WORD_ONLY = re.compile(_WORDNUM)
 # A possessive ends a name's first word (LightGBM's ``training's binary_logloss``): without it, the
 # name would start after the apostrophe (``s binary_logloss``).
-# So does an abbreviation's dot, on a word of at most four letters (Keras 1's ``val. loss``,
-# ``Avg. Loss``): the name goes on after it; a sentence's last word (``records/second. Loss``) does not.
+# So does an abbreviation's dot, on a word of at most four letters, later words too (``val. loss``,
+# ``mem avg. loss``): the name goes on after it; a sentence's last word (``records/second. Loss``) does not.
 # An underscore before a decimal number ends a name: WaveGlow's ``loss_-4.0655`` is loss = -4.0655.
 # A name may start with a number joined to a word by an underscore (``3d_train``), not with a unit (``32s``).
 _KEY_WORD = (r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|\d+[A-Za-z]+_[A-Za-z][\w/()%#@-]*|[A-Za-z_](?:(?!_[-+]?\d+\.\d)[\w/()%#@-])*"
              r"(?:\.[A-Za-z_0-9][\w/()%#@-]*)*(?:'s(?= ))?)")
-_KEY_MORE = r"[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*"
+_KEY_MORE = r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*)"
 # A word-number (nan, inf) then a space and a word is part of a name ("number of nan iterations: 0").
 # A quoted name and value (PaddleDetection's ``'loss': '24.061707'``, a dict's repr printed as text)
 # read as the bare ones: the quotes close the name and enclose the number.
@@ -101,8 +101,8 @@ _KEYED = [(name, re.compile(rf"(?:^[ \t]*{pat}s|\b{pat})(?:_(?=\d)|[ \t]*[:=#]?[
                             r"(?!\d|\.\d|[ \t]*batches)", re.I))
           for name, pat in (("global_step", r"global[_ ]step"), ("step", r"step"),
                             ("iteration", r"iteration"), ("iter", r"iter"), ("batch", r"batch"))]
-# ``It: 10, Loss: 2.9e+02`` (the PINNs' print): ``it`` counts only first on its line before ``:``/``=``.
-_KEYED.append(("it", re.compile(r"^[ \t]*it[ \t]*[:=][ \t]*(\d+)(?:[ \t]*/[ \t]*(\d+))?(?!\d|\.\d)", re.I)))
+# ``It: 10, Loss: 2.9e+02`` (the PINNs' print): ``it`` counts only first on its line, after an arrow at most.
+_KEYED.append(("it", re.compile(r"^[ \t\-*>#=]*it[ \t]*[:=][ \t]*(\d+)(?:[ \t]*/[ \t]*(\d+))?(?!\d|\.\d)", re.I)))
 # An RL loop's episode opening its line ("Episode 10  Average reward: 42.1"); inside a line it is a field.
 _KEYED.append(("episode", re.compile(r"^[ \t\-*>#]*episode[ \t]*[:=#]?[ \t]*(\d+)(?!\d|\.\d)", re.I)))
 _WORD = re.compile(r"\s*[A-Za-z_]+")

@@ -91,10 +91,29 @@ def tables(lines: list[str]) -> list[Table]:
             while i < len(lines) and (cells := _cells(lines[i], bare)) and not _is_rule(lines[i]):
                 t.rows.append((cells + [""] * len(t.header))[:len(t.header)])
                 i += 1
-            out.append(t)
+            out.append(_grouped(t))
             continue
         i += 1
     return out
+
+
+def _grouped(t: Table) -> Table:
+    """A header of groups over a first row of names, as people write a two-level header in GitHub's
+    one-row tables (``| train | | | validate |`` over ``| epoch | Loss | | epoch |``): the first row
+    is the names, each under the group cell at or left of it (a group spans the empty cells to its
+    right). Only where that row holds words alone and numbered rows follow it."""
+    if len(t.rows) < 2 or not all(_words_only(c) for c in t.rows[0]) or not any(c for c in t.rows[0]) \
+            or not any(isinstance(cell_value(c), float) for r in t.rows[1:] for c in r):
+        return t
+    group, names = "", []
+    for top, name in zip(t.header, t.rows[0], strict=True):
+        group = top or group
+        names.append(" ".join(p for p in (group, name) if p))
+    return Table(t.first_line + 1, names, t.rows[1:])
+
+
+def _words_only(text: str) -> bool:
+    return cell_value(text) is None or cell_value(text) is WORDS
 
 
 WORDS = object()  # a cell that holds words: its column is not a metric
