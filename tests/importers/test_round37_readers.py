@@ -24,7 +24,7 @@ import pytest
 
 from runlens import analyze
 from runlens.detectors.curve.memorized import accuracies
-from runlens.errors import ImportFailedError
+from runlens.errors import ImportFailedError, RunFormatError
 from runlens.io.importers.markdown import tables
 from runlens.io.loader import load_run
 
@@ -137,3 +137,45 @@ def test_silent_twin_two_accuracy_columns_leave_the_choice(tmp_path):
     except ImportFailedError:
         return
     assert accuracies(run) == (None, None)
+
+
+def _per_epoch_counter(first_of_pass=0):
+    rows, rng = [], np.random.default_rng(1)
+    for e in range(5):
+        for i in (0, 1, 3, 5, 7, 9):
+            k = len(rows)
+            rows.append(f"{i if (i or not e) else first_of_pass}\t{7.4 * 0.8 ** k - 3.5 + 0.05 * rng.standard_normal():.6f}"
+                        f"\t{-0.67 + 0.25 * k:.6f}")
+    return rows
+
+
+def test_an_unnamed_counter_that_starts_again_each_pass_leaves_the_rows_as_steps(tmp_path):
+    run = load_run(_write(tmp_path, _per_epoch_counter(), "losslog.txt"))
+    assert run.config["import_roles"]["loss"]["columns"] == ["column_2"]
+    assert run.scalars.column("step").to_pylist() == list(range(30))
+
+
+def test_silent_twin_a_first_column_that_falls_elsewhere_is_no_counter(tmp_path):
+    with pytest.raises(RunFormatError, match="no loss"):
+        load_run(_write(tmp_path, _per_epoch_counter(first_of_pass=2), "losslog.txt"))
+
+
+def _ruled(rows):
+    rule = "+" + "+".join(["-" * 12] * 3) + "+"
+    out = [rule, "| Iteration  | Training Loss | Elapsed Time |", rule]
+    for i, v in enumerate(rows, 1):
+        out += [f"| {i:<10} | {v:<13} | {9945.8 + 4492 * i:<12} |", rule]
+    return out
+
+
+def test_a_bordered_table_with_a_rule_under_every_row_is_one_table(tmp_path):
+    losses = [2.984, 2.977, 2.981, 2.976, 2.979]
+    t = tables(_ruled(losses))
+    assert len(t) == 1 and len(t[0].rows) == len(losses)
+    run = load_run(_write(tmp_path, _ruled(losses), "turi.txt"))
+    assert run.scalars.column("loss").to_pylist() == pytest.approx(losses)
+
+
+def test_silent_twin_a_rule_before_prose_still_ends_the_table():
+    lines = [*_ruled([2.98, 2.97, 2.96]), "| note | this is prose |"]
+    assert len(tables(lines)[0].rows) == 3

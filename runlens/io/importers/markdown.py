@@ -88,13 +88,22 @@ def tables(lines: list[str]) -> list[Table]:
                 and (len(head) == 1 or topped):
             t = Table(i + 1, [" ".join(p for p in parts if p) for parts in zip(*head, strict=True)])
             i = j + 1
-            while i < len(lines) and (cells := _cells(lines[i], bare)) and not _is_rule(lines[i]):
-                t.rows.append((cells + [""] * len(t.header))[:len(t.header)])
+            while i < len(lines) and ((cells := _cells(lines[i], bare)) and not _is_rule(lines[i])
+                                      or _rule_between_rows(lines, i, len(t.header), bare)):
+                if not _is_rule(lines[i]):
+                    t.rows.append((cells + [""] * len(t.header))[:len(t.header)])
                 i += 1
             out.append(_grouped(t))
             continue
         i += 1
     return out
+
+
+def _rule_between_rows(lines: list[str], i: int, width: int, bare: bool) -> bool:
+    """A rule under every row (Turi Create's and PrettyTable's ``hrules=ALL`` tables), not the table's end:
+    the line after it is a row as wide as the header."""
+    return (_is_rule(lines[i]) and i + 1 < len(lines) and not _is_rule(lines[i + 1])
+            and len(_cells(lines[i + 1], bare)) == width)
 
 
 def _grouped(t: Table) -> Table:

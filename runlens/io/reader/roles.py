@@ -276,15 +276,30 @@ def _unnamed(table: Table, roles: Roles) -> None:
         return
     counter, value = names[:2]
     c, v = table.values[counter][table.present[counter]], table.values[value][table.present[value]]
-    if not (c.size >= 3 and _integral(c) and bool(np.all(np.diff(c) > 0)) and v.size and not _integral(v)):
+    rising = bool(np.all(np.diff(c) > 0))
+    if not (c.size >= 3 and _integral(c) and (rising or _restarts(c)) and v.size and not _integral(v)):
         return
-    roles.index, roles.index_kind = counter, "step"
-    roles.index_why = f"the first of the unnamed columns counts up (integral, rising): {counter!r} is the step"
+    if rising:
+        roles.index, roles.index_kind = counter, "step"
+        roles.index_why = f"the first of the unnamed columns counts up (integral, rising): {counter!r} is the step"
+    else:
+        # A counter of the batches in an epoch, back to its start at every epoch: the rows are the steps.
+        roles.index_why = (f"the first of the unnamed columns counts up and starts again from {int(c[0])} (the "
+                           f"batches of each pass): {counter!r} is no step, the rows are")
     # ``print(i, loss, acc)``: a loop prints the loss it minimizes first, what it watches after.
     first = "" if len(names) == 2 else f" (the first of {len(names) - 1}; --loss names another)"
     roles.picks.append(Pick("loss", (value,), "column", f"the value printed after each step with no name, "
                             f"{value!r}{first}: read as the training loss (--val-loss {value} reads it as the "
                             "validation loss)"))
+
+
+def _restarts(c: np.ndarray) -> bool:
+    """Rising but for falls back to the first value, one pass of 3 rows or more at least: a counter that
+    starts again every epoch (``0 1 3 5 7 9 0 1 3 ...``)."""
+    d = np.diff(c)
+    falls = np.flatnonzero(d <= 0)
+    return falls.size > 0 and bool(np.all(c[falls + 1] == c[0])) and int(np.max(np.diff(
+        np.concatenate(([-1], falls, [c.size - 1]))))) >= 3
 
 
 def _val_losses(table: Table, val: list[str], roles: Roles, train_lossy: list[str]) -> None:
