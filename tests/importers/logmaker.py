@@ -16,6 +16,13 @@ N = 120  # steps per made-up run: enough for the curve classifier
 NAN_AT = 90
 
 
+def write_lines(folder: Path, lines: list[str], name: str = "train.log") -> str:
+    """``lines`` written as the file ``name`` under ``folder``, one per line: a pasted log."""
+    path = Path(folder) / name
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
 def falling(i: int) -> float:
     return 2.5 * math.exp(-i / 30) + 0.3 + 0.01 * ((i * 7919) % 13 - 6) / 6
 

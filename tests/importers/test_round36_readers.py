@@ -25,12 +25,7 @@ from runlens import analyze
 from runlens.detectors.curve.memorized import _error_ratio
 from runlens.errors import ImportFailedError
 from runlens.io.loader import load_run
-
-
-def _write(tmp_path, lines, name="train.log"):
-    path = tmp_path / name
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
+from tests.importers.logmaker import write_lines
 
 
 def _classifier(acc_text, losses):
@@ -44,7 +39,7 @@ LOSSES = [58.2041027, 51.47981386, 51.57150275, 39.14232715, 32.23730827]
 
 
 def test_a_percent_sign_before_the_number_is_read(tmp_path):
-    run = load_run(_write(tmp_path, _classifier("%50.0", LOSSES)))
+    run = load_run(write_lines(tmp_path, _classifier("%50.0", LOSSES)))
     assert run.evals.column("accuracy_val").to_pylist() == [50.0] * 5
 
 
@@ -57,7 +52,7 @@ def test_a_score_below_zero_is_read_as_a_reward(tmp_path):
     rng = np.random.default_rng(0)
     scores = -150 + 60 * rng.standard_normal(20)
     averages = -178 + 0.3 * np.arange(20)
-    run = load_run(_write(tmp_path, _episodes(scores, averages)))
+    run = load_run(write_lines(tmp_path, _episodes(scores, averages)))
     loss = run.config["import_roles"]["loss"]
     assert loss["how"] == "negated" and "reward" in loss["why"]
     assert loss["columns"] == ["average score"]  # the mean of one quantity, not its last episode
@@ -66,7 +61,7 @@ def test_a_score_below_zero_is_read_as_a_reward(tmp_path):
 def test_silent_twin_a_score_in_zero_one_is_no_reward(tmp_path):
     lines = [f"episode {i} score 0.{40 + i:02d} average score 0.{38 + i:02d}" for i in range(20)]
     try:
-        run = load_run(_write(tmp_path, lines))
+        run = load_run(write_lines(tmp_path, lines))
     except ImportFailedError:
         return  # refused: what a score in [0, 1] is, --loss must say
     assert (run.config.get("import_roles") or {}).get("loss", {}).get("how") != "negated"
@@ -86,7 +81,7 @@ def _gan(last_fake):
 
 def test_a_log_that_names_no_loss_but_prints_nan_is_read_for_it(tmp_path):
     # A GAN's own print: no word names a loss, so the log was refused, though its last line is NaN.
-    d = analyze(_write(tmp_path, [*_gan(float("nan"))]))
+    d = analyze(write_lines(tmp_path, [*_gan(float("nan"))]))
     found = {f.code: f for f in d.findings}
     assert "nonfinite_metric" in found and found["nonfinite_metric"].severity == "error"
     assert found["nonfinite_metric"].evidence["training_loss_logged"] is False
@@ -96,14 +91,14 @@ def test_a_log_that_names_no_loss_but_prints_nan_is_read_for_it(tmp_path):
 
 def test_silent_twin_a_log_that_names_no_loss_and_stays_finite_is_refused(tmp_path):
     with pytest.raises(ImportFailedError, match="no training loss"):
-        load_run(_write(tmp_path, _gan(14.65)))
+        load_run(write_lines(tmp_path, _gan(14.65)))
 
 
 def test_a_value_after_the_loops_own_counter_is_read_alone(tmp_path):
     # print(f"{i}:\t{loss}"): one value per line after a counter and a colon or a tab
     lines = ["exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)", "1:\t30.651899338"] + [
         f"{i}:\tnan" for i in range(2, 8)]
-    d = analyze(_write(tmp_path, lines))
+    d = analyze(write_lines(tmp_path, lines))
     assert d.curve.label == "diverged" and "nonfinite_loss" in {f.code for f in d.findings}
 
 
@@ -117,7 +112,7 @@ def test_silent_twin_a_counter_and_a_value_set_apart_by_a_space_is_not_a_bare_va
 def test_a_step_word_and_its_counter_before_a_lone_value(tmp_path):
     # R torch's print: "Step: 100 : 0.6261083"
     values = [1.01752, 0.6261083, 0.2703869, 0.1911, 0.1512, 0.1299]
-    run = load_run(_write(tmp_path, [f"Step: {max(1, 100 * i)} : {v} " for i, v in enumerate(values)]))
+    run = load_run(write_lines(tmp_path, [f"Step: {max(1, 100 * i)} : {v} " for i, v in enumerate(values)]))
     assert run.scalars.column("loss").to_pylist() == pytest.approx(values)
 
 
@@ -130,7 +125,7 @@ def _nextgrid(means, lasts):
 
 
 def test_a_last_and_a_mean_of_one_reward_are_one_quantity_the_mean_read(tmp_path):
-    run = load_run(_write(tmp_path, _nextgrid([-3, 14, -7, -47, -29], [-27.17, -2.79, -82.99, -55.45, 151.57])))
+    run = load_run(write_lines(tmp_path, _nextgrid([-3, 14, -7, -47, -29], [-27.17, -2.79, -82.99, -55.45, 151.57])))
     loss = run.config["import_roles"]["loss"]
     assert loss["how"] == "negated" and loss["columns"] == ["Mean Episode reward"]
     # a negated reward crosses zero: no share of its start is measured, so no "gave back all progress"
@@ -139,20 +134,20 @@ def test_a_last_and_a_mean_of_one_reward_are_one_quantity_the_mean_read(tmp_path
 
 def test_an_f_score_beside_its_macro_average_is_one_quantity(tmp_path):
     lines = [f"epoch {e} fscore {0.31 + 0.01 * e:.4f} macro_fscore {0.12 + 0.01 * e:.4f}" for e in range(1, 7)]
-    loss = load_run(_write(tmp_path, lines)).config["import_roles"]["loss"]
+    loss = load_run(write_lines(tmp_path, lines)).config["import_roles"]["loss"]
     assert loss["how"] == "complement" and loss["columns"] == ["fscore"]
 
 
 def test_silent_twin_two_quantities_of_a_loop_still_leave_the_choice(tmp_path):
     lines = [f"epoch {e} precision {0.31 + 0.01 * e:.4f} recall {0.52 - 0.01 * e:.4f}" for e in range(1, 7)]
     with pytest.raises(ImportFailedError):
-        load_run(_write(tmp_path, lines))
+        load_run(write_lines(tmp_path, lines))
 
 
 def test_a_gan_players_named_parts_are_its_loss(tmp_path):
     lines = [f"Epoch {e} d_real: {0.7 - 0.01 * e:.4f} d_fake: {0.6 - 0.01 * e:.4f} g_adv: {1.2 + 0.01 * e:.4f} "
              f"g_l1: {25.0 - e:.4f} l1_w: 100" for e in range(1, 8)]
-    loss = load_run(_write(tmp_path, lines)).config["import_roles"]["loss"]
+    loss = load_run(write_lines(tmp_path, lines)).config["import_roles"]["loss"]
     assert loss["how"] == "sum" and set(loss["columns"]) == {"d_real", "d_fake", "g_adv", "g_l1"}
 
 
@@ -167,4 +162,4 @@ def test_silent_twin_a_clock_at_inf_is_no_nan_signal(tmp_path):
     # "eta: inf" on a loop's first line is a convention, not a broken quantity: still refused
     lines = [f"{1293 + i}: [D] real 0.{10 + i}0000 fake 0.{20 + i}0000 eta: inf" for i in range(5)]
     with pytest.raises(ImportFailedError, match="no training loss"):
-        load_run(_write(tmp_path, lines))
+        load_run(write_lines(tmp_path, lines))

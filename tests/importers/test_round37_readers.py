@@ -27,12 +27,7 @@ from runlens.detectors.curve.memorized import accuracies
 from runlens.errors import ImportFailedError, RunFormatError
 from runlens.io.importers.markdown import tables
 from runlens.io.loader import load_run
-
-
-def _write(tmp_path, lines, name="train.log"):
-    path = tmp_path / name
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
+from tests.importers.logmaker import write_lines
 
 
 def _two_level(train, val):
@@ -49,7 +44,7 @@ def test_a_markdown_table_of_two_header_levels_is_read_by_its_groups(tmp_path):
     t = tables(_two_level(TRAIN, VAL))[0]
     assert t.header == ["train epoch", "train Loss", "train", "validate epoch", "validate Loss"]
     assert len(t.rows) == len(TRAIN)
-    run = load_run(_write(tmp_path, _two_level(TRAIN, VAL), "table.md"))
+    run = load_run(write_lines(tmp_path, _two_level(TRAIN, VAL), "table.md"))
     assert run.scalars.column("loss").to_pylist() == pytest.approx(TRAIN)
     assert run.evals.column("val_loss").to_pylist() == pytest.approx(VAL)
     assert analyze(run).curve.label == "overfitting"
@@ -67,7 +62,7 @@ def _zero_valid(valid):
 
 
 def test_a_validation_loss_of_exactly_zero_at_every_evaluation_never_ran(tmp_path):
-    run = load_run(_write(tmp_path, _zero_valid([0] * 10)))
+    run = load_run(write_lines(tmp_path, _zero_valid([0] * 10)))
     assert (run.evals is None or "val_loss" not in run.evals.column_names
             or all(v is None or math.isnan(v) for v in run.evals.column("val_loss").to_pylist()))
     assert any("0 at each of its 10 evaluations" in w and "never ran" in w for w in run.warnings)
@@ -77,7 +72,7 @@ def test_a_validation_loss_of_exactly_zero_at_every_evaluation_never_ran(tmp_pat
 
 def test_silent_twin_a_validation_loss_that_is_zero_only_sometimes_is_kept(tmp_path):
     valid = [0.0, 0.31, 0.0, 0.29, 0.27, 0.0, 0.25, 0.24, 0.22, 0.21]
-    run = load_run(_write(tmp_path, _zero_valid(valid)))
+    run = load_run(write_lines(tmp_path, _zero_valid(valid)))
     assert run.evals.column("val_loss").to_pylist() == pytest.approx(valid)
     assert not any("never ran" in w for w in run.warnings)
 
@@ -93,7 +88,7 @@ def _continual(first_it=401):
 
 
 def test_an_abbreviation_inside_a_name_and_an_arrowed_counter(tmp_path):
-    run = load_run(_write(tmp_path, _continual()))
+    run = load_run(write_lines(tmp_path, _continual()))
     assert run.scalars.column("step").to_pylist() == [401 + 100 * i for i in range(7)]
     assert run.scalars.column("loss").to_pylist() == pytest.approx(
         [0.9256, 0.8705, 0.8277, 0.8152, 0.7954, 0.7777, 0.7711])
@@ -119,21 +114,21 @@ ACCS = [0.44, 0.5, 0.55, 0.44, 0.54, 0.62, 0.59, 0.49, 0.44, 0.49, 0.58, 0.44, 0
 
 
 def test_a_lone_training_accuracy_named_its_own_way_is_read(tmp_path):
-    run = load_run(_write(tmp_path, _bert("ctype_acc", ACCS), "train.tsv"))
+    run = load_run(write_lines(tmp_path, _bert("ctype_acc", ACCS), "train.tsv"))
     train, val = accuracies(run)
     assert val is None and train is not None and np.allclose(train[1], ACCS)
     assert analyze(run).curve.label == "underfitting"  # loss at ln 2 while the accuracy sits at 1/2
 
 
 def test_silent_twin_a_top_k_accuracy_is_no_chance_reading(tmp_path):
-    run = load_run(_write(tmp_path, _bert("top5_acc", ACCS), "train.tsv"))
+    run = load_run(write_lines(tmp_path, _bert("top5_acc", ACCS), "train.tsv"))
     assert accuracies(run) == (None, None)
 
 
 def test_silent_twin_two_accuracy_columns_leave_the_choice(tmp_path):
     lines = ["step\tloss\tctype_acc\tread_acc"] + [f"{i}\t{0.69 + 0.001 * (i % 3)}\t0.5\t0.6" for i in range(12)]
     try:
-        run = load_run(_write(tmp_path, lines, "train.tsv"))
+        run = load_run(write_lines(tmp_path, lines, "train.tsv"))
     except ImportFailedError:
         return
     assert accuracies(run) == (None, None)
@@ -150,14 +145,14 @@ def _per_epoch_counter(first_of_pass=0):
 
 
 def test_an_unnamed_counter_that_starts_again_each_pass_leaves_the_rows_as_steps(tmp_path):
-    run = load_run(_write(tmp_path, _per_epoch_counter(), "losslog.txt"))
+    run = load_run(write_lines(tmp_path, _per_epoch_counter(), "losslog.txt"))
     assert run.config["import_roles"]["loss"]["columns"] == ["column_2"]
     assert run.scalars.column("step").to_pylist() == list(range(30))
 
 
 def test_silent_twin_a_first_column_that_falls_elsewhere_is_no_counter(tmp_path):
     with pytest.raises(RunFormatError, match="no loss"):
-        load_run(_write(tmp_path, _per_epoch_counter(first_of_pass=2), "losslog.txt"))
+        load_run(write_lines(tmp_path, _per_epoch_counter(first_of_pass=2), "losslog.txt"))
 
 
 def _ruled(rows):
@@ -172,7 +167,7 @@ def test_a_bordered_table_with_a_rule_under_every_row_is_one_table(tmp_path):
     losses = [2.984, 2.977, 2.981, 2.976, 2.979]
     t = tables(_ruled(losses))
     assert len(t) == 1 and len(t[0].rows) == len(losses)
-    run = load_run(_write(tmp_path, _ruled(losses), "turi.txt"))
+    run = load_run(write_lines(tmp_path, _ruled(losses), "turi.txt"))
     assert run.scalars.column("loss").to_pylist() == pytest.approx(losses)
 
 

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from runlens.detectors.curve.memorized import Column, alike_tail_length
 from runlens.diagnosis import CurveVerdict
 from runlens.io.reader.names import GRAD_WORDS, LOSS, SCALE, VAL, tokens
 
 if TYPE_CHECKING:
     from runlens.io.run import Run
-
-Column = tuple[np.ndarray, np.ndarray]
 
 #: The fewest last points a part must repeat at: two equal values can be a coincidence of rounding.
 FROZEN_POINTS = 3
@@ -59,10 +58,8 @@ def frozen_part(steps: np.ndarray, x: np.ndarray, parts: dict[str, Column] | Non
     for name, (ps, pv) in sorted((parts or {}).items()):
         order = np.argsort(ps, kind="stable")
         ps, pv = ps[order], pv[order]
-        same = pv == pv[-1]
-        run = int(np.argmin(same[::-1])) if not same.all() else int(same.size)
-        level = float(pv[-1])
-        if run < FROZEN_POINTS or not level > 0 or abs(round(level, 2) - level) < 1e-9:
+        run, level = alike_tail_length(pv), float(pv[-1])
+        if run < FROZEN_POINTS or not level > 0:
             continue
         span = (steps >= ps[-run]) & (steps <= ps[-1])
         total = x[span]

@@ -204,6 +204,16 @@ def frozen_accuracy(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: Acc
     return None
 
 
+def alike_tail_length(values: np.ndarray) -> int:
+    """How many of the last ``values`` (in order) equal the last one, printed to a thousandth or finer
+    (0.5003, not 0.50); 0 when the last is printed coarsely: such a print repeats by rounding alone."""
+    last = float(values[-1])
+    if abs(round(last, 2) - last) < 1e-9:
+        return 0
+    same = values == values[-1]
+    return int(np.argmin(same[::-1])) if not same.all() else int(same.size)
+
+
 def _frozen(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, column: Column, which: str,
             share: float) -> CurveVerdict | None:
     ts, ta = column
@@ -211,10 +221,8 @@ def _frozen(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, column: Column, 
         return None
     order = np.argsort(ts, kind="stable")
     ts, ta = ts[order], ta[order]
-    same = ta == ta[-1]
-    run = int(np.argmin(same[::-1])) if not same.all() else int(same.size)
-    # Printed to a thousandth or finer (0.5003, not 0.50): a coarse print repeats by rounding alone.
-    if run < max(FROZEN, share * ta.size) or ta[-1] >= FIT or abs(round(float(ta[-1]), 2) - float(ta[-1])) < 1e-9:
+    run = alike_tail_length(ta)
+    if run < max(FROZEN, share * ta.size) or ta[-1] >= FIT:
         return None
     span = (steps >= ts[-run]) & (steps <= ts[-1])
     loss = x[span]

@@ -261,7 +261,7 @@ def plan(imp: Imported) -> tuple[dict[str, Any], Rows, Rows | None]:
     train = _table(imp.train, "loss", "scalars", warnings, keys=train_keys, extra_steps=eval_steps)
     eval_src = _unmeasured(imp, warnings)
     val_keys = tuple(k for k in eval_src if is_val_set(k))
-    if val_keys and "val_loss" not in imp.evals:
+    if val_keys and "val_loss" not in eval_src:
         # Only named sets: the first logged is the primary val_loss too, so a reader that knows only
         # val_loss still sees a validation curve; every set stays in its own val_loss@<set> column.
         first = min(val_keys, key=lambda k: (int(eval_src[k].steps.min()) if len(eval_src[k].steps) else 0,

@@ -122,7 +122,8 @@ def _grouped(t: Table) -> Table:
 
 
 def _words_only(text: str) -> bool:
-    return cell_value(text) is None or cell_value(text) is WORDS
+    value = cell_value(text)
+    return value is None or value is WORDS
 
 
 WORDS = object()  # a cell that holds words: its column is not a metric

@@ -7,6 +7,7 @@ share of the total, and a part printed coarsely (``0.50`` repeats by rounding)."
 from __future__ import annotations
 
 from runlens import analyze
+from tests.importers.logmaker import write_lines
 
 
 def _centernet(tmp_path, hm, wh=(21.8, 21.3, 20.7, 20.9, 20.8, 20.5, 20.8), off=0.25):
@@ -15,9 +16,7 @@ def _centernet(tmp_path, hm, wh=(21.8, 21.3, 20.7, 20.9, 20.8, 20.5, 20.8), off=
         total = h + 0.1 * w + off
         lines.append(f"epoch: {e} |loss {total:.6f} | hm_loss {h:.6f} | wh_loss {w:.6f} | off_loss {off:.6f} | "
                      f"time 3.78 |")
-    path = tmp_path / "log.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_lines(tmp_path, lines, "log.txt")
 
 
 def test_a_part_of_the_loss_frozen_at_its_last_lines_is_underfitting(tmp_path):
@@ -46,6 +45,4 @@ def test_silent_twin_a_weight_decay_term_does_not_depend_on_the_batch_by_design(
     # facenet's "Loss 3.418 RegLoss 2.291" over the last steps of an epoch: the regulariser moves slowly
     lines = [f"Epoch: [250][{i}/1000]\tTime 0.4\tLoss {v}\tRegLoss 2.291" for i, v in
              zip(range(997, 1001), (3.418, 3.269, 3.221, 3.422), strict=True)]
-    path = tmp_path / "log.txt"
-    path.write_text("\n".join(lines) + "\n")
-    assert analyze(path).curve.evidence.get("kind") != "short_frozen_part"
+    assert analyze(write_lines(tmp_path, lines, "log.txt")).curve.evidence.get("kind") != "short_frozen_part"

@@ -14,6 +14,7 @@ import pytest
 from runlens import analyze
 from runlens.detectors.curve.saturated import CLIP_COSTS, TOLERANCE
 from tests.detectors.curve.test_short_memorized import _keras
+from tests.importers.logmaker import write_lines
 from tests.runs import write_run
 
 KERAS_COST = -math.log(1e-7)
@@ -24,9 +25,7 @@ def _keras_progress(tmp_path, accs, cost=KERAS_COST):
     for i, a in enumerate(accs):
         lines.append(f" {200 * (i + 1):4d}/10000 [=>...........................] - ETA: 4s - loss: "
                      f"{cost * (1 - a):.4f} - acc: {a:.4f}")
-    path = tmp_path / "fit.log"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_lines(tmp_path, lines, "fit.log")
 
 
 def _saturated(diag):
@@ -61,9 +60,7 @@ def test_silent_twin_a_classifier_that_learns(tmp_path):
     accs = [0.60, 0.66, 0.71, 0.74, 0.78]
     lines = ["Epoch 1/10"] + [f" {200 * (i + 1)}/10000 [=>....] - ETA: 4s - loss: {0.9 - 0.1 * i:.4f} - acc: {a:.4f}"
                               for i, a in enumerate(accs)]
-    path = tmp_path / "fit.log"
-    path.write_text("\n".join(lines) + "\n")
-    assert not _saturated(analyze(path))
+    assert not _saturated(analyze(write_lines(tmp_path, lines, "fit.log")))
 
 
 def test_silent_twin_a_memorizing_models_held_out_loss(tmp_path):
