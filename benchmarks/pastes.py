@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads24] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads25] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -96,7 +96,10 @@ gathered by eight workers during round 35 and graded once at its end
 gathered by eight workers during round 36 and graded once at its end
 (``benchmarks/results/pastes_threads23_heldout.md``), then read and mended in round 37:
 ``benchmarks/results/pastes_threads23.md``. ``--threads24`` grades the twenty-fourth (``benchmarks/pastes_threads24/``),
-gathered by eight workers during round 37 and graded once at its end: ``benchmarks/results/pastes_threads24.md``.
+gathered by eight workers during round 37 and graded once at its end
+(``benchmarks/results/pastes_threads24_heldout.md``), then read and mended in round 38:
+``benchmarks/results/pastes_threads24.md``. ``--threads25`` grades the twenty-fifth (``benchmarks/pastes_threads25/``),
+gathered by eight workers during round 38 and graded once at its end: ``benchmarks/results/pastes_threads25.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -271,6 +274,11 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
+THREADS24_MENDS = ("a set's name in Spanish, Portuguese, French, German, Italian, Russian, Chinese, Japanese or Korean "
+                   "is read as its English word (`loss validación`, `训练损失`); a bracketed list of numbers in a table "
+                   "cell (DeepXDE's loss terms) is one value, their sum; a lone `l` is the tutorials' loss; a sweep's "
+                   "settings before the counter leave a bare value the loss; a Matthews correlation or kappa of exactly "
+                   "0 at every print is a model that predicts one class")
 THREADS23_MENDS = ("a Markdown table of two header levels (a row of groups over a first row of names) is read by "
                    "its groups; a validation loss printed as exactly 0 at every evaluation is an evaluation that never "
                    "ran; a later word of a name may be an abbreviation (`mem avg. loss`); the `it: N` counter may "
@@ -409,12 +417,12 @@ def _quoted(round_: int) -> str:
 
 
 def _eight_graded(n: int, round_: int, said: str, commit: str, read: str, agreed: str, mends: str,
-                  merged: str = _MERGED) -> str:
-    """:func:`_eight_workers`'s line for the ``n``-th set, gathered in round ``round_``, graded once at its
-    end (at ``commit``, that round's graded engine) and mended in the round after."""
+                  merged: str = _MERGED, day: str = "2026-12-06") -> str:
+    """:func:`_eight_workers`'s line for the ``n``-th set, gathered in round ``round_`` on ``day``, graded once
+    at its end (at ``commit``, that round's graded engine) and mended in the round after."""
     folder = f"pastes_threads{n}"
     return _eight_workers(folder, round_, said, _graded_once(commit, f"round {round_}'s graded engine", folder, read,
-                                                             agreed, round_ + 1, mends), merged)
+                                                             agreed, round_ + 1, mends), merged, day=day)
 
 
 THREADS16, THREADS16_REPORT = _paths("pastes_threads16")
@@ -460,28 +468,36 @@ THREADS23_ROLE = _eight_graded(23, 36, "which balance targets were missed and wh
                                "judgements",
                                "81e7e38", "0.85 (40/47)", "0.77 (36/47)", THREADS23_MENDS, _MERGED_OPENED)
 THREADS24, THREADS24_REPORT = _paths("pastes_threads24")
-THREADS24_ROLE = _eight_workers("pastes_threads24", 37, "which balance targets were met only just or missed and why, "
-                                "how many labels carry doubts, which outcomes found no file, which `dev_format` calls "
-                                "were judgements; one pass listed the sibling folders while checking the avoid list, "
-                                "one pass's search reached a thread on the avoid list, nothing taken; further slips of "
-                                "copying are in its README", _quoted(37), day="2026-12-07")
+THREADS24_ROLE = _eight_graded(24, 37, "which balance targets were met only just or missed and why, "
+                               "how many labels carry doubts, which outcomes found no file, which `dev_format` calls "
+                               "were judgements; one pass listed the sibling folders while checking the avoid list, "
+                               "one pass's search reached a thread on the avoid list, nothing taken; further slips of "
+                               "copying are in its README",
+                               "e42d150", "0.85 (39/46)", "0.72 (33/46)", THREADS24_MENDS, day="2026-12-07")
+THREADS25, THREADS25_REPORT = _paths("pastes_threads25")
+THREADS25_ROLE = _eight_workers("pastes_threads25", 38, "which balance targets were met only just or missed and why, "
+                                "how many labels carry doubts, which outcomes found no file, that searches stopped as "
+                                "the yield fell; one pass listed the names of one earlier set's files, no content; "
+                                "further slips of copying and sourcing are in its README), and a listing while the "
+                                "set was staged showed twenty of its file names (no content", _quoted(38),
+                                _MERGED_OPENED, day="2026-12-07")
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
          THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
-         THREADS20, THREADS21, THREADS22, THREADS23, THREADS24)
+         THREADS20, THREADS21, THREADS22, THREADS23, THREADS24, THREADS25)
 _REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
             THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
             THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
             THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT, THREADS21_REPORT, THREADS22_REPORT, THREADS23_REPORT,
-            THREADS24_REPORT)
+            THREADS24_REPORT, THREADS25_REPORT)
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
-          THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE, THREADS24_ROLE)
+          THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE, THREADS24_ROLE, THREADS25_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
 FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
-        "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth")
+        "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

@@ -758,7 +758,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh37", 149000, ("2026-12-07 00:45", "2026-12-07 00:49"),
         role="the third generator with every seed shifted by 149000 and every run redrawn (`--seed-shift "
              "149000 --vary`), generated at {drawn} UTC from bfae94c by the recorder with "
-             "`logits_sum_to_one`, during round 37, graded once at the end of round 37; the set to quote",
+             "`logits_sum_to_one`, during round 37, graded once at the end of round 37 (e42d150): a development "
+             "set since",
         note="`third-fresh37` (round 37): the same generator and redraw with every seed shifted by 149000 (`python -m "
              "benchmarks.third --seed-shift 149000 --vary`), trained from a clean export of the committed tree at "
              "bfae94c (`draw.json` has the times) into a folder outside the repository, at the start of round 37, "
@@ -766,12 +767,32 @@ DRAWS: tuple[Draw, ...] = (
              "engine). Nothing of it was diagnosed before its one grading. By a slip, the last two lines of its "
              "generator log were printed once while checking its progress (one run's name and the generator's own "
              "check that its fault showed, with its measurements); no runlens output was.",
-        which="*third-fresh37* (round 37; seeds shifted by 149000) was trained from bfae94c, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh37**.",
+        which="*third-fresh37* (round 37; seeds shifted by 149000) was trained from bfae94c and graded once at "
+              "e42d150 (curve 0.95, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
+              "warning 1/10): a development set since (its false alarm, a healthy run read as unstable, was read "
+              "in round 38).",
+    ),
+    # Drawn in round 38 from 073bb32 (round 37's last commit), before any round-38 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh38", 153000, ("2026-12-07 03:13", "2026-12-07 03:18"),
+        role="the third generator with every seed shifted by 153000 and every run redrawn (`--seed-shift "
+             "153000 --vary`), generated at {drawn} UTC from 073bb32 by the recorder with "
+             "`logits_sum_to_one`, during round 38, graded once at the end of round 38; the set to quote",
+        note="`third-fresh38` (round 38): the same generator and redraw with every seed shifted by 153000 (`python -m "
+             "benchmarks.third --seed-shift 153000 --vary`), trained from a clean export of the committed tree at "
+             "073bb32 (`draw.json` has the times) into a folder outside the repository, at the start of round 38, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading. By two slips, five lines of its "
+             "generator log were printed while checking its progress (the names of two runs, the generator's own "
+             "check of whether each run's fault showed, and the start of its measurements); no runlens output "
+             "was.",
+        which="*third-fresh38* (round 38; seeds shifted by 153000) was trained from 073bb32, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh38**.",
     ),
 )
 
-QUOTE = "third-fresh37"
+QUOTE = "third-fresh38"
 
 
 def draw(name: str) -> Draw:
