@@ -240,6 +240,9 @@ def _symptom(label: str, curve: Any, numbers: Mapping[str, Any]) -> str:
         return (f"the {ev.get('accuracy_of', 'training')} accuracy is {ev['accuracy']:.4g} at each of its last "
                 f"{ev['frozen_points']} points "
                 f"while the loss moved by {ev['loss_moved']:.0%}: the model predicts the same whatever it is shown")
+    if label == "underfitting" and ev.get("kind") == "short_no_agreement":
+        return (f"the Matthews correlation (or kappa) is exactly 0 at each of its {ev['agreement_points']} points: "
+                "every prediction is one class")
     if label == "underfitting" and ev.get("kind") == "short_stuck" and _finite(ev.get("late_level")):
         how = ("are all the same" if not ev.get("relative_band")
                else f"stay within {ev['relative_band']:.2%} of it")

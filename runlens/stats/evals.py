@@ -139,6 +139,22 @@ def val_jumps(vl: np.ndarray, min_evals: int = 6) -> dict[str, float]:
             "progress": float(max(np.median(vl[:3]) - level, 0.0))}
 
 
+def still_falling(vl: np.ndarray, alpha: float, min_drop: float, min_evals: int = 6) -> bool:
+    """Whether the validation loss is still falling: ``min_drop`` or more of its start (the median of its
+    first three evaluations) below it at the later half's median, and that later half (``min_evals`` at
+    least) along a downward Kendall trend at ``alpha`` with its lowest value in its last third. Beside a
+    training loss that only grows noisier as it falls (a learning model's per-batch spread), a loss that
+    jumps on its way down, reaching new lows to the end, is a model still learning, not one that jumps
+    without settling; one that jumps about a level has neither the fall nor, but by chance, the trend."""
+    v = vl[np.isfinite(vl)]
+    late = v[v.size // 2:]
+    if late.size < min_evals:
+        return False
+    start = float(np.median(v[:3]))
+    fell = start > 0 and (start - float(np.median(late))) >= min_drop * start
+    return fell and bool(trend(late).p_decreasing < alpha) and int(np.argmin(late)) >= late.size - math.ceil(late.size / 3)
+
+
 def drop_after_spikes(steps: np.ndarray, x: np.ndarray, vs: np.ndarray, vl: np.ndarray,
                       spikes: list[dict[str, float]] | None = None) -> np.ndarray:
     """The validation losses, less those evaluated right after a training-loss spike.

@@ -19,7 +19,7 @@ NAN_AT = 90
 def write_lines(folder: Path, lines: list[str], name: str = "train.log") -> str:
     """``lines`` written as the file ``name`` under ``folder``, one per line: a pasted log."""
     path = Path(folder) / name
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return str(path)
 
 
@@ -119,7 +119,7 @@ def detectron2(folder: Path) -> Path:
              for i in range(N)]
     (folder / "output").mkdir(exist_ok=True)
     path = folder / "output" / "metrics.json"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
@@ -131,7 +131,7 @@ def mmdet_json(folder: Path) -> Path:
             lines.append(json.dumps({"mode": "train", "epoch": e, "iter": it, "lr": 0.02, "loss": falling(i * 5)}))
         lines.append(json.dumps({"mode": "val", "epoch": e, "iter": 100, "loss": overfit_val(e * 10)}))
     path = folder / "20240102_100000.log.json"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 

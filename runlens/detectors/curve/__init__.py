@@ -147,13 +147,11 @@ class CurveClassifier(Detector):
           is not unstable for its relative jitter) or its level wanders beyond
           what independent minibatch noise allows (variance ratio of bucket
           means, chi-square p < ``alpha_strong``, ratio >= ``wander_ratio``,
-          amplitude >= ``dispersion`` of the progress and 2% of ``E``, and
-          p < ``alpha_strong`` around the means' best monotone fit too: a
-          loss that bends as it falls, a plateau ending in a late drop, is
-          curved around a line, not wandering); or,
-          in a log of one value per epoch with no step sizes logged, whatever
-          the progress before, a late spread of at least ``swing`` of ``E``
-          (kind ``swinging``: an epoch's mean averages its batches); or, on
+          amplitude >= ``dispersion`` of the progress and 2% of ``E``, and p < ``alpha_strong``
+          around the means' best monotone fit too: a loss that bends as it falls, a plateau
+          ending in a late drop, is curved around a line, not wandering); or, in a log of one
+          value per epoch with no step sizes logged, whatever the progress before, a late spread
+          of at least ``swing`` of ``E`` (kind ``swinging``: an epoch's mean averages its batches); or, on
           a training loss that is not smooth itself (late differenced
           variance above ``1 / settle_ratio`` times the middle third's, or
           wandering with ratio >= ``wander_ratio`` and an amplitude of 2% of
@@ -166,17 +164,19 @@ class CurveClassifier(Detector):
           evaluation, and its jitter there is not instability; RMS of
           the residuals from a rolling median of 5; evaluations right after a
           training-loss spike left out; and at least half that without the
-          evaluation of the largest residual: one bump is an event, not
-          jumping); or the validation loss jumps that
+          evaluation of the largest residual: one bump is an event, not jumping; and, on a
+          training loss only noisier late (not wandering), not while the validation loss still
+          falls, ``min_drop`` below its start, along a downward Kendall trend at ``alpha`` over its
+          later half, its low in that half's last third: a model learning through batch noise);
+          or the validation loss jumps that
           much while the steps of the second half of the run change the
           weights by more than ``step_ratio`` of their norm (median over
           records of the median over modules of update/weight; ten times the
           1e-3 rule of thumb), or one module's by ``10 x step_ratio`` (its
           own median over those records: a tenth of its weights per step): a fixed validation set's loss jumps when the
-          weights do, and steps that large are what make them (a too-high
-          learning rate whose training loss looks settled). Evaluation noise
-          alone, on a smooth training loss with ordinary steps, never makes a
-          curve unstable.
+          weights do, and steps that large are what make them (a too-high learning rate whose
+          training loss looks settled). Evaluation noise alone, on a smooth training loss with
+          ordinary steps, never makes a curve unstable.
         - progress comes first: the loss made progress when it fell by
           ``min_drop`` of ``S`` (or its last fifth's median by that much of
           its first fifth's) along a downward Mann-Kendall trend of the
@@ -362,8 +362,8 @@ class CurveClassifier(Detector):
             acc = accuracies(run)
             if x.size == 0 and (held := evaluations_frozen(sets) or memorized.accuracy_collapsed(memorized.held_out_accuracy(run, acc))):
                 return held
-            return short(self, steps, x, sets, shape.chance_classes(run), index, sig.lr, acc,
-                         shape.grad_norm_nonfinite(run), shape.auc(run), shape.error_rate(run), loss_parts(run))
+            return short(self, steps, x, sets, shape.chance_classes(run), index, sig.lr, acc, shape.Printed(
+                shape.grad_norm_nonfinite(run), shape.auc(run), shape.error_rate(run), loss_parts(run), shape.agreement(run)))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.

@@ -8,7 +8,7 @@ a run's signals around them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -222,3 +222,30 @@ def error_rate(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
     """A word or character error rate the log prints (``WER``, ``valid CER``), the held-out one first,
     as printed (a fraction or a percentage); ``None`` when no column is named so."""
     return _first_named(run, lambda words: bool(_RATE_WORDS & words))
+
+
+#: The words that name a correlation between predictions and labels whose no-skill value is 0 whatever
+#: the classes' shares: Matthews' correlation (GLUE's CoLA metric) and Cohen's kappa.
+_AGREEMENT_WORDS = frozenset({"mcc", "matthews", "kappa"})
+
+
+def agreement(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+    """A Matthews correlation or Cohen's kappa the log prints, the held-out one first; ``None`` when no
+    column is named so or its values leave [-1, 1] (a percentage is not read)."""
+    return _first_named(run, lambda words: bool(_AGREEMENT_WORDS & words),
+                        lambda v: -1 <= float(v.min()) and float(v.max()) <= 1)
+
+
+class Printed(NamedTuple):
+    """What else a log prints that a short log's readings use: whether its gradient norm broke, its
+    ROC AUC, its word or character error rate, the parts of its loss, its Matthews correlation or kappa."""
+
+    grads_broke: bool = False
+    auc: tuple[np.ndarray, np.ndarray] | None = None
+    rate: tuple[np.ndarray, np.ndarray] | None = None
+    parts: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+    agreement: tuple[np.ndarray, np.ndarray] | None = None
+
+
+#: A log that prints nothing else.
+NOTHING_ELSE = Printed()

@@ -78,7 +78,9 @@ readings, in the order they are tried (the first that holds is the verdict):
   or when the training loss is a framework's clip cost (-ln 1e-7 = 16.118 in
   Keras, 100 in PyTorch's ``BCELoss``) times the error rate, within 3%, at
   every point with an accuracy (1 at least): every output saturated at 0 or 1
-  (:mod:`.saturated`, ``kind: short_saturated``); or when a part of the loss the
+  (:mod:`.saturated`, ``kind: short_saturated``); or when a Matthews correlation
+  or Cohen's kappa is exactly 0 at each of 3 evaluations or more: every
+  prediction one class (``kind: short_no_agreement``); or when a part of the loss the
   trainer prints beside it (``hm_loss``) is printed alike, finer than a hundredth,
   at each of its last 3 points or more and is half the training loss or more
   there: a head whose outputs no longer depend on the batch (:mod:`.frozen_part`,
@@ -184,10 +186,10 @@ from typing import Any
 import numpy as np
 
 from runlens.detectors.curve.diverged import blown_verdict
+from runlens.detectors.curve.features import NOTHING_ELSE, Printed
 from runlens.detectors.curve.frozen_part import frozen_part
 from runlens.detectors.curve.memorized import (
     Accuracies,
-    Column,
     accuracy_near_zero,
     frozen_accuracy,
     memorized,
@@ -225,6 +227,7 @@ from runlens.detectors.curve.short_stuck import (
     chance_by_accuracy,
     chance_by_auc,
     empty_output,
+    no_agreement,
     validation_alike_from_start,
     zero_from_start,
 )
@@ -240,10 +243,9 @@ from runlens.stats.trend import Trend, trend
 
 
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
-           classes: tuple[int | None, str | None] = (None, None), index: str = "step",
-           lr: Series | None = None, acc: Accuracies = (None, None), grads_broke: bool = False,
-           auc: Column | None = None, rate: Column | None = None, parts: dict[str, Column] | None = None
-           ) -> CurveVerdict:
+          classes: tuple[int | None, str | None] = (None, None), index: str = "step",
+          lr: Series | None = None, acc: Accuracies = (None, None), printed: Printed = NOTHING_ELSE) -> CurveVerdict:
+    grads_broke, auc, rate, parts, agreement = printed
     annealing = annealed(steps, lr)  # both stuck readings ask; the rate is scanned once
     stuck = _stuck(cfg, steps, x, classes, index, annealing) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
@@ -254,7 +256,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                  or chance_by_accuracy(steps, x, acc, classes[0])
                  or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke) or frozen_part(steps, x, parts))
     # from one or two points
-    stuck = stuck or chance_by_auc(steps, x, auc) or empty_output(steps, x, rate) or saturated(steps, x, acc)
+    stuck = (stuck or chance_by_auc(steps, x, auc) or empty_output(steps, x, rate) or saturated(steps, x, acc)
+             or no_agreement(steps, x, agreement))
     if stuck is not None:
         return stuck
     base: dict[str, Any] = {"points": int(x.size), "n_points": int(x.size), "short_log": True,

@@ -342,3 +342,28 @@ def empty_output(steps: np.ndarray, x: np.ndarray, rate: Column | None) -> Curve
         {**_short(x, "short_empty_output"), "error_rate": float(rv[0]), "rate_points": int(rv.size),
          "min_points": EMPTY_POINTS, "train_first": first, "train_last": last, "max_fall": EMPTY_FALL,
          "step": int(rs[0])})
+
+
+#: The fewest evaluations, at different steps, a correlation of exactly 0 at each is read from: once is an
+#: untrained model's, twice can be a model still leaving its prior.
+AGREEMENT_POINTS = 3
+
+
+def no_agreement(steps: np.ndarray, x: np.ndarray, score: Column | None) -> CurveVerdict | None:
+    """Underfitting (``kind: short_no_agreement``) when a Matthews correlation or Cohen's kappa is exactly
+    0 at each of its ``AGREEMENT_POINTS`` points or more, at different steps: both are exactly 0 when every
+    prediction is one class (sklearn's MCC and kappa of a constant prediction), and a model that learnt
+    anything moves them off 0 at the printed precision; a model that predicts the majority class has a
+    loss at the entropy of the label shares, not at ln K, so the loss alone does not show it (run_glue on
+    CoLA: ``mcc= 0.000000`` at every print, the loss about 0.61)."""
+    if score is None or x.size < 1:
+        return None
+    ss, sv = score
+    if np.unique(ss).size < AGREEMENT_POINTS or not bool(np.all(sv == 0.0)):
+        return None
+    return CurveVerdict(
+        "underfitting", f"the Matthews correlation (or kappa) is exactly 0 at each of its {sv.size} points (steps "
+        f"{int(ss[0])} to {int(ss[-1])}): every prediction is one class, whatever the input (the loss "
+        f"{float(x[0]):.4g} -> {float(x[-1]):.4g} is the entropy of the label shares, not learning), in a short log",
+        {**_short(x, "short_no_agreement"), "agreement": 0.0, "agreement_points": int(sv.size),
+         "min_points": AGREEMENT_POINTS, "train_first": float(x[0]), "train_last": float(x[-1]), "step": int(ss[0])})

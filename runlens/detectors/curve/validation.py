@@ -1,8 +1,7 @@
 """The curve verdict's validation-loss checks: overfitting, and validation jumps that make it unstable.
 
-Functions of the classifier's parameters (:class:`~runlens.detectors.curve.params.CurveParams`),
-which :class:`~runlens.detectors.curve.CurveClassifier` documents in its docstring.
-"""
+Functions of the classifier's parameters (:class:`~runlens.detectors.curve.params.CurveParams`), which
+:class:`~runlens.detectors.curve.CurveClassifier` documents in its docstring."""
 
 from __future__ import annotations
 
@@ -156,10 +155,9 @@ def val_unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalS
     # the training loss must show the instability as well.
     # Rough means an effect, not only significance: with thousands of
     # steps the curvature of a healthy decay already "wanders".
-    rough = ((1.0 - lev.p_smaller) < cfg.alpha_strong and lev.ratio >= 1 / cfg.settle_ratio) or (
-        w["p"] < cfg.alpha_strong and w["ratio"] >= cfg.wander_ratio and w["halves_p"] < cfg.alpha
-        and w["excess"] >= 0.02 * abs(f["end_level"]))
-    rough = rough and not steps_only
+    wanders = (w["p"] < cfg.alpha_strong and w["ratio"] >= cfg.wander_ratio and w["halves_p"] < cfg.alpha
+               and w["excess"] >= 0.02 * abs(f["end_level"]))
+    rough = ((1.0 - lev.p_smaller) < cfg.alpha_strong and lev.ratio >= 1 / cfg.settle_ratio or wanders) and not steps_only
     # Both readings (steps only, then rough) judge the same first jumping set: found once.
     fall = max(float(f["start_level"]) - float(f["min_level"]), 0.0)
     jump = shape.memo(f, "val_jump", lambda: _first_jump(cfg, steps, x, sets, sig, fall))
@@ -167,7 +165,8 @@ def val_unstable(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: EvalS
         return None
     name, vs, j, ref = jump
     why, extra = "the training loss does not settle", {}
-    if not rough:
+    # Noisier late (not wandering) beside a validation loss still reaching new lows: a learning model's spread.
+    if not rough or (not wanders and evals.still_falling(sets[name][1], cfg.alpha, cfg.min_drop)):
         # Read only once the validation loss jumps: the step sizes are the layers table.
         late = late_steps(f, sig)
         med, src, top, module = (late.median, late.source, late.largest, late.module) if late else (0.0, "", 0.0, "")

@@ -121,6 +121,10 @@ BARE_MIN = 4
 # 0.626``): the line still holds one value. A space alone does not set them apart: ``2020 0.5`` may be a
 # date and a rate.
 _COUNTER = re.compile(r"^(?:(?:step|iter|iteration|epoch|batch)\s*[:=#]?\s*)?\d{1,9}\s*(?::|\t)\s*", re.I)
+# The settings of a sweep printed before that counter (``LR: 1000, Iter 10: 20.36``, a loop run once per
+# learning rate): what the run was given, not what it measured; the value after the counter is still alone.
+_SETTINGS = re.compile(r"^(?:(?:lr|learning[ _]rate|batch[ _]size|bs|wd|weight[ _]decay|momentum)\s*[:=]\s*"
+                       r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?\s*[,;|]?\s*){1,4}(?=\D)", re.I)
 #: Lines naming a training loss, with no step on any line, that make a series: three, or two that
 #: print it as a field (``Train loss: 0.4594``, ``loss=0.52``): two epochs' averages are a log too
 #: short for a shape but not nothing, where two lines of prose that name a loss beside a number are
@@ -138,7 +142,7 @@ def bare_value(raw: str, cleaned: str | None = None) -> float | None:
     text = clean(raw.strip()) if cleaned is None else cleaned.strip()
     if not text:
         return None
-    m = _BARE.fullmatch(text) or _BARE.fullmatch(_COUNTER.sub("", text, count=1))
+    m = _BARE.fullmatch(text) or _BARE.fullmatch(_COUNTER.sub("", _SETTINGS.sub("", text, count=1), count=1))
     return float(m.group(0)) if m else None
 
 

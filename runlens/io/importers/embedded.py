@@ -12,7 +12,9 @@ table by structure alone:
 - a header is a line of 2 or more cells, at least one a name (holding a
   letter) and fewer than half numbers;
 - its rows are the lines right under it, 3 at least, each of the same number
-  of cells, every one a number (or ``nan``/``inf``);
+  of cells, every one a number (or ``nan``/``inf``); a bracketed list of numbers
+  (DeepXDE's ``[1.11e+00, 5.56e-01]``, one per term of the loss) is one cell, the
+  sum of its terms, and an empty one (``[]``) a missing value;
 - one name heads each column: the header's words when there are as many as
   the columns, else the header cut at its runs of two or more spaces (a name
   of two words, ``Train log_loss``, is one column's);
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 import re
 from pathlib import Path
 
@@ -47,8 +50,26 @@ _NUMBER = re.compile(r"^[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:i
 
 
 def _text(raw: str) -> str:
-    """The line without its log prefix and a leading bracketed tag."""
-    return _TAG.sub("", strip_prefixes(raw[:_MAX_LINE]), count=1)
+    """The line without its log prefix and a leading bracketed tag, each bracketed list of numbers one
+    cell (:func:`_vector`)."""
+    text = _TAG.sub("", strip_prefixes(raw[:_MAX_LINE]), count=1)
+    return _VECTOR.sub(_vector, text) if "[" in text else text
+
+
+# A cell that prints a list of numbers: DeepXDE's ``[1.11e+00, 5.56e-01, 5.81e-04]`` under ``Train loss``,
+# one number per term of the loss (the PDE's residual, each boundary condition), ``[]`` when a metric
+# was not asked for.
+_VECTOR = re.compile(r"\[\s*((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)(?:\s*,\s*(?:[-+]?(?:\d+\.?\d*|\.\d+)"
+                     r"(?:[eE][-+]?\d+)?|nan|inf))*)?\s*\]", re.IGNORECASE)
+#: What an empty list leaves in its column: a cell with no number, read as missing.
+_EMPTY = "-"
+
+
+def _vector(m: re.Match[str]) -> str:
+    """A list's cell: the sum of its terms, as the table reader sums a loss's parts (NaN when one is)."""
+    if not m.group(1):
+        return _EMPTY
+    return repr(math.fsum(float(v) for v in m.group(1).split(",")))
 
 
 def _header(cells: list[str]) -> bool:
@@ -57,7 +78,8 @@ def _header(cells: list[str]) -> bool:
 
 
 def _row(cells: list[str]) -> bool:
-    return len(cells) >= 2 and all(_NUMBER.match(c) for c in cells)
+    return len(cells) >= 2 and all(_NUMBER.match(c) or c == _EMPTY for c in cells) and not all(
+        c == _EMPTY for c in cells)
 
 
 def find(lines: list[str]) -> list[tuple[int, list[str]]]:
@@ -115,6 +137,8 @@ def read(path: Path, encoding: str = "utf-8") -> Take | None:
             continue  # no training signal among its names: another block may hold one
         note = (f"no line is in a format runlens knows: read the table of {table.n} rows under the header on "
                 f"line {at + 1} ({', '.join(block[0].split(chr(9)))[:120]}); --loss NAME names another column")
+        if any(_VECTOR.search(raw) for raw in lines[at + 1:at + len(block)]):
+            note += "; a bracketed list of numbers in a cell is read as one value, the sum of its terms"
         return functools.partial(noted, take, [note])
     return None
 

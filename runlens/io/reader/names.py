@@ -113,9 +113,48 @@ def tokens(name: str) -> tuple[str, ...]:
     # each loss ``l_<what>``: ``l_pix``, ``l_g_percep``, ``l_d_real``. A lone ``l`` first is that loss.
     if len(out) >= 2 and out[0] == "l" and name.lstrip()[:2] in ("l_", "l."):
         out[0] = "loss"
+    # ``l`` alone, in lower case, is the loss of the tutorials' loops (``l = loss(net(X), y)``, printed
+    # ``w = 1.09, l = 9.12``); a capital ``L`` is a label (a confusion matrix's ``L = 0`` row), and beside
+    # other words a lone letter is an index or a layer (``sigma_l``).
+    if name == "l":
+        return ("loss",)
+    if not name.isascii() or not _ELSEWHERE_WORDS.isdisjoint(out):
+        out = _in_english(out)
     if any(w in ABBREVIATIONS for w in out):
         return tuple(x for w in out for x in ABBREVIATIONS.get(w, (w,)))
     return tuple(out)
+
+
+# The role words of other languages, as the courses, forks and fine-tuning repositories of their
+# speakers print them (``loss entrenamiento=0.0086, loss validación=0.0092``, ``训练损失``): read as
+# the English word, so every rule on roles holds for them. Written languages without spaces run their
+# words together (``验证集损失``): there each known word is found inside the token.
+ELSEWHERE = {
+    "entrenamiento": "train", "treino": "train", "treinamento": "train", "entraînement": "train",
+    "entrainement": "train", "addestramento": "train", "обучение": "train", "обучения": "train",
+    "validación": "val", "validacion": "val", "validação": "val", "validacao": "val", "validierung": "val",
+    "validazione": "val", "валидация": "val", "валидации": "val", "prueba": "test", "teste": "test",
+    "pérdida": "loss", "perdida": "loss", "perda": "loss", "perte": "loss", "verlust": "loss", "perdita": "loss",
+    "потери": "loss", "потеря": "loss", "época": "epoch", "epoca": "epoch", "époque": "epoch", "эпоха": "epoch",
+    "de": "of",
+}
+_RUN_TOGETHER = {"训练": "train", "訓練": "train", "学習": "train", "验证": "val", "驗證": "val", "検証": "val",
+                 "验证集": "val", "测试": "test", "測試": "test", "损失": "loss", "損失": "loss", "손실": "loss",
+                 "학습": "train", "검증": "val"}
+_ELSEWHERE_WORDS = frozenset(ELSEWHERE)
+_RUN_WORDS = re.compile("|".join(sorted(_RUN_TOGETHER, key=len, reverse=True)))
+
+
+def _in_english(words: list[str]) -> list[str]:
+    out: list[str] = []
+    for w in words:
+        if w in ELSEWHERE:
+            out.append(ELSEWHERE[w])
+        elif (found := _RUN_WORDS.findall(w)):
+            out.extend(_RUN_TOGETHER[f] for f in found)
+        else:
+            out.append(w)
+    return out
 
 
 def counter_core(toks: tuple[str, ...]) -> tuple[str, ...]:
