@@ -425,3 +425,24 @@ def test_still_falling_needs_the_fall_the_trend_and_the_low_at_the_end():
     ended_high = down.copy()
     ended_high[-7:] = ended_high[-7:][::-1] + 0.3  # its low not in the last third
     assert not still_falling(ended_high, 0.05, 0.1)
+
+
+ACCUM = Path(__file__).resolve().parents[2] / "fixtures" / "third" / "accum_noisy-sepconv" / "run"
+
+
+def test_the_recorded_accumulation_run_jumping_to_new_lows_is_healthy_with_no_warning():
+    diag = analyze(ACCUM)
+    assert diag.curve.label == "healthy", diag.curve.reason
+    assert not [f.code for f in diag.findings if f.severity in ("warning", "error")]
+
+
+def test_twin_the_recorded_run_with_its_validation_jumping_about_a_level_is_unstable():
+    run = load_run(ACCUM)
+    x = run.scalars.column("loss").to_numpy(zero_copy_only=False).astype(float)
+    steps = run.scalars.column("step").to_numpy(zero_copy_only=False)
+    vs = run.evals.column("step").to_numpy(zero_copy_only=False)
+    vl = run.evals.column("val_loss").to_numpy(zero_copy_only=False).astype(float)
+    flat = vl.copy()
+    flat[vl.size // 2:] = float(np.median(vl[vl.size // 2:])) * np.exp(0.15 * np.sin(np.arange(vl.size - vl.size // 2) * 2.1))
+    assert classify(make_run(x, steps=steps, val_loss=vl, val_steps=vs)).label == "healthy"
+    assert classify(make_run(x, steps=steps, val_loss=flat, val_steps=vs)).label == "unstable"
