@@ -37,7 +37,7 @@ def _spanish(train_word="entrenamiento", val_word="validación"):
 
 @pytest.mark.parametrize(("name", "words"), [
     ("loss validación", ("loss", "val")), ("loss entrenamiento", ("loss", "train")),
-    ("验证集损失", ("val", "loss")), ("训练损失", ("train", "loss")), ("Pérdida de validación", ("loss", "of", "val")),
+    ("验证集损失", ("val", "loss")), ("训练损失", ("train", "loss")), ("Pérdida de validación", ("loss", "de", "val")),
     ("perte_validation", ("loss", "validation")), ("потери валидации", ("loss", "val"))])
 def test_role_words_of_other_languages_are_read_as_english(name, words):
     assert tokens(name) == words
@@ -52,6 +52,8 @@ def test_a_spanish_courses_overfitting_run_is_read_as_one(tmp_path):
 
 def test_silent_twin_a_word_of_no_role_stays_a_part_of_the_loss():
     assert tokens("loss resultado") == ("loss", "resultado") and tokens("perdidas_totales") == ("perdidas", "totales")
+    # ``de`` is also a language (a translation pair's ``en-de``), so it stays a word of its own.
+    assert tokens("valid_en-de_loss") == ("valid", "en", "de", "loss")
 
 
 def _deepxde(rows, metric="[]"):

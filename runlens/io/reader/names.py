@@ -136,7 +136,6 @@ ELSEWHERE = {
     "validazione": "val", "валидация": "val", "валидации": "val", "prueba": "test", "teste": "test",
     "pérdida": "loss", "perdida": "loss", "perda": "loss", "perte": "loss", "verlust": "loss", "perdita": "loss",
     "потери": "loss", "потеря": "loss", "época": "epoch", "epoca": "epoch", "époque": "epoch", "эпоха": "epoch",
-    "de": "of",
 }
 _RUN_TOGETHER = {"训练": "train", "訓練": "train", "学習": "train", "验证": "val", "驗證": "val", "検証": "val",
                  "验证集": "val", "测试": "test", "測試": "test", "损失": "loss", "損失": "loss", "손실": "loss",
