@@ -70,15 +70,18 @@ def test_noisy_validation_on_a_smooth_training_loss_is_not_unstable():
         assert verdict.label == "healthy", (seed, verdict.reason)
 
 
+def _wandering_train(rng: np.random.Generator, n: int = 1000) -> np.ndarray:
+    """Falls, then its level wanders (momentum oscillation) on top of minibatch noise."""
+    t = np.arange(n) / n
+    return (0.5 + 1.8 * np.exp(-8 * t)) * np.exp(0.15 * np.sin(2 * np.pi * t * 9) * (t > 0.3)
+                                                  + 0.05 * rng.standard_normal(n))
+
+
 def test_validation_that_keeps_jumping_with_a_wandering_training_loss_is_unstable():
     for seed in range(20):
         rng = np.random.default_rng(seed)
-        n = 1000
-        t = np.arange(n) / n
-        # falls, then its level wanders (momentum oscillation) on top of minibatch noise
-        x = (0.5 + 1.8 * np.exp(-8 * t)) * np.exp(0.15 * np.sin(2 * np.pi * t * 9) * (t > 0.3)
-                                                  + 0.05 * rng.standard_normal(n))
-        vs = np.arange(0, n, 40)
+        x = _wandering_train(rng)
+        vs = np.arange(0, 1000, 40)
         v = 0.8 * np.exp(0.25 * rng.standard_normal(vs.size))
         verdict = classify(make_run(x, val_loss=v, val_steps=vs))
         assert verdict.label == "unstable", (seed, verdict.reason)
@@ -348,13 +351,18 @@ def test_the_same_drop_with_a_level_that_goes_back_up_is_unstable():
     assert got.count("unstable") >= 18, got
 
 
-LATE_DROP = Path(__file__).resolve().parents[2] / "fixtures" / "third" / "late_drop-momentum-tagger" / "run"
+THIRD = Path(__file__).resolve().parents[2] / "fixtures" / "third"
+LATE_DROP = THIRD / "late_drop-momentum-tagger" / "run"
+
+
+def _healthy_with_no_warning(run: Path) -> None:
+    diag = analyze(run)
+    assert diag.curve.label == "healthy", diag.curve.reason
+    assert not [f.code for f in diag.findings if f.severity in ("warning", "error")]
 
 
 def test_the_recorded_momentum_run_with_a_late_drop_is_healthy_with_no_warning():
-    diag = analyze(LATE_DROP)
-    assert diag.curve.label == "healthy", diag.curve.reason
-    assert not [f.code for f in diag.findings if f.severity in ("warning", "error")]
+    _healthy_with_no_warning(LATE_DROP)
 
 
 def test_twin_the_recorded_losses_with_a_level_that_goes_back_up_are_unstable():
@@ -396,12 +404,6 @@ def test_validation_jumping_on_its_way_down_to_new_lows_is_not_unstable(seed):
     assert classify(make_run(x, val_loss=down, val_steps=vs)).label == "healthy"
 
 
-def _wandering_train(rng: np.random.Generator, n: int = 1000) -> np.ndarray:
-    t = np.arange(n) / n
-    return (0.5 + 1.8 * np.exp(-8 * t)) * np.exp(0.15 * np.sin(2 * np.pi * t * 9) * (t > 0.3)
-                                                  + 0.05 * rng.standard_normal(n))
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 5])  # 28 of seeds 0-29 wander by the classifier's test
 def test_silent_twin_a_wandering_training_loss_keeps_falling_jumps_unstable(seed):
     # A level that wanders is instability itself: a validation loss still falling does not excuse it
@@ -427,13 +429,11 @@ def test_still_falling_needs_the_fall_the_trend_and_the_low_at_the_end():
     assert not still_falling(ended_high, 0.05, 0.1)
 
 
-ACCUM = Path(__file__).resolve().parents[2] / "fixtures" / "third" / "accum_noisy-sepconv" / "run"
+ACCUM = THIRD / "accum_noisy-sepconv" / "run"
 
 
 def test_the_recorded_accumulation_run_jumping_to_new_lows_is_healthy_with_no_warning():
-    diag = analyze(ACCUM)
-    assert diag.curve.label == "healthy", diag.curve.reason
-    assert not [f.code for f in diag.findings if f.severity in ("warning", "error")]
+    _healthy_with_no_warning(ACCUM)
 
 
 def test_twin_the_recorded_run_with_its_validation_jumping_about_a_level_is_unstable():
