@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads25] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads26] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -99,7 +99,10 @@ gathered by eight workers during round 36 and graded once at its end
 gathered by eight workers during round 37 and graded once at its end
 (``benchmarks/results/pastes_threads24_heldout.md``), then read and mended in round 38:
 ``benchmarks/results/pastes_threads24.md``. ``--threads25`` grades the twenty-fifth (``benchmarks/pastes_threads25/``),
-gathered by eight workers during round 38 and graded once at its end: ``benchmarks/results/pastes_threads25.md``.
+gathered by eight workers during round 38 and graded once at its end
+(``benchmarks/results/pastes_threads25_heldout.md``), then read and mended in round 39:
+``benchmarks/results/pastes_threads25.md``. ``--threads26`` grades the twenty-sixth (``benchmarks/pastes_threads26/``),
+gathered by eight workers during round 39 and graded once at its end: ``benchmarks/results/pastes_threads26.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -274,6 +277,14 @@ THREADS14_MENDS = ("a log that prints no loss but one accuracy, error rate or re
                    "collapsed a thousandfold in one interval, or an accuracy near zero at 6 lines while the loss does "
                    "not fall, is no learning; a band while the learning rate anneals to its end is not stuck")
 
+THREADS25_MENDS = ("the sides after a metric word (`accuracy: train = 19.2%, valid = 19.6%`) are that metric's, not "
+                   "the loss's; a header row over rows whose one column is a phrase of numbers (tf_cnn_benchmarks' "
+                   "`images/sec: 5741.7 +/- 0.0 (jitter = 0.0)`) is split at wide gaps; a headerless table of a counter "
+                   "and up to five values (timm's `summary.csv` without its header) reads its first value as the loss; "
+                   "a run that died of a check on a NaN value (`underflow in dt nan`) diverged; a gradient norm of "
+                   "exactly 0 at its last 3 values or more beside a non-zero loss is a model that no longer learns; a "
+                   "log of bare update lines with one or two summary lines carrying a step is read in rows; a "
+                   "progress bar's steps that restart in a later epoch say nothing of how the run began")
 THREADS24_MENDS = ("a set's name in Spanish, Portuguese, French, German, Italian, Russian, Chinese, Japanese or Korean "
                    "is read as its English word (`loss validación`, `训练损失`); a bracketed list of numbers in a table "
                    "cell (DeepXDE's loss terms) is one value, their sum; a lone `l` is the tutorials' loss; a sweep's "
@@ -475,29 +486,38 @@ THREADS24_ROLE = _eight_graded(24, 37, "which balance targets were met only just
                                "copying are in its README",
                                "e42d150", "0.85 (39/46)", "0.72 (33/46)", THREADS24_MENDS, day="2026-12-07")
 THREADS25, THREADS25_REPORT = _paths("pastes_threads25")
-THREADS25_ROLE = _eight_workers("pastes_threads25", 38, "which balance targets were met only just or missed and why, "
+THREADS25_ROLE = _eight_graded(25, 38, "which balance targets were met only just or missed and why, "
+                               "how many labels carry doubts, which outcomes found no file, that searches stopped as "
+                               "the yield fell; one pass listed the names of one earlier set's files, no content; "
+                               "further slips of copying and sourcing are in its README), and a listing while the "
+                               "set was staged showed twenty of its file names (no content",
+                               "1493bd5", "0.80 (40/50)", "0.64 (32/50)", THREADS25_MENDS, _MERGED_OPENED,
+                               day="2026-12-07")
+THREADS26, THREADS26_REPORT = _paths("pastes_threads26")
+THREADS26_ROLE = _eight_workers("pastes_threads26", 39, "which balance targets were met only just or missed and why, "
                                 "how many labels carry doubts, which outcomes found no file, that searches stopped as "
-                                "the yield fell; one pass listed the names of one earlier set's files, no content; "
-                                "further slips of copying and sourcing are in its README), and a listing while the "
-                                "set was staged showed twenty of its file names (no content", _quoted(38),
-                                _MERGED_OPENED, day="2026-12-07")
+                                "the yield fell, the kind of learner or log a few files come from in general words; "
+                                "one pass listed the names of one earlier set's files, no content; further slips of "
+                                "copying are in the READMEs", _quoted(39), _MERGED_OPENED, day="2026-12-07")
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
          THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
-         THREADS20, THREADS21, THREADS22, THREADS23, THREADS24, THREADS25)
+         THREADS20, THREADS21, THREADS22, THREADS23, THREADS24, THREADS25, THREADS26)
 _REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
             THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
             THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
             THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT, THREADS21_REPORT, THREADS22_REPORT, THREADS23_REPORT,
-            THREADS24_REPORT, THREADS25_REPORT)
+            THREADS24_REPORT, THREADS25_REPORT, THREADS26_REPORT)
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
-          THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE, THREADS24_ROLE, THREADS25_ROLE)
+          THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE, THREADS24_ROLE, THREADS25_ROLE,
+          THREADS26_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
 FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
-        "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth")
+        "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth",
+        "twenty-sixth")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

@@ -778,7 +778,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh38", 153000, ("2026-12-07 03:13", "2026-12-07 03:18"),
         role="the third generator with every seed shifted by 153000 and every run redrawn (`--seed-shift "
              "153000 --vary`), generated at {drawn} UTC from 073bb32 by the recorder with "
-             "`logits_sum_to_one`, during round 38, graded once at the end of round 38; the set to quote",
+             "`logits_sum_to_one`, during round 38, graded once at the end of round 38 (1493bd5): a development "
+             "set since",
         note="`third-fresh38` (round 38): the same generator and redraw with every seed shifted by 153000 (`python -m "
              "benchmarks.third --seed-shift 153000 --vary`), trained from a clean export of the committed tree at "
              "073bb32 (`draw.json` has the times) into a folder outside the repository, at the start of round 38, "
@@ -787,12 +788,30 @@ DRAWS: tuple[Draw, ...] = (
              "generator log were printed while checking its progress (the names of two runs, the generator's own "
              "check of whether each run's fault showed, and the start of its measurements); no runlens output "
              "was.",
-        which="*third-fresh38* (round 38; seeds shifted by 153000) was trained from 073bb32, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh38**.",
+        which="*third-fresh38* (round 38; seeds shifted by 153000) was trained from 073bb32 and graded once at "
+              "1493bd5 (curve 1.00, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
+              "warning 0/9): a development set since.",
+    ),
+    # Drawn in round 39 from b0faf5e (round 38's last commit), before any round-39 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh39", 157000, ("2026-12-07 05:50", "2026-12-07 05:54"),
+        role="the third generator with every seed shifted by 157000 and every run redrawn (`--seed-shift "
+             "157000 --vary`), generated at {drawn} UTC from b0faf5e by the recorder with "
+             "`logits_sum_to_one`, during round 39, graded once at the end of round 39; the set to quote",
+        note="`third-fresh39` (round 39): the same generator and redraw with every seed shifted by 157000 (`python -m "
+             "benchmarks.third --seed-shift 157000 --vary`), trained from a clean export of the committed tree at "
+             "b0faf5e (`draw.json` has the times) into a folder outside the repository, at the start of round 39, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and nothing of its generator log or "
+             "its runs was printed: only how many entries the folder holds, whether the log holds a traceback "
+             "and its draw record's times.",
+        which="*third-fresh39* (round 39; seeds shifted by 157000) was trained from b0faf5e, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh39**.",
     ),
 )
 
-QUOTE = "third-fresh38"
+QUOTE = "third-fresh39"
 
 
 def draw(name: str) -> Draw:
