@@ -243,6 +243,9 @@ def _symptom(label: str, curve: Any, numbers: Mapping[str, Any]) -> str:
     if label == "underfitting" and ev.get("kind") == "short_no_agreement":
         return (f"the Matthews correlation (or kappa) is exactly 0 at each of its {ev['agreement_points']} points: "
                 "every prediction is one class")
+    if label == "underfitting" and ev.get("kind") == "short_no_gradient":
+        return (f"the gradient norm is exactly 0 at each of its last {ev['zero_grad_values']} values (from step "
+                f"{ev['first_zero_step']:,}) while the loss is not: no gradient reaches the weights")
     if label == "underfitting" and ev.get("kind") == "short_stuck" and _finite(ev.get("late_level")):
         how = ("are all the same" if not ev.get("relative_band")
                else f"stay within {ev['relative_band']:.2%} of it")

@@ -85,7 +85,8 @@ def test_a_counter_and_a_value_per_line_are_the_step_and_the_loss(tmp_path, text
 @pytest.mark.parametrize("text", [
     "".join(f"{c} {v}\n" for c, v in [(3, 2.3), (1, 2.2), (2, 2.1), (5, 1.9), (4, 1.8)]),  # no counter
     "".join(f"{i} {i * 2}\n" for i in range(5)),                                          # both integral
-    "".join(f"{i} {v} {v / 2} {v} {v}\n" for i, v in enumerate([2.3, 2.2, 2.1, 1.9, 1.8])),  # five columns
+    # seven columns: wider than a loop's print or a trainer's summary file (six at most), a data file's features
+    "".join(f"{i} {v} {v / 2} {v} {v} {v / 3} {v / 4}\n" for i, v in enumerate([2.3, 2.2, 2.1, 1.9, 1.8])),
     "".join(f"{i} x {v}\n" for i, v in enumerate([2.3, 2.2, 2.1, 1.9, 1.8])),         # a word between
 ])
 def test_silent_twin_no_counter_integral_values_or_many_columns_name_no_loss(tmp_path, text):

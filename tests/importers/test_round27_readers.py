@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from runlens import analyze
-from runlens.errors import RunlensError
+from runlens.io.loader import load_run
 from runlens.io.reader.names import tokens
 
 
@@ -62,8 +62,11 @@ def test_a_header_commented_out_above_the_first_row_names_the_columns(tmp_path):
 def test_silent_twin_a_comment_as_wide_that_holds_numbers_names_nothing(tmp_path):
     path = tmp_path / "lcurve.out"
     path.write_text("# run 2 of 5 seeds\n" + "".join(ln + "\n" for ln in LCURVE.splitlines()[1:]))
-    with pytest.raises(RunlensError):
-        analyze(path)
+    run = load_run(path)
+    # No column is named from the comment: the table is read as unnamed, its first value after the counter
+    # the loss by the unnamed table's rule (round 39: up to five values), the others left as numbered.
+    assert "run" not in run.scalars.column_names and "column_3" in run.scalars.column_names
+    assert run.scalars.column("loss").to_pylist()[0] == pytest.approx(27.7)
 
 
 def test_a_projection_asks_for_a_part_of_a_name_in_any_case():

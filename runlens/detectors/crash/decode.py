@@ -157,9 +157,13 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("crash_other", "nonfinite",
        r"returned nan values in its \d+\w* output|is non-finite, so it cannot be clipped|"
        r"to satisfy the constraint [^\n]*but found invalid values|Loss became infinite or NaN|"
-       r"\bloss (?:is|became|was) (?:nan|inf)\b",
+       r"\bloss (?:is|became|was) (?:nan|inf)\b|"
+       # A NaN printed as a value in the message (torchdiffeq's ``underflow in dt nan``): the check that
+       # failed was handed a number that had gone non-finite, whatever it says it checks.
+       r"(?<![\w.'\"\\])nan(?![\w.'\"(])",
        "a value went NaN or Inf during training and a check stopped the run (anomaly detection, "
-       "clip_grad_norm_ with error_if_nonfinite, a distribution's argument check, a loop's own loss check)",
+       "clip_grad_norm_ with error_if_nonfinite, a distribution's argument check, a loop's own loss check, "
+       "a solver's step that became NaN)",
        "Find the first non-finite value: lower the learning rate or add warmup, clip gradients, keep the "
        "loss in float32 under autocast, guard log/sqrt/division with an epsilon, and check the batch at "
        "that step for NaN inputs or labels; a policy's NaN parameters come from its network's outputs.",

@@ -109,18 +109,15 @@ class CurveClassifier(Detector):
           or a loss read from a perplexity (the log of ``ppl``) whose last
           third, at any length, is above ln 10^7: worse than guessing
           uniformly over any vocabulary (``kind: beyond_any_vocabulary``);
-          or a run whose training code says in its own words that the
-          loss blew up ("Loss exploded", "cost seems to be exploding",
-          "Model diverged", TF's "Model diverged with loss = NaN." read as a
-          non-finite loss) and went no further: it crashed, or nothing
-          trained after the words (``kind: stated_by_the_loop``); or, in a
-          log of any length, two points in a row each ``BLOWUP`` (1000)
-          times the largest value before them and no point from there on
-          back at that value: the loss blew up three orders of magnitude
-          and never returned to the range it trained in, whatever it did
-          next (a reset to ln K, a slow fall from 1e11; ``kind:
-          blew_up_for_good``). A spike, or a blow-up the run recovered from,
-          comes back.
+          or a run whose training code says in its own words that the loss blew up ("Loss exploded",
+          "cost seems to be exploding", "Model diverged", TF's "Model diverged with loss = NaN."
+          read as a non-finite loss) and went no further: it crashed, or nothing trained after the
+          words (``kind: stated_by_the_loop``); or died of a check on a NaN ("underflow in dt nan":
+          ``kind: died_nonfinite``); or, in a log of any length, two points in a row each ``BLOWUP``
+          (1000) times the largest value before them and no point from there on back at that value:
+          the loss blew up three orders of magnitude and never returned to the range it trained in,
+          whatever it did next (a reset to ln K, a slow fall from 1e11; ``kind: blew_up_for_good``).
+          A spike, or a blow-up the run recovered from, comes back.
         - unstable: a level shift: after the minimum, the bucket medians jump
           up (Mann-Whitney p < ``alpha_strong``, at least 6 noise sd and a
           quarter of the progress before it, half of it within 3 buckets), the
@@ -249,13 +246,12 @@ class CurveClassifier(Detector):
           starves, is the cause.
         - healthy: none of the above.
         - a short log (2 to ``min_points`` finite losses, e.g. a dozen epochs
-          pasted from a console): only the readings a few points can carry,
-          each with a test exact at that size, listed in order below (from
-          ``runlens/detectors/curve/short.py``): stuck, a frozen held-out
-          loss, a held-out loss at ln K, a loss ending at ln K, a growth, a
-          last line blown up, progress given back, order-of-magnitude swings,
-          overfitting, held-out swings, a widening gap, a settled fall, no
-          progress from the start of training; else ``insufficient_data``.
+          pasted from a console): only the readings a few points can carry, each with a test exact
+          at that size, listed in order below (from ``runlens/detectors/curve/short.py``): stuck, a
+          frozen held-out loss, a held-out loss at ln K, a loss ending at ln K, a gradient norm
+          fallen to 0, a growth, a last line blown up, progress given back, order-of-magnitude
+          swings, overfitting, held-out swings, a widening gap, a settled fall, no progress from the
+          start of training; else ``insufficient_data``.
 
     What to try:
         diverged: lower the learning rate, add warmup and gradient clipping,
@@ -357,13 +353,14 @@ class CurveClassifier(Detector):
             return CurveVerdict("diverged", f"the loss collapsed to exactly 0 at step {masked['zero_loss_step']} "
                                 + why, {**masked, "step": masked["zero_loss_step"]})
         if x.size < self.min_points:
-            index = shape.index_kind(run)
+            index = shape.late_index(run, shape.index_kind(run))
             sets = shape.validation_sets(sig.validation, int(steps[-1]) if steps.size else None)
             acc = accuracies(run)
             if x.size == 0 and (held := evaluations_frozen(sets) or memorized.accuracy_collapsed(memorized.held_out_accuracy(run, acc))):
                 return held
             return short(self, steps, x, sets, shape.chance_classes(run), index, sig.lr, acc, shape.Printed(
-                shape.grad_norm_nonfinite(run), shape.auc(run), shape.error_rate(run), loss_parts(run), shape.agreement(run)))
+                shape.grad_norm_nonfinite(run), shape.auc(run), shape.error_rate(run), loss_parts(run), shape.agreement(run),
+                shape.grad_norm(run)))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.

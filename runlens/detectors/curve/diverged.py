@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from runlens.detectors.crash.decode import decode
 from runlens.detectors.curve.features import curve_evidence as _ev
 from runlens.detectors.curve.features import memo, role_how
 from runlens.detectors.curve.params import CurveParams
@@ -220,7 +221,23 @@ def stated_by_the_loop(run: Run) -> CurveVerdict | None:
                 return _stated(str(message), step)
     error = run.error if crashed and isinstance(run.error, Mapping) else {}
     said = str(error.get("message", ""))
-    return _stated(said, error.get("step")) if said and STATED_DIVERGED.search(said) else None
+    if said and STATED_DIVERGED.search(said):
+        return _stated(said, error.get("step"))
+    return _died_nonfinite(error) if said else None
+
+
+def _died_nonfinite(error: Mapping[str, Any]) -> CurveVerdict | None:
+    """Diverged when the run died of a check on a value gone NaN or Inf (anomaly mode's ``returned nan
+    values``, a distribution's argument check, an ODE solver's ``underflow in dt nan``): whatever the few
+    losses before it show, the numbers of the model had left the finite range."""
+    decoded = decode(error)
+    if decoded.kind != "nonfinite":
+        return None
+    step = error.get("step")
+    return CurveVerdict("diverged", f"the run died of a value gone non-finite ({decoded.error_type}: "
+                        f"{decoded.message[:160]!r}): {decoded.cause}",
+                        {"kind": "died_nonfinite", "message": decoded.message[:300], "error_type": decoded.error_type,
+                         **({"step": int(step)} if isinstance(step, int) else {})})
 
 
 def _stated(message: str, step: Any) -> CurveVerdict:

@@ -48,10 +48,31 @@ def grad_norm_nonfinite(run: Run) -> bool:
     return bool(pc.any(pc.invert(pc.is_finite(col))).as_py())
 
 
+def grad_norm(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(steps, values)`` of the logged global gradient norm's finite values (1 at least), or None."""
+    found = scalar_column(run, ("grad_norm",), min_points=1)
+    return None if found is None else (found[0], found[1])
+
+
 def index_kind(run: Run) -> str:
     """How the run's index counts (config ``index_kind``): ``step`` (a recorder's, the default), ``epoch``
     or ``row`` (an imported log with no counter)."""
     return run.config.get("index_kind", "step") if isinstance(run.config, dict) else "step"
+
+
+#: The first epoch a log counted in steps may open in and still be the start of training: 0 or 1, as a
+#: trainer counts from 0 (Lightning) or from 1 (Keras). From 2 on, epochs came before the first line.
+_FIRST_EPOCHS = 1
+
+
+def late_index(run: Run, index: str) -> str:
+    """``index``, or ``late_step`` for a log counted in steps that restart each epoch (a progress bar's
+    ``Epoch 2: 100/6166``) whose epoch column opens at 2 or later: its steps begin near 0, but training
+    began epochs before its first line, so it says nothing of how a run starts."""
+    if index != "step":
+        return index
+    found = scalar_column(run, ("epoch",), min_points=1)
+    return "late_step" if found is not None and float(found[1][0]) > _FIRST_EPOCHS else index
 
 
 def role_how(config: Any, role: str) -> str | None:
@@ -238,13 +259,15 @@ def agreement(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
 
 class Printed(NamedTuple):
     """What else a log prints that a short log's readings use: whether its gradient norm broke, its
-    ROC AUC, its word or character error rate, the parts of its loss, its Matthews correlation or kappa."""
+    ROC AUC, its word or character error rate, the parts of its loss, its Matthews correlation or kappa,
+    its gradient norm's finite values."""
 
     grads_broke: bool = False
     auc: tuple[np.ndarray, np.ndarray] | None = None
     rate: tuple[np.ndarray, np.ndarray] | None = None
     parts: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
     agreement: tuple[np.ndarray, np.ndarray] | None = None
+    grads: tuple[np.ndarray, np.ndarray] | None = None
 
 
 #: A log that prints nothing else.

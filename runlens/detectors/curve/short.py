@@ -84,7 +84,11 @@ readings, in the order they are tried (the first that holds is the verdict):
   trainer prints beside it (``hm_loss``) is printed alike, finer than a hundredth,
   at each of its last 3 points or more and is half the training loss or more
   there: a head whose outputs no longer depend on the batch (:mod:`.frozen_part`,
-  ``kind: short_frozen_part``);
+  ``kind: short_frozen_part``); or when a gradient norm that was positive is exactly 0
+  at each of its last 3 values or more while the loss beside it is non-zero with no
+  Kendall trend at ``alpha``: no gradient reaches the weights (:mod:`.no_gradient`,
+  ``kind: short_no_gradient``; a norm of 0 from its first value is one the trainer did
+  not compute);
 - diverged when the last training loss is 10x the lowest before it and a
   held-out loss's last evaluation 10x its own lowest (``kind:
   short_both_high``, from 2 points each: :mod:`.short_high`), or when both
@@ -194,6 +198,7 @@ from runlens.detectors.curve.memorized import (
     frozen_accuracy,
     memorized,
 )
+from runlens.detectors.curve.no_gradient import no_gradient
 from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.saturated import saturated
 from runlens.detectors.curve.short_high import (
@@ -245,7 +250,7 @@ from runlens.stats.trend import Trend, trend
 def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarray]],
           classes: tuple[int | None, str | None] = (None, None), index: str = "step",
           lr: Series | None = None, acc: Accuracies = (None, None), printed: Printed = NOTHING_ELSE) -> CurveVerdict:
-    grads_broke, auc, rate, parts, agreement = printed
+    grads_broke, auc, rate, parts, agreement, grads = printed
     annealing = annealed(steps, lr)  # both stuck readings ask; the rate is scanned once
     stuck = _stuck(cfg, steps, x, classes, index, annealing) if x.size >= 4 or _identical(x) else None
     if stuck is None and x.size >= 2:
@@ -254,7 +259,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                  or alike_tail(cfg.alpha, steps, x, annealing) or lr_vanished(steps, x, lr) or frozen_accuracy(cfg, steps, x, acc)
                  or accuracy_near_zero(cfg, steps, x, acc) or zero_from_start(steps, x, index)
                  or chance_by_accuracy(steps, x, acc, classes[0])
-                 or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke) or frozen_part(steps, x, parts))
+                 or repeated(steps, x) or collapsed(cfg, steps, x, sets, grads_broke) or frozen_part(steps, x, parts)
+                 or no_gradient(steps, x, grads, cfg.alpha))
     # from one or two points
     stuck = (stuck or chance_by_auc(steps, x, auc) or empty_output(steps, x, rate) or saturated(steps, x, acc)
              or no_agreement(steps, x, agreement))

@@ -139,7 +139,8 @@ def lr_vanished(steps: np.ndarray, x: np.ndarray, lr: Series | None) -> CurveVer
 
 def from_start(steps: np.ndarray, index: str) -> bool:
     """Whether a log counted in steps or epochs begins at the start of training: its first point
-    within one logging interval of 0. A log counted in rows does not say where it begins."""
+    within one logging interval of 0. A log counted in rows does not say where it begins, nor one
+    whose steps restart in an epoch after the first (``late_step``: :func:`..features.late_index`)."""
     if index not in ("step", "epoch") or steps.size < 2:
         return False
     first, gap = float(steps[0]), float(steps[1] - steps[0])

@@ -250,7 +250,7 @@ def stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[int
     # stuck where a band is. Epoch means of a converged model counted in rows (0.0030 at each of eight
     # epochs, mid-run) repeat by rounding; a minibatch's loss printed alike step after step does not.
     coarse = level != 0 and not 0 < q <= FROZEN_RESOLUTION * abs(level)
-    banded = at_chance or index == "step" or from_start(steps, index)
+    banded = at_chance or index in ("step", "late_step") or from_start(steps, index)
     within = (spread == 0.0 and (not coarse or banded)) or at_chance or (
         level != 0 and 0 < spread <= ALIKE * abs(level) and still) or (
         level != 0 and spread <= cfg.stuck_band * abs(level) and still and not annealing and banded)

@@ -96,6 +96,8 @@ def qualified(text: str, out: list[tuple[str, float, tuple[int, int]]],
     # for (most lines: the regex is then not run at all).
     if ("oss" in text or "OSS" in text) and not any("oss" in k or "OSS" in k for k, _, _ in out):
         out = in_loss_group(text, out, offset)
+    if ":" in text and any(k.lower() in SET_ONLY for k, _, _ in out):
+        out = in_metric_group(text, out, offset)
     return repeats_by_set(out)
 
 
@@ -177,6 +179,30 @@ def in_loss_group(text: str, out: list[tuple[str, float, tuple[int, int]]],
         if any(a <= span[0] < b for a, b in groups) and not (set(words) & (LOSS | METRIC | SET_ONLY)) \
                 and not is_lr(words) and not is_step(words):
             key = f"loss {key}"
+        named.append((key, value, span))
+    return named
+
+
+# A metric word that labels the sets' values after it (mlpack's ``0 - accuracy: train = 19.2%, valid =
+# 19.6%``): the word holds no value of its own, the set names after it are that metric's, not the loss's.
+_METRIC_GROUP = re.compile(rf"\b({'|'.join(sorted(METRIC - {'time', 'eta', 'memory', 'mem'}))})\s*:\s*"
+                           r"(?=[A-Za-z_]\w*\s*[:=]?\s*[-+]?(?:\d|\.\d|nan|inf))", re.I)
+
+
+def in_metric_group(text: str, out: list[tuple[str, float, tuple[int, int]]],
+                    offset: int) -> list[tuple[str, float, tuple[int, int]]]:
+    """The bare set names in a group a metric word labels are that metric's values (``train accuracy``),
+    up to the next field named otherwise: a set name alone is read as its loss elsewhere."""
+    heads = [(m.end() + offset, m.group(1)) for m in _METRIC_GROUP.finditer(text)]
+    if not heads:
+        return out
+    named = []
+    for key, value, span in out:
+        head = next((word for at, word in reversed(heads) if at <= span[0]), None)
+        if head is not None and key.lower() in SET_ONLY:
+            key = f"{key} {head}"
+        elif head is not None:
+            heads = [h for h in heads if h[0] > span[0]]  # a named field ends the group
         named.append((key, value, span))
     return named
 

@@ -89,6 +89,8 @@ _GRAINS = frozenset({"epoch", "batch", "step", "iter", "iteration"})
 # Metric words that make a loss or error word name something else (an error *rate* is not minimized
 # as a loss of its own scale; a loss's *time* is not a loss).
 _NOT_LOSS = (METRIC - ERROR_WORDS) | {"rate", "lr", "scale", "scaler", "norm", "weight", "count", "num"}
+# Metric words that may head a group of sides' values, holding none of their own (``accuracy: train = ..``).
+_GROUP_METRICS = METRIC - ERROR_WORDS - {"time", "eta", "memory", "mem"}
 
 
 class _Seen:
@@ -156,13 +158,14 @@ class _Seen:
             tail[2].append(value)
 
 
-def _name(label: str) -> tuple[str, bool, bool]:
+def _name(label: str) -> tuple[str, bool, bool, str]:
     """The words touching a value (the text before it, cut at its last separator); whether a loss
     word opened the label before the cut (``loss: x 1.2``: the parts of a loss); whether a side's word
-    stood alone there (``[valid] ... ce-mean-words : 7.06``: the line reports a validation)."""
+    stood alone there (``[valid] ... ce-mean-words : 7.06``: the line reports a validation); the metric
+    word that stood alone there, if any (``accuracy: train = 19.2%``: the sides after it are its values)."""
     words = [w for w in (p.strip(" \t-+*/#>~.!?'\"") for p in _CUT.split(label)) if w]
     if not words:
-        return "", False, False
+        return "", False, False, ""
     name = " ".join(words[-1].split()[-4:])
     if _SOURCE_FILE.search(name):
         name = ""  # ``[loss_scaler.py:183:update_scale]``: a logger's file and line, not a metric
@@ -170,8 +173,10 @@ def _name(label: str) -> tuple[str, bool, bool]:
     if before and set(tokens(name)) <= _GRAINS and _LOSSY & set(tokens(before[-1])):
         # ``Train Loss: epoch NaN - batch NaN``: the loss at each grain is the loss's name with the grain.
         name = f"{' '.join(before[-1].split()[-4:])} {name}"
+    heading = tokens(before[-1]) if before else ()
     return (name, any(_LOSSY & set(tokens(w)) for w in before),
-            any(set(t) <= VAL for w in before if (t := tokens(w))))
+            any(set(t) <= VAL for w in before if (t := tokens(w))),
+            before[-1].strip() if len(heading) == 1 and heading[0] in _GROUP_METRICS else "")
 
 
 def parse_line(raw: str) -> tuple[int | None, list[tuple[str, float]]]:
@@ -181,9 +186,10 @@ def parse_line(raw: str) -> tuple[int | None, list[tuple[str, float]]]:
         return None, [(name, value) for name, value, _ in post]
     fields: list[tuple[str, float]] = []
     counter: int | None = None
-    pos, in_loss, in_val, indexed = 0, False, False, ""
+    pos, in_loss, in_val, indexed, metric = 0, False, False, "", ""
     for i, m in enumerate(_VALUE.finditer(text)):
-        name, opened, held_out = _name(text[pos:m.start()])
+        name, opened, held_out, heads = _name(text[pos:m.start()])
+        metric = heads or ("" if opened else metric)
         if indexed and not name:
             name, indexed = indexed, ""
         pos = m.end()
@@ -205,7 +211,9 @@ def parse_line(raw: str) -> tuple[int | None, list[tuple[str, float]]]:
             continue
         if in_loss and set(toks) <= TOTAL:
             name = "loss " + name  # ``loss: x 1.2, y 0.8, total 2.0``: the total of the loss's parts
-        if in_val and not (VAL | TRAIN) & set(tokens(name)):
+        if metric and _only_side(toks):
+            name = f"{name} {metric}"  # ``accuracy: train = 19.2%, valid = 19.6%``: the accuracy of each side
+        elif in_val and not (VAL | TRAIN) & set(tokens(name)):
             name = "val " + name
         fields.append((name, value))
     return counter, fields

@@ -28,16 +28,14 @@ import re
 from array import array
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from runlens.errors import ImportFailedError
 from runlens.io.bounded import in_int64
 from runlens.io.importers import anyline, embedded
-from runlens.io.importers._carry import Carry, carried
-from runlens.io.importers._common import Imported, Series, Take, require_file
-from runlens.io.importers._epochlines import lines_in_epochs
+from runlens.io.importers._carry import Carry
+from runlens.io.importers._common import Imported, Take, require_file
 from runlens.io.importers._evalline import (
     BARE_MIN,
     KEYED_MIN,
@@ -53,9 +51,10 @@ from runlens.io.importers._lineplan import Parser, Plan
 from runlens.io.importers._linetypes import Context, Line
 from runlens.io.importers._names import Mapper
 from runlens.io.importers._ranks import one_rank
-from runlens.io.importers._roundline import BEST_NEXT, first_of_runs
-from runlens.io.importers._runacc import RunAcc, describe, put_line, reading_warnings
+from runlens.io.importers._roundline import BEST_NEXT
+from runlens.io.importers._runacc import RunAcc, put_line
 from runlens.io.importers._splitrecords import join_split
+from runlens.io.importers._taketext import take_run
 from runlens.io.importers._textblock import MIN_RUN, Matcher, blocks
 from runlens.io.importers._textfile import check_text_file
 from runlens.io.reader.setnamed import rising_fractions
@@ -305,7 +304,10 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
     joined = not runs[0].rows and step is None
     if joined and (two := _scan(path, Mapper(loss, val_loss), step, encoding, joined=True))[0][0].rows:
         runs, n_lines, skipped, markers = two
-    if not runs[0].rows and step is None:
+    if step is None and 0 < n_lines - skipped <= _FEW_STEPPED and _mostly_unstepped(path, loss, val_loss, encoding,
+                                                                                   runs, n_lines - skipped):
+        runs, n_lines, skipped, markers = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, joined=joined)
+    elif not runs[0].rows and step is None:
         # No line names a step ("loss: 2.30" printed each epoch, faceswap's "loss_A: 0.19, loss_B:
         # 0.15"): the lines that carry a training loss, in order, are the run's points.
         # Three lines at least, or two printed as fields, as the sniff asks: a run summary's one
@@ -322,7 +324,7 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
             elif (bare := _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, bare=True, joined=joined))[3].get(
                     "bare", 0) >= BARE_MIN and not _accuracy_like(bare[0]):
                 runs, n_lines, skipped, markers = bare
-    take = functools.partial(_take, path, runs, n_lines, skipped, markers)
+    take = functools.partial(take_run, path, runs, n_lines, skipped, markers)
     if step is None and loss is None and val_loss is None:
         # No reading above found a loss (nor a validation loss, a gradient norm): the names beside the
         # numbers, by one rule for any loop's print, before the log is refused.
@@ -339,52 +341,19 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
     return take
 
 
-def _take(path: Path, runs: list[RunAcc], n_lines: int, skipped: int, markers: Counter,
-          run: int | None) -> Imported:
-    markers = Counter(markers)  # counts popped below: the next run taken needs them whole
-    config: dict[str, Any] = {}
-    chosen = len(runs) if run is None else run
-    if not 1 <= chosen <= len(runs):
-        raise ImportFailedError(f"{path}: --run {run}: the log holds {len(runs)} run(s): {describe(runs)}")
-    warnings, partial = reading_warnings(runs, run, chosen, markers, config, n_lines, skipped)
-    acc = runs[chosen - 1]
-    imp = Imported(kind="text", source=path, warnings=warnings, config=config)
-    total = acc.per_epoch()
-    within = lines_in_epochs(acc) if total is None else None
-    for (is_eval, col), (steps, values) in acc.series.items():
-        # No copy: the ndarray keeps the array alive through its buffer, and nothing appends any more.
-        at = np.frombuffer(steps, dtype=np.int64)
-        if within is not None:
-            at = within.place(at, is_eval)
-        s = Series(at if total is None else at // total + 1, np.frombuffer(values, dtype=np.float64))
-        (imp.evals if is_eval else imp.train)[col] = first_of_runs(s, col, warnings) if is_eval else s
-    imp.events, imp.error = acc.watch.all_events(), acc.watch.error
-    if within is not None:
-        imp.events, imp.error = within.events(imp.events, imp.error)
-    if total is not None:
-        imp.events = [(step // total + 1, kind, value, text) for step, kind, value, text in acc.watch.all_events()]
-        if imp.error is not None and isinstance(imp.error["step"], int):
-            imp.error = {**imp.error, "step": imp.error["step"] // total + 1}
-        first, last = (acc.first_step or 0) // total + 1, (acc.last_step or 0) // total + 1
-        imp.config["index_kind"] = "epoch"
-        imp.index_why = (f"the counter i/{total} starts again every epoch and every training line kept closes "
-                         f"an epoch ({total}/{total}): the epochs as logged ({first}..{last}) are the index")
-    elif within is not None:
-        imp.config["index_kind"], imp.index_why = within.index()
-    elif markers.get("bare"):
-        imp.config["index_kind"] = "row"
-        imp.index_why = ("no line carries a step or names a loss: the values printed alone on their lines, "
-                         "numbered from 0 in order, are the index")
-        warnings.append(f"{markers['bare']} values printed alone on their lines are read as the training loss "
-                        "(no line names one); `runlens import text --loss NAME` reads a named field instead")
-    elif markers.get("numbered"):
-        imp.config["index_kind"] = "row"
-        imp.index_why = "no line carries a step: the lines with a training loss, numbered from 0 in order, are the index"
-    elif acc.by_epoch and acc.by_epoch == acc.other_train:  # one value per epoch, a mean over its batches
-        imp.config["index_kind"] = "epoch"
-        imp.index_why = "every training line's only counter is its epoch: the epochs as logged are the index"
-    warnings += carried(markers)
-    imp.config["log_style"] = dict(markers.most_common())
-    imp.config["import_fields"] = {col: acc.names[col] for (_, col) in acc.series if col in acc.names}
-    imp.config["text_lines"] = {"read": n_lines, "skipped": skipped + partial, "runs": len(runs), "run": chosen}
-    return imp
+#: The most lines with a step that a log of many loss lines without one may hold and still be read
+#: in rows: a loop that prints every update bare and a summary line (``iteration 8000, loss = 2.07``)
+#: once or twice is a log of its updates, not of its one or two summaries.
+_FEW_STEPPED = 2
+
+
+def _mostly_unstepped(path: Path, loss: str | None, val_loss: str | None, encoding: str, runs: list[RunAcc],
+                      stepped: int) -> bool:
+    """Whether a training series the ``stepped`` lines read with a step hold is printed, read in order,
+    on ``NUMBERED_MIN`` lines or more and 3x as many: the same quantity printed bare on the other lines,
+    not the parts of a stepped line printed under it (``bce_loss: 0.0`` on a line of its own)."""
+    trained = {col for r in runs for (ev, col) in r.series if not ev}
+    numbered = _scan(path, Mapper(loss, val_loss), None, encoding, numbered=True)[0]
+    most = max((len(vals) for r in numbered for (ev, col), (_, vals) in r.series.items() if not ev and col in trained),
+               default=0)
+    return most >= max(NUMBERED_MIN, 3 * stepped)

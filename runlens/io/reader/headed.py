@@ -15,7 +15,8 @@ The rules, by structure alone:
 - a header is a line of 3 or more names: each cell holds a letter and none is
   a number;
 - a row is a line of as many cells as the nearest header above it (at most a
-  few lines above), each a number, a number with a unit (``0.868G``: matched,
+  few lines above), as split by whitespace or, where one column is a phrase of
+  numbers and words, by wide gaps (2 spaces or a tab), each a number, a number with a unit (``0.868G``: matched,
   not read, for ``868M`` and ``1.2G`` are on different scales) or, first, a
   counter ``i/N`` (the epoch ``i`` of ``N``); a line that matches no header
   (``all 281 1.55e+03 ...``: a label first, a validation row) is not read;
@@ -86,6 +87,23 @@ def _row(words: list[str], width: int) -> tuple[list[float | None], int | None] 
     return out, counter
 
 
+_GAP = re.compile(r"\t|\s{2,}")
+
+
+def _aligned(line: str, width: int) -> tuple[list[float | None], int | None] | None:
+    """A row whose columns are set apart by wide gaps, one of them a phrase of its own (tf_cnn_benchmarks'
+    ``1   images/sec: 5741.7 +/- 0.0 (jitter = 0.0)   9.428`` under ``Step  Img/sec  total_loss``): as
+    many gap-split cells as the header, the first a number; a phrase cell is matched, not read."""
+    cells = _GAP.split(layout.untail(line).strip())
+    if len(cells) != width or width < 3 or parse(cells[0]) is None:
+        return None
+    out = [v if isinstance(v := parse(c), float) else None for c in cells]
+    if any(v is None and not any(ch.isdigit() for ch in c) for v, c in zip(out, cells, strict=True)) \
+            or sum(v is not None for v in out) < 2:
+        return None
+    return out, None
+
+
 def _labelled(words: list[str], width: int) -> bool:
     """A label then numbers, as wide as the header above (``all 281 1.55e+03 ...``): a validation row."""
     return len(words) == width and _value(words[0]) is None and all(_value(w) is not None for w in words[1:])
@@ -114,7 +132,7 @@ def _scan(lines: list[str]) -> _Scan:
         since += 1
         if header is None or since > _NEAR:
             continue
-        got = _row(words, len(header))
+        got = _row(words, len(header)) or _aligned(line, len(header))
         if got is None:
             if _labelled(words, len(header)):
                 scan.taken += 1 + (not header_counted)

@@ -54,7 +54,8 @@ SCALE = frozenset({"scale", "scaler"})
 # as ``trl`` and its validation loss as ``tel`` (train_gpt2.cu: ``"s:%d tel:%f", step, val_loss``).
 # VSE++ and the image-text matching code built on it (SCAN, VSRN, SGRAF) log their embedding loss as
 # ``Le`` (``logger.update('Le', loss.item(), ...)``).
-ABBREVIATIONS = {"trl": ("train", "loss"), "tel": ("val", "loss"), "gnorm": ("grad", "norm"), "le": ("loss",)}
+ABBREVIATIONS = {"trl": ("train", "loss"), "tel": ("val", "loss"), "gnorm": ("grad", "norm"), "gradnorm": ("grad", "norm"),
+                 "le": ("loss",)}
 
 
 _POSSESSIVE = re.compile(r"'s\b")

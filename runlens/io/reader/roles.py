@@ -258,6 +258,12 @@ def infer(table: Table, *, loss: str | None = None, val_loss: str | None = None,
     return roles
 
 
+#: The widest unnamed table read as a counter and its values: a loop's ``print(i, loss, ...)`` or a
+#: trainer's summary file without its header row (timm's ``summary.csv``: epoch, train loss, eval loss,
+#: top-1, top-5); wider rows are a data file's features, not what a person watches of a run.
+_UNNAMED_WIDTH = 6
+
+
 def _unnamed(table: Table, roles: Roles) -> None:
     # Numbers printed alone (``print(loss)``) or after a counter (``print(i, loss)``) are what a
     # person watches of a run: its loss, unless they say otherwise.
@@ -272,7 +278,7 @@ def _unnamed(table: Table, roles: Roles) -> None:
         return
     filled = [bool(table.present[n].any()) for n in table.names]
     names = [n for n, f in zip(table.names, filled, strict=True) if f]
-    if not 2 <= len(names) <= 4 or not all(filled[filled.index(True):]):
+    if not 2 <= len(names) <= _UNNAMED_WIDTH or not all(filled[filled.index(True):]):
         return
     counter, value = names[:2]
     c, v = table.values[counter][table.present[counter]], table.values[value][table.present[value]]
