@@ -498,8 +498,9 @@ THREADS26, THREADS26_REPORT = _paths("pastes_threads26")
 THREADS26_ROLE = _eight_workers("pastes_threads26", 39, "which balance targets were met only just or missed and why, "
                                 "how many labels carry doubts, which outcomes found no file, that searches stopped as "
                                 "the yield fell, the kind of learner or log a few files come from in general words; "
-                                "one pass listed the names of one earlier set's files, no content; further slips of "
-                                "copying are in the READMEs", _quoted(39), _MERGED_OPENED, day="2026-12-07")
+                                "one pass listed the names of one earlier set's files, no content; one wrote the working "
+                                "files of its avoid check into the repository's root, deleted uncommitted; further "
+                                "slips of copying are in the READMEs", _quoted(39), _MERGED_OPENED, day="2026-12-07")
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
          THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
          THREADS20, THREADS21, THREADS22, THREADS23, THREADS24, THREADS25, THREADS26)
