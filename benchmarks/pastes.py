@@ -283,7 +283,8 @@ THREADS25_MENDS = ("the sides after a metric word (`accuracy: train = 19.2%, val
                    "and up to five values (timm's `summary.csv` without its header) reads its first value as the loss; "
                    "a run that died of a check on a NaN value (`underflow in dt nan`) diverged; a measured gradient norm "
                    "fallen to exactly 0 at its last 3 values or more beside a loss with no trend is a model that no "
-                   "longer learns (`gradnorm` is the gradient norm); a "
+                   "longer learns (`gradnorm` is the gradient norm); a held-out perplexity of inf or above 1e7 at "
+                   "its last evaluation is a model beyond any vocabulary, diverged; a "
                    "log of bare update lines with one or two summary lines carrying a step is read in rows; a "
                    "progress bar's steps that restart in a later epoch say nothing of how the run began")
 THREADS24_MENDS = ("a set's name in Spanish, Portuguese, French, German, Italian, Russian, Chinese, Japanese or Korean "

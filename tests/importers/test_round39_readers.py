@@ -122,3 +122,4 @@ def test_silent_twin_parts_printed_under_a_stepped_line_are_not_its_rows(tmp_pat
     run = load_run(write_lines(tmp_path, lines))
     assert run.steps("scalars").tolist() == [0]
     assert run.scalars.column("loss").to_pylist() == [1.0]
+

@@ -23,6 +23,7 @@ from runlens.detectors.curve.diverged import (
     beyond_any_vocabulary,
     diverged,
     ended_exploding_verdict,
+    held_out_beyond_vocabulary,
     masked_nan,
     stated_by_the_loop,
 )
@@ -108,7 +109,8 @@ class CurveClassifier(Detector):
           ``F - m >= max(S - m, growth * |S|)`` (for a shift, its new level);
           or a loss read from a perplexity (the log of ``ppl``) whose last
           third, at any length, is above ln 10^7: worse than guessing
-          uniformly over any vocabulary (``kind: beyond_any_vocabulary``);
+          uniformly over any vocabulary (``kind: beyond_any_vocabulary``), or a held-out
+          perplexity above 10^7 or infinite at its last evaluation (``kind: held_out_beyond_vocabulary``);
           or a run whose training code says in its own words that the loss blew up ("Loss exploded",
           "cost seems to be exploding", "Model diverged", TF's "Model diverged with loss = NaN."
           read as a non-finite loss) and went no further: it crashed, or nothing trained after the
@@ -342,7 +344,8 @@ class CurveClassifier(Detector):
             return CurveVerdict("diverged", f"the training loss became non-finite at step {bad_step}",
                                 {"first_nonfinite_step": bad_step, "finite_points_before": int(x.size),
                                  "step": bad_step})
-        if (beyond := beyond_any_vocabulary(run.config, steps, x) or stated_by_the_loop(run)) is not None:
+        if (beyond := beyond_any_vocabulary(run.config, steps, x) or stated_by_the_loop(run)
+                or held_out_beyond_vocabulary(run)) is not None:
             return beyond
         masked = masked_nan(sig.grad_norm, steps, x) if x.size else None
         if masked is not None:

@@ -20,6 +20,7 @@ from runlens.detectors.curve.features import memo, role_how
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 from runlens.io.importers._logsignals import STATED_DIVERGED
+from runlens.io.reader.names import PERPLEXITY, tokens
 from runlens.stats.shift import level_shift
 
 if TYPE_CHECKING:
@@ -51,6 +52,30 @@ def beyond_any_vocabulary(config: Any, steps: np.ndarray, x: np.ndarray) -> Curv
         "any vocabulary, the model is confidently wrong",
         {"perplexity_loss": float(x[-1]), "vocabulary_bound": MAX_VOCABULARY, "loss_bound": cap,
          "points": int(x.size), "kind": "beyond_any_vocabulary", "step": int(steps[at])})
+
+
+def held_out_beyond_vocabulary(run: Run) -> CurveVerdict | None:
+    """Diverged when a held-out perplexity's last evaluation is above ``MAX_VOCABULARY`` or infinite
+    (OpenNMT-tf's ``loss = 148890.7 ; perplexity = inf``): exp of a per-token loss overflows only past
+    88 nats in float32, and no model that learnt anything scores worse than uniform over every token."""
+    t = run.evals
+    for name in t.column_names if t is not None else ():
+        if not PERPLEXITY & set(tokens(name)):
+            continue
+        v = run.column("evals", name)
+        steps = run.steps("evals")
+        if v is None or steps is None:
+            continue
+        seen = ~np.isnan(v)
+        if not seen.any() or not float(v[seen][-1]) > MAX_VOCABULARY:
+            continue
+        last, at = float(v[seen][-1]), int(steps[seen][-1])
+        return CurveVerdict(
+            "diverged", f"the held-out perplexity ({name}) is {last:.3g} at its last evaluation (step {at}), above "
+            f"{MAX_VOCABULARY:.0e}: worse than guessing uniformly over any vocabulary, the model is confidently "
+            "wrong", {"kind": "held_out_beyond_vocabulary", "eval_column": name, "perplexity": last,
+                      "vocabulary_bound": MAX_VOCABULARY, "step": at})
+    return None
 
 
 def masked_nan(grad_norm: Series | None, steps: np.ndarray, x: np.ndarray) -> dict[str, Any] | None:

@@ -88,3 +88,21 @@ def test_a_window_of_a_later_epoch_is_not_judged_from_its_start(tmp_path):
 def test_silent_twin_the_same_window_in_the_first_epoch_made_no_progress(tmp_path):
     d = analyze(load_run(write_lines(tmp_path, _bar(0))))
     assert d.curve.label == "underfitting" and d.curve.evidence["kind"] == "short_no_progress"
+
+
+def _opennmt(ppl):
+    losses = [185912.78, 158771.16, 138000.16, 159760.92, 159738.69, 169730.59, 141221.36, 161559.11]
+    return ["INFO:tensorflow:Running evaluation for step 435000",
+            f"INFO:tensorflow:Evaluation result for step 435000: loss = 148890.718750 ; perplexity = {ppl}"] + [
+        f"INFO:tensorflow:Step = {435100 + 100 * i} ; steps/s = 2.95, source words/s = 12101 ; Learning rate = 1.2 ; "
+        f"Loss = {v}" for i, v in enumerate(losses)]
+
+
+def test_a_held_out_perplexity_beyond_any_vocabulary_diverged(tmp_path):
+    d = analyze(load_run(write_lines(tmp_path, _opennmt("inf"))))
+    assert d.curve.label == "diverged" and d.curve.evidence["kind"] == "held_out_beyond_vocabulary"
+
+
+def test_silent_twin_a_held_out_perplexity_in_range_is_no_divergence(tmp_path):
+    d = analyze(load_run(write_lines(tmp_path, _opennmt("35.2"))))
+    assert d.curve.label != "diverged"
