@@ -167,8 +167,7 @@ class CurveClassifier(Detector):
           training loss only noisier late (not wandering), not while the validation loss still
           falls, ``min_drop`` below its start, along a downward Kendall trend at ``alpha`` over its
           later half, its low in that half's last third: a model learning through batch noise);
-          or the validation loss jumps that
-          much while the steps of the second half of the run change the
+          or the validation loss jumps that much while the steps of the second half of the run change the
           weights by more than ``step_ratio`` of their norm (median over
           records of the median over modules of update/weight; ten times the
           1e-3 rule of thumb), or one module's by ``10 x step_ratio`` (its
@@ -361,9 +360,10 @@ class CurveClassifier(Detector):
             acc = accuracies(run)
             if x.size == 0 and (held := evaluations_frozen(sets) or memorized.accuracy_collapsed(memorized.held_out_accuracy(run, acc))):
                 return held
+            grads = sig.grad_norm.finite() if sig.grad_norm is not None else None
             return short(self, steps, x, sets, shape.chance_classes(run), index, sig.lr, acc, shape.Printed(
                 shape.grad_norm_nonfinite(run), shape.auc(run), shape.error_rate(run), loss_parts(run), shape.agreement(run),
-                shape.grad_norm(run)))
+                (grads.steps, grads.values) if grads is not None and len(grads) else None))
         f = shape.curve_features(steps, x)
         # A log indexed by epochs holds one value per epoch, a mean over its batches (the reader sets
         # ``index_kind``): sampling noise is averaged out of it, so its swings are the training's own.

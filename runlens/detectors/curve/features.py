@@ -48,10 +48,9 @@ def grad_norm_nonfinite(run: Run) -> bool:
     return bool(pc.any(pc.invert(pc.is_finite(col))).as_py())
 
 
-def grad_norm(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(steps, values)`` of the logged global gradient norm's finite values (1 at least), or None."""
-    found = scalar_column(run, ("grad_norm",), min_points=1)
-    return None if found is None else (found[0], found[1])
+def short_evidence(x: np.ndarray, kind: str) -> dict[str, Any]:
+    """The evidence every short-log reading starts from: how many points, and which reading."""
+    return {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": kind}
 
 
 def index_kind(run: Run) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from runlens.detectors.curve.features import short_evidence
 from runlens.detectors.curve.memorized import Column, alike_tail_length
 from runlens.diagnosis import CurveVerdict
 from runlens.io.reader.names import GRAD_WORDS, LOSS, SCALE, VAL, tokens
@@ -73,7 +74,7 @@ def frozen_part(steps: np.ndarray, x: np.ndarray, parts: dict[str, Column] | Non
             f"{int(ps[-run])} to {int(ps[-1])}), to the last printed digit, and is {share:.0%} of the training "
             "loss: what it is computed from no longer depends on the batch (a head whose outputs are constant, "
             "saturated or cut from the graph), so most of the loss cannot fall, in a short log",
-            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_frozen_part",
+            {**short_evidence(x, "short_frozen_part"),
              "part": name, "part_level": level, "frozen_points": run, "share_of_loss": share,
              "min_frozen_points": FROZEN_POINTS, "min_share": MOST, "step": int(ps[-run])})
     return None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runlens.detectors._bugs import ACCURACY_COLUMNS, VAL_ACCURACY_COLUMNS, fractions, scalar_column
-from runlens.detectors.curve.features import role_how
+from runlens.detectors.curve.features import role_how, short_evidence
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 from runlens.io.reader.names import TRAIN, VAL, is_val, tokens
@@ -273,7 +273,7 @@ def accuracy_near_zero(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: 
         "underfitting", f"the training accuracy is at most {float(np.max(ta)):.3g} at each of its {ta.size} "
         f"points, with no upward trend, while the loss fell {fall:.1%} ({first:.4g} -> {last:.4g}): the model "
         "gets next to nothing right and is not learning, in a short log",
-        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_accuracy_near_zero",
+        {**short_evidence(x, "short_accuracy_near_zero"),
          "max_accuracy": float(np.max(ta)), "accuracy_points": int(ta.size), "near_zero": NEAR_ZERO,
          "loss_fall": fall, "step": int(ts.min())})
 

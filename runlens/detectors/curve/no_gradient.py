@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from runlens.detectors.curve.features import short_evidence
 from runlens.diagnosis import CurveVerdict
 from runlens.stats.trend import trend
 
@@ -51,7 +52,7 @@ def no_gradient(steps: np.ndarray, x: np.ndarray, grads: tuple[np.ndarray, np.nd
         f"on) while the training loss beside it is not ({float(np.min(late)):.4g} to {float(np.max(late)):.4g}): "
         "no gradient reaches the weights, so nothing learns (dead units throughout, a detached output, a "
         "saturated head), in a short log",
-        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_no_gradient",
+        {**short_evidence(x, "short_no_gradient"),
          "zero_grad_values": tail, "min_zero_grads": ZERO_GRADS, "first_zero_step": since,
          "loss_trend_p": None if moved is None else float(moved.p), "alpha": alpha,
          "loss_min": float(np.min(late)), "loss_max": float(np.max(late)), "step": since})

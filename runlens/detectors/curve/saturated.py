@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from runlens.detectors.curve.features import short_evidence
 from runlens.detectors.curve.memorized import Accuracies
 from runlens.diagnosis import CurveVerdict
 
@@ -53,7 +54,7 @@ def saturated(steps: np.ndarray, x: np.ndarray, acc: Accuracies) -> CurveVerdict
                 f"at {clip}, so every output is saturated at 0 or 1 and a clipped output has no gradient to learn "
                 "from (labels outside [0, 1], a missing or doubled activation, unscaled inputs or too high a "
                 "learning rate), in a short log",
-                {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_saturated",
+                {**short_evidence(x, "short_saturated"),
                  "clip": clip, "clip_cost": cost, "loss_per_error": per_error.tolist(), "tolerance": TOLERANCE,
                  "min_error_rate": MIN_ERROR, "step": pairs[0][0]})
     return None

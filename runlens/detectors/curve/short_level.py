@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from runlens.detectors.curve.features import short_evidence
 from runlens.detectors.curve.params import CurveParams
 from runlens.diagnosis import CurveVerdict
 from runlens.signals.series import Series
@@ -80,7 +81,7 @@ def chance_tail(steps: np.ndarray, x: np.ndarray, classes: tuple[int | None, str
     return CurveVerdict(
         "underfitting", f"the last {k} of {x.size} losses sit at {where}: they stay within "
         f"{hit['late_drift']:.3g} of each other, the loss of a model that predicts the prior, in a short log",
-        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_chance_tail",
+        {**short_evidence(x, "short_chance_tail"),
          "tail_points": k, "start_level": float(x[0]), "end_level": float(x[-1]),
          "relative_drop": (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0, **hit,
          "step": int(steps[-k])})
@@ -99,7 +100,7 @@ def validation_chance(x: np.ndarray, sets: dict[str, tuple[np.ndarray, np.ndarra
             "underfitting", f"the validation loss{'' if name == 'val_loss' else f' ({name})'} sits at {where} at "
             f"each of its {int(ok.sum())} evaluations (within {hit['late_drift']:.3g}): the model predicts the "
             f"prior on unseen data; the training loss ended at {x[-1]:.4g}, in a short log",
-            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_validation_at_chance",
+            {**short_evidence(x, "short_validation_at_chance"),
              "eval_set": name, "evaluations": int(ok.sum()), "val_level": hit.pop("late_level"),
              "val_spread": hit.pop("late_drift"), **hit, "step": int(vs[ok][0])})
     return None
@@ -131,7 +132,7 @@ def lr_vanished(steps: np.ndarray, x: np.ndarray, lr: Series | None) -> CurveVer
         "underfitting", f"the learning rate is {float(tail[-1]):.3g} from step {since} on (at most {VANISHED_LR:g} "
         f"at each of the last {n} of its {lr.values.size} values): no float32 weight moves at that rate, so "
         f"nothing trains; the loss ended at {float(x[-1]):.4g}, in a short log",
-        {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_lr_vanished",
+        {**short_evidence(x, "short_lr_vanished"),
          "last_lr": float(tail[-1]), "max_lr_since": float(np.max(lr.values[first:])), "vanished_lr": VANISHED_LR,
          "lr_points": int(lr.values.size), "start_level": float(x[0]), "end_level": float(x[-1]),
          "relative_drop": (float(x[0]) - float(x[-1])) / abs(float(x[0])) if x[0] else 0.0, "step": since})
@@ -250,7 +251,7 @@ def frozen_validation(cfg: CurveParams, steps: np.ndarray, x: np.ndarray,
             "underfitting", f"the validation loss is {vl[0]:.6g} at each of its {vl.size} evaluations (steps "
             f"{int(vs[0])} to {int(vs[-1])}): only the same weights give a fixed validation set the same loss, "
             f"{what}; the training loss moved {-drop:+.1%}, in a short log",
-            {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_frozen_validation",
+            {**short_evidence(x, "short_frozen_validation"),
              "eval_set": name, "evaluations": int(vl.size), "val_level": float(vl[0]), "printed_step": q,
              "relative_drop": drop, "step": int(vs[0])})
     return None
@@ -354,7 +355,7 @@ def collapsed(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str
                 + (f"its last {after.size} points: " if after.size > 1 else "its last point, exactly 0: ") + ("while the gradient norm is non-finite: a NaN masked as 0, in a short log"
                                             if grads_broke else "no training signal is left (every label masked or "
                                             "ignored, an empty batch, a NaN replaced by 0), not learning, in a short log"),
-                {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": "short_collapsed",
+                {**short_evidence(x, "short_collapsed"),
                  "level_before": before, "level_after": bound, "collapse": COLLAPSE,
                  "step": int(steps[j])})
     return None

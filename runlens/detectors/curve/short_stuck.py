@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from runlens.detectors.curve.features import short_evidence
 from runlens.detectors.curve.memorized import Accuracies, Column
 from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.short_level import ALIKE, ALIKE_TAIL, equivalent, from_start, printed_step
@@ -91,15 +92,10 @@ def validation_alike_from_start(cfg: CurveParams, steps: np.ndarray, x: np.ndarr
             f"{level:.6g} ({float(np.ptp(vl)) / abs(level):.3%} of it, no trend) at each of its {vl.size} evaluations "
             f"from the start of training (steps {int(vs[0])} to {int(vs[-1])}), and the training loss did not fall "
             "either: a model that learns moves its held-out loss from its first evaluations on, in a short log",
-            {**_short(x, "short_validation_alike"),
+            {**short_evidence(x, "short_validation_alike"),
              "eval_set": name, "evaluations": int(vl.size), "val_level": level, "val_spread": float(np.ptp(vl)),
              "alike": ALIKE, "train_first": first, "train_last": last, "step": int(vs[0])})
     return None
-
-
-def _short(x: np.ndarray, kind: str) -> dict[str, Any]:
-    """The evidence every short-log reading here starts from: how many points, and which reading."""
-    return {"points": int(x.size), "n_points": int(x.size), "short_log": True, "kind": kind}
 
 
 def _named(name: str) -> str:
@@ -121,7 +117,7 @@ def zero_from_start(steps: np.ndarray, x: np.ndarray, index: str) -> CurveVerdic
         "underfitting", f"the training loss is exactly 0 at each of its {x.size} points from step {int(steps[0])} "
         "on: no model fits its data before it trains, so the loss never carried a signal to learn from (a "
         "constant target, every example masked, the loss of the wrong tensor), in a short log",
-        {**_short(x, "short_zero_from_start"),
+        {**short_evidence(x, "short_zero_from_start"),
          "start_level": 0.0, "end_level": 0.0, "min_points": ZERO_POINTS, "step": int(steps[0])})
 
 
@@ -165,7 +161,7 @@ def chance_by_accuracy(steps: np.ndarray, x: np.ndarray, acc: Accuracies, stated
             f"{level:.4g}, within {LOSS_REL_TOL:.0%}) while the {which} accuracy sits at {a_level:.3g}, near "
             f"1/{kk}={1 / kk:.3g}: loss and accuracy are both what predicting the prior of {kk} classes gives, "
             "in a short log",
-            {**_short(x, "short_chance_by_accuracy"),
+            {**short_evidence(x, "short_chance_by_accuracy"),
              "tail_points": k, "late_level": level, "accuracy_level": a_level, "accuracy_set": which, **hit,
              "chance_source": f"the {which} accuracy at 1/K", "accuracy_factor": ACC_FACTOR,
              "accuracy_rel_tol": ACC_REL_TOL, "loss_rel_tol": LOSS_REL_TOL, "step": int(steps[-k])})
@@ -199,7 +195,7 @@ def chance_by_auc(steps: np.ndarray, x: np.ndarray, auc: Column | None) -> Curve
         f"{LOSS_REL_TOL:.0%}) while the ROC AUC sits at {a_level:.3g}, within {AUC_CHANCE:g} of 0.5: the loss is "
         "what predicting one half for every example gives and the ranking is a coin's, stuck at chance, in a "
         "short log",
-        {**_short(x, "short_chance_by_auc"), "tail_points": k, "late_level": level, "auc_level": a_level,
+        {**short_evidence(x, "short_chance_by_auc"), "tail_points": k, "late_level": level, "auc_level": a_level,
          "auc_chance": AUC_CHANCE, "chance_classes": 2, "chance_loss": ln2, "loss_rel_tol": LOSS_REL_TOL,
          "chance_source": "the ROC AUC at 0.5", "step": int(steps[-k])})
 
@@ -256,7 +252,7 @@ def stuck(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, classes: tuple[int
         level != 0 and spread <= cfg.stuck_band * abs(level) and still and not annealing and banded)
     if not within:
         return None
-    ev: dict[str, Any] = {**_short(x, "short_stuck"),
+    ev: dict[str, Any] = {**short_evidence(x, "short_stuck"),
                           "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
                           "late_drift": float(np.ptp(x)), "printed_step": q, "relative_band": float(np.ptp(x)) /
                           abs(level) if level else 0.0, "relative_drop": (float(x[0]) - float(x[-1])) / abs(x[0])
@@ -298,7 +294,7 @@ def alike_tail(alpha: float, steps: np.ndarray, x: np.ndarray, annealing: bool =
         "underfitting", f"the loss is stuck at {level:.6g}: its last {k} of {x.size} points stay within "
         f"{float(np.ptp(tail)):.3g} ({float(np.ptp(tail)) / abs(level):.3%} of the level)"
         f"{', a creep under a thousandth' if moving else ' with no trend'}, in a short log",
-        {**_short(x, "short_stuck_tail"),
+        {**short_evidence(x, "short_stuck_tail"),
          "tail_points": k, "start_level": float(x[0]), "end_level": float(x[-1]), "late_level": level,
          "late_drift": float(np.ptp(tail)), "relative_band": float(np.ptp(tail)) / abs(level), "alike": ALIKE,
          "trend_significant": bool(moving),
@@ -339,7 +335,7 @@ def empty_output(steps: np.ndarray, x: np.ndarray, rate: Column | None) -> Curve
         f"{int(rs[0])} to {int(rs[-1])}) while the training loss went {first:.4g} -> {last:.4g}: every reference "
         "word is missing from the output (an empty transcript scores exactly 100%, a wrong one otherwise), the "
         "model has learnt nothing yet, in a short log",
-        {**_short(x, "short_empty_output"), "error_rate": float(rv[0]), "rate_points": int(rv.size),
+        {**short_evidence(x, "short_empty_output"), "error_rate": float(rv[0]), "rate_points": int(rv.size),
          "min_points": EMPTY_POINTS, "train_first": first, "train_last": last, "max_fall": EMPTY_FALL,
          "step": int(rs[0])})
 
@@ -365,5 +361,5 @@ def no_agreement(steps: np.ndarray, x: np.ndarray, score: Column | None) -> Curv
         "underfitting", f"the Matthews correlation (or kappa) is exactly 0 at each of its {sv.size} points (steps "
         f"{int(ss[0])} to {int(ss[-1])}): every prediction is one class, whatever the input (the loss "
         f"{float(x[0]):.4g} -> {float(x[-1]):.4g} is the entropy of the label shares, not learning), in a short log",
-        {**_short(x, "short_no_agreement"), "agreement": 0.0, "agreement_points": int(sv.size),
+        {**short_evidence(x, "short_no_agreement"), "agreement": 0.0, "agreement_points": int(sv.size),
          "min_points": AGREEMENT_POINTS, "train_first": float(x[0]), "train_last": float(x[-1]), "step": int(ss[0])})

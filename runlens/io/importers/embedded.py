@@ -59,8 +59,8 @@ def _text(raw: str) -> str:
 # A cell that prints a list of numbers: DeepXDE's ``[1.11e+00, 5.56e-01, 5.81e-04]`` under ``Train loss``,
 # one number per term of the loss (the PDE's residual, each boundary condition), ``[]`` when a metric
 # was not asked for.
-_VECTOR = re.compile(r"\[\s*((?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)(?:\s*,\s*(?:[-+]?(?:\d+\.?\d*|\.\d+)"
-                     r"(?:[eE][-+]?\d+)?|nan|inf))*)?\s*\]", re.IGNORECASE)
+_TERM = r"(?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+_VECTOR = re.compile(rf"\[\s*({_TERM}(?:\s*,\s*{_TERM})*)?\s*\]", re.IGNORECASE)
 #: What an empty list leaves in its column: a cell with no number, read as missing.
 _EMPTY = "-"
 

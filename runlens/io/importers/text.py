@@ -304,9 +304,9 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
     joined = not runs[0].rows and step is None
     if joined and (two := _scan(path, Mapper(loss, val_loss), step, encoding, joined=True))[0][0].rows:
         runs, n_lines, skipped, markers = two
-    if step is None and 0 < n_lines - skipped <= _FEW_STEPPED and _mostly_unstepped(path, loss, val_loss, encoding,
-                                                                                   runs, n_lines - skipped):
-        runs, n_lines, skipped, markers = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, joined=joined)
+    if step is None and 0 < n_lines - skipped <= _FEW_STEPPED and (
+            rows := _unstepped(path, Mapper(loss, val_loss), encoding, runs, n_lines - skipped, joined)) is not None:
+        runs, n_lines, skipped, markers = rows
     elif not runs[0].rows and step is None:
         # No line names a step ("loss: 2.30" printed each epoch, faceswap's "loss_A: 0.19, loss_B:
         # 0.15"): the lines that carry a training loss, in order, are the run's points.
@@ -347,13 +347,14 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
 _FEW_STEPPED = 2
 
 
-def _mostly_unstepped(path: Path, loss: str | None, val_loss: str | None, encoding: str, runs: list[RunAcc],
-                      stepped: int) -> bool:
-    """Whether a training series the ``stepped`` lines read with a step hold is printed, read in order,
-    on ``NUMBERED_MIN`` lines or more and 3x as many: the same quantity printed bare on the other lines,
-    not the parts of a stepped line printed under it (``bce_loss: 0.0`` on a line of its own)."""
+def _unstepped(path: Path, mapper: Mapper, encoding: str, runs: list[RunAcc], stepped: int, joined: bool
+               ) -> tuple[list[RunAcc], int, int, Counter] | None:
+    """The log read in rows, when a training series the ``stepped`` lines read with a step hold is
+    printed, read in order, on ``NUMBERED_MIN`` lines or more and 3x as many: the same quantity printed
+    bare on the other lines, not the parts of a stepped line printed under it (``bce_loss: 0.0`` on a
+    line of its own); else None."""
     trained = {col for r in runs for (ev, col) in r.series if not ev}
-    numbered = _scan(path, Mapper(loss, val_loss), None, encoding, numbered=True)[0]
-    most = max((len(vals) for r in numbered for (ev, col), (_, vals) in r.series.items() if not ev and col in trained),
+    numbered = _scan(path, mapper, None, encoding, numbered=True, joined=joined)
+    most = max((len(vals) for r in numbered[0] for (ev, col), (_, vals) in r.series.items() if not ev and col in trained),
                default=0)
-    return most >= max(NUMBERED_MIN, 3 * stepped)
+    return numbered if most >= max(NUMBERED_MIN, 3 * stepped) else None
