@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads26] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads27] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -102,7 +102,10 @@ gathered by eight workers during round 37 and graded once at its end
 gathered by eight workers during round 38 and graded once at its end
 (``benchmarks/results/pastes_threads25_heldout.md``), then read and mended in round 39:
 ``benchmarks/results/pastes_threads25.md``. ``--threads26`` grades the twenty-sixth (``benchmarks/pastes_threads26/``),
-gathered by eight workers during round 39 and graded once at its end: ``benchmarks/results/pastes_threads26.md``.
+gathered by eight workers during round 39 and graded once at its end
+(``benchmarks/results/pastes_threads26_heldout.md``), then read and mended in round 40:
+``benchmarks/results/pastes_threads26.md``. ``--threads27`` grades the twenty-seventh (``benchmarks/pastes_threads27/``),
+gathered by eight workers during round 40 and graded once at its end: ``benchmarks/results/pastes_threads27.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -287,6 +290,13 @@ THREADS25_MENDS = ("the sides after a metric word (`accuracy: train = 19.2%, val
                    "its last evaluation is a model beyond any vocabulary, diverged; a "
                    "log of bare update lines with one or two summary lines carrying a step is read in rows; a "
                    "progress bar's steps that restart in a later epoch say nothing of how the run began")
+THREADS26_MENDS = ("a loss that rose at every line beside a training accuracy that held (PaddleClas's running average "
+                   "from its first batch, `top1` 1.0 -> 0.97) is no divergence, and a top-1 accuracy (`top1`, `Acc@1`) "
+                   "is the training accuracy; six or more last values printed alike to five significant digits are a "
+                   "stopped loss whatever came before (t-SNE's `error = 0.2076470`), and three values within a "
+                   "hundred-thousandth of their level, printed finer, are one value (`loss:1535.619873`); a "
+                   "divergence (`KL divergence`) is an objective when no loss is named; a per-step accuracy at 0 "
+                   "beside a loss with a downward Kendall trend is no model that learns nothing")
 THREADS24_MENDS = ("a set's name in Spanish, Portuguese, French, German, Italian, Russian, Chinese, Japanese or Korean "
                    "is read as its English word (`loss validación`, `训练损失`); a bracketed list of numbers in a table "
                    "cell (DeepXDE's loss terms) is one value, their sum; a lone `l` is the tutorials' loss; a sweep's "
@@ -496,31 +506,41 @@ THREADS25_ROLE = _eight_graded(25, 38, "which balance targets were met only just
                                "1493bd5", "0.80 (40/50)", "0.64 (32/50)", THREADS25_MENDS, _MERGED_OPENED,
                                day="2026-12-07")
 THREADS26, THREADS26_REPORT = _paths("pastes_threads26")
-THREADS26_ROLE = _eight_workers("pastes_threads26", 39, "which balance targets were met only just or missed and why, "
-                                "how many labels carry doubts, which outcomes found no file, that searches stopped as "
-                                "the yield fell, the kind of learner or log a few files come from in general words; "
-                                "one pass listed the names of one earlier set's files, no content; one wrote the working "
-                                "files of its avoid check into the repository's root, deleted uncommitted; further "
-                                "slips of copying are in the READMEs", _quoted(39), _MERGED_OPENED, day="2026-12-07")
+THREADS26_ROLE = _eight_graded(26, 39, "which balance targets were met only just or missed and why, "
+                               "how many labels carry doubts, which outcomes found no file, that searches stopped as "
+                               "the yield fell, the kind of learner or log a few files come from in general words; "
+                               "one pass listed the names of one earlier set's files, no content; one wrote the working "
+                               "files of its avoid check into the repository's root, deleted uncommitted; further "
+                               "slips of copying are in the READMEs",
+                               "47f36e4", "0.78 (38/49)", "0.65 (32/49)", THREADS26_MENDS, _MERGED_OPENED,
+                               day="2026-12-07")
+THREADS27, THREADS27_REPORT = _paths("pastes_threads27")
+THREADS27_ROLE = _eight_workers("pastes_threads27", 40, "which balance targets were met only just or missed and why, "
+                                "how many labels carry doubts, which outcomes found no file and that their threads "
+                                "showed screenshots, that searches stopped as the yield fell, the kind of log a few "
+                                "files are in general words; two passes listed the sibling folders (file names, no "
+                                "content); further slips of copying and sourcing are in the READMEs), and a listing of "
+                                "the pass folders while the workers searched showed ten of its file names (no content",
+                                _quoted(40), _MERGED_OPENED, day="2026-12-07")
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
          THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
-         THREADS20, THREADS21, THREADS22, THREADS23, THREADS24, THREADS25, THREADS26)
+         THREADS20, THREADS21, THREADS22, THREADS23, THREADS24, THREADS25, THREADS26, THREADS27)
 _REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
             THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
             THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
             THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT, THREADS21_REPORT, THREADS22_REPORT, THREADS23_REPORT,
-            THREADS24_REPORT, THREADS25_REPORT, THREADS26_REPORT)
+            THREADS24_REPORT, THREADS25_REPORT, THREADS26_REPORT, THREADS27_REPORT)
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
           THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE, THREADS24_ROLE, THREADS25_ROLE,
-          THREADS26_ROLE)
+          THREADS26_ROLE, THREADS27_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
 FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
         "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth",
-        "twenty-sixth")
+        "twenty-sixth", "twenty-seventh")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

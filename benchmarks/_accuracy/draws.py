@@ -798,7 +798,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh39", 157000, ("2026-12-07 05:50", "2026-12-07 05:54"),
         role="the third generator with every seed shifted by 157000 and every run redrawn (`--seed-shift "
              "157000 --vary`), generated at {drawn} UTC from b0faf5e by the recorder with "
-             "`logits_sum_to_one`, during round 39, graded once at the end of round 39; the set to quote",
+             "`logits_sum_to_one`, during round 39, graded once at the end of round 39 (47f36e4): a development "
+             "set since",
         note="`third-fresh39` (round 39): the same generator and redraw with every seed shifted by 157000 (`python -m "
              "benchmarks.third --seed-shift 157000 --vary`), trained from a clean export of the committed tree at "
              "b0faf5e (`draw.json` has the times) into a folder outside the repository, at the start of round 39, "
@@ -806,12 +807,31 @@ DRAWS: tuple[Draw, ...] = (
              "engine). Nothing of it was diagnosed before its one grading, and nothing of its generator log or "
              "its runs was printed: only how many entries the folder holds, whether the log holds a traceback "
              "and its draw record's times.",
-        which="*third-fresh39* (round 39; seeds shifted by 157000) was trained from b0faf5e, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh39**.",
+        which="*third-fresh39* (round 39; seeds shifted by 157000) was trained from b0faf5e and graded once at "
+              "47f36e4 (curve 1.00, recall 1.00 pooled and per code, fault's code first 1.00, healthy runs with a "
+              "warning 0/14): a development set since.",
+    ),
+    # Drawn in round 40 from 3387426 (round 39's last commit), before any round-40 change was committed;
+    # nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh40", 161000, ("2026-12-07 08:40", "2026-12-07 08:43"),
+        role="the third generator with every seed shifted by 161000 and every run redrawn (`--seed-shift "
+             "161000 --vary`), generated at {drawn} UTC from 3387426 by the recorder with "
+             "`logits_sum_to_one`, during round 40, graded once at the end of round 40; the set to quote",
+        note="`third-fresh40` (round 40): the same generator and redraw with every seed shifted by 161000 (`python -m "
+             "benchmarks.third --seed-shift 161000 --vary`), trained from a clean export of the committed tree at "
+             "3387426 (`draw.json` has the times) into a folder outside the repository, at the start of round 40, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and nothing of its generator log was "
+             "printed. By a slip, its draw record was printed whole while reading its times: each run's drawn "
+             "settings (name, task, bug injected, optimizer, rate, steps), the design the generator draws, not "
+             "its measurements of whether each fault showed; no runlens output was.",
+        which="*third-fresh40* (round 40; seeds shifted by 161000) was trained from 3387426, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh40**.",
     ),
 )
 
-QUOTE = "third-fresh39"
+QUOTE = "third-fresh40"
 
 
 def draw(name: str) -> Draw:
