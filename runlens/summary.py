@@ -248,7 +248,8 @@ def _symptom(label: str, curve: Any, numbers: Mapping[str, Any]) -> str:
                 f"{ev['first_zero_step']:,}) while the loss is not: no gradient reaches the weights")
     if label == "underfitting" and ev.get("kind") == "short_stuck" and _finite(ev.get("late_level")):
         how = ("are all the same" if not ev.get("relative_band")
-               else f"stay within {ev['relative_band']:.2%} of it")
+               else f"stay within {ev['relative_band']:.2%} of it" if ev["relative_band"] >= 5e-5
+               else f"stay within {ev['relative_band']:.1e} of it")
         return f"the loss is stuck at {ev['late_level']:.6g}: its {ev['points']} printed values {how}"
     # The curve's own levels (medians) where it judged them: a noisy loss's first and last values
     # can say it fell by half while its levels say it rose.

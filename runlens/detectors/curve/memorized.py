@@ -89,13 +89,23 @@ def _paired(run: Run) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return (), ()
 
 
+def _top1(words: tuple[str, ...]) -> bool:
+    """Whether a name's words are a top-1 accuracy and nothing else but a training word (``top1``,
+    ``Acc@1``, ``acc1``, ``train_top1``): the accuracy of a classifier's first guess, printed beside its
+    top-5."""
+    rest = [w for w in words if w not in TRAIN]
+    return rest in (["top1"], ["acc1"], ["top", "1"], ["top1", "acc"], ["acc", "1"], ["accuracy", "1"])
+
+
 def _lone_training_accuracy(run: Run) -> tuple[str, ...]:
     """The one training column named an accuracy word, no validation word and no number
-    (``ctype_acc``, ``running train acc``; not ``top5_acc``, whose chance is 5/K), in a log that holds
-    no other accuracy: what a loop that evaluates nothing prints of how often it is right."""
+    (``ctype_acc``, ``running train acc``; not ``top5_acc``, whose chance is 5/K), or a top-1 accuracy
+    (:func:`_top1`), in a log that holds no other accuracy: what a loop that evaluates nothing prints of
+    how often it is right."""
     t = getattr(run, "scalars", None)
     found = [c for c, words in ((c, tokens(c)) for c in (t.column_names if t is not None else ()))
-             if len(_ACC_WORDS & set(words)) == 1 and not is_val(words) and not any(ch.isdigit() for ch in c)]
+             if not is_val(words) and (_top1(words) or (len(_ACC_WORDS & set(words)) == 1
+                                                       and not any(ch.isdigit() for ch in c)))]
     return tuple(found) if len(found) == 1 else ()
 
 
@@ -253,8 +263,10 @@ NEAR_ZERO_POINTS = 6
 def accuracy_near_zero(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: Accuracies) -> CurveVerdict | None:
     """Underfitting when the training accuracy is at most ``NEAR_ZERO`` at each of its
     ``NEAR_ZERO_POINTS`` points or more, with no upward Kendall trend at ``alpha``, while the training loss over the same steps fell
-    by less than ``min_drop`` (the median of its last 3 against its first 3): nothing is learned, and
-    the loss says no more (InsightFace's ``acc=0.006 lossvalue=6.24`` for 15 lines). A rising accuracy
+    by less than ``min_drop`` (the median of its last 3 against its first 3), nor by ``min_drop`` along a
+    downward Kendall trend at ``alpha`` (the Theil-Sen line's fall across the span: a per-step accuracy
+    on a batch of one clip is 0 or 1, and reads 0 while the loss falls at nearly every print): nothing
+    is learned, and the loss says no more (InsightFace's ``acc=0.006 lossvalue=6.24`` for 15 lines). A rising accuracy
     (the first iterations of a thousand-class run) or a loss that falls is progress, however low."""
     train = acc[0]
     if train is None or train[1].size < NEAR_ZERO_POINTS:
@@ -267,7 +279,12 @@ def accuracy_near_zero(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: 
         return None
     first, last = float(np.median(loss[:3])), float(np.median(loss[-3:]))
     fall = (first - last) / abs(first) if first else 0.0
-    if fall >= cfg.min_drop:
+    span = steps[(steps >= ts.min()) & (steps <= ts.max())].astype(float)
+    line = trend(loss, span)
+    # The ends' medians miss a fall the whole span shows: the Theil-Sen line's fall across it, where the
+    # Kendall test finds a downward trend, measures the same progress by every point.
+    line_fall = -line.slope * float(span[-1] - span[0]) / abs(first) if first and span.size > 1 else 0.0
+    if fall >= cfg.min_drop or (line.p_decreasing < cfg.alpha and line_fall >= cfg.min_drop):
         return None
     return CurveVerdict(
         "underfitting", f"the training accuracy is at most {float(np.max(ta)):.3g} at each of its {ta.size} "

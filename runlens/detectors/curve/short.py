@@ -25,8 +25,8 @@ readings, in the order they are tried (the first that holds is the verdict):
   downward Kendall trend at ``alpha``: one epoch's average off the band
   moves the mean by its share only) the evidence says so and
   ``loss_at_chance`` fires too (``kind: short_stuck``). Three values printed alike, to a thousandth of their
-  (non-zero) level or finer, are stuck too: a loss that trains moves by
-  more than its last digit in an epoch; printed alike more coarsely than ``FROZEN_RESOLUTION`` of
+  (non-zero) level or finer, or within ``EXACT_RESOLUTION`` (1e-5) of it by a print ten times finer, are
+  stuck too: a loss that trains moves by more than its last digit in an epoch; printed alike more coarsely than ``FROZEN_RESOLUTION`` of
   the level, they are a band (stuck only where a band is);
 - underfitting when the validation loss is printed alike (to a thousandth
   of its level or finer) at every one of 2 or more evaluations at
@@ -46,8 +46,8 @@ readings, in the order they are tried (the first that holds is the verdict):
   a held-out loss alike from the start (:mod:`.short_stuck`, as its other two);
 - underfitting when the last two thirds of the points (6 at least) stay
   within ``ALIKE`` (a thousandth) of their level with no Kendall trend at
-  ``alpha``, whatever fall came before: the loss stopped there (``kind:
-  short_stuck_tail``);
+  ``alpha``, whatever fall came before: the loss stopped there; 6 last points or more printed exactly
+  alike, by a print that resolves ``EXACT_RESOLUTION`` of the level, need no share of the log (``kind: short_stuck_tail``);
 - underfitting when the logged learning rate is above 0 and at most
   ``VANISHED_LR`` (1e-12) at each of its last half of values (2 at least;
   a printed 0 may be a rate rounded away): no float32 weight moves at that rate, whatever the loss's noise shows (``kind:
@@ -61,7 +61,7 @@ readings, in the order they are tried (the first that holds is the verdict):
 - underfitting when the training accuracy is at most ``NEAR_ZERO`` (5%)
   at each of its 6 points or more, with no upward Kendall trend at
   ``alpha``, while the loss over the same steps fell by less than
-  ``min_drop`` (``kind: short_accuracy_near_zero``);
+  ``min_drop``, nor by it along a downward Kendall trend at ``alpha`` (``kind: short_accuracy_near_zero``);
 - underfitting when the last losses (4 at least, 3 of them different)
   repeat value for value those printed some points before them: the
   same batches gave the same losses, the weights did not change
@@ -102,7 +102,8 @@ readings, in the order they are tried (the first that holds is the verdict):
   times the largest magnitude before (``kind: short_blew_up_signed``, with 3 points or more: a
   signed loss has no ratio to its level), or when the loss rose at every
   line over the whole log, by ``min_val_rise`` of its largest magnitude
-  (exact p = 1/n! <= ``alpha_val``: ``kind: short_rose_throughout``), or when every point of the
+  (exact p = 1/n! <= ``alpha_val``: ``kind: short_rose_throughout``; not while a training accuracy printed over
+  those lines stays at ``MOSTLY_RIGHT``, 0.5, or more and within ``ACC_LOST``, 0.1, of its best), or when every point of the
   last third (2 at least), after the minimum, is above the start by
   ``growth`` of it (it gave back all its progress and stayed there);
 - unstable when the loss moves by 10x or more from one point to the next
@@ -276,7 +277,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         base["trend"] = t.to_dict()
         verdict = (grown(cfg, steps, x, t, base) or ended_high(steps, x, base) or blew_up_signed(steps, x, base)
                    or blown_verdict(steps, x, base)
-                   or leapt(steps, x, base, cfg.alpha) or rose_throughout(cfg, steps, x, base)
+                   or leapt(steps, x, base, cfg.alpha) or rose_throughout(cfg, steps, x, base, acc[0])
                    or _given_back(cfg, steps, x, base)
                    or _swings(cfg, steps, x, t, base) or overfit_few(cfg, steps, x, sets, base)
                    or undone_few(cfg, steps, x, sets, base) or turned_few(cfg, steps, x, sets, base) or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)

@@ -189,15 +189,19 @@ def blew_up_signed(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> Cu
          "ended_high": ENDED_HIGH * ENDED_HIGH, "step": int(steps[j])})
 
 
-def rose_throughout(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
+def rose_throughout(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: dict[str, Any],
+                    train_acc: tuple[np.ndarray, np.ndarray] | None = None) -> CurveVerdict | None:
     """The training loss higher at every line than at the one before, over the whole log (5 lines or
     more: exact p = 1/n! <= ``alpha_val`` under noise, whatever the distribution), and up by
     ``min_val_rise`` of its largest magnitude (a signed loss has no ratio to its level, its range
     still has a size): a minimized loss that rises at every line is being pushed away from its
     minimum (a learning rate too high, a sign error), not noisy (PU-Net's 13.41, 13.84, 14.25, 14.69,
-    15.07)."""
+    15.07). Not when a training accuracy printed over the same lines stays where it was
+    (:func:`accuracy_held`): a model pushed away from its minimum gets fewer examples right, and one
+    that still gets most of them right shows a running average settling from its first batch
+    (PaddleClas's ``CELoss`` 0.018 -> 0.067 at ``top1`` 1.0 -> 0.97)."""
     n = x.size
-    if n < 5 or not np.all(np.diff(x) > 0):
+    if n < 5 or not np.all(np.diff(x) > 0) or accuracy_held(steps, train_acc):
         return None
     p = 1 / math.factorial(n)
     top = float(np.max(np.abs(x)))
@@ -209,6 +213,24 @@ def rose_throughout(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, base: di
         f"({rise:.0%} of its largest magnitude; exact p={p:.2g} for that order by chance): a minimized loss "
         "moving away from its minimum at every line, in a short log",
         {**base, "kind": "short_rose_throughout", "p_value": p, "rise": rise, "step": int(steps[0])})
+
+
+#: The share of the examples a training accuracy must lose over a rising loss's lines for the rise to be
+#: the model getting worse: one in ten, the gap :mod:`memorized` reads as a held-out set's cost.
+ACC_LOST = 0.10
+#: The least accuracy at every line that says the model gets most of its examples right.
+MOSTLY_RIGHT = 0.5
+
+
+def accuracy_held(steps: np.ndarray, train_acc: tuple[np.ndarray, np.ndarray] | None) -> bool:
+    """Whether a training accuracy (fractions) printed at 3 lines or more over ``steps``' span is at
+    ``MOSTLY_RIGHT`` or more at each and never ``ACC_LOST`` under its best."""
+    if train_acc is None or not steps.size:
+        return False
+    ts, ta = train_acc
+    inside = (ts >= steps[0]) & (ts <= steps[-1]) & np.isfinite(ta)
+    a = ta[inside]
+    return a.size >= 3 and float(np.min(a)) >= MOSTLY_RIGHT and float(np.max(a) - np.min(a)) < ACC_LOST
 
 
 #: A loss this large is an overflow on its way: float32 ends at 3.4e38, and the gradient of a loss of

@@ -381,8 +381,19 @@ def equivalent(x: np.ndarray, at: float, margin: float, alpha: float) -> bool:
     return at - margin <= mean - half and mean + half <= at + margin
 
 
+#: The band, relative to the level, inside which values printed finer than it are one value: a loss measured
+#: on new batches changes its fifth significant digit at every print.
+EXACT_RESOLUTION = 1e-5
+
+
 def identical(x: np.ndarray) -> bool:
     """Three values printed alike to a thousandth of their level or finer (Keras' ``loss: 14.5063``
-    three epochs running): a loss that trains moves by more than its last digit in an epoch."""
-    level = float(np.median(x)) if x.size else 0.0
-    return x.size == 3 and float(np.ptp(x)) == 0.0 and level != 0 and 0 < printed_step(x) <= ALIKE * abs(level)
+    three epochs running), or within ``EXACT_RESOLUTION`` of their level by a print ten times finer
+    (PaddleNLP's ``loss:1535.619873``, ``1535.619629``, ``1535.633667``): a loss that trains moves by
+    more than its last digit in an epoch, and by more than a hundred-thousandth of itself between prints."""
+    level = abs(float(np.median(x))) if x.size else 0.0
+    if x.size != 3 or level == 0:
+        return False
+    q, spread = printed_step(x), float(np.ptp(x))
+    return (spread == 0.0 and 0 < q <= ALIKE * level) or (0 < q <= EXACT_RESOLUTION * level / 10
+                                                          and spread <= EXACT_RESOLUTION * level)

@@ -247,8 +247,9 @@ ERROR_MEASURES = frozenset({"rmse", "mse", "mae", "rmsle", "mape", "l1", "l2", "
                             # RSE, Weka's RRSE, darts' MASE, WAPE, NRMSE)
                             "rae", "rse", "rrse", "nrmse", "nmae", "nmse", "mase", "wape"})
 #: The words that name an error a trainer minimizes, as a whole name (FANN's ``Current error``, Torch7's
-#: ``Err``, an ``mse``): a log that names no loss prints its objective under one of these.
-ERROR_WORDS = frozenset({"error", "err"}) | ERROR_MEASURES
+#: ``Err``, an ``mse``): a log that names no loss prints its objective under one of these. A divergence
+#: is minimized by definition (t-SNE's ``KL divergence``); beside a named loss it is a part and not read.
+ERROR_WORDS = frozenset({"error", "err", "divergence"}) | ERROR_MEASURES
 #: The two players of a GAN as their logs name them, alone or beside an error or loss word (``G``, ``D``,
 #: ``errG``, ``Err_D``, ``netG``, ``gen``, ``disc``): a generator's and a discriminator's loss.
 _GAN_SIDES = {"g": "g", "gen": "g", "generator": "g", "d": "d", "dis": "d", "disc": "d", "discriminator": "d"}
