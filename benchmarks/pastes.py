@@ -46,66 +46,14 @@ round 18: ``benchmarks/results/pastes_threads4.md``. ``--threads5`` grades the f
 once (``benchmarks/results/pastes_threads5_heldout.md``), then read: ``benchmarks/results/pastes_threads5.md``.
 ``--threads6`` grades the sixth (``benchmarks/pastes_threads6/``), gathered by three workers while round
 19's changes were made, graded once (``benchmarks/results/pastes_threads6_heldout.md``), then read and
-mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` grades the seventh
-(``benchmarks/pastes_threads7/``), gathered by six workers during round 20, graded once at its end
-(``benchmarks/results/pastes_threads7_heldout.md``), then read and mended in round 21:
-``benchmarks/results/pastes_threads7.md``. ``--threads8`` grades the eighth (``benchmarks/pastes_threads8/``),
-gathered by ten workers during round 21, graded once at its end (``benchmarks/results/pastes_threads8_heldout.md``),
-then read and mended in round 22: ``benchmarks/results/pastes_threads8.md``. ``--threads9`` grades the ninth
-(``benchmarks/pastes_threads9/``), gathered by thirteen workers during round 22 and graded once at its end,
-then read and mended in round 23: ``benchmarks/results/pastes_threads9.md``. ``--threads10`` grades the tenth
-(``benchmarks/pastes_threads10/``), gathered by seventeen workers during round 23 and graded once at its end
-(``benchmarks/results/pastes_threads10_heldout.md``), then read and mended in round 24:
-``benchmarks/results/pastes_threads10.md``. ``--threads11`` grades the eleventh (``benchmarks/pastes_threads11/``),
-gathered by twenty-one workers during round 24 and graded once at its end
-(``benchmarks/results/pastes_threads11_heldout.md``), then read and mended in round 25:
-``benchmarks/results/pastes_threads11.md``. ``--threads12`` grades the twelfth (``benchmarks/pastes_threads12/``),
-gathered by twelve workers during round 25 and graded once at its end
-(``benchmarks/results/pastes_threads12_heldout.md``), then read and mended in round 26:
-``benchmarks/results/pastes_threads12.md``. ``--threads13`` grades the thirteenth (``benchmarks/pastes_threads13/``),
-gathered by twenty-one workers during round 26 and graded once at its end
-(``benchmarks/results/pastes_threads13_heldout.md``), then read and mended in round 27:
-``benchmarks/results/pastes_threads13.md``. ``--threads14`` grades the fourteenth (``benchmarks/pastes_threads14/``),
-gathered by twenty workers during round 27 and graded once at its end
-(``benchmarks/results/pastes_threads14_heldout.md``), then read and mended in round 28:
-``benchmarks/results/pastes_threads14.md``. ``--threads15`` grades the fifteenth (``benchmarks/pastes_threads15/``),
-gathered by nineteen workers during round 28 and graded once at its end
-(``benchmarks/results/pastes_threads15_heldout.md``), then read and mended in round 29:
-``benchmarks/results/pastes_threads15.md``. ``--threads16`` grades the sixteenth (``benchmarks/pastes_threads16/``),
-gathered by eight workers during round 29 and graded once at its end
-(``benchmarks/results/pastes_threads16_heldout.md``), then read and mended in round 30:
-``benchmarks/results/pastes_threads16.md``. ``--threads17`` grades the seventeenth (``benchmarks/pastes_threads17/``),
-gathered by eight workers during round 30 and graded once at its end
-(``benchmarks/results/pastes_threads17_heldout.md``), then read and mended in round 31:
-``benchmarks/results/pastes_threads17.md``. ``--threads18`` grades the eighteenth (``benchmarks/pastes_threads18/``),
-gathered by eight workers during round 31 and graded once at its end
-(``benchmarks/results/pastes_threads18_heldout.md``), then read and mended in round 32:
-``benchmarks/results/pastes_threads18.md``. ``--threads19`` grades the nineteenth (``benchmarks/pastes_threads19/``),
-gathered by eight workers during round 32 and graded once at its end
-(``benchmarks/results/pastes_threads19_heldout.md``), then read and mended in round 33:
-``benchmarks/results/pastes_threads19.md``. ``--threads20`` grades the twentieth (``benchmarks/pastes_threads20/``),
-gathered by eight workers during round 33 and graded once at its end
-(``benchmarks/results/pastes_threads20_heldout.md``), then read in round 34:
-``benchmarks/results/pastes_threads20.md``. ``--threads21`` grades the twenty-first (``benchmarks/pastes_threads21/``),
-gathered by eight workers during round 34 and graded once at its end
-(``benchmarks/results/pastes_threads21_heldout.md``), then read and mended in round 35:
-``benchmarks/results/pastes_threads21.md``. ``--threads22`` grades the twenty-second (``benchmarks/pastes_threads22/``),
-gathered by eight workers during round 35 and graded once at its end
-(``benchmarks/results/pastes_threads22_heldout.md``), then read and mended in round 36:
-``benchmarks/results/pastes_threads22.md``. ``--threads23`` grades the twenty-third (``benchmarks/pastes_threads23/``),
-gathered by eight workers during round 36 and graded once at its end
-(``benchmarks/results/pastes_threads23_heldout.md``), then read and mended in round 37:
-``benchmarks/results/pastes_threads23.md``. ``--threads24`` grades the twenty-fourth (``benchmarks/pastes_threads24/``),
-gathered by eight workers during round 37 and graded once at its end
-(``benchmarks/results/pastes_threads24_heldout.md``), then read and mended in round 38:
-``benchmarks/results/pastes_threads24.md``. ``--threads25`` grades the twenty-fifth (``benchmarks/pastes_threads25/``),
-gathered by eight workers during round 38 and graded once at its end
-(``benchmarks/results/pastes_threads25_heldout.md``), then read and mended in round 39:
-``benchmarks/results/pastes_threads25.md``. ``--threads26`` grades the twenty-sixth (``benchmarks/pastes_threads26/``),
-gathered by eight workers during round 39 and graded once at its end
-(``benchmarks/results/pastes_threads26_heldout.md``), then read and mended in round 40:
-``benchmarks/results/pastes_threads26.md``. ``--threads27`` grades the twenty-seventh (``benchmarks/pastes_threads27/``),
-gathered by eight workers during round 40 and graded once at its end: ``benchmarks/results/pastes_threads27.md``.
+mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` to ``--threads26`` grade the seventh to
+the twenty-sixth sets (``benchmarks/pastes_threadsN/``): set N was gathered by several workers at once
+during round N + 13 (six to twenty-one of them, eight from the sixteenth on: its README and role line say
+how many), graded once at that round's end (``benchmarks/results/pastes_threadsN_heldout.md``), then
+read, and mended from its misses, in the round after (``benchmarks/results/pastes_threadsN.md``; the
+twentieth was read, not mended). ``--threads27`` grades the twenty-seventh
+(``benchmarks/pastes_threads27/``), gathered by eight workers during round 40 and graded once at its end:
+``benchmarks/results/pastes_threads27.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set

@@ -214,14 +214,17 @@ def frozen_accuracy(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: Acc
     return None
 
 
-def alike_tail_length(values: np.ndarray) -> int:
-    """How many of the last ``values`` (in order) equal the last one, printed to a thousandth or finer
-    (0.5003, not 0.50); 0 when the last is printed coarsely: such a print repeats by rounding alone."""
-    last = float(values[-1])
-    if abs(round(last, 2) - last) < 1e-9:
-        return 0
+def equal_tail(values: np.ndarray) -> int:
+    """How many of the last ``values`` (in order) equal the last one."""
     same = values == values[-1]
     return int(np.argmin(same[::-1])) if not same.all() else int(same.size)
+
+
+def alike_tail_length(values: np.ndarray) -> int:
+    """:func:`equal_tail`, printed to a thousandth or finer (0.5003, not 0.50); 0 when the last is
+    printed coarsely: such a print repeats by rounding alone."""
+    last = float(values[-1])
+    return 0 if abs(round(last, 2) - last) < 1e-9 else equal_tail(values)
 
 
 def _frozen(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, column: Column, which: str,
@@ -274,12 +277,12 @@ def accuracy_near_zero(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: 
     ts, ta = train
     if float(np.max(ta)) > NEAR_ZERO or trend(ta, ts.astype(float)).p_increasing < cfg.alpha:
         return None
-    loss = x[(steps >= ts.min()) & (steps <= ts.max())]
+    inside = (steps >= ts.min()) & (steps <= ts.max())
+    loss, span = x[inside], steps[inside].astype(float)
     if loss.size < FROZEN:
         return None
     first, last = float(np.median(loss[:3])), float(np.median(loss[-3:]))
     fall = (first - last) / abs(first) if first else 0.0
-    span = steps[(steps >= ts.min()) & (steps <= ts.max())].astype(float)
     line = trend(loss, span)
     # The ends' medians miss a fall the whole span shows: the Theil-Sen line's fall across it, where the
     # Kendall test finds a downward trend, measures the same progress by every point.

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from runlens.detectors.curve.features import short_evidence
-from runlens.detectors.curve.memorized import Accuracies, Column
+from runlens.detectors.curve.memorized import Accuracies, Column, equal_tail
 from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.short_level import (
     ALIKE,
@@ -319,8 +319,7 @@ def _exact_tail(x: np.ndarray) -> int:
     the log prints ``EXACT_RESOLUTION`` of the level or finer (five significant digits, which a loss
     measured on new batches changes at every print) (t-SNE's ``error = 0.2076470`` at each of six
     reports after ``20.6228523`` at each of five); else 0."""
-    same = x == x[-1]
-    run = int(same.size) if same.all() else int(np.argmin(same[::-1]))
+    run = equal_tail(x)
     level = abs(float(x[-1]))
     if run < ALIKE_TAIL or level == 0 or not 0 < min(printed_step(x[-run:]), printed_step(x)) <= EXACT_RESOLUTION * level:
         return 0
