@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads27] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads28] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -46,14 +46,14 @@ round 18: ``benchmarks/results/pastes_threads4.md``. ``--threads5`` grades the f
 once (``benchmarks/results/pastes_threads5_heldout.md``), then read: ``benchmarks/results/pastes_threads5.md``.
 ``--threads6`` grades the sixth (``benchmarks/pastes_threads6/``), gathered by three workers while round
 19's changes were made, graded once (``benchmarks/results/pastes_threads6_heldout.md``), then read and
-mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` to ``--threads26`` grade the seventh to
-the twenty-sixth sets (``benchmarks/pastes_threadsN/``): set N was gathered by several workers at once
+mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` to ``--threads27`` grade the seventh to
+the twenty-seventh sets (``benchmarks/pastes_threadsN/``): set N was gathered by several workers at once
 during round N + 13 (six to twenty-one of them, eight from the sixteenth on: its README and role line say
 how many), graded once at that round's end (``benchmarks/results/pastes_threadsN_heldout.md``), then
 read, and mended from its misses, in the round after (``benchmarks/results/pastes_threadsN.md``; the
-twentieth was read, not mended). ``--threads27`` grades the twenty-seventh
-(``benchmarks/pastes_threads27/``), gathered by eight workers during round 40 and graded once at its end:
-``benchmarks/results/pastes_threads27.md``.
+twentieth was read, not mended). ``--threads28`` grades the twenty-eighth
+(``benchmarks/pastes_threads28/``), gathered by eight workers during round 41 and graded once at its end:
+``benchmarks/results/pastes_threads28.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -245,6 +245,11 @@ THREADS26_MENDS = ("a loss that rose at every line beside a training accuracy th
                    "hundred-thousandth of their level, printed finer, are one value (`loss:1535.619873`); a "
                    "divergence (`KL divergence`) is an objective when no loss is named; a per-step accuracy at 0 "
                    "beside a loss with a downward Kendall trend is no model that learns nothing")
+THREADS27_MENDS = ("a table whose paster cut rows with a `....` line goes on after it (Turi Create's iteration table); "
+                   "a Trainer dict hard-wrapped at a fixed width by an issue's text is joined as it was cut; a "
+                   "headerless first column that never changes (MLflow's old `0 29.31` metric lines) counts nothing, "
+                   "the rows are the steps; an accuracy frozen beside a signed loss (below 0) that moved is the "
+                   "frozen-accuracy reading")
 THREADS24_MENDS = ("a set's name in Spanish, Portuguese, French, German, Italian, Russian, Chinese, Japanese or Korean "
                    "is read as its English word (`loss validación`, `训练损失`); a bracketed list of numbers in a table "
                    "cell (DeepXDE's loss terms) is one value, their sum; a lone `l` is the tutorials' loss; a sweep's "
@@ -463,32 +468,40 @@ THREADS26_ROLE = _eight_graded(26, 39, "which balance targets were met only just
                                "47f36e4", "0.78 (38/49)", "0.65 (32/49)", THREADS26_MENDS, _MERGED_OPENED,
                                day="2026-12-07")
 THREADS27, THREADS27_REPORT = _paths("pastes_threads27")
-THREADS27_ROLE = _eight_workers("pastes_threads27", 40, "which balance targets were met only just or missed and why, "
-                                "how many labels carry doubts, which outcomes found no file and that their threads "
-                                "showed screenshots, that searches stopped as the yield fell, the kind of log a few "
-                                "files are in general words; two passes listed the sibling folders (file names, no "
-                                "content); further slips of copying and sourcing are in the READMEs), and a listing of "
-                                "the pass folders while the workers searched showed ten of its file names (no content",
-                                _quoted(40), _MERGED_OPENED, day="2026-12-07")
+THREADS27_ROLE = _eight_graded(27, 40, "which balance targets were met only just or missed and why, "
+                               "how many labels carry doubts, which outcomes found no file and that their threads "
+                               "showed screenshots, that searches stopped as the yield fell, the kind of log a few "
+                               "files are in general words; two passes listed the sibling folders (file names, no "
+                               "content); further slips of copying and sourcing are in the READMEs), and a listing of "
+                               "the pass folders while the workers searched showed ten of its file names (no content",
+                               "ad74a84", "0.65 (28/43)", "0.63 (27/43)", THREADS27_MENDS, _MERGED_OPENED,
+                               day="2026-12-07")
+THREADS28, THREADS28_REPORT = _paths("pastes_threads28")
+THREADS28_ROLE = _eight_workers("pastes_threads28", 41, "which outcomes found no file, how many labels carry doubts, "
+                                "that searches stopped as the yield fell; four passes listed one earlier set's folder "
+                                "and one the sibling folders (file names, no content); one pass's avoid check read "
+                                "the earlier sets' file names; further slips of copying are in the READMEs), and a "
+                                "listing while the set was staged showed eight of its file names (no content",
+                                _quoted(41), _MERGED_OPENED, day="2026-12-07")
 _SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
          THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
-         THREADS20, THREADS21, THREADS22, THREADS23, THREADS24, THREADS25, THREADS26, THREADS27)
+         THREADS20, THREADS21, THREADS22, THREADS23, THREADS24, THREADS25, THREADS26, THREADS27, THREADS28)
 _REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
             THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
             THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
             THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT, THREADS21_REPORT, THREADS22_REPORT, THREADS23_REPORT,
-            THREADS24_REPORT, THREADS25_REPORT, THREADS26_REPORT, THREADS27_REPORT)
+            THREADS24_REPORT, THREADS25_REPORT, THREADS26_REPORT, THREADS27_REPORT, THREADS28_REPORT)
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
           THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE, THREADS24_ROLE, THREADS25_ROLE,
-          THREADS26_ROLE, THREADS27_ROLE)
+          THREADS26_ROLE, THREADS27_ROLE, THREADS28_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
 FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
         "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth",
-        "twenty-sixth", "twenty-seventh")
+        "twenty-sixth", "twenty-seventh", "twenty-eighth")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

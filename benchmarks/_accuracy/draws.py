@@ -817,7 +817,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh40", 161000, ("2026-12-07 08:40", "2026-12-07 08:43"),
         role="the third generator with every seed shifted by 161000 and every run redrawn (`--seed-shift "
              "161000 --vary`), generated at {drawn} UTC from 3387426 by the recorder with "
-             "`logits_sum_to_one`, during round 40, graded once at the end of round 40; the set to quote",
+             "`logits_sum_to_one`, during round 40, graded once at the end of round 40 (ad74a84): a development "
+             "set since",
         note="`third-fresh40` (round 40): the same generator and redraw with every seed shifted by 161000 (`python -m "
              "benchmarks.third --seed-shift 161000 --vary`), trained from a clean export of the committed tree at "
              "3387426 (`draw.json` has the times) into a folder outside the repository, at the start of round 40, "
@@ -826,12 +827,29 @@ DRAWS: tuple[Draw, ...] = (
              "printed. By a slip, its draw record was printed whole while reading its times: each run's drawn "
              "settings (name, task, bug injected, optimizer, rate, steps), the design the generator draws, not "
              "its measurements of whether each fault showed; no runlens output was.",
-        which="*third-fresh40* (round 40; seeds shifted by 161000) was trained from 3387426, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh40**.",
+        which="*third-fresh40* (round 40; seeds shifted by 161000) was trained from 3387426 and graded once at "
+              "ad74a84, the end of round 40 (curve 0.95, recall 1.00 pooled and per code, first 1.00, healthy runs "
+              "warned 1/9): a development set since.",
+    ),
+    # Round 41's set to quote: drawn at the start of round 41 from a clean export of c6832a9, before any
+    # engine change of the round; nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh41", 165000, ("2026-12-07 11:04", "2026-12-07 11:07"),
+        role="the third generator with every seed shifted by 165000 and every run redrawn (`--seed-shift "
+             "165000 --vary`), generated at {drawn} UTC from c6832a9 by the recorder with "
+             "`logits_sum_to_one`, during round 41, graded once at the end of round 41; the set to quote",
+        note="`third-fresh41` (round 41): the same generator and redraw with every seed shifted by 165000 (`python -m "
+             "benchmarks.third --seed-shift 165000 --vary`), trained from a clean export of the committed tree at "
+             "c6832a9 (`draw.json` has the times) into a folder outside the repository, at the start of round 41, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and neither its generator log nor its "
+             "draw record's runs were printed (only the record's start and end times were read).",
+        which="*third-fresh41* (round 41; seeds shifted by 165000) was trained from c6832a9, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh41**.",
     ),
 )
 
-QUOTE = "third-fresh40"
+QUOTE = "third-fresh41"
 
 
 def draw(name: str) -> Draw:
