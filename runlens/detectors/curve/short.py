@@ -52,10 +52,10 @@ readings, in the order they are tried (the first that holds is the verdict):
   ``VANISHED_LR`` (1e-12) at each of its last half of values (2 at least;
   a printed 0 may be a rate rounded away): no float32 weight moves at that rate, whatever the loss's noise shows (``kind:
   short_lr_vanished``);
-- underfitting when the training accuracy is printed alike (to a
-  thousandth or finer) at its last ``FROZEN`` (4) points or more, below
-  ``FIT``, while the training loss over the same steps moved by
-  ``min_drop`` of its level or more: the predictions do not change though
+- underfitting when the training accuracy (else the held-out one) is printed
+  alike (to a thousandth or finer) at its last ``FROZEN`` (4) points or more,
+  below ``FIT``, while the training loss over the same steps moved by
+  ``min_drop`` of its level's size (a signed loss too): the predictions do not change though
   the loss does, the model predicts one class whatever it is shown
   (``kind: short_frozen_accuracy``);
 - underfitting when the training accuracy is at most ``NEAR_ZERO`` (5%)

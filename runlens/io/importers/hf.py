@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -171,11 +172,39 @@ class _ConsoleRun:
         return f"run {index} (lines {self.first_line}-{self.last_line}, {self.n_train} training dicts, {span})"
 
 
+#: The most lines one printed dict is taken to span when a paste wrapped it.
+_WRAP_LINES = 40
+
+
+def _unwrapped(lines: list[str]) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` with each dict that a paste broke over lines joined again: its lines
+    before the one that closes it all as long as each other (an issue's text hard-wrapped at a
+    fixed width, cutting numbers: ``'rewards/chosen': 1.19`` / ``4046974182129``) are joined as
+    they were cut, other broken lines (a dict pretty-printed over lines) with a space."""
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = _DICT_START.search(line)
+        if m is None or "}" in line[m.start():]:
+            yield i + 1, line
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, min(len(lines), i + _WRAP_LINES)) if "}" in lines[j]), None)
+        if end is None or any(_DICT_START.search(ln) for ln in lines[i + 1:end + 1]):
+            yield i + 1, line
+            i += 1
+            continue
+        part = lines[i:end + 1]
+        cut = len({len(ln) for ln in part[:-1]}) == 1 and len(part[0]) >= 40
+        yield i + 1, ("" if cut else " ").join(part if cut else [ln.strip() for ln in part])
+        i = end + 1
+
+
 def _scan_console(text: str, every: int) -> tuple[list[_ConsoleRun], int, int]:
     """The launches of a console log (a repeated banner, a bar or epoch that went back, a dict
     after the summary start a new one), and the counts of unparsable and out-of-range dicts."""
     runs, bad, beyond = [_ConsoleRun(1)], 0, 0
-    for number, raw_line in enumerate(text.splitlines(), 1):
+    for number, raw_line in _unwrapped(text.splitlines()):
         if _BANNER in raw_line and runs[-1].n_train:
             runs.append(_ConsoleRun(number))
         for piece in raw_line.split("\r"):

@@ -89,14 +89,27 @@ def tables(lines: list[str]) -> list[Table]:
             t = Table(i + 1, [" ".join(p for p in parts if p) for parts in zip(*head, strict=True)])
             i = j + 1
             while i < len(lines) and ((cells := _cells(lines[i], bare)) and not _is_rule(lines[i])
-                                      or _rule_between_rows(lines, i, len(t.header), bare)):
-                if not _is_rule(lines[i]):
+                                      or _rule_between_rows(lines, i, len(t.header), bare)
+                                      or _elided(lines, i, len(t.header), bare)):
+                if not _is_rule(lines[i]) and not _ELISION.match(lines[i]):
                     t.rows.append((cells + [""] * len(t.header))[:len(t.header)])
                 i += 1
             out.append(_grouped(t))
             continue
         i += 1
     return out
+
+
+# Rows left out by the person who pasted: ``....``, ``...`` or ``…`` on a line of its own (in cells or not).
+_ELISION = re.compile(r"^[\s|]*(?:\.{3,}|…|⋮)[\s|.…⋮]*$")
+
+
+def _elided(lines: list[str], i: int, width: int, bare: bool) -> bool:
+    """An elision line between rows (Turi Create's table pasted with ``....`` where thousands of
+    iterations were cut), not the table's end: the line after it is a row as wide as the header. The
+    rows' own step column keeps the gap."""
+    return (_ELISION.match(lines[i]) is not None and i + 1 < len(lines)
+            and len(_cells(lines[i + 1], bare)) == width)
 
 
 def _rule_between_rows(lines: list[str], i: int, width: int, bare: bool) -> bool:

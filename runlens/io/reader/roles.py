@@ -283,9 +283,15 @@ def _unnamed(table: Table, roles: Roles) -> None:
     counter, value = names[:2]
     c, v = table.values[counter][table.present[counter]], table.values[value][table.present[value]]
     rising = bool(np.all(np.diff(c) > 0))
-    if not (c.size >= 3 and _integral(c) and (rising or _restarts(c)) and v.size and not _integral(v)):
+    # A first column that never changes counts nothing (MLflow's old ``0 29.31`` metric lines, whose
+    # timestamp or step was never set): the rows are the steps.
+    same = bool(c.size >= 3 and np.all(c == c[0]))
+    if not (c.size >= 3 and _integral(c) and (rising or same or _restarts(c)) and v.size and not _integral(v)):
         return
-    if rising:
+    if same:
+        roles.index_why = (f"the first of the unnamed columns holds {c[0]:g} on every row: {counter!r} counts "
+                           "nothing, the rows are the steps")
+    elif rising:
         roles.index, roles.index_kind = counter, "step"
         roles.index_why = f"the first of the unnamed columns counts up (integral, rising): {counter!r} is the step"
     else:
