@@ -40,7 +40,8 @@ def reference(x: torch.Tensor, y: torch.Tensor) -> None:
             stats[n]["weight_norm"] = p.detach().norm().item()
             stats[n]["update_norm"] = (p.detach() - before[n]).norm().item()
             for col, value in stats[n].items():
-                print(f"ref {step} {n} {col} {value:.9g}", flush=True)
+                sys.stdout.write(f"ref {step} {n} {col} {value:.9g}\n")
+                sys.stdout.flush()
 
 
 def worker(rank: int, run_dir: str) -> None:
@@ -73,7 +74,10 @@ def worker(rank: int, run_dir: str) -> None:
             dist.all_gather = counted
             rec.step(loss)
             dist.all_gather = real
-    print(f"collectives {calls['n']}", flush=True)
+    # One write per line: both ranks share the parent's pipe, and print's separate write of its newline
+    # let the two ranks' lines run together ("collectives 3collectives 3"); a write under PIPE_BUF is whole.
+    sys.stdout.write(f"collectives {calls['n']}\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
