@@ -92,10 +92,6 @@ def _dev_tail(mends: str) -> str:
 
 PASTES = ROOT / "benchmarks" / "pastes"
 REPORT = ROOT / "benchmarks" / "results" / "pastes.md"
-THREADS = ROOT / "benchmarks" / "pastes_threads"
-THREADS_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads.md"
-THREADS2 = ROOT / "benchmarks" / "pastes_threads2"
-THREADS2_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads2.md"
 DEV_ROLE = ("- **Which set this is.** A development set: written to probe the readers, whose misses were then "
             "fixed on these files. Graded by this script at `1e2777d`, before those fixes: read 78 of 112 "
             "(0.70), agreed 61 of 112 (0.54).")
@@ -119,8 +115,6 @@ THREADS2_ROLE = ("- **Which set this is.** Held out when gathered: pastes as peo
                  "a counter and a value per line, Keras 1's `val. loss`, boosting error measures, a last line "
                  "blown up, a widening gap between a flat validation loss and a falling training loss): "
                  + _dev_tail("them"))
-THREADS3 = ROOT / "benchmarks" / "pastes_threads3"
-THREADS3_REPORT = ROOT / "benchmarks" / "results" / "pastes_threads3.md"
 
 
 def _held_out(where: str, what: str, folder: str, who: str, round_: int, day: str = "2026-12-03") -> str:
@@ -140,7 +134,6 @@ THREADS3_ROLE = (_held_out("issue threads and Q&A pages", "thread", "pastes_thre
                  "its misses showed (a loss ending at ln K, a held-out loss at ln K, no progress from the start "
                  "of training, tenfold swings; lines sharing an epoch; block titles ending in a counted epoch): "
                  + _dev_tail("them"))
-THREADS4, THREADS4_REPORT = _paths("pastes_threads4")
 THREADS4_ROLE = (_held_out("issue threads, Q&A pages and repository docs", "thread or page", "pastes_threads4",
                            "four workers (two passes of two)", 17) +
                  "nobody working on runlens opened them before its one grading, "
@@ -153,7 +146,6 @@ THREADS4_ROLE = (_held_out("issue threads, Q&A pages and repository docs", "thre
                  "learning rate on a line of its own and one too small to move a float32 weight, a nearly "
                  "monotone small fall as progress, a flat validation loss far above a falling training loss): "
                  + _dev_tail("them"))
-THREADS5, THREADS5_REPORT = _paths("pastes_threads5")
 THREADS5_ROLE = (_held_out("issue threads, Q&A pages and repository docs", "thread or page", "pastes_threads5",
                            "three workers (two on issue threads, one on Q&A pages and repository docs)", 18,
                            "2026-12-04") +
@@ -163,7 +155,6 @@ THREADS5_ROLE = (_held_out("issue threads, Q&A pages and repository docs", "thre
                  "misses were then read and one reader added (an optimizer's trace that names its objective "
                  "`value`, R's nnet), and in round 19 a short log's memorization gap, a loss at ln K for a large "
                  "round K and series named by their sets alone: " + _dev_tail("them"))
-THREADS6, THREADS6_REPORT = _paths("pastes_threads6")
 THREADS6_ROLE = (_held_out("issue threads, Q&A pages, blog posts and repository docs", "thread or page",
                            "pastes_threads6", "three workers (two on issue threads, one on Q&A pages, blog posts and "
                            "repository docs)", 19, "2026-12-04") +
@@ -177,7 +168,6 @@ THREADS6_ROLE = (_held_out("issue threads, Q&A pages, blog posts and repository 
                  "and in round 20 (a held-out loss that undid its fall while the gap to training widened, "
                  "`CrossE` as a cross-entropy, values printed alone on their lines, an evaluation's record "
                  "appended to the epoch's line): " + _dev_tail("them"))
-THREADS7, THREADS7_REPORT = _paths("pastes_threads7")
 THREADS7_ROLE = (_held_out("issue threads, Q&A pages, forum threads, blog posts, tutorials and repository docs",
                            "thread or page", "pastes_threads7", "six workers in two waves of three (four on issue "
                            "threads, two on Q&A pages, blog posts and tutorials)", 20, "2026-12-04") +
@@ -320,7 +310,6 @@ def _merged(what: str, folder: str, who: str, round_: int, rest: str, merged: st
                      "thread or page", folder, who, round_, day) + merged + rest
 
 
-THREADS8, THREADS8_REPORT = _paths("pastes_threads8")
 THREADS8_ROLE = _merged("docs", "pastes_threads8", "ten workers in two waves (six, then four; six on issue threads, "
                         "four on Q&A pages, forum threads, blog posts and tutorials)", 21,
                         _graded_once("48e9321", "round 21's last engine commit", "pastes_threads8", "0.78 (36/46)",
@@ -328,30 +317,25 @@ THREADS8_ROLE = _merged("docs", "pastes_threads8", "ten workers in two waves (si
                                      "numbers; key/value blocks whose keys hold their own counter read as lines; losses that "
                                      "repeat an earlier pass value for value; no progress from the start judged on levels, "
                                      "not extremes, or when no loss after the first is below it"))
-THREADS9, THREADS9_REPORT = _paths("pastes_threads9")
 THREADS9_ROLE = _merged("files", "pastes_threads9", "thirteen workers in two waves (nine, then four)", 22,
                         _graded_once("50610bb", "round 22's last engine commit", "pastes_threads9", "0.84 (46/55)",
                                      "0.62 (34/55)", 23, "loss parts printed on lines of their own; a counter after a label "
                                      "and several unnamed values; the loss alone before its parts; a loss named at its grain; "
                                      "`It:` as a step; an epoch line after an evaluation is no summary; a loss that left its "
                                      "start tenfold at once, or ended a hundredfold above every earlier value"))
-THREADS10, THREADS10_REPORT = _paths("pastes_threads10")
 THREADS10_ROLE = _merged("files", "pastes_threads10", "seventeen workers in three waves (eight, five, then four)", 23,
                          "A slip is declared in its README: 29 file names of six passes were listed while workers "
                          "were checked on (no content, no label's reason). "
                          + _graded_once("5766399", "round 23's last engine commit", "pastes_threads10", "0.86 (66/77)",
                                         "0.69 (53/77)", 24, THREADS10_MENDS),
                          _MERGED_OPENED)
-THREADS11, THREADS11_REPORT = _paths("pastes_threads11")
 THREADS11_ROLE = _merged("files", "pastes_threads11", "twenty-one workers in three waves (eight, nine, then four)", 24,
                          _graded_once("d96a976", "round 24's last engine commit", "pastes_threads11", "0.84 (57/68)",
                                       "0.60 (41/68)", 25, THREADS11_MENDS))
-THREADS12, THREADS12_REPORT = _paths("pastes_threads12")
 THREADS12_ROLE = _merged("files", "pastes_threads12", "twelve workers in two waves (eight, then four, who found the "
                          "search tools' budget spent and saved nothing)", 25,
                          _graded_once("61e359d", "round 25's last engine commit", "pastes_threads12", "0.60 (18/30)",
                                       "0.60 (18/30)", 26, THREADS12_MENDS))
-THREADS13, THREADS13_REPORT = _paths("pastes_threads13")
 THREADS13_ROLE = _merged("files", "pastes_threads13", "twenty-one workers in three waves (ten, seven, then two; at most "
                          "eight at once)", 26,
                          "Two slips are declared in its README: one worker's report said a little more than counts "
@@ -359,7 +343,6 @@ THREADS13_ROLE = _merged("files", "pastes_threads13", "twenty-one workers in thr
                          "sibling folders, deleted before it finished. "
                          + _graded_once("00e011d", "round 26's last engine commit", "pastes_threads13", "0.82 (63/77)",
                                         "0.66 (51/77)", 27, THREADS13_MENDS))
-THREADS14, THREADS14_REPORT = _paths("pastes_threads14")
 THREADS14_ROLE = _merged("files", "pastes_threads14", "twenty workers (eight, then twelve more as places freed; at most "
                          "eight at once)", 27,
                          "Slips are declared in its README: one worker listed the folder of the sibling folders once "
@@ -367,7 +350,6 @@ THREADS14_ROLE = _merged("files", "pastes_threads14", "twenty workers (eight, th
                          "many labels carry doubts and in general why, which parts of a focus found no file). "
                          + _graded_once("d9996a1", "round 27's last engine commit", "pastes_threads14", "0.77 (86/112)",
                                         "0.54 (61/112)", 28, THREADS14_MENDS))
-THREADS15, THREADS15_REPORT = _paths("pastes_threads15")
 THREADS15_ROLE = _merged("files", "pastes_threads15", "nineteen workers (eight, then eight more as places freed, then "
                          "three; at most eight at once)", 28,
                          "Slips are declared in its README: several reports said a little more than counts (how many "
@@ -401,56 +383,46 @@ def _eight_graded(n: int, round_: int, said: str, commit: str, read: str, agreed
                                                              agreed, round_ + 1, mends), merged, day=day)
 
 
-THREADS16, THREADS16_REPORT = _paths("pastes_threads16")
 THREADS16_ROLE = _eight_graded(16, 29, "how many labels carry doubts, which outcomes or parts of a focus found no "
                                "file, which balance targets were met only just",
                                "6c91c63", "0.86 (43/50)", "0.60 (30/50)", THREADS16_MENDS)
-THREADS17, THREADS17_REPORT = _paths("pastes_threads17")
 THREADS17_ROLE = _eight_graded(17, 30, "how many labels carry doubts, which outcomes found no file, which balance "
                                "targets were met only just or missed), and one listing during the merge showed one "
                                "file name (no content",
                                "3bb318a", "0.67 (32/48)", "0.71 (34/48)", THREADS17_MENDS)
-THREADS18, THREADS18_REPORT = _paths("pastes_threads18")
 THREADS18_ROLE = _eight_graded(18, 31, "how many labels carry doubts, which outcomes found no file, which balance "
                                "targets were missed",
                                "ea36466", "0.87 (39/45)", "0.62 (28/45)", THREADS18_MENDS)
-THREADS19, THREADS19_REPORT = _paths("pastes_threads19")
 THREADS19_ROLE = _eight_graded(19, 32, "which balance targets were missed, that all of one pass's labels carry "
                                "doubts, where one pass's file came from, that candidates were dropped as already used",
                                "c885d2a", "0.82 (33/40)", "0.68 (27/40)", THREADS19_MENDS)
-THREADS20, THREADS20_REPORT = _paths("pastes_threads20")
 THREADS20_ROLE = _eight_graded(20, 33, "which balance targets were missed and why, how many labels carry doubts, how "
                                "many pastes are cut copies, that candidates were dropped as already used or taken by a "
                                "sibling pass, that no thread was found for some outcomes",
                                "3a28bcd", "0.84 (41/49)", "0.51 (25/49)", THREADS20_MENDS)
-THREADS21, THREADS21_REPORT = _paths("pastes_threads21")
 THREADS21_ROLE = _eight_graded(21, 34, "which balance targets were missed and why, how many labels carry doubts, "
                                "that candidates were dropped as already used, which outcomes found no file; the merge "
                                "dropped one file whose thread a sibling pass had used), and a listing while the set was "
                                "staged showed eleven of its file names (no content",
                                "6939047", "0.67 (31/46)", "0.54 (25/46)", THREADS21_MENDS,
                                _MERGED_OPENED)
-THREADS22, THREADS22_REPORT = _paths("pastes_threads22")
 THREADS22_ROLE = _eight_graded(22, 35, "which balance targets were missed and why, how many labels carry doubts, that "
                                "most threads of an area were already used; one pass's check also searched its siblings' "
                                "READMEs for thread numbers, another's first avoid check missed a reference's other form, "
                                "both declared in their READMEs",
                                "857ec1c", "0.80 (39/49)", "0.55 (27/49)", THREADS22_MENDS,
                                _MERGED_OPENED)
-THREADS23, THREADS23_REPORT = _paths("pastes_threads23")
 THREADS23_ROLE = _eight_graded(23, 36, "which balance targets were missed and why, how many labels carry doubts, "
                                "that one pass found a single file and several stopped early as the threads of their "
                                "areas had been used, which outcomes found no file, which `dev_format` calls were "
                                "judgements",
                                "81e7e38", "0.85 (40/47)", "0.77 (36/47)", THREADS23_MENDS, _MERGED_OPENED)
-THREADS24, THREADS24_REPORT = _paths("pastes_threads24")
 THREADS24_ROLE = _eight_graded(24, 37, "which balance targets were met only just or missed and why, "
                                "how many labels carry doubts, which outcomes found no file, which `dev_format` calls "
                                "were judgements; one pass listed the sibling folders while checking the avoid list, "
                                "one pass's search reached a thread on the avoid list, nothing taken; further slips of "
                                "copying are in its README",
                                "e42d150", "0.85 (39/46)", "0.72 (33/46)", THREADS24_MENDS, day="2026-12-07")
-THREADS25, THREADS25_REPORT = _paths("pastes_threads25")
 THREADS25_ROLE = _eight_graded(25, 38, "which balance targets were met only just or missed and why, "
                                "how many labels carry doubts, which outcomes found no file, that searches stopped as "
                                "the yield fell; one pass listed the names of one earlier set's files, no content; "
@@ -458,7 +430,6 @@ THREADS25_ROLE = _eight_graded(25, 38, "which balance targets were met only just
                                "set was staged showed twenty of its file names (no content",
                                "1493bd5", "0.80 (40/50)", "0.64 (32/50)", THREADS25_MENDS, _MERGED_OPENED,
                                day="2026-12-07")
-THREADS26, THREADS26_REPORT = _paths("pastes_threads26")
 THREADS26_ROLE = _eight_graded(26, 39, "which balance targets were met only just or missed and why, "
                                "how many labels carry doubts, which outcomes found no file, that searches stopped as "
                                "the yield fell, the kind of learner or log a few files come from in general words; "
@@ -467,7 +438,6 @@ THREADS26_ROLE = _eight_graded(26, 39, "which balance targets were met only just
                                "slips of copying are in the READMEs",
                                "47f36e4", "0.78 (38/49)", "0.65 (32/49)", THREADS26_MENDS, _MERGED_OPENED,
                                day="2026-12-07")
-THREADS27, THREADS27_REPORT = _paths("pastes_threads27")
 THREADS27_ROLE = _eight_graded(27, 40, "which balance targets were met only just or missed and why, "
                                "how many labels carry doubts, which outcomes found no file and that their threads "
                                "showed screenshots, that searches stopped as the yield fell, the kind of log a few "
@@ -476,28 +446,22 @@ THREADS27_ROLE = _eight_graded(27, 40, "which balance targets were met only just
                                "the pass folders while the workers searched showed ten of its file names (no content",
                                "ad74a84", "0.65 (28/43)", "0.63 (27/43)", THREADS27_MENDS, _MERGED_OPENED,
                                day="2026-12-07")
-THREADS28, THREADS28_REPORT = _paths("pastes_threads28")
 THREADS28_ROLE = _eight_workers("pastes_threads28", 41, "which outcomes found no file, how many labels carry doubts, "
                                 "that searches stopped as the yield fell; four passes listed one earlier set's folder "
                                 "and one the sibling folders (file names, no content); one pass's avoid check read "
                                 "the earlier sets' file names; further slips of copying are in the READMEs), and a "
                                 "listing while the set was staged showed eight of its file names (no content",
                                 _quoted(41), _MERGED_OPENED, day="2026-12-07")
-_SETS = (THREADS, THREADS2, THREADS3, THREADS4, THREADS5, THREADS6, THREADS7, THREADS8, THREADS9, THREADS10,
-         THREADS11, THREADS12, THREADS13, THREADS14, THREADS15, THREADS16, THREADS17, THREADS18, THREADS19,
-         THREADS20, THREADS21, THREADS22, THREADS23, THREADS24, THREADS25, THREADS26, THREADS27, THREADS28)
-_REPORTS = (THREADS_REPORT, THREADS2_REPORT, THREADS3_REPORT, THREADS4_REPORT, THREADS5_REPORT, THREADS6_REPORT,
-            THREADS7_REPORT, THREADS8_REPORT, THREADS9_REPORT, THREADS10_REPORT, THREADS11_REPORT, THREADS12_REPORT,
-            THREADS13_REPORT, THREADS14_REPORT, THREADS15_REPORT, THREADS16_REPORT, THREADS17_REPORT,
-            THREADS18_REPORT, THREADS19_REPORT, THREADS20_REPORT, THREADS21_REPORT, THREADS22_REPORT, THREADS23_REPORT,
-            THREADS24_REPORT, THREADS25_REPORT, THREADS26_REPORT, THREADS27_REPORT, THREADS28_REPORT)
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
           THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE, THREADS24_ROLE, THREADS25_ROLE,
           THREADS26_ROLE, THREADS27_ROLE, THREADS28_ROLE)
-#: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line.
-FOLDERS = {f"threads{n if n > 1 else ''}": entry for n, entry in enumerate(zip(_SETS, _REPORTS, _ROLES, strict=True), start=1)}
+#: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line. Set N
+#: is ``benchmarks/pastes_threadsN/``, graded onto ``results/pastes_threadsN.md`` (the first has no number):
+#: a new set needs only its role line in ``_ROLES``.
+FOLDERS = {f"threads{n if n > 1 else ''}": (*_paths(f"pastes_threads{n if n > 1 else ''}"), role)
+           for n, role in enumerate(_ROLES, start=1)}
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
         "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth",
