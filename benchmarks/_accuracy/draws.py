@@ -837,19 +837,38 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh41", 165000, ("2026-12-07 11:04", "2026-12-07 11:07"),
         role="the third generator with every seed shifted by 165000 and every run redrawn (`--seed-shift "
              "165000 --vary`), generated at {drawn} UTC from c6832a9 by the recorder with "
-             "`logits_sum_to_one`, during round 41, graded once at the end of round 41; the set to quote",
+             "`logits_sum_to_one`, during round 41, graded once at the end of round 41 (083d5c1): a development "
+             "set since",
         note="`third-fresh41` (round 41): the same generator and redraw with every seed shifted by 165000 (`python -m "
              "benchmarks.third --seed-shift 165000 --vary`), trained from a clean export of the committed tree at "
              "c6832a9 (`draw.json` has the times) into a folder outside the repository, at the start of round 41, "
              "before any of its engine changes was committed (the generator and the recorder do not use the "
              "engine). Nothing of it was diagnosed before its one grading, and neither its generator log nor its "
              "draw record's runs were printed (only the record's start and end times were read).",
-        which="*third-fresh41* (round 41; seeds shifted by 165000) was trained from c6832a9, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh41**.",
+        which="*third-fresh41* (round 41; seeds shifted by 165000) was trained from c6832a9 and graded once at "
+              "083d5c1, the end of round 41 (curve 1.00, recall 1.00 pooled and per code, first 1.00, healthy runs "
+              "warned 0/12): a development set since.",
+    ),
+    # Round 42's set to quote: drawn at the start of round 42 from a clean export of ec703e1, before any
+    # engine change of the round; nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh42", 169000, ("2026-12-07 13:20", "2026-12-07 13:26"),
+        role="the third generator with every seed shifted by 169000 and every run redrawn (`--seed-shift "
+             "169000 --vary`), generated at {drawn} UTC from ec703e1 by the recorder with "
+             "`logits_sum_to_one`, during round 42, graded once at the end of round 42; the set to quote",
+        note="`third-fresh42` (round 42): the same generator and redraw with every seed shifted by 169000 (`python -m "
+             "benchmarks.third --seed-shift 169000 --vary`), trained from a clean export of the committed tree at "
+             "ec703e1 (`draw.json` has the times) into a folder outside the repository, at the start of round 42, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and neither its generator log nor its "
+             "draw record's runs were printed; by a slip, the record's list of the setups it trained was printed "
+             "while reading its times (names only: the catalogue every draw trains, the same as third-fresh41's).",
+        which="*third-fresh42* (round 42; seeds shifted by 169000) was trained from ec703e1, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh42**.",
     ),
 )
 
-QUOTE = "third-fresh41"
+QUOTE = "third-fresh42"
 
 
 def draw(name: str) -> Draw:
