@@ -32,7 +32,7 @@ from runlens.detectors.curve.lacking import no_training_loss
 from runlens.detectors.curve.memorized import accuracies
 from runlens.detectors.curve.short import short
 from runlens.detectors.curve.short_stuck import evaluations_frozen
-from runlens.detectors.curve.underfitting import progress_lost, progressed, underfitting
+from runlens.detectors.curve.underfitting import fell_by, progress_lost, progressed, underfitting
 from runlens.detectors.curve.unstable import late_noise, level_shift_verdict, unstable
 from runlens.detectors.curve.val_undone import gave_back_all
 from runlens.detectors.curve.validation import overfitting, val_unstable
@@ -175,13 +175,12 @@ class CurveClassifier(Detector):
           weights do, and steps that large are what make them (a too-high learning rate whose
           training loss looks settled). Evaluation noise alone, on a smooth training loss with
           ordinary steps, never makes a curve unstable.
-        - progress comes first: the loss made progress when it fell by
-          ``min_drop`` of ``S`` (or its last fifth's median by that much of
-          its first fifth's) along a downward Mann-Kendall trend of the
-          whole curve (on at most 200 bucket medians, p < ``alpha``), or
-          reached a best level ``m`` that far below ``S`` along a downward
-          trend at ``alpha_strong`` (it fell, then jumped back or became
-          noisy); past the instability readings, ``m`` must stand 2 sd of its own noise below the end
+        - progress comes first: the loss made progress when it fell by ``min_drop`` of ``S`` (or
+          its last fifth's median by that much of its first fifth's) along a downward Mann-Kendall
+          trend of the whole curve (on at most 200 bucket medians, p < ``alpha``), or reached a best
+          level ``m`` that far below ``S`` along a downward trend at ``alpha_strong`` (it fell, then
+          jumped back or became noisy); with ``S`` below zero (no floor at zero: an ELBO's negative),
+          when it fell 3 sd of its step-to-step noise along that trend; past the instability readings, ``m`` must stand 2 sd of its own noise below the end
           level (not a noisy bucket's dip). One that came back to within ``min_drop`` of ``S`` along a
           rising trend (after the level-shift reading; late steps not large) made no net progress:
           underfitting (``kind: progress_lost``). The validation checks come before the training loss's
@@ -391,7 +390,7 @@ class CurveClassifier(Detector):
         falling = shape.memo(f, "late_noise", lambda: late_noise(self, steps, x))[1]
         return underfitting(self, steps, x, f, run, sig, sets) or memorized.frozen_accuracy(
             self, steps, x, accuracies(run), share=1.0) or CurveVerdict(
-            "healthy", f"the loss fell by {f['relative_drop']:.0%} and "
+            "healthy", f"the loss fell by {fell_by(f)} and "
             f"{'was still falling at the end' if falling else 'settled'}", _ev(f))
 
 

@@ -25,13 +25,35 @@ if TYPE_CHECKING:
 _ev = shape.curve_evidence
 
 
+#: How many sd of its step-to-step noise a loss that starts below zero must fall to have made
+#: progress (with a downward trend at ``alpha``): such a loss (an ELBO's negative, a log-likelihood
+#: with its constant) has no floor at zero, so a share of its start measures nothing.
+SIGNED_EFFECT = 3.0
+
+
+def signed(f: dict[str, Any]) -> bool:
+    """Whether the loss starts below zero, where its start is no scale for its fall."""
+    return bool(f["start_level"] < 0)
+
+
+def fell_by(f: dict[str, Any]) -> str:
+    """How far the loss fell, in words: a share of its start, or for a :func:`signed` loss its fall."""
+    if signed(f):
+        return (f"{f['start_level'] - f['end_level']:.4g} from {f['start_level']:.4g} "
+                f"({f['progress'].effect:.0f} sd of its step-to-step noise; below zero, its start is no scale)")
+    return f"{f['relative_drop']:.0%}"
+
+
 def progressed(cfg: CurveParams, f: dict[str, Any]) -> bool:
     """Whether the loss made progress: a fall of ``min_drop`` of its start (or from its first
     fifth to its last), along a significant downward Mann-Kendall trend (``alpha``) of the whole
     curve; or a best level
     ``min_drop`` below the start reached along a downward trend at ``alpha_strong`` (a loss
-    that fell and then jumped back or became noisy did progress first)."""
+    that fell and then jumped back or became noisy did progress first). A loss that starts below
+    zero (:func:`signed`): a fall of ``SIGNED_EFFECT`` sd of its noise along the trend."""
     prog = f["progress"]
+    if signed(f):
+        return bool(prog.p_decreasing < cfg.alpha and prog.effect >= SIGNED_EFFECT)
     # The drop from the first steps, or (a noisy start level) from the first fifth's median.
     if max(f["relative_drop"], prog.relative_drop) >= cfg.min_drop and prog.p_decreasing < cfg.alpha:
         return True
@@ -179,8 +201,8 @@ def underfitting(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, f: dict[str
         reason = (f"the loss sits at ln({k})={chance['chance_loss']:.3f}, chance level for {k} classes (K from "
                   f"{chance['chance_source']}): the model predicts the prior")
         ev = _ev(f, **chance, step=int(steps[-max(5, x.size // 3)]))
-    elif not progressed(cfg, f) or (max(f["relative_drop"], f["progress"].relative_drop) < cfg.min_drop
-                                    and not apart_from_end(f)):
+    elif not progressed(cfg, f) or (not signed(f) and max(f["relative_drop"], f["progress"].relative_drop)
+                                    < cfg.min_drop and not apart_from_end(f)):
         # Past the instability readings, a best level within the noise of the end level is that noise's
         # dip: the end level, under ``min_drop`` below the start, says what was gained.
         if (mid := began_mid_run(steps, x, run)) is not None:

@@ -47,6 +47,9 @@ _LABEL_FIELD = re.compile(r"(?<![\w.\-])([A-Za-z_][\w/()%#@.-]*)\s*[:=]?\s*[-+]?
 # A description opening with a bare count and a bar ("2|26|Loss: 1.43"): the outer count of the bar.
 _LEAD_COUNT = re.compile(r"\s*(\d+)\s*\|")
 _SKIP = frozenset({"eta", "time", "of", "in", "at", "on", "is"})
+# One word in brackets closing a line of values, which pass printed them (``(train)``, ``[validation]``).
+_TAIL_TAG = re.compile(r"[(\[]([A-Za-z]+)[)\]]\s*$")
+_AFTER_VALUE = re.compile(r"\d[^\s\d]*\s+$")  # the tag follows a value (its last digits, a unit), not a name
 _NAME_VALUE = re.compile(r"[A-Za-z_][\w/.]*\s+[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _BAR_DESC = re.compile(r"^\s*([A-Za-z][\w ./-]{0,40}?)\s*:\s*\d{1,3}%\|")
 
@@ -108,6 +111,10 @@ def label_is_eval(text: str) -> bool:
     bar = _BAR_DESC.match(text)
     if bar is not None:
         return is_val(tokens(bar.group(1)))
+    tag = _TAIL_TAG.search(text)
+    if tag is not None and _AFTER_VALUE.search(text[max(0, tag.start() - 64):tag.start()]):
+        # G-TAD's ``Loss 5.48 = 4.18 + 1.30 (validation)``: the pass named after the values.
+        return is_val(tokens(tag.group(1).lower()))
     for m in _LABEL_FIELD.finditer(text[:400]):
         toks = tokens(m.group(1))
         if not toks or m.group(1).lower() in _SKIP or is_step(toks) or is_epoch(toks):

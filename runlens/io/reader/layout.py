@@ -39,9 +39,26 @@ def untail(line: str) -> str:
     """
     m = _BAR.search(line)
     if m is None:
-        return line
+        return _unnoted(line)
     head = line[: m.start()]
     return head if len(head.split()) >= 3 else line
+
+
+def _unnoted(line: str) -> str:
+    """``line`` without the words a tool prints after a row's numbers (Stan's ``MAY BE DIVERGING...
+    INSPECT ELBO``, a ``best`` at the best epoch): a note beside the row, not cells of it. Only a row
+    whose numbers run unbroken, three at least, loses its tail, and only words: a cell with no letter
+    (fastai's ``00:13``) is a column; a word between numbers names them."""
+    cells = list(_RUN.finditer(line))
+    nums = [_number(c.group()) is not None for c in cells]
+    if not nums or nums[-1] or True not in nums:
+        return line
+    first = nums.index(True)
+    last = len(nums) - 1 - nums[::-1].index(True)
+    if last - first + 1 < 3 or not all(nums[first:last + 1]) or \
+            not all(any(ch.isalpha() for ch in c.group()) for c in cells[last + 1:]):
+        return line
+    return line[: cells[last].end()]
 
 
 def start(cells: list[list[str]], numeric: list[bool], width: int) -> int:
@@ -68,8 +85,10 @@ class Blocks:
 
     def data_row(self, cells: list[str], nums: list[float | None]) -> None:
         if not self.rows:
-            if len(cells) != self.width and not self.names:
-                return  # numbers in the prose above a headerless table
+            if len(cells) != self.width and not self.names or len(cells) < self.width - 1:
+                # Numbers in the prose above the table (a headerless one; or a matrix a warning printed,
+                # ``1 1`` under ``y is not positive definite:``, two cells or more short of a row).
+                return
             self.current = self._first_header()
         elif self.names and len(self.names[-1]) == self.width and self.current is not None \
                 and all_names(self.names[-1]):

@@ -286,7 +286,10 @@ def _unnamed(table: Table, roles: Roles) -> None:
     # A first column that never changes counts nothing (MLflow's old ``0 29.31`` metric lines, whose
     # timestamp or step was never set): the rows are the steps.
     same = bool(c.size >= 3 and np.all(c == c[0]))
-    if not (c.size >= 3 and _integral(c) and (rising or same or _restarts(c)) and v.size and not _integral(v)):
+    # Whole numbers after the counter are another count (``print(epoch, batch, loss)``), unless some
+    # are negative: no count is (an ELBO printed in exponent form, ``-2e+005``).
+    if not (c.size >= 3 and _integral(c) and (rising or same or _restarts(c)) and v.size
+            and (not _integral(v) or bool(np.any(v < 0)))):
         return
     if same:
         roles.index_why = (f"the first of the unnamed columns holds {c[0]:g} on every row: {counter!r} counts "

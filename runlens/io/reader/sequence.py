@@ -44,6 +44,9 @@ _WORD = re.compile(r"[A-Za-z_][\w./-]*")
 
 def read(lines: list[str]) -> Table | None:
     """The sequence held by ``lines``, or None when they are not only (a title and) numbers."""
+    printed = _r_vector(lines)
+    if printed is not None:
+        return printed
     body = [ln.strip() for ln in lines if ln.strip()]
     titles: list[str] = []
     while body and len(titles) < _TITLES and _is_title(body[0]):
@@ -60,6 +63,42 @@ def read(lines: list[str]) -> Table | None:
     col = np.asarray(values, dtype=np.float64)
     # Whatever its name, the one series is what ``--loss`` would name: the refusal says so.
     return Table(col.size, {name: col}, {name: np.ones(col.size, bool)}, SHAPE, aliases={name: name})
+
+
+def _r_vector(lines: list[str]) -> Table | None:
+    """The one numeric vector R printed among the lines (``[1] -289968.9 -290266.2 ...`` then ``[8] ...``,
+    ``#>`` before each in a reprex), named by the expression on the line above it when that is one word.
+
+    Each line's bracket holds the position of its first value, so the positions check the lines
+    belong together and none is missing: code and messages around the print are not the series.
+    """
+    runs: list[tuple[int, list[float]]] = []
+    values: list[float] = []
+    at = -1
+    for i, line in enumerate(lines):
+        m = _R_LINE.match(line)
+        nums = _numbers(m.group(2)) if m else None
+        if m is None or nums is None or int(m.group(1)) != len(values) + 1:
+            if len(values) >= MIN_VALUES:
+                runs.append((at, values))
+            at, values = -1, []
+            if m is None or nums is None or m.group(1) != "1":
+                continue
+        if not values:
+            at = i
+        values = [*values, *nums]
+    if len(values) >= MIN_VALUES:
+        runs.append((at, values))
+    if len(runs) != 1:
+        return None  # none, or several vectors: which one is the loss is not the shape's to say
+    at, values = runs[0]
+    above = lines[at - 1].strip().removeprefix(">").strip() if at > 0 else ""
+    name = above if re.fullmatch(r"[A-Za-z_.][\w.$@]*", above) else UNNAMED
+    col = np.asarray(values, dtype=np.float64)
+    return Table(col.size, {name: col}, {name: np.ones(col.size, bool)}, SHAPE, aliases={name: name})
+
+
+_R_LINE = re.compile(r"^\s*(?:#>)?\s*\[(\d+)\]((?:\s+\S+)+)\s*$")
 
 
 def _is_title(line: str) -> bool:
