@@ -93,6 +93,17 @@ def test_silent_twin_a_vector_with_a_line_missing_or_two_vectors_is_not_one_seri
     assert sequence.read(["x", *lines, "y", *lines]) is None
 
 
+def test_silent_twin_a_position_too_long_to_be_one_is_no_vector(tmp_path):
+    with pytest.raises(RunlensError):  # refused in one line, not an internal error
+        load_run(write_lines(tmp_path, ["[" + "9" * 5000 + "] 1 2 3 4 5"]))
+
+
+def test_a_long_vector_is_read_whole():
+    values = [0.5 + 1 / (i + 2) for i in range(20_000)]
+    table = sequence.read(_r_vector(values, per_line=1, prefix=""))
+    assert table is not None and table.n == 20_000
+
+
 def _gtad(val):
     out = []
     for e, (t, v) in enumerate(zip([6.12, 4.65, 4.01, 3.58, 3.49], val, strict=True)):

@@ -86,7 +86,7 @@ def _r_vector(lines: list[str]) -> Table | None:
                 continue
         if not values:
             at = i
-        values = [*values, *nums]
+        values.extend(nums)
     if len(values) >= MIN_VALUES:
         runs.append((at, values))
     if len(runs) != 1:
@@ -98,7 +98,9 @@ def _r_vector(lines: list[str]) -> Table | None:
     return Table(col.size, {name: col}, {name: np.ones(col.size, bool)}, SHAPE, aliases={name: name})
 
 
-_R_LINE = re.compile(r"^\s*(?:#>)?\s*\[(\d+)\]((?:\s+\S+)+)\s*$")
+# A position of at most nine digits (a billion values, no log's): a hostile line's 5,000-digit one is no
+# position, where int() would refuse it.
+_R_LINE = re.compile(r"^\s*(?:#>)?\s*\[(\d{1,9})\]((?:\s+\S+)+)\s*$")
 
 
 def _is_title(line: str) -> bool:
