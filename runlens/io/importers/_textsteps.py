@@ -111,7 +111,7 @@ def label_is_eval(text: str) -> bool:
     bar = _BAR_DESC.match(text)
     if bar is not None:
         return is_val(tokens(bar.group(1)))
-    tag = _TAIL_TAG.search(text)
+    tag = _TAIL_TAG.search(text) if text.rstrip().endswith((")", "]")) else None
     if tag is not None and _AFTER_VALUE.search(text[max(0, tag.start() - 64):tag.start()]):
         # G-TAD's ``Loss 5.48 = 4.18 + 1.30 (validation)``: the pass named after the values.
         return is_val(tokens(tag.group(1).lower()))

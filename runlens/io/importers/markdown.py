@@ -110,15 +110,18 @@ def _elided(lines: list[str], i: int, width: int, bare: bool) -> bool:
     """An elision line between rows (Turi Create's table pasted with ``....`` where thousands of
     iterations were cut), not the table's end: the line after it is a row as wide as the header. The
     rows' own step column keeps the gap."""
-    return (_ELISION.match(lines[i]) is not None and i + 1 < len(lines)
-            and len(_cells(lines[i + 1], bare)) == width)
+    return _ELISION.match(lines[i]) is not None and _row_follows(lines, i, width, bare)
 
 
 def _rule_between_rows(lines: list[str], i: int, width: int, bare: bool) -> bool:
     """A rule under every row (Turi Create's and PrettyTable's ``hrules=ALL`` tables), not the table's end:
     the line after it is a row as wide as the header."""
-    return (_is_rule(lines[i]) and i + 1 < len(lines) and not _is_rule(lines[i + 1])
-            and len(_cells(lines[i + 1], bare)) == width)
+    return _is_rule(lines[i]) and _row_follows(lines, i, width, bare) and not _is_rule(lines[i + 1])
+
+
+def _row_follows(lines: list[str], i: int, width: int, bare: bool) -> bool:
+    """Whether the line after line ``i`` is a row as wide as the header."""
+    return i + 1 < len(lines) and len(_cells(lines[i + 1], bare)) == width
 
 
 def _grouped(t: Table) -> Table:

@@ -49,9 +49,12 @@ def _unnoted(line: str) -> str:
     INSPECT ELBO``, a ``best`` at the best epoch): a note beside the row, not cells of it. Only a row
     whose numbers run unbroken, three at least, loses its tail, and only words: a cell with no letter
     (fastai's ``00:13``) is a column; a word between numbers names them."""
+    tail = line.rsplit(None, 1)[-1] if line.strip() else ""
+    if not any(ch.isalpha() for ch in tail):  # most rows end in a number: nothing to parse
+        return line
     cells = list(_RUN.finditer(line))
     nums = [_number(c.group()) is not None for c in cells]
-    if not nums or nums[-1] or True not in nums:
+    if nums[-1] or True not in nums:
         return line
     first = nums.index(True)
     last = len(nums) - 1 - nums[::-1].index(True)
@@ -85,7 +88,7 @@ class Blocks:
 
     def data_row(self, cells: list[str], nums: list[float | None]) -> None:
         if not self.rows:
-            if len(cells) != self.width and not self.names or len(cells) < self.width - 1:
+            if (len(cells) != self.width and not self.names) or len(cells) < self.width - 1:
                 # Numbers in the prose above the table (a headerless one; or a matrix a warning printed,
                 # ``1 1`` under ``y is not positive definite:``, two cells or more short of a row).
                 return

@@ -59,7 +59,10 @@ def read(lines: list[str]) -> Table | None:
     values = _bracketed(body) if _OPEN.match(body[0]) else _one_per_line(body)
     if values is None or len(values) < MIN_VALUES:
         return None
-    name = " ".join(w for t in titles for w in _WORD.findall(t)) or UNNAMED
+    return _series(" ".join(w for t in titles for w in _WORD.findall(t)) or UNNAMED, values)
+
+
+def _series(name: str, values: list[float]) -> Table:
     col = np.asarray(values, dtype=np.float64)
     # Whatever its name, the one series is what ``--loss`` would name: the refusal says so.
     return Table(col.size, {name: col}, {name: np.ones(col.size, bool)}, SHAPE, aliases={name: name})
@@ -93,9 +96,7 @@ def _r_vector(lines: list[str]) -> Table | None:
         return None  # none, or several vectors: which one is the loss is not the shape's to say
     at, values = runs[0]
     above = lines[at - 1].strip().removeprefix(">").strip() if at > 0 else ""
-    name = above if re.fullmatch(r"[A-Za-z_.][\w.$@]*", above) else UNNAMED
-    col = np.asarray(values, dtype=np.float64)
-    return Table(col.size, {name: col}, {name: np.ones(col.size, bool)}, SHAPE, aliases={name: name})
+    return _series(above if re.fullmatch(r"[A-Za-z_.][\w.$@]*", above) else UNNAMED, values)
 
 
 # A position of at most nine digits (a billion values, no log's): a hostile line's 5,000-digit one is no
