@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads29] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads30] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -46,14 +46,14 @@ round 18: ``benchmarks/results/pastes_threads4.md``. ``--threads5`` grades the f
 once (``benchmarks/results/pastes_threads5_heldout.md``), then read: ``benchmarks/results/pastes_threads5.md``.
 ``--threads6`` grades the sixth (``benchmarks/pastes_threads6/``), gathered by three workers while round
 19's changes were made, graded once (``benchmarks/results/pastes_threads6_heldout.md``), then read and
-mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` to ``--threads28`` grade the seventh to
-the twenty-eighth sets (``benchmarks/pastes_threadsN/``): set N was gathered by several workers at once
+mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` to ``--threads29`` grade the seventh to
+the twenty-ninth sets (``benchmarks/pastes_threadsN/``): set N was gathered by several workers at once
 during round N + 13 (six to twenty-one of them, eight from the sixteenth on: its README and role line say
 how many), graded once at that round's end (``benchmarks/results/pastes_threadsN_heldout.md``), then
 read, and mended from its misses, in the round after (``benchmarks/results/pastes_threadsN.md``; the
-twentieth was read, not mended). ``--threads29`` grades the twenty-ninth
-(``benchmarks/pastes_threads29/``), gathered by eight workers during round 42 and graded once at its end:
-``benchmarks/results/pastes_threads29.md``.
+twentieth was read, not mended). ``--threads30`` grades the thirtieth
+(``benchmarks/pastes_threads30/``), gathered by eight workers during round 43 and graded once at its end:
+``benchmarks/results/pastes_threads30.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -245,6 +245,13 @@ THREADS28_MENDS = ("words a tool prints after a row's numbers (Stan's `MAY BE DI
                    "headerless column of whole numbers after the counter is a value when some are negative (no count "
                    "is); a numeric vector as R prints it (`[1] ... [8] ...`, `#>` before each in a reprex) is one "
                    "series; a line of values closed by its pass's name in brackets (`(validation)`) is that pass's")
+THREADS29_MENDS = ("a leader of dots between a name and its value is a separator (Chainer's `training loss is...2.35e8`); "
+                   "blocks headed by a rising count (`epoch 100 done`) are a history whatever their values (six loss "
+                   "parts NaN at every report); the one number after a line's counter with no name of its own, outside "
+                   "brackets, is the loss when no line names one (NeuroSAT's `[3] 0.6932 (...)`); a score named only a "
+                   "performance (`train perf: 74.38 %`) is an accuracy, not a loss; a held-out accuracy frozen beside "
+                   "a training accuracy of 1 is no model predicting one class, and a training loss swinging at a "
+                   "thousandth of the validation loss is at zero, not unstable")
 THREADS24_MENDS = ("a set's name in Spanish, Portuguese, French, German, Italian, Russian, Chinese, Japanese or Korean "
                    "is read as its English word (`loss validación`, `训练损失`); a bracketed list of numbers in a table "
                    "cell (DeepXDE's loss terms) is one value, their sum; a lone `l` is the tutorials' loss; a sweep's "
@@ -458,16 +465,23 @@ THREADS28_ROLE = _eight_graded(28, 41, "which outcomes found no file, how many l
                                "listing while the set was staged showed eight of its file names (no content",
                                "083d5c1", "0.78 (43/55)", "0.71 (39/55)", THREADS28_MENDS, _MERGED_OPENED,
                                day="2026-12-07")
-THREADS29_ROLE = _eight_workers("pastes_threads29", 42, "which outcomes found no file, how many labels carry doubts, "
-                                "that searches stopped as the yield fell; one pass listed one earlier set's folder "
-                                "(file names, no content); three passes found fewer files than asked and one kept "
-                                "fewer unseen formats than asked; further slips of copying are in the READMEs",
-                                _quoted(42), day="2026-12-07")
+THREADS29_ROLE = _eight_graded(29, 42, "which outcomes found no file, how many labels carry doubts, "
+                               "that searches stopped as the yield fell; one pass listed one earlier set's folder "
+                               "(file names, no content); three passes found fewer files than asked and one kept "
+                               "fewer unseen formats than asked; further slips of copying are in the READMEs",
+                               "8204cc2", "0.85 (35/41)", "0.68 (28/41)", THREADS29_MENDS, day="2026-12-07")
+THREADS30_ROLE = _eight_workers("pastes_threads30", 43, "which outcomes found no file, how many labels carry doubts, "
+                                "whether a format judgement decided the two-thirds target, that searches stopped as "
+                                "the yield fell; two passes listed the sibling folders and the latest earlier set's "
+                                "folder (file names, no content); two passes found fewer files than asked, one kept "
+                                "fewer unseen formats than asked and one made one look-up over the 45 allowed; "
+                                "further slips of copying are in the READMEs",
+                                _quoted(43), day="2026-12-07")
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
           THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE, THREADS24_ROLE, THREADS25_ROLE,
-          THREADS26_ROLE, THREADS27_ROLE, THREADS28_ROLE, THREADS29_ROLE)
+          THREADS26_ROLE, THREADS27_ROLE, THREADS28_ROLE, THREADS29_ROLE, THREADS30_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line. Set N
 #: is ``benchmarks/pastes_threadsN/``, graded onto ``results/pastes_threadsN.md`` (the first has no number):
 #: a new set needs only its role line in ``_ROLES``.
@@ -476,7 +490,7 @@ FOLDERS = {f"threads{n if n > 1 else ''}": (*_paths(f"pastes_threads{n if n > 1 
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
         "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth",
-        "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth")
+        "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

@@ -855,7 +855,8 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh42", 169000, ("2026-12-07 13:20", "2026-12-07 13:26"),
         role="the third generator with every seed shifted by 169000 and every run redrawn (`--seed-shift "
              "169000 --vary`), generated at {drawn} UTC from ec703e1 by the recorder with "
-             "`logits_sum_to_one`, during round 42, graded once at the end of round 42; the set to quote",
+             "`logits_sum_to_one`, during round 42, graded once at the end of round 42 (8204cc2): a development "
+             "set since",
         note="`third-fresh42` (round 42): the same generator and redraw with every seed shifted by 169000 (`python -m "
              "benchmarks.third --seed-shift 169000 --vary`), trained from a clean export of the committed tree at "
              "ec703e1 (`draw.json` has the times) into a folder outside the repository, at the start of round 42, "
@@ -863,12 +864,29 @@ DRAWS: tuple[Draw, ...] = (
              "engine). Nothing of it was diagnosed before its one grading, and neither its generator log nor its "
              "draw record's runs were printed; by a slip, the record's list of the setups it trained was printed "
              "while reading its times (names only: the catalogue every draw trains, the same as third-fresh41's).",
-        which="*third-fresh42* (round 42; seeds shifted by 169000) was trained from ec703e1, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh42**.",
+        which="*third-fresh42* (round 42; seeds shifted by 169000) was trained from ec703e1 and graded once at "
+              "8204cc2, the end of round 42 (curve 1.00, recall 1.00 pooled and per code, first 1.00, healthy runs "
+              "warned 0/8): a development set since.",
+    ),
+    # Round 43's set to quote: drawn at the start of round 43 from a clean export of 2871d6d, before any
+    # engine change of the round; nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh43", 173000, ("2026-12-07 15:54", "2026-12-07 15:58"),
+        role="the third generator with every seed shifted by 173000 and every run redrawn (`--seed-shift "
+             "173000 --vary`), generated at {drawn} UTC from 2871d6d by the recorder with "
+             "`logits_sum_to_one`, during round 43, graded once at the end of round 43; the set to quote",
+        note="`third-fresh43` (round 43): the same generator and redraw with every seed shifted by 173000 (`python -m "
+             "benchmarks.third --seed-shift 173000 --vary`), trained from a clean export of the committed tree at "
+             "2871d6d (`draw.json` has the times) into a folder outside the repository, at the start of round 43, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and neither its generator log nor its "
+             "draw record's runs were printed (only the record's start and end times were read).",
+        which="*third-fresh43* (round 43; seeds shifted by 173000) was trained from 2871d6d, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh43**.",
     ),
 )
 
-QUOTE = "third-fresh42"
+QUOTE = "third-fresh43"
 
 
 def draw(name: str) -> Draw:
