@@ -210,9 +210,26 @@ def frozen_accuracy(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: Acc
     21); one whose every evaluation, from the first, scores the same never changed a prediction while
     its loss moved (the long curve asks that: ``share=1``)."""
     for which, column in (("training", acc[0]), ("held-out", acc[1])):
-        if column is not None and (verdict := _frozen(cfg, steps, x, column, which, share)) is not None:
+        if column is None or (which == "held-out" and _fits(acc[0], column)):
+            continue
+        if (verdict := _frozen(cfg, steps, x, column, which, share)) is not None:
             return verdict
     return None
+
+
+def _fits(train: Column | None, held: Column) -> bool:
+    """Whether the training accuracy is at ``FIT`` or above at every point it was printed over the
+    held-out accuracy's frozen stretch: a model that gets every training example right tells its
+    inputs apart, so a held-out score that no longer changes is a converged (or memorizing) model's,
+    not one that predicts the same whatever it is shown (a Keras run's val_acc 0.8889, 8 of 9, for
+    its last 8 epochs beside acc 1.0000)."""
+    if train is None or train[1].size == 0:
+        return False
+    ts, ta = train
+    run = alike_tail_length(held[1][np.argsort(held[0], kind="stable")])
+    since = float(np.sort(held[0])[-run]) if run else float(np.max(held[0]))
+    over = ta[(ts >= since) & np.isfinite(ta)]
+    return bool(over.size) and bool(np.all(over >= FIT))
 
 
 def equal_tail(values: np.ndarray) -> int:

@@ -108,7 +108,7 @@ readings, in the order they are tried (the first that holds is the verdict):
   ``growth`` of it (it gave back all its progress and stayed there);
 - unstable when the loss moves by 10x or more from one point to the next
   three times or more, at least once up and once down (each swing reaching
-  ``VISIBLE``, a thousandth, of the largest value) with no downward Kendall trend
+  ``VISIBLE``, a thousandth, of the largest loss, training or validation) with no downward Kendall trend
   at ``alpha`` (``kind: short_swings``: an order of magnitude up and back,
   beyond minibatch noise, is neither a spike nor a divergence);
 - overfitting by the same validation test as a long curve (a rise at each
@@ -279,7 +279,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
                    or blown_verdict(steps, x, base)
                    or leapt(steps, x, base, cfg.alpha) or rose_throughout(cfg, steps, x, base, acc[0])
                    or _given_back(cfg, steps, x, base)
-                   or _swings(cfg, steps, x, t, base) or overfit_few(cfg, steps, x, sets, base)
+                   or _swings(cfg, steps, x, t, base, sets) or overfit_few(cfg, steps, x, sets, base)
                    or undone_few(cfg, steps, x, sets, base) or turned_few(cfg, steps, x, sets, base) or memorized(cfg, steps, x, sets, acc, base) or _val_swings(sets, base)
                    or manyfold(steps, x, sets, base)
                    or gap_verdict(cfg, steps, x, sets, base, ", in a short log") or _settled(cfg, steps, x, t, base)
@@ -299,9 +299,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         return verdict
     if (overflowing := near_overflow(steps, x, base)) is not None:
         return overflowing  # the other readings say more (a leap, a growth) when they hold
-    return CurveVerdict("insufficient_data",
-                        f"only {x.size} finite training losses (< {cfg.min_points}): too few for "
-                        "the curve's shape; the point detectors still judge them",
+    return CurveVerdict("insufficient_data", f"only {x.size} finite training losses (< {cfg.min_points}): too few "
+                        "for the curve's shape; the point detectors still judge them",
                         {"finite_points": int(x.size), "min_points": cfg.min_points})
 
 
@@ -310,15 +309,18 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
 VISIBLE = 1e-3
 
 
-def _swings(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any]) -> CurveVerdict | None:
+def _swings(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any],
+            sets: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> CurveVerdict | None:
     # Up or down by an order of magnitude three times or more, both ways, with no downward trend: not a
     # spike (up once, back once) nor a divergence (it comes back), the loss of steps too large to settle
     # (DeepGLR's per-epoch 5.5e3, 1.1e8, 3.4e5, 4.5e4, 4.2e3, ... 4.9e6, 2.2e3; BiSeNet's 1.3e8, 4.6e4,
     # 3.1e5, 2.0e4, 1.5e8). ``LEAP`` is beyond minibatch noise.
     r = np.diff(np.log(np.clip(x, np.finfo(float).tiny, None)))
-    # A swing between values that are all below a thousandth of the curve's largest is not seen on
-    # its own scale: a loss that reached 1e-7 and prints 1e-5, 1e-6 is converged, not swinging.
-    seen = np.maximum(x[1:], x[:-1]) >= VISIBLE * float(np.max(x))
+    # A swing between values all below a thousandth of the run's largest loss, the validation loss's
+    # included (the same loss on other data), is not seen on its scale: a loss that prints 1e-5, 1e-6
+    # is converged, one swinging from 1e-7 to 2e-4 beside a validation loss of 1.17 memorized.
+    held = [float(np.max(v[np.isfinite(v)])) for _, v in (sets or {}).values() if np.isfinite(v).any()]
+    seen = np.maximum(x[1:], x[:-1]) >= VISIBLE * max([float(np.max(x)), *held])
     ups, downs = int(np.sum((r >= math.log(LEAP)) & seen)), int(np.sum((r <= -math.log(LEAP)) & seen))
     if min(ups, downs) < 1 or ups + downs < 3 or not np.all(x > 0) or t.p_decreasing < cfg.alpha:
         return None

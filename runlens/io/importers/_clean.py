@@ -106,9 +106,18 @@ def _number(m: re.Match) -> str:
     return next(g for g in m.groups() if g is not None)
 
 
+# A leader of dots (or an ellipsis) after a name, a number or a bracket, before a value or the next
+# name, is a separator (Chainer's ``batch 0/82783... training loss is...2.35e8``, a HAR trainer's
+# ``Epoch: 289/500...Train Loss: 0.1521...Val Loss: 0.7511...``); one ending the line says nothing.
+_LEADER = re.compile(r"(?<=[\w)\]%:])[ \t]*(?:\.{2,}|\u2026)[ \t]*(?=[-+]?\.?\d|[A-Za-z(\[])")
+
+
 def unwrap(line: str) -> str:
     """``line`` with each scalar printed inside a framework's wrapper as its bare number: what a loop
-    that prints ``loss`` rather than ``loss.item()`` shows. Lines with none (most) are returned as they are."""
+    that prints ``loss`` rather than ``loss.item()`` shows; a leader of dots read as a space. Lines with
+    none (most) are returned as they are."""
+    if ".." in line or "\u2026" in line:
+        line = _LEADER.sub(" ", line)
     if "ensor" in line or "rray" in line or "np." in line:
         line = _WRAPPED.sub(_number, line)
     if ":[" in line or ": [" in line or "=[" in line or "= [" in line:

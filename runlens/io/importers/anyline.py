@@ -13,7 +13,8 @@ line by one rule, without patterns per trainer:
 - a line's first value is its *counter* when it is a whole number with no
   name, or named by a counting word (``I``, ``iter``, ``Epoch``, ``step``); a
   line that holds only a counter (``epoch=29``) is the counter of the lines
-  below it that have none;
+  below it that have none; a number with a fraction right after the counter,
+  with no name, on a line that names nothing, is the loss when no line names one;
 - the training loss is the name a loss or an error word makes a loss
   (:mod:`runlens.io.reader.names`'s vocabulary), on the training side, on the
   most lines (a loss word before an error word; two names on as many lines
@@ -38,13 +39,13 @@ import io
 import math
 import re
 from array import array
-from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from runlens.errors import ImportFailedError
+from runlens.io.importers._anypick import BARE, GRAINS, LOSSY, candidate, only_side, pick
 from runlens.io.importers._anysaid import accuracies, broken_metrics, keep_accuracy, said
 from runlens.io.importers._clean import strip_prefixes
 from runlens.io.importers._common import (
@@ -62,21 +63,20 @@ from runlens.io.importers._textblock import blocks
 from runlens.io.reader.names import (
     COUNT_WORDS,
     ERROR_WORDS,
-    LOSS,
     METRIC,
     TOTAL,
     TRAIN,
     VAL,
-    is_lr,
-    qualifiers,
     tokens,
 )
-from runlens.io.reader.roles import name_rank
 from runlens.io.reader.source import open_limited
 
 _VALUE = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?))(?![\w.])",
                     re.IGNORECASE)
 _CUT = re.compile(r"[:=,;|\[\](){}<>]")
+_AFTER_COUNTER = re.compile(r"[\s\]):|,-]*")
+_GROUPS = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+_TRAILING = re.compile(r"[\s,;|]*")
 _SUBSCRIPT = re.compile(r"\s*\]\s*[:=]")
 _SOURCE_FILE = re.compile(r"\.(?:py|pyx|cc|cpp|cu|c|h|hpp|lua|jl|java|js|ts|go|rs|r|m|scala)$", re.IGNORECASE)
 _MAX_LINE = 4096  # a longer line is a dump, not a loop's print
@@ -84,11 +84,6 @@ _MAX_NAMES = 256  # distinct names kept: a log of ever new names is not a series
 MIN_LINES = 3
 # Short counters loops print as the whole name (``I:10``, ``i = 3``, ``n 4``), beside the counting words.
 _COUNTERS = COUNT_WORDS | {"i", "it", "ep", "e", "n", "epoch", "batch", "episode", "round", "iter", "t"}
-_LOSSY = LOSS | ERROR_WORDS
-_GRAINS = frozenset({"epoch", "batch", "step", "iter", "iteration"})
-# Metric words that make a loss or error word name something else (an error *rate* is not minimized
-# as a loss of its own scale; a loss's *time* is not a loss).
-_NOT_LOSS = (METRIC - ERROR_WORDS) | {"rate", "lr", "scale", "scaler", "norm", "weight", "count", "num"}
 # Metric words that may head a group of sides' values, holding none of their own (``accuracy: train = ..``).
 _GROUP_METRICS = METRIC - ERROR_WORDS - {"time", "eta", "memory", "mem"}
 
@@ -115,7 +110,7 @@ class _Seen:
         kept = False
         for name, value in fields:
             if name not in self.names:
-                if len(self.names) >= _MAX_NAMES or not _candidate(name):
+                if len(self.names) >= _MAX_NAMES or not candidate(name):
                     self._other(row, name, value)
                     keep_accuracy(self.accs, row, name, value)
                     continue
@@ -170,11 +165,11 @@ def _name(label: str) -> tuple[str, bool, bool, str]:
     if _SOURCE_FILE.search(name):
         name = ""  # ``[loss_scaler.py:183:update_scale]``: a logger's file and line, not a metric
     before = words[:-1]
-    if before and set(tokens(name)) <= _GRAINS and _LOSSY & set(tokens(before[-1])):
+    if before and set(tokens(name)) <= GRAINS and LOSSY & set(tokens(before[-1])):
         # ``Train Loss: epoch NaN - batch NaN``: the loss at each grain is the loss's name with the grain.
         name = f"{' '.join(before[-1].split()[-4:])} {name}"
     heading = tokens(before[-1]) if before else ()
-    return (name, any(_LOSSY & set(tokens(w)) for w in before),
+    return (name, any(LOSSY & set(tokens(w)) for w in before),
             any(set(t) <= VAL for w in before if (t := tokens(w))),
             before[-1].strip() if len(heading) == 1 and heading[0] in _GROUP_METRICS else "")
 
@@ -186,9 +181,11 @@ def parse_line(raw: str) -> tuple[int | None, list[tuple[str, float]]]:
         return None, [(name, value) for name, value, _ in post]
     fields: list[tuple[str, float]] = []
     counter: int | None = None
+    bare: tuple[float, int] | None = None
     pos, in_loss, in_val, indexed, metric = 0, False, False, "", ""
     for i, m in enumerate(_VALUE.finditer(text)):
         name, opened, held_out, heads = _name(text[pos:m.start()])
+        pos_before = pos
         metric = heads or ("" if opened else metric)
         if indexed and not name:
             name, indexed = indexed, ""
@@ -208,70 +205,31 @@ def parse_line(raw: str) -> tuple[int | None, list[tuple[str, float]]]:
             counter = int(value)
             continue
         if not toks or not any(c.isalpha() for c in name):
+            if i == 1 and counter is not None and _AFTER_COUNTER.fullmatch(text, pos_before, m.start()) \
+                    and not value.is_integer():
+                bare = value, m.end()
             continue
         if in_loss and set(toks) <= TOTAL:
             name = "loss " + name  # ``loss: x 1.2, y 0.8, total 2.0``: the total of the loss's parts
-        if metric and _only_side(toks):
+        if metric and only_side(toks):
             name = f"{name} {metric}"  # ``accuracy: train = 19.2%, valid = 19.6%``: the accuracy of each side
         elif in_val and not (VAL | TRAIN) & set(tokens(name)):
             name = "val " + name
         fields.append((name, value))
+    if bare is not None and not fields and _alone(text, *bare):
+        fields.append((BARE, bare[0]))
     return counter, fields
 
 
-def _side(toks: tuple[str, ...]) -> str | None:
-    """``"train"`` / ``"val"`` for a name that names a loss or an error, None for any other."""
-    if not _LOSSY & set(toks) or _NOT_LOSS & set(toks) or is_lr(toks):
-        return None
-    return "val" if VAL & set(toks) else "train"
-
-
-def _only_side(toks: tuple[str, ...]) -> str | None:
-    """``"train"`` / ``"val"`` for a name that is nothing but a side (``train``, ``tst``)."""
-    if toks and set(toks) <= TRAIN:
-        return "train"
-    if toks and set(toks) <= VAL:
-        return "val"
-    return None
-
-
-def _candidate(name: str) -> bool:
-    toks = tokens(name)
-    return _side(toks) is not None or _only_side(toks) is not None
-
-
-def _pick(seen: _Seen) -> tuple[str | None, str | None]:
-    """The training loss's name and the validation loss's (either None)."""
-    by: dict[str, list[str]] = defaultdict(list)
-    for name in seen.names:
-        side = _side(tokens(name))
-        if side is not None:
-            by[side].append(name)
-    if not by:  # no name says loss: names that only say a side (``train==[266.1``, ``:trn,0.5``)
-        for name in seen.names:
-            side = _only_side(tokens(name))
-            if side is not None:
-                by[side].append(name)
-
-    def best(names: list[str]) -> str | None:
-        # A loss word outranks an error word, a validation set a test set; of one rank, the name on
-        # the most lines. Two names of one rank on as many lines (``error`` and ``err``, a GAN's two
-        # losses) leave the choice to the user.
-        ranked = sorted(names, key=lambda n: (*_rank(n, seen), seen.first[n]))
-        if not ranked or (len(ranked) > 1 and _rank(ranked[0], seen) == _rank(ranked[1], seen)):
-            return None
-        return ranked[0]
-
-    return best(by["train"]), best(by["val"])
-
-
-def _rank(name: str, seen: _Seen) -> tuple[bool, bool, int, bool, int]:
-    # Of one count, the loss alone before a qualified one (``loss`` before ``pde_losses``, its parts),
-    # and a per-batch one before a per-epoch one, as the table reader orders them.
-    t = tokens(name)
-    toks = set(t)
-    return (not LOSS & toks, "test" in toks and not (VAL - {"test"}) & toks, -seen.names[name],
-            bool(qualifiers(t) and not toks <= _GRAINS | LOSS | TRAIN | VAL), name_rank(name, 0)[0])
+def _alone(text: str, bare: float, end: int) -> bool:
+    """Whether ``bare`` (ending at ``end``) is the one number outside brackets after the counter and
+    the last thing on the line outside them: ``[3] 0.69 (0.3, 0.2) [53s]`` and ``3 0.69`` print one
+    value; ``0,0.100,1.100,2.100`` (a headerless table) prints several, ``Step 0: 61.349 sec`` a time
+    and ``5000: 3.00%`` a share, none the loss."""
+    if _TRAILING.fullmatch(_GROUPS.sub(" ", text[end:])) is None:
+        return False
+    loose = [float(m.group(1)) for m in _VALUE.finditer(_GROUPS.sub(" ", text))]
+    return loose == [bare] or (len(loose) == 2 and loose[0].is_integer() and loose[1] == bare)
 
 
 def scan(lines: Iterable[str]) -> _Seen:
@@ -305,17 +263,26 @@ def finds_loss(lines: list[str]) -> bool:
     """Whether this reading finds a training or validation loss in ``lines`` (a log's head: what the
     sniff asks)."""
     seen = scan(lines)
-    train, val = _pick(seen)
+    train, val = pick(seen)
     return _kept(seen, train, val) != (None, None)
 
 
 def _kept(seen: _Seen, train: str | None, val: str | None) -> tuple[str | None, str | None]:
-    """The picked names with enough values to read (:func:`_enough`)."""
+    """The picked names with enough values to read (:func:`_enough`); the counter's bare value only where
+    the counters of its lines rise (``3 2.3`` then ``1 2.2``: a first column in no order counts nothing)."""
     if train is not None and not _enough(seen.values[train][1], None if val is None else seen.values[val][1]):
+        train = None
+    if train == BARE and not _rising(seen, seen.values[BARE][0]):
         train = None
     if val is not None and train is None and not _enough(seen.values[val][1]):
         val = None
     return train, val
+
+
+def _rising(seen: _Seen, rows: array) -> bool:
+    at = np.frombuffer(seen.counters, dtype=np.int64)[np.isin(np.frombuffer(seen.lines, dtype=np.int64),
+                                                               np.frombuffer(rows, dtype=np.int64))]
+    return bool(at.size) and bool(np.all(at >= 0)) and bool(np.all(np.diff(at) > 0))
 
 
 def _signal(columns: list[str] | tuple[str, ...]) -> bool:
@@ -357,7 +324,7 @@ def read(path: Path, encoding: str = "utf-8") -> Imported | None:
     with io.TextIOWrapper(open_limited(path), encoding=encoding, errors="replace") as f:
         # In blocks, a line cut in pieces as the text reader cuts it: one huge "line" costs no more memory.
         seen = scan(line for lines in one_rank(blocks(f, _MAX_LINE)) for line in lines)
-    train, val = _kept(seen, *_pick(seen))
+    train, val = _kept(seen, *pick(seen))
     key = train or val
     if key is None:
         return None

@@ -15,13 +15,14 @@ The rules, by structure alone:
   whose name prefixes the keys indented under it (``train/loss``,
   ``info/learner/.../total_loss``); a key of several words with no value is
   the block's title (``Result for PPO_...``, ``Epoch 3``), not a section; a
-  title that is a word and a number (``Epoch 3/25``) is the block's counter;
+  title that is a word and a number (``Epoch 3/25``, ``epoch 100 done``) is the block's counter;
 - a blank line, a rule (``-----``, ``+===+``, box-drawing lines), a line of
   another shape, or a key seen again in the block ends the block;
 - it is a log only when at least two numeric keys are in two blocks and in half
   the blocks at least, and one of those changes between blocks: a box of settings, a config of
   ``key: value`` lines, or YAML sections of different keys are one record or
-  none, not a history; or when one block, holding half the lines, records a
+  none, not a history (blocks headed by a rising count are one whatever their values: a loss
+  stuck, or NaN at every report); or when one block, holding half the lines, records a
   step: a loss and a step counter, each with a value (the last table a run
   printed before it stopped);
 - blocks under different titles that are not counters (``Result for A``,
@@ -48,7 +49,8 @@ _BORDER = re.compile(r"[|│┃║]")
 _RULE_CHARS = frozenset("-=+_*~─━═┄┈╌┼├┤┬┴╭╮╰╯┌┐└┘╞╡╪╔╗╚╝╠╣╦╩╬|│┃║ ")
 _COLON = re.compile(r"^(\s*)([A-Za-z_][\w./\-\[\]() ]{0,80}?)\s*:(?:\s+(.*?))?\s*$")
 _SPACED = re.compile(r"^(\s*)([A-Za-z_][\w./\-\[\]()]{0,80})\s{2,}(\S.*?)\s*$")
-_TITLE_COUNT = re.compile(r"^((?:[A-Za-z]+\s+){0,2}?)([A-Za-z]+)\s*[#:]?\s*(\d+)(?:\s*/\s*\d+)?$")
+# A word may follow the count (chainer-neural-style's ``epoch 100 done``).
+_TITLE_COUNT = re.compile(r"^((?:[A-Za-z]+\s+){0,2}?)([A-Za-z]+)\s*[#:]?\s*(\d+)(?:\s*/\s*\d+)?(?:\s+[a-z]+)?$")
 
 
 def _title_count(title: str) -> re.Match[str] | None:
@@ -158,9 +160,20 @@ def _history(blocks: list[_Block], nonblank: int) -> list[_Block] | None:
     # A history repeats its keys: a key in fewer than half the blocks is not one of them (keys that
     # hold their own counter, ``loss at step 0:``, meet again only where two runs both start).
     shared = [k for k, vals in seen.items() if sum(k in b.pairs for b in blocks) >= max(2, len(blocks) / 2)]
-    if len(shared) < 2 or not any(len(seen[k]) > 1 for k in shared):
+    # Blocks headed by a count that rises are a history even when no value changes: a loss stuck at
+    # one value, or NaN at every report (chainer-neural-style's ``epoch 100 done`` over six ``nan``).
+    if len(shared) < 2 or not (_counted(blocks) or any(len(seen[k]) > 1 for k in shared)):
         return None
     return blocks
+
+
+def _counted(blocks: list[_Block]) -> bool:
+    """Whether every block is headed by a count (:func:`_title_count`) and the counts rise."""
+    counts = [_title_count(b.title) if b.title is not None else None for b in blocks]
+    if any(m is None for m in counts):
+        return False
+    values = [int(m.group(3)) for m in counts if m is not None]
+    return all(b > a for a, b in zip(values[:-1], values[1:], strict=True))
 
 
 def _one_step(block: _Block) -> bool:

@@ -32,7 +32,7 @@ NEUTRAL = frozenset({"total", "avg", "avr", "average", "mean", "overall", "runni
 TOTAL = frozenset({"total", "sum", "overall"})
 METRIC = frozenset({"acc", "accuracy", "f1", "precision", "recall", "map", "bleu", "wer", "cer", "auc",
                     "iou", "score", "r2", "top1", "top5", "error", "err", "rouge", "em", "kl", "reward",
-                    "fscore", "correct", "dice", "psnr", "ssim", "time", "eta", "memory", "mem"})
+                    "fscore", "correct", "dice", "psnr", "ssim", "time", "eta", "memory", "mem", "perf", "performance"})
 
 
 STEP_WORDS = ("step", "iteration", "iter", "steps", "it")

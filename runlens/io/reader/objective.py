@@ -33,10 +33,11 @@ from runlens.io.reader.picks import Pick
 from runlens.io.reader.table import Table
 
 #: The scores read through their complement, in the order one is preferred to another printed beside it: an
-#: accuracy, then an F-score, then an exact match (a reading-comprehension trainer's ``EM``); a top-k
+#: accuracy, then an F-score, then an exact match (a reading-comprehension trainer's ``EM``), then a score
+#: named only a performance (Theano CNN's ``train perf: 74.38 %``); a top-k
 #: accuracy comes last (:func:`_top_k`).
 _SCORE_TIERS = (frozenset({"acc", "accuracy", "top1", "correct"}), frozenset({"f1", "fscore", "f1score"}),
-                frozenset({"em"}))
+                frozenset({"em"}), frozenset({"perf", "performance"}))
 ACCURACY_WORDS = frozenset().union(*_SCORE_TIERS)
 #: What a reinforcement-learning loop maximizes and prints (``Average reward``, ``Mean Reward``).
 REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns"})
