@@ -81,21 +81,15 @@ def test_blocks_under_a_rising_count_with_one_value_are_read(tmp_path):
     assert _loss(run) == pytest.approx([3 * 0.6931] * 6)
 
 
-def test_silent_twin_blocks_of_one_value_without_a_count_are_no_history(tmp_path):
+@pytest.mark.parametrize("block", [
     # A settings box printed at every report is one record, not a history: nothing counts the blocks.
-    lines = []
-    for _ in range(4):
-        lines += ["Result for trial", "  lr: 0.001", "  momentum: 0.9", ""]
+    ["Result for trial", "  lr: 0.001", "  momentum: 0.9", ""],
+    # A count that does not rise counts nothing either.
+    ["epoch 1 done", "losses:", "  content: 0.5", "  tv: 0.1"],
+])
+def test_silent_twin_blocks_of_one_value_without_a_rising_count_are_no_history(tmp_path, block):
     with pytest.raises(RunlensError):
-        load_run(write_lines(tmp_path, lines))
-
-
-def test_silent_twin_blocks_under_a_count_that_does_not_rise_are_no_history(tmp_path):
-    lines = []
-    for _ in range(4):
-        lines += ["epoch 1 done", "losses:", "  content: 0.5", "  tv: 0.1"]
-    with pytest.raises(RunlensError):
-        load_run(write_lines(tmp_path, lines))
+        load_run(write_lines(tmp_path, block * 4))
 
 
 # -- the number after the counter ----------------------------------------------------------------------

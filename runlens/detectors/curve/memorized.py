@@ -209,25 +209,21 @@ def frozen_accuracy(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, acc: Acc
     converged model keeps its held-out predictions for many evaluations (a tagger's 0.9626 at 12 of its
     21); one whose every evaluation, from the first, scores the same never changed a prediction while
     its loss moved (the long curve asks that: ``share=1``)."""
-    for which, column in (("training", acc[0]), ("held-out", acc[1])):
-        if column is None or (which == "held-out" and _fits(acc[0], column)):
-            continue
-        if (verdict := _frozen(cfg, steps, x, column, which, share)) is not None:
+    for which, column, beside in (("training", acc[0], None), ("held-out", acc[1], acc[0])):
+        if column is not None and (verdict := _frozen(cfg, steps, x, column, which, share, beside)) is not None:
             return verdict
     return None
 
 
-def _fits(train: Column | None, held: Column) -> bool:
-    """Whether the training accuracy is at ``FIT`` or above at every point it was printed over the
-    held-out accuracy's frozen stretch: a model that gets every training example right tells its
-    inputs apart, so a held-out score that no longer changes is a converged (or memorizing) model's,
-    not one that predicts the same whatever it is shown (a Keras run's val_acc 0.8889, 8 of 9, for
-    its last 8 epochs beside acc 1.0000)."""
-    if train is None or train[1].size == 0:
+def _fits(train: Column | None, since: float) -> bool:
+    """Whether the training accuracy is at ``FIT`` or above at every point it was printed from step
+    ``since`` (the held-out accuracy's frozen stretch): a model that gets every training example right
+    tells its inputs apart, so a held-out score that no longer changes is a converged (or memorizing)
+    model's, not one that predicts the same whatever it is shown (a Keras run's val_acc 0.8889, 8 of 9,
+    for its last 8 epochs beside acc 1.0000)."""
+    if train is None:
         return False
     ts, ta = train
-    run = alike_tail_length(held[1][np.argsort(held[0], kind="stable")])
-    since = float(np.sort(held[0])[-run]) if run else float(np.max(held[0]))
     over = ta[(ts >= since) & np.isfinite(ta)]
     return bool(over.size) and bool(np.all(over >= FIT))
 
@@ -246,14 +242,14 @@ def alike_tail_length(values: np.ndarray) -> int:
 
 
 def _frozen(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, column: Column, which: str,
-            share: float) -> CurveVerdict | None:
+            share: float, beside: Column | None = None) -> CurveVerdict | None:
     ts, ta = column
     if ta.size < FROZEN:
         return None
     order = np.argsort(ts, kind="stable")
     ts, ta = ts[order], ta[order]
     run = alike_tail_length(ta)
-    if run < max(FROZEN, share * ta.size) or ta[-1] >= FIT:
+    if run < max(FROZEN, share * ta.size) or ta[-1] >= FIT or _fits(beside, float(ts[-run])):
         return None
     span = (steps >= ts[-run]) & (steps <= ts[-1])
     loss = x[span]

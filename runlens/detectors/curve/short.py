@@ -310,7 +310,7 @@ VISIBLE = 1e-3
 
 
 def _swings(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: dict[str, Any],
-            sets: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> CurveVerdict | None:
+            sets: dict[str, tuple[np.ndarray, np.ndarray]]) -> CurveVerdict | None:
     # Up or down by an order of magnitude three times or more, both ways, with no downward trend: not a
     # spike (up once, back once) nor a divergence (it comes back), the loss of steps too large to settle
     # (DeepGLR's per-epoch 5.5e3, 1.1e8, 3.4e5, 4.5e4, 4.2e3, ... 4.9e6, 2.2e3; BiSeNet's 1.3e8, 4.6e4,
@@ -319,7 +319,7 @@ def _swings(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, t: Trend, base: 
     # A swing between values all below a thousandth of the run's largest loss, the validation loss's
     # included (the same loss on other data), is not seen on its scale: a loss that prints 1e-5, 1e-6
     # is converged, one swinging from 1e-7 to 2e-4 beside a validation loss of 1.17 memorized.
-    held = [float(np.max(v[np.isfinite(v)])) for _, v in (sets or {}).values() if np.isfinite(v).any()]
+    held = [float(np.max(v[np.isfinite(v)])) for _, v in sets.values() if np.isfinite(v).any()]
     seen = np.maximum(x[1:], x[:-1]) >= VISIBLE * max([float(np.max(x)), *held])
     ups, downs = int(np.sum((r >= math.log(LEAP)) & seen)), int(np.sum((r <= -math.log(LEAP)) & seen))
     if min(ups, downs) < 1 or ups + downs < 3 or not np.all(x > 0) or t.p_decreasing < cfg.alpha:

@@ -182,10 +182,10 @@ def parse_line(raw: str) -> tuple[int | None, list[tuple[str, float]]]:
     fields: list[tuple[str, float]] = []
     counter: int | None = None
     bare: tuple[float, int] | None = None
+    counter_end = -1  # where the line's leading counter ends: a bare value must follow it at once
     pos, in_loss, in_val, indexed, metric = 0, False, False, "", ""
     for i, m in enumerate(_VALUE.finditer(text)):
         name, opened, held_out, heads = _name(text[pos:m.start()])
-        pos_before = pos
         metric = heads or ("" if opened else metric)
         if indexed and not name:
             name, indexed = indexed, ""
@@ -202,10 +202,10 @@ def parse_line(raw: str) -> tuple[int | None, list[tuple[str, float]]]:
         toks = tokens(name)
         in_loss, in_val = in_loss or opened, in_val or held_out
         if i == 0 and value.is_integer() and value >= 0 and (not toks or (len(toks) == 1 and toks[0] in _COUNTERS)):
-            counter = int(value)
+            counter, counter_end = int(value), m.end()
             continue
         if not toks or not any(c.isalpha() for c in name):
-            if i == 1 and counter is not None and _AFTER_COUNTER.fullmatch(text, pos_before, m.start()) \
+            if i == 1 and counter_end >= 0 and _AFTER_COUNTER.fullmatch(text, counter_end, m.start()) \
                     and not value.is_integer():
                 bare = value, m.end()
             continue
@@ -228,7 +228,7 @@ def _alone(text: str, bare: float, end: int) -> bool:
     and ``5000: 3.00%`` a share, none the loss."""
     if _TRAILING.fullmatch(_GROUPS.sub(" ", text[end:])) is None:
         return False
-    loose = [float(m.group(1)) for m in _VALUE.finditer(_GROUPS.sub(" ", text))]
+    loose = [float(m.group(1)) for m in _VALUE.finditer(_GROUPS.sub(" ", text[:end]))]
     return loose == [bare] or (len(loose) == 2 and loose[0].is_integer() and loose[1] == bare)
 
 
@@ -272,16 +272,21 @@ def _kept(seen: _Seen, train: str | None, val: str | None) -> tuple[str | None, 
     the counters of its lines rise (``3 2.3`` then ``1 2.2``: a first column in no order counts nothing)."""
     if train is not None and not _enough(seen.values[train][1], None if val is None else seen.values[val][1]):
         train = None
-    if train == BARE and not _rising(seen, seen.values[BARE][0]):
+    if train == BARE and not _rises(_counters_at(seen, seen.values[BARE][0])[1]):
         train = None
     if val is not None and train is None and not _enough(seen.values[val][1]):
         val = None
     return train, val
 
 
-def _rising(seen: _Seen, rows: array) -> bool:
-    at = np.frombuffer(seen.counters, dtype=np.int64)[np.isin(np.frombuffer(seen.lines, dtype=np.int64),
-                                                               np.frombuffer(rows, dtype=np.int64))]
+def _counters_at(seen: _Seen, rows: array) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the kept lines are ``rows`` (a mask), and those lines' counters (-1: none)."""
+    keyed = np.isin(np.frombuffer(seen.lines, dtype=np.int64), np.frombuffer(rows, dtype=np.int64))
+    return keyed, np.frombuffer(seen.counters, dtype=np.int64)[keyed]
+
+
+def _rises(at: np.ndarray) -> bool:
+    """Whether every line has a counter and they rise: the index, and what makes a bare value a series."""
     return bool(at.size) and bool(np.all(at >= 0)) and bool(np.all(np.diff(at) > 0))
 
 
@@ -330,9 +335,8 @@ def read(path: Path, encoding: str = "utf-8") -> Imported | None:
         return None
     rows = np.frombuffer(seen.lines, dtype=np.int64)
     counters = np.frombuffer(seen.counters, dtype=np.int64)
-    keyed = np.isin(rows, np.frombuffer(seen.values[key][0], dtype=np.int64))
-    at = counters[keyed]
-    by_counter = bool(np.all(at >= 0) and np.all(np.diff(at) > 0))
+    keyed, at = _counters_at(seen, seen.values[key][0])
+    by_counter = _rises(at)
     # Each line's place in the run: its counter, or the number of key lines printed before it (a
     # validation line between two loss lines belongs to the one before).
     order = np.maximum(np.cumsum(keyed) - 1, 0)
