@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads30] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads31] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -53,7 +53,9 @@ how many), graded once at that round's end (``benchmarks/results/pastes_threadsN
 read, and mended from its misses, in the round after (``benchmarks/results/pastes_threadsN.md``; the
 twentieth was read, not mended). ``--threads30`` grades the thirtieth
 (``benchmarks/pastes_threads30/``), gathered by eight workers during round 43 and graded once at its end:
-``benchmarks/results/pastes_threads30.md``.
+``benchmarks/results/pastes_threads30.md``. ``--threads31`` grades the thirty-first
+(``benchmarks/pastes_threads31/``), gathered by eight workers during round 44 and graded once at its end:
+``benchmarks/results/pastes_threads31.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -477,11 +479,19 @@ THREADS30_ROLE = _eight_workers("pastes_threads30", 43, "which outcomes found no
                                 "fewer unseen formats than asked and one made one look-up over the 45 allowed; "
                                 "further slips of copying are in the READMEs",
                                 _quoted(43), day="2026-12-07")
+THREADS31_ROLE = _eight_workers("pastes_threads31", 44, "which outcomes found no file, how many labels carry doubts, "
+                                "whether a format judgement decided the two-thirds target, that most files of one pass "
+                                "come from one repository, that searches stopped as the yield fell; three passes listed "
+                                "the sibling folders and one the latest earlier set's folder (file names, no content); "
+                                "two passes found fewer files than asked and one made one look-up over the 45 allowed; "
+                                "further slips of copying are in the READMEs), and a listing of one pass's folder after "
+                                "it finished showed eight of its file names (no content",
+                                _quoted(44), _MERGED_OPENED, day="2026-12-07")
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
           THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE, THREADS24_ROLE, THREADS25_ROLE,
-          THREADS26_ROLE, THREADS27_ROLE, THREADS28_ROLE, THREADS29_ROLE, THREADS30_ROLE)
+          THREADS26_ROLE, THREADS27_ROLE, THREADS28_ROLE, THREADS29_ROLE, THREADS30_ROLE, THREADS31_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line. Set N
 #: is ``benchmarks/pastes_threadsN/``, graded onto ``results/pastes_threadsN.md`` (the first has no number):
 #: a new set needs only its role line in ``_ROLES``.
@@ -490,7 +500,7 @@ FOLDERS = {f"threads{n if n > 1 else ''}": (*_paths(f"pastes_threads{n if n > 1 
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
         "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth",
-        "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth")
+        "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

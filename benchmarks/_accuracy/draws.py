@@ -874,19 +874,37 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh43", 173000, ("2026-12-07 15:54", "2026-12-07 15:58"),
         role="the third generator with every seed shifted by 173000 and every run redrawn (`--seed-shift "
              "173000 --vary`), generated at {drawn} UTC from 2871d6d by the recorder with "
-             "`logits_sum_to_one`, during round 43, graded once at the end of round 43; the set to quote",
+             "`logits_sum_to_one`, during round 43, graded once at the end of round 43 (dc2eb35): a development "
+             "set since",
         note="`third-fresh43` (round 43): the same generator and redraw with every seed shifted by 173000 (`python -m "
              "benchmarks.third --seed-shift 173000 --vary`), trained from a clean export of the committed tree at "
              "2871d6d (`draw.json` has the times) into a folder outside the repository, at the start of round 43, "
              "before any of its engine changes was committed (the generator and the recorder do not use the "
              "engine). Nothing of it was diagnosed before its one grading, and neither its generator log nor its "
              "draw record's runs were printed (only the record's start and end times were read).",
-        which="*third-fresh43* (round 43; seeds shifted by 173000) was trained from 2871d6d, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh43**.",
+        which="*third-fresh43* (round 43; seeds shifted by 173000) was trained from 2871d6d and graded once at "
+              "dc2eb35, the end of round 43 (curve 1.00, recall 1.00 pooled and per code, first 1.00, healthy runs "
+              "warned 0/9): a development set since.",
+    ),
+    # Round 44's set to quote: drawn at the start of round 44 from a clean export of 7c3175d, before any
+    # engine change of the round; nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh44", 177000, ("2026-12-07 18:48", "2026-12-07 18:57"),
+        role="the third generator with every seed shifted by 177000 and every run redrawn (`--seed-shift "
+             "177000 --vary`), generated at {drawn} UTC from 7c3175d by the recorder with "
+             "`logits_sum_to_one`, during round 44, graded once at the end of round 44; the set to quote",
+        note="`third-fresh44` (round 44): the same generator and redraw with every seed shifted by 177000 (`python -m "
+             "benchmarks.third --seed-shift 177000 --vary`), trained from a clean export of the committed tree at "
+             "7c3175d (`draw.json` has the times) into a folder outside the repository, at the start of round 44, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and neither its generator log nor its "
+             "draw record's runs were printed (only the record's start and end times were read).",
+        which="*third-fresh44* (round 44; seeds shifted by 177000) was trained from 7c3175d, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh44**.",
     ),
 )
 
-QUOTE = "third-fresh43"
+QUOTE = "third-fresh44"
 
 
 def draw(name: str) -> Draw:
