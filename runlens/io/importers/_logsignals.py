@@ -109,9 +109,14 @@ class Watch:
 
     def partial(self, hit: Line, fields: list[tuple[str, float]], mapper: Mapper) -> None:
         """A progress line inside an epoch is dropped (a running mean of the epoch so far), but a running
-        mean that is NaN/Inf means some batch's loss was: that is kept, as an event at the line's step."""
+        mean that is NaN/Inf means some batch's loss was: that is kept, as an event at the line's step.
+        Which column is the loss is decided after the reading, so a training term named a loss
+        (``regul_loss=nan`` beside ``disc=nan, tot=nan``) counts too: dropped, its NaN would be lost."""
         for name, value in fields:
-            if not math.isfinite(value) and mapper(name, hit.eval_line) == (False, "loss"):
+            if math.isfinite(value):
+                continue
+            target = mapper(name, hit.eval_line)
+            if target == (False, "loss") or (not target[0] and is_part(name)):
                 self.events.append((hit.step, "nonfinite_loss", value, f"{name}: {value} (within an epoch)"))
                 return
 

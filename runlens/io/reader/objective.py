@@ -1,5 +1,5 @@
-"""The objective of a log that prints no loss at all: its error rate, its accuracy's complement, or its
-reward's negative.
+"""The objective of a log that prints no loss at all: its error rate, its accuracy's complement, or the
+negative of its reward or log-likelihood.
 
 Some trainers print only what a person watches (MXNet's Speedometer ``Train-accuracy=0.95``, a
 tutorial's ``Test accuracy 0.96``, an OCR trainer's ``word error rate``). Such a log is still a
@@ -15,7 +15,8 @@ then ``1 - value / 100``); an error rate when its name has an error word and its
 negative. A top-k accuracy (``top_k_accuracy_5``) is read only where no top-1 is printed. A running
 best (``best_acc``) is no curve of the run and is left out. The training side is read as the loss,
 the held-out side (``val``, ``test``) as the validation loss; an error rate is preferred to an
-accuracy on the same side, then the finer grain. A score below zero is a reward. Two quantities of
+accuracy on the same side, then the finer grain. A score below zero is a reward. A log-likelihood or an
+ELBO at or below zero everywhere is maximized like a reward (a topic model's sampler, a variational fit). Two quantities of
 the kind read (``mse`` and ``rmse``, ``top1 err`` and ``error rate``) leave the choice to ``--loss``:
 the log is refused as before, naming what it holds, unless every one of them is NaN or Inf on every
 line (LSTNet's ``{'RAE': nan, 'RSE': nan}``): whichever is read, the run diverged. One quantity
@@ -41,6 +42,13 @@ _SCORE_TIERS = (frozenset({"acc", "accuracy", "top1", "correct"}), frozenset({"f
 ACCURACY_WORDS = frozenset().union(*_SCORE_TIERS)
 #: What a reinforcement-learning loop maximizes and prints (``Average reward``, ``Mean Reward``).
 REWARD_WORDS = frozenset({"reward", "rewards", "return", "returns"})
+#: What a probabilistic model maximizes and prints: a log-likelihood or its evidence lower bound
+#: (tomotopy's ``Log-likelihood: -27.89``, PyMC's ``ELBO = -1372.98``). Read through its negative only
+#: where every value is at most 0, a log-probability's range: a positive ``elbo`` is as often the loss
+#: a VAE's loop minimizes (the bound's negative) under the bound's name.
+LIKELIHOOD_WORDS = frozenset({"likelihood", "lik", "loglik", "loglikelihood", "elbo"})
+#: A name that says it is the negative already (``neg_log_likelihood``, ``NELBO``): a loss.
+_NEGATIVE = frozenset({"neg", "negative", "minus", "nll", "nelbo"})
 #: Words that make a series something else than the run's curve: a running best or worst, a count, a spread.
 _NOT_A_CURVE = frozenset({"best", "worst", "max", "min", "num", "count", "top5", "new", "std", "var", "stddev"})
 _TOP_N = re.compile(r"top(\d+)")
@@ -57,10 +65,11 @@ PROXIES = (RATE, COMPLEMENT, NEGATED)
 
 
 def names_objective(name: str) -> bool:
-    """Whether ``name`` is an accuracy, an error rate or a reward this module can read as the objective
-    (a running best, a spread or a count is not)."""
+    """Whether ``name`` is an accuracy, an error rate, a reward or a log-likelihood this module can read as
+    the objective (a running best, a spread or a count is not)."""
     toks = set(tokens(name))
-    return bool(toks & (ACCURACY_WORDS | ERROR_WORDS | REWARD_WORDS)) and not toks & _NOT_A_CURVE
+    likelihood = bool(toks & LIKELIHOOD_WORDS) and not toks & _NEGATIVE
+    return (bool(toks & (ACCURACY_WORDS | ERROR_WORDS | REWARD_WORDS)) or likelihood) and not toks & _NOT_A_CURVE
 
 
 def _top_k(toks: tuple[str, ...]) -> bool:
@@ -95,15 +104,17 @@ def _kind(table: Table, column: str) -> str | None:
     v = table.values[column][table.present[column]]
     if not v.size:
         return None
+    likelihood = bool(set(toks) & LIKELIHOOD_WORDS) and not set(toks) & _NEGATIVE
     if not np.isfinite(v).any():
         # Never finite: no scale to check, and what it is named says which kind it would have been.
         return next((how for how, words in ((RATE, ERROR_WORDS), (COMPLEMENT, ACCURACY_WORDS),
-                                            (NEGATED, REWARD_WORDS)) if set(toks) & words), None)
+                                            (NEGATED, REWARD_WORDS)) if set(toks) & words),
+                    NEGATED if likelihood else None)
     if set(toks) & ERROR_WORDS and float(np.nanmin(v)) >= 0:
         return RATE
     if set(toks) & ACCURACY_WORDS and percent_scale(v) is not None:
         return COMPLEMENT
-    if set(toks) & REWARD_WORDS:
+    if set(toks) & REWARD_WORDS or (likelihood and float(np.nanmax(v)) <= 0):
         return NEGATED
     # A score below zero is no accuracy, F-score or rate: what an agent's loop prints as its episode's
     # "score" (a return, ``episode 6264 score -73.42 average score -178.85``).
@@ -126,7 +137,8 @@ def _why(column: str, how: str, role: str) -> str:
         return (f"no loss is named in the log: {column!r} is an error rate, what the run is judged by, read as "
                 f"{what} (lower is better; --loss names another)")
     if how == NEGATED:
-        return (f"no loss is named in the log: {column!r} is a reward, what the run maximizes, read as {what} "
+        kind = "a log-likelihood or its bound" if set(tokens(column)) & LIKELIHOOD_WORDS else "a reward"
+        return (f"no loss is named in the log: {column!r} is {kind}, what the run maximizes, read as {what} "
                 "through its negative (lower is better; --loss names another)")
     return (f"no loss is named in the log: {column!r} is an accuracy, read as {what} through its complement, "
             "1 - accuracy (the error rate it implies; lower is better; --loss names another)")
