@@ -5,6 +5,8 @@ in round 43):
   training term named a loss on it is kept as the loss going non-finite, whichever column the roles
   later read as the loss (SAM's ``397/11000 [..., disc=nan, gen=nan, regul_loss=nan, tot=nan]``, lost
   before);
+- a leader of three dashes or more between a name and its number is a separator (BasicIRSTD's
+  ``Epoch---9, total_loss---0.837803``, read as one point of a garbled name before);
 - a log-likelihood or an ELBO at or below zero is what the run maximizes: read through its negative,
   as a reward is (tomotopy's ``Log-likelihood: -27.89``, PyMC's ``ELBO = -1372.98``), and its lines are
   read without a counter (an HDP sampler's ``log-likelihood is -608665.5``, refused before).
@@ -20,6 +22,7 @@ import pytest
 
 from runlens import analyze
 from runlens.errors import RunlensError
+from runlens.io.importers._clean import unwrap
 from runlens.io.loader import load_run
 from runlens.io.reader.objective import NEGATED, names_objective
 from tests.importers.logmaker import write_lines
@@ -105,3 +108,19 @@ def test_silent_twin_two_likelihood_lines_are_a_summary(tmp_path):
     lines = ["total number of topics 3, log-likelihood is -608665.5", "done, log-likelihood is -611818.7"]
     with pytest.raises(RunlensError):
         load_run(write_lines(tmp_path, lines))
+
+
+# -- a leader of dashes ----------------------------------------------------------------------------------
+
+def test_a_leader_of_dashes_is_a_separator(tmp_path):
+    assert unwrap("May 26 20:05:22 Epoch---9, total_loss---0.837803,") == "May 26 20:05:22 Epoch 9, total_loss 0.837803,"
+    values = [0.8378, 0.8241, 0.8097, 0.7928, 0.7811, 0.7702, 0.7650]
+    lines = [f"May 26 20:{10 + i}:22 Epoch---{9 + i}, total_loss---{v}," for i, v in enumerate(values)]
+    run = load_run(write_lines(tmp_path, lines))
+    assert _loss(run) == pytest.approx(values)
+
+
+def test_silent_twin_dashes_that_separate_nothing_stay():
+    # A flag's dashes have no name before them, a rule no number after, two dashes are a range or a minus.
+    for line in ("--lr 0.001 --epochs 5", "-----------", "loss --- nan", "run---x", "epochs 1--10", "a-3"):
+        assert unwrap(line) == line, line

@@ -110,6 +110,10 @@ def _number(m: re.Match) -> str:
 # name, is a separator (Chainer's ``batch 0/82783... training loss is...2.35e8``, a HAR trainer's
 # ``Epoch: 289/500...Train Loss: 0.1521...Val Loss: 0.7511...``); one ending the line says nothing.
 _LEADER = re.compile(r"(?<=[\w)\]%:])[ \t]*(?:\.{2,}|\u2026)[ \t]*(?=[-+]?\.?\d|[A-Za-z(\[])")
+# A leader of three dashes or more between a name and its value is a separator too (BasicIRSTD's
+# ``Epoch---9, total_loss---0.837803``): glued, the name swallowed the number. A flag's ``--lr`` has
+# no name before its dashes, a rule of dashes no number after them.
+_DASHES = re.compile(r"(?<=[A-Za-z_])-{3,}(?=\d|\.\d)")
 
 
 def unwrap(line: str) -> str:
@@ -118,6 +122,8 @@ def unwrap(line: str) -> str:
     none (most) are returned as they are."""
     if ".." in line or "\u2026" in line:
         line = _LEADER.sub(" ", line)
+    if "---" in line:
+        line = _DASHES.sub(" ", line)
     if "ensor" in line or "rray" in line or "np." in line:
         line = _WRAPPED.sub(_number, line)
     if ":[" in line or ": [" in line or "=[" in line or "= [" in line:
