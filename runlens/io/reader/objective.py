@@ -15,9 +15,9 @@ then ``1 - value / 100``); an error rate when its name has an error word and its
 negative. A top-k accuracy (``top_k_accuracy_5``) is read only where no top-1 is printed. A running
 best (``best_acc``) is no curve of the run and is left out. The training side is read as the loss,
 the held-out side (``val``, ``test``) as the validation loss; an error rate is preferred to an
-accuracy on the same side, then the finer grain. A score below zero is a reward. A log-likelihood or an
-ELBO at or below zero everywhere is maximized like a reward (a topic model's sampler, a variational fit). Two quantities of
-the kind read (``mse`` and ``rmse``, ``top1 err`` and ``error rate``) leave the choice to ``--loss``:
+accuracy on the same side, then the finer grain. A score below zero is a reward; so is a log-likelihood
+or an ELBO at or below zero everywhere, what a topic model's sampler or a variational fit maximizes. Two
+quantities of the kind read (``mse`` and ``rmse``, ``top1 err`` and ``error rate``) leave the choice to ``--loss``:
 the log is refused as before, naming what it holds, unless every one of them is NaN or Inf on every
 line (LSTNet's ``{'RAE': nan, 'RSE': nan}``): whichever is read, the run diverged. One quantity
 printed as its last value and its mean, or beside its macro average, is one quantity.
@@ -68,8 +68,12 @@ def names_objective(name: str) -> bool:
     """Whether ``name`` is an accuracy, an error rate, a reward or a log-likelihood this module can read as
     the objective (a running best, a spread or a count is not)."""
     toks = set(tokens(name))
-    likelihood = bool(toks & LIKELIHOOD_WORDS) and not toks & _NEGATIVE
-    return (bool(toks & (ACCURACY_WORDS | ERROR_WORDS | REWARD_WORDS)) or likelihood) and not toks & _NOT_A_CURVE
+    return (bool(toks & (ACCURACY_WORDS | ERROR_WORDS | REWARD_WORDS)) or _likelihood(toks)) and not toks & _NOT_A_CURVE
+
+
+def _likelihood(toks: set[str]) -> bool:
+    """Whether a name's words say a log-likelihood or its bound, and not its negative."""
+    return bool(toks & LIKELIHOOD_WORDS) and not toks & _NEGATIVE
 
 
 def _top_k(toks: tuple[str, ...]) -> bool:
@@ -104,7 +108,7 @@ def _kind(table: Table, column: str) -> str | None:
     v = table.values[column][table.present[column]]
     if not v.size:
         return None
-    likelihood = bool(set(toks) & LIKELIHOOD_WORDS) and not set(toks) & _NEGATIVE
+    likelihood = _likelihood(set(toks))
     if not np.isfinite(v).any():
         # Never finite: no scale to check, and what it is named says which kind it would have been.
         return next((how for how, words in ((RATE, ERROR_WORDS), (COMPLEMENT, ACCURACY_WORDS),
