@@ -103,26 +103,27 @@ def complement(values: np.ndarray) -> np.ndarray:
 
 def _kind(table: Table, column: str) -> str | None:
     toks = tokens(column)
-    if set(toks) & _NOT_A_CURVE:
+    words = set(toks)
+    if words & _NOT_A_CURVE:
         return None
     v = table.values[column][table.present[column]]
     if not v.size:
         return None
-    likelihood = _likelihood(set(toks))
+    likelihood = _likelihood(words)
     if not np.isfinite(v).any():
         # Never finite: no scale to check, and what it is named says which kind it would have been.
-        return next((how for how, words in ((RATE, ERROR_WORDS), (COMPLEMENT, ACCURACY_WORDS),
-                                            (NEGATED, REWARD_WORDS)) if set(toks) & words),
+        return next((how for how, named in ((RATE, ERROR_WORDS), (COMPLEMENT, ACCURACY_WORDS),
+                                            (NEGATED, REWARD_WORDS)) if words & named),
                     NEGATED if likelihood else None)
-    if set(toks) & ERROR_WORDS and float(np.nanmin(v)) >= 0:
+    if words & ERROR_WORDS and float(np.nanmin(v)) >= 0:
         return RATE
-    if set(toks) & ACCURACY_WORDS and percent_scale(v) is not None:
+    if words & ACCURACY_WORDS and percent_scale(v) is not None:
         return COMPLEMENT
-    if set(toks) & REWARD_WORDS or (likelihood and float(np.nanmax(v)) <= 0):
+    if words & REWARD_WORDS or (likelihood and float(np.nanmax(v)) <= 0):
         return NEGATED
     # A score below zero is no accuracy, F-score or rate: what an agent's loop prints as its episode's
     # "score" (a return, ``episode 6264 score -73.42 average score -178.85``).
-    if "score" in toks and float(np.nanmin(v)) < 0:
+    if "score" in words and float(np.nanmin(v)) < 0:
         return NEGATED
     return None
 
