@@ -1,6 +1,6 @@
 """How often runlens reads a paste from a trainer and agrees with what the paste shows.
 
-    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads31] [--report PAGE]
+    python benchmarks/pastes.py [--threads | --threads2 | ... | --threads32] [--report PAGE]
 
 The pastes (``benchmarks/pastes/{llm,vision,misc}/``, 112 files in 60 formats)
 were written on 2026-12-03 by three workers who had not seen runlens's readers,
@@ -46,14 +46,14 @@ round 18: ``benchmarks/results/pastes_threads4.md``. ``--threads5`` grades the f
 once (``benchmarks/results/pastes_threads5_heldout.md``), then read: ``benchmarks/results/pastes_threads5.md``.
 ``--threads6`` grades the sixth (``benchmarks/pastes_threads6/``), gathered by three workers while round
 19's changes were made, graded once (``benchmarks/results/pastes_threads6_heldout.md``), then read and
-mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` to ``--threads30`` grade the seventh to
-the thirtieth sets (``benchmarks/pastes_threadsN/``): set N was gathered by several workers at once
+mended: ``benchmarks/results/pastes_threads6.md``. ``--threads7`` to ``--threads31`` grade the seventh to
+the thirty-first sets (``benchmarks/pastes_threadsN/``): set N was gathered by several workers at once
 during round N + 13 (six to twenty-one of them, eight from the sixteenth on: its README and role line say
 how many), graded once at that round's end (``benchmarks/results/pastes_threadsN_heldout.md``), then
 read, and mended from its misses, in the round after (``benchmarks/results/pastes_threadsN.md``; the
-twentieth was read, not mended). ``--threads31`` grades the thirty-first
-(``benchmarks/pastes_threads31/``), gathered by eight workers during round 44 and graded once at its end:
-``benchmarks/results/pastes_threads31.md``.
+twentieth was read, not mended). ``--threads32`` grades the thirty-second
+(``benchmarks/pastes_threads32/``), gathered by twelve workers during round 45 and graded once at its end:
+``benchmarks/results/pastes_threads32.md``.
 
 A validation loss that turns NaN is one way a thread's run diverges: ``nonfinite_validation`` says
 ``diverged`` as the other ``nonfinite_*`` codes do (decided in round 15, before the second thread set
@@ -489,11 +489,20 @@ THREADS31_ROLE = _eight_workers("pastes_threads31", 44, "which outcomes found no
                                 "further slips of copying are in the READMEs), and a listing of one pass's folder after "
                                 "it finished showed eight of its file names (no content",
                                 _quoted(44), _MERGED_OPENED, day="2026-12-07")
+THREADS32_ROLE = _merged("files", "pastes_threads32", "twelve workers (eight, then four more in areas of their own; "
+                         "at most eight at once)", 45,
+                         "Slips are declared in its README: several reports said a little more than counts (which "
+                         "outcomes found no file, how many labels carry doubts, whether a format judgement decided "
+                         "the two-thirds target, that searches stopped as the yield fell, that some files come from "
+                         "the edge of an area; five passes found fewer files than asked, one none, and one pass's two "
+                         "files share one outcome; two passes listed a folder of names once (no content); further "
+                         "slips of copying are in the READMEs). " + _quoted(45), day="2026-12-07")
 _ROLES = (THREADS_ROLE, THREADS2_ROLE, THREADS3_ROLE, THREADS4_ROLE, THREADS5_ROLE, THREADS6_ROLE, THREADS7_ROLE,
           THREADS8_ROLE, THREADS9_ROLE, THREADS10_ROLE, THREADS11_ROLE, THREADS12_ROLE, THREADS13_ROLE,
           THREADS14_ROLE, THREADS15_ROLE, THREADS16_ROLE, THREADS17_ROLE, THREADS18_ROLE, THREADS19_ROLE,
           THREADS20_ROLE, THREADS21_ROLE, THREADS22_ROLE, THREADS23_ROLE, THREADS24_ROLE, THREADS25_ROLE,
-          THREADS26_ROLE, THREADS27_ROLE, THREADS28_ROLE, THREADS29_ROLE, THREADS30_ROLE, THREADS31_ROLE)
+          THREADS26_ROLE, THREADS27_ROLE, THREADS28_ROLE, THREADS29_ROLE, THREADS30_ROLE, THREADS31_ROLE,
+          THREADS32_ROLE)
 #: The thread sets by flag (``threads``, ``threads2``, ...): their folder, report page and role line. Set N
 #: is ``benchmarks/pastes_threadsN/``, graded onto ``results/pastes_threadsN.md`` (the first has no number):
 #: a new set needs only its role line in ``_ROLES``.
@@ -502,7 +511,8 @@ FOLDERS = {f"threads{n if n > 1 else ''}": (*_paths(f"pastes_threads{n if n > 1 
 _NTH = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
         "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
         "twentieth", "twenty-first", "twenty-second", "twenty-third", "twenty-fourth", "twenty-fifth",
-        "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first")
+        "twenty-sixth", "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first",
+        "thirty-second")
 SETS = ("llm", "vision", "misc")
 LOUD = ("warning", "error")
 SAYS = {"overfitting": {"overfitting"}, "underfitting": {"underfitting", "loss_at_chance"},

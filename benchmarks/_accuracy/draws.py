@@ -892,19 +892,37 @@ DRAWS: tuple[Draw, ...] = (
         "third-fresh44", 177000, ("2026-12-07 18:48", "2026-12-07 18:57"),
         role="the third generator with every seed shifted by 177000 and every run redrawn (`--seed-shift "
              "177000 --vary`), generated at {drawn} UTC from 7c3175d by the recorder with "
-             "`logits_sum_to_one`, during round 44, graded once at the end of round 44; the set to quote",
+             "`logits_sum_to_one`, during round 44, graded once at the end of round 44 (94a0237): a development "
+             "set since",
         note="`third-fresh44` (round 44): the same generator and redraw with every seed shifted by 177000 (`python -m "
              "benchmarks.third --seed-shift 177000 --vary`), trained from a clean export of the committed tree at "
              "7c3175d (`draw.json` has the times) into a folder outside the repository, at the start of round 44, "
              "before any of its engine changes was committed (the generator and the recorder do not use the "
              "engine). Nothing of it was diagnosed before its one grading, and neither its generator log nor its "
              "draw record's runs were printed (only the record's start and end times were read).",
-        which="*third-fresh44* (round 44; seeds shifted by 177000) was trained from 7c3175d, with nothing of it "
-              "diagnosed before its one grading, at the commit above: **quote third-fresh44**.",
+        which="*third-fresh44* (round 44; seeds shifted by 177000) was trained from 7c3175d and graded once at "
+              "94a0237, the end of round 44 (curve 1.00, recall 1.00 pooled and per code, first 1.00, healthy runs "
+              "warned 0/12): a development set since.",
+    ),
+    # Round 45's set to quote: drawn at the start of round 45 from a clean export of 2910729, before any
+    # engine change of the round; nothing of it diagnosed before its one grading.
+    Draw(
+        "third-fresh45", 181000, ("2026-12-07 21:54", "2026-12-07 22:03"),
+        role="the third generator with every seed shifted by 181000 and every run redrawn (`--seed-shift "
+             "181000 --vary`), generated at {drawn} UTC from 2910729 by the recorder with "
+             "`logits_sum_to_one`, during round 45, graded once at the end of round 45; the set to quote",
+        note="`third-fresh45` (round 45): the same generator and redraw with every seed shifted by 181000 (`python -m "
+             "benchmarks.third --seed-shift 181000 --vary`), trained from a clean export of the committed tree at "
+             "2910729 (`draw.json` has the times) into a folder outside the repository, at the start of round 45, "
+             "before any of its engine changes was committed (the generator and the recorder do not use the "
+             "engine). Nothing of it was diagnosed before its one grading, and neither its generator log nor its "
+             "draw record's runs were printed (only the record's start and end times were read).",
+        which="*third-fresh45* (round 45; seeds shifted by 181000) was trained from 2910729, with nothing of it "
+              "diagnosed before its one grading, at the commit above: **quote third-fresh45**.",
     ),
 )
 
-QUOTE = "third-fresh44"
+QUOTE = "third-fresh45"
 
 
 def draw(name: str) -> Draw:
