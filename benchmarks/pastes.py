@@ -252,6 +252,10 @@ THREADS29_MENDS = ("a leader of dots between a name and its value is a separator
                    "performance (`train perf: 74.38 %`) is an accuracy, not a loss; a held-out accuracy frozen beside "
                    "a training accuracy of 1 is no model predicting one class, and a training loss swinging at a "
                    "thousandth of the validation loss is at zero, not unstable")
+THREADS31_MENDS = ("an epoch header with a word before it (`Summary of epoch 1:`) and a side tagged in brackets "
+                   "(`[ Testing set] Loss:`); undescribed progress bars of two lengths in turn, the shorter an "
+                   "evaluation; the last losses climbing out of the level in order (`short_ran_away`); a NaN guard "
+                   "that ended the run, read with one loss line; `Loss A` a tag, not prose")
 THREADS30_MENDS = ("a NaN on a progress line left out inside an epoch is kept when a training term named a loss holds "
                    "it, whichever column is read as the loss (SAM's `regul_loss=nan, tot=nan`); a log-likelihood or an "
                    "ELBO at or below zero is maximized, read through its negative, its lines read without a counter "
@@ -481,14 +485,15 @@ THREADS30_ROLE = _eight_graded(30, 43, "which outcomes found no file, how many l
                                "fewer unseen formats than asked and one made one look-up over the 45 allowed; "
                                "further slips of copying are in the READMEs",
                                "dc2eb35", "0.86 (38/44)", "0.80 (35/44)", THREADS30_MENDS, day="2026-12-07")
-THREADS31_ROLE = _eight_workers("pastes_threads31", 44, "which outcomes found no file, how many labels carry doubts, "
-                                "whether a format judgement decided the two-thirds target, that most files of one pass "
-                                "come from one repository, that searches stopped as the yield fell; three passes listed "
-                                "the sibling folders and one the latest earlier set's folder (file names, no content); "
-                                "two passes found fewer files than asked and one made one look-up over the 45 allowed; "
-                                "further slips of copying are in the READMEs), and a listing of one pass's folder after "
-                                "it finished showed eight of its file names (no content",
-                                _quoted(44), _MERGED_OPENED, day="2026-12-07")
+THREADS31_ROLE = _eight_graded(31, 44, "which outcomes found no file, how many labels carry doubts, "
+                               "whether a format judgement decided the two-thirds target, that most files of one pass "
+                               "come from one repository, that searches stopped as the yield fell; three passes listed "
+                               "the sibling folders and one the latest earlier set's folder (file names, no content); "
+                               "two passes found fewer files than asked and one made one look-up over the 45 allowed; "
+                               "further slips of copying are in the READMEs), and a listing of one pass's folder after "
+                               "it finished showed eight of its file names (no content",
+                               "94a0237", "0.69 (33/48)", "0.65 (31/48)", THREADS31_MENDS, _MERGED_OPENED,
+                               day="2026-12-07")
 THREADS32_ROLE = _merged("files", "pastes_threads32", "twelve workers (eight, then four more in areas of their own; "
                          "at most eight at once)", 45,
                          "Slips are declared in its README: several reports said a little more than counts (which "

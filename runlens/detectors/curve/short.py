@@ -97,7 +97,9 @@ readings, in the order they are tried (the first that holds is the verdict):
 - with 5 points or more: diverged when the last value is >= 10x the start
   (median of the first 3) with an upward Kendall trend at
   ``alpha_strong``, or the last values are each 100x or more every value
-  before them (``kind: short_ended_high``, with 3 points or more), or, for a loss that takes
+  before them (``kind: short_ended_high``, with 3 points or more), or the last 2 or more rose in order,
+  each above every value before and 10x their median (exact p = (n-m)!/n! <= ``alpha``:
+  ``kind: short_ran_away``), or, for a loss that takes
   negative values, when its magnitude grew at every line from some line to the last and ended 10^4
   times the largest magnitude before (``kind: short_blew_up_signed``, with 3 points or more: a
   signed loss has no ratio to its level), or when the loss rose at every
@@ -193,12 +195,7 @@ import numpy as np
 from runlens.detectors.curve.diverged import blown_verdict
 from runlens.detectors.curve.features import NOTHING_ELSE, Printed
 from runlens.detectors.curve.frozen_part import frozen_part
-from runlens.detectors.curve.memorized import (
-    Accuracies,
-    accuracy_near_zero,
-    frozen_accuracy,
-    memorized,
-)
+from runlens.detectors.curve.memorized import Accuracies, accuracy_near_zero, frozen_accuracy, memorized
 from runlens.detectors.curve.no_gradient import no_gradient
 from runlens.detectors.curve.params import CurveParams
 from runlens.detectors.curve.saturated import saturated
@@ -212,6 +209,7 @@ from runlens.detectors.curve.short_high import (
     grown,
     leapt,
     near_overflow,
+    ran_away,
     rose_throughout,
 )
 from runlens.detectors.curve.short_level import (
@@ -275,7 +273,8 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
     if x.size >= 5:
         t = trend(x, steps.astype(float))
         base["trend"] = t.to_dict()
-        verdict = (grown(cfg, steps, x, t, base) or ended_high(steps, x, base) or blew_up_signed(steps, x, base)
+        verdict = (grown(cfg, steps, x, t, base) or ended_high(steps, x, base) or ran_away(cfg.alpha, steps, x, base)
+                   or blew_up_signed(steps, x, base)
                    or blown_verdict(steps, x, base)
                    or leapt(steps, x, base, cfg.alpha) or rose_throughout(cfg, steps, x, base, acc[0])
                    or _given_back(cfg, steps, x, base)
@@ -299,7 +298,7 @@ def short(cfg: CurveParams, steps: np.ndarray, x: np.ndarray, sets: dict[str, tu
         return verdict
     if (overflowing := near_overflow(steps, x, base)) is not None:
         return overflowing  # the other readings say more (a leap, a growth) when they hold
-    return CurveVerdict("insufficient_data", f"only {x.size} finite training losses (< {cfg.min_points}): too few "
+    return CurveVerdict("insufficient_data", f"only {x.size} finite training loss{'' if x.size == 1 else 'es'} (< {cfg.min_points}): too few "
                         "for the curve's shape; the point detectors still judge them",
                         {"finite_points": int(x.size), "min_points": cfg.min_points})
 

@@ -1,5 +1,6 @@
 """A short log that blew up: its loss grew tenfold along a trend, left its start tenfold at once, rose
-at every line tenfold, or ended a hundredfold above every earlier value; or its training and
+at every line tenfold, ended a hundredfold above every earlier value, or climbed out of its level
+tenfold over its last lines, in order; or its training and
 held-out loss both ended an order of magnitude up (the weights blew up).
 
 One training loss ten times its lowest may be one bad batch (a spike, ``loss_spikes``' call); a
@@ -163,6 +164,34 @@ def ended_high(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveV
         f"({top:.4g}; >= {ENDED_HIGH:g}x): the run ended blown up",
         {**base, "orders_of_magnitude": math.log10(low / top), "kind": "short_ended_high",
          "ended_high": ENDED_HIGH, "step": int(steps[j])})
+
+
+def ran_away(alpha: float, steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:
+    """The last m >= 2 of n >= 5 positive losses rose at each line, each above every value before them and
+    each ``LEAP`` times the median of the values before them or more: the run ended climbing out of its
+    level (MTT's distillation loss between 0.99 and 1.93 for seven prints, then 16.3 and 23.7 before
+    its traceback). Under noise the last m points are the m largest, in rising order, with exact p =
+    (n - m)! / n! (<= ``alpha``); an order of magnitude above the level is beyond minibatch noise. One
+    high last point is a spike for all a log can show (``loss_spikes``'); a hundredfold jump needs no
+    order (:func:`ended_high`)."""
+    n = x.size
+    if n < 5 or not np.all(x > 0):
+        return None
+    rising = 1
+    while rising < n - 1 and x[-rising - 1] < x[-rising]:
+        rising += 1
+    for m in range(min(rising, n - 3), 1, -1):
+        before, tail = x[:-m], x[-m:]
+        level = float(np.median(before))
+        p = math.factorial(n - m) / math.factorial(n)
+        if p <= alpha and float(tail[0]) > float(before.max()) and float(tail[0]) >= LEAP * level:
+            return CurveVerdict(
+                "diverged", f"the last {m} of {n} losses rose at each line to {tail[-1]:.4g}, each above every "
+                f"value before and {LEAP:g}x or more their median ({level:.4g}; exact p={p:.2g} for the last "
+                f"{m} to be the largest, in order, by chance): the run ended climbing out of its level, in a short log",
+                {**base, "orders_of_magnitude": math.log10(float(tail[0]) / level), "kind": "short_ran_away",
+                 "ended_high": LEAP, "tail_points": m, "p_value": p, "step": int(steps[n - m])})
+    return None
 
 
 def blew_up_signed(steps: np.ndarray, x: np.ndarray, base: dict[str, Any]) -> CurveVerdict | None:

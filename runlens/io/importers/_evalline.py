@@ -15,7 +15,7 @@ from runlens.io.importers._textsteps import as_field
 from runlens.io.reader.names import LOSS, PERPLEXITY, is_val, role_of, tokens
 from runlens.io.reader.objective import names_objective
 
-_EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|valid|eval|val|test|dev)\b", re.I)
+_EVAL_WORD = re.compile(r"\b(?:evaluation|validation|validating|evaluating|testing|valid|eval|val|test|dev)\b", re.I)
 _LAST_WORD = LOSS | PERPLEXITY | {"acc", "accuracy", "bleu"}
 _VAL_NAMED = re.compile(r"(?:val|valid|eval|test)_\w*loss", re.I)
 
@@ -81,15 +81,16 @@ def lr_line(raw: str) -> float | None:
 def under_header(raw: str, epoch: int) -> tuple[Line | None, list[tuple[str, float]]]:
     """The line right under an ``Epoch 4/200`` header that names no step but a loss (Keras' ``verbose=2``
     prints `` - 2s - loss: 55.80 - val_loss: 26.45`` there): that epoch's summary, at the epoch."""
-    fields = read_fields(clean(squeeze(_LABEL.sub(r"\1 ", raw.strip()))))
+    fields = read_fields(clean(squeeze(_LABEL.sub(lambda m: f"{m.group(1) or m.group(2)} ", raw.strip()))))
     # A perplexity alone is exp(loss) (the importer takes its log when no loss is logged beside it).
     if not any(role_of(k)[1] in ("loss", "val_loss") or not PERPLEXITY.isdisjoint(tokens(k)) for k, _ in fields):
         return None, []
     return Line(epoch, "", False, epoch, "epoch"), fields
 
 
-# A bullet and a side in parentheses opening a line: ``  - (Training)   ppl: 69.9, accuracy: 48.1 %``.
-_LABEL = re.compile(r"^[-*•>]*\s*\(([A-Za-z][\w ]{0,30})\)\s*")
+# A bullet and a side in parentheses or brackets opening a line: ``  - (Training)   ppl: 69.9, accuracy: 48.1 %``,
+# DRTP's ``[ Testing set] Loss: 1.64``.
+_LABEL = re.compile(r"^[-*•>]*\s*(?:\(\s*([A-Za-z][\w ]{0,30}?)\s*\)|\[\s*([A-Za-z][\w ]{0,30}?)\s*\])\s*")
 
 
 # A line that opens a held-out block and ends there: "Epoch [1/5] - Test Metrics:", "Validation results:".

@@ -5,7 +5,7 @@ them. The *shape* of a line is the line with its digits deleted (one
 ``str.translate``, no regex); ``nan``/``inf`` words stay in it, so a line
 whose loss turned NaN has a shape of its own, and there the word is a
 constant of the plan. The first line of a shape goes through
-the full parser (:func:`._textline.find_step`, :func:`._textline.read_field_spans`);
+the full parser (:func:`._textline.find_step`, :func:`._fields.read_field_spans`);
 its result is kept as a *plan*: how the step is computed from which
 numbers (a formula and number indices) and which number is which field.
 Every later line of that shape only has its numbers found (one regex pass)
@@ -30,6 +30,7 @@ from enum import Enum
 from typing import Final
 
 from runlens.io.importers._clean import squeeze, strip_prefixes, unwrap
+from runlens.io.importers._fields import read_field_spans
 from runlens.io.importers._textline import (
     _EPOCH_HEADER,
     _NET_OUTPUT,
@@ -38,10 +39,9 @@ from runlens.io.importers._textline import (
     enter_epoch,
     find_step,
     other_total,
-    read_field_spans,
     to_float,
 )
-from runlens.io.importers._textsteps import bar_pass, counted, running
+from runlens.io.importers._textsteps import bar_evaluates, bar_pass, counted, running
 
 MAX_SHAPES = 50_000
 # The lookahead only makes positions that cannot start a number fail fast (a quarter faster).
@@ -190,7 +190,8 @@ class Parser:
         ctx.headed = False
         epoch = int(toks[plan.epoch]) if plan.epoch is not None else None
         if f in ("bar", "counter") and ctx.last_step is not None and (
-                ev or (f == "bar" and other_total(int(toks[s[1]]), epoch, ctx))):
+                ev or (f == "bar" and other_total(int(toks[s[1]]), epoch, ctx))
+                or (f == "bar" and epoch is None and ctx.epoch is None and bar_evaluates(int(toks[s[1]]), ctx))):
             f, ev = "last_" + f, True  # as in find_step: an evaluation's counter counts its own batches
         step = _step(f, [int(toks[i]) for i in s], epoch, ctx)
         if f in ("mm", "last_mm", "end_epoch", "running"):

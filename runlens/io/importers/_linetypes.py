@@ -24,6 +24,7 @@ class Context:
     bar_total: int | None = None  # a progress bar with no epoch (._textsteps.bar_pass): its length,
     bar_last: int | None = None  # its last count,
     bar_offset: int = 0  # and the batches of the finished bars before
+    bar_done: int | None = None  # the longest such bar that ran to its end
     headed: bool = False  # the line before was an epoch header
 
 

@@ -19,7 +19,8 @@ printed. Four kinds of line count:
 * a line with no step of its own that says the loss went non-finite (TF's
   "Model diverged with loss = NaN.", with no consequence named), or that
   opens with a loop's own check ("NaN detected", "NaN encountered": the
-  value a training loop checks is its loss): nothing else on it carries
+  value a training loop checks is its loss), or says such a check ended
+  the run ("A NaN was detected ... Training has been terminated."): nothing else on it carries
   the value, so the words are the only record. A line with a step is not
   read so: its fields hold the value itself. The text reader says which
   lines carry no step (``stepless``);
@@ -74,6 +75,10 @@ _STATED_NONFINITE = re.compile(r"(?<![A-Za-z])loss(?:es)?\s*(?:[:=]|\bis\b|\bwas
 # print('NaN detected')``), "NaN encountered, stopping". What went NaN is unsaid; the value a training
 # loop checks is its loss. Only at the line's start: "no NaN detected" says the opposite.
 _NAN_DETECTED = re.compile(r"\s*(?:nan|inf)s?\s+(?:detected|encountered)\b", re.I)
+# A loop's NaN guard that ended the run, in a sentence of its own ("A NaN was detected and you have NaN
+# protection enabled. Training has been terminated.", faceswap's): what it checks is the loss, as above.
+_NAN_GUARD = re.compile(r"(?<!\bno )\b(?:a\s+)?(?:nan|inf)s?\b(?:\s+\w+){0,2}?\s+(?:detected|encountered|found)\b"
+                        r".{0,120}?\b(?:terminat|stopp|abort|exit)", re.I)
 
 
 def gated(text: str) -> bool:
@@ -149,7 +154,8 @@ class Watch:
             event = _warning(head, step, interval)
         if event is None and stepless and ("oss" in head or "OSS" in head) and _STATED_NONFINITE.search(head):
             event = (step or 0, "nonfinite_loss", math.nan, clean(head.strip())[:300])
-        if event is None and stepless and "nan" in head[:200].lower() and _NAN_DETECTED.match(said := clean(head)):
+        if event is None and stepless and "nan" in head[:200].lower() and (
+                _NAN_DETECTED.match(said := clean(head)) or _NAN_GUARD.search(said)):
             event = (step or 0, "nonfinite_loss", math.nan, said.strip()[:300])
         if event is None and stepless and ("xplod" in head or "iverg" in head) and STATED_DIVERGED.search(head):
             # The loop's own words that its loss blew up, on a line of their own ("Aborting, cost seems to

@@ -8,15 +8,7 @@ and logger prefixes (``INFO:root:``, ``- mmengine - INFO -``,
 
 Fields are read *after* the step marker (``iter 2920:``, ``Epoch(train) [1][200/735]``), so no prefix
 becomes a metric, unless only the text before it names a loss (the whole line's are then read, see
-:func:`._roundline.keyed_rest`). A field is a name (up to seven
-words: ``elapsed time per iteration (ms)``) and a number, joined by ``:``,
-``=``, ``is`` or a space; separators between fields are ``|``, ``,``,
-`` - ``, ``;``, brackets or whitespace. A number may carry a unit (``1099.34ms``, ``15.34%``,
-``4.2s``); ``2:46:39`` (a duration) and ``100/735`` (a counter) are not numbers. ``nan``, ``-nan``, ``inf``,
-``Infinity``, PaddleOCR's ``nanxxx``, MSVC's ``1.#QNAN`` and torch's ``tensor(nan)`` are numbers: data. A bare word-number
-followed by another name (``loss nan lr 0.001``) is the value of the name before it, unless that name
-ends in prose (``number of nan iterations: 0`` is one name). A line of ``value name`` parts
-(``10.5 loss, 3e-4 LR``) is read by :mod:`._postfix`.
+:func:`._roundline.keyed_rest`); :mod:`._fields` says what a field is.
 """
 
 from __future__ import annotations
@@ -24,13 +16,11 @@ from __future__ import annotations
 import math
 import re
 
+from runlens.io.importers._fields import read_fields
 from runlens.io.importers._linetypes import Context, Line
-from runlens.io.importers._mapping import MSVC as _MSVC
 from runlens.io.importers._mapping import NUM as _NUM
-from runlens.io.importers._mapping import WORDNUM as _WORDNUM
 from runlens.io.importers._mapping import braced, mapping_fields, parse_mapping, to_float
-from runlens.io.importers._postfix import postfix_fields
-from runlens.io.importers._roundline import GLUED_EPOCH, LEADING, keyed_rest, qualified, set_named
+from runlens.io.importers._roundline import GLUED_EPOCH, LEADING, keyed_rest, set_named
 from runlens.io.importers._shapedlines import NAMED_STEP, shaped_line
 from runlens.io.importers._textsteps import (
     CALLBACK,
@@ -45,9 +35,7 @@ from runlens.io.importers._textsteps import (
     enter_epoch,
     label_is_eval,
     other_total,
-    rate_left_off,
     running,
-    time_unit,
 )
 from runlens.io.reader.names import (
     ERROR_WORDS,
@@ -59,34 +47,6 @@ from runlens.io.reader.names import (
     role_of,
     tokens,
 )
-
-_WORD_ONLY = re.compile(_WORDNUM)
-# A possessive ends a name's first word (LightGBM's ``training's binary_logloss``): without it, the
-# name would start after the apostrophe (``s binary_logloss``).
-# So does an abbreviation's dot, on a word of at most four letters, later words too (``val. loss``,
-# ``mem avg. loss``): the name goes on after it; a sentence's last word (``records/second. Loss``) does not.
-# An underscore before a decimal number ends a name: WaveGlow's ``loss_-4.0655`` is loss = -4.0655.
-# A name may start with a number joined to a word by an underscore (``3d_train``), not with a unit (``32s``).
-_KEY_WORD = (r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|\d+[A-Za-z]+_[A-Za-z][\w/()%#@-]*|[A-Za-z_](?:(?!_[-+]?\d+\.\d)[\w/()%#@-])*"
-             r"(?:\.[A-Za-z_0-9][\w/()%#@-]*)*(?:'s(?= ))?)")
-_KEY_MORE = r"(?:[A-Za-z]{1,4}\.(?= [A-Za-z])|[A-Za-z_(][\w/()%#@-]*(?:\.[A-Za-z_0-9][\w/()%#@-]*)*)"
-# A word-number (nan, inf) then a space and a word is part of a name ("number of nan iterations: 0").
-# A quoted name and value (PaddleDetection's ``'loss': '24.061707'``, a dict's repr printed as text)
-# read as the bare ones: the quotes close the name and enclose the number.
-_FIELD = re.compile(
-    rf"(?<![\w.\-])(?P<key>{_KEY_WORD}(?: {_KEY_MORE}){{0,6}}?)['\"]?"
-    rf"(?:\s*(?P<sep>[:=]|\bis\b)|(?P<glued>_)(?=[-+]?\d+\.\d))?\s*(?P<q>['\"](?=[-+.\w]+['\"]))?(?P<tensor>tensor\(\s*)?"
-    rf"(?:(?P<word>{_MSVC}|(?:{_WORDNUM})(?(sep)|(?(tensor)|(?! [A-Za-z_]))))"
-    rf"|%?(?P<val>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))(?P<unit>[A-Za-z%µ]*(?:/[A-Za-z]+)?))"
-    rf"(?(tensor)(?:\s*,[^()\n]*)?\))(?(q)['\"])(?![\w/:]|\.\d)")
-_IGNORED_KEYS = frozenset({"eta", "in", "of", "at", "to", "for", "the", "with", "on", "and", "by", "from", "is", "was",
-                           "took", "#", "time left", "remaining"})
-# Words of prose, never of a metric name: a "key" holding one is a sentence ("but training continued for").
-_PROSE = frozenset({"but", "the", "a", "an", "than", "after", "while", "and", "or", "which", "that", "was",
-                    "were", "has", "had", "with", "to", "for", "from", "on", "at", "this", "it", "we", "when",
-                    "so", "is", "are", "be", "by", "into", "about", "its", "our", "you", "i", "if", "then"})
-
-_PROSE_OR_IGNORED = _PROSE | _IGNORED_KEYS
 
 # Step markers, most specific first. Each gives (step, total-or-None); eval says the line is a validation pass.
 _MM_EPOCH = re.compile(r"\bEpoch\((train|val|test)\)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.I)
@@ -116,7 +76,8 @@ _PAREN_COUNT = re.compile(r"\s*\]?\s*\(\s*(\d+)\s*/\s*(\d+)\s*\)")
 _EPOCH = re.compile(r"(?:^\s*epochs|\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?", re.I)
 # "Epoch 3/10" (Keras), or "Epoch: 0" alone on its line (smp): the epoch of the lines below; framed
 # as a banner too ("[ Epoch 0 ]", "===== Epoch 3 =====") or announced ("Starting Epoch 7:", SINGA's).
-_EPOCH_HEADER = re.compile(r"^\s*(?:[\[(=*#-]+\s*)?(?:(?:Starting|Start|Beginning|Begin|Begins)\s+)?Epoch\s*(?:\s|:|#|=)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*"
+_EPOCH_HEADER = re.compile(r"^\s*(?:[\[(=*#>-]+\s*)?(?:(?:Starting|Start|Beginning|Begin|Begins)\s+|"
+                           r"(?:Summary|Summaries|Results?|Statistics|Stats|Metrics|Report|Training|Running)\s+(?:(?:of|for|at|in)\s+)?(?:the\s+)?)?Epoch\s*(?:\s|:|#|=)\s*(\d+)(?:\s*/\s*(\d+))?\s*:?\s*"
                            r"(?:[\])=*#-]+\s*)?$", re.I)
 _END_OF_EPOCH = re.compile(r"\bend of epoch\s+(\d+)", re.I)
 # VoxelMorph's "After 3 epochs, the Average training loss is ...": the count of epochs done is the epoch.
@@ -125,70 +86,6 @@ _NET_OUTPUT = re.compile(rf"\b(Test|Train) net output #\d+:\s*([\w/]+)\s*=\s*({_
 _EVAL_LINE = re.compile(r"\b(?:validation|valid|eval|evaluation)\s+loss\s+at\b"
                         r"|^\s*(?:validation|validating|evaluation|evaluating)\b"
                         r"|\bEpoch\((?:val|test)\)|\bIter\((?:val|test)\)|\bend of epoch\b", re.I)
-
-
-def read_fields(text: str) -> list[tuple[str, float]]:
-    """``(name, value)`` of every numeric field in ``text``, in order."""
-    return [(k, v) for k, v, _ in read_field_spans(text)]
-
-
-def read_field_spans(text: str, offset: int = 0) -> list[tuple[str, float, tuple[int, int]]]:
-    """``(name, value, span of the number)`` of every numeric field in ``text``."""
-    if (post := postfix_fields(text, offset)) is not None:
-        return post
-    out: list[tuple[str, float, tuple[int, int]]] = []
-    used = 0  # the end of a unit word read as the value before's: no name starts with it
-    for m in _FIELD.finditer(text):
-        key, start, prev = m.group("key"), m.start("key") + offset, 0
-        if m.start("key") < used:
-            lead = len(key) - len(key[used - m.start("key"):].lstrip())
-            key, start = key[lead:], start + lead
-        for word, at in _bare_words(key):
-            # "loss nan lr 0.001": a name, a bare nan/inf that is its value, then the next field's name.
-            _keep(out, key[prev:at].strip(), to_float(word), (start + at, start + at + len(word)))
-            prev = at + len(word)
-        which = "val" if m.group("val") is not None else "word"
-        a, b = m.span(which)
-        unit, used = time_unit(m.group("unit"), text, m.end())
-        # A number in seconds is a duration whatever its name says (PaddleDetection's
-        # ``batch_cost: 0.00039 sec``: "cost" is a loss word): the unit joins the name.
-        name = _LEADING.sub("", key[prev:].strip()) if m.group("sep") else key[prev:].strip()
-        _keep(out, f"{name} ({unit})" if unit and name.lower() not in _IGNORED_KEYS else name,
-              to_float(m.group(which)), (a + offset, b + offset))
-    return qualified(text, out, offset)
-
-
-def _bare_words(key: str) -> list[tuple[str, int]]:
-    """The word-numbers inside a multi-word name that are values of their own, with their offsets in it:
-    the field pattern reads a bare ``nan`` followed by a word as part of a name ("number of nan
-    iterations: 0"); it is a value when the word before it is a name, not prose ("loss nan lr 0.001").
-    """
-    if " " not in key:
-        return []
-    words, out, at = key.split(" "), [], 0
-    for i, w in enumerate(words):
-        if (0 < i < len(words) - 1 and _WORD_ONLY.fullmatch(w) and not _WORD_ONLY.fullmatch(words[i - 1])
-                and words[i - 1].lower() not in _PROSE_OR_IGNORED):
-            out.append((w, at))
-        at += len(w) + 1
-    return out
-
-
-#: A logger's file and line ("ctc-loss.cc:182") is no field, whatever its name holds.
-_SOURCE_FILE = re.compile(r"\.(?:cc|cpp|cxx|c|h|hpp|py|go|rs|java|js|ts|lua|jl|cu|scala)$")
-#: Words opening a clause before a name joined to its value by ``:``, ``=`` or ``is`` ("the Average training
-#: loss is ..."): left off it. Without the join the phrase stays prose ("the loss reached 0.5").
-_LEADING = re.compile(r"^(?:(?:the|and|an|a)\s+)+(?=\S)", re.I)
-
-
-def _keep(out: list, key: str, value: float, span: tuple[int, int]) -> None:
-    key = rate_left_off(key)
-    low = key.lower()
-    if not key or low in _IGNORED_KEYS or len(key) > 48 or key.count("/") > 1 or "://" in key or _SOURCE_FILE.search(low):
-        return
-    if " " in low and any(w in _PROSE for w in low.split()):
-        return
-    out.append((key, value, span))
 
 
 def _step_names(keys: list[str]) -> list[str]:
@@ -245,7 +142,7 @@ def find_step(text: str, ctx: Context, step_key: str | None = None) -> Line | No
     if (m := TQDM.search(text)) and "{" not in text[m.end():]:
         if (bar := bar_step(text, m, ctx, ev, epoch, read_fields)) is None:
             return None
-        return Line(bar[0], "", ev, bar[1], "progress bar", fields=bar[2])
+        return Line(bar[0], "", bar[3], bar[1], "progress bar", fields=bar[2])
     if m := _MM_EPOCH.search(text):
         e, i, n = int(m.group(2)), int(m.group(3)), int(m.group(4))
         sp: tuple[tuple[int, int], ...] = (m.span(2), m.span(3), m.span(4))
@@ -319,6 +216,9 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
         if e is None:
             # The counter as logged: the user finds "[10/1200]" in the file as step 10, not 9.
             step = bar_pass(i, n, ctx) if bar is not None else i
+            if step is None:  # a shorter bar after one that ran to its end: an evaluation (:func:`bar_pass`)
+                return Line(ctx.last_step, text[m.end():], True, None, "eval counter", formula="", spans=sp,
+                            rest_at=m.end(), partial=i < n)
             return Line(step, text[m.end():], ev, None, "[N/M]", formula=formula, spans=sp,
                         rest_at=m.end(), partial=bar is not None and i < n)
         return Line(counted(e, i, n, ctx), text[m.end():], ev, e, "epoch+counter", formula=formula,

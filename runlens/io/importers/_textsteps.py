@@ -54,13 +54,29 @@ _NAME_VALUE = re.compile(r"[A-Za-z_][\w/.]*\s+[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+
 _BAR_DESC = re.compile(r"^\s*([A-Za-z][\w ./-]{0,40}?)\s*:\s*\d{1,3}%\|")
 
 
-def bar_pass(i: int, n: int, ctx: Context) -> int:
+def bar_evaluates(n: int, ctx: Context) -> bool:
+    """Whether a bar of ``n`` with no epoch is shorter than one that ran to its end before, after a
+    training step: a pass over other data (:func:`bar_pass`)."""
+    return ctx.bar_done is not None and n < ctx.bar_done and ctx.last_step is not None
+
+
+def bar_pass(i: int, n: int, ctx: Context) -> int | None:
     """The step of batch ``i`` of ``n`` on a progress bar with no epoch: the count as logged, plus
     ``n`` for every bar of the same length that ran to its end before (a loop of ``fit(epochs=1)``
-    prints ``32/32 [===] - loss: 11.87`` once per pass: each is a pass of its own, not one step)."""
-    if ctx.bar_total == n and ctx.bar_last == n and i <= n:
-        ctx.bar_offset += n
+    prints ``32/32 [===] - loss: 11.87`` once per pass: each is a pass of its own, not one step).
+    None for a pass over other data: a bar shorter than one that ran to its end before is an
+    evaluation at the last training step (a loop of ``for x in tqdm(train)`` then ``for x in
+    tqdm(valid)``, neither described: D2-Net's ``11500/11500 [..., loss=1.0000]`` then ``1875/1875``);
+    a longer one after a shorter that ran to its end is the next pass, the shorter a pass before
+    training (an evaluation of the initial model) read as it came."""
+    if bar_evaluates(n, ctx):
+        return None
+    if ctx.bar_last == ctx.bar_total and ctx.bar_total is not None and i <= n and (
+            n == ctx.bar_total or n > (ctx.bar_done or 0)):
+        ctx.bar_offset += ctx.bar_total
     ctx.bar_total, ctx.bar_last = n, i
+    if i == n:
+        ctx.bar_done = max(ctx.bar_done or 0, n)
     return ctx.bar_offset + i
 
 
@@ -124,8 +140,8 @@ def label_is_eval(text: str) -> bool:
 
 
 def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
-             read: Callable[[str], list[tuple[str, float]]]) -> tuple[int, int | None, list] | None:
-    """``(step, epoch, fields)`` of a tqdm line with metrics, None without: the step is its running
+             read: Callable[[str], list[tuple[str, float]]]) -> tuple[int, int | None, list, bool] | None:
+    """``(step, epoch, fields, eval)`` of a tqdm line with metrics, None without: the step is its running
     counter, an evaluation bar's the last training step (it counts evaluation batches)."""
     desc = text[:m.start()].rstrip().rstrip(":")
     post = _DASHED.sub(r"\1=", m.group(4) or "")
@@ -156,13 +172,14 @@ def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
         # A postfix that names the epoch (PU-Net's ``800/800 [..., Ep=20, Loss=13.41]``): the bar restarts under it.
         e = next((int(v) for k, v in fields if is_epoch(tokens(k)) and v == int(v) and v >= 0), None)
     if ev and ctx.last_step is not None:
-        return ctx.last_step, e, fields
+        return ctx.last_step, e, fields, True
     if e is None:
         # No epoch: a bar that ran to its end and is printed again at the same length is a pass of its
         # own (AllenNLP's ``loss: 1.0986 ||: 100%|###| 10/10`` once per epoch), counted on, not one step.
         ctx.outer = None  # as a count with no outer count leaves it (:func:`running`)
-        return bar_pass(int(m.group(2)), int(m.group(3)), ctx), e, fields
-    return running(e, int(m.group(2)), ctx), e, fields
+        step = bar_pass(int(m.group(2)), int(m.group(3)), ctx)
+        return (step, e, fields, False) if step is not None else (ctx.last_step, e, fields, True)
+    return running(e, int(m.group(2)), ctx), e, fields, ev
 
 
 #: Units that make a value a duration, whatever its name says.

@@ -36,7 +36,7 @@ from runlens.io.importers import anyline, embedded
 from runlens.io.importers._clean import clean
 from runlens.io.importers._evalline import BARE_MIN, KEYED_MIN, NUMBERED_MIN, bare_value, keyed
 from runlens.io.importers._lineplan import Parser
-from runlens.io.importers._logsignals import is_part
+from runlens.io.importers._logsignals import Watch, is_part
 from runlens.io.importers._splitrecords import join_split
 from runlens.io.importers._textfile import text_encoding
 from runlens.io.importers._textline import Context, parse_mapping, read_fields
@@ -154,7 +154,7 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
     """How many lines each text reader would take (of the head)."""
     ctx, parser = Context(), Parser()  # the text reader's shape cache: a few shapes, parsed once each
     counts = {"jsonl": 0, "hf": 0, "text": 0, "nonblank": 0, "loss_lines": 0, "keyed_lines": 0, "bare_lines": 0,
-              "proxy_lines": 0}
+              "proxy_lines": 0, "nonfinite_said": 0}
     for raw in lines[:4000]:
         s = raw.strip()
         if not s:
@@ -184,6 +184,7 @@ def _line_counts(lines: list[str]) -> dict[str, int]:
             counts["loss_lines"] += loss
             counts["keyed_lines"] += loss and keyed(text, lossy)
             counts["bare_lines"] += bare_value(s, text) is not None
+            counts["nonfinite_said"] += "nan" in s.lower() and not loss and Watch().see(s, None, stepless=True)
             # What a loop watches matters only in a log where no line names a loss: counted while none has.
             counts["proxy_lines"] += not loss and not counts["loss_lines"] and any(
                 role_of(k) == (True, "loss") or names_objective(k) for k in names)
@@ -228,7 +229,8 @@ def _text_kind(counts: dict[str, int], lines: list[str]) -> Sniff:
     found = {k: f"{counts[k]} lines" for k in ("hf", "text", "jsonl") if counts[k]}
     ranked = sorted(((counts[k], k) for k in ("hf", "text", "jsonl")), reverse=True)
     (n1, k1), (n2, k2) = ranked[0], ranked[1]
-    if n1 == 0 and (counts["loss_lines"] >= NUMBERED_MIN or counts["keyed_lines"] >= KEYED_MIN):
+    if n1 == 0 and (counts["loss_lines"] >= NUMBERED_MIN or counts["keyed_lines"] >= KEYED_MIN
+                    or (counts["loss_lines"] and counts["nonfinite_said"])):
         return Sniff("text", found={"text": f"{counts['loss_lines']} lines with a training loss and no step"})
     if n1 == 0 and counts["loss_lines"] == 0 and counts["proxy_lines"] >= 3:
         return Sniff("text", found={"text": f"{counts['proxy_lines']} lines with a validation loss, an accuracy, an "

@@ -304,6 +304,7 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
     joined = not runs[0].rows and step is None
     if joined and (two := _scan(path, Mapper(loss, val_loss), step, encoding, joined=True))[0][0].rows:
         runs, n_lines, skipped, markers = two
+    few = None  # a log of fewer loss lines than a series needs, kept for when nothing else reads it
     if step is None and 0 < n_lines - skipped <= _FEW_STEPPED and (
             rows := _unstepped(path, Mapper(loss, val_loss), encoding, runs, n_lines - skipped, joined)) is not None:
         runs, n_lines, skipped, markers = rows
@@ -315,6 +316,11 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
         numbered = _scan(path, Mapper(loss, val_loss), step, encoding, numbered=True, joined=joined)
         if numbered[3].get("numbered", 0) >= NUMBERED_MIN or numbered[3].get("keyed", 0) >= KEYED_MIN:
             runs, n_lines, skipped, markers = numbered
+        elif numbered[3].get("numbered", 0) and any(r.watch.all_events() for r in numbered[0]):
+            # Fewer lines are a series when the log says its loss went non-finite (faceswap's one
+            # "Loss A: 0.20026, Loss B: 0.22471" before its NaN guard ended the run): the event is the
+            # finding. Read so only when no other reading below finds the log's loss.
+            few = numbered
         elif loss is None and not numbered[3].get("numbered", 0):
             # No line names a loss: what the loop watches (an accuracy, a reward, a validation loss), 3 lines
             # at least; else values alone on their lines (``print(loss)``), 4 at least: 3 numbers can be anything.
@@ -334,6 +340,9 @@ def parse_runs(source: str | Path, *, step: str | None = None, loss: str | None 
             return instead
         if not runs[0].rows and (table := embedded.read(path, encoding)) is not None:
             return table
+    if not runs[0].rows and few is not None:
+        take = functools.partial(take_run, path, *few)
+        runs = few[0]
     if not runs[0].rows:
         hint = f"no line carries a {step!r} field" if step else (
             "no line carries a training step (step/iter/iteration N, Epoch e/N, [N/M], s:N) with a number")

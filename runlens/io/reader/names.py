@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 # ``vali``: the time-series forecasters' (Informer, Autoformer, TimesNet) "Vali Loss".
-VAL = frozenset({"val", "valid", "validation", "validations", "eval", "evaluation", "dev", "test", "validate", "vl", "va", "vali",
+VAL = frozenset({"val", "valid", "validation", "validations", "testing", "validating", "eval", "evaluation", "dev", "test", "validate", "vl", "va", "vali",
                  "holdout"})
 # ``learn``: CatBoost's name of the training set.
 TRAIN = frozenset({"train", "training", "tr", "main", "trn", "learn"})

@@ -19,6 +19,22 @@ from runlens.io.reader.names import (
 from runlens.io.reader.picks import Pick
 from runlens.io.reader.table import Table
 
+#: The terms of a one-stage detector's loss named by their target alone, printed with no total (YOLOv5's
+#: ``box obj cls`` header from v6.0 to v6.2, its oriented variant's ``theta``, YOLOv8's ``dfl``): a box
+#: regression beside an objectness or classification term is no count or size, whatever else a table holds.
+DETECTOR_TERMS = frozenset({"box", "obj", "cls", "dfl", "theta"})
+
+
+def detector_terms(cols: list[str]) -> list[str]:
+    """The columns named each by one :data:`DETECTOR_TERMS` word, when ``box`` is one of two or more and
+    no column is named a total: a ``total`` beside them that is not their sum (:func:`total_of_parts`
+    found none) leaves what they are in doubt."""
+    if any(TOTAL & set(t) and set(t) <= NEUTRAL for c in cols if (t := tokens(c))):
+        return []
+    found = [c for c in cols if len(t := tokens(c)) == 1 and t[0] in DETECTOR_TERMS]
+    words = {tokens(c)[0] for c in found}
+    return found if "box" in words and len(words) >= 2 else []
+
 
 def sum_of_parts(table: Table, lossy: list[str], role: str) -> tuple[Pick, list[str]]:
     """Loss parts without a total, summed where they are logged together. A sum needs every part

@@ -9,15 +9,14 @@ one place for every shape of log:
   its rows (a block's ``total_timesteps``; a header row's ``5/249``, an
   epoch even on one row, where it cannot be seen rising); else the row number;
 - **training loss**: a loss-named column (``loss``, ``xent``, ``nll``,
-  ``ce``, ``objective``) with nothing but neutral words beside it
-  (``train_loss``, ``total_loss``, ``main/loss``; a per-step one before a
-  per-epoch one); else the only loss-named column; else the sum of the
+  ``ce``, ``objective``) with nothing but neutral words beside it (``train_loss``, ``total_loss``,
+  ``main/loss``; a per-step one before a per-epoch one); else the only loss-named column; else the sum of the
   loss parts logged without a total (``box_loss + cls_loss + dfl_loss``);
   else, with no loss word anywhere, a ``total``/``sum`` column whose values
   are the sum of two or more other columns at every row (YOLOv5's ``box obj
-  cls total``); else the log of a perplexity logged alone; else, when the
-  only series is named ``value``, that value (an optimizer's trace of its
-  objective: R's ``iter  10 value 72.296066``);
+  cls total``), or the sum of a one-stage detector's terms with no total (``box obj cls``);
+  else the log of a perplexity logged alone; else, when the only series is named ``value``,
+  that value (an optimizer's trace of its objective: R's ``iter  10 value 72.296066``);
 - **validation losses**: the same on columns with a ``val``/``valid``/
   ``eval``/``dev``/``test`` word; a set's name kept (``eval_wiki_loss``);
   parts matching the training parts summed; a validation column that shares
@@ -60,7 +59,7 @@ from runlens.io.reader.names import (
     val_set,
 )
 from runlens.io.reader.objective import proxy_picks
-from runlens.io.reader.parts import sum_of_parts, total_of_parts
+from runlens.io.reader.parts import detector_terms, sum_of_parts, total_of_parts
 from runlens.io.reader.picks import Pick, Roles
 from runlens.io.reader.setnamed import lone_series, set_named
 from runlens.io.reader.table import Table
@@ -174,6 +173,9 @@ def _choose_loss(table: Table, cols: list[str], side: str) -> tuple[Pick | None,
         return dataclasses.replace(pick, why=f"a GAN's two players, named without a loss word: {pick.why}"), parts
     if side == "train" and (total := total_of_parts(table, cols)) is not None:
         return total, []
+    if side == "train" and (terms := detector_terms(cols)):
+        pick, parts = sum_of_parts(table, terms, role)
+        return dataclasses.replace(pick, why=f"a one-stage detector's loss terms, named by their target: {pick.why}"), parts
     ppl = [c for c in cols if any(x in PERPLEXITY for x in tokens(c)) and is_perplexity(table, c)]
     if ppl:
         return Pick(role, (ppl[0],), "log", f"only a perplexity was logged ({ppl[0]!r}): "
