@@ -217,7 +217,8 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
             # The counter as logged: the user finds "[10/1200]" in the file as step 10, not 9.
             step = bar_pass(i, n, ctx) if bar is not None else i
             if step is None:  # a shorter bar after one that ran to its end: an evaluation (:func:`bar_pass`)
-                return Line(ctx.last_step, text[m.end():], True, None, "eval counter", formula="", spans=sp,
+                last = ctx.last_step if ctx.last_step is not None else i  # bar_pass asks for a last step
+                return Line(last, text[m.end():], True, None, "eval counter", formula="", spans=sp,
                             rest_at=m.end(), partial=i < n)
             return Line(step, text[m.end():], ev, None, "[N/M]", formula=formula, spans=sp,
                         rest_at=m.end(), partial=bar is not None and i < n)

@@ -178,7 +178,9 @@ def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
         # own (AllenNLP's ``loss: 1.0986 ||: 100%|###| 10/10`` once per epoch), counted on, not one step.
         ctx.outer = None  # as a count with no outer count leaves it (:func:`running`)
         step = bar_pass(int(m.group(2)), int(m.group(3)), ctx)
-        return (step, e, fields, False) if step is not None else (ctx.last_step, e, fields, True)
+        if step is None:  # a shorter bar after a longer one ran to its end: an evaluation at the last step
+            step, ev = ctx.last_step if ctx.last_step is not None else 0, True
+        return step, e, fields, ev
     return running(e, int(m.group(2)), ctx), e, fields, ev
 
 
