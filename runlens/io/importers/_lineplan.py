@@ -232,9 +232,7 @@ def _step(formula: str, n: list[int], epoch: int | None, ctx: Context) -> int:
     if formula in ("counter", "bar"):
         e = epoch if epoch is not None else ctx.epoch
         if e is None:
-            # The replay turns a bar that bar_pass would call an evaluation into "last_bar" before this.
-            step = bar_pass(n[0], n[1], ctx) if formula == "bar" else n[0]
-            return step if step is not None else (ctx.last_step if ctx.last_step is not None else n[0])
+            return bar_pass(n[0], n[1], ctx) if formula == "bar" else n[0]
         return counted(e, n[0], n[1], ctx)
     if formula in ("last_counter", "last_bar"):
         return ctx.last_step if ctx.last_step is not None else _step(formula[5:], n, epoch, ctx)

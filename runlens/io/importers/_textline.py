@@ -28,6 +28,7 @@ from runlens.io.importers._textsteps import (
     OUTER,
     PAIR,
     TQDM,
+    bar_evaluates,
     bar_pass,
     bar_step,
     batch_count,
@@ -209,17 +210,14 @@ def _counter_step(text: str, ctx: Context, ev: bool, epoch: int | None,
         i, n = int(m.group(1)), int(m.group(2))
         sp = (m.span(1), m.span(2))
         formula = "bar" if bar is not None else "counter"
-        if ctx.last_step is not None and (ev or (bar is not None and other_total(n, epoch, ctx))):
+        if ctx.last_step is not None and (ev or (bar is not None and (
+                other_total(n, epoch, ctx) or (e is None and bar_evaluates(n, ctx))))):
             # Only a label's evaluation is the shape's: the other total's is this line's context.
             return Line(ctx.last_step, text[m.end():], True, e, "eval counter", formula="last_" + formula if ev else "",
                         spans=sp, epoch_span=espan, rest_at=m.end(), partial=bar is not None and i < n)
         if e is None:
             # The counter as logged: the user finds "[10/1200]" in the file as step 10, not 9.
             step = bar_pass(i, n, ctx) if bar is not None else i
-            if step is None:  # a shorter bar after one that ran to its end: an evaluation (:func:`bar_pass`)
-                last = ctx.last_step if ctx.last_step is not None else i  # bar_pass asks for a last step
-                return Line(last, text[m.end():], True, None, "eval counter", formula="", spans=sp,
-                            rest_at=m.end(), partial=i < n)
             return Line(step, text[m.end():], ev, None, "[N/M]", formula=formula, spans=sp,
                         rest_at=m.end(), partial=bar is not None and i < n)
         return Line(counted(e, i, n, ctx), text[m.end():], ev, e, "epoch+counter", formula=formula,

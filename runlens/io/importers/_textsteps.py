@@ -55,22 +55,20 @@ _BAR_DESC = re.compile(r"^\s*([A-Za-z][\w ./-]{0,40}?)\s*:\s*\d{1,3}%\|")
 
 
 def bar_evaluates(n: int, ctx: Context) -> bool:
-    """Whether a bar of ``n`` with no epoch is shorter than one that ran to its end before, after a
-    training step: a pass over other data (:func:`bar_pass`)."""
-    return ctx.bar_done is not None and n < ctx.bar_done and ctx.last_step is not None
+    """Whether a bar of ``n`` with no epoch is shorter than one that ran to its end before: a pass over
+    other data, an evaluation at the last training step (its callers ask for one), not :func:`bar_pass`'s.
+    A loop of ``for x in tqdm(train)`` then ``for x in tqdm(valid)``, neither described: D2-Net's
+    ``11500/11500 [..., loss=1.0000]`` then ``1875/1875``."""
+    return ctx.bar_done is not None and n < ctx.bar_done
 
 
-def bar_pass(i: int, n: int, ctx: Context) -> int | None:
+def bar_pass(i: int, n: int, ctx: Context) -> int:
     """The step of batch ``i`` of ``n`` on a progress bar with no epoch: the count as logged, plus
     ``n`` for every bar of the same length that ran to its end before (a loop of ``fit(epochs=1)``
     prints ``32/32 [===] - loss: 11.87`` once per pass: each is a pass of its own, not one step).
-    None for a pass over other data: a bar shorter than one that ran to its end before is an
-    evaluation at the last training step (a loop of ``for x in tqdm(train)`` then ``for x in
-    tqdm(valid)``, neither described: D2-Net's ``11500/11500 [..., loss=1.0000]`` then ``1875/1875``);
-    a longer one after a shorter that ran to its end is the next pass, the shorter a pass before
-    training (an evaluation of the initial model) read as it came."""
-    if bar_evaluates(n, ctx):
-        return None
+    A longer bar after a shorter one that ran to its end is the next pass, the shorter a pass before
+    training (an evaluation of the initial model) read as it came; a shorter one after a longer one
+    is an evaluation, which callers find first (:func:`bar_evaluates`)."""
     if ctx.bar_last == ctx.bar_total and ctx.bar_total is not None and i <= n and (
             n == ctx.bar_total or n > (ctx.bar_done or 0)):
         ctx.bar_offset += ctx.bar_total
@@ -171,16 +169,14 @@ def bar_step(text: str, m: re.Match, ctx: Context, ev: bool, epoch: int | None,
     if e is None:
         # A postfix that names the epoch (PU-Net's ``800/800 [..., Ep=20, Loss=13.41]``): the bar restarts under it.
         e = next((int(v) for k, v in fields if is_epoch(tokens(k)) and v == int(v) and v >= 0), None)
-    if ev and ctx.last_step is not None:
+    n = int(m.group(3))
+    if ctx.last_step is not None and (ev or (e is None and bar_evaluates(n, ctx))):
         return ctx.last_step, e, fields, True
     if e is None:
         # No epoch: a bar that ran to its end and is printed again at the same length is a pass of its
         # own (AllenNLP's ``loss: 1.0986 ||: 100%|###| 10/10`` once per epoch), counted on, not one step.
         ctx.outer = None  # as a count with no outer count leaves it (:func:`running`)
-        step = bar_pass(int(m.group(2)), int(m.group(3)), ctx)
-        if step is None:  # a shorter bar after a longer one ran to its end: an evaluation at the last step
-            step, ev = ctx.last_step if ctx.last_step is not None else 0, True
-        return step, e, fields, ev
+        return bar_pass(int(m.group(2)), n, ctx), e, fields, ev
     return running(e, int(m.group(2)), ctx), e, fields, ev
 
 
